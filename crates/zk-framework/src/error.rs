@@ -1,0 +1,270 @@
+//! The one error type of `zk-framework`.
+
+use std::fmt;
+
+use crate::proto::path::InvalidPath;
+use crate::proto::ErrorCode;
+
+/// Everything that can go wrong in `zk-framework`.
+///
+/// Server result codes that callers commonly match on have their own variant;
+/// every other code is [`Error::Keeper`]. [`Error::code`] gives the ZooKeeper
+/// code for any variant that has one, and [`Error::is_retryable`] says whether
+/// Curator's retry loop would retry it.
+///
+/// # Examples
+///
+/// ```
+/// use zk_framework::{proto::ErrorCode, Error};
+/// let e = Error::from_code(ErrorCode::NoNode, "/a");
+/// assert_eq!(e, Error::NoNode { path: "/a".into() });
+/// assert_eq!(e.to_string(), "no node: /a");
+/// assert!(!e.is_retryable());
+/// assert!(Error::ConnectionLoss.is_retryable());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// The connection to the server was lost before the reply came; the request
+    /// may or may not have been applied.
+    ConnectionLoss,
+    /// The session has expired; the handle is dead.
+    SessionExpired,
+    /// The operation did not complete in time.
+    OperationTimeout,
+    /// The session moved to another server.
+    SessionMoved,
+    /// The node does not exist.
+    NoNode {
+        /// The path.
+        path: String,
+    },
+    /// The node already exists.
+    NodeExists {
+        /// The path.
+        path: String,
+    },
+    /// The version did not match.
+    BadVersion {
+        /// The path.
+        path: String,
+    },
+    /// The node has children.
+    NotEmpty {
+        /// The path.
+        path: String,
+    },
+    /// Not authorised.
+    NoAuth {
+        /// The path.
+        path: String,
+    },
+    /// Ephemeral nodes cannot have children.
+    NoChildrenForEphemerals {
+        /// The path.
+        path: String,
+    },
+    /// The server rejected the arguments (for example an invalid path).
+    BadArguments {
+        /// The path.
+        path: String,
+    },
+    /// Authentication failed.
+    AuthFailed,
+    /// Any other ZooKeeper result code.
+    Keeper {
+        /// The code.
+        code: ErrorCode,
+        /// The path, when the request had one.
+        path: String,
+    },
+    /// The path breaks ZooKeeper's rules; nothing was sent.
+    InvalidPath(InvalidPath),
+    /// The connect string could not be used.
+    InvalidConnectString {
+        /// What was given.
+        input: String,
+        /// Why it is unusable.
+        reason: String,
+    },
+    /// An argument is out of range (for example a zero timeout); nothing was sent.
+    InvalidArgument(String),
+    /// The data is larger than the server accepts; nothing was sent.
+    DataTooLarge {
+        /// Bytes given.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The client has been closed.
+    Closed,
+}
+
+impl Error {
+    /// Maps a server result code (never `Ok`) to an error about `path`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_framework::{proto::ErrorCode, Error};
+    /// assert_eq!(Error::from_code(ErrorCode::ConnectionLoss, "/x"), Error::ConnectionLoss);
+    /// ```
+    pub fn from_code(code: ErrorCode, path: &str) -> Error {
+        let path = path.to_string();
+        match code {
+            ErrorCode::ConnectionLoss => Error::ConnectionLoss,
+            ErrorCode::SessionExpired => Error::SessionExpired,
+            ErrorCode::OperationTimeout => Error::OperationTimeout,
+            ErrorCode::SessionMoved => Error::SessionMoved,
+            ErrorCode::NoNode => Error::NoNode { path },
+            ErrorCode::NodeExists => Error::NodeExists { path },
+            ErrorCode::BadVersion => Error::BadVersion { path },
+            ErrorCode::NotEmpty => Error::NotEmpty { path },
+            ErrorCode::NoAuth => Error::NoAuth { path },
+            ErrorCode::NoChildrenForEphemerals => Error::NoChildrenForEphemerals { path },
+            ErrorCode::BadArguments => Error::BadArguments { path },
+            ErrorCode::AuthFailed => Error::AuthFailed,
+            code => Error::Keeper { code, path },
+        }
+    }
+
+    /// Maps a raw wire code; unknown codes become `SystemError`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_framework::Error;
+    /// assert_eq!(Error::from_raw(-101, "/a"), Error::NoNode { path: "/a".into() });
+    /// ```
+    pub fn from_raw(code: i32, path: &str) -> Error {
+        Error::from_code(ErrorCode::from_code(code).unwrap_or(ErrorCode::SystemError), path)
+    }
+
+    /// The ZooKeeper result code, for the variants that have one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_framework::{proto::ErrorCode, Error};
+    /// assert_eq!(Error::SessionExpired.code(), Some(ErrorCode::SessionExpired));
+    /// assert_eq!(Error::Closed.code(), None);
+    /// ```
+    pub fn code(&self) -> Option<ErrorCode> {
+        Some(match self {
+            Error::ConnectionLoss => ErrorCode::ConnectionLoss,
+            Error::SessionExpired => ErrorCode::SessionExpired,
+            Error::OperationTimeout => ErrorCode::OperationTimeout,
+            Error::SessionMoved => ErrorCode::SessionMoved,
+            Error::NoNode { .. } => ErrorCode::NoNode,
+            Error::NodeExists { .. } => ErrorCode::NodeExists,
+            Error::BadVersion { .. } => ErrorCode::BadVersion,
+            Error::NotEmpty { .. } => ErrorCode::NotEmpty,
+            Error::NoAuth { .. } => ErrorCode::NoAuth,
+            Error::NoChildrenForEphemerals { .. } => ErrorCode::NoChildrenForEphemerals,
+            Error::BadArguments { .. } => ErrorCode::BadArguments,
+            Error::AuthFailed => ErrorCode::AuthFailed,
+            Error::Keeper { code, .. } => *code,
+            Error::InvalidPath(_)
+            | Error::InvalidConnectString { .. }
+            | Error::InvalidArgument(_)
+            | Error::DataTooLarge { .. }
+            | Error::Closed => return None,
+        })
+    }
+
+    /// Whether Curator's retry loop retries this error: ConnectionLoss,
+    /// OperationTimeout, SessionMoved and SessionExpired.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(zk_framework::Error::SessionMoved.is_retryable());
+    /// assert!(!zk_framework::Error::Closed.is_retryable());
+    /// ```
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Error::ConnectionLoss | Error::OperationTimeout | Error::SessionMoved | Error::SessionExpired
+        )
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::ConnectionLoss => f.write_str("connection loss"),
+            Error::SessionExpired => f.write_str("session expired"),
+            Error::OperationTimeout => f.write_str("operation timeout"),
+            Error::SessionMoved => f.write_str("session moved"),
+            Error::NoNode { path } => write!(f, "no node: {path}"),
+            Error::NodeExists { path } => write!(f, "node exists: {path}"),
+            Error::BadVersion { path } => write!(f, "bad version: {path}"),
+            Error::NotEmpty { path } => write!(f, "node not empty: {path}"),
+            Error::NoAuth { path } => write!(f, "not authorised: {path}"),
+            Error::NoChildrenForEphemerals { path } => write!(f, "no children for ephemerals: {path}"),
+            Error::BadArguments { path } => write!(f, "bad arguments: {path}"),
+            Error::AuthFailed => f.write_str("authentication failed"),
+            Error::Keeper { code, path } => write!(f, "zookeeper error {} ({}): {path}", code.name().to_lowercase(), code.code()),
+            Error::InvalidPath(p) => write!(f, "{p}"),
+            Error::InvalidConnectString { input, reason } => write!(f, "invalid connect string {input:?}: {reason}"),
+            Error::InvalidArgument(what) => write!(f, "invalid argument: {what}"),
+            Error::DataTooLarge { len, max } => write!(f, "data too large: {len} bytes, the limit is {max}"),
+            Error::Closed => f.write_str("client closed"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::InvalidPath(p) => Some(p),
+            _ => None,
+        }
+    }
+}
+
+impl From<InvalidPath> for Error {
+    fn from(p: InvalidPath) -> Self {
+        Error::InvalidPath(p)
+    }
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_map_both_ways() {
+        for &code in ErrorCode::ALL {
+            if code == ErrorCode::Ok {
+                continue;
+            }
+            let e = Error::from_code(code, "/p");
+            assert_eq!(e.code(), Some(code), "{code:?}");
+            let s = e.to_string();
+            assert_eq!(s, s.to_lowercase().replace("/p", "/p"), "display is lowercase: {s}");
+        }
+        assert_eq!(Error::from_raw(-9999, "/"), Error::Keeper { code: ErrorCode::SystemError, path: "/".into() });
+    }
+
+    #[test]
+    fn retryable_set_matches_curator() {
+        let retryable: Vec<ErrorCode> = ErrorCode::ALL
+            .iter()
+            .copied()
+            .filter(|&c| c != ErrorCode::Ok && Error::from_code(c, "/").is_retryable())
+            .collect();
+        assert_eq!(
+            retryable,
+            vec![
+                ErrorCode::ConnectionLoss,
+                ErrorCode::OperationTimeout,
+                ErrorCode::SessionExpired,
+                ErrorCode::SessionMoved
+            ]
+        );
+    }
+}

@@ -1,0 +1,11 @@
+//! `zk-framework`: the ZooKeeper wire protocol, a synchronous client whose sessions
+//! survive faults, and a Curator-style managed client on top.
+//!
+//! * [`proto`]: the wire protocol, shared by the client and by the embedded test
+//!   server in `zk-testing`.
+//! * [`Error`]: the crate's one error type.
+
+pub mod error;
+pub mod proto;
+
+pub use error::{Error, Result};

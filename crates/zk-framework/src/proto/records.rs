@@ -1,0 +1,949 @@
+//! The jute records of `zookeeper.jute` that clients and servers exchange.
+//!
+//! Field order is wire order. Records with identical shapes share one type, with
+//! ZooKeeper's names kept as aliases.
+
+use super::codes::{perms, OpCode};
+use super::jute::{record, Decode, DecodeError, Element, Encode, JuteWrite, Reader};
+
+record! {
+    /// An identity: `(scheme, id)`, e.g. `("world", "anyone")`.
+    Id { /** The auth scheme. */ scheme: String, /** The id within the scheme. */ id: String }
+}
+impl Element for Id {}
+
+record! {
+    /// One ACL entry: permission bits and an identity.
+    Acl { /** Bits from [`perms`]. */ perms: i32, /** Who gets them. */ id: Id }
+}
+impl Element for Acl {}
+
+impl Acl {
+    /// `world:anyone` with the given permissions.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_framework::proto::{perms, Acl};
+    /// assert_eq!(Acl::world(perms::ALL).id.scheme, "world");
+    /// ```
+    pub fn world(perms: i32) -> Acl {
+        Acl {
+            perms,
+            id: Id {
+                scheme: "world".into(),
+                id: "anyone".into(),
+            },
+        }
+    }
+
+    /// `OPEN_ACL_UNSAFE`: everything for everyone.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(zk_framework::proto::Acl::open_unsafe().len(), 1);
+    /// ```
+    pub fn open_unsafe() -> Vec<Acl> {
+        vec![Acl::world(perms::ALL)]
+    }
+
+    /// `READ_ACL_UNSAFE`: read for everyone.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(zk_framework::proto::Acl::read_unsafe()[0].perms, 1);
+    /// ```
+    pub fn read_unsafe() -> Vec<Acl> {
+        vec![Acl::world(perms::READ)]
+    }
+
+    /// `CREATOR_ALL_ACL`: everything for the authenticated creator.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(zk_framework::proto::Acl::creator_all()[0].id.scheme, "auth");
+    /// ```
+    pub fn creator_all() -> Vec<Acl> {
+        vec![Acl {
+            perms: perms::ALL,
+            id: Id {
+                scheme: "auth".into(),
+                id: String::new(),
+            },
+        }]
+    }
+}
+
+record! {
+    /// A node's metadata (68 bytes on the wire).
+    Stat {
+        /// zxid of the create.
+        czxid: i64,
+        /// zxid of the last data change.
+        mzxid: i64,
+        /// Creation time, ms since the epoch.
+        ctime: i64,
+        /// Last modification time, ms since the epoch.
+        mtime: i64,
+        /// Data version.
+        version: i32,
+        /// Child version (creates plus deletes of children).
+        cversion: i32,
+        /// ACL version.
+        aversion: i32,
+        /// Session id of an ephemeral node's owner, else 0.
+        ephemeral_owner: i64,
+        /// Length of the data.
+        data_length: i32,
+        /// Number of children.
+        num_children: i32,
+        /// zxid of the last child change.
+        pzxid: i64,
+    }
+}
+
+/// The first frame a client sends.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ConnectRequest {
+    /// Always 0.
+    pub protocol_version: i32,
+    /// The largest zxid the client has seen.
+    pub last_zxid_seen: i64,
+    /// Requested session timeout, ms.
+    pub timeout: i32,
+    /// 0 for a new session, else the session to reattach.
+    pub session_id: i64,
+    /// The session password (16 zero bytes for a new session).
+    pub passwd: Vec<u8>,
+    /// The optional trailing read-only flag (`None` when absent).
+    pub read_only: Option<bool>,
+}
+
+impl Encode for ConnectRequest {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.put_i32(self.protocol_version);
+        out.put_i64(self.last_zxid_seen);
+        out.put_i32(self.timeout);
+        out.put_i64(self.session_id);
+        out.put_buffer(Some(&self.passwd));
+        if let Some(ro) = self.read_only {
+            out.put_bool(ro);
+        }
+    }
+}
+
+impl Decode for ConnectRequest {
+    fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        Ok(ConnectRequest {
+            protocol_version: r.read_i32()?,
+            last_zxid_seen: r.read_i64()?,
+            timeout: r.read_i32()?,
+            session_id: r.read_i64()?,
+            passwd: Vec::<u8>::decode(r)?,
+            read_only: if r.is_empty() { None } else { Some(r.read_bool()?) },
+        })
+    }
+}
+
+/// The first frame a server sends.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ConnectResponse {
+    /// Always 0.
+    pub protocol_version: i32,
+    /// Negotiated session timeout, ms; 0 or less means the session is expired.
+    pub timeout: i32,
+    /// The session id (0 when expired).
+    pub session_id: i64,
+    /// The session password.
+    pub passwd: Vec<u8>,
+    /// The read-only flag, present only if the request carried one.
+    pub read_only: Option<bool>,
+}
+
+impl Encode for ConnectResponse {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.put_i32(self.protocol_version);
+        out.put_i32(self.timeout);
+        out.put_i64(self.session_id);
+        out.put_buffer(Some(&self.passwd));
+        if let Some(ro) = self.read_only {
+            out.put_bool(ro);
+        }
+    }
+}
+
+impl Decode for ConnectResponse {
+    fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        Ok(ConnectResponse {
+            protocol_version: r.read_i32()?,
+            timeout: r.read_i32()?,
+            session_id: r.read_i64()?,
+            passwd: Vec::<u8>::decode(r)?,
+            read_only: if r.is_empty() { None } else { Some(r.read_bool()?) },
+        })
+    }
+}
+
+record! {
+    /// Precedes every request after the handshake.
+    RequestHeader { /** Request id, echoed in the reply. */ xid: i32, /** An [`OpCode`] value. */ op: i32 }
+}
+
+record! {
+    /// Precedes every reply and notification.
+    ReplyHeader {
+        /// The request's xid (-1 notification, -2 ping, -4 auth).
+        xid: i32,
+        /// The server's last zxid after the request.
+        zxid: i64,
+        /// An [`super::ErrorCode`] value; a body follows only when 0.
+        err: i32,
+    }
+}
+
+record! {
+    /// A watch notification body (after a `ReplyHeader` with xid -1).
+    WatcherEvent {
+        /// An [`super::EventType`] value.
+        event_type: i32,
+        /// A [`super::KeeperState`] value (always 3 from a server).
+        state: i32,
+        /// The node path (with the chroot).
+        path: String,
+    }
+}
+
+record! {
+    /// Credentials (`addauth`), sent with xid -4.
+    AuthPacket { /** Always 0. */ auth_type: i32, /** e.g. "digest". */ scheme: String, /** e.g. b"user:pass". */ auth: Vec<u8> }
+}
+
+record! {
+    /// Re-registers watches after a reconnect.
+    SetWatches {
+        /// The client's last zxid: changes after it fire at once.
+        relative_zxid: i64,
+        /// Data (getData) watches.
+        data_watches: Vec<String>,
+        /// Exists watches on missing nodes.
+        exist_watches: Vec<String>,
+        /// Child watches.
+        child_watches: Vec<String>,
+    }
+}
+
+record! {
+    /// SetWatches with persistent watches.
+    SetWatches2 {
+        /// The client's last zxid.
+        relative_zxid: i64,
+        /// Data (getData) watches.
+        data_watches: Vec<String>,
+        /// Exists watches on missing nodes.
+        exist_watches: Vec<String>,
+        /// Child watches.
+        child_watches: Vec<String>,
+        /// Persistent watches.
+        persistent_watches: Vec<String>,
+        /// Persistent recursive watches.
+        persistent_recursive_watches: Vec<String>,
+    }
+}
+
+record! {
+    /// create, create2 and createContainer request.
+    CreateRequest {
+        /// The path (the prefix, for sequential modes).
+        path: String,
+        /// Node data.
+        data: Vec<u8>,
+        /// The node's ACL.
+        acl: Vec<Acl>,
+        /// A [`super::CreateMode`] value.
+        flags: i32,
+    }
+}
+
+record! {
+    /// createTTL request.
+    CreateTtlRequest {
+        /// The path.
+        path: String,
+        /// Node data.
+        data: Vec<u8>,
+        /// The node's ACL.
+        acl: Vec<Acl>,
+        /// A [`super::CreateMode`] value.
+        flags: i32,
+        /// Time to live, ms.
+        ttl: i64,
+    }
+}
+
+record! {
+    /// A request or response that carries only a path (getACL, sync, create reply, ...).
+    PathRecord { /** The path. */ path: String }
+}
+
+/// `CreateResponse{path}`.
+pub type CreateResponse = PathRecord;
+/// `GetACLRequest{path}`.
+pub type GetAclRequest = PathRecord;
+/// `SyncRequest{path}`.
+pub type SyncRequest = PathRecord;
+/// `SyncResponse{path}`.
+pub type SyncResponse = PathRecord;
+/// `GetAllChildrenNumberRequest{path}`.
+pub type GetAllChildrenNumberRequest = PathRecord;
+/// `GetEphemeralsRequest{prefixPath}`.
+pub type GetEphemeralsRequest = PathRecord;
+
+record! {
+    /// create2 / createContainer / createTTL response.
+    Create2Response { /** The actual path. */ path: String, /** The new node's Stat. */ stat: Stat }
+}
+
+record! {
+    /// delete request.
+    DeleteRequest { /** The path. */ path: String, /** Expected version, -1 for any. */ version: i32 }
+}
+
+/// `CheckVersionRequest{path, version}`.
+pub type CheckVersionRequest = DeleteRequest;
+
+record! {
+    /// exists, getData, getChildren and getChildren2 request.
+    PathWatchRequest { /** The path. */ path: String, /** Whether to leave a watch. */ watch: bool }
+}
+
+/// `ExistsRequest`.
+pub type ExistsRequest = PathWatchRequest;
+/// `GetDataRequest`.
+pub type GetDataRequest = PathWatchRequest;
+/// `GetChildrenRequest`.
+pub type GetChildrenRequest = PathWatchRequest;
+/// `GetChildren2Request`.
+pub type GetChildren2Request = PathWatchRequest;
+
+record! {
+    /// A response that is just a Stat (exists, setData, setACL).
+    StatResponse { /** The node's Stat. */ stat: Stat }
+}
+
+/// `ExistsResponse{stat}`.
+pub type ExistsResponse = StatResponse;
+/// `SetDataResponse{stat}`.
+pub type SetDataResponse = StatResponse;
+/// `SetACLResponse{stat}`.
+pub type SetAclResponse = StatResponse;
+
+record! {
+    /// getData response.
+    GetDataResponse { /** The data. */ data: Vec<u8>, /** The node's Stat. */ stat: Stat }
+}
+
+record! {
+    /// setData request.
+    SetDataRequest { /** The path. */ path: String, /** New data. */ data: Vec<u8>, /** Expected version, -1 for any. */ version: i32 }
+}
+
+record! {
+    /// getACL response.
+    GetAclResponse { /** The ACL. */ acl: Vec<Acl>, /** The node's Stat. */ stat: Stat }
+}
+
+record! {
+    /// setACL request.
+    SetAclRequest { /** The path. */ path: String, /** The new ACL. */ acl: Vec<Acl>, /** Expected aversion, -1 for any. */ version: i32 }
+}
+
+record! {
+    /// getChildren response (names in server order; clients sort).
+    GetChildrenResponse { /** Child names. */ children: Vec<String> }
+}
+
+record! {
+    /// getChildren2 response.
+    GetChildren2Response { /** Child names. */ children: Vec<String>, /** The parent's Stat. */ stat: Stat }
+}
+
+record! {
+    /// Header of each op in a multi request and result in a multi response.
+    MultiHeader { /** Op or result type; -1 ends the list. */ op_type: i32, /** True on the closing header. */ done: bool, /** Error code (-1 in requests). */ err: i32 }
+}
+
+record! {
+    /// A bare error code (multi error results, addWatch reply).
+    ErrorResponse { /** The error code. */ err: i32 }
+}
+
+record! {
+    /// checkWatches / removeWatches request.
+    WatchTypeRequest { /** The path. */ path: String, /** A [`super::watcher_type`] value. */ watcher_type: i32 }
+}
+
+/// `CheckWatchesRequest`.
+pub type CheckWatchesRequest = WatchTypeRequest;
+/// `RemoveWatchesRequest`.
+pub type RemoveWatchesRequest = WatchTypeRequest;
+
+record! {
+    /// addWatch request.
+    AddWatchRequest { /** The path. */ path: String, /** A [`super::add_watch_mode`] value. */ mode: i32 }
+}
+
+record! {
+    /// getEphemerals response.
+    GetEphemeralsResponse { /** The caller's ephemeral paths. */ ephemerals: Vec<String> }
+}
+
+record! {
+    /// getAllChildrenNumber response.
+    GetAllChildrenNumberResponse { /** Number of descendants. */ total_number: i32 }
+}
+
+record! {
+    /// One identity of the caller (whoAmI).
+    ClientInfo { /** Auth scheme. */ auth_scheme: String, /** User. */ user: String }
+}
+impl Element for ClientInfo {}
+
+record! {
+    /// whoAmI response.
+    WhoAmIResponse { /** The caller's identities. */ client_info: Vec<ClientInfo> }
+}
+
+/// One operation of a multi (14) or multiRead (22) request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MultiOp {
+    /// create (op type 1), create2 (15) or createContainer (19); the mode is in the flags.
+    Create {
+        /// The op type as sent: 1, 15 or 19.
+        op: OpCode,
+        /// The request.
+        request: CreateRequest,
+    },
+    /// createTTL (21).
+    CreateTtl(CreateTtlRequest),
+    /// delete (2).
+    Delete(DeleteRequest),
+    /// setData (5).
+    SetData(SetDataRequest),
+    /// check (13).
+    Check(CheckVersionRequest),
+    /// getData (4), multiRead only.
+    GetData(GetDataRequest),
+    /// getChildren (8), multiRead only.
+    GetChildren(GetChildrenRequest),
+}
+
+impl MultiOp {
+    /// The op type written in the op's header.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_framework::proto::{DeleteRequest, MultiOp, OpCode};
+    /// let op = MultiOp::Delete(DeleteRequest { path: "/a".into(), version: -1 });
+    /// assert_eq!(op.op_code(), OpCode::Delete);
+    /// ```
+    pub fn op_code(&self) -> OpCode {
+        match self {
+            MultiOp::Create { op, .. } => *op,
+            MultiOp::CreateTtl(_) => OpCode::CreateTtl,
+            MultiOp::Delete(_) => OpCode::Delete,
+            MultiOp::SetData(_) => OpCode::SetData,
+            MultiOp::Check(_) => OpCode::Check,
+            MultiOp::GetData(_) => OpCode::GetData,
+            MultiOp::GetChildren(_) => OpCode::GetChildren,
+        }
+    }
+
+    /// The path the op acts on.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_framework::proto::{DeleteRequest, MultiOp};
+    /// let op = MultiOp::Delete(DeleteRequest { path: "/a".into(), version: -1 });
+    /// assert_eq!(op.path(), "/a");
+    /// ```
+    pub fn path(&self) -> &str {
+        match self {
+            MultiOp::Create { request, .. } => &request.path,
+            MultiOp::CreateTtl(r) => &r.path,
+            MultiOp::Delete(r) | MultiOp::Check(r) => &r.path,
+            MultiOp::SetData(r) => &r.path,
+            MultiOp::GetData(r) | MultiOp::GetChildren(r) => &r.path,
+        }
+    }
+
+    fn encode_body(&self, out: &mut Vec<u8>) {
+        match self {
+            MultiOp::Create { request, .. } => request.encode(out),
+            MultiOp::CreateTtl(r) => r.encode(out),
+            MultiOp::Delete(r) | MultiOp::Check(r) => r.encode(out),
+            MultiOp::SetData(r) => r.encode(out),
+            MultiOp::GetData(r) | MultiOp::GetChildren(r) => r.encode(out),
+        }
+    }
+}
+
+/// A multi or multiRead request: ops followed by the closing header.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MultiRequest {
+    /// The operations, in order.
+    pub ops: Vec<MultiOp>,
+}
+
+const DONE: MultiHeader = MultiHeader {
+    op_type: -1,
+    done: true,
+    err: -1,
+};
+
+impl Encode for MultiRequest {
+    fn encode(&self, out: &mut Vec<u8>) {
+        for op in &self.ops {
+            MultiHeader {
+                op_type: op.op_code().code(),
+                done: false,
+                err: -1,
+            }
+            .encode(out);
+            op.encode_body(out);
+        }
+        DONE.encode(out);
+    }
+}
+
+impl Decode for MultiRequest {
+    fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let mut ops = Vec::new();
+        loop {
+            let h = MultiHeader::decode(r)?;
+            if h.done {
+                return Ok(MultiRequest { ops });
+            }
+            let op = match OpCode::from_code(h.op_type) {
+                Some(op @ (OpCode::Create | OpCode::Create2 | OpCode::CreateContainer)) => MultiOp::Create {
+                    op,
+                    request: CreateRequest::decode(r)?,
+                },
+                Some(OpCode::CreateTtl) => MultiOp::CreateTtl(CreateTtlRequest::decode(r)?),
+                Some(OpCode::Delete) => MultiOp::Delete(DeleteRequest::decode(r)?),
+                Some(OpCode::SetData) => MultiOp::SetData(SetDataRequest::decode(r)?),
+                Some(OpCode::Check) => MultiOp::Check(CheckVersionRequest::decode(r)?),
+                Some(OpCode::GetData) => MultiOp::GetData(GetDataRequest::decode(r)?),
+                Some(OpCode::GetChildren) => MultiOp::GetChildren(GetChildrenRequest::decode(r)?),
+                _ => return Err(DecodeError::InvalidValue("multi op type")),
+            };
+            ops.push(op);
+        }
+    }
+}
+
+/// One result of a multi or multiRead response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MultiResult {
+    /// A plain create (type 1): the actual path.
+    Create {
+        /// The created path.
+        path: String,
+    },
+    /// A container or TTL create (type 15): path and Stat.
+    Create2 {
+        /// The created path.
+        path: String,
+        /// The new node's Stat.
+        stat: Stat,
+    },
+    /// A delete (type 2).
+    Delete,
+    /// A setData (type 5).
+    SetData {
+        /// The node's new Stat.
+        stat: Stat,
+    },
+    /// A check (type 13).
+    Check,
+    /// A getData (type 4, multiRead).
+    GetData {
+        /// The data.
+        data: Vec<u8>,
+        /// The Stat.
+        stat: Stat,
+    },
+    /// A getChildren (type 8, multiRead).
+    GetChildren {
+        /// Child names.
+        children: Vec<String>,
+    },
+    /// An error (type -1) with its code.
+    Error {
+        /// An [`super::ErrorCode`] value.
+        err: i32,
+    },
+}
+
+/// A multi or multiRead response.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MultiResponse {
+    /// One result per op, in order.
+    pub results: Vec<MultiResult>,
+}
+
+impl Encode for MultiResponse {
+    fn encode(&self, out: &mut Vec<u8>) {
+        for res in &self.results {
+            let (op_type, err) = match res {
+                MultiResult::Create { .. } => (OpCode::Create.code(), 0),
+                MultiResult::Create2 { .. } => (OpCode::Create2.code(), 0),
+                MultiResult::Delete => (OpCode::Delete.code(), 0),
+                MultiResult::SetData { .. } => (OpCode::SetData.code(), 0),
+                MultiResult::Check => (OpCode::Check.code(), 0),
+                MultiResult::GetData { .. } => (OpCode::GetData.code(), 0),
+                MultiResult::GetChildren { .. } => (OpCode::GetChildren.code(), 0),
+                MultiResult::Error { err } => (-1, *err),
+            };
+            MultiHeader {
+                op_type,
+                done: false,
+                err,
+            }
+            .encode(out);
+            match res {
+                MultiResult::Create { path } => path.encode(out),
+                MultiResult::Create2 { path, stat } => {
+                    path.encode(out);
+                    stat.encode(out);
+                }
+                MultiResult::Delete | MultiResult::Check => {}
+                MultiResult::SetData { stat } => stat.encode(out),
+                MultiResult::GetData { data, stat } => {
+                    data.encode(out);
+                    stat.encode(out);
+                }
+                MultiResult::GetChildren { children } => children.encode(out),
+                MultiResult::Error { err } => err.encode(out),
+            }
+        }
+        DONE.encode(out);
+    }
+}
+
+impl Decode for MultiResponse {
+    fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let mut results = Vec::new();
+        loop {
+            let h = MultiHeader::decode(r)?;
+            if h.done {
+                return Ok(MultiResponse { results });
+            }
+            let res = match h.op_type {
+                -1 => MultiResult::Error { err: r.read_i32()? },
+                t => match OpCode::from_code(t) {
+                    Some(OpCode::Create) => MultiResult::Create {
+                        path: String::decode(r)?,
+                    },
+                    Some(OpCode::Create2 | OpCode::CreateContainer | OpCode::CreateTtl) => MultiResult::Create2 {
+                        path: String::decode(r)?,
+                        stat: Stat::decode(r)?,
+                    },
+                    Some(OpCode::Delete) => MultiResult::Delete,
+                    Some(OpCode::SetData) => MultiResult::SetData { stat: Stat::decode(r)? },
+                    Some(OpCode::Check) => MultiResult::Check,
+                    Some(OpCode::GetData) => MultiResult::GetData {
+                        data: Vec::<u8>::decode(r)?,
+                        stat: Stat::decode(r)?,
+                    },
+                    Some(OpCode::GetChildren) => MultiResult::GetChildren {
+                        children: Vec::<String>::decode(r)?,
+                    },
+                    _ => return Err(DecodeError::InvalidValue("multi result type")),
+                },
+            };
+            results.push(res);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fmt::Debug;
+
+    fn rt<T: Encode + Decode + PartialEq + Debug>(v: T) {
+        let bytes = v.to_bytes();
+        assert_eq!(T::from_bytes(&bytes).unwrap(), v, "round trip of {v:?}");
+        // Every strict prefix must fail to decode, never panic.
+        for cut in 0..bytes.len() {
+            let _ = T::from_bytes(&bytes[..cut]);
+        }
+    }
+
+    fn stat() -> Stat {
+        Stat {
+            czxid: 1,
+            mzxid: 2,
+            ctime: 3,
+            mtime: 4,
+            version: 5,
+            cversion: -1,
+            aversion: 7,
+            ephemeral_owner: 0x0100_0000_0000_0001,
+            data_length: 9,
+            num_children: 10,
+            pzxid: 11,
+        }
+    }
+
+    #[test]
+    fn every_record_round_trips() {
+        let acl = Acl::open_unsafe();
+        rt(stat());
+        assert_eq!(stat().to_bytes().len(), 68);
+        rt(Id {
+            scheme: "digest".into(),
+            id: "u:x".into(),
+        });
+        rt(acl[0].clone());
+        rt(ConnectRequest {
+            protocol_version: 0,
+            last_zxid_seen: 5,
+            timeout: 30000,
+            session_id: 0,
+            passwd: vec![0; 16],
+            read_only: Some(false),
+        });
+        assert_eq!(
+            ConnectRequest {
+                passwd: vec![0; 16],
+                read_only: Some(false),
+                ..Default::default()
+            }
+            .to_bytes()
+            .len(),
+            45
+        );
+        rt(ConnectRequest {
+            read_only: None,
+            ..Default::default()
+        });
+        rt(ConnectResponse {
+            protocol_version: 0,
+            timeout: 4000,
+            session_id: 77,
+            passwd: vec![1; 16],
+            read_only: Some(false),
+        });
+        rt(ConnectResponse {
+            read_only: None,
+            passwd: vec![1; 16],
+            ..Default::default()
+        });
+        rt(RequestHeader { xid: 1, op: 4 });
+        rt(ReplyHeader {
+            xid: -1,
+            zxid: -1,
+            err: 0,
+        });
+        rt(WatcherEvent {
+            event_type: 1,
+            state: 3,
+            path: "/k1/nonexist".into(),
+        });
+        rt(AuthPacket {
+            auth_type: 0,
+            scheme: "digest".into(),
+            auth: b"u:p".to_vec(),
+        });
+        rt(SetWatches {
+            relative_zxid: 9,
+            data_watches: vec!["/a".into()],
+            exist_watches: vec!["/b".into()],
+            child_watches: vec![],
+        });
+        rt(SetWatches2 {
+            relative_zxid: 9,
+            data_watches: vec!["/a".into()],
+            exist_watches: vec![],
+            child_watches: vec!["/c".into()],
+            persistent_watches: vec!["/p".into()],
+            persistent_recursive_watches: vec!["/r".into()],
+        });
+        let create = CreateRequest {
+            path: "/a".into(),
+            data: b"x".to_vec(),
+            acl: acl.clone(),
+            flags: 3,
+        };
+        rt(create.clone());
+        rt(CreateTtlRequest {
+            path: "/t".into(),
+            data: vec![],
+            acl: acl.clone(),
+            flags: 5,
+            ttl: 1000,
+        });
+        rt(PathRecord { path: "/a".into() });
+        rt(Create2Response {
+            path: "/a".into(),
+            stat: stat(),
+        });
+        rt(DeleteRequest {
+            path: "/a".into(),
+            version: -1,
+        });
+        rt(PathWatchRequest {
+            path: "/a".into(),
+            watch: true,
+        });
+        rt(StatResponse { stat: stat() });
+        rt(GetDataResponse {
+            data: vec![1, 2],
+            stat: stat(),
+        });
+        rt(SetDataRequest {
+            path: "/a".into(),
+            data: vec![3],
+            version: 2,
+        });
+        rt(GetAclResponse {
+            acl: acl.clone(),
+            stat: stat(),
+        });
+        rt(SetAclRequest {
+            path: "/a".into(),
+            acl: acl.clone(),
+            version: 0,
+        });
+        rt(GetChildrenResponse {
+            children: vec!["a".into(), "b".into()],
+        });
+        rt(GetChildren2Response {
+            children: vec!["a".into()],
+            stat: stat(),
+        });
+        rt(MultiHeader {
+            op_type: -1,
+            done: true,
+            err: -1,
+        });
+        rt(ErrorResponse { err: -101 });
+        rt(WatchTypeRequest {
+            path: "/a".into(),
+            watcher_type: 3,
+        });
+        rt(AddWatchRequest {
+            path: "/a".into(),
+            mode: 1,
+        });
+        rt(GetEphemeralsResponse {
+            ephemerals: vec!["/e".into()],
+        });
+        rt(GetAllChildrenNumberResponse { total_number: 3 });
+        rt(WhoAmIResponse {
+            client_info: vec![ClientInfo {
+                auth_scheme: "ip".into(),
+                user: "127.0.0.1".into(),
+            }],
+        });
+        rt(MultiRequest {
+            ops: vec![
+                MultiOp::Create {
+                    op: OpCode::Create,
+                    request: create.clone(),
+                },
+                MultiOp::Create {
+                    op: OpCode::CreateContainer,
+                    request: create.clone(),
+                },
+                MultiOp::CreateTtl(CreateTtlRequest {
+                    path: "/t".into(),
+                    data: vec![],
+                    acl,
+                    flags: 5,
+                    ttl: 10,
+                }),
+                MultiOp::Delete(DeleteRequest {
+                    path: "/a".into(),
+                    version: 1,
+                }),
+                MultiOp::SetData(SetDataRequest {
+                    path: "/a".into(),
+                    data: vec![],
+                    version: -1,
+                }),
+                MultiOp::Check(DeleteRequest {
+                    path: "/a".into(),
+                    version: 0,
+                }),
+                MultiOp::GetData(PathWatchRequest {
+                    path: "/a".into(),
+                    watch: false,
+                }),
+                MultiOp::GetChildren(PathWatchRequest {
+                    path: "/".into(),
+                    watch: false,
+                }),
+            ],
+        });
+        rt(MultiRequest::default());
+        rt(MultiResponse {
+            results: vec![
+                MultiResult::Create { path: "/a".into() },
+                MultiResult::Create2 {
+                    path: "/c".into(),
+                    stat: stat(),
+                },
+                MultiResult::Delete,
+                MultiResult::SetData { stat: stat() },
+                MultiResult::Check,
+                MultiResult::GetData {
+                    data: vec![1],
+                    stat: stat(),
+                },
+                MultiResult::GetChildren {
+                    children: vec!["x".into()],
+                },
+                MultiResult::Error { err: -2 },
+            ],
+        });
+    }
+
+    #[test]
+    fn multi_rejects_unknown_op_types() {
+        let mut bytes = Vec::new();
+        MultiHeader {
+            op_type: 99,
+            done: false,
+            err: -1,
+        }
+        .encode(&mut bytes);
+        assert_eq!(
+            MultiRequest::from_bytes(&bytes),
+            Err(DecodeError::InvalidValue("multi op type"))
+        );
+    }
+
+    #[test]
+    fn connect_request_wire_bytes_match_zookeeper() {
+        // 45 bytes for a new session with the read-only byte, as all clients send it.
+        let req = ConnectRequest {
+            protocol_version: 0,
+            last_zxid_seen: 0,
+            timeout: 30000,
+            session_id: 0,
+            passwd: vec![0; 16],
+            read_only: Some(false),
+        };
+        let b = req.to_bytes();
+        assert_eq!(b.len(), 45);
+        assert_eq!(&b[12..16], &30000i32.to_be_bytes());
+        assert_eq!(&b[24..28], &16i32.to_be_bytes());
+    }
+}

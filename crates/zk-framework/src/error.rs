@@ -204,7 +204,12 @@ impl fmt::Display for Error {
             Error::NoChildrenForEphemerals { path } => write!(f, "no children for ephemerals: {path}"),
             Error::BadArguments { path } => write!(f, "bad arguments: {path}"),
             Error::AuthFailed => f.write_str("authentication failed"),
-            Error::Keeper { code, path } => write!(f, "zookeeper error {} ({}): {path}", code.name().to_lowercase(), code.code()),
+            Error::Keeper { code, path } => write!(
+                f,
+                "zookeeper error {} ({}): {path}",
+                code.name().to_lowercase(),
+                code.code()
+            ),
             Error::InvalidPath(p) => write!(f, "{p}"),
             Error::InvalidConnectString { input, reason } => write!(f, "invalid connect string {input:?}: {reason}"),
             Error::InvalidArgument(what) => write!(f, "invalid argument: {what}"),
@@ -247,7 +252,13 @@ mod tests {
             let s = e.to_string();
             assert_eq!(s, s.to_lowercase().replace("/p", "/p"), "display is lowercase: {s}");
         }
-        assert_eq!(Error::from_raw(-9999, "/"), Error::Keeper { code: ErrorCode::SystemError, path: "/".into() });
+        assert_eq!(
+            Error::from_raw(-9999, "/"),
+            Error::Keeper {
+                code: ErrorCode::SystemError,
+                path: "/".into()
+            }
+        );
     }
 
     #[test]

@@ -6,6 +6,9 @@
 //! * [`Error`]: the crate's one error type.
 
 pub mod error;
+pub mod paths;
 pub mod proto;
+pub mod retry;
+pub mod state;
 
 pub use error::{Error, Result};

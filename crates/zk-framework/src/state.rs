@@ -1,0 +1,255 @@
+//! Curator's connection states and the pure state machine that derives them from
+//! session events.
+
+use std::fmt;
+
+/// The connection state a managed client reports, exactly Curator's.
+///
+/// # Examples
+///
+/// ```
+/// use zk_framework::state::ConnectionState;
+/// assert!(ConnectionState::Reconnected.is_connected());
+/// assert!(!ConnectionState::Suspended.is_connected());
+/// assert_eq!(ConnectionState::Lost.to_string(), "LOST");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ConnectionState {
+    /// The first successful connection of this client (sent exactly once).
+    Connected,
+    /// The connection was lost; the session may still be alive. Holders of locks
+    /// cannot be sure they still hold them until `Reconnected`.
+    Suspended,
+    /// Connected again after `Suspended`, `Lost` or `ReadOnly` (the same session,
+    /// or a new one after `Lost`).
+    Reconnected,
+    /// The session is gone: expired, replaced by a new handle, or the session
+    /// timeout passed while suspended. Every ephemeral node, and so every lock,
+    /// of the old session is lost.
+    Lost,
+    /// Connected to a read-only server.
+    ReadOnly,
+}
+
+impl ConnectionState {
+    /// Whether the client can talk to ZooKeeper in this state.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(zk_framework::state::ConnectionState::ReadOnly.is_connected());
+    /// ```
+    pub fn is_connected(self) -> bool {
+        matches!(
+            self,
+            ConnectionState::Connected | ConnectionState::Reconnected | ConnectionState::ReadOnly
+        )
+    }
+}
+
+impl fmt::Display for ConnectionState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ConnectionState::Connected => "CONNECTED",
+            ConnectionState::Suspended => "SUSPENDED",
+            ConnectionState::Reconnected => "RECONNECTED",
+            ConnectionState::Lost => "LOST",
+            ConnectionState::ReadOnly => "READ_ONLY",
+        })
+    }
+}
+
+/// What the session layer reports, as input to [`StateMachine`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionSignal {
+    /// Connected (read-write). `new_handle` is true when the connection belongs to
+    /// a handle other than the one that last connected (a new session after
+    /// expiry or reset).
+    Connected {
+        /// Whether the handle changed since the last connection.
+        new_handle: bool,
+    },
+    /// Connected to a read-only server.
+    ConnectedReadOnly {
+        /// Whether the handle changed since the last connection.
+        new_handle: bool,
+    },
+    /// The connection was lost.
+    Disconnected,
+    /// The server said the session expired, the session was injected as expired,
+    /// or the session timeout passed while suspended (simulated expiry).
+    Expired,
+}
+
+/// Derives Curator's connection states from session signals.
+///
+/// Rules (Curator 5's `ConnectionStateManager` and `CuratorFrameworkImpl`):
+/// a change to the current state is dropped; the first positive state is
+/// reported as `Connected`, exactly once; `Disconnected` gives `Suspended`
+/// unless already `Suspended` or `Lost`; `Expired` gives `Lost`; a connection
+/// on a new handle gives `Lost` (if not already) then `Reconnected`.
+///
+/// # Examples
+///
+/// ```
+/// use zk_framework::state::{ConnectionState::*, SessionSignal, StateMachine};
+/// let mut m = StateMachine::new();
+/// assert_eq!(m.apply(SessionSignal::Connected { new_handle: false }), vec![Connected]);
+/// assert_eq!(m.apply(SessionSignal::Disconnected), vec![Suspended]);
+/// assert_eq!(m.apply(SessionSignal::Expired), vec![Lost]);
+/// assert_eq!(m.apply(SessionSignal::Connected { new_handle: true }), vec![Reconnected]);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct StateMachine {
+    current: Option<ConnectionState>,
+    connected_sent: bool,
+}
+
+impl StateMachine {
+    /// A machine that has reported nothing yet.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(zk_framework::state::StateMachine::new().current(), None);
+    /// ```
+    pub fn new() -> Self {
+        StateMachine::default()
+    }
+
+    /// The last state reported.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_framework::state::{SessionSignal, StateMachine, ConnectionState};
+    /// let mut m = StateMachine::new();
+    /// m.apply(SessionSignal::Connected { new_handle: false });
+    /// assert_eq!(m.current(), Some(ConnectionState::Connected));
+    /// ```
+    pub fn current(&self) -> Option<ConnectionState> {
+        self.current
+    }
+
+    fn post(&mut self, out: &mut Vec<ConnectionState>, mut s: ConnectionState) {
+        if s == ConnectionState::Reconnected && !self.connected_sent {
+            s = ConnectionState::Connected;
+        }
+        if s == ConnectionState::Connected {
+            if self.connected_sent {
+                s = ConnectionState::Reconnected;
+            }
+            self.connected_sent = true;
+        }
+        if self.current == Some(s) {
+            return;
+        }
+        self.current = Some(s);
+        out.push(s);
+    }
+
+    /// Feeds one signal; returns the states to report, in order (often none).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_framework::state::{SessionSignal, StateMachine};
+    /// let mut m = StateMachine::new();
+    /// assert!(m.apply(SessionSignal::Disconnected).len() == 1);
+    /// assert!(m.apply(SessionSignal::Disconnected).is_empty());
+    /// ```
+    pub fn apply(&mut self, signal: SessionSignal) -> Vec<ConnectionState> {
+        let mut out = Vec::new();
+        match signal {
+            SessionSignal::Connected { new_handle } | SessionSignal::ConnectedReadOnly { new_handle } => {
+                if new_handle && self.connected_sent {
+                    self.post(&mut out, ConnectionState::Lost);
+                }
+                let s = if matches!(signal, SessionSignal::ConnectedReadOnly { .. }) {
+                    ConnectionState::ReadOnly
+                } else {
+                    ConnectionState::Reconnected
+                };
+                self.post(&mut out, s);
+            }
+            SessionSignal::Disconnected => {
+                if !matches!(self.current, Some(ConnectionState::Lost | ConnectionState::Suspended)) {
+                    self.post(&mut out, ConnectionState::Suspended);
+                }
+            }
+            SessionSignal::Expired => self.post(&mut out, ConnectionState::Lost),
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ConnectionState::*;
+    use super::SessionSignal::{ConnectedReadOnly, Disconnected, Expired};
+    use super::*;
+
+    fn run(signals: &[SessionSignal]) -> Vec<ConnectionState> {
+        let mut m = StateMachine::new();
+        signals.iter().flat_map(|&s| m.apply(s)).collect()
+    }
+
+    const C: SessionSignal = SessionSignal::Connected { new_handle: false };
+    const NEW: SessionSignal = SessionSignal::Connected { new_handle: true };
+
+    #[test]
+    fn sequences_match_curator() {
+        let table: &[(&str, &[SessionSignal], &[ConnectionState])] = &[
+            ("start", &[C], &[Connected]),
+            (
+                "stop and restart within the session",
+                &[C, Disconnected, C],
+                &[Connected, Suspended, Reconnected],
+            ),
+            (
+                "stop longer than the session, then restart",
+                &[C, Disconnected, Expired, NEW],
+                &[Connected, Suspended, Lost, Reconnected],
+            ),
+            ("injected expiry", &[C, Expired, NEW], &[Connected, Lost, Reconnected]),
+            (
+                "repeated disconnects",
+                &[C, Disconnected, Disconnected, C, C],
+                &[Connected, Suspended, Reconnected],
+            ),
+            (
+                "disconnect after lost is ignored",
+                &[C, Expired, Disconnected, NEW],
+                &[Connected, Lost, Reconnected],
+            ),
+            (
+                "new handle without an expiry event",
+                &[C, Disconnected, NEW],
+                &[Connected, Suspended, Lost, Reconnected],
+            ),
+            (
+                "read only first does not use up connected",
+                &[ConnectedReadOnly { new_handle: false }, C],
+                &[ReadOnly, Connected],
+            ),
+            (
+                "read only after connected",
+                &[C, Disconnected, ConnectedReadOnly { new_handle: false }, C],
+                &[Connected, Suspended, ReadOnly, Reconnected],
+            ),
+            (
+                "never connected, suspended",
+                &[Disconnected, C],
+                &[Suspended, Connected],
+            ),
+            (
+                "first connect on a 'new' handle is plain connected",
+                &[NEW],
+                &[Connected],
+            ),
+        ];
+        for (name, signals, want) in table {
+            assert_eq!(run(signals), *want, "{name}");
+        }
+    }
+}

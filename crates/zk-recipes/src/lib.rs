@@ -1,4 +1,6 @@
 //! Curator-compatible lock recipes on top of `zk-framework`.
 //!
-//! The recipes land in later steps; this crate currently only fixes the layering
-//! (`zk-recipes` depends on `zk-framework`, and tests with `zk-testing`).
+//! * [`driver`]: the pure lock decision ("do I hold it; else which node do I
+//!   watch") for every lock kind, tested as tables with no server.
+
+pub mod driver;

@@ -1,0 +1,279 @@
+//! The lock decision, written once as pure functions: "do I hold it; else which
+//! node do I watch". No server is involved, so every case is a table test.
+//!
+//! Node names follow Curator: `_c_<uuid>-<lockName><10-digit sequence>`, sorted
+//! by the text after the last occurrence of the lock name.
+
+/// The lock name of `InterProcessMutex` nodes.
+pub const MUTEX_LOCK_NAME: &str = "lock-";
+/// The lock name of read nodes of an `InterProcessReadWriteLock`.
+pub const READ_LOCK_NAME: &str = "__READ__";
+/// The lock name of write nodes of an `InterProcessReadWriteLock`.
+pub const WRITE_LOCK_NAME: &str = "__WRIT__";
+/// The lock name of semaphore lease nodes.
+pub const LEASE_NAME: &str = "lease-";
+
+/// The outcome of the predicate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Our node grants us the lock.
+    Acquired,
+    /// Wait for this node (a child name) to go away or change.
+    Watch(String),
+}
+
+/// Our own node is not among the children: the session that created it was
+/// lost, or someone deleted it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeMissing;
+
+/// How nodes of a lock kind sort and decide.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Driver {
+    /// Curator's standard driver: the first `max_leases` nodes hold; a waiter
+    /// watches the node `max_leases` places before it (its predecessor for a
+    /// mutex).
+    Standard {
+        /// The lock name (for sorting).
+        lock_name: &'static str,
+        /// How many nodes may hold at once.
+        max_leases: usize,
+    },
+    /// Read/write lock, write half: exclusive; sorts with the read/write rule and
+    /// watches its immediate predecessor, reader or writer.
+    Write,
+    /// Read/write lock, read half: holds when no write node precedes it; a
+    /// blocked reader watches the *nearest* write node before it, so a writer's
+    /// release wakes only the readers it was blocking (Curator watches the first
+    /// writer, which wakes every reader behind it).
+    Read,
+}
+
+impl Driver {
+    /// The mutex driver (`lock-`, one holder).
+    pub const MUTEX: Driver = Driver::Standard {
+        lock_name: MUTEX_LOCK_NAME,
+        max_leases: 1,
+    };
+
+    /// The sort key of a child name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_recipes::driver::Driver;
+    /// assert_eq!(Driver::MUTEX.sort_key("_c_x-lock-0000000003"), "0000000003");
+    /// assert_eq!(Driver::Read.sort_key("_c_x-__WRIT__0000000004"), "0000000004");
+    /// ```
+    pub fn sort_key<'a>(&self, name: &'a str) -> &'a str {
+        match self {
+            Driver::Standard { lock_name, .. } => zk_framework::paths::fix_for_sorting(name, lock_name),
+            Driver::Write | Driver::Read => rw_sort_key(name),
+        }
+    }
+
+    /// Sorts children as Curator does (stable, by [`Driver::sort_key`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_recipes::driver::Driver;
+    /// let mut v = vec!["a-__READ__0000000002".to_string(), "b-__WRIT__0000000001".to_string()];
+    /// Driver::Write.sort(&mut v);
+    /// assert_eq!(v[0], "b-__WRIT__0000000001");
+    /// ```
+    pub fn sort(&self, children: &mut [String]) {
+        children.sort_by(|a, b| self.sort_key(a).cmp(self.sort_key(b)));
+    }
+
+    /// Decides for `ours` given the children, already sorted.
+    ///
+    /// # Errors
+    ///
+    /// [`NodeMissing`] when `ours` is not among the children.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_recipes::driver::{Decision, Driver};
+    /// let kids: Vec<String> = vec!["_c_a-lock-0000000000".into(), "_c_b-lock-0000000001".into()];
+    /// assert_eq!(Driver::MUTEX.decide(&kids, "_c_a-lock-0000000000"), Ok(Decision::Acquired));
+    /// assert_eq!(Driver::MUTEX.decide(&kids, "_c_b-lock-0000000001"), Ok(Decision::Watch("_c_a-lock-0000000000".into())));
+    /// ```
+    pub fn decide(&self, sorted: &[String], ours: &str) -> Result<Decision, NodeMissing> {
+        match self {
+            Driver::Standard { max_leases, .. } => standard(sorted, ours, *max_leases),
+            Driver::Write => standard(sorted, ours, 1),
+            Driver::Read => {
+                let mut nearest_writer: Option<&String> = None;
+                for name in sorted {
+                    if name == ours {
+                        return Ok(match nearest_writer {
+                            None => Decision::Acquired,
+                            Some(w) => Decision::Watch(w.clone()),
+                        });
+                    }
+                    if name.contains(WRITE_LOCK_NAME) {
+                        nearest_writer = Some(name);
+                    }
+                }
+                Err(NodeMissing)
+            }
+        }
+    }
+}
+
+fn standard(sorted: &[String], ours: &str, max_leases: usize) -> Result<Decision, NodeMissing> {
+    let index = sorted.iter().position(|n| n == ours).ok_or(NodeMissing)?;
+    let max_leases = max_leases.max(1);
+    if index < max_leases {
+        Ok(Decision::Acquired)
+    } else {
+        Ok(Decision::Watch(sorted[index - max_leases].clone()))
+    }
+}
+
+/// Curator's read/write sort key: strip through the last `__READ__`, then
+/// through the last `__WRIT__`.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(zk_recipes::driver::rw_sort_key("_c_u-__READ__0000000009"), "0000000009");
+/// ```
+pub fn rw_sort_key(name: &str) -> &str {
+    let s = zk_framework::paths::fix_for_sorting(name, READ_LOCK_NAME);
+    zk_framework::paths::fix_for_sorting(s, WRITE_LOCK_NAME)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn standard_predicate_table() {
+        let kids = names(&["_c_a-lock-0000000000", "_c_b-lock-0000000001", "_c_c-lock-0000000002"]);
+        let table: &[(Driver, &str, Result<Decision, NodeMissing>)] = &[
+            (Driver::MUTEX, "_c_a-lock-0000000000", Ok(Decision::Acquired)),
+            (
+                Driver::MUTEX,
+                "_c_b-lock-0000000001",
+                Ok(Decision::Watch("_c_a-lock-0000000000".into())),
+            ),
+            (
+                Driver::MUTEX,
+                "_c_c-lock-0000000002",
+                Ok(Decision::Watch("_c_b-lock-0000000001".into())),
+            ),
+            (Driver::MUTEX, "_c_z-lock-0000000009", Err(NodeMissing)),
+            (
+                Driver::Standard {
+                    lock_name: "lock-",
+                    max_leases: 2,
+                },
+                "_c_b-lock-0000000001",
+                Ok(Decision::Acquired),
+            ),
+            (
+                Driver::Standard {
+                    lock_name: "lock-",
+                    max_leases: 2,
+                },
+                "_c_c-lock-0000000002",
+                Ok(Decision::Watch("_c_a-lock-0000000000".into())),
+            ),
+            (
+                Driver::Standard {
+                    lock_name: "lock-",
+                    max_leases: 0,
+                },
+                "_c_a-lock-0000000000",
+                Ok(Decision::Acquired),
+            ),
+        ];
+        for (driver, ours, want) in table {
+            assert_eq!(&driver.decide(&kids, ours), want, "{driver:?} {ours}");
+        }
+        assert_eq!(Driver::MUTEX.decide(&[], "x"), Err(NodeMissing));
+    }
+
+    #[test]
+    fn read_write_predicate_table() {
+        // Queue: R0 W1 R2 R3 W4 R5 (downgraded R with W1's sequence sits next to W1).
+        let mut kids = names(&[
+            "_c_5-__READ__0000000005",
+            "_c_0-__READ__0000000000",
+            "_c_4-__WRIT__0000000004",
+            "_c_1-__WRIT__0000000001",
+            "_c_3-__READ__0000000003",
+            "_c_2-__READ__0000000002",
+        ]);
+        Driver::Read.sort(&mut kids);
+        assert_eq!(
+            kids,
+            names(&[
+                "_c_0-__READ__0000000000",
+                "_c_1-__WRIT__0000000001",
+                "_c_2-__READ__0000000002",
+                "_c_3-__READ__0000000003",
+                "_c_4-__WRIT__0000000004",
+                "_c_5-__READ__0000000005",
+            ])
+        );
+        let w = |s: &str| Ok(Decision::Watch(s.to_string()));
+        let table: &[(Driver, &str, Result<Decision, NodeMissing>)] = &[
+            (Driver::Read, "_c_0-__READ__0000000000", Ok(Decision::Acquired)),
+            (Driver::Read, "_c_2-__READ__0000000002", w("_c_1-__WRIT__0000000001")),
+            (Driver::Read, "_c_3-__READ__0000000003", w("_c_1-__WRIT__0000000001")),
+            // Herd-free: the reader after the second writer watches the nearest one.
+            (Driver::Read, "_c_5-__READ__0000000005", w("_c_4-__WRIT__0000000004")),
+            (Driver::Write, "_c_1-__WRIT__0000000001", w("_c_0-__READ__0000000000")),
+            (Driver::Write, "_c_4-__WRIT__0000000004", w("_c_3-__READ__0000000003")),
+            (Driver::Read, "_c_9-__READ__0000000009", Err(NodeMissing)),
+        ];
+        for (driver, ours, want) in table {
+            assert_eq!(&driver.decide(&kids, ours), want, "{driver:?} {ours}");
+        }
+    }
+
+    #[test]
+    fn downgraded_read_node_blocks_later_writers() {
+        // Curator 5.5+ downgrade: an ephemeral read node carrying the write node's
+        // sequence. After the write node goes, a queued writer must still wait.
+        let mut kids = names(&[
+            "_c_w2-__WRIT__0000000007",
+            "_c_dg-__READ__0000000005",
+            "_c_r9-__READ__0000000008",
+        ]);
+        Driver::Write.sort(&mut kids);
+        assert_eq!(
+            Driver::Read.decide(&kids, "_c_dg-__READ__0000000005"),
+            Ok(Decision::Acquired)
+        );
+        assert_eq!(
+            Driver::Write.decide(&kids, "_c_w2-__WRIT__0000000007"),
+            Ok(Decision::Watch("_c_dg-__READ__0000000005".into()))
+        );
+        assert_eq!(
+            Driver::Read.decide(&kids, "_c_r9-__READ__0000000008"),
+            Ok(Decision::Watch("_c_w2-__WRIT__0000000007".into()))
+        );
+        // Ties between the write node and its downgraded read node keep list order
+        // (stable sort); either order is safe for other contenders.
+        let mut tie = names(&[
+            "_c_b-__READ__0000000005",
+            "_c_a-__WRIT__0000000005",
+            "_c_c-__WRIT__0000000006",
+        ]);
+        Driver::Write.sort(&mut tie);
+        assert_eq!(tie[0], "_c_b-__READ__0000000005");
+        assert_eq!(
+            Driver::Write.decide(&tie, "_c_c-__WRIT__0000000006"),
+            Ok(Decision::Watch("_c_a-__WRIT__0000000005".into()))
+        );
+    }
+}

@@ -1,0 +1,12 @@
+//! `zk-testing`: the test harness.
+//!
+//! * an embedded, in-process ZooKeeper server that speaks the real wire protocol;
+//! * real Apache ZooKeeper backends (standalone and ensemble) as child processes;
+//! * fault injection and a timing multiplier for tests.
+
+pub mod apache;
+pub mod fourlw;
+// pub mod harness; (enabled once the embedded server lands)
+pub mod raw;
+
+// pub use harness::{wait_until, Backend, TestingServer, Timing};

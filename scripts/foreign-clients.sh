@@ -1,0 +1,285 @@
+#!/usr/bin/env bash
+# Foreign-client interop proof: Curator (Java) and kazoo (Python) lock contenders compete on
+# one ZooKeeper server; their critical sections must never overlap.
+#
+# usage: scripts/foreign-clients.sh [--server embedded|apache] [CONNECT_STRING]
+#
+#   CONNECT_STRING       use that server (e.g. 127.0.0.1:2181); nothing is started.
+#   --server embedded    (default without CONNECT_STRING) build and start this repo's embedded
+#                        server: cargo run -q -p zk-testing --bin zk-embedded -- --port PORT
+#                        (waits for its "listening on 127.0.0.1:PORT" line).
+#   --server apache      start a real Apache ZooKeeper with ../../shared/zk/standalone.sh
+#                        (relative to this script) on a free port; waits for srvr "Mode:".
+#
+# Phases (each one on a fresh lock path, all contenders released together by a start barrier):
+#   1. mixed mutex: 2 x Curator InterProcessMutex + 2 x kazoo Lock (Curator-compatible names)
+#   2. Curator InterProcessSemaphoreMutex: 3 Java contenders
+#   3. kazoo Semaphore (max_leases=1): 2 Python contenders
+# after a self-test proving that check_overlap.py catches overlaps.
+#
+# Needs: java + javac (17), Debian's curator/zookeeper jars in /usr/share/java, kazoo for
+# /usr/bin/python3. Every process runs under `timeout`; whatever this script started is
+# killed on exit. Exit status 0 only if every phase passed.
+#
+# env: ITERATIONS (10), HOLD_MS (50), PROC_TIMEOUT (s per contender, 180),
+#      SERVER_TIMEOUT (s, lifetime cap of the server, 1200), KEEP_WORK=1 keeps the temp dir.
+set -euo pipefail
+
+SCRIPT_DIR=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$SCRIPT_DIR/.." && pwd)
+INTEROP=$SCRIPT_DIR/interop
+OUT=$INTEROP/out
+PY=/usr/bin/python3
+J=/usr/share/java
+ITERATIONS=${ITERATIONS:-10}
+HOLD_MS=${HOLD_MS:-50}
+PROC_TIMEOUT=${PROC_TIMEOUT:-180}
+SERVER_TIMEOUT=${SERVER_TIMEOUT:-1200}
+
+# Compile class path (manifests of the Debian jars pull in the rest) and run class path.
+JAVAC_CP="$J/curator-recipes.jar:$J/curator-framework.jar:$J/curator-client.jar:$J/zookeeper.jar"
+JAVA_CP="$OUT:$J/curator-recipes.jar:$J/curator-framework.jar:$J/curator-client.jar:$J/zookeeper.jar:$J/zookeeper-jute.jar:$J/guava.jar:$J/slf4j-api.jar:$J/slf4j-simple.jar"
+JAVA_OPTS=(-Xmx64m -XX:+UseSerialGC -XX:TieredStopAtLevel=1
+  -Dorg.slf4j.simpleLogger.defaultLogLevel=warn)
+
+log() { printf '[foreign-clients] %s\n' "$*" >&2; }
+die() { log "FAIL: $*"; exit 1; }
+
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2; }
+
+# ---- arguments ---------------------------------------------------------------------------
+SERVER=""
+CONNECT=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --server) [ $# -ge 2 ] || { usage; exit 2; }; SERVER=$2; shift 2 ;;
+    --server=*) SERVER=${1#--server=}; shift ;;
+    -h|--help) usage; exit 0 ;;
+    -*) log "unknown option $1"; usage; exit 2 ;;
+    *) [ -z "$CONNECT" ] || { usage; exit 2; }; CONNECT=$1; shift ;;
+  esac
+done
+if [ -n "$CONNECT" ] && [ -n "$SERVER" ]; then
+  log "give either --server or CONNECT_STRING, not both"; exit 2
+fi
+if [ -z "$CONNECT" ] && [ -z "$SERVER" ]; then SERVER=embedded; fi
+case "$SERVER" in ""|embedded|apache) ;; *) log "--server must be embedded or apache"; exit 2 ;; esac
+
+# ---- cleanup -----------------------------------------------------------------------------
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/foreign-clients.XXXXXX")
+STARTED_PIDS=()   # every background process this script started (each is a `timeout`)
+
+stop_pid() { # PID: SIGTERM (timeout forwards it to its process group), then SIGKILL
+  local pid=$1 i
+  kill -0 "$pid" 2>/dev/null || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for i in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+  fi
+  wait "$pid" 2>/dev/null || true
+}
+
+cleanup() {
+  local rc=$? pid
+  set +e
+  for pid in "${STARTED_PIDS[@]}"; do stop_pid "$pid"; done
+  if [ "${KEEP_WORK:-0}" = 1 ] || [ $rc -ne 0 ]; then
+    log "work files kept in $WORK"
+  else
+    rm -rf "$WORK"
+  fi
+  exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---- helpers -----------------------------------------------------------------------------
+free_port() {
+  "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+srvr_mode() { # HOST PORT -> the Mode: value, empty if not serving
+  local out
+  out=$( { exec 3<>"/dev/tcp/$1/$2" && printf 'srvr' >&3 && timeout 3 cat <&3; exec 3<&-; } 2>/dev/null ) || true
+  printf '%s' "$out" | sed -n 's/^Mode: //p'
+}
+
+check_prereqs() {
+  command -v java >/dev/null || die "java not found"
+  command -v javac >/dev/null || die "javac not found (install a JDK)"
+  command -v timeout >/dev/null || die "timeout (coreutils) not found"
+  local jar
+  for jar in curator-recipes curator-framework curator-client zookeeper zookeeper-jute guava slf4j-api slf4j-simple; do
+    [ -f "$J/$jar.jar" ] || die "$J/$jar.jar missing (apt-get install zookeeper libcurator-recipes-java)"
+  done
+  [ -x "$PY" ] || die "$PY not found"
+  "$PY" -c 'import kazoo' 2>/dev/null || die "kazoo not importable by $PY (apt-get install python3-kazoo)"
+}
+
+compile_java() {
+  mkdir -p "$OUT"
+  log "compiling Java contenders into $OUT"
+  timeout 180 javac -nowarn -d "$OUT" -cp "$JAVAC_CP" "$INTEROP/CuratorMutexContender.java" \
+    || die "javac failed"
+}
+
+start_apache() {
+  local standalone port dir deadline mode
+  standalone="$(dirname "$0")/../../shared/zk/standalone.sh"
+  [ -f "$standalone" ] || die "$standalone not found (CI checks out shared/ beside the repo)"
+  port=$(free_port)
+  dir=$WORK/apache
+  mkdir -p "$dir"
+  log "starting Apache ZooKeeper ($standalone) on 127.0.0.1:$port"
+  timeout --kill-after=10 "$SERVER_TIMEOUT" bash "$standalone" "$port" "$dir" \
+    >"$WORK/server.log" 2>&1 </dev/null &
+  STARTED_PIDS+=($!)
+  local pid=$!
+  deadline=$((SECONDS + 60))
+  while :; do
+    mode=$(srvr_mode 127.0.0.1 "$port")
+    [ -n "$mode" ] && break
+    if ! kill -0 "$pid" 2>/dev/null; then
+      tail -n 30 "$WORK/server.log" >&2 || true
+      die "Apache ZooKeeper exited before serving"
+    fi
+    if [ $SECONDS -ge $deadline ]; then
+      tail -n 30 "$WORK/server.log" >&2 || true
+      die "Apache ZooKeeper did not serve within 60 s"
+    fi
+    sleep 0.2
+  done
+  log "Apache ZooKeeper serving (Mode: $mode)"
+  CONNECT=127.0.0.1:$port
+}
+
+start_embedded() {
+  local port deadline line pid
+  log "building zk-embedded"
+  (cd "$REPO" && timeout 900 cargo build -q -p zk-testing --bin zk-embedded) \
+    || die "cargo build of zk-embedded failed"
+  port=$(free_port)
+  log "starting zk-embedded on 127.0.0.1:$port"
+  (cd "$REPO" && exec timeout --kill-after=10 "$SERVER_TIMEOUT" \
+    cargo run -q -p zk-testing --bin zk-embedded -- --port "$port") \
+    >"$WORK/server.log" 2>&1 </dev/null &
+  pid=$!
+  STARTED_PIDS+=($pid)
+  deadline=$((SECONDS + 120))
+  while :; do
+    line=$(grep -m1 -o 'listening on [0-9.]*:[0-9]*' "$WORK/server.log" 2>/dev/null || true)
+    [ -n "$line" ] && break
+    if ! kill -0 "$pid" 2>/dev/null; then
+      tail -n 30 "$WORK/server.log" >&2 || true
+      die "zk-embedded exited before listening"
+    fi
+    if [ $SECONDS -ge $deadline ]; then
+      tail -n 30 "$WORK/server.log" >&2 || true
+      die "zk-embedded did not print 'listening on' within 120 s"
+    fi
+    sleep 0.2
+  done
+  CONNECT=${line#listening on }
+  log "zk-embedded $line"
+}
+
+# run_phase NAME LOCK_PATH SPEC... where SPEC is java:mutex, java:semaphore, kazoo:lock or
+# kazoo:semaphore. Starts all contenders, releases them together, checks their logs.
+run_phase() {
+  local phase=$1 lock_path=$2; shift 2
+  local dir=$WORK/$phase n=0 spec client recipe name pids=() names=() i rc failed=0 t0
+  mkdir -p "$dir/ready"
+  t0=$SECONDS
+  log "phase $phase: $# contenders on $lock_path, $ITERATIONS iterations, hold $HOLD_MS ms"
+  for spec in "$@"; do
+    n=$((n + 1))
+    client=${spec%%:*}; recipe=${spec#*:}
+    name="$client-$recipe-$n"
+    case "$client" in
+      java)
+        CONTENDER_READY_DIR=$dir/ready CONTENDER_GO_FILE=$dir/go \
+          timeout --kill-after=5 "$PROC_TIMEOUT" java "${JAVA_OPTS[@]}" -cp "$JAVA_CP" \
+          CuratorMutexContender "$CONNECT" "$lock_path" "$name" "$ITERATIONS" "$HOLD_MS" \
+          "$dir/sections.log" "$recipe" >"$dir/$name.out" 2>&1 </dev/null &
+        ;;
+      kazoo)
+        CONTENDER_READY_DIR=$dir/ready CONTENDER_GO_FILE=$dir/go \
+          timeout --kill-after=5 "$PROC_TIMEOUT" "$PY" "$INTEROP/kazoo_contender.py" \
+          "$CONNECT" "$lock_path" "$name" "$ITERATIONS" "$HOLD_MS" \
+          "$dir/sections.log" "$recipe" >"$dir/$name.out" 2>&1 </dev/null &
+        ;;
+      *) die "bad contender spec $spec" ;;
+    esac
+    pids+=($!); names+=("$name"); STARTED_PIDS+=($!)
+  done
+
+  # Start barrier: wait until every contender is connected, then let them all go.
+  local deadline=$((SECONDS + 120)) ready
+  while :; do
+    ready=$(find "$dir/ready" -type f | wc -l)
+    [ "$ready" -ge $# ] && break
+    for i in "${!pids[@]}"; do
+      if ! kill -0 "${pids[$i]}" 2>/dev/null; then
+        cat "$dir/${names[$i]}.out" >&2 || true
+        die "phase $phase: ${names[$i]} exited before the start barrier"
+      fi
+    done
+    [ $SECONDS -lt $deadline ] || die "phase $phase: only $ready of $# contenders connected within 120 s"
+    sleep 0.05
+  done
+  touch "$dir/go"
+
+  for i in "${!pids[@]}"; do
+    rc=0; wait "${pids[$i]}" || rc=$?
+    if [ $rc -ne 0 ]; then
+      failed=1
+      log "phase $phase: ${names[$i]} failed (exit $rc$([ $rc -eq 124 ] && echo ', timed out')):"
+      tail -n 20 "$dir/${names[$i]}.out" >&2 || true
+    fi
+  done
+  [ $failed -eq 0 ] || die "phase $phase: a contender failed"
+
+  local summary
+  if ! summary=$(timeout 60 "$PY" "$INTEROP/check_overlap.py" --iterations "$ITERATIONS" \
+      --contenders $# "$dir/sections.log"); then
+    printf '%s\n' "$summary" >&2
+    die "phase $phase: critical sections overlapped or are incomplete (log: $dir/sections.log)"
+  fi
+  log "phase $phase: OK $summary ($((SECONDS - t0)) s)"
+}
+
+checker_self_test() {
+  local f=$WORK/selftest.log
+  printf 'a START 100\nb START 150000\na END 200000\nb END 300000\n' >"$f"
+  if timeout 30 "$PY" "$INTEROP/check_overlap.py" --iterations 1 --contenders 2 "$f" >/dev/null 2>&1; then
+    die "check_overlap.py accepted overlapping sections"
+  fi
+  printf 'a START 100\na END 200000\nb START 250000\nb END 300000\n' >"$f"
+  timeout 30 "$PY" "$INTEROP/check_overlap.py" --iterations 1 --contenders 2 "$f" >/dev/null \
+    || die "check_overlap.py rejected disjoint sections"
+  printf 'a START 100\na END 200000\nb START 250000\n' >"$f"
+  if timeout 30 "$PY" "$INTEROP/check_overlap.py" --contenders 2 "$f" >/dev/null 2>&1; then
+    die "check_overlap.py accepted an unfinished section"
+  fi
+  log "check_overlap.py self-test OK"
+}
+
+# ---- main --------------------------------------------------------------------------------
+T_START=$SECONDS
+check_prereqs
+checker_self_test
+compile_java
+case "$SERVER" in
+  apache) start_apache ;;
+  embedded) start_embedded ;;
+  "") log "using the server at $CONNECT" ;;
+esac
+
+RUN=/foreign-clients/run-$$-$RANDOM
+run_phase mixed-mutex "$RUN/mutex" java:mutex java:mutex kazoo:lock kazoo:lock
+run_phase curator-semaphore-mutex "$RUN/semaphore-mutex" java:semaphore java:semaphore java:semaphore
+run_phase kazoo-semaphore "$RUN/kazoo-semaphore" kazoo:semaphore kazoo:semaphore
+
+log "all phases passed against ${SERVER:-external server} ($CONNECT) in $((SECONDS - T_START)) s"

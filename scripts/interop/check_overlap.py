@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Checks that lock contenders' critical sections never overlapped.
+
+usage: check_overlap.py [--iterations N] [--contenders N] [--tolerance-ns NS] LOG_FILE...
+
+Reads lines "NAME START <epoch nanos>" / "NAME END <epoch nanos>" (written by
+CuratorMutexContender.java and kazoo_contender.py) from one or more files, pairs each START
+with the next END of the same contender, and fails (exit 1, with a message) if:
+  * two critical sections of different contenders overlap in time (one START lies before the
+    END of another section that began earlier, by more than the tolerance, default 1000 ns:
+    Java's Instant.now() has microsecond resolution, Python's time_ns() nanosecond);
+  * a contender's lines are malformed (END without START, START twice, unfinished section);
+  * with --iterations N: a contender did not complete exactly N sections;
+  * with --contenders N: the logs do not name exactly N contenders.
+On success prints "contenders=N sections=M overlaps=0" and exits 0. Standard library only.
+"""
+
+import argparse
+import sys
+
+
+def parse(paths):
+    """Returns ({name: [(start, end, where)]}, [errors])."""
+    sections = {}
+    open_start = {}
+    errors = []
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            for lineno, raw in enumerate(f, 1):
+                line = raw.strip()
+                if not line:
+                    continue
+                where = "%s:%d" % (path, lineno)
+                parts = line.split()
+                if len(parts) != 3 or parts[1] not in ("START", "END"):
+                    errors.append("%s: malformed line %r" % (where, line))
+                    continue
+                name, what, stamp = parts
+                try:
+                    t = int(stamp)
+                except ValueError:
+                    errors.append("%s: bad timestamp in %r" % (where, line))
+                    continue
+                sections.setdefault(name, [])
+                if what == "START":
+                    if name in open_start:
+                        errors.append("%s: %s START while its section from %s is still open"
+                                      % (where, name, open_start[name][1]))
+                    open_start[name] = (t, where)
+                else:
+                    if name not in open_start:
+                        errors.append("%s: %s END without START" % (where, name))
+                        continue
+                    start, start_where = open_start.pop(name)
+                    if t < start:
+                        errors.append("%s: %s END before its START (%s)" % (where, name, start_where))
+                    sections[name].append((start, t, start_where))
+    for name, (t, where) in sorted(open_start.items()):
+        errors.append("%s: %s START never ended" % (where, name))
+    return sections, errors
+
+
+def find_overlaps(sections, tolerance_ns):
+    intervals = sorted(
+        (start, end, name, where)
+        for name, secs in sections.items()
+        for (start, end, where) in secs
+    )
+    overlaps = []
+    latest = None  # (end, name, where) of the section that ends last so far
+    for start, end, name, where in intervals:
+        if latest is not None and start < latest[0] - tolerance_ns and latest[1] != name:
+            overlaps.append(
+                "%s (%s) started %d ns before %s (%s) ended"
+                % (name, where, latest[0] - start, latest[1], latest[2])
+            )
+        if latest is None or end > latest[0]:
+            latest = (end, name, where)
+    return overlaps
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("logs", nargs="+", help="log files (one shared file or one per contender)")
+    ap.add_argument("--iterations", type=int, help="sections each contender must complete")
+    ap.add_argument("--contenders", type=int, help="number of contenders expected in the logs")
+    ap.add_argument("--tolerance-ns", type=int, default=1000,
+                    help="clock-resolution slack before calling two sections overlapping")
+    args = ap.parse_args(argv[1:])
+
+    try:
+        sections, errors = parse(args.logs)
+    except OSError as e:
+        print("check_overlap: cannot read the logs: %s" % e, file=sys.stderr)
+        return 1
+    overlaps = find_overlaps(sections, args.tolerance_ns)
+    if args.contenders is not None and len(sections) != args.contenders:
+        errors.append("expected %d contenders, found %d: %s"
+                      % (args.contenders, len(sections), ", ".join(sorted(sections)) or "none"))
+    if args.iterations is not None:
+        for name, secs in sorted(sections.items()):
+            if len(secs) != args.iterations:
+                errors.append("%s completed %d of %d iterations" % (name, len(secs), args.iterations))
+
+    total = sum(len(s) for s in sections.values())
+    summary = "contenders=%d sections=%d overlaps=%d" % (len(sections), total, len(overlaps))
+    for msg in overlaps:
+        print("OVERLAP: " + msg, file=sys.stderr)
+    for msg in errors:
+        print("ERROR: " + msg, file=sys.stderr)
+    print(summary)
+    if overlaps or errors:
+        print("check_overlap: FAILED", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -5,8 +5,9 @@
 //! * fault injection and a timing multiplier for tests.
 
 pub mod apache;
+pub mod embedded;
 pub mod fourlw;
-// pub mod harness; (enabled once the embedded server lands)
+pub mod harness;
 pub mod raw;
 
-// pub use harness::{wait_until, Backend, TestingServer, Timing};
+pub use harness::{wait_until, Backend, TestingServer, Timing};

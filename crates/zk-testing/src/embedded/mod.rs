@@ -1,0 +1,752 @@
+//! An embedded, in-process ZooKeeper server that speaks the real wire protocol.
+//!
+//! Real clients (the Java client and Curator, kazoo, the `zookeeper` Rust crate, and
+//! `zk-framework`'s own client) cannot tell it from a standalone Apache ZooKeeper 3.8
+//! for what lock recipes do: the handshake, zxid accounting (failed writes use a zxid),
+//! Stat fields, sequence numbers, containers and TTL nodes, one-shot and persistent
+//! watches with ZooKeeper's ordering guarantee (a transaction's events are queued before
+//! its reply), multi, SetWatches, session expiry in tick buckets, and the four-letter
+//! words all follow the behaviour described in the project's wire notes.
+//!
+//! On top of that it offers fault injection for tests: [`EmbeddedServer::expire_session`],
+//! [`EmbeddedServer::drop_connections`], [`EmbeddedServer::pause`],
+//! [`EmbeddedServer::drop_next_reply`], [`EmbeddedServer::stop`] /
+//! [`EmbeddedServer::restart`], and counters ([`EmbeddedServer::stats`],
+//! [`EmbeddedServer::dump_tree`]).
+//!
+//! Where it knowingly differs from a real standalone 3.8.0 server:
+//!
+//! * `check` (opcode 13) outside a multi answers err 0 on a match (the real server hits
+//!   an NPE and never answers).
+//! * Nothing is persisted; [`EmbeddedServer::stop`] / [`EmbeddedServer::restart`] keep
+//!   the state in memory instead.
+//! * Auth: `digest` (ids `digest:user:base64(sha1)`) and `ip`; no SASL, no super user,
+//!   no quotas, no reconfig (ReconfigDisabled), no read-only mode, no local sessions.
+//! * Children come back sorted rather than in hash order (clients sort anyway).
+//! * Session ids start from the wall clock rather than the JVM's monotonic clock; the
+//!   password is derived from the id exactly as the real server does.
+//! * The `createSession` opcode (-10) sent on an established connection is treated as
+//!   unknown (Unimplemented, then close).
+//!
+//! Note on create modes, as checked against a real 3.8.0: outside a multi the *opcode*
+//! picks the kind of node. Opcode 19 always makes a container (the flags still decide the
+//! sequence suffix and are validated); opcode 1 or 15 with the container flag (4) is
+//! answered normally but stores a plain persistent node that is never reaped. Inside a
+//! multi the flags decide (4 → container, 5/6 → TTL).
+//!
+//! Design: one global mutex guards the data tree, sessions, watch tables and the zxid.
+//! Each connection has a reader thread, which applies requests under that lock, and a
+//! writer thread that drains the connection's outbound queue in batches. Events and the
+//! reply of a transaction are queued under the lock, so every connection sees an event
+//! before any later reply.
+//!
+//! # Examples
+//!
+//! ```
+//! use std::time::Duration;
+//! use zk_testing::embedded::{EmbeddedServer, ServerConfig};
+//!
+//! let server = EmbeddedServer::start(ServerConfig::default())?;
+//! let answer = zk_testing::fourlw::four_letter_word(&server.connect_string(), "ruok", Duration::from_secs(5))?;
+//! assert_eq!(answer, "imok");
+//! server.close();
+//! # Ok::<(), std::io::Error>(())
+//! ```
+
+mod conn;
+mod fourlw;
+mod server;
+mod state;
+mod tree;
+mod util;
+mod watch;
+
+use std::collections::HashMap;
+use std::io;
+use std::net::{SocketAddr, TcpListener};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+use zk_framework::proto::frame::DEFAULT_MAX_FRAME;
+use zk_framework::proto::{OpCode, Stat};
+
+use server::Shared;
+use state::State;
+
+/// Configuration of an [`EmbeddedServer`].
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use zk_testing::embedded::ServerConfig;
+///
+/// let config = ServerConfig { tick: Duration::from_millis(20), ..ServerConfig::default() };
+/// assert_eq!(config.port, 0);
+/// assert_eq!(config.min_session_timeout, Duration::from_millis(1000));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerConfig {
+    /// TCP port on 127.0.0.1; 0 picks a free one.
+    pub port: u16,
+    /// Expiry bucket granularity: a session expires between T and T + tick after its last
+    /// request, never before T. Default 50 ms.
+    pub tick: Duration,
+    /// Smallest negotiated session timeout. Default 1000 ms.
+    pub min_session_timeout: Duration,
+    /// Largest negotiated session timeout. Default 60000 ms.
+    pub max_session_timeout: Duration,
+    /// How often empty containers (that once had children) and expired TTL nodes are
+    /// deleted. Default 100 ms.
+    pub container_check_interval: Duration,
+    /// Largest accepted frame (`jute.maxbuffer`). Default [`DEFAULT_MAX_FRAME`].
+    pub max_frame: usize,
+    /// Whether TTL nodes are allowed (`zookeeper.extendedTypesEnabled`). Default true.
+    pub extended_types: bool,
+    /// Whether every four-letter word is enabled (`4lw.commands.whitelist=*`). When false,
+    /// only `srvr` is, as on a default 3.8 server. Default true.
+    pub four_letter_words: bool,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            port: 0,
+            tick: Duration::from_millis(50),
+            min_session_timeout: Duration::from_millis(1000),
+            max_session_timeout: Duration::from_millis(60000),
+            container_check_interval: Duration::from_millis(100),
+            max_frame: DEFAULT_MAX_FRAME,
+            extended_types: true,
+            four_letter_words: true,
+        }
+    }
+}
+
+/// A live session, as returned by [`EmbeddedServer::sessions`].
+///
+/// # Examples
+///
+/// ```
+/// use std::io::{Read, Write};
+/// use zk_framework::proto::{frame::frame, ConnectRequest, Encode};
+/// use zk_testing::embedded::EmbeddedServer;
+///
+/// let server = EmbeddedServer::start(Default::default())?;
+/// let mut tcp = std::net::TcpStream::connect(server.connect_string())?;
+/// let req = ConnectRequest { timeout: 5000, passwd: vec![0; 16], read_only: Some(false), ..Default::default() };
+/// tcp.write_all(&frame(|o| req.encode(o)))?;
+/// tcp.read_exact(&mut [0u8; 4 + 37])?; // the ConnectResponse
+/// let sessions = server.sessions();
+/// assert_eq!(sessions.len(), 1);
+/// assert_eq!(sessions[0].timeout, std::time::Duration::from_millis(5000));
+/// assert!(sessions[0].connected && sessions[0].ephemerals.is_empty());
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionInfo {
+    /// The session id.
+    pub id: i64,
+    /// The negotiated timeout.
+    pub timeout: Duration,
+    /// The 16-byte session password.
+    pub password: Vec<u8>,
+    /// Whether a TCP connection is bound to the session.
+    pub connected: bool,
+    /// The session's ephemeral nodes, sorted.
+    pub ephemerals: Vec<String>,
+}
+
+/// Counters, as returned by [`EmbeddedServer::stats`].
+///
+/// `requests`, `watch_notifications`, `packets_received`, `packets_sent` and
+/// `total_connections` count since start or the last [`EmbeddedServer::reset_stats`]; the
+/// other fields are current values.
+///
+/// # Examples
+///
+/// ```
+/// use zk_framework::proto::OpCode;
+/// let server = zk_testing::embedded::EmbeddedServer::start(Default::default())?;
+/// let stats = server.stats();
+/// assert_eq!(stats.requests(OpCode::Create), 0);
+/// assert_eq!((stats.connections, stats.watch_notifications), (0, 0));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerStats {
+    /// Requests received per opcode. ConnectRequests count as [`OpCode::CreateSession`];
+    /// unknown opcodes are not counted.
+    pub requests: HashMap<OpCode, u64>,
+    /// Watch notifications sent (one per event per connection).
+    pub watch_notifications: u64,
+    /// Open TCP connections (handshake done or not, four-letter words included).
+    pub connections: usize,
+    /// Live sessions.
+    pub sessions: usize,
+    /// The last zxid used.
+    pub zxid: i64,
+    /// Frames received (requests, pings, connects, four-letter words).
+    pub packets_received: u64,
+    /// Frames sent (replies and notifications).
+    pub packets_sent: u64,
+    /// Connections accepted.
+    pub total_connections: u64,
+    /// Registered watches, data and child tables together.
+    pub watches: usize,
+    /// Nodes in the tree, the root and `/zookeeper` nodes included.
+    pub nodes: usize,
+    /// Ephemeral nodes.
+    pub ephemerals: usize,
+}
+
+impl ServerStats {
+    /// Requests received with opcode `op`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_framework::proto::OpCode;
+    /// let stats = zk_testing::embedded::ServerStats::default();
+    /// assert_eq!(stats.requests(OpCode::Create), 0);
+    /// ```
+    pub fn requests(&self, op: OpCode) -> u64 {
+        self.requests.get(&op).copied().unwrap_or(0)
+    }
+}
+
+#[derive(Debug, Default)]
+struct Control {
+    acceptor: Option<JoinHandle<()>>,
+    ticker: Option<JoinHandle<()>>,
+    closed: bool,
+}
+
+/// An in-process ZooKeeper server on 127.0.0.1.
+///
+/// All methods take `&self`, so a server can be shared between threads (for example in
+/// an `Arc`). Dropping it is the same as [`EmbeddedServer::close`].
+///
+/// # Examples
+///
+/// ```
+/// use zk_testing::embedded::{EmbeddedServer, ServerConfig};
+///
+/// let server = EmbeddedServer::start(ServerConfig::default())?;
+/// assert!(server.is_running());
+/// assert_eq!(server.connect_string(), format!("127.0.0.1:{}", server.port()));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct EmbeddedServer {
+    shared: Arc<Shared>,
+    port: u16,
+    control: Mutex<Control>,
+}
+
+impl EmbeddedServer {
+    /// Starts a server on 127.0.0.1 with `config` (port 0 picks a free port). The server
+    /// accepts connections when this returns.
+    ///
+    /// # Errors
+    ///
+    /// The error of binding the port (for example `AddrInUse`), or of spawning a thread.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_testing::embedded::{EmbeddedServer, ServerConfig};
+    /// let server = EmbeddedServer::start(ServerConfig::default())?;
+    /// assert_ne!(server.port(), 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn start(config: ServerConfig) -> io::Result<EmbeddedServer> {
+        let listener = TcpListener::bind(("127.0.0.1", config.port))?;
+        let port = listener.local_addr()?.port();
+        let sweep = config.container_check_interval;
+        let max_frame = config.max_frame;
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::new(config, port)),
+            pause_cv: Condvar::new(),
+            ticker_cv: Condvar::new(),
+            threads: Mutex::new(Vec::new()),
+            max_frame,
+        });
+        let ticker = server::spawn_ticker(shared.clone(), sweep)?;
+        let acceptor = match server::spawn_acceptor(shared.clone(), listener) {
+            Ok(a) => a,
+            Err(e) => {
+                shared.state.lock().shutdown = true;
+                shared.ticker_cv.notify_all();
+                let _ = ticker.join();
+                return Err(e);
+            }
+        };
+        log::info!("embedded ZooKeeper listening on 127.0.0.1:{port}");
+        Ok(EmbeddedServer {
+            shared,
+            port,
+            control: Mutex::new(Control {
+                acceptor: Some(acceptor),
+                ticker: Some(ticker),
+                closed: false,
+            }),
+        })
+    }
+
+    /// The TCP port (the same across [`EmbeddedServer::restart`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = zk_testing::embedded::EmbeddedServer::start(Default::default())?;
+    /// assert!(server.port() > 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `"127.0.0.1:PORT"`, for clients.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = zk_testing::embedded::EmbeddedServer::start(Default::default())?;
+    /// assert!(server.connect_string().starts_with("127.0.0.1:"));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn connect_string(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// The configuration the server was started with.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = zk_testing::embedded::EmbeddedServer::start(Default::default())?;
+    /// assert!(server.config().extended_types);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn config(&self) -> ServerConfig {
+        self.shared.state.lock().cfg.clone()
+    }
+
+    /// Whether the server is listening (started and not stopped or closed).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = zk_testing::embedded::EmbeddedServer::start(Default::default())?;
+    /// server.stop();
+    /// assert!(!server.is_running());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn is_running(&self) -> bool {
+        self.control.lock().acceptor.is_some()
+    }
+
+    /// Stops serving like a killed server with its data directory kept: closes the
+    /// listener and every connection. The data tree, the zxid and the sessions are kept
+    /// (their ephemerals too); no session expires while stopped, and each gets a fresh
+    /// timeout on [`EmbeddedServer::restart`]. Does nothing if already stopped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = zk_testing::embedded::EmbeddedServer::start(Default::default())?;
+    /// server.stop();
+    /// assert!(std::net::TcpStream::connect(server.connect_string()).is_err());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn stop(&self) {
+        let mut ctl = self.control.lock();
+        let Some(acceptor) = ctl.acceptor.take() else { return };
+        self.shared.state.lock().listening = false;
+        server::wake_acceptor(SocketAddr::from(([127, 0, 0, 1], self.port)));
+        let _ = acceptor.join();
+        let conns: Vec<_> = {
+            let mut st = self.shared.state.lock();
+            let ids: Vec<_> = st.conns.keys().copied().collect();
+            for id in &ids {
+                st.close_conn(*id);
+            }
+            st.conns.values().map(|e| e.shared.clone()).collect()
+        };
+        for c in conns {
+            c.abort();
+        }
+        self.shared.pause_cv.notify_all();
+        let threads = std::mem::take(&mut *self.shared.threads.lock());
+        for t in threads {
+            let _ = t.join();
+        }
+        log::info!("embedded ZooKeeper on 127.0.0.1:{} stopped", self.port);
+    }
+
+    /// Listens again on the same port with the same data and sessions (stopping first if
+    /// running). Every session gets a fresh timeout, as on a real restart.
+    ///
+    /// # Errors
+    ///
+    /// The error of binding the port (retried for about a second), `Other` if the server
+    /// was closed, or the error of spawning the acceptor thread.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = zk_testing::embedded::EmbeddedServer::start(Default::default())?;
+    /// let port = server.port();
+    /// server.restart()?;
+    /// assert!(server.is_running());
+    /// assert_eq!(server.port(), port);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn restart(&self) -> io::Result<()> {
+        if self.is_running() {
+            self.stop();
+        }
+        let mut ctl = self.control.lock();
+        if ctl.closed {
+            return Err(io::Error::other("the embedded server was closed"));
+        }
+        if ctl.acceptor.is_some() {
+            return Ok(());
+        }
+        let deadline = Instant::now() + Duration::from_secs(1);
+        let listener = loop {
+            match TcpListener::bind(("127.0.0.1", self.port)) {
+                Ok(l) => break l,
+                Err(e) if Instant::now() < deadline => {
+                    log::debug!("embedded zk: rebinding port {} failed ({e}); retrying", self.port);
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        {
+            let mut st = self.shared.state.lock();
+            st.listening = true;
+            st.reset_deadlines(Instant::now());
+        }
+        match server::spawn_acceptor(self.shared.clone(), listener) {
+            Ok(a) => ctl.acceptor = Some(a),
+            Err(e) => {
+                self.shared.state.lock().listening = false;
+                return Err(e);
+            }
+        }
+        log::info!("embedded ZooKeeper listening again on 127.0.0.1:{}", self.port);
+        Ok(())
+    }
+
+    /// Stops everything and joins every thread. Idempotent; also done by `Drop`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = zk_testing::embedded::EmbeddedServer::start(Default::default())?;
+    /// server.close();
+    /// assert!(server.restart().is_err());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn close(&self) {
+        self.stop();
+        let ticker = {
+            let mut ctl = self.control.lock();
+            ctl.closed = true;
+            ctl.ticker.take()
+        };
+        {
+            let mut st = self.shared.state.lock();
+            st.shutdown = true;
+            st.paused = false;
+        }
+        self.shared.ticker_cv.notify_all();
+        self.shared.pause_cv.notify_all();
+        if let Some(t) = ticker {
+            let _ = t.join();
+        }
+    }
+
+    /// Expires a session exactly as the real server does: its connections are closed
+    /// without a message, its ephemerals are deleted in one transaction (watch events go
+    /// to the other connections), and it is forgotten, so a reattach gets the timeout-0
+    /// ConnectResponse. Returns false if there is no such session.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = zk_testing::embedded::EmbeddedServer::start(Default::default())?;
+    /// assert!(!server.expire_session(42));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn expire_session(&self, session_id: i64) -> bool {
+        self.shared.state.lock().expire(session_id)
+    }
+
+    /// Closes every client TCP connection; sessions (and their ephemerals) survive and
+    /// clients may reattach. Returns the number of connections closed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = zk_testing::embedded::EmbeddedServer::start(Default::default())?;
+    /// assert_eq!(server.drop_connections(), 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn drop_connections(&self) -> usize {
+        let mut st = self.shared.state.lock();
+        let ids: Vec<_> = st
+            .conns
+            .iter()
+            .filter(|(_, e)| !e.shared.is_closing())
+            .map(|(c, _)| *c)
+            .collect();
+        for id in &ids {
+            st.close_conn(*id);
+        }
+        ids.len()
+    }
+
+    /// Closes the TCP connections bound to one session; the session survives. Returns
+    /// the number of connections closed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = zk_testing::embedded::EmbeddedServer::start(Default::default())?;
+    /// assert_eq!(server.drop_session_connections(42), 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn drop_session_connections(&self, session_id: i64) -> usize {
+        let mut st = self.shared.state.lock();
+        let ids = st.session_conns(session_id);
+        for id in &ids {
+            st.close_conn(*id);
+        }
+        ids.len()
+    }
+
+    /// Freezes the server: requests (and handshakes, and four-letter words) are neither
+    /// read nor answered, connections stay open, no session is touched and none expires
+    /// until [`EmbeddedServer::resume`]; then sessions whose deadline passed meanwhile
+    /// expire first, before any waiting request is processed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = zk_testing::embedded::EmbeddedServer::start(Default::default())?;
+    /// server.pause();
+    /// assert!(server.is_paused());
+    /// server.resume();
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn pause(&self) {
+        let mut st = self.shared.state.lock();
+        st.paused = true;
+        st.pause_until = None;
+    }
+
+    /// Pauses for `duration`, then resumes by itself (see [`EmbeddedServer::pause`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = zk_testing::embedded::EmbeddedServer::start(Default::default())?;
+    /// server.pause_for(std::time::Duration::from_millis(10));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn pause_for(&self, duration: Duration) {
+        {
+            let mut st = self.shared.state.lock();
+            st.paused = true;
+            st.pause_until = Some(Instant::now() + duration);
+        }
+        self.shared.ticker_cv.notify_all();
+    }
+
+    /// Ends a pause (see [`EmbeddedServer::pause`]). Does nothing if not paused.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = zk_testing::embedded::EmbeddedServer::start(Default::default())?;
+    /// server.resume();
+    /// assert!(!server.is_paused());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn resume(&self) {
+        {
+            let mut st = self.shared.state.lock();
+            if !st.paused {
+                return;
+            }
+            st.resume(Instant::now());
+        }
+        self.shared.pause_cv.notify_all();
+        self.shared.ticker_cv.notify_all();
+    }
+
+    /// Whether the server is paused.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = zk_testing::embedded::EmbeddedServer::start(Default::default())?;
+    /// assert!(!server.is_paused());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn is_paused(&self) -> bool {
+        self.shared.state.lock().paused
+    }
+
+    /// The next request with opcode `op` (on any connection) is applied, but instead of
+    /// its reply the connection is closed: a lost response. Calls accumulate.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_framework::proto::OpCode;
+    /// let server = zk_testing::embedded::EmbeddedServer::start(Default::default())?;
+    /// server.drop_next_reply(OpCode::Create2);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn drop_next_reply(&self, op: OpCode) {
+        self.shared.state.lock().drop_next.push(op);
+    }
+
+    /// The live sessions, sorted by id.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = zk_testing::embedded::EmbeddedServer::start(Default::default())?;
+    /// assert!(server.sessions().is_empty());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn sessions(&self) -> Vec<SessionInfo> {
+        let st = self.shared.state.lock();
+        let mut v: Vec<SessionInfo> = st
+            .sessions
+            .iter()
+            .map(|(id, s)| SessionInfo {
+                id: *id,
+                timeout: Duration::from_millis(s.timeout.max(0) as u64),
+                password: s.passwd.clone(),
+                connected: s.conn.is_some(),
+                ephemerals: st
+                    .tree
+                    .ephemerals
+                    .get(id)
+                    .map(|e| e.iter().cloned().collect())
+                    .unwrap_or_default(),
+            })
+            .collect();
+        v.sort_by_key(|s| s.id);
+        v
+    }
+
+    /// The last zxid used.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = zk_testing::embedded::EmbeddedServer::start(Default::default())?;
+    /// assert_eq!(server.zxid(), 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn zxid(&self) -> i64 {
+        self.shared.state.lock().zxid
+    }
+
+    /// The counters.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = zk_testing::embedded::EmbeddedServer::start(Default::default())?;
+    /// let stats = server.stats();
+    /// assert_eq!((stats.sessions, stats.zxid, stats.nodes), (0, 0, 4));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn stats(&self) -> ServerStats {
+        let st = self.shared.state.lock();
+        ServerStats {
+            requests: st.stats.requests.clone(),
+            watch_notifications: st.stats.notifications,
+            connections: st.conns.values().filter(|e| !e.shared.is_closing()).count(),
+            sessions: st.sessions.len(),
+            zxid: st.zxid,
+            packets_received: st.stats.received,
+            packets_sent: st.stats.sent,
+            total_connections: st.stats.accepted,
+            watches: st.watches.data.count() + st.watches.child.count(),
+            nodes: st.tree.len(),
+            ephemerals: st.tree.ephemeral_count(),
+        }
+    }
+
+    /// Resets the cumulative counters of [`ServerStats`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = zk_testing::embedded::EmbeddedServer::start(Default::default())?;
+    /// server.reset_stats();
+    /// assert_eq!(server.stats().watch_notifications, 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn reset_stats(&self) {
+        let mut st = self.shared.state.lock();
+        st.stats.requests.clear();
+        st.stats.notifications = 0;
+        st.stats.received = 0;
+        st.stats.sent = 0;
+        st.stats.accepted = 0;
+    }
+
+    /// Every node as `(path, Stat, data)`, sorted by path, the root and the `/zookeeper`
+    /// nodes included (null data is returned as empty).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = zk_testing::embedded::EmbeddedServer::start(Default::default())?;
+    /// let paths: Vec<String> = server.dump_tree().into_iter().map(|(p, _, _)| p).collect();
+    /// assert_eq!(paths, ["/", "/zookeeper", "/zookeeper/config", "/zookeeper/quota"]);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn dump_tree(&self) -> Vec<(String, Stat, Vec<u8>)> {
+        let st = self.shared.state.lock();
+        let mut v: Vec<(String, Stat, Vec<u8>)> = st
+            .tree
+            .iter()
+            .map(|(p, n)| (p.clone(), n.stat(), n.data_bytes().to_vec()))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    }
+
+    /// Runs the container / TTL sweep now; returns the number of nodes deleted.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = zk_testing::embedded::EmbeddedServer::start(Default::default())?;
+    /// assert_eq!(server.run_container_sweep(), 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn run_container_sweep(&self) -> usize {
+        self.shared.state.lock().sweep()
+    }
+}
+
+impl Drop for EmbeddedServer {
+    fn drop(&mut self) {
+        self.close();
+    }
+}

@@ -1,0 +1,168 @@
+//! Threads: the acceptor, one reader + one writer per connection, and the ticker that
+//! expires sessions, sweeps containers and ends timed pauses.
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use super::conn::{conn_main, ConnShared};
+use super::fourlw;
+use super::state::{ConnEntry, State};
+
+/// State shared by every thread of one server.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub state: Mutex<State>,
+    /// Wakes readers waiting out a pause.
+    pub pause_cv: Condvar,
+    /// Wakes the ticker.
+    pub ticker_cv: Condvar,
+    /// Connection threads, joined on stop.
+    pub threads: Mutex<Vec<JoinHandle<()>>>,
+    pub max_frame: usize,
+}
+
+impl Shared {
+    /// Waits while the server is paused. False if the connection closed meanwhile.
+    fn wait_unpaused(&self, st: &mut parking_lot::MutexGuard<'_, State>, conn: &ConnShared) -> bool {
+        while st.paused && !st.shutdown && !conn.is_closing() {
+            self.pause_cv.wait_for(st, Duration::from_millis(200));
+        }
+        !conn.is_closing()
+    }
+
+    /// Processes one frame; returns whether the connection is established afterwards.
+    pub fn process(&self, conn: &ConnShared, f: &[u8], established: bool) -> bool {
+        let mut st = self.state.lock();
+        if !self.wait_unpaused(&mut st, conn) {
+            return established;
+        }
+        let now = Instant::now();
+        if established {
+            st.handle_request(conn.id, f, now);
+            true
+        } else {
+            st.handle_connect(conn.id, f, now)
+        }
+    }
+
+    /// Answers a four-letter word and closes the connection.
+    pub fn four_letter_word(&self, conn: &ConnShared, word: &str) {
+        let mut st = self.state.lock();
+        if !self.wait_unpaused(&mut st, conn) {
+            return;
+        }
+        st.stats.received += 1;
+        if let Some(e) = st.conns.get_mut(&conn.id) {
+            e.recved += 1;
+        }
+        let text = fourlw::answer(&mut st, word, conn.id);
+        log::debug!("embedded zk: conn {}: four-letter word {word}", conn.id);
+        conn.send(text.as_bytes());
+        st.close_conn(conn.id);
+    }
+}
+
+/// Registers an accepted connection and spawns its thread.
+fn spawn_conn(shared: &Arc<Shared>, stream: TcpStream) {
+    let _ = stream.set_nodelay(true);
+    let (Ok(peer), Ok(writer), Ok(ctl)) = (stream.peer_addr(), stream.try_clone(), stream.try_clone()) else {
+        return;
+    };
+    let conn = {
+        let mut st = shared.state.lock();
+        if !st.listening || st.shutdown {
+            return;
+        }
+        let id = st.next_conn;
+        st.next_conn += 1;
+        st.stats.accepted += 1;
+        let conn = Arc::new(ConnShared::new(id, ctl));
+        st.conns.insert(id, ConnEntry::new(conn.clone(), peer));
+        conn
+    };
+    log::debug!("embedded zk: conn {} accepted from {peer}", conn.id);
+    let id = conn.id;
+    let sh = shared.clone();
+    let spawned = thread::Builder::new()
+        .name(format!("zk-embedded-c{id}"))
+        .spawn(move || conn_main(sh, conn, stream, writer));
+    match spawned {
+        Ok(h) => {
+            let mut threads = shared.threads.lock();
+            threads.retain(|t| !t.is_finished());
+            threads.push(h);
+        }
+        Err(e) => {
+            log::warn!("embedded zk: cannot spawn a connection thread: {e}");
+            let mut st = shared.state.lock();
+            if let Some(e) = st.conns.get(&id) {
+                e.shared.abort();
+            }
+            st.remove_conn(id);
+        }
+    }
+}
+
+/// Accepts until the server stops listening.
+pub(crate) fn spawn_acceptor(shared: Arc<Shared>, listener: TcpListener) -> std::io::Result<JoinHandle<()>> {
+    thread::Builder::new().name("zk-embedded-accept".into()).spawn(move || {
+        for s in listener.incoming() {
+            {
+                let st = shared.state.lock();
+                if !st.listening || st.shutdown {
+                    break;
+                }
+            }
+            match s {
+                Ok(stream) => spawn_conn(&shared, stream),
+                Err(e) => {
+                    log::debug!("embedded zk: accept failed: {e}");
+                    thread::sleep(Duration::from_millis(5));
+                }
+            }
+        }
+    })
+}
+
+/// Unblocks a blocking `accept` by connecting to it.
+pub(crate) fn wake_acceptor(addr: SocketAddr) {
+    let _ = TcpStream::connect_timeout(&addr, Duration::from_secs(1));
+}
+
+/// Expires sessions at each tick boundary, sweeps containers, ends timed pauses.
+pub(crate) fn spawn_ticker(shared: Arc<Shared>, sweep_every: Duration) -> std::io::Result<JoinHandle<()>> {
+    let sweep_every = sweep_every.max(Duration::from_millis(1));
+    thread::Builder::new().name("zk-embedded-tick".into()).spawn(move || {
+        let mut st = shared.state.lock();
+        let mut next_sweep = Instant::now() + sweep_every;
+        loop {
+            if st.shutdown {
+                break;
+            }
+            let now = Instant::now();
+            if st.pause_until.is_some_and(|u| now >= u) {
+                st.resume(now);
+                shared.pause_cv.notify_all();
+            }
+            let active = st.listening && !st.paused;
+            if active {
+                st.expire_due(now);
+            }
+            if now >= next_sweep {
+                if active {
+                    st.sweep();
+                }
+                next_sweep = now + sweep_every;
+            }
+            let mut wake = st.next_boundary(now).min(next_sweep);
+            if let Some(u) = st.pause_until {
+                wake = wake.min(u);
+            }
+            shared.ticker_cv.wait_until(&mut st, wake);
+        }
+    })
+}

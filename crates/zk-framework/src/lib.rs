@@ -5,10 +5,13 @@
 //!   server in `zk-testing`.
 //! * [`Error`]: the crate's one error type.
 
+pub mod client;
 pub mod error;
+pub mod framework;
 pub mod paths;
 pub mod proto;
 pub mod retry;
 pub mod state;
 
+pub use client::{Client, ClientConfig, ClientState, Op, OpResult, SessionEvent, WatchedEvent, Watcher};
 pub use error::{Error, Result};

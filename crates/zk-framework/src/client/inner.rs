@@ -1,0 +1,652 @@
+//! Shared state of a client: the connection's writer half, the in-flight queue,
+//! the watch registry and the session; request submission and reply dispatch.
+//!
+//! Locks: `wire` (writer half, xid counter, write queue) is always taken before
+//! `core` (state, pending queue, watches). A request gets its xid, its pending
+//! entry and its place in the write queue under `wire`, so xid order is wire
+//! order; the bytes are written with no lock held (see [`Wire`]). The I/O thread
+//! dispatches replies with `core` only, so a writer blocked on a full socket
+//! never stops replies from being read. No user code (watchers, their `Drop`)
+//! ever runs under a lock or on the I/O thread.
+
+use std::collections::VecDeque;
+use std::io::Write;
+use std::net::{Shutdown, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::thread::{JoinHandle, ThreadId};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use parking_lot::{Condvar, Mutex, MutexGuard};
+
+use super::connect_string::HostPort;
+use super::types::{ClientState, SessionEvent, WatchedEvent, Watcher};
+use super::watches::{WatchReg, WatchRegistry};
+use crate::error::{Error, Result};
+use crate::proto::frame::{request_frame, EncodeDyn};
+use crate::proto::jute::{Decode, Reader};
+use crate::proto::{xid, ErrorCode, EventType, KeeperState, OpCode, ReplyHeader, WatcherEvent};
+
+/// Size of a reply header on the wire.
+pub(super) const REPLY_HEADER_LEN: usize = 16;
+
+/// A reply as read from the wire: its header and the whole frame (the body
+/// starts at [`REPLY_HEADER_LEN`]). Bodies are decoded by the calling thread.
+pub(super) struct Reply {
+    pub header: ReplyHeader,
+    pub frame: Vec<u8>,
+    /// Generation of the connection it came on.
+    pub gen: u64,
+}
+
+impl Reply {
+    /// A reader over the body.
+    pub fn body(&self) -> Reader<'_> {
+        Reader::new(&self.frame[REPLY_HEADER_LEN.min(self.frame.len())..])
+    }
+}
+
+/// Where one call's reply goes: filled once by the I/O thread (or by whoever
+/// fails the call), waited on by the caller. Parks at once, without the spinning
+/// of a channel: the cores are better left to the I/O thread and the server.
+pub(super) struct Slot {
+    value: Mutex<Option<Result<Reply>>>,
+    ready: Condvar,
+}
+
+impl Slot {
+    pub fn new() -> Arc<Slot> {
+        Arc::new(Slot {
+            value: Mutex::new(None),
+            ready: Condvar::new(),
+        })
+    }
+
+    /// Stores the result (the first one wins) and wakes the caller.
+    pub fn fill(&self, r: Result<Reply>) {
+        let mut v = self.value.lock();
+        if v.is_none() {
+            *v = Some(r);
+            drop(v);
+            self.ready.notify_one();
+        }
+    }
+
+    /// Waits for the result until `deadline`.
+    pub fn wait_until(&self, deadline: Instant) -> Option<Result<Reply>> {
+        let mut v = self.value.lock();
+        loop {
+            if let Some(r) = v.take() {
+                return Some(r);
+            }
+            if self.ready.wait_until(&mut v, deadline).timed_out() {
+                return v.take();
+            }
+        }
+    }
+}
+
+/// A request written and not yet answered.
+pub(super) struct Pending {
+    pub xid: i32,
+    /// Write sequence number on this connection (for the ping-order check).
+    pub seq: u64,
+    /// Where the reply goes; `None` for internal requests (SetWatches).
+    pub slot: Option<Arc<Slot>>,
+    /// The watch to register when the reply says the server set it.
+    pub watch: Option<WatchReg>,
+    pub op: OpCode,
+}
+
+/// Messages for the event thread.
+pub(super) enum EventMsg {
+    /// Run these watchers with the event.
+    Fire(Vec<Box<dyn Watcher>>, WatchedEvent),
+    /// Drop these watchers (their `Drop` is user code: never on the I/O thread).
+    Discard(Vec<Box<dyn Watcher>>),
+    /// Finish the queued work and exit.
+    Stop,
+}
+
+/// The writer half of the current connection.
+///
+/// Writes are combined: a caller that finds nobody writing becomes the writer
+/// and writes its frame with the lock released, then whatever other callers
+/// queued in `outbuf` meanwhile, until the queue is empty. Under load many
+/// requests go out in one syscall; alone, a request costs one write and no
+/// thread hop.
+pub(super) struct Wire {
+    pub stream: Option<Arc<TcpStream>>,
+    /// Generation of the current connection (incremented on each establishment).
+    pub gen: u64,
+    next_xid: i32,
+    /// Number of frames with an xid queued on this connection.
+    pub seq: u64,
+    /// Frames queued for the caller that is writing.
+    pub outbuf: Vec<u8>,
+    /// Whether a caller is writing (with the lock released).
+    pub writing: bool,
+}
+
+impl Wire {
+    /// The next request xid: 1, 2, ... wrapping back to 1 after `i32::MAX`.
+    pub fn next_xid(&mut self) -> i32 {
+        let x = self.next_xid;
+        self.next_xid = if x == i32::MAX { 1 } else { x + 1 };
+        x
+    }
+}
+
+/// State protected by the `core` lock.
+pub(super) struct Core {
+    pub state: ClientState,
+    pub session_id: i64,
+    pub password: Vec<u8>,
+    /// Negotiated session timeout, ms (0 until the first connection).
+    pub negotiated_ms: i32,
+    pub last_zxid: i64,
+    pub pending: VecDeque<Pending>,
+    /// Waiters for auth replies (xid -4), in send order; `None` for the packets
+    /// re-sent on reconnect.
+    pub auth_waiters: VecDeque<Option<Sender<i32>>>,
+    /// Credentials re-sent after each connect.
+    pub auth: Vec<(String, Vec<u8>)>,
+    pub watches: WatchRegistry,
+    subscribers: Vec<Sender<SessionEvent>>,
+}
+
+impl Core {
+    /// Sends `ev` to every subscriber, forgetting the ones that went away.
+    pub fn emit(&mut self, ev: SessionEvent) {
+        log::debug!("session {:#x}: {ev:?}", self.session_id);
+        self.subscribers.retain(|s| s.send(ev).is_ok());
+    }
+
+    /// A new subscriber.
+    pub fn subscribe(&mut self) -> Receiver<SessionEvent> {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        self.subscribers.push(tx);
+        rx
+    }
+}
+
+/// A background thread and the means to wait for it with a bound.
+pub(super) struct Worker {
+    pub handle: JoinHandle<()>,
+    /// Disconnected when the thread ends (its sender is dropped on exit, panic included).
+    pub done: Receiver<()>,
+}
+
+impl Worker {
+    /// Joins the thread if it ends before `deadline`; otherwise leaves it detached.
+    pub fn join_until(self, deadline: Instant) {
+        match self.done.recv_deadline(deadline) {
+            Err(RecvTimeoutError::Disconnected) | Ok(()) => {
+                let _ = self.handle.join();
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                log::debug!(
+                    "zk client thread {:?} still busy; detached",
+                    self.handle.thread().name()
+                );
+            }
+        }
+    }
+}
+
+/// Everything a client handle and its threads share.
+pub(super) struct Inner {
+    pub hosts: Vec<HostPort>,
+    pub chroot: Option<String>,
+    pub requested_timeout_ms: i32,
+    pub connect_timeout: Duration,
+    pub read_only: bool,
+    pub max_frame: usize,
+    pub wire: Mutex<Wire>,
+    pub core: Mutex<Core>,
+    pub cond: Condvar,
+    /// A clone of the current connection's socket, to shut it down from any
+    /// thread without waiting for the `wire` lock.
+    pub killer: Mutex<Option<(u64, TcpStream)>>,
+    pub events: Sender<EventMsg>,
+    pub wake_tx: Sender<()>,
+    pub wake_rx: Receiver<()>,
+    pub attempts: AtomicU64,
+    base: Instant,
+    last_send_ms: AtomicU64,
+    /// Read timeout in ms (2/3 of the negotiated or requested session timeout).
+    pub read_timeout_ms: AtomicU64,
+    pub closing: AtomicBool,
+    pub workers: Mutex<Vec<Worker>>,
+    pub io_thread: OnceLock<ThreadId>,
+    pub event_thread: OnceLock<ThreadId>,
+}
+
+/// Settings checked by `Client::connect`.
+pub(super) struct Settings {
+    pub hosts: Vec<HostPort>,
+    pub chroot: Option<String>,
+    pub requested_timeout_ms: i32,
+    pub connect_timeout: Duration,
+    pub read_only: bool,
+    pub max_frame: usize,
+    pub session: Option<(i64, Vec<u8>)>,
+    pub auth: Vec<(String, Vec<u8>)>,
+}
+
+/// What ended a connection's read loop.
+pub(super) enum Stop {
+    /// The connection is unusable (the reason is logged); reconnect.
+    Broken(String),
+    /// The client is finished (closed, expired or auth failed).
+    Terminal,
+}
+
+/// The error a call gets in a state where it cannot be sent.
+pub(super) fn state_error(state: ClientState) -> Error {
+    match state {
+        ClientState::Expired => Error::SessionExpired,
+        ClientState::AuthFailed => Error::AuthFailed,
+        ClientState::Closed => Error::Closed,
+        ClientState::Connecting | ClientState::Connected | ClientState::ConnectedReadOnly => Error::ConnectionLoss,
+    }
+}
+
+impl Inner {
+    pub fn new(s: Settings, events: Sender<EventMsg>) -> Inner {
+        let (wake_tx, wake_rx) = crossbeam_channel::bounded(1);
+        let (session_id, password) = s.session.unwrap_or((0, vec![0; 16]));
+        Inner {
+            hosts: s.hosts,
+            chroot: s.chroot,
+            requested_timeout_ms: s.requested_timeout_ms,
+            connect_timeout: s.connect_timeout,
+            read_only: s.read_only,
+            max_frame: s.max_frame,
+            wire: Mutex::new(Wire {
+                stream: None,
+                gen: 0,
+                next_xid: 1,
+                seq: 0,
+                outbuf: Vec::new(),
+                writing: false,
+            }),
+            core: Mutex::new(Core {
+                state: ClientState::Connecting,
+                session_id,
+                password,
+                negotiated_ms: 0,
+                last_zxid: 0,
+                pending: VecDeque::new(),
+                auth_waiters: VecDeque::new(),
+                auth: s.auth,
+                watches: WatchRegistry::default(),
+                subscribers: Vec::new(),
+            }),
+            cond: Condvar::new(),
+            killer: Mutex::new(None),
+            events,
+            wake_tx,
+            wake_rx,
+            attempts: AtomicU64::new(0),
+            base: Instant::now(),
+            last_send_ms: AtomicU64::new(0),
+            read_timeout_ms: AtomicU64::new(read_timeout_of(s.requested_timeout_ms).as_millis() as u64),
+            closing: AtomicBool::new(false),
+            workers: Mutex::new(Vec::new()),
+            io_thread: OnceLock::new(),
+            event_thread: OnceLock::new(),
+        }
+    }
+
+    pub fn is_closing(&self) -> bool {
+        self.closing.load(Ordering::Acquire)
+    }
+
+    /// Records that something was just sent.
+    pub fn touch_send(&self) {
+        self.last_send_ms
+            .store(self.base.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// Time since something was last sent.
+    pub fn idle_send(&self) -> Duration {
+        let last = self.last_send_ms.load(Ordering::Relaxed);
+        Duration::from_millis((self.base.elapsed().as_millis() as u64).saturating_sub(last))
+    }
+
+    pub fn read_timeout(&self) -> Duration {
+        Duration::from_millis(self.read_timeout_ms.load(Ordering::Relaxed))
+    }
+
+    /// Per-attempt connect bound: `min(connect_timeout, session timeout)`.
+    pub fn attempt_timeout(&self) -> Duration {
+        let negotiated = self.core.lock().negotiated_ms;
+        let t = if negotiated > 0 {
+            negotiated
+        } else {
+            self.requested_timeout_ms
+        };
+        self.connect_timeout.min(Duration::from_millis(t as u64))
+    }
+
+    /// The longest a call waits: read timeout + connect timeout.
+    pub fn call_bound(&self) -> Duration {
+        self.read_timeout() + self.connect_timeout
+    }
+
+    /// The server path for a client path.
+    pub fn server_path(&self, path: &str) -> String {
+        match &self.chroot {
+            None => path.to_string(),
+            Some(c) if path == "/" => c.clone(),
+            Some(c) => format!("{c}{path}"),
+        }
+    }
+
+    /// The client path for a server path (the chroot stripped).
+    pub fn client_path(&self, server_path: &str) -> String {
+        match &self.chroot {
+            None => server_path.to_string(),
+            Some(c) => match server_path.strip_prefix(c.as_str()) {
+                Some("") => "/".to_string(),
+                Some(rest) if rest.starts_with('/') => rest.to_string(),
+                _ => server_path.to_string(),
+            },
+        }
+    }
+
+    /// Shuts down the connection of generation `gen` (any if `None`), so that the
+    /// I/O thread notices at once and cleans up.
+    pub fn kill(&self, gen: Option<u64>, reason: &str) {
+        let k = self.killer.lock();
+        if let Some((g, s)) = k.as_ref() {
+            if gen.map_or(true, |want| want == *g) {
+                log::debug!("dropping connection {g}: {reason}");
+                let _ = s.shutdown(Shutdown::Both);
+            }
+        }
+    }
+
+    /// Sends a request and waits for its reply until `deadline` (default: now +
+    /// read timeout + connect timeout).
+    ///
+    /// Fails fast when not connected. `internal` requests (closeSession) are
+    /// allowed while closing.
+    pub fn call(
+        &self,
+        op: OpCode,
+        body: Option<&dyn EncodeDyn>,
+        watch: Option<WatchReg>,
+        internal: bool,
+        deadline: Option<Instant>,
+    ) -> Result<Reply> {
+        let mut frame = request_frame(0, op, body);
+        if frame.len() - 4 > self.max_frame {
+            return Err(Error::DataTooLarge {
+                len: frame.len() - 4,
+                max: self.max_frame,
+            });
+        }
+        if !internal && self.is_closing() {
+            return Err(Error::Closed);
+        }
+        let deadline = deadline.unwrap_or_else(|| Instant::now() + self.call_bound());
+        let slot = Slot::new();
+        let gen = {
+            let Some(mut wire) = self.wire.try_lock_until(deadline) else {
+                return Err(Error::OperationTimeout);
+            };
+            if wire.stream.is_none() {
+                drop(wire);
+                return Err(state_error(self.core.lock().state));
+            }
+            let xid = wire.next_xid();
+            wire.seq += 1;
+            let seq = wire.seq;
+            frame[4..8].copy_from_slice(&xid.to_be_bytes());
+            let busy = {
+                let mut core = self.core.lock();
+                if !core.state.is_connected() {
+                    return Err(state_error(core.state));
+                }
+                core.pending.push_back(Pending {
+                    xid,
+                    seq,
+                    slot: Some(slot.clone()),
+                    watch,
+                    op,
+                });
+                core.pending.len() > 2
+            };
+            let gen = wire.gen;
+            self.write_frame(wire, frame, busy);
+            gen
+        };
+        match slot.wait_until(deadline) {
+            Some(r) => r,
+            None => {
+                // A server that answers pings but not this request has a broken
+                // queue: drop the connection (the session survives).
+                self.kill(Some(gen), "a request was not answered in time");
+                Err(Error::OperationTimeout)
+            }
+        }
+    }
+
+    /// Writes `frame` on the current connection (see [`Wire`]): queues it if
+    /// another caller is writing, otherwise writes it and then the queue. A write
+    /// error shuts the socket down; the I/O thread then fails every pending call.
+    pub fn write_frame(&self, mut wire: MutexGuard<'_, Wire>, frame: Vec<u8>, busy: bool) {
+        if wire.writing {
+            wire.outbuf.extend_from_slice(&frame);
+            return;
+        }
+        let Some(stream) = wire.stream.clone() else { return };
+        let gen = wire.gen;
+        wire.writing = true;
+        drop(wire);
+        let mut buf = frame;
+        if busy {
+            // Other requests are in flight: let the callers that their replies
+            // woke queue their frames, so that they go out in one write.
+            std::thread::yield_now();
+            let mut wire = self.wire.lock();
+            if wire.gen == gen && !wire.outbuf.is_empty() {
+                buf.extend_from_slice(&wire.outbuf);
+                wire.outbuf.clear();
+            }
+        }
+        loop {
+            let result = (&*stream).write_all(&buf);
+            buf.clear();
+            match &result {
+                Ok(()) => self.touch_send(),
+                Err(e) => {
+                    log::debug!("write failed: {e}");
+                    let _ = stream.shutdown(Shutdown::Both);
+                }
+            }
+            let mut wire = self.wire.lock();
+            if wire.gen != gen {
+                return; // a new connection: its writer state was reset
+            }
+            if result.is_err() || wire.outbuf.is_empty() {
+                wire.outbuf.clear();
+                wire.writing = false;
+                return;
+            }
+            std::mem::swap(&mut buf, &mut wire.outbuf);
+        }
+    }
+
+    /// Handles one frame read from an established connection (I/O thread).
+    pub fn dispatch(&self, frame: Vec<u8>, gen: u64, pings: &mut VecDeque<u64>) -> std::result::Result<(), Stop> {
+        let header = ReplyHeader::decode(&mut Reader::new(&frame))
+            .map_err(|e| Stop::Broken(format!("garbage reply header: {e}")))?;
+        match header.xid {
+            xid::NOTIFICATION => self.notification(&frame),
+            xid::PING => {
+                let ping_seq = pings.pop_front();
+                let core = self.core.lock();
+                match (core.pending.front(), ping_seq) {
+                    (Some(front), Some(s)) if front.seq <= s => Err(Stop::Broken(format!(
+                        "ping answered before request xid {} sent ahead of it: a reply is missing",
+                        front.xid
+                    ))),
+                    _ => Ok(()),
+                }
+            }
+            xid::AUTH => {
+                let waiter = self.core.lock().auth_waiters.pop_front().flatten();
+                if let Some(w) = waiter {
+                    let _ = w.try_send(header.err);
+                }
+                if header.err != 0 {
+                    log::warn!("authentication failed ({}): the client is closed", header.err);
+                    self.terminate(ClientState::AuthFailed);
+                    return Err(Stop::Terminal);
+                }
+                Ok(())
+            }
+            x => {
+                let mut core = self.core.lock();
+                match core.pending.front() {
+                    None => return Err(Stop::Broken(format!("reply xid {x} with nothing in flight"))),
+                    Some(p) if p.xid != x => {
+                        return Err(Stop::Broken(format!("xid out of order: got {x}, expected {}", p.xid)));
+                    }
+                    Some(_) => {}
+                }
+                let p = core.pending.pop_front().expect("front checked");
+                if header.zxid > core.last_zxid {
+                    core.last_zxid = header.zxid;
+                }
+                let rejected = p.watch.and_then(|w| core.watches.register(w, header.err));
+                drop(core);
+                if let Some(w) = rejected {
+                    let _ = self.events.send(EventMsg::Discard(vec![w]));
+                }
+                match p.slot {
+                    Some(slot) => {
+                        slot.fill(Ok(Reply { header, frame, gen }));
+                    }
+                    None if header.err != 0 => {
+                        log::warn!("internal request {:?} failed with {}", p.op, header.err);
+                    }
+                    None => {}
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn notification(&self, frame: &[u8]) -> std::result::Result<(), Stop> {
+        let ev = WatcherEvent::decode(&mut Reader::new(&frame[REPLY_HEADER_LEN..]))
+            .map_err(|e| Stop::Broken(format!("garbage notification: {e}")))?;
+        let Some(event_type) = EventType::from_code(ev.event_type) else {
+            log::warn!("ignoring notification with unknown type {}", ev.event_type);
+            return Ok(());
+        };
+        let watchers = self.core.lock().watches.materialize(event_type, &ev.path);
+        if !watchers.is_empty() {
+            let event = WatchedEvent {
+                event_type,
+                state: KeeperState::from_code(ev.state).unwrap_or(KeeperState::SyncConnected),
+                path: Some(self.client_path(&ev.path)),
+            };
+            let _ = self.events.send(EventMsg::Fire(watchers, event));
+        }
+        Ok(())
+    }
+
+    /// The connection died (I/O thread): fail everything in flight with
+    /// ConnectionLoss and report Disconnected (unless closing).
+    pub fn connection_lost(&self, stream: &TcpStream, reason: &str) {
+        let _ = stream.shutdown(Shutdown::Both);
+        *self.killer.lock() = None;
+        {
+            let mut wire = self.wire.lock();
+            wire.stream = None;
+            wire.outbuf.clear();
+            wire.writing = false;
+        }
+        let closing = self.is_closing();
+        let mut core = self.core.lock();
+        if !closing {
+            log::info!("session {:#x}: connection lost: {reason}", core.session_id);
+        }
+        let pending = std::mem::take(&mut core.pending);
+        let waiters = std::mem::take(&mut core.auth_waiters);
+        if !closing && core.state.is_connected() {
+            core.state = ClientState::Connecting;
+            core.emit(SessionEvent::Disconnected);
+        }
+        drop(core);
+        self.cond.notify_all();
+        self.fail_all(pending, waiters, Error::ConnectionLoss, Vec::new());
+    }
+
+    /// Enters a final state: fails everything, forgets the watches, reports it.
+    pub fn terminate(&self, new_state: ClientState) {
+        self.kill(None, "client finished");
+        *self.killer.lock() = None;
+        {
+            let mut wire = self.wire.lock();
+            if let Some(s) = wire.stream.take() {
+                let _ = s.shutdown(Shutdown::Both);
+            }
+            wire.outbuf.clear();
+            wire.writing = false;
+        }
+        let mut core = self.core.lock();
+        let old = core.state;
+        if old == new_state || (old.is_terminal() && new_state != ClientState::Closed) {
+            return;
+        }
+        core.state = new_state;
+        let pending = std::mem::take(&mut core.pending);
+        let waiters = std::mem::take(&mut core.auth_waiters);
+        let watchers = core.watches.take_all();
+        core.emit(match new_state {
+            ClientState::Expired => SessionEvent::Expired,
+            ClientState::AuthFailed => SessionEvent::AuthFailed,
+            _ => SessionEvent::Closed,
+        });
+        drop(core);
+        self.cond.notify_all();
+        self.fail_all(pending, waiters, state_error(new_state), watchers);
+        let _ = self.events.send(EventMsg::Stop);
+        let _ = self.wake_tx.try_send(());
+    }
+
+    fn fail_all(
+        &self,
+        pending: VecDeque<Pending>,
+        waiters: VecDeque<Option<Sender<i32>>>,
+        err: Error,
+        mut discard: Vec<Box<dyn Watcher>>,
+    ) {
+        for p in pending {
+            if let Some(w) = p.watch {
+                discard.push(w.watcher);
+            }
+            if let Some(slot) = p.slot {
+                slot.fill(Err(err.clone()));
+            }
+        }
+        let code = err.code().unwrap_or(ErrorCode::ConnectionLoss).code();
+        for w in waiters.into_iter().flatten() {
+            let _ = w.try_send(code);
+        }
+        if !discard.is_empty() {
+            let _ = self.events.send(EventMsg::Discard(discard));
+        }
+    }
+}
+
+/// The read timeout for a session timeout: 2/3 of it.
+pub(super) fn read_timeout_of(session_ms: i32) -> Duration {
+    Duration::from_millis((session_ms.max(1) as u64 * 2 / 3).max(1))
+}

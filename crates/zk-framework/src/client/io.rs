@@ -1,0 +1,378 @@
+//! The I/O thread: connects (host rotation, connect timeouts, backoff), does the
+//! handshake, re-sends auth and watches, reads and dispatches replies, pings, and
+//! detects dead connections with the read timeout.
+
+use std::collections::VecDeque;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use backoff::backoff::Backoff;
+use backoff::ExponentialBackoff;
+
+use super::connect_string::HostPort;
+use super::inner::{read_timeout_of, Inner, Pending, Stop};
+use super::types::{ClientState, SessionEvent};
+use crate::proto::frame::{frame, request_frame, FrameBuffer};
+use crate::proto::jute::{Decode, Encode, Reader};
+use crate::proto::{xid, AuthPacket, ConnectRequest, ConnectResponse, OpCode};
+
+/// First pause after a full round of failed attempts.
+const BACKOFF_INITIAL: Duration = Duration::from_millis(100);
+/// Longest pause between rounds of failed attempts.
+pub(super) const BACKOFF_MAX: Duration = Duration::from_secs(1);
+/// A connection that lived at least this long resets the backoff.
+const STABLE: Duration = Duration::from_secs(1);
+/// Extra room over `max_frame` for incoming frames (headers and Stats around
+/// data that is at the limit).
+pub(super) const INCOMING_SLACK: usize = 64 * 1024;
+/// Size of the read buffer.
+const READ_BUF: usize = 64 * 1024;
+
+/// A connection that finished its handshake.
+struct Conn {
+    stream: TcpStream,
+    fb: FrameBuffer,
+    gen: u64,
+}
+
+enum Attempt {
+    Established(Conn),
+    Failed(String),
+    Terminal,
+}
+
+/// The I/O thread's body.
+pub(super) fn io_main(inner: Arc<Inner>) {
+    let n = inner.hosts.len();
+    let mut next = 0usize;
+    let mut failures = 0usize;
+    let mut backoff = ExponentialBackoff {
+        current_interval: BACKOFF_INITIAL,
+        initial_interval: BACKOFF_INITIAL,
+        randomization_factor: 0.2,
+        multiplier: 2.0,
+        max_interval: BACKOFF_MAX,
+        max_elapsed_time: None,
+        ..ExponentialBackoff::default()
+    };
+    backoff.reset();
+    let mut buf = vec![0u8; READ_BUF];
+    loop {
+        if inner.is_closing() || inner.core.lock().state.is_terminal() {
+            break;
+        }
+        if failures > 0 && failures % n == 0 {
+            let pause = backoff.next_backoff().unwrap_or(BACKOFF_MAX).min(BACKOFF_MAX);
+            log::debug!("all {n} server(s) failed; next round in {pause:?}");
+            let _ = inner.wake_rx.recv_timeout(pause);
+            if inner.is_closing() {
+                break;
+            }
+        }
+        let host = &inner.hosts[next % n];
+        next = next.wrapping_add(1);
+        match connect_host(&inner, host, &mut buf) {
+            Attempt::Failed(reason) => {
+                log::debug!("connecting to {host} failed: {reason}");
+                failures += 1;
+            }
+            Attempt::Terminal => break,
+            Attempt::Established(conn) => {
+                let started = Instant::now();
+                match run(&inner, conn, &mut buf) {
+                    Stop::Terminal => break,
+                    Stop::Broken(_) => {
+                        if started.elapsed() >= STABLE {
+                            failures = 0;
+                            backoff.reset();
+                        } else {
+                            failures += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    log::debug!("zk io thread exits");
+}
+
+/// Tries every address of `host` once.
+fn connect_host(inner: &Arc<Inner>, host: &HostPort, buf: &mut [u8]) -> Attempt {
+    let addrs = match host.resolve() {
+        Ok(a) if !a.is_empty() => a,
+        Ok(_) => return Attempt::Failed("no address".into()),
+        Err(e) => return Attempt::Failed(format!("cannot resolve: {e}")),
+    };
+    let mut last = String::new();
+    for addr in addrs {
+        if inner.is_closing() {
+            return Attempt::Terminal;
+        }
+        inner.attempts.fetch_add(1, Ordering::Relaxed);
+        let timeout = inner.attempt_timeout();
+        let deadline = Instant::now() + timeout;
+        let stream = match TcpStream::connect_timeout(&addr, timeout) {
+            Ok(s) => s,
+            Err(e) => {
+                last = format!("{addr}: {e}");
+                continue;
+            }
+        };
+        match handshake(inner, stream, deadline, buf) {
+            Ok(a) => return a,
+            Err(e) => last = format!("{addr}: {e}"),
+        }
+    }
+    Attempt::Failed(last)
+}
+
+fn remaining(deadline: Instant) -> Result<Duration, String> {
+    let now = Instant::now();
+    if now >= deadline {
+        Err("handshake timed out".into())
+    } else {
+        Ok((deadline - now).max(Duration::from_millis(1)))
+    }
+}
+
+/// Sends the ConnectRequest and reads the ConnectResponse before `deadline`.
+fn handshake(inner: &Arc<Inner>, stream: TcpStream, deadline: Instant, buf: &mut [u8]) -> Result<Attempt, String> {
+    let _ = stream.set_nodelay(true);
+    let req = {
+        let core = inner.core.lock();
+        ConnectRequest {
+            protocol_version: 0,
+            last_zxid_seen: core.last_zxid,
+            timeout: inner.requested_timeout_ms,
+            session_id: core.session_id,
+            passwd: core.password.clone(),
+            read_only: Some(inner.read_only),
+        }
+    };
+    let bytes = frame(|out| req.encode(out));
+    stream
+        .set_write_timeout(Some(remaining(deadline)?))
+        .map_err(|e| e.to_string())?;
+    (&stream)
+        .write_all(&bytes)
+        .map_err(|e| format!("sending the handshake: {e}"))?;
+    let mut fb = FrameBuffer::new(inner.max_frame.saturating_add(INCOMING_SLACK));
+    let first = loop {
+        match fb.next_frame() {
+            Ok(Some(f)) => break f,
+            Ok(None) => {}
+            Err(e) => return Err(format!("garbage handshake reply: {e}")),
+        }
+        stream
+            .set_read_timeout(Some(remaining(deadline)?))
+            .map_err(|e| e.to_string())?;
+        match (&stream).read(buf) {
+            Ok(0) => return Err("the server closed the connection during the handshake".into()),
+            Ok(n) => fb.extend(&buf[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
+            Err(e) => return Err(format!("reading the handshake reply: {e}")),
+        }
+    };
+    let resp =
+        ConnectResponse::decode(&mut Reader::new(&first)).map_err(|e| format!("garbage ConnectResponse: {e}"))?;
+    establish(inner, stream, fb, resp)
+}
+
+/// Takes a ConnectResponse: expiry, or a connected session with auth and
+/// watches re-sent before any user request.
+fn establish(inner: &Arc<Inner>, stream: TcpStream, fb: FrameBuffer, resp: ConnectResponse) -> Result<Attempt, String> {
+    if resp.timeout <= 0 {
+        log::warn!(
+            "session {:#x} has expired (told by the server)",
+            inner.core.lock().session_id
+        );
+        let _ = stream.shutdown(Shutdown::Both);
+        inner.terminate(ClientState::Expired);
+        return Ok(Attempt::Terminal);
+    }
+    if resp.session_id == 0 {
+        return Err("the server gave session id 0 with a positive timeout".into());
+    }
+    let writer = stream.try_clone().map_err(|e| e.to_string())?;
+    let killer = stream.try_clone().map_err(|e| e.to_string())?;
+    let mut wire = inner.wire.lock();
+    let mut core = inner.core.lock();
+    if inner.is_closing() || core.state.is_terminal() {
+        let _ = stream.shutdown(Shutdown::Both);
+        return Ok(Attempt::Terminal);
+    }
+    if core.session_id != 0 && resp.session_id != core.session_id {
+        log::warn!(
+            "asked for session {:#x}, the server gave {:#x}: treating the session as expired",
+            core.session_id,
+            resp.session_id
+        );
+        drop(core);
+        drop(wire);
+        let _ = stream.shutdown(Shutdown::Both);
+        inner.terminate(ClientState::Expired);
+        return Ok(Attempt::Terminal);
+    }
+    let resumed = core.session_id != 0;
+    core.session_id = resp.session_id;
+    core.password = resp.passwd;
+    core.negotiated_ms = resp.timeout;
+    let read_timeout = read_timeout_of(resp.timeout);
+    inner
+        .read_timeout_ms
+        .store(read_timeout.as_millis() as u64, Ordering::Relaxed);
+
+    // Auth packets first, then SetWatches, as the Java client does.
+    wire.gen += 1;
+    wire.seq = 0;
+    wire.outbuf.clear();
+    wire.writing = false;
+    let gen = wire.gen;
+    let mut out = Vec::new();
+    let auth = core.auth.clone();
+    for (scheme, data) in &auth {
+        out.extend(request_frame(
+            xid::AUTH,
+            OpCode::Auth,
+            Some(&AuthPacket {
+                auth_type: 0,
+                scheme: scheme.clone(),
+                auth: data.clone(),
+            }),
+        ));
+        core.auth_waiters.push_back(None);
+    }
+    let set_watches = core.watches.set_watches(core.last_zxid);
+    for sw in &set_watches {
+        let x = wire.next_xid();
+        wire.seq += 1;
+        out.extend(request_frame(x, OpCode::SetWatches, Some(sw)));
+        core.pending.push_back(Pending {
+            xid: x,
+            seq: wire.seq,
+            slot: None,
+            watch: None,
+            op: OpCode::SetWatches,
+        });
+    }
+    drop(core);
+    let _ = writer.set_write_timeout(Some(read_timeout));
+    if !out.is_empty() {
+        if let Err(e) = (&writer).write_all(&out) {
+            // The read loop sees the dead socket and cleans up.
+            log::debug!("sending auth/SetWatches failed: {e}");
+            let _ = writer.shutdown(Shutdown::Both);
+        }
+    }
+    inner.touch_send();
+    wire.stream = Some(Arc::new(writer));
+    *inner.killer.lock() = Some((gen, killer));
+    let mut core = inner.core.lock();
+    let read_only = resp.read_only == Some(true);
+    core.state = if read_only {
+        ClientState::ConnectedReadOnly
+    } else {
+        ClientState::Connected
+    };
+    log::info!(
+        "session {:#x} {} (timeout {} ms, {} watch path(s) re-registered)",
+        core.session_id,
+        if resumed { "resumed" } else { "established" },
+        resp.timeout,
+        set_watches
+            .iter()
+            .map(|s| s.data_watches.len() + s.exist_watches.len() + s.child_watches.len())
+            .sum::<usize>()
+    );
+    core.emit(if read_only {
+        SessionEvent::ConnectedReadOnly
+    } else {
+        SessionEvent::SyncConnected
+    });
+    drop(core);
+    drop(wire);
+    inner.cond.notify_all();
+    Ok(Attempt::Established(Conn { stream, fb, gen }))
+}
+
+/// Reads and dispatches until the connection ends.
+fn run(inner: &Arc<Inner>, conn: Conn, buf: &mut [u8]) -> Stop {
+    let Conn { stream, mut fb, gen } = conn;
+    let read_timeout = inner.read_timeout();
+    let ping_every = read_timeout / 3;
+    let tick = (ping_every / 2).clamp(Duration::from_millis(10), Duration::from_millis(100));
+    let _ = stream.set_read_timeout(Some(tick));
+    let ping = request_frame(xid::PING, OpCode::Ping, None);
+    let mut pings: VecDeque<u64> = VecDeque::new();
+    let mut last_recv = Instant::now();
+    let stop = 'conn: loop {
+        loop {
+            match fb.next_frame() {
+                Ok(Some(f)) => {
+                    if let Err(s) = inner.dispatch(f, gen, &mut pings) {
+                        break 'conn s;
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => break 'conn Stop::Broken(format!("garbage frame: {e}")),
+            }
+        }
+        match (&stream).read(buf) {
+            Ok(0) => break Stop::Broken("the server closed the connection".into()),
+            Ok(n) => {
+                last_recv = Instant::now();
+                fb.extend(&buf[..n]);
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
+            Err(e) => break Stop::Broken(format!("read failed: {e}")),
+        }
+        if last_recv.elapsed() >= read_timeout {
+            break Stop::Broken(format!("nothing received for {read_timeout:?}"));
+        }
+        if inner.idle_send() >= ping_every {
+            send_ping(inner, gen, &ping, &mut pings);
+        }
+    };
+    match stop {
+        Stop::Terminal => {
+            let _ = stream.shutdown(Shutdown::Both);
+            Stop::Terminal
+        }
+        Stop::Broken(reason) => {
+            inner.connection_lost(&stream, &reason);
+            Stop::Broken(reason)
+        }
+    }
+}
+
+/// Sends a ping unless a writer holds the connection (it is sending anyway).
+fn send_ping(inner: &Inner, gen: u64, ping: &[u8], pings: &mut VecDeque<u64>) {
+    let Some(wire) = inner.wire.try_lock() else { return };
+    if wire.gen != gen || wire.writing {
+        // A caller is writing: the connection is not idle, and a ping must not
+        // overtake the requests it has queued.
+        return;
+    }
+    let Some(s) = wire.stream.as_ref() else { return };
+    match (&**s).write_all(ping) {
+        Ok(()) => {
+            pings.push_back(wire.seq);
+            inner.touch_send();
+        }
+        Err(e) => {
+            log::debug!("ping failed: {e}");
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+}

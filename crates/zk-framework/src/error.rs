@@ -250,7 +250,7 @@ mod tests {
             let e = Error::from_code(code, "/p");
             assert_eq!(e.code(), Some(code), "{code:?}");
             let s = e.to_string();
-            assert_eq!(s, s.to_lowercase().replace("/p", "/p"), "display is lowercase: {s}");
+            assert_eq!(s, s.to_lowercase(), "display is lowercase: {s}");
         }
         assert_eq!(
             Error::from_raw(-9999, "/"),

@@ -87,7 +87,8 @@ pub enum SessionSignal {
 /// a change to the current state is dropped; the first positive state is
 /// reported as `Connected`, exactly once; `Disconnected` gives `Suspended`
 /// unless already `Suspended` or `Lost`; `Expired` gives `Lost`; a connection
-/// on a new handle gives `Lost` (if not already) then `Reconnected`.
+/// on a new handle gives `Lost` (if not already) then `Reconnected`; a
+/// connection of the same handle while already connected gives nothing.
 ///
 /// # Examples
 ///
@@ -161,6 +162,15 @@ impl StateMachine {
     pub fn apply(&mut self, signal: SessionSignal) -> Vec<ConnectionState> {
         let mut out = Vec::new();
         match signal {
+            // The same handle reporting a connection it already reported (a
+            // monitor that subscribed while the handle connected sees it twice):
+            // nothing changed, so nothing is reported (else a spurious
+            // RECONNECTED would follow CONNECTED).
+            SessionSignal::Connected { new_handle: false }
+                if matches!(
+                    self.current,
+                    Some(ConnectionState::Connected | ConnectionState::Reconnected)
+                ) => {}
             SessionSignal::Connected { new_handle } | SessionSignal::ConnectedReadOnly { new_handle } => {
                 if new_handle && self.connected_sent {
                     self.post(&mut out, ConnectionState::Lost);
@@ -241,6 +251,11 @@ mod tests {
                 "never connected, suspended",
                 &[Disconnected, C],
                 &[Suspended, Connected],
+            ),
+            (
+                "a repeated connection of the same handle is not a reconnect",
+                &[C, C, Disconnected, C, C],
+                &[Connected, Suspended, Reconnected],
             ),
             (
                 "first connect on a 'new' handle is plain connected",

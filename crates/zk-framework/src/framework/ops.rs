@@ -1,0 +1,435 @@
+//! Curator-style create and delete builders: container parents, protected
+//! ephemeral-sequential creates, guaranteed deletes.
+
+use std::time::Duration;
+
+use super::CuratorFramework;
+use crate::client::Client;
+use crate::paths::{ancestors, new_protected_id, protected_name, PROTECTED_PREFIX};
+use crate::proto::path::{basename, join, parent, validate_path};
+use crate::proto::{Acl, CreateMode, Stat};
+use crate::{Error, Result};
+
+/// Parent creation mode of a create.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Parents {
+    None,
+    Persistent,
+    Containers,
+}
+
+/// A create in progress; finish it with [`CreateBuilder::for_path`].
+#[must_use = "a create does nothing until for_path is called"]
+#[derive(Debug)]
+pub struct CreateBuilder<'a> {
+    fw: &'a CuratorFramework,
+    mode: CreateMode,
+    data: Option<Vec<u8>>,
+    acl: Option<Vec<Acl>>,
+    parents: Parents,
+    protected: bool,
+    ttl: Option<Duration>,
+}
+
+impl<'a> CreateBuilder<'a> {
+    pub(super) fn new(fw: &'a CuratorFramework) -> Self {
+        CreateBuilder {
+            fw,
+            mode: CreateMode::Persistent,
+            data: None,
+            acl: None,
+            parents: Parents::None,
+            protected: false,
+            ttl: None,
+        }
+    }
+
+    /// The create mode (default persistent).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// c.create().with_mode(zk_framework::proto::CreateMode::Ephemeral).for_path("/e")?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn with_mode(mut self, mode: CreateMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// The node data (default: the client's default data).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// c.create().with_data(b"v".to_vec()).for_path("/d")?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn with_data(mut self, data: Vec<u8>) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    /// The node's ACL (default: the client's ACL).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// c.create().with_acl(zk_framework::proto::Acl::open_unsafe()).for_path("/a")?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn with_acl(mut self, acl: Vec<Acl>) -> Self {
+        self.acl = Some(acl);
+        self
+    }
+
+    /// Create missing parents as containers (persistent if the client was built
+    /// with `dont_use_container_parents`).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// c.create().creating_parent_containers_if_needed().for_path("/x/y/z")?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn creating_parent_containers_if_needed(mut self) -> Self {
+        self.parents = Parents::Containers;
+        self
+    }
+
+    /// Create missing parents as persistent nodes.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// c.create().creating_parents_if_needed().for_path("/x/y/z")?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn creating_parents_if_needed(mut self) -> Self {
+        self.parents = Parents::Persistent;
+        self
+    }
+
+    /// Curator's protection: the node is named `_c_<uuid>-<name>`, so that after
+    /// a ConnectionLoss the create can find its node instead of leaving an orphan;
+    /// if the create fails for good, the orphan is deleted in the background.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let p = c.create().with_protection().with_mode(zk_framework::proto::CreateMode::EphemeralSequential).for_path("/l/lock-")?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn with_protection(mut self) -> Self {
+        self.protected = true;
+        self
+    }
+
+    /// A TTL, for the TTL create modes.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// c.create().with_mode(zk_framework::proto::CreateMode::PersistentWithTtl).with_ttl(std::time::Duration::from_secs(5)).for_path("/t")?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn with_ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = Some(ttl);
+        self
+    }
+
+    /// Runs the create and returns the created path (namespace removed).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`] before anything is sent; [`Error::NodeExists`],
+    /// [`Error::NoNode`] (parent missing and no parent creation), and the last
+    /// retryable error when retries run out.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let p = c.create().for_path("/plain")?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn for_path(self, path: &str) -> Result<String> {
+        self.for_path_with_stat(path).map(|(p, _)| p)
+    }
+
+    /// Runs the create and also returns the new node's Stat (create2).
+    ///
+    /// # Errors
+    ///
+    /// As [`CreateBuilder::for_path`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let (p, stat) = c.create().for_path_with_stat("/s")?;
+    /// assert_eq!(stat.version, 0);
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn for_path_with_stat(self, path: &str) -> Result<(String, Stat)> {
+        validate_path(path, self.mode.is_sequential())?;
+        let fw = self.fw;
+        let server_path = fw.fix_path(path);
+        let data = self.data.clone().unwrap_or_else(|| fw.default_data().to_vec());
+        if data.len() > crate::proto::frame::DEFAULT_MAX_FRAME {
+            return Err(Error::DataTooLarge {
+                len: data.len(),
+                max: crate::proto::frame::DEFAULT_MAX_FRAME,
+            });
+        }
+        let acl = self.acl.clone().unwrap_or_else(|| fw.inner().acl.clone());
+        let parents = match self.parents {
+            Parents::Containers if !fw.inner().container_parents => Parents::Persistent,
+            p => p,
+        };
+        let spec = CreateSpec {
+            mode: self.mode,
+            data,
+            acl,
+            parents,
+            ttl: self.ttl,
+        };
+        let result = if self.protected {
+            protected_create(fw, &server_path, &spec)
+        } else {
+            fw.call_with_retry(|c| spec.create(c, &server_path))
+        };
+        result.map(|(p, st)| (fw.unfix_path(&p), st))
+    }
+}
+
+struct CreateSpec {
+    mode: CreateMode,
+    data: Vec<u8>,
+    acl: Vec<Acl>,
+    parents: Parents,
+    ttl: Option<Duration>,
+}
+
+impl CreateSpec {
+    /// One attempt: create; on NoNode with parent creation, make the parents and
+    /// create once more.
+    fn create(&self, c: &Client, path: &str) -> Result<(String, Stat)> {
+        let once = || match self.ttl {
+            Some(ttl) => c.create_ttl(path, &self.data, &self.acl, self.mode, ttl),
+            None => c.create2(path, &self.data, &self.acl, self.mode),
+        };
+        let mode = if self.parents == Parents::Containers {
+            CreateMode::Container
+        } else {
+            CreateMode::Persistent
+        };
+        // An empty container parent may be reaped by the server between our
+        // creating it and creating under it; that race shows up as NoNode and is
+        // retried a bounded number of times.
+        let mut attempts = 0;
+        loop {
+            match once() {
+                Err(Error::NoNode { .. }) if self.parents != Parents::None && attempts < 5 => {
+                    attempts += 1;
+                    for p in ancestors(path) {
+                        match c.create(p, &[], &self.acl, mode) {
+                            Ok(_) | Err(Error::NodeExists { .. }) | Err(Error::NoNode { .. }) => {}
+                            Err(e) => return Err(e),
+                        }
+                    }
+                }
+                r => return r,
+            }
+        }
+    }
+}
+
+/// Curator's protected create: a fixed `_c_<uuid>-` name; after a failed attempt
+/// look for our node by prefix before creating again; if the create fails for
+/// good with ConnectionLoss, delete any orphan in the background.
+///
+/// CURATOR-498: an ephemeral node found after the session changed belongs to
+/// the old session and is never adopted. Ownership is read from the node's
+/// `ephemeralOwner` (not from a session id remembered at the first attempt,
+/// which is 0 when that attempt ran before the first connection). The old node
+/// is deleted before the create, in this attempt: the old session may still be
+/// alive on the server (a restarted server gives its sessions a fresh timeout),
+/// and a non-sequential create of the same name would then fail with
+/// NodeExists.
+fn protected_create(fw: &CuratorFramework, server_path: &str, spec: &CreateSpec) -> Result<(String, Stat)> {
+    let parent_path = parent(server_path).unwrap_or("/").to_string();
+    let id = new_protected_id();
+    let name = protected_name(&id, basename(server_path));
+    let prefix = format!("{PROTECTED_PREFIX}{id}-");
+    let adjusted = join(&parent_path, &name);
+    let mut first = true;
+    let result = fw.call_with_retry(|c| {
+        if !first {
+            if let Some(found) = find_protected(c, &parent_path, &prefix)? {
+                if let Some(stat) = c.exists(&found)? {
+                    if !spec.mode.is_ephemeral() || stat.ephemeral_owner == c.session_id() {
+                        log::debug!("protected create found its node {found} after a failed attempt");
+                        return Ok((found, stat));
+                    }
+                    log::info!(
+                        "protected create found {found} of the old session 0x{:x}; deleting it",
+                        stat.ephemeral_owner
+                    );
+                    match c.delete(&found, Some(stat.version)) {
+                        Ok(()) | Err(Error::NoNode { .. }) => {}
+                        Err(e) => {
+                            if !e.is_retryable() {
+                                fw.background_delete(found, None);
+                            }
+                            return Err(e);
+                        }
+                    }
+                }
+            }
+        }
+        first = false;
+        spec.create(c, &adjusted)
+    });
+    if let Err(e) = &result {
+        if matches!(e, Error::ConnectionLoss | Error::OperationTimeout | Error::Closed) {
+            fw.inner().background.find_and_delete(parent_path, prefix);
+        }
+    }
+    result
+}
+
+fn find_protected(c: &Client, parent_path: &str, prefix: &str) -> Result<Option<String>> {
+    match c.get_children(parent_path) {
+        Ok(kids) => Ok(kids
+            .into_iter()
+            .find(|k| k.starts_with(prefix))
+            .map(|k| join(parent_path, &k))),
+        Err(Error::NoNode { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// A delete in progress; finish it with [`DeleteBuilder::for_path`].
+#[must_use = "a delete does nothing until for_path is called"]
+#[derive(Debug)]
+pub struct DeleteBuilder<'a> {
+    fw: &'a CuratorFramework,
+    version: Option<i32>,
+    guaranteed: bool,
+    children: bool,
+}
+
+impl<'a> DeleteBuilder<'a> {
+    pub(super) fn new(fw: &'a CuratorFramework) -> Self {
+        DeleteBuilder {
+            fw,
+            version: None,
+            guaranteed: false,
+            children: false,
+        }
+    }
+
+    /// Delete only this version.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// c.delete().with_version(3).for_path("/a")?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn with_version(mut self, version: i32) -> Self {
+        self.version = Some(version);
+        self
+    }
+
+    /// A guaranteed delete: NoNode counts as success; if the delete fails with a
+    /// retryable error after the retries, it goes on in the background until it
+    /// succeeds or the client closes (and the error is still returned).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// c.delete().guaranteed().for_path("/maybe-gone")?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn guaranteed(mut self) -> Self {
+        self.guaranteed = true;
+        self
+    }
+
+    /// Delete the children first (recursively).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// c.delete().deleting_children_if_needed().for_path("/tree")?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn deleting_children_if_needed(mut self) -> Self {
+        self.children = true;
+        self
+    }
+
+    /// Runs the delete.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`]; [`Error::NoNode`] (not for guaranteed deletes);
+    /// [`Error::BadVersion`]; [`Error::NotEmpty`]; the last retryable error.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// c.delete().for_path("/a")?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn for_path(self, path: &str) -> Result<()> {
+        validate_path(path, false)?;
+        let fw = self.fw;
+        let server_path = fw.fix_path(path);
+        let result = fw.call_with_retry(|c| {
+            if self.children {
+                delete_children(c, &server_path)?;
+            }
+            match c.delete(&server_path, self.version) {
+                Err(Error::NoNode { .. }) if self.guaranteed => Ok(()),
+                r => r,
+            }
+        });
+        if let Err(e) = &result {
+            if self.guaranteed && (e.is_retryable() || matches!(e, Error::Closed)) {
+                fw.background_delete(server_path, self.version);
+            }
+        }
+        result
+    }
+}
+
+fn delete_children(c: &Client, path: &str) -> Result<()> {
+    let kids = match c.get_children(path) {
+        Ok(k) => k,
+        Err(Error::NoNode { .. }) => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    for k in kids {
+        let p = join(path, &k);
+        delete_children(c, &p)?;
+        match c.delete(&p, None) {
+            Ok(()) | Err(Error::NoNode { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,114 @@
+//! The one retry loop. Nested loops on one thread share one budget (retry count
+//! and start time), as Curator's `ThreadLocalRetryLoop` does.
+
+use std::cell::RefCell;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use super::CuratorFramework;
+use crate::client::Client;
+use crate::retry::RetryDecision;
+use crate::{Error, Result};
+
+#[derive(Clone, Copy)]
+struct LoopState {
+    start: Instant,
+    retries: u32,
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<LoopState>> = const { RefCell::new(None) };
+}
+
+struct Outermost(bool);
+
+impl Drop for Outermost {
+    fn drop(&mut self) {
+        if self.0 {
+            CURRENT.with(|c| *c.borrow_mut() = None);
+        }
+    }
+}
+
+/// The longest a retry waits for the current handle to (re)connect before its
+/// attempt. The Java client queues a request made while disconnected until its
+/// next connection attempt (which follows a random pause of up to 1 s) and fails
+/// it only if that attempt fails; our client fails such a request at once, so
+/// without this wait a short policy (Curator's tests use `RetryOneTime(1)`)
+/// would burn its retries before a reconnect that is only milliseconds away.
+const RECONNECT_WAIT: Duration = Duration::from_secs(1);
+
+pub(super) fn call_with_retry<T>(fw: &CuratorFramework, mut op: impl FnMut(&Client) -> Result<T>) -> Result<T> {
+    let nested = CURRENT.with(|c| c.borrow().is_some());
+    let _guard = Outermost(!nested);
+    if !nested {
+        // Wait once for a connection; after the budget, proceed anyway. The
+        // loop's clock starts after this wait, as Curator's does.
+        if !fw.is_connected() {
+            if let Err(Error::Closed) = fw.block_until_connected(fw.connection_timeout()) {
+                return Err(Error::Closed);
+            }
+        }
+        CURRENT.with(|c| {
+            *c.borrow_mut() = Some(LoopState {
+                start: Instant::now(),
+                retries: 0,
+            })
+        });
+    }
+    let policy = fw.retry_policy();
+    let mut retrying = false;
+    loop {
+        if fw.inner().closed.load(Ordering::SeqCst) {
+            return Err(Error::Closed);
+        }
+        let client = fw.zookeeper_client();
+        if retrying && !client.state().is_connected() {
+            let _ = client.wait_connected_timeout(fw.connection_timeout().min(RECONNECT_WAIT));
+        }
+        let err = match fw.ensure_namespace(&client).and_then(|()| op(&client)) {
+            Ok(v) => return Ok(v),
+            // A handle the framework closed because its session ended (the
+            // client itself is still open): the session expired under us.
+            Err(Error::Closed) if !fw.inner().closed.load(Ordering::SeqCst) => Error::SessionExpired,
+            Err(e) => e,
+        };
+        if !policy.allows(&err) {
+            return Err(err);
+        }
+        let state = CURRENT.with(|c| *c.borrow()).unwrap_or(LoopState {
+            start: Instant::now(),
+            retries: 0,
+        });
+        match policy.next_retry(state.retries, state.start.elapsed()) {
+            RetryDecision::GiveUp => return Err(err),
+            RetryDecision::RetryAfter(d) => {
+                CURRENT.with(|c| {
+                    if let Some(s) = c.borrow_mut().as_mut() {
+                        s.retries += 1;
+                    }
+                });
+                log::debug!("retrying after {err} in {d:?} (retry {})", state.retries + 1);
+                if !sleep_unless_closed(fw, d) {
+                    return Err(Error::Closed);
+                }
+                retrying = true;
+            }
+        }
+    }
+}
+
+/// Sleeps `d` in slices, returning false as soon as the client is closed.
+fn sleep_unless_closed(fw: &CuratorFramework, d: Duration) -> bool {
+    let end = Instant::now() + d;
+    loop {
+        if fw.inner().closed.load(Ordering::SeqCst) {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= end {
+            return true;
+        }
+        std::thread::sleep((end - now).min(Duration::from_millis(50)));
+    }
+}

@@ -241,6 +241,44 @@ mod tests {
     }
 
     #[test]
+    fn curator_5_4_downgrade_layout_is_tolerated() {
+        // Probe.out (Curator 5.4, CURATOR-621): the holder's downgraded read node is an
+        // ordinary sequential node behind the queued writer and reader.
+        let mut kids = names(&[
+            "_c_h2-__READ__0000000003",
+            "_c_r2-__READ__0000000002",
+            "_c_w2-__WRIT__0000000001",
+            "_c_h1-__WRIT__0000000000",
+        ]);
+        Driver::Read.sort(&mut kids);
+        assert_eq!(kids[0], "_c_h1-__WRIT__0000000000");
+        let w = |s: &str| Ok(Decision::Watch(s.to_string()));
+        assert_eq!(
+            Driver::Write.decide(&kids, "_c_h1-__WRIT__0000000000"),
+            Ok(Decision::Acquired)
+        );
+        assert_eq!(
+            Driver::Write.decide(&kids, "_c_w2-__WRIT__0000000001"),
+            w("_c_h1-__WRIT__0000000000")
+        );
+        // Our readers there wait for the nearest writer, not for the holder.
+        assert_eq!(
+            Driver::Read.decide(&kids, "_c_r2-__READ__0000000002"),
+            w("_c_w2-__WRIT__0000000001")
+        );
+        assert_eq!(
+            Driver::Read.decide(&kids, "_c_h2-__READ__0000000003"),
+            w("_c_w2-__WRIT__0000000001")
+        );
+        // Once the holder's write node goes, w2 gets in (the 5.4 bug is the holder's).
+        kids.remove(0);
+        assert_eq!(
+            Driver::Write.decide(&kids, "_c_w2-__WRIT__0000000001"),
+            Ok(Decision::Acquired)
+        );
+    }
+
+    #[test]
     fn downgraded_read_node_blocks_later_writers() {
         // Curator 5.5+ downgrade: an ephemeral read node carrying the write node's
         // sequence. After the write node goes, a queued writer must still wait.

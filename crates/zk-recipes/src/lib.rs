@@ -1,6 +1,24 @@
 //! Curator-compatible lock recipes on top of `zk-framework`.
 //!
+//! * [`InterProcessMutex`]: reentrant per thread, Curator's node layout, with
+//!   guards, timeouts as values, a loss signal and a fencing token.
+//! * [`InterProcessSemaphoreV2`] (N leases) and [`InterProcessSemaphoreMutex`].
 //! * [`driver`]: the pure lock decision ("do I hold it; else which node do I
 //!   watch") for every lock kind, tested as tables with no server.
 
 pub mod driver;
+mod error;
+mod internals;
+mod mutex;
+mod multi;
+mod revoke;
+mod rwlock;
+mod semaphore;
+
+pub use error::{Error, Result};
+pub use internals::{LockEvent, LockStatus};
+pub use mutex::{InterProcessMutex, InterProcessMutexGuard};
+pub use multi::{InterProcessLock, MultiLock, MultiLockGuard};
+pub use revoke::{Revoker, REVOKE_MESSAGE};
+pub use rwlock::{InterProcessReadWriteLock, ReadLock, ReadLockGuard, WriteLock, WriteLockGuard};
+pub use semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreMutexGuard, InterProcessSemaphoreV2, Lease};

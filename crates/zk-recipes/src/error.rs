@@ -1,0 +1,112 @@
+//! The one error type of `zk-recipes`.
+
+use std::fmt;
+
+/// Everything a recipe can fail with. A timeout is not an error: the timed
+/// acquires return `Ok(None)`.
+///
+/// # Examples
+///
+/// ```
+/// use zk_recipes::Error;
+/// let e = Error::NotOwner { path: "/locks/a".into() };
+/// assert_eq!(e.to_string(), "this thread does not hold the lock at /locks/a");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// A ZooKeeper or client error.
+    ZooKeeper(zk_framework::Error),
+    /// A release by a thread that does not hold the lock (never acquired, already
+    /// fully released, or another thread).
+    NotOwner {
+        /// The lock path.
+        path: String,
+    },
+    /// A thread holding only the read lock asked for the write lock; that would
+    /// wait on itself forever.
+    UpgradeRefused {
+        /// The lock path.
+        path: String,
+    },
+    /// The lock was lost while it was held (session expired or node deleted).
+    LockLost {
+        /// The lock path.
+        path: String,
+    },
+    /// Our lock node vanished while waiting and the retry policy gave up.
+    NodeVanished {
+        /// The lock path.
+        path: String,
+    },
+    /// An argument is out of range (for example zero leases).
+    InvalidArgument(String),
+    /// Several errors, in order (for example every failed release of a
+    /// multi-lock).
+    Multiple(Vec<Error>),
+}
+
+impl Error {
+    /// Whether retrying the operation later could succeed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_recipes::Error;
+    /// assert!(Error::ZooKeeper(zk_framework::Error::ConnectionLoss).is_retryable());
+    /// assert!(!Error::NotOwner { path: "/a".into() }.is_retryable());
+    /// ```
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Error::ZooKeeper(e) => e.is_retryable(),
+            Error::NodeVanished { .. } | Error::LockLost { .. } => true,
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::ZooKeeper(e) => write!(f, "{e}"),
+            Error::NotOwner { path } => write!(f, "this thread does not hold the lock at {path}"),
+            Error::UpgradeRefused { path } => write!(
+                f,
+                "upgrade refused at {path}: this thread holds the read lock and cannot take the write lock"
+            ),
+            Error::LockLost { path } => write!(f, "the lock at {path} was lost"),
+            Error::NodeVanished { path } => {
+                write!(f, "our lock node under {path} vanished (session lost?) and retries ran out")
+            }
+            Error::InvalidArgument(what) => write!(f, "invalid argument: {what}"),
+            Error::Multiple(errors) => {
+                write!(f, "{} errors: ", errors.len())?;
+                for (i, e) in errors.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str("; ")?;
+                    }
+                    write!(f, "{e}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::ZooKeeper(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<zk_framework::Error> for Error {
+    fn from(e: zk_framework::Error) -> Self {
+        Error::ZooKeeper(e)
+    }
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,792 @@
+//! `InterProcessSemaphoreV2` (N leases) and `InterProcessSemaphoreMutex` on top
+//! of it, with Curator's layout: `<path>/locks` holds an internal mutex taken
+//! while obtaining a lease, and `<path>/leases` holds one
+//! `_c_<uuid>-lease-<seq>` node per lease.
+
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Receiver;
+use parking_lot::Mutex;
+use zk_framework::framework::CuratorFramework;
+use zk_framework::proto::path::{basename, join};
+use zk_framework::proto::{CreateMode, Stat};
+use zk_framework::retry::RetryDecision;
+
+use crate::driver::LEASE_NAME;
+use crate::error::{Error, Result};
+use crate::internals::{LockEvent, LockStatus, Monitor};
+use crate::mutex::{deadline_after, InterProcessMutex};
+
+/// One lease of an [`InterProcessSemaphoreV2`]. Dropping it returns the lease
+/// (a guaranteed delete of its node). It may be sent to and returned from any
+/// thread.
+#[must_use = "the lease is returned as soon as it is dropped"]
+pub struct Lease {
+    client: CuratorFramework,
+    path: String,
+    stat: Stat,
+    generation: u64,
+    returned: bool,
+    monitor: std::sync::OnceLock<Monitor>,
+}
+
+impl std::fmt::Debug for Lease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lease").field("path", &self.path).finish()
+    }
+}
+
+impl Lease {
+    /// The lease node's path.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 2)?;
+    /// let lease = s.acquire()?;
+    /// assert!(lease.path().starts_with("/sem/leases/_c_"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The fencing token: the lease node's czxid.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 2)?;
+    /// let lease = s.acquire()?;
+    /// assert!(lease.fencing_token() > 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn fencing_token(&self) -> i64 {
+        self.stat.czxid
+    }
+
+    /// Whether the session that created the lease is still the client's session.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 2)?;
+    /// let lease = s.acquire()?;
+    /// assert!(lease.is_valid());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_valid(&self) -> bool {
+        self.client.session_generation() == self.generation
+            && !matches!(self.client.state(), Some(zk_framework::state::ConnectionState::Lost))
+    }
+
+    fn monitor(&self) -> &Monitor {
+        self.monitor
+            .get_or_init(|| Monitor::start(&self.client, &self.path, self.generation))
+    }
+
+    /// Whether the lease is held, uncertain (suspended) or lost.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 2)?;
+    /// let lease = s.acquire()?;
+    /// assert_eq!(lease.status(), zk_recipes::LockStatus::Held);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn status(&self) -> LockStatus {
+        self.monitor().status()
+    }
+
+    /// Loss events for this lease: `Suspended`, `Reconnected`, `Lost`.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 2)?;
+    /// let lease = s.acquire()?;
+    /// let events = lease.loss_receiver();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn loss_receiver(&self) -> Receiver<LockEvent> {
+        self.monitor().subscribe()
+    }
+
+    /// Returns the lease now and reports the outcome.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZooKeeper`] when the delete failed; it then goes on in the
+    /// background until it succeeds or the session ends.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 2)?;
+    /// s.acquire()?.release()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn release(mut self) -> Result<()> {
+        self.returned = true;
+        return_lease(&self.client, &self.path)
+    }
+}
+
+fn return_lease(client: &CuratorFramework, path: &str) -> Result<()> {
+    if !client.is_connected() {
+        client.delete_in_background(path)?;
+        return Err(Error::ZooKeeper(zk_framework::Error::ConnectionLoss));
+    }
+    client.delete().guaranteed().for_path(path).map_err(Error::from)
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if !self.returned {
+            if let Err(e) = return_lease(&self.client, &self.path) {
+                log::warn!("returning lease {} on drop: {e}", self.path);
+            }
+        }
+    }
+}
+
+/// A counting semaphore across processes: at most `max_leases` leases are out
+/// at once. Curator-compatible with `InterProcessSemaphoreV2` on the same path.
+///
+/// # Examples
+///
+/// ```no_run
+/// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// let sem = zk_recipes::InterProcessSemaphoreV2::new(&client, "/pools/db", 3)?;
+/// let lease = sem.acquire()?;
+/// // at most 3 processes are here
+/// drop(lease);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct InterProcessSemaphoreV2 {
+    client: CuratorFramework,
+    lock: InterProcessMutex,
+    leases_path: String,
+    max_leases: u32,
+    data: Option<Vec<u8>>,
+}
+
+impl std::fmt::Debug for InterProcessSemaphoreV2 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InterProcessSemaphoreV2")
+            .field("leases_path", &self.leases_path)
+            .field("max_leases", &self.max_leases)
+            .finish()
+    }
+}
+
+enum Attempt {
+    Got(Lease),
+    TimedOut,
+    Missing,
+}
+
+impl InterProcessSemaphoreV2 {
+    /// A semaphore at `path` with `max_leases` leases.
+    ///
+    /// # Errors
+    ///
+    /// An invalid path; [`Error::InvalidArgument`] for zero leases.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// assert!(zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 0).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(client: &CuratorFramework, path: &str, max_leases: u32) -> Result<Self> {
+        if max_leases == 0 {
+            return Err(Error::InvalidArgument("a semaphore needs at least one lease".into()));
+        }
+        let lock = InterProcessMutex::new(client, &join(path, "locks"))?;
+        Ok(InterProcessSemaphoreV2 {
+            client: client.clone(),
+            lock,
+            leases_path: join(path, "leases"),
+            max_leases,
+            data: None,
+        })
+    }
+
+    /// Lease nodes carry `data` instead of the client's default.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 1)?.with_node_data(b"me".to_vec());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_node_data(mut self, data: Vec<u8>) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    /// The number of leases.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// assert_eq!(zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 4)?.max_leases(), 4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn max_leases(&self) -> u32 {
+        self.max_leases
+    }
+
+    /// Blocks until a lease is available.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZooKeeper`] when the client fails and retries run out;
+    /// [`Error::NodeVanished`] when our lease node keeps vanishing.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 2)?;
+    /// let lease = s.acquire()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn acquire(&self) -> Result<Lease> {
+        self.acquire_deadline(None)?
+            .ok_or(Error::ZooKeeper(zk_framework::Error::Closed))
+    }
+
+    /// Waits at most `timeout` for a lease; `Ok(None)` on timeout.
+    ///
+    /// # Errors
+    ///
+    /// As [`InterProcessSemaphoreV2::acquire`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 2)?;
+    /// let lease = s.try_acquire_for(std::time::Duration::from_millis(500))?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_acquire_for(&self, timeout: Duration) -> Result<Option<Lease>> {
+        self.acquire_deadline(deadline_after(timeout))
+    }
+
+    /// Waits until `deadline` for a lease; `Ok(None)` if it passes first.
+    ///
+    /// # Errors
+    ///
+    /// As [`InterProcessSemaphoreV2::acquire`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 2)?;
+    /// let lease = s.try_acquire_until(std::time::Instant::now())?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_acquire_until(&self, deadline: Instant) -> Result<Option<Lease>> {
+        self.acquire_deadline(Some(deadline))
+    }
+
+    /// Acquires `n` leases, all or none, within one deadline (`None`: no limit).
+    ///
+    /// # Errors
+    ///
+    /// As [`InterProcessSemaphoreV2::acquire`]; leases already taken are returned.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 3)?;
+    /// let leases = s.acquire_many(2, None)?.expect("no deadline");
+    /// assert_eq!(leases.len(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn acquire_many(&self, n: u32, deadline: Option<Instant>) -> Result<Option<Vec<Lease>>> {
+        if n == 0 || n > self.max_leases {
+            return Err(Error::InvalidArgument(format!(
+                "cannot acquire {n} leases of a semaphore with {}",
+                self.max_leases
+            )));
+        }
+        let mut leases = Vec::new();
+        for _ in 0..n {
+            match self.acquire_deadline(deadline)? {
+                Some(l) => leases.push(l),
+                None => return Ok(None), // dropping `leases` returns them
+            }
+        }
+        Ok(Some(leases))
+    }
+
+    /// Full paths of the lease nodes (held and pending), in sequence order.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZooKeeper`] when the listing fails.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 3)?;
+    /// println!("{:?}", s.participant_nodes()?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn participant_nodes(&self) -> Result<Vec<String>> {
+        let mut kids = match self.client.get_children(&self.leases_path) {
+            Ok(k) => k,
+            Err(zk_framework::Error::NoNode { .. }) => Vec::new(),
+            Err(e) => return Err(e.into()),
+        };
+        zk_framework::paths::sort_by_sequence(&mut kids, LEASE_NAME);
+        Ok(kids.into_iter().map(|k| join(&self.leases_path, &k)).collect())
+    }
+
+    pub(crate) fn acquire_deadline(&self, deadline: Option<Instant>) -> Result<Option<Lease>> {
+        let start = Instant::now();
+        let policy = self.client.retry_policy();
+        let mut retries = 0u32;
+        loop {
+            // Curator: hold the internal mutex while obtaining the lease.
+            if !self.lock.acquire_deadline(deadline)? {
+                return Ok(None);
+            }
+            let attempt = self.attempt(deadline);
+            if let Err(e) = self.lock.release() {
+                log::debug!("releasing the semaphore's internal mutex: {e}");
+            }
+            match attempt? {
+                Attempt::Got(l) => return Ok(Some(l)),
+                Attempt::TimedOut => return Ok(None),
+                Attempt::Missing => match policy.next_retry(retries, start.elapsed()) {
+                    RetryDecision::RetryAfter(d) => {
+                        retries += 1;
+                        std::thread::sleep(d);
+                    }
+                    RetryDecision::GiveUp => {
+                        return Err(Error::NodeVanished {
+                            path: self.leases_path.clone(),
+                        })
+                    }
+                },
+            }
+        }
+    }
+
+    fn attempt(&self, deadline: Option<Instant>) -> Result<Attempt> {
+        let generation = self.client.session_generation();
+        let mut b = self
+            .client
+            .create()
+            .creating_parent_containers_if_needed()
+            .with_protection()
+            .with_mode(CreateMode::EphemeralSequential);
+        if let Some(d) = &self.data {
+            b = b.with_data(d.clone());
+        }
+        let (path, stat) = b.for_path_with_stat(&join(&self.leases_path, LEASE_NAME))?;
+        let lease = Lease {
+            client: self.client.clone(),
+            path,
+            stat,
+            generation,
+            returned: false,
+            monitor: std::sync::OnceLock::new(),
+        };
+        // From here on, dropping `lease` deletes the node: every failure path
+        // cleans up.
+        let ours = basename(&lease.path).to_string();
+        let (tx, rx) = crossbeam_channel::bounded::<()>(1);
+        let states = self.client.state_receiver();
+        // The first look sets no watch: an uncontended acquire then leaves nothing
+        // to fire when the lease is returned.
+        let mut watching = false;
+        loop {
+            if self.client.session_generation() != generation {
+                return Ok(Attempt::Missing);
+            }
+            let kids = if watching {
+                let txc = tx.clone();
+                self.client.get_children_w(&self.leases_path, move |_e| {
+                    let _ = txc.try_send(());
+                })?
+            } else {
+                self.client.get_children(&self.leases_path)?
+            };
+            if !kids.contains(&ours) {
+                return Ok(Attempt::Missing);
+            }
+            if kids.len() <= self.max_leases as usize {
+                return Ok(Attempt::Got(lease));
+            }
+            if !watching {
+                watching = true;
+                continue;
+            }
+            if !wait(&rx, &states, deadline) {
+                return Ok(Attempt::TimedOut);
+            }
+        }
+    }
+}
+
+/// Waits for a watch signal or a connection-state change; false when the
+/// deadline passes first.
+fn wait(rx: &Receiver<()>, states: &Receiver<zk_framework::state::ConnectionState>, deadline: Option<Instant>) -> bool {
+    let timeout = match deadline {
+        Some(d) => {
+            let t = d.saturating_duration_since(Instant::now());
+            if t.is_zero() {
+                return false;
+            }
+            t
+        }
+        None => Duration::from_secs(3600),
+    };
+    crossbeam_channel::select! {
+        recv(rx) -> _ => true,
+        recv(states) -> _ => true,
+        default(timeout) => deadline.is_none(),
+    }
+}
+
+/// A non-reentrant distributed mutex built on a one-lease
+/// [`InterProcessSemaphoreV2`] (Curator's `InterProcessSemaphoreMutex`). Its
+/// guard is `Send`: any thread may release.
+///
+/// # Examples
+///
+/// ```no_run
+/// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/jobs")?;
+/// let guard = m.acquire()?;
+/// std::thread::scope(|s| {
+///     s.spawn(move || drop(guard)); // released by another thread
+/// });
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct InterProcessSemaphoreMutex {
+    semaphore: InterProcessSemaphoreV2,
+    lease: Mutex<Option<Lease>>,
+    base_path: String,
+}
+
+impl std::fmt::Debug for InterProcessSemaphoreMutex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InterProcessSemaphoreMutex")
+            .field("path", &self.base_path)
+            .field("held", &self.lease.lock().is_some())
+            .finish()
+    }
+}
+
+/// Holds an [`InterProcessSemaphoreMutex`]; releases it when dropped. `Send`.
+#[must_use = "the lock is released as soon as the guard is dropped"]
+pub struct InterProcessSemaphoreMutexGuard<'a> {
+    mutex: &'a InterProcessSemaphoreMutex,
+    released: bool,
+}
+
+impl std::fmt::Debug for InterProcessSemaphoreMutexGuard<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InterProcessSemaphoreMutexGuard")
+            .field("path", &self.mutex.base_path)
+            .finish()
+    }
+}
+
+impl InterProcessSemaphoreMutex {
+    /// A semaphore mutex at `path` (nodes under `path/locks` and `path/leases`).
+    ///
+    /// # Errors
+    ///
+    /// An invalid path.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(client: &CuratorFramework, path: &str) -> Result<Self> {
+        Ok(InterProcessSemaphoreMutex {
+            semaphore: InterProcessSemaphoreV2::new(client, path, 1)?,
+            lease: Mutex::new(None),
+            base_path: path.to_string(),
+        })
+    }
+
+    /// Blocks until held. Not reentrant: a second acquire while held waits for a
+    /// release (from any thread).
+    ///
+    /// # Errors
+    ///
+    /// As [`InterProcessSemaphoreV2::acquire`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
+    /// let g = m.acquire()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn acquire(&self) -> Result<InterProcessSemaphoreMutexGuard<'_>> {
+        match self.acquire_deadline(None)? {
+            true => Ok(self.guard()),
+            false => Err(Error::ZooKeeper(zk_framework::Error::Closed)),
+        }
+    }
+
+    /// Waits at most `timeout`; `Ok(None)` on timeout (zero: a non-blocking try).
+    ///
+    /// # Errors
+    ///
+    /// As [`InterProcessSemaphoreMutex::acquire`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
+    /// let g = m.try_acquire_for(std::time::Duration::ZERO)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_acquire_for(&self, timeout: Duration) -> Result<Option<InterProcessSemaphoreMutexGuard<'_>>> {
+        Ok(self.acquire_deadline(deadline_after(timeout))?.then(|| self.guard()))
+    }
+
+    /// Waits until `deadline`; `Ok(None)` if it passes first.
+    ///
+    /// # Errors
+    ///
+    /// As [`InterProcessSemaphoreMutex::acquire`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
+    /// let g = m.try_acquire_until(std::time::Instant::now() + std::time::Duration::from_secs(1))?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_acquire_until(&self, deadline: Instant) -> Result<Option<InterProcessSemaphoreMutexGuard<'_>>> {
+        Ok(self.acquire_deadline(Some(deadline))?.then(|| self.guard()))
+    }
+
+    fn guard(&self) -> InterProcessSemaphoreMutexGuard<'_> {
+        InterProcessSemaphoreMutexGuard {
+            mutex: self,
+            released: false,
+        }
+    }
+
+    pub(crate) fn acquire_deadline(&self, deadline: Option<Instant>) -> Result<bool> {
+        match self.semaphore.acquire_deadline(deadline)? {
+            Some(lease) => {
+                let old = self.lease.lock().replace(lease);
+                if let Some(old) = old {
+                    // Cannot happen with one lease, but never leak a node.
+                    drop(old);
+                }
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Curator's `acquire()` without a guard; pair with
+    /// [`InterProcessSemaphoreMutex::release`].
+    ///
+    /// # Errors
+    ///
+    /// As [`InterProcessSemaphoreMutex::acquire`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
+    /// m.acquire_raw()?;
+    /// m.release()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn acquire_raw(&self) -> Result<()> {
+        if self.acquire_deadline(None)? {
+            Ok(())
+        } else {
+            Err(Error::ZooKeeper(zk_framework::Error::Closed))
+        }
+    }
+
+    /// Releases the lock, from any thread.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotOwner`] when it is not held; [`Error::ZooKeeper`] when the
+    /// delete failed (it goes on in the background).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
+    /// assert!(m.release().is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn release(&self) -> Result<()> {
+        let lease = self.lease.lock().take();
+        match lease {
+            Some(l) => l.release(),
+            None => Err(Error::NotOwner {
+                path: self.base_path.clone(),
+            }),
+        }
+    }
+
+    /// Whether this instance holds the lock.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
+    /// assert!(!m.is_acquired_in_this_process());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_acquired_in_this_process(&self) -> bool {
+        self.lease.lock().is_some()
+    }
+
+    /// The base path.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
+    /// assert_eq!(m.base_path(), "/locks/a");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn base_path(&self) -> &str {
+        &self.base_path
+    }
+
+    pub(crate) fn full_path(&self) -> String {
+        self.semaphore.client.fix_path(&self.base_path)
+    }
+
+    /// The lease nodes, in order.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZooKeeper`] when the listing fails.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
+    /// let nodes = m.participant_nodes()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn participant_nodes(&self) -> Result<Vec<String>> {
+        self.semaphore.participant_nodes()
+    }
+
+    /// The fencing token of the held lease.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
+    /// let g = m.acquire()?;
+    /// assert!(m.fencing_token().is_some());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn fencing_token(&self) -> Option<i64> {
+        self.lease.lock().as_ref().map(Lease::fencing_token)
+    }
+
+    /// Loss events for the held lock (`None` when not held).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
+    /// let g = m.acquire()?;
+    /// let rx = m.loss_receiver();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn loss_receiver(&self) -> Option<Receiver<LockEvent>> {
+        self.lease.lock().as_ref().map(Lease::loss_receiver)
+    }
+}
+
+impl InterProcessSemaphoreMutexGuard<'_> {
+    /// Releases now and reports the outcome.
+    ///
+    /// # Errors
+    ///
+    /// As [`InterProcessSemaphoreMutex::release`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
+    /// m.acquire()?.release()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn release(mut self) -> Result<()> {
+        self.released = true;
+        self.mutex.release()
+    }
+
+    /// The fencing token (the lease node's czxid).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
+    /// let g = m.acquire()?;
+    /// assert!(g.fencing_token() > 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn fencing_token(&self) -> i64 {
+        self.mutex.fencing_token().unwrap_or(0)
+    }
+}
+
+impl Drop for InterProcessSemaphoreMutexGuard<'_> {
+    fn drop(&mut self) {
+        if !self.released {
+            match self.mutex.release() {
+                Ok(()) | Err(Error::NotOwner { .. }) => {}
+                Err(e) => log::warn!("releasing {} on drop: {e}", self.mutex.base_path),
+            }
+        }
+    }
+}

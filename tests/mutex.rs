@@ -1,0 +1,539 @@
+//! InterProcessMutex: Curator's §7.1, §7.2 and §7.7 scenarios ported by name,
+//! plus loss signals, fencing tokens, the herd count and bad input. Runs on the
+//! embedded server by default and on Apache ZooKeeper with
+//! `ZK_TEST_SERVER=apache`.
+
+mod recipes_support;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::unbounded;
+use parking_lot::Mutex;
+use recipes_support::{client, client_ns, timing};
+use zk_framework::proto::OpCode;
+use zk_framework::state::ConnectionState;
+use zk_recipes::{Error, InterProcessMutex, LockEvent, LockStatus, Revoker};
+use zk_testing::{wait_until, Backend, TestingServer};
+
+const LOCK: &str = "/locks/our-lock";
+
+fn server() -> TestingServer {
+    TestingServer::start().expect("test server")
+}
+
+#[test]
+fn test_locker() {
+    let s = server();
+    let c = client(&s);
+    let m = InterProcessMutex::new(&c, LOCK).unwrap();
+    let inside = m.with_lock(|| m.is_acquired_in_this_process()).unwrap();
+    assert!(inside);
+    assert!(!m.is_acquired_in_this_process());
+    {
+        let g = m.try_acquire_for(Duration::from_secs(10)).unwrap().expect("free lock");
+        assert!(g.is_held());
+        assert!(m.is_acquired_in_this_process());
+    }
+    assert!(!m.is_acquired_in_this_process());
+    assert!(m.participant_nodes().unwrap().is_empty());
+}
+
+#[test]
+fn test_reentrant() {
+    let s = server();
+    let c = client(&s);
+    let m = InterProcessMutex::new(&c, LOCK).unwrap();
+    let foo = m.try_acquire_for(Duration::from_secs(10)).unwrap().unwrap();
+    let before = s.embedded().map(|e| e.stats());
+    {
+        let bar = m.try_acquire_for(Duration::from_secs(10)).unwrap().unwrap();
+        assert!(m.is_acquired_in_this_process());
+        {
+            let snafu = m.acquire().unwrap();
+            assert_eq!(m.hold_count(), 3);
+            drop(snafu);
+        }
+        assert!(m.is_acquired_in_this_process());
+        drop(bar);
+    }
+    if let (Some(e), Some(before)) = (s.embedded(), before) {
+        let after = e.stats();
+        for op in [OpCode::Create, OpCode::Create2, OpCode::GetChildren, OpCode::GetChildren2, OpCode::Delete] {
+            assert_eq!(after.requests(op), before.requests(op), "a nested acquire/release makes no {op:?} request");
+        }
+    }
+    assert!(m.is_acquired_in_this_process());
+    drop(foo);
+    assert!(!m.is_acquired_in_this_process());
+    assert!(m.participant_nodes().unwrap().is_empty());
+}
+
+#[test]
+fn reentrant_reacquire_is_cheap_and_makes_no_request() {
+    let s = TestingServer::start_backend(Backend::Embedded).unwrap();
+    let c = client(&s);
+    let m = InterProcessMutex::new(&c, LOCK).unwrap();
+    let outer = m.acquire().unwrap();
+    let e = s.embedded().unwrap();
+    let before: u64 = OpCode::ALL.iter().map(|&op| e.stats().requests(op)).sum();
+    for _ in 0..1000 {
+        let g = m.acquire().unwrap();
+        drop(g);
+    }
+    let after: u64 = OpCode::ALL.iter().map(|&op| e.stats().requests(op)).sum();
+    // Pings may happen meanwhile; nothing else.
+    let pings = e.stats().requests(OpCode::Ping);
+    assert!(after - before <= pings, "nested acquires sent requests: {before} -> {after}");
+    drop(outer);
+}
+
+#[test]
+fn test_reentrant_2_threads() {
+    let s = server();
+    let c = client(&s);
+    let m = InterProcessMutex::new(&c, LOCK).unwrap();
+    let g1 = m.acquire().unwrap();
+    let g2 = m.acquire().unwrap();
+    std::thread::scope(|sc| {
+        let other = sc.spawn(|| {
+            // The second thread contends: its node queues and is removed on timeout.
+            let got = m.try_acquire_for(Duration::from_millis(300)).unwrap();
+            assert!(got.is_none());
+            assert!(!m.is_owned_by_current_thread());
+        });
+        other.join().unwrap();
+    });
+    assert!(m.is_acquired_in_this_process());
+    assert_eq!(m.participant_nodes().unwrap().len(), 1, "the timed-out node was deleted");
+    drop(g2);
+    assert!(m.is_acquired_in_this_process());
+    drop(g1);
+    assert!(!m.is_acquired_in_this_process());
+    // Now the other thread can take it.
+    std::thread::scope(|sc| {
+        sc.spawn(|| assert!(m.try_acquire_for(timing().wait()).unwrap().is_some()))
+            .join()
+            .unwrap();
+    });
+}
+
+#[test]
+fn test_reentrant_single_lock() {
+    let s = server();
+    let c = client(&s);
+    let m = InterProcessMutex::new(&c, LOCK).unwrap();
+    let has_lock = AtomicBool::new(false);
+    let rounds = AtomicUsize::new(0);
+    std::thread::scope(|sc| {
+        for _ in 0..10 {
+            sc.spawn(|| {
+                let g = m.try_acquire_for(timing().wait()).unwrap().expect("acquired");
+                assert!(
+                    has_lock.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_ok(),
+                    "two threads of one instance held the lock at once"
+                );
+                std::thread::yield_now();
+                rounds.fetch_add(1, Ordering::SeqCst);
+                has_lock.store(false, Ordering::SeqCst);
+                drop(g);
+            });
+        }
+    });
+    assert_eq!(rounds.load(Ordering::SeqCst), 10);
+}
+
+#[test]
+fn test_2_clients() {
+    let s = server();
+    let (c1, c2) = (client(&s), client(&s));
+    let m1 = InterProcessMutex::new(&c1, LOCK).unwrap();
+    let m2 = InterProcessMutex::new(&c2, LOCK).unwrap();
+    let g1 = m1.acquire().unwrap();
+    assert!(m1.is_acquired_in_this_process());
+    assert!(!m2.is_acquired_in_this_process());
+    assert!(m2.try_acquire_for(Duration::from_millis(200)).unwrap().is_none());
+    let (tx, rx) = unbounded();
+    std::thread::scope(|sc| {
+        sc.spawn(|| {
+            let g = m2.try_acquire_for(timing().wait()).unwrap().expect("second client acquires");
+            tx.send(Instant::now()).unwrap();
+            drop(g);
+        });
+        assert!(rx.recv_timeout(Duration::from_millis(300)).is_err(), "still held by the first client");
+        let released = Instant::now();
+        drop(g1);
+        let acquired = rx.recv_timeout(timing().wait()).expect("handoff");
+        assert!(acquired >= released);
+    });
+}
+
+#[test]
+fn test_with_namespace() {
+    let s = server();
+    let c = client_ns(&s, "test");
+    let m = InterProcessMutex::new(&c, LOCK).unwrap();
+    let g = m.try_acquire_for(Duration::from_secs(10)).unwrap().unwrap();
+    assert!(g.lock_path().starts_with("/locks/our-lock/_c_"), "{}", g.lock_path());
+    let plain = client(&s);
+    let kids = plain.get_children("/test/locks/our-lock").unwrap();
+    assert_eq!(kids.len(), 1, "the node lives under the namespace");
+    drop(g);
+}
+
+#[test]
+fn node_layout_matches_curator() {
+    let s = server();
+    let c = client(&s);
+    let m = InterProcessMutex::new(&c, LOCK).unwrap();
+    let g = m.acquire().unwrap();
+    let path = g.lock_path();
+    let name = path.rsplit('/').next().unwrap();
+    assert!(zk_framework::paths::is_protected(name), "{name}");
+    assert!(name.ends_with("-lock-0000000000"), "{name}");
+    let (data, stat) = c.get_data(&path).unwrap();
+    assert_eq!(data, c.default_data(), "node data is the client's default (the host address)");
+    assert_ne!(stat.ephemeral_owner, 0, "ephemeral");
+    assert_eq!(stat.czxid, g.fencing_token());
+    if let Some(e) = s.embedded() {
+        let tree = e.dump_tree();
+        let parent = tree.iter().find(|(p, _, _)| p == LOCK).unwrap();
+        assert_eq!(parent.1.ephemeral_owner, 0);
+    }
+    drop(g);
+}
+
+#[test]
+fn test_killed_session() {
+    let s = server();
+    let (c1, c2) = (client(&s), client(&s));
+    let m1 = InterProcessMutex::new(&c1, LOCK).unwrap();
+    let m2 = InterProcessMutex::new(&c2, LOCK).unwrap();
+    let told_at: Arc<Mutex<Option<Instant>>> = Arc::default();
+    let (acq_tx, acq_rx) = unbounded();
+    std::thread::scope(|sc| {
+        let g = m1.acquire().unwrap();
+        let events = g.loss_receiver();
+        let told = told_at.clone();
+        let watcher = sc.spawn(move || {
+            // Suspended (uncertain) or Lost both tell the holder to stop.
+            let ev = events.recv_timeout(timing().wait()).expect("a loss event");
+            *told.lock() = Some(Instant::now());
+            let mut last = ev;
+            while last != LockEvent::Lost {
+                last = events.recv_timeout(timing().wait()).expect("Lost follows");
+            }
+        });
+        let waiter = sc.spawn(|| {
+            let g2 = m2.try_acquire_for(timing().wait()).unwrap().expect("the waiter acquires");
+            acq_tx.send(Instant::now()).unwrap();
+            drop(g2);
+        });
+        assert!(wait_until(timing().wait(), || m2.participant_nodes().map_or(false, |p| p.len() == 2)));
+        let zk = c1.zookeeper_client();
+        s.expire_session(zk.session_id(), &zk.session_password()).unwrap();
+        let acquired = acq_rx.recv_timeout(timing().wait()).expect("waiter acquired after the expiry");
+        watcher.join().unwrap();
+        waiter.join().unwrap();
+        let told = told_at.lock().expect("holder was told");
+        assert!(told <= acquired, "the holder heard of the loss before the other client acquired");
+        assert_eq!(g.status(), LockStatus::Lost);
+        // Releasing a lost lock is not a disaster: its node is already gone.
+        let _ = g.release();
+    });
+    assert!(wait_until(timing().wait(), || c2.is_connected() && c1.is_connected()));
+    // A new session can lock again.
+    assert!(m1.try_acquire_for(timing().wait()).unwrap().is_some());
+}
+
+#[test]
+fn test_waiting_process_killed_server() {
+    let s = server();
+    let c = client(&s);
+    let states = c.state_receiver();
+    let done = AtomicUsize::new(0);
+    let (held_tx, held_rx) = unbounded::<()>();
+    let (go_tx, go_rx) = unbounded::<()>();
+    std::thread::scope(|sc| {
+        for _ in 0..2 {
+            let (c, held_tx, go_rx, done) = (&c, held_tx.clone(), go_rx.clone(), &done);
+            sc.spawn(move || {
+                let m = InterProcessMutex::new(c, LOCK).unwrap();
+                // Each thread has its own instance; both must get the lock in the end.
+                loop {
+                    match m.try_acquire_for(timing().wait() * 2) {
+                        Ok(Some(g)) => {
+                            held_tx.send(()).unwrap();
+                            let _ = go_rx.recv_timeout(timing().wait() * 2);
+                            let _ = g.release(); // may fail while the server is down
+                            break;
+                        }
+                        Ok(None) => panic!("timed out"),
+                        Err(e) => {
+                            // The waiter may see connection loss while the server is
+                            // down; it tries again, like Curator's callers do.
+                            assert!(e.is_retryable(), "{e}");
+                        }
+                    }
+                }
+                done.fetch_add(1, Ordering::SeqCst);
+            });
+        }
+        held_rx.recv_timeout(timing().wait()).expect("first holder");
+        s.stop().unwrap();
+        loop {
+            let st = states.recv_timeout(timing().wait()).expect("a state change");
+            if !st.is_connected() {
+                break;
+            }
+        }
+        s.restart().unwrap();
+        go_tx.send(()).unwrap();
+        held_rx.recv_timeout(timing().wait() * 2).expect("second holder");
+        go_tx.send(()).unwrap();
+    });
+    assert_eq!(done.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn test_container_cleanup() {
+    let s = server();
+    let c = client(&s);
+    std::thread::scope(|sc| {
+        for _ in 0..10 {
+            sc.spawn(|| {
+                let m = InterProcessMutex::new(&c, LOCK).unwrap();
+                let g = m.try_acquire_for(timing().wait()).unwrap().unwrap();
+                std::thread::yield_now();
+                drop(g);
+            });
+        }
+    });
+    // Every parent was a container, collected once empty.
+    assert!(wait_until(timing().wait(), || c.check_exists("/locks").unwrap().is_none()));
+}
+
+#[test]
+fn test_no_orphaned_nodes() {
+    let s = server();
+    let (c1, c2) = (client(&s), client(&s));
+    let m1 = InterProcessMutex::new(&c1, LOCK).unwrap();
+    let m2 = InterProcessMutex::new(&c2, LOCK).unwrap();
+    let g = m1.acquire().unwrap();
+    assert!(m2.try_acquire_for(Duration::from_millis(100)).unwrap().is_none());
+    assert!(m2.try_acquire_for(Duration::ZERO).unwrap().is_none(), "zero timeout is a non-blocking try");
+    assert_eq!(m1.participant_nodes().unwrap().len(), 1, "timed-out waiters leave no node");
+    drop(g);
+    // Free: a zero timeout acquires.
+    let g2 = m2.try_acquire_for(Duration::ZERO).unwrap().expect("free lock with zero timeout");
+    drop(g2);
+    assert!(m1.participant_nodes().unwrap().is_empty());
+}
+
+#[test]
+fn test_client_close() {
+    let s = server();
+    let (c1, c2) = (client(&s), client(&s));
+    let m1 = InterProcessMutex::new(&c1, LOCK).unwrap();
+    let m2 = InterProcessMutex::new(&c2, LOCK).unwrap();
+    let g = m1.acquire().unwrap();
+    std::mem::forget(g); // the process "forgets" to release; closing the client frees it
+    c1.close();
+    assert!(m2.try_acquire_for(timing().wait()).unwrap().is_some());
+}
+
+#[test]
+fn acquire_after_close_is_a_typed_error() {
+    let s = server();
+    let c = client(&s);
+    let m = InterProcessMutex::new(&c, LOCK).unwrap();
+    c.close();
+    let err = m.try_acquire_for(Duration::from_secs(1)).unwrap_err();
+    assert_eq!(err, Error::ZooKeeper(zk_framework::Error::Closed));
+}
+
+#[test]
+fn release_errors_are_typed() {
+    let s = server();
+    let c = client(&s);
+    let m = InterProcessMutex::new(&c, LOCK).unwrap();
+    assert!(matches!(m.release(), Err(Error::NotOwner { .. })), "release without acquire");
+    m.acquire_raw().unwrap();
+    std::thread::scope(|sc| {
+        sc.spawn(|| assert!(matches!(m.release(), Err(Error::NotOwner { .. })), "release from another thread"))
+            .join()
+            .unwrap();
+    });
+    m.release().unwrap();
+    assert!(matches!(m.release(), Err(Error::NotOwner { .. })), "double release");
+    assert!(m.participant_nodes().unwrap().is_empty());
+    for bad in ["", "relative", "/trailing/", "/a/../b", "/a\0b", "/", "/a\u{1}"] {
+        assert!(InterProcessMutex::new(&c, bad).is_err(), "{bad:?} must be rejected");
+    }
+}
+
+#[test]
+fn huge_timeouts_wait_without_overflow() {
+    let s = server();
+    let c = client(&s);
+    let m = InterProcessMutex::new(&c, LOCK).unwrap();
+    let g = m.try_acquire_for(Duration::MAX).unwrap();
+    assert!(g.is_some());
+}
+
+#[test]
+fn fencing_tokens_increase_in_grant_order() {
+    let s = server();
+    let clients: Vec<_> = (0..3).map(|_| client(&s)).collect();
+    let grants = Mutex::new(Vec::new());
+    std::thread::scope(|sc| {
+        for c in &clients {
+            for _ in 0..3 {
+                let grants = &grants;
+                sc.spawn(move || {
+                    let m = InterProcessMutex::new(c, LOCK).unwrap();
+                    for _ in 0..5 {
+                        let g = m.try_acquire_for(timing().wait()).unwrap().unwrap();
+                        grants.lock().push(g.fencing_token());
+                        drop(g);
+                    }
+                });
+            }
+        }
+    });
+    let grants = grants.into_inner();
+    assert_eq!(grants.len(), 45);
+    assert!(grants.windows(2).all(|w| w[0] < w[1]), "tokens in grant order: {grants:?}");
+    // Across sessions too: a new client's grant is larger still.
+    let c = client(&s);
+    let m = InterProcessMutex::new(&c, LOCK).unwrap();
+    assert!(m.acquire().unwrap().fencing_token() > *grants.last().unwrap());
+}
+
+/// With 100 waiters queued, each release wakes exactly one of them.
+#[test]
+fn herd_each_release_notifies_exactly_one_waiter() {
+    let s = TestingServer::start_backend(Backend::Embedded).unwrap();
+    let clients: Vec<_> = (0..10).map(|_| client(&s)).collect();
+    let holder = InterProcessMutex::new(&clients[0], LOCK).unwrap();
+    let mut first = Some(holder.acquire().unwrap());
+    let (got_tx, got_rx) = unbounded::<usize>();
+    let releases: Vec<_> = (0..100).map(|_| crossbeam_channel::bounded::<()>(1)).collect();
+    let start = Barrier::new(101);
+    std::thread::scope(|sc| {
+        for (i, (_, rel_rx)) in releases.iter().enumerate() {
+            let (c, got_tx, start) = (&clients[i % 10], got_tx.clone(), &start);
+            sc.spawn(move || {
+                let m = InterProcessMutex::new(c, LOCK).unwrap();
+                start.wait();
+                let g = m.try_acquire_for(timing().wait() * 4).unwrap().expect("acquired");
+                got_tx.send(i).unwrap();
+                rel_rx.recv().unwrap();
+                drop(g);
+            });
+        }
+        start.wait();
+        assert!(wait_until(timing().wait(), || holder.participant_nodes().map_or(false, |p| p.len() == 101)));
+        let e = s.embedded().unwrap();
+        // Let every waiter set its watch (each does getData with a watch on its
+        // predecessor right after listing).
+        assert!(wait_until(timing().wait(), || e.stats().requests(OpCode::GetData) >= 100));
+        let mut current: Option<usize> = None;
+        let mut deltas = Vec::new();
+        for round in 0..100 {
+            let before = e.stats().watch_notifications;
+            match current.take() {
+                None => drop(first.take()),
+                Some(i) => releases[i].0.send(()).unwrap(),
+            }
+            let next = got_rx.recv_timeout(timing().wait()).expect("next waiter acquires");
+            let after = e.stats().watch_notifications;
+            deltas.push(after - before);
+            current = Some(next);
+            let _ = round;
+        }
+        releases[current.unwrap()].0.send(()).unwrap();
+        assert!(deltas.iter().all(|&d| d == 1), "notifications per release: {deltas:?}");
+    });
+}
+
+#[test]
+fn loss_signal_reports_suspended_then_reconnected_on_a_blip() {
+    let s = TestingServer::start_backend(Backend::Embedded).unwrap();
+    let c = client(&s);
+    let m = InterProcessMutex::new(&c, LOCK).unwrap();
+    let g = m.acquire().unwrap();
+    let rx = g.loss_receiver();
+    s.drop_connections().unwrap();
+    assert_eq!(rx.recv_timeout(timing().wait()).unwrap(), LockEvent::Suspended);
+    assert_eq!(rx.recv_timeout(timing().wait()).unwrap(), LockEvent::Reconnected);
+    assert!(g.is_held(), "same session: still held");
+    assert!(wait_until(timing().wait(), || c.state() == Some(ConnectionState::Reconnected)));
+}
+
+#[test]
+fn loss_signal_reports_a_deleted_node() {
+    let s = server();
+    let c = client(&s);
+    let m = InterProcessMutex::new(&c, LOCK).unwrap();
+    let g = m.acquire().unwrap();
+    let rx = g.loss_receiver();
+    let admin = client(&s);
+    admin.delete().for_path(&g.lock_path()).unwrap();
+    assert_eq!(rx.recv_timeout(timing().wait()).unwrap(), LockEvent::Lost);
+    assert_eq!(g.status(), LockStatus::Lost);
+}
+
+#[test]
+fn test_revoking() {
+    let s = server();
+    let c = client(&s);
+    let m = InterProcessMutex::new(&c, LOCK).unwrap();
+    let (rev_tx, rev_rx) = unbounded::<()>();
+    m.make_revocable(move || {
+        let _ = rev_tx.send(());
+    });
+    std::thread::scope(|sc| {
+        let holder = sc.spawn(|| {
+            let g = m.acquire().unwrap();
+            rev_rx.recv_timeout(timing().wait()).expect("revocation requested");
+            drop(g);
+        });
+        assert!(wait_until(timing().wait(), || m.participant_nodes().map_or(false, |p| p.len() == 1)));
+        let node = m.participant_nodes().unwrap().remove(0);
+        let (data, _) = c.get_data(&node).unwrap();
+        assert!(data.is_empty(), "revocable locks write empty data");
+        let other = client(&s);
+        Revoker::attempt_revoke(&other, &node).unwrap();
+        let m2 = InterProcessMutex::new(&other, LOCK).unwrap();
+        assert!(m2.try_acquire_for(timing().wait()).unwrap().is_some());
+        holder.join().unwrap();
+    });
+}
+
+/// A waiter whose session expires re-queues on the new session and leaves no
+/// orphan behind (Curator's testKilledSession from the waiter's side).
+#[test]
+fn waiter_session_expiry_requeues_without_orphans() {
+    let s = server();
+    let (c1, c2) = (client(&s), client(&s));
+    let holder = InterProcessMutex::new(&c1, LOCK).unwrap();
+    let waiter = InterProcessMutex::new(&c2, LOCK).unwrap();
+    let g = holder.acquire().unwrap();
+    std::thread::scope(|sc| {
+        let w = sc.spawn(|| waiter.try_acquire_for(timing().wait()).unwrap().is_some());
+        assert!(wait_until(timing().wait(), || holder.participant_nodes().map_or(false, |p| p.len() == 2)));
+        let first_queue = holder.participant_nodes().unwrap();
+        let zk = c2.zookeeper_client();
+        s.expire_session(zk.session_id(), &zk.session_password()).unwrap();
+        // The waiter's old node goes; it queues again with a new one.
+        assert!(wait_until(timing().wait(), || {
+            let now = holder.participant_nodes().unwrap_or_default();
+            now.len() == 2 && now[1] != first_queue[1]
+        }));
+        drop(g);
+        assert!(w.join().unwrap(), "the waiter acquired on its new session");
+    });
+    assert!(holder.participant_nodes().unwrap().is_empty(), "no orphan");
+}

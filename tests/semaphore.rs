@@ -1,0 +1,261 @@
+//! InterProcessSemaphoreV2 and InterProcessSemaphoreMutex: Curator's §7.3 and
+//! §7.9 scenarios ported by name. Embedded by default; `ZK_TEST_SERVER=apache`
+//! runs them on Apache ZooKeeper.
+
+mod recipes_support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::unbounded;
+use recipes_support::{client, client_ns, timing};
+use zk_recipes::{Error, InterProcessSemaphoreMutex, InterProcessSemaphoreV2, LockEvent};
+use zk_testing::{wait_until, TestingServer};
+
+const LOCK: &str = "/locks/our-lock";
+
+fn server() -> TestingServer {
+    TestingServer::start().expect("test server")
+}
+
+#[test]
+fn test_locker() {
+    let s = server();
+    let c = client(&s);
+    let m = InterProcessSemaphoreMutex::new(&c, LOCK).unwrap();
+    {
+        let _g = m.try_acquire_for(Duration::from_secs(10)).unwrap().expect("free");
+        assert!(m.is_acquired_in_this_process());
+    }
+    assert!(!m.is_acquired_in_this_process());
+    assert!(m.participant_nodes().unwrap().is_empty());
+}
+
+#[test]
+fn node_layout_matches_curator() {
+    let s = server();
+    let c = client(&s);
+    let m = InterProcessSemaphoreMutex::new(&c, LOCK).unwrap();
+    let g = m.acquire().unwrap();
+    let leases = c.get_children(&format!("{LOCK}/leases")).unwrap();
+    assert_eq!(leases.len(), 1);
+    assert!(zk_framework::paths::is_protected(&leases[0]), "{}", leases[0]);
+    assert!(leases[0].ends_with("-lease-0000000000"), "{}", leases[0]);
+    assert!(g.fencing_token() > 0);
+    drop(g);
+    assert!(c.get_children(&format!("{LOCK}/leases")).unwrap_or_default().is_empty());
+    assert!(c.get_children(&format!("{LOCK}/locks")).unwrap_or_default().is_empty());
+}
+
+#[test]
+fn test_2_clients() {
+    let s = server();
+    let (c1, c2) = (client(&s), client(&s));
+    let m1 = InterProcessSemaphoreMutex::new(&c1, LOCK).unwrap();
+    let m2 = InterProcessSemaphoreMutex::new(&c2, LOCK).unwrap();
+    let g = m1.acquire().unwrap();
+    assert!(m2.try_acquire_for(Duration::from_millis(200)).unwrap().is_none());
+    assert!(!m2.is_acquired_in_this_process());
+    let (tx, rx) = unbounded();
+    std::thread::scope(|sc| {
+        sc.spawn(|| {
+            let g2 = m2.try_acquire_for(timing().wait()).unwrap().expect("handoff");
+            tx.send(()).unwrap();
+            drop(g2);
+        });
+        assert!(rx.recv_timeout(Duration::from_millis(300)).is_err());
+        drop(g);
+        rx.recv_timeout(timing().wait()).expect("second client acquired");
+    });
+}
+
+#[test]
+fn not_reentrant_and_any_thread_may_release() {
+    let s = server();
+    let c = client(&s);
+    let m = InterProcessSemaphoreMutex::new(&c, LOCK).unwrap();
+    let g = m.acquire().unwrap();
+    assert!(
+        m.try_acquire_for(Duration::from_millis(200)).unwrap().is_none(),
+        "a second acquire by the holder waits (not reentrant)"
+    );
+    std::thread::scope(|sc| {
+        sc.spawn(move || g.release().unwrap()).join().unwrap();
+    });
+    assert!(!m.is_acquired_in_this_process());
+    assert!(matches!(m.release(), Err(Error::NotOwner { .. })));
+    // Raw shape: acquire on one thread, release on another.
+    m.acquire_raw().unwrap();
+    std::thread::scope(|sc| {
+        sc.spawn(|| m.release().unwrap()).join().unwrap();
+    });
+    assert!(m.participant_nodes().unwrap().is_empty());
+}
+
+#[test]
+fn test_with_namespace() {
+    let s = server();
+    let c = client_ns(&s, "test");
+    let m = InterProcessSemaphoreMutex::new(&c, LOCK).unwrap();
+    let g = m.try_acquire_for(Duration::from_secs(10)).unwrap().unwrap();
+    drop(g);
+}
+
+#[test]
+fn test_killed_session() {
+    let s = server();
+    let (c1, c2) = (client(&s), client(&s));
+    let m1 = InterProcessSemaphoreMutex::new(&c1, LOCK).unwrap();
+    let m2 = InterProcessSemaphoreMutex::new(&c2, LOCK).unwrap();
+    let g = m1.acquire().unwrap();
+    let events = m1.loss_receiver().unwrap();
+    std::thread::scope(|sc| {
+        let waiter = sc.spawn(|| m2.try_acquire_for(timing().wait()).unwrap().is_some());
+        let zk = c1.zookeeper_client();
+        s.expire_session(zk.session_id(), &zk.session_password()).unwrap();
+        let mut got_lost = false;
+        while let Ok(ev) = events.recv_timeout(timing().wait()) {
+            if ev == LockEvent::Lost {
+                got_lost = true;
+                break;
+            }
+        }
+        assert!(got_lost, "the holder learns its lease is lost");
+        assert!(waiter.join().unwrap(), "the other client acquires after the expiry");
+    });
+    drop(g);
+}
+
+#[test]
+fn test_container_cleanup() {
+    let s = server();
+    let c = client(&s);
+    std::thread::scope(|sc| {
+        for _ in 0..10 {
+            sc.spawn(|| {
+                let m = InterProcessSemaphoreMutex::new(&c, LOCK).unwrap();
+                let g = m.try_acquire_for(timing().wait()).unwrap().unwrap();
+                drop(g);
+            });
+        }
+    });
+    assert!(wait_until(timing().wait(), || c.check_exists("/locks").unwrap().is_none()));
+}
+
+#[test]
+fn test_no_orphaned_nodes() {
+    let s = server();
+    let (c1, c2) = (client(&s), client(&s));
+    let sem1 = InterProcessSemaphoreV2::new(&c1, "/test", 1).unwrap();
+    let sem2 = InterProcessSemaphoreV2::new(&c2, "/test", 1).unwrap();
+    let lease = sem1.acquire().unwrap();
+    std::thread::scope(|sc| {
+        let waiter = sc.spawn(|| sem2.try_acquire_for(timing().wait()).unwrap());
+        assert!(wait_until(timing().wait(), || sem1.participant_nodes().map_or(false, |p| p.len() == 2)));
+        // Someone deletes the waiter's lease node: it takes the missing-node path and
+        // queues again.
+        let theirs = sem1
+            .participant_nodes()
+            .unwrap()
+            .into_iter()
+            .find(|p| p != lease.path())
+            .unwrap();
+        c1.delete().for_path(&theirs).unwrap();
+        assert!(wait_until(timing().wait(), || {
+            let p = sem1.participant_nodes().unwrap_or_default();
+            p.len() == 2 && !p.contains(&theirs)
+        }));
+        drop(lease);
+        let got = waiter.join().unwrap().expect("the waiter acquires");
+        drop(got);
+    });
+    assert!(sem1.participant_nodes().unwrap().is_empty());
+    assert!(sem1.acquire().is_ok());
+}
+
+#[test]
+fn timed_out_acquire_leaves_no_lease() {
+    let s = server();
+    let (c1, c2) = (client(&s), client(&s));
+    let m1 = InterProcessSemaphoreMutex::new(&c1, LOCK).unwrap();
+    let m2 = InterProcessSemaphoreMutex::new(&c2, LOCK).unwrap();
+    let g = m1.acquire().unwrap();
+    assert!(m2.try_acquire_for(Duration::from_millis(100)).unwrap().is_none());
+    assert!(m2.try_acquire_for(Duration::ZERO).unwrap().is_none());
+    assert_eq!(m1.participant_nodes().unwrap().len(), 1);
+    assert!(c1.get_children(&format!("{LOCK}/locks")).unwrap().is_empty(), "the internal mutex is free");
+    drop(g);
+}
+
+#[test]
+fn test_client_close() {
+    let s = server();
+    let (c1, c2) = (client(&s), client(&s));
+    let sem1 = InterProcessSemaphoreV2::new(&c1, "/test", 1).unwrap();
+    let sem2 = InterProcessSemaphoreV2::new(&c2, "/test", 1).unwrap();
+    let lease = sem1.acquire().unwrap();
+    std::mem::forget(lease);
+    c1.close();
+    assert!(sem2.try_acquire_for(timing().wait()).unwrap().is_some());
+}
+
+#[test]
+fn test_threads_respect_max_leases() {
+    let s = server();
+    let c = client(&s);
+    let current = AtomicUsize::new(0);
+    let max_seen = AtomicUsize::new(0);
+    std::thread::scope(|sc| {
+        for _ in 0..10 {
+            sc.spawn(|| {
+                let sem = InterProcessSemaphoreV2::new(&c, "/test", 3).unwrap();
+                for _ in 0..3 {
+                    let lease = sem.try_acquire_for(timing().wait()).unwrap().expect("lease");
+                    let now = current.fetch_add(1, Ordering::SeqCst) + 1;
+                    max_seen.fetch_max(now, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(5));
+                    current.fetch_sub(1, Ordering::SeqCst);
+                    drop(lease);
+                }
+            });
+        }
+    });
+    let max = max_seen.load(Ordering::SeqCst);
+    assert!(max <= 3, "never more than 3 leases out: {max}");
+    assert!(max >= 2, "leases were really shared: {max}");
+}
+
+#[test]
+fn test_simple_full_semaphore_times_out() {
+    let s = server();
+    let c = client(&s);
+    let sem = InterProcessSemaphoreV2::new(&c, "/test", 2).unwrap();
+    let leases = sem.acquire_many(2, None).unwrap().unwrap();
+    let t0 = Instant::now();
+    assert!(sem.try_acquire_for(Duration::from_millis(200)).unwrap().is_none());
+    assert!(t0.elapsed() >= Duration::from_millis(200));
+    drop(leases);
+    assert!(sem.try_acquire_for(timing().wait()).unwrap().is_some());
+    assert!(InterProcessSemaphoreV2::new(&c, "/test", 0).is_err());
+    assert!(sem.acquire_many(3, None).is_err());
+}
+
+#[test]
+fn test_acquire_after_lost_server() {
+    let s = server();
+    let c = client(&s);
+    let sem = InterProcessSemaphoreV2::new(&c, "/test", 1).unwrap();
+    let lease = sem.acquire().unwrap();
+    let events = lease.loss_receiver();
+    s.stop().unwrap();
+    assert_eq!(events.recv_timeout(timing().wait()).unwrap(), LockEvent::Suspended);
+    // Longer than the session: the managed client declares it lost.
+    assert_eq!(events.recv_timeout(timing().wait()).unwrap(), LockEvent::Lost);
+    s.restart().unwrap();
+    drop(lease);
+    // Ten further acquisitions work on the new session.
+    for _ in 0..10 {
+        let l = sem.try_acquire_for(timing().wait()).unwrap().expect("acquire after the outage");
+        drop(l);
+    }
+}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Foreign-client interop proof: Curator (Java) and kazoo (Python) lock contenders compete on
-# one ZooKeeper server; their critical sections must never overlap.
+# Foreign-client interop proof: Curator (Java), kazoo (Python) and this crate's (Rust) lock
+# contenders compete on one ZooKeeper server; their critical sections must never overlap
+# (for a read/write lock: a writer overlaps nobody, readers may overlap readers).
 #
 # usage: scripts/foreign-clients.sh [--server embedded|apache] [CONNECT_STRING]
 #
@@ -15,11 +16,18 @@
 #   1. mixed mutex: 2 x Curator InterProcessMutex + 2 x kazoo Lock (Curator-compatible names)
 #   2. Curator InterProcessSemaphoreMutex: 3 Java contenders
 #   3. kazoo Semaphore (max_leases=1): 2 Python contenders
+#   4. read/write lock: 2 readers + 1 writer of Curator's InterProcessReadWriteLock and 2
+#      readers + 1 writer of ours (examples/interop_contender.rs) on one path; a writer
+#      overlaps nobody, and readers must have overlapped at least once. (No downgrade: Debian's
+#      Curator is 5.4, which has the downgrade bug CURATOR-621.)
+#   5. multi-lock over locks a and b: 2 x Curator InterProcessMultiLock [a,b], 2 x our
+#      MultiLock given [b,a] (it sorts), a Curator mutex on a alone and one of ours on b
+#      alone; each lock's log is checked for mutual exclusion separately
 # after a self-test proving that check_overlap.py catches overlaps.
 #
 # Needs: java + javac (17), Debian's curator/zookeeper jars in /usr/share/java, kazoo for
-# /usr/bin/python3. Every process runs under `timeout`; whatever this script started is
-# killed on exit. Exit status 0 only if every phase passed.
+# /usr/bin/python3, cargo (builds the Rust contender). Every process runs under `timeout`;
+# whatever this script started is killed on exit. Exit status 0 only if every phase passed.
 #
 # env: ITERATIONS (10), HOLD_MS (50), PROC_TIMEOUT (s per contender, 180),
 #      SERVER_TIMEOUT (s, lifetime cap of the server, 1200), KEEP_WORK=1 keeps the temp dir.
@@ -45,7 +53,7 @@ JAVA_OPTS=(-Xmx64m -XX:+UseSerialGC -XX:TieredStopAtLevel=1
 log() { printf '[foreign-clients] %s\n' "$*" >&2; }
 die() { log "FAIL: $*"; exit 1; }
 
-usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2; }
+usage() { sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//' >&2; }
 
 # ---- arguments ---------------------------------------------------------------------------
 SERVER=""
@@ -116,13 +124,24 @@ check_prereqs() {
   done
   [ -x "$PY" ] || die "$PY not found"
   "$PY" -c 'import kazoo' 2>/dev/null || die "kazoo not importable by $PY (apt-get install python3-kazoo)"
+  command -v cargo >/dev/null || die "cargo not found (needed for the Rust contender)"
 }
 
 compile_java() {
   mkdir -p "$OUT"
   log "compiling Java contenders into $OUT"
   timeout 180 javac -nowarn -d "$OUT" -cp "$JAVAC_CP" "$INTEROP/CuratorMutexContender.java" \
+    "$INTEROP/CuratorRwContender.java" "$INTEROP/CuratorMultiLockContender.java" \
     || die "javac failed"
+}
+
+RUST_CONTENDER=""
+build_rust() {
+  log "building the Rust contender (cargo build --example interop_contender)"
+  (cd "$REPO" && timeout 900 cargo build -q --example interop_contender) \
+    || die "cargo build of examples/interop_contender.rs failed"
+  RUST_CONTENDER=${CARGO_TARGET_DIR:-$REPO/target}/debug/examples/interop_contender
+  [ -x "$RUST_CONTENDER" ] || die "$RUST_CONTENDER not found after the build"
 }
 
 start_apache() {
@@ -185,30 +204,72 @@ start_embedded() {
   log "zk-embedded $line"
 }
 
-# run_phase NAME LOCK_PATH SPEC... where SPEC is java:mutex, java:semaphore, kazoo:lock or
-# kazoo:semaphore. Starts all contenders, releases them together, checks their logs.
+# run_phase NAME LOCK_PATH SPEC... where SPEC is CLIENT:RECIPE[@SUB[,SUB...]]:
+#   java:mutex, java:semaphore (CuratorMutexContender), java:read, java:write
+#   (CuratorRwContender), java:multi (CuratorMultiLockContender), kazoo:lock, kazoo:semaphore,
+#   rust:mutex|semaphore|read|write|multi (examples/interop_contender.rs).
+# Without @, the contender locks LOCK_PATH and logs to sections.log; with @SUBs it locks
+# LOCK_PATH/SUB for each SUB (in the order given) and logs to sections-SUB.log for each, so
+# that every lock's log can be checked on its own. CHECK_ARGS (e.g. "--rw") is passed to
+# check_overlap.py. Starts all contenders, releases them together, checks every log.
 run_phase() {
   local phase=$1 lock_path=$2; shift 2
-  local dir=$WORK/$phase n=0 spec client recipe name pids=() names=() i rc failed=0 t0
+  local dir=$WORK/$phase n=0 spec client recipe subs sub name pids=() names=() i rc failed=0 t0
+  local paths logs log_file
+  declare -A log_contenders=()
   mkdir -p "$dir/ready"
   t0=$SECONDS
   log "phase $phase: $# contenders on $lock_path, $ITERATIONS iterations, hold $HOLD_MS ms"
   for spec in "$@"; do
     n=$((n + 1))
-    client=${spec%%:*}; recipe=${spec#*:}
+    client=${spec%%:*}; recipe=${spec#*:}; subs=""
+    case "$recipe" in *@*) subs=${recipe#*@}; recipe=${recipe%%@*} ;; esac
     name="$client-$recipe-$n"
-    case "$client" in
-      java)
+    if [ -z "$subs" ]; then
+      paths=$lock_path; logs=$dir/sections.log
+    else
+      paths=""; logs=""
+      for sub in ${subs//,/ }; do
+        paths+="${paths:+,}$lock_path/$sub"; logs+="${logs:+,}$dir/sections-$sub.log"
+      done
+    fi
+    for log_file in ${logs//,/ }; do
+      log_contenders[$log_file]=$(( ${log_contenders[$log_file]:-0} + 1 ))
+    done
+    if [ "$recipe" != multi ] && [ "$paths" != "${paths%%,*}" ]; then
+      die "bad contender spec $spec: only multi takes several locks"
+    fi
+    case "$client:$recipe" in
+      java:mutex|java:semaphore)
         CONTENDER_READY_DIR=$dir/ready CONTENDER_GO_FILE=$dir/go \
           timeout --kill-after=5 "$PROC_TIMEOUT" java "${JAVA_OPTS[@]}" -cp "$JAVA_CP" \
-          CuratorMutexContender "$CONNECT" "$lock_path" "$name" "$ITERATIONS" "$HOLD_MS" \
-          "$dir/sections.log" "$recipe" >"$dir/$name.out" 2>&1 </dev/null &
+          CuratorMutexContender "$CONNECT" "$paths" "$name" "$ITERATIONS" "$HOLD_MS" \
+          "$logs" "$recipe" >"$dir/$name.out" 2>&1 </dev/null &
         ;;
-      kazoo)
+      java:read|java:write)
+        CONTENDER_READY_DIR=$dir/ready CONTENDER_GO_FILE=$dir/go \
+          timeout --kill-after=5 "$PROC_TIMEOUT" java "${JAVA_OPTS[@]}" -cp "$JAVA_CP" \
+          CuratorRwContender "$CONNECT" "$paths" "$name" "$ITERATIONS" "$HOLD_MS" \
+          "$logs" "$recipe" >"$dir/$name.out" 2>&1 </dev/null &
+        ;;
+      java:multi)
+        CONTENDER_READY_DIR=$dir/ready CONTENDER_GO_FILE=$dir/go \
+          timeout --kill-after=5 "$PROC_TIMEOUT" java "${JAVA_OPTS[@]}" -cp "$JAVA_CP" \
+          CuratorMultiLockContender "$CONNECT" "$paths" "$name" "$ITERATIONS" "$HOLD_MS" \
+          "$logs" >"$dir/$name.out" 2>&1 </dev/null &
+        ;;
+      kazoo:lock|kazoo:semaphore)
         CONTENDER_READY_DIR=$dir/ready CONTENDER_GO_FILE=$dir/go \
           timeout --kill-after=5 "$PROC_TIMEOUT" "$PY" "$INTEROP/kazoo_contender.py" \
-          "$CONNECT" "$lock_path" "$name" "$ITERATIONS" "$HOLD_MS" \
-          "$dir/sections.log" "$recipe" >"$dir/$name.out" 2>&1 </dev/null &
+          "$CONNECT" "$paths" "$name" "$ITERATIONS" "$HOLD_MS" \
+          "$logs" "$recipe" >"$dir/$name.out" 2>&1 </dev/null &
+        ;;
+      rust:mutex|rust:semaphore|rust:read|rust:write|rust:multi)
+        [ -n "$RUST_CONTENDER" ] || die "the Rust contender was not built"
+        CONTENDER_READY_DIR=$dir/ready CONTENDER_GO_FILE=$dir/go \
+          timeout --kill-after=5 "$PROC_TIMEOUT" "$RUST_CONTENDER" \
+          "$CONNECT" "$recipe" "$paths" "$name" "$ITERATIONS" "$HOLD_MS" \
+          "$logs" >"$dir/$name.out" 2>&1 </dev/null &
         ;;
       *) die "bad contender spec $spec" ;;
     esac
@@ -241,13 +302,17 @@ run_phase() {
   done
   [ $failed -eq 0 ] || die "phase $phase: a contender failed"
 
-  local summary
-  if ! summary=$(timeout 60 "$PY" "$INTEROP/check_overlap.py" --iterations "$ITERATIONS" \
-      --contenders $# "$dir/sections.log"); then
-    printf '%s\n' "$summary" >&2
-    die "phase $phase: critical sections overlapped or are incomplete (log: $dir/sections.log)"
-  fi
-  log "phase $phase: OK $summary ($((SECONDS - t0)) s)"
+  local summary summaries=""
+  for log_file in $(printf '%s\n' "${!log_contenders[@]}" | sort); do
+    # shellcheck disable=SC2086 # CHECK_ARGS is a list of options
+    if ! summary=$(timeout 60 "$PY" "$INTEROP/check_overlap.py" ${CHECK_ARGS:-} \
+        --iterations "$ITERATIONS" --contenders "${log_contenders[$log_file]}" "$log_file"); then
+      printf '%s\n' "$summary" >&2
+      die "phase $phase: critical sections overlapped or are incomplete (log: $log_file)"
+    fi
+    summaries+="${summaries:+; }$(basename "$log_file" .log): $summary"
+  done
+  log "phase $phase: OK $summaries ($((SECONDS - t0)) s)"
 }
 
 checker_self_test() {
@@ -263,6 +328,20 @@ checker_self_test() {
   if timeout 30 "$PY" "$INTEROP/check_overlap.py" --contenders 2 "$f" >/dev/null 2>&1; then
     die "check_overlap.py accepted an unfinished section"
   fi
+  # Read/write mode: readers may overlap each other, a writer overlaps nobody.
+  printf 'j-read-1 START 100\nr-read-2 START 150000\nj-read-1 END 200000\nr-read-2 END 300000\n' >"$f"
+  printf 'w-write-3 START 300001\nw-write-3 END 400000\n' >>"$f"
+  timeout 30 "$PY" "$INTEROP/check_overlap.py" --rw --reader-pattern=-read- --min-reader-overlaps 1 \
+    --iterations 1 --contenders 3 "$f" >/dev/null || die "check_overlap.py --rw rejected overlapping readers"
+  printf 'j-read-1 START 100\nw-write-2 START 150000\nj-read-1 END 200000\nw-write-2 END 300000\n' >"$f"
+  if timeout 30 "$PY" "$INTEROP/check_overlap.py" --rw --reader-pattern=-read- "$f" >/dev/null 2>&1; then
+    die "check_overlap.py --rw accepted a writer overlapping a reader"
+  fi
+  printf 'j-read-1 START 100\nj-read-1 END 200000\nr-read-2 START 250000\nr-read-2 END 300000\n' >"$f"
+  if timeout 30 "$PY" "$INTEROP/check_overlap.py" --rw --reader-pattern=-read- --min-reader-overlaps 1 \
+      "$f" >/dev/null 2>&1; then
+    die "check_overlap.py --rw accepted readers that never overlapped"
+  fi
   log "check_overlap.py self-test OK"
 }
 
@@ -271,6 +350,7 @@ T_START=$SECONDS
 check_prereqs
 checker_self_test
 compile_java
+build_rust
 case "$SERVER" in
   apache) start_apache ;;
   embedded) start_embedded ;;
@@ -281,5 +361,11 @@ RUN=/foreign-clients/run-$$-$RANDOM
 run_phase mixed-mutex "$RUN/mutex" java:mutex java:mutex kazoo:lock kazoo:lock
 run_phase curator-semaphore-mutex "$RUN/semaphore-mutex" java:semaphore java:semaphore java:semaphore
 run_phase kazoo-semaphore "$RUN/kazoo-semaphore" kazoo:semaphore kazoo:semaphore
+CHECK_ARGS="--rw --reader-pattern=-read- --min-reader-overlaps 1" \
+  run_phase rw-lock "$RUN/rw" java:read java:read java:write rust:read rust:read rust:write
+# Curator takes a multi-lock's locks in list order, ours in sorted order: Curator's are given
+# sorted ([a,b]) so that the two agree; ours are given [b,a] to show that they are sorted.
+run_phase multi-lock "$RUN/multi" java:multi@a,b java:multi@a,b rust:multi@b,a rust:multi@b,a \
+  java:mutex@a rust:mutex@b
 
 log "all phases passed against ${SERVER:-external server} ($CONNECT) in $((SECONDS - T_START)) s"

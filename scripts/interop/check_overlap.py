@@ -1,21 +1,29 @@
 #!/usr/bin/env python3
 """Checks that lock contenders' critical sections never overlapped.
 
-usage: check_overlap.py [--iterations N] [--contenders N] [--tolerance-ns NS] LOG_FILE...
+usage: check_overlap.py [--iterations N] [--contenders N] [--tolerance-ns NS]
+                        [--rw [--reader-pattern REGEX] [--min-reader-overlaps N]] LOG_FILE...
 
 Reads lines "NAME START <epoch nanos>" / "NAME END <epoch nanos>" (written by
-CuratorMutexContender.java and kazoo_contender.py) from one or more files, pairs each START
-with the next END of the same contender, and fails (exit 1, with a message) if:
+CuratorMutexContender.java, CuratorRwContender.java, CuratorMultiLockContender.java,
+kazoo_contender.py and examples/interop_contender.rs) from one or more files, pairs each
+START with the next END of the same contender, and fails (exit 1, with a message) if:
   * two critical sections of different contenders overlap in time (one START lies before the
     END of another section that began earlier, by more than the tolerance, default 1000 ns:
     Java's Instant.now() has microsecond resolution, Python's time_ns() nanosecond);
+    with --rw (a read/write lock), contenders whose name matches --reader-pattern (a Python
+    regex searched in the name, default "read") are readers and may overlap each other; a
+    writer may overlap nobody. --min-reader-overlaps N then also requires at least N
+    reader/reader overlaps (proof that readers really shared the lock);
   * a contender's lines are malformed (END without START, START twice, unfinished section);
   * with --iterations N: a contender did not complete exactly N sections;
   * with --contenders N: the logs do not name exactly N contenders.
-On success prints "contenders=N sections=M overlaps=0" and exits 0. Standard library only.
+On success prints "contenders=N sections=M overlaps=0" (with --rw also
+"reader_overlaps=K max_readers=R") and exits 0. Standard library only.
 """
 
 import argparse
+import re
 import sys
 
 
@@ -79,6 +87,41 @@ def find_overlaps(sections, tolerance_ns):
     return overlaps
 
 
+def find_overlaps_rw(sections, tolerance_ns, is_reader):
+    """Read/write rule: returns (overlaps involving a writer, reader/reader overlaps,
+    max concurrent readers)."""
+    intervals = sorted(
+        (start, end, name, where)
+        for name, secs in sections.items()
+        for (start, end, where) in secs
+    )
+    overlaps = []
+    reader_overlaps = 0
+    for i, (start, end, name, where) in enumerate(intervals):
+        for start2, _end2, name2, where2 in intervals[i + 1:]:
+            if start2 >= end - tolerance_ns:
+                break  # sorted by start: no later section overlaps this one
+            if name2 == name:
+                continue  # reported by parse() as START while open
+            if is_reader(name) and is_reader(name2):
+                reader_overlaps += 1
+                continue
+            overlaps.append(
+                "%s %s (%s) started %d ns before %s %s (%s) ended"
+                % ("reader" if is_reader(name2) else "writer", name2, where2, end - start2,
+                   "reader" if is_reader(name) else "writer", name, where)
+            )
+    events = sorted(
+        [(start, 1) for name, secs in sections.items() if is_reader(name) for (start, _e, _w) in secs]
+        + [(end, -1) for name, secs in sections.items() if is_reader(name) for (_s, end, _w) in secs]
+    )
+    current = max_readers = 0
+    for _t, delta in events:  # at equal stamps -1 sorts first: touching is not overlapping
+        current += delta
+        max_readers = max(max_readers, current)
+    return overlaps, reader_overlaps, max_readers
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("logs", nargs="+", help="log files (one shared file or one per contender)")
@@ -86,6 +129,12 @@ def main(argv):
     ap.add_argument("--contenders", type=int, help="number of contenders expected in the logs")
     ap.add_argument("--tolerance-ns", type=int, default=1000,
                     help="clock-resolution slack before calling two sections overlapping")
+    ap.add_argument("--rw", action="store_true",
+                    help="read/write lock: readers may overlap readers, a writer overlaps nobody")
+    ap.add_argument("--reader-pattern", default="read",
+                    help="with --rw: a regex searched in contender names to pick the readers")
+    ap.add_argument("--min-reader-overlaps", type=int, default=0,
+                    help="with --rw: fail unless readers overlapped at least this often")
     args = ap.parse_args(argv[1:])
 
     try:
@@ -93,7 +142,17 @@ def main(argv):
     except OSError as e:
         print("check_overlap: cannot read the logs: %s" % e, file=sys.stderr)
         return 1
-    overlaps = find_overlaps(sections, args.tolerance_ns)
+    extra = ""
+    if args.rw:
+        reader_re = re.compile(args.reader_pattern)
+        overlaps, reader_overlaps, max_readers = find_overlaps_rw(
+            sections, args.tolerance_ns, lambda name: reader_re.search(name) is not None)
+        extra = " reader_overlaps=%d max_readers=%d" % (reader_overlaps, max_readers)
+        if reader_overlaps < args.min_reader_overlaps:
+            errors.append("readers overlapped %d times, fewer than the %d required"
+                          % (reader_overlaps, args.min_reader_overlaps))
+    else:
+        overlaps = find_overlaps(sections, args.tolerance_ns)
     if args.contenders is not None and len(sections) != args.contenders:
         errors.append("expected %d contenders, found %d: %s"
                       % (args.contenders, len(sections), ", ".join(sorted(sections)) or "none"))
@@ -103,7 +162,7 @@ def main(argv):
                 errors.append("%s completed %d of %d iterations" % (name, len(secs), args.iterations))
 
     total = sum(len(s) for s in sections.values())
-    summary = "contenders=%d sections=%d overlaps=%d" % (len(sections), total, len(overlaps))
+    summary = "contenders=%d sections=%d overlaps=%d%s" % (len(sections), total, len(overlaps), extra)
     for msg in overlaps:
         print("OVERLAP: " + msg, file=sys.stderr)
     for msg in errors:

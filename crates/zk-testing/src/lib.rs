@@ -8,6 +8,7 @@ pub mod apache;
 pub mod embedded;
 pub mod fourlw;
 pub mod harness;
+pub mod proxy;
 pub mod raw;
 
 pub use harness::{wait_until, Backend, TestingServer, Timing};

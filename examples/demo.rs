@@ -59,7 +59,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
                     .build()
                     .map_err(|e| e.to_string())?;
-                client.block_until_connected(Duration::from_secs(10)).map_err(|e| e.to_string())?;
+                client
+                    .block_until_connected(Duration::from_secs(10))
+                    .map_err(|e| e.to_string())?;
                 let lock = InterProcessMutex::new(&client, key).map_err(|e| e.to_string())?;
                 for _ in 0..ROUNDS {
                     let guard = lock.acquire().map_err(|e| e.to_string())?;

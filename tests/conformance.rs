@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{unbounded, Receiver};
 use zk_framework::proto::{
-    self, CreateMode as Mode, CreateRequest, Create2Response, DeleteRequest, GetChildrenResponse, GetDataResponse,
+    self, Create2Response, CreateMode as Mode, CreateRequest, DeleteRequest, GetChildrenResponse, GetDataResponse,
     MultiOp, MultiRequest, MultiResponse, MultiResult, OpCode, PathRecord, PathWatchRequest, SetDataRequest,
     SetWatches, StatResponse,
 };
@@ -23,8 +23,12 @@ fn server() -> TestingServer {
 }
 
 fn zk(server: &TestingServer) -> ZooKeeper {
-    ZooKeeper::connect(&server.connect_string(), Duration::from_secs(10), |_ev: WatchedEvent| {})
-        .expect("zookeeper crate connects")
+    ZooKeeper::connect(
+        &server.connect_string(),
+        Duration::from_secs(10),
+        |_ev: WatchedEvent| {},
+    )
+    .expect("zookeeper crate connects")
 }
 
 fn raw(server: &TestingServer) -> RawConnection {
@@ -57,7 +61,10 @@ fn create_req(path: &str, data: &[u8], mode: Mode) -> CreateRequest {
 
 /// The server's current zxid, read from a sync reply header.
 fn current_zxid(c: &mut RawConnection) -> i64 {
-    c.request(OpCode::Sync, &PathRecord { path: "/".into() }).unwrap().header.zxid
+    c.request(OpCode::Sync, &PathRecord { path: "/".into() })
+        .unwrap()
+        .header
+        .zxid
 }
 
 #[test]
@@ -65,7 +72,9 @@ fn create_read_back_and_stat_fields() {
     let s = server();
     let zk = zk(&s);
     zk.create("/c", vec![], open(), CreateMode::Persistent).unwrap();
-    let p = zk.create("/c/a", b"hello".to_vec(), open(), CreateMode::Persistent).unwrap();
+    let p = zk
+        .create("/c/a", b"hello".to_vec(), open(), CreateMode::Persistent)
+        .unwrap();
     assert_eq!(p, "/c/a");
     let (data, st) = zk.get_data("/c/a", false).unwrap();
     assert_eq!(data, b"hello");
@@ -78,7 +87,10 @@ fn create_read_back_and_stat_fields() {
     assert_eq!(parent.num_children, 1);
     assert_eq!(parent.cversion, 1);
     assert_eq!(parent.pzxid, st.czxid);
-    assert!(parent.mzxid < st.czxid, "a child change does not touch the parent's mzxid");
+    assert!(
+        parent.mzxid < st.czxid,
+        "a child change does not touch the parent's mzxid"
+    );
 
     let st2 = zk.set_data("/c/a", b"x".to_vec(), Some(0)).unwrap();
     assert_eq!(st2.version, 1);
@@ -101,8 +113,14 @@ fn errors_are_zookeepers() {
     let zk = zk(&s);
     zk.create("/e", vec![], open(), CreateMode::Persistent).unwrap();
     zk.create("/e/k", vec![], open(), CreateMode::Persistent).unwrap();
-    assert_eq!(zk.create("/e", vec![], open(), CreateMode::Persistent), Err(ZkError::NodeExists));
-    assert_eq!(zk.create("/missing/x", vec![], open(), CreateMode::Persistent), Err(ZkError::NoNode));
+    assert_eq!(
+        zk.create("/e", vec![], open(), CreateMode::Persistent),
+        Err(ZkError::NodeExists)
+    );
+    assert_eq!(
+        zk.create("/missing/x", vec![], open(), CreateMode::Persistent),
+        Err(ZkError::NoNode)
+    );
     assert_eq!(zk.delete("/e/k", Some(5)), Err(ZkError::BadVersion));
     assert_eq!(zk.delete("/e", None), Err(ZkError::NotEmpty));
     // The version check comes before the children check.
@@ -118,26 +136,52 @@ fn errors_are_zookeepers() {
         Err(ZkError::NoChildrenForEphemerals)
     );
     // NodeExists is checked before NoChildrenForEphemerals.
-    assert_eq!(zk.create("/e/eph", vec![], open(), CreateMode::Persistent), Err(ZkError::NodeExists));
-    assert_eq!(zk.create("/", vec![], open(), CreateMode::Persistent), Err(ZkError::NodeExists));
+    assert_eq!(
+        zk.create("/e/eph", vec![], open(), CreateMode::Persistent),
+        Err(ZkError::NodeExists)
+    );
+    assert_eq!(
+        zk.create("/", vec![], open(), CreateMode::Persistent),
+        Err(ZkError::NodeExists)
+    );
 
     // Invalid paths on writes are BadArguments; reads of them are NoNode.
     let mut c = raw(&s);
     for bad in ["//a", "/.", "/x\u{1}", "/e/..", "/e/k/."] {
-        let r = c.request(OpCode::Create, &create_req(bad, b"", Mode::Persistent)).unwrap();
+        let r = c
+            .request(OpCode::Create, &create_req(bad, b"", Mode::Persistent))
+            .unwrap();
         assert_eq!(r.header.err, -8, "create {bad:?}");
     }
     // The parent is looked up before the whole path is validated.
-    let r = c.request(OpCode::Create, &create_req("/a/../b", b"", Mode::Persistent)).unwrap();
+    let r = c
+        .request(OpCode::Create, &create_req("/a/../b", b"", Mode::Persistent))
+        .unwrap();
     assert_eq!(r.header.err, -101);
-    let r = c.request(OpCode::GetData, &PathWatchRequest { path: "//a".into(), watch: false }).unwrap();
+    let r = c
+        .request(
+            OpCode::GetData,
+            &PathWatchRequest {
+                path: "//a".into(),
+                watch: false,
+            },
+        )
+        .unwrap();
     assert_eq!(r.header.err, -101);
     // Bad flags.
     let mut req = create_req("/flags", b"", Mode::Persistent);
     req.flags = 42;
     assert_eq!(c.request(OpCode::Create, &req).unwrap().header.err, -8);
     // Deleting the reserved nodes is refused.
-    let r = c.request(OpCode::Delete, &DeleteRequest { path: "/zookeeper".into(), version: -1 }).unwrap();
+    let r = c
+        .request(
+            OpCode::Delete,
+            &DeleteRequest {
+                path: "/zookeeper".into(),
+                version: -1,
+            },
+        )
+        .unwrap();
     assert_eq!(r.header.err, -8);
 }
 
@@ -147,11 +191,27 @@ fn every_write_attempt_uses_a_zxid_reads_do_not() {
     let mut c = raw(&s);
     let z0 = current_zxid(&mut c);
     assert_eq!(current_zxid(&mut c), z0, "sync uses no zxid");
-    let r = c.request(OpCode::Create, &create_req("/z", b"", Mode::Persistent)).unwrap();
+    let r = c
+        .request(OpCode::Create, &create_req("/z", b"", Mode::Persistent))
+        .unwrap();
     assert_eq!((r.header.err, r.header.zxid), (0, z0 + 1));
-    let r = c.request(OpCode::Create, &create_req("/z", b"", Mode::Persistent)).unwrap();
-    assert_eq!((r.header.err, r.header.zxid), (-110, z0 + 2), "a failed write uses a zxid");
-    let r = c.request(OpCode::GetData, &PathWatchRequest { path: "/z".into(), watch: false }).unwrap();
+    let r = c
+        .request(OpCode::Create, &create_req("/z", b"", Mode::Persistent))
+        .unwrap();
+    assert_eq!(
+        (r.header.err, r.header.zxid),
+        (-110, z0 + 2),
+        "a failed write uses a zxid"
+    );
+    let r = c
+        .request(
+            OpCode::GetData,
+            &PathWatchRequest {
+                path: "/z".into(),
+                watch: false,
+            },
+        )
+        .unwrap();
     assert_eq!(r.header.zxid, z0 + 2);
     let d: GetDataResponse = r.decode().unwrap();
     assert_eq!(d.stat.czxid, z0 + 1);
@@ -168,23 +228,36 @@ fn sequence_suffixes_follow_the_parents_creation_counter() {
     let s = server();
     let zk = zk(&s);
     zk.create("/seq", vec![], open(), CreateMode::Persistent).unwrap();
-    let a = zk.create("/seq/n-", vec![], open(), CreateMode::PersistentSequential).unwrap();
+    let a = zk
+        .create("/seq/n-", vec![], open(), CreateMode::PersistentSequential)
+        .unwrap();
     assert_eq!(a, "/seq/n-0000000000");
     zk.delete(&a, None).unwrap();
-    let b = zk.create("/seq/n-", vec![], open(), CreateMode::EphemeralSequential).unwrap();
+    let b = zk
+        .create("/seq/n-", vec![], open(), CreateMode::EphemeralSequential)
+        .unwrap();
     assert_eq!(b, "/seq/n-0000000001", "a delete does not move the counter back");
     zk.create("/seq/plain", vec![], open(), CreateMode::Persistent).unwrap();
-    let c = zk.create("/seq/n-", vec![], open(), CreateMode::PersistentSequential).unwrap();
+    let c = zk
+        .create("/seq/n-", vec![], open(), CreateMode::PersistentSequential)
+        .unwrap();
     assert_eq!(c, "/seq/n-0000000003", "a plain create advances the counter");
-    assert_eq!(zk.create("/seq/plain", vec![], open(), CreateMode::Persistent), Err(ZkError::NodeExists));
-    let d = zk.create("/seq/n-", vec![], open(), CreateMode::PersistentSequential).unwrap();
+    assert_eq!(
+        zk.create("/seq/plain", vec![], open(), CreateMode::Persistent),
+        Err(ZkError::NodeExists)
+    );
+    let d = zk
+        .create("/seq/n-", vec![], open(), CreateMode::PersistentSequential)
+        .unwrap();
     assert_eq!(d, "/seq/n-0000000004", "a failed create does not advance it");
     // A sequential create of "parent/" is valid.
     let e = zk.create("/seq/", vec![], open(), CreateMode::PersistentSequential);
     // The zookeeper crate rejects a trailing slash on its own side; send it raw.
     assert!(e.is_err());
     let mut raw = raw(&s);
-    let r = raw.request(OpCode::Create, &create_req("/seq/", b"", Mode::PersistentSequential)).unwrap();
+    let r = raw
+        .request(OpCode::Create, &create_req("/seq/", b"", Mode::PersistentSequential))
+        .unwrap();
     assert_eq!(r.header.err, 0);
     assert_eq!(r.decode::<PathRecord>().unwrap().path, "/seq/0000000005");
     let st = zk.exists("/seq", false).unwrap().unwrap();
@@ -192,7 +265,10 @@ fn sequence_suffixes_follow_the_parents_creation_counter() {
     assert_eq!(st.cversion, 2 * 6 - 5, "reported cversion = 2*creates - children");
     let mut kids = zk.get_children("/seq", false).unwrap();
     kids.sort();
-    assert_eq!(kids, ["0000000005", "n-0000000001", "n-0000000003", "n-0000000004", "plain"]);
+    assert_eq!(
+        kids,
+        ["0000000005", "n-0000000001", "n-0000000003", "n-0000000004", "plain"]
+    );
 }
 
 #[test]
@@ -210,9 +286,15 @@ fn ephemerals_go_with_a_closed_session_and_watchers_hear_it() {
     b.get_children_w("/eph", cw).unwrap();
     a.close().unwrap();
     let e = next(&rx);
-    assert_eq!((e.event_type, e.path.as_deref()), (WatchedEventType::NodeDeleted, Some("/eph/n")));
+    assert_eq!(
+        (e.event_type, e.path.as_deref()),
+        (WatchedEventType::NodeDeleted, Some("/eph/n"))
+    );
     let e = next(&crx);
-    assert_eq!((e.event_type, e.path.as_deref()), (WatchedEventType::NodeChildrenChanged, Some("/eph")));
+    assert_eq!(
+        (e.event_type, e.path.as_deref()),
+        (WatchedEventType::NodeChildrenChanged, Some("/eph"))
+    );
     assert!(b.exists(&p, false).unwrap().is_none());
 }
 
@@ -220,18 +302,27 @@ fn ephemerals_go_with_a_closed_session_and_watchers_hear_it() {
 fn ephemerals_go_with_an_expired_session() {
     let s = server();
     let (mut a, resp) = RawConnection::connect(&s.connect_string(), 10_000, None).unwrap();
-    let r = a.request(OpCode::Create, &create_req("/exp", b"", Mode::Ephemeral)).unwrap();
+    let r = a
+        .request(OpCode::Create, &create_req("/exp", b"", Mode::Ephemeral))
+        .unwrap();
     assert_eq!(r.header.err, 0);
     let b = zk(&s);
     let (w, rx) = watcher();
     b.exists_w("/exp", w).unwrap();
     s.expire_session(resp.session_id, &resp.passwd).unwrap();
     let e = next(&rx);
-    assert_eq!((e.event_type, e.path.as_deref()), (WatchedEventType::NodeDeleted, Some("/exp")));
+    assert_eq!(
+        (e.event_type, e.path.as_deref()),
+        (WatchedEventType::NodeDeleted, Some("/exp"))
+    );
     // The expired session cannot be resumed: timeout 0, then the server closes.
-    let (_c, again) = RawConnection::connect(&s.connect_string(), 10_000, Some((resp.session_id, &resp.passwd))).unwrap();
+    let (_c, again) =
+        RawConnection::connect(&s.connect_string(), 10_000, Some((resp.session_id, &resp.passwd))).unwrap();
     assert_eq!((again.timeout, again.session_id), (0, 0));
-    assert!(a.is_closed_by_peer(Timing::from_env().wait()), "the expired session's connection is closed");
+    assert!(
+        a.is_closed_by_peer(Timing::from_env().wait()),
+        "the expired session's connection is closed"
+    );
 }
 
 #[test]
@@ -250,7 +341,10 @@ fn watches_are_one_shot_with_the_right_types() {
     other.set_data("/w", vec![1], None).unwrap();
     other.set_data("/w", vec![2], None).unwrap();
     let e = next(&rx);
-    assert_eq!((e.event_type, e.path.as_deref()), (WatchedEventType::NodeDataChanged, Some("/w")));
+    assert_eq!(
+        (e.event_type, e.path.as_deref()),
+        (WatchedEventType::NodeDataChanged, Some("/w"))
+    );
     // Child watch.
     let (w, crx) = watcher();
     zk.get_children_w("/w", w).unwrap();
@@ -272,40 +366,75 @@ fn watches_are_one_shot_with_the_right_types() {
 fn node_deleted_is_sent_once_per_connection_and_events_precede_replies() {
     let s = server();
     let mut c = raw(&s);
-    c.request(OpCode::Create, &create_req("/d", b"", Mode::Persistent)).unwrap();
-    c.request(OpCode::Create, &create_req("/d/x", b"", Mode::Persistent)).unwrap();
-    let w = |p: &str| PathWatchRequest { path: p.into(), watch: true };
+    c.request(OpCode::Create, &create_req("/d", b"", Mode::Persistent))
+        .unwrap();
+    c.request(OpCode::Create, &create_req("/d/x", b"", Mode::Persistent))
+        .unwrap();
+    let w = |p: &str| PathWatchRequest {
+        path: p.into(),
+        watch: true,
+    };
     assert_eq!(c.request(OpCode::Exists, &w("/d/x")).unwrap().header.err, 0);
     assert_eq!(c.request(OpCode::GetChildren, &w("/d/x")).unwrap().header.err, 0);
     assert_eq!(c.request(OpCode::GetChildren, &w("/d")).unwrap().header.err, 0);
     // The writer itself watches: it sees the events, then the reply.
-    let x = c.send(OpCode::Delete, Some(&DeleteRequest { path: "/d/x".into(), version: -1 })).unwrap();
+    let x = c
+        .send(
+            OpCode::Delete,
+            Some(&DeleteRequest {
+                path: "/d/x".into(),
+                version: -1,
+            }),
+        )
+        .unwrap();
     let reply = c.read_reply().unwrap();
     assert_eq!((reply.header.xid, reply.header.err), (x, 0));
-    let first = c.next_event(Duration::ZERO).unwrap().expect("events were queued before the reply");
+    let first = c
+        .next_event(Duration::ZERO)
+        .unwrap()
+        .expect("events were queued before the reply");
     assert_eq!((first.event_type, first.path.as_str()), (2, "/d/x"));
     let second = c.next_event(Duration::ZERO).unwrap().expect("parent's child event");
     assert_eq!((second.event_type, second.path.as_str(), second.state), (4, "/d", 3));
-    assert!(c.next_event(Duration::from_millis(200)).unwrap().is_none(), "one NodeDeleted per connection");
+    assert!(
+        c.next_event(Duration::from_millis(200)).unwrap().is_none(),
+        "one NodeDeleted per connection"
+    );
 }
 
 #[test]
 fn containers_are_reaped_after_their_last_child_goes() {
     let s = server();
     let mut c = raw(&s);
-    let r = c.request(OpCode::CreateContainer, &create_req("/box", b"", Mode::Container)).unwrap();
+    let r = c
+        .request(OpCode::CreateContainer, &create_req("/box", b"", Mode::Container))
+        .unwrap();
     assert_eq!(r.header.err, 0);
     let created: Create2Response = r.decode().unwrap();
     assert_eq!(created.path, "/box");
     assert_eq!(created.stat.ephemeral_owner, 0, "containers report ephemeralOwner 0");
     // An empty container that never had a child stays.
-    let r = c.request(OpCode::CreateContainer, &create_req("/never", b"", Mode::Container)).unwrap();
+    let r = c
+        .request(OpCode::CreateContainer, &create_req("/never", b"", Mode::Container))
+        .unwrap();
     assert_eq!(r.header.err, 0);
-    let r = c.request(OpCode::Create, &create_req("/box/child", b"", Mode::Ephemeral)).unwrap();
+    let r = c
+        .request(OpCode::Create, &create_req("/box/child", b"", Mode::Ephemeral))
+        .unwrap();
     assert_eq!(r.header.err, 0);
-    c.request(OpCode::Delete, &DeleteRequest { path: "/box/child".into(), version: -1 }).unwrap();
+    c.request(
+        OpCode::Delete,
+        &DeleteRequest {
+            path: "/box/child".into(),
+            version: -1,
+        },
+    )
+    .unwrap();
     let zk = zk(&s);
-    assert!(wait_until(Timing::from_env().wait(), || zk.exists("/box", false).unwrap().is_none()));
+    assert!(wait_until(Timing::from_env().wait(), || zk
+        .exists("/box", false)
+        .unwrap()
+        .is_none()));
     assert!(zk.exists("/never", false).unwrap().is_some());
 }
 
@@ -313,7 +442,9 @@ fn containers_are_reaped_after_their_last_child_goes() {
 fn create2_returns_the_stat_and_only_the_container_opcode_makes_containers() {
     let s = server();
     let mut c = raw(&s);
-    let r = c.request(OpCode::Create2, &create_req("/c2", b"abc", Mode::Persistent)).unwrap();
+    let r = c
+        .request(OpCode::Create2, &create_req("/c2", b"abc", Mode::Persistent))
+        .unwrap();
     let resp: Create2Response = r.decode().unwrap();
     assert_eq!(resp.path, "/c2");
     assert_eq!(resp.stat.czxid, r.header.zxid);
@@ -321,39 +452,74 @@ fn create2_returns_the_stat_and_only_the_container_opcode_makes_containers() {
     // Opcode 1 with the container flag (what the `zookeeper` crate sends) is
     // answered like a create, but the node is a plain persistent node: ZooKeeper
     // never reaps it. Only opcode 19 makes a real container.
-    let r = c.request(OpCode::Create, &create_req("/viaflags", b"", Mode::Container)).unwrap();
+    let r = c
+        .request(OpCode::Create, &create_req("/viaflags", b"", Mode::Container))
+        .unwrap();
     assert_eq!(r.header.err, 0);
     assert_eq!(r.decode::<PathRecord>().unwrap().path, "/viaflags");
-    let r = c.request(OpCode::CreateContainer, &create_req("/real", b"", Mode::Container)).unwrap();
+    let r = c
+        .request(OpCode::CreateContainer, &create_req("/real", b"", Mode::Container))
+        .unwrap();
     assert_eq!(r.header.err, 0);
     for p in ["/viaflags/k", "/real/k"] {
-        assert_eq!(c.request(OpCode::Create, &create_req(p, b"", Mode::Persistent)).unwrap().header.err, 0);
-        c.request(OpCode::Delete, &DeleteRequest { path: p.into(), version: -1 }).unwrap();
+        assert_eq!(
+            c.request(OpCode::Create, &create_req(p, b"", Mode::Persistent))
+                .unwrap()
+                .header
+                .err,
+            0
+        );
+        c.request(
+            OpCode::Delete,
+            &DeleteRequest {
+                path: p.into(),
+                version: -1,
+            },
+        )
+        .unwrap();
     }
     let zk = zk(&s);
-    assert!(wait_until(Timing::from_env().wait(), || zk.exists("/real", false).unwrap().is_none()));
-    assert!(zk.exists("/viaflags", false).unwrap().is_some(), "opcode 1 + flags 4 is not a container");
+    assert!(wait_until(Timing::from_env().wait(), || zk
+        .exists("/real", false)
+        .unwrap()
+        .is_none()));
+    assert!(
+        zk.exists("/viaflags", false).unwrap().is_some(),
+        "opcode 1 + flags 4 is not a container"
+    );
 }
 
 #[test]
 fn reattach_keeps_the_session_and_closes_the_old_connection() {
     let s = server();
     let (mut a, resp) = RawConnection::connect(&s.connect_string(), 10_000, None).unwrap();
-    a.request(OpCode::Create, &create_req("/re", b"", Mode::Ephemeral)).unwrap();
+    a.request(OpCode::Create, &create_req("/re", b"", Mode::Ephemeral))
+        .unwrap();
     let (mut b, resp2) =
         RawConnection::connect(&s.connect_string(), 12_000, Some((resp.session_id, &resp.passwd))).unwrap();
     assert_eq!(resp2.session_id, resp.session_id);
     assert_eq!(resp2.passwd, resp.passwd);
     assert_eq!(resp2.timeout, 12_000, "a reattach renegotiates the timeout");
     assert!(a.is_closed_by_peer(Timing::from_env().wait()));
-    let r = b.request(OpCode::Exists, &PathWatchRequest { path: "/re".into(), watch: false }).unwrap();
+    let r = b
+        .request(
+            OpCode::Exists,
+            &PathWatchRequest {
+                path: "/re".into(),
+                watch: false,
+            },
+        )
+        .unwrap();
     let st: StatResponse = r.decode().unwrap();
     assert_eq!(st.stat.ephemeral_owner, resp.session_id);
     // A wrong password is answered like an expired session.
     let mut bad = resp.passwd.clone();
     bad[0] ^= 0xff;
     let (_c, r) = RawConnection::connect(&s.connect_string(), 10_000, Some((resp.session_id, &bad))).unwrap();
-    assert_eq!((r.timeout, r.session_id, r.passwd.clone(), r.read_only), (0, 0, vec![0; 16], Some(false)));
+    assert_eq!(
+        (r.timeout, r.session_id, r.passwd.clone(), r.read_only),
+        (0, 0, vec![0; 16], Some(false))
+    );
     // The session itself survived the wrong password.
     let zk = zk(&s);
     assert!(zk.exists("/re", false).unwrap().is_some());
@@ -375,11 +541,27 @@ fn multi_is_all_or_nothing_with_per_op_results() {
     let z0 = current_zxid(&mut c);
     let ok = MultiRequest {
         ops: vec![
-            MultiOp::Create { op: OpCode::Create, request: create_req("/m", b"", Mode::Persistent) },
-            MultiOp::Create { op: OpCode::Create, request: create_req("/m/s-", b"", Mode::PersistentSequential) },
-            MultiOp::Create { op: OpCode::Create, request: create_req("/m/s-", b"", Mode::PersistentSequential) },
-            MultiOp::SetData(SetDataRequest { path: "/m".into(), data: b"v".to_vec(), version: 0 }),
-            MultiOp::Check(DeleteRequest { path: "/m".into(), version: 1 }),
+            MultiOp::Create {
+                op: OpCode::Create,
+                request: create_req("/m", b"", Mode::Persistent),
+            },
+            MultiOp::Create {
+                op: OpCode::Create,
+                request: create_req("/m/s-", b"", Mode::PersistentSequential),
+            },
+            MultiOp::Create {
+                op: OpCode::Create,
+                request: create_req("/m/s-", b"", Mode::PersistentSequential),
+            },
+            MultiOp::SetData(SetDataRequest {
+                path: "/m".into(),
+                data: b"v".to_vec(),
+                version: 0,
+            }),
+            MultiOp::Check(DeleteRequest {
+                path: "/m".into(),
+                version: 1,
+            }),
         ],
     };
     let r = c.request(OpCode::Multi, &ok).unwrap();
@@ -387,8 +569,18 @@ fn multi_is_all_or_nothing_with_per_op_results() {
     let res: MultiResponse = r.decode().unwrap();
     assert_eq!(res.results.len(), 5);
     assert_eq!(res.results[0], MultiResult::Create { path: "/m".into() });
-    assert_eq!(res.results[1], MultiResult::Create { path: "/m/s-0000000000".into() });
-    assert_eq!(res.results[2], MultiResult::Create { path: "/m/s-0000000001".into() });
+    assert_eq!(
+        res.results[1],
+        MultiResult::Create {
+            path: "/m/s-0000000000".into()
+        }
+    );
+    assert_eq!(
+        res.results[2],
+        MultiResult::Create {
+            path: "/m/s-0000000001".into()
+        }
+    );
     match &res.results[3] {
         MultiResult::SetData { stat } => assert_eq!((stat.version, stat.mzxid), (1, z0 + 1)),
         other => panic!("unexpected {other:?}"),
@@ -397,9 +589,19 @@ fn multi_is_all_or_nothing_with_per_op_results() {
 
     let bad = MultiRequest {
         ops: vec![
-            MultiOp::Create { op: OpCode::Create, request: create_req("/m2", b"", Mode::Persistent) },
-            MultiOp::Delete(DeleteRequest { path: "/nothing".into(), version: -1 }),
-            MultiOp::SetData(SetDataRequest { path: "/m".into(), data: vec![], version: -1 }),
+            MultiOp::Create {
+                op: OpCode::Create,
+                request: create_req("/m2", b"", Mode::Persistent),
+            },
+            MultiOp::Delete(DeleteRequest {
+                path: "/nothing".into(),
+                version: -1,
+            }),
+            MultiOp::SetData(SetDataRequest {
+                path: "/m".into(),
+                data: vec![],
+                version: -1,
+            }),
         ],
     };
     let r = c.request(OpCode::Multi, &bad).unwrap();
@@ -407,11 +609,31 @@ fn multi_is_all_or_nothing_with_per_op_results() {
     let res: MultiResponse = r.decode().unwrap();
     assert_eq!(
         res.results,
-        vec![MultiResult::Error { err: 0 }, MultiResult::Error { err: -101 }, MultiResult::Error { err: -2 }]
+        vec![
+            MultiResult::Error { err: 0 },
+            MultiResult::Error { err: -101 },
+            MultiResult::Error { err: -2 }
+        ]
     );
-    let r = c.request(OpCode::Exists, &PathWatchRequest { path: "/m2".into(), watch: false }).unwrap();
+    let r = c
+        .request(
+            OpCode::Exists,
+            &PathWatchRequest {
+                path: "/m2".into(),
+                watch: false,
+            },
+        )
+        .unwrap();
     assert_eq!(r.header.err, -101, "nothing of a failed multi is applied");
-    let r = c.request(OpCode::GetChildren, &PathWatchRequest { path: "/m".into(), watch: false }).unwrap();
+    let r = c
+        .request(
+            OpCode::GetChildren,
+            &PathWatchRequest {
+                path: "/m".into(),
+                watch: false,
+            },
+        )
+        .unwrap();
     let mut kids = r.decode::<GetChildrenResponse>().unwrap().children;
     kids.sort();
     assert_eq!(kids, ["s-0000000000", "s-0000000001"]);
@@ -453,7 +675,11 @@ fn set_watches_catches_up_on_what_changed_while_away() {
     got.sort();
     assert_eq!(
         got,
-        vec![(1, "/sw/born".to_string()), (2, "/sw/gone".to_string()), (3, "/sw".to_string())],
+        vec![
+            (1, "/sw/born".to_string()),
+            (2, "/sw/gone".to_string()),
+            (3, "/sw".to_string())
+        ],
         "catch-up events arrive before the SetWatches reply"
     );
     // The watches that had nothing to catch up on are now set.
@@ -483,7 +709,8 @@ fn four_letter_words_answer() {
 fn unknown_opcodes_and_garbage_close_only_that_connection() {
     let s = server();
     let zk = zk(&s);
-    zk.create("/g", b"keep".to_vec(), open(), CreateMode::Persistent).unwrap();
+    zk.create("/g", b"keep".to_vec(), open(), CreateMode::Persistent)
+        .unwrap();
 
     let mut c = raw(&s);
     let x = c.send_raw(&proto::frame::frame(|out| {
@@ -497,7 +724,10 @@ fn unknown_opcodes_and_garbage_close_only_that_connection() {
 
     let mut big = raw(&s);
     big.send_raw(&(2_000_000i32).to_be_bytes()).unwrap();
-    assert!(big.is_closed_by_peer(Timing::from_env().wait()), "an oversized frame closes the connection");
+    assert!(
+        big.is_closed_by_peer(Timing::from_env().wait()),
+        "an oversized frame closes the connection"
+    );
 
     let mut neg = raw(&s);
     neg.send_raw(&(-7i32).to_be_bytes()).unwrap();
@@ -512,7 +742,17 @@ fn unknown_opcodes_and_garbage_close_only_that_connection() {
     assert_eq!(zk.get_data("/g", false).unwrap().0, b"keep");
     let mut fresh = raw(&s);
     assert_eq!(
-        fresh.request(OpCode::Exists, &PathWatchRequest { path: "/g".into(), watch: false }).unwrap().header.err,
+        fresh
+            .request(
+                OpCode::Exists,
+                &PathWatchRequest {
+                    path: "/g".into(),
+                    watch: false
+                }
+            )
+            .unwrap()
+            .header
+            .err,
         0
     );
 }
@@ -536,7 +776,14 @@ fn zookeeper_crate_clients_take_turns_on_a_lock() {
             std::thread::spawn(move || {
                 let zk = ZooKeeper::connect(&cs, Duration::from_secs(10), |_ev: WatchedEvent| {}).unwrap();
                 for _ in 0..rounds {
-                    let me = zk.create("/lock/n-", vec![], Acl::open_unsafe().clone(), CreateMode::EphemeralSequential).unwrap();
+                    let me = zk
+                        .create(
+                            "/lock/n-",
+                            vec![],
+                            Acl::open_unsafe().clone(),
+                            CreateMode::EphemeralSequential,
+                        )
+                        .unwrap();
                     let my_name = me.rsplit('/').next().unwrap().to_string();
                     let deadline = Instant::now() + Duration::from_secs(60);
                     loop {
@@ -548,7 +795,8 @@ fn zookeeper_crate_clients_take_turns_on_a_lock() {
                         }
                         let (w, rx) = watcher();
                         if zk.exists_w(&format!("/lock/{}", kids[i - 1]), w).unwrap().is_some() {
-                            rx.recv_timeout(deadline.saturating_duration_since(Instant::now())).unwrap();
+                            rx.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                                .unwrap();
                         }
                     }
                     let now = holders.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;

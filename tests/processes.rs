@@ -102,7 +102,11 @@ fn run_processes(kind: &str, processes: usize, iterations: usize) {
     let log = std::env::temp_dir().join(format!("zk-processes-{kind}-{}.log", std::process::id()));
     let _ = std::fs::remove_file(&log);
     let exe = std::env::current_exe().unwrap();
-    let spec = format!("{kind}|{}|/proc-locks/{kind}|{iterations}|10|{}", s.connect_string(), log.display());
+    let spec = format!(
+        "{kind}|{}|/proc-locks/{kind}|{iterations}|10|{}",
+        s.connect_string(),
+        log.display()
+    );
     let mut children: Vec<_> = (0..processes)
         .map(|_| {
             Command::new(&exe)
@@ -144,7 +148,11 @@ fn run_processes(kind: &str, processes: usize, iterations: usize) {
             }
         })
         .collect();
-    assert_eq!(sections.len(), processes * iterations, "every critical section was logged");
+    assert_eq!(
+        sections.len(),
+        processes * iterations,
+        "every critical section was logged"
+    );
     let pids: std::collections::HashSet<u32> = sections.iter().map(|s| s.pid).collect();
     assert_eq!(pids.len(), processes, "every process took part");
     sections.sort_by_key(|s| s.start);

@@ -139,7 +139,10 @@ fn test_container_cleanup() {
             });
         }
     });
-    assert!(wait_until(timing().wait(), || c.check_exists("/locks").unwrap().is_none()));
+    assert!(wait_until(timing().wait(), || c
+        .check_exists("/locks")
+        .unwrap()
+        .is_none()));
 }
 
 #[test]
@@ -151,7 +154,9 @@ fn test_no_orphaned_nodes() {
     let lease = sem1.acquire().unwrap();
     std::thread::scope(|sc| {
         let waiter = sc.spawn(|| sem2.try_acquire_for(timing().wait()).unwrap());
-        assert!(wait_until(timing().wait(), || sem1.participant_nodes().map_or(false, |p| p.len() == 2)));
+        assert!(wait_until(timing().wait(), || sem1
+            .participant_nodes()
+            .is_ok_and(|p| p.len() == 2)));
         // Someone deletes the waiter's lease node: it takes the missing-node path and
         // queues again.
         let theirs = sem1
@@ -183,7 +188,10 @@ fn timed_out_acquire_leaves_no_lease() {
     assert!(m2.try_acquire_for(Duration::from_millis(100)).unwrap().is_none());
     assert!(m2.try_acquire_for(Duration::ZERO).unwrap().is_none());
     assert_eq!(m1.participant_nodes().unwrap().len(), 1);
-    assert!(c1.get_children(&format!("{LOCK}/locks")).unwrap().is_empty(), "the internal mutex is free");
+    assert!(
+        c1.get_children(&format!("{LOCK}/locks")).unwrap().is_empty(),
+        "the internal mutex is free"
+    );
     drop(g);
 }
 
@@ -255,7 +263,10 @@ fn test_acquire_after_lost_server() {
     drop(lease);
     // Ten further acquisitions work on the new session.
     for _ in 0..10 {
-        let l = sem.try_acquire_for(timing().wait()).unwrap().expect("acquire after the outage");
+        let l = sem
+            .try_acquire_for(timing().wait())
+            .unwrap()
+            .expect("acquire after the outage");
         drop(l);
     }
 }

@@ -47,7 +47,15 @@ fn parse() -> Opts {
             "--apache" => o.apache = true,
             "--curator" => o.curator = true,
             "--seconds" => o.seconds = args.next().and_then(|v| v.parse().ok()).unwrap_or_else(|| usage()),
-            "--only" => o.only = Some(args.next().unwrap_or_else(|| usage()).split(',').map(String::from).collect()),
+            "--only" => {
+                o.only = Some(
+                    args.next()
+                        .unwrap_or_else(|| usage())
+                        .split(',')
+                        .map(String::from)
+                        .collect(),
+                )
+            }
             "-h" | "--help" => {
                 println!("usage: zk-bench [--connect HOST:PORT | --apache] [--curator] [--seconds N] [--only NAMES]\n  --curator also runs Curator 5.4 (Debian jars) on the same server");
                 std::process::exit(0)
@@ -114,7 +122,10 @@ fn main() {
     } else {
         Some(TestingServer::start_backend(Backend::Embedded).expect("start the embedded server"))
     };
-    let cs = o.connect.clone().unwrap_or_else(|| server.as_ref().unwrap().connect_string());
+    let cs = o
+        .connect
+        .clone()
+        .unwrap_or_else(|| server.as_ref().unwrap().connect_string());
     let backend = match (&o.connect, o.apache) {
         (Some(_), _) => "external",
         (None, true) => "apache",
@@ -125,7 +136,10 @@ fn main() {
     let c = client(&cs);
     let zk = c.zookeeper_client();
     let acl = Acl::open_unsafe();
-    c.create().creating_parent_containers_if_needed().for_path("/bench/floor/keep").ok();
+    c.create()
+        .creating_parent_containers_if_needed()
+        .for_path("/bench/floor/keep")
+        .ok();
 
     if want("floor") {
         let v = latencies(run, || {
@@ -258,7 +272,16 @@ fn curator(cs: &str, server: &Option<TestingServer>, o: &Opts, run: Duration) {
     use std::process::{Command, Stdio};
     let want = |name: &str| o.only.as_ref().map_or(true, |v| v.iter().any(|x| x == name));
     let j = "/usr/share/java";
-    let jars = ["curator-recipes", "curator-framework", "curator-client", "zookeeper", "zookeeper-jute", "guava", "slf4j-api", "slf4j-nop"];
+    let jars = [
+        "curator-recipes",
+        "curator-framework",
+        "curator-client",
+        "zookeeper",
+        "zookeeper-jute",
+        "guava",
+        "slf4j-api",
+        "slf4j-nop",
+    ];
     let cp_jars: Vec<String> = jars.iter().map(|n| format!("{j}/{n}.jar")).collect();
     if !std::path::Path::new(&cp_jars[0]).exists() {
         println!("curator.error=Curator jars missing (apt-get install libcurator-recipes-java)");
@@ -298,14 +321,25 @@ fn curator(cs: &str, server: &Option<TestingServer>, o: &Opts, run: Duration) {
     }
     if want("handoff") {
         for sessions in [8, 32, 128] {
-            print_all(java(&["handoff".into(), "mutex".into(), sessions.to_string(), secs.clone()]));
+            print_all(java(&[
+                "handoff".into(),
+                "mutex".into(),
+                sessions.to_string(),
+                secs.clone(),
+            ]));
         }
         print_all(java(&["handoff".into(), "semaphore".into(), "8".into(), secs.clone()]));
     }
-    let Some(e) = server.as_ref().and_then(|s| s.embedded()) else { return };
+    let Some(e) = server.as_ref().and_then(|s| s.embedded()) else {
+        return;
+    };
     let total = || -> u64 {
         let st = e.stats();
-        OpCode::ALL.iter().filter(|&&op| op != OpCode::Ping).map(|&op| st.requests(op)).sum()
+        OpCode::ALL
+            .iter()
+            .filter(|&&op| op != OpCode::Ping)
+            .map(|&op| st.requests(op))
+            .sum()
     };
     // Requests and notifications per uncontended cycle, counted by our server.
     for kind in ["mutex", "semaphore"] {
@@ -325,7 +359,10 @@ fn curator(cs: &str, server: &Option<TestingServer>, o: &Opts, run: Duration) {
         let _ = child.wait();
         let key = if kind == "mutex" { "mutex" } else { "semaphore_mutex" };
         println!("curator.{key}.requests_per_cycle={:.1}", (r1 - r0) as f64 / n as f64);
-        println!("curator.{key}.notifications_per_cycle={:.1}", (n1 - n0) as f64 / n as f64);
+        println!(
+            "curator.{key}.notifications_per_cycle={:.1}",
+            (n1 - n0) as f64 / n as f64
+        );
     }
     if want("rwlock") {
         let mut child = java(&["rwherd".into(), "100".into()]);
@@ -338,7 +375,10 @@ fn curator(cs: &str, server: &Option<TestingServer>, o: &Opts, run: Duration) {
         let n1 = e.stats().watch_notifications;
         writeln!(stdin).unwrap();
         let _ = child.wait();
-        println!("curator.rwlock.notifications_per_writer_release.queued_readers_100={}", n1 - n0);
+        println!(
+            "curator.rwlock.notifications_per_writer_release.queued_readers_100={}",
+            n1 - n0
+        );
     }
     let _ = std::fs::remove_dir_all(&out_dir);
 }
@@ -501,7 +541,11 @@ fn rw_release_notifications(cs: &str, e: &zk_testing::embedded::EmbeddedServer, 
             let (finish, first_half) = (finish.clone(), first_half.clone());
             threads.push(std::thread::spawn(move || {
                 let rw = InterProcessReadWriteLock::new(&c, "/bench/rw-herd").unwrap();
-                let g = if stage == 1 { rw.write_lock().acquire() } else { rw.read_lock().acquire() };
+                let g = if stage == 1 {
+                    rw.write_lock().acquire()
+                } else {
+                    rw.read_lock().acquire()
+                };
                 let g = g.unwrap();
                 if stage == 0 {
                     first_half.fetch_add(1, Ordering::SeqCst);
@@ -545,4 +589,3 @@ fn rw_release_notifications(cs: &str, e: &zk_testing::embedded::EmbeddedServer, 
     writer.close();
     after - before
 }
-

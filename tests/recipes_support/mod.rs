@@ -52,9 +52,15 @@ pub fn nodes_under(server: &TestingServer, prefix: &str) -> Vec<String> {
 /// Recursively lists `path` through a client (works on both backends).
 pub fn tree(client: &CuratorFramework, path: &str) -> Vec<String> {
     let mut out = Vec::new();
-    let Ok(kids) = client.get_children(path) else { return out };
+    let Ok(kids) = client.get_children(path) else {
+        return out;
+    };
     for k in kids {
-        let p = if path == "/" { format!("/{k}") } else { format!("{path}/{k}") };
+        let p = if path == "/" {
+            format!("/{k}")
+        } else {
+            format!("{path}/{k}")
+        };
         out.push(p.clone());
         out.extend(tree(client, &p));
     }

@@ -76,7 +76,10 @@ impl fmt::Display for Error {
             ),
             Error::LockLost { path } => write!(f, "the lock at {path} was lost"),
             Error::NodeVanished { path } => {
-                write!(f, "our lock node under {path} vanished (session lost?) and retries ran out")
+                write!(
+                    f,
+                    "our lock node under {path} vanished (session lost?) and retries ran out"
+                )
             }
             Error::InvalidArgument(what) => write!(f, "invalid argument: {what}"),
             Error::Multiple(errors) => {

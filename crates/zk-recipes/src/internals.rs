@@ -70,7 +70,10 @@ impl LossState {
             if cur == LOST {
                 return;
             }
-            match self.status.compare_exchange(cur, new, Ordering::SeqCst, Ordering::SeqCst) {
+            match self
+                .status
+                .compare_exchange(cur, new, Ordering::SeqCst, Ordering::SeqCst)
+            {
                 Ok(_) => break,
                 Err(c) => cur = c,
             }

@@ -9,16 +9,16 @@
 pub mod driver;
 mod error;
 mod internals;
-mod mutex;
 mod multi;
+mod mutex;
 mod revoke;
 mod rwlock;
 mod semaphore;
 
 pub use error::{Error, Result};
 pub use internals::{LockEvent, LockStatus};
-pub use mutex::{InterProcessMutex, InterProcessMutexGuard};
 pub use multi::{InterProcessLock, MultiLock, MultiLockGuard};
+pub use mutex::{InterProcessMutex, InterProcessMutexGuard};
 pub use revoke::{Revoker, REVOKE_MESSAGE};
 pub use rwlock::{InterProcessReadWriteLock, ReadLock, ReadLockGuard, WriteLock, WriteLockGuard};
 pub use semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreMutexGuard, InterProcessSemaphoreV2, Lease};

@@ -534,7 +534,6 @@ impl InterProcessMutex {
             .get(&std::thread::current().id())
             .map(|h| f(&h.acquired))
     }
-
 }
 
 impl InterProcessMutexGuard<'_> {

@@ -34,9 +34,17 @@ impl Revocations {
     }
 
     pub(crate) fn on_acquired(&self, internals: &LockInternals, node: &str) {
-        let Some(listener) = self.armed.lock().clone() else { return };
+        let Some(listener) = self.armed.lock().clone() else {
+            return;
+        };
         let epoch = self.epoch.load(Ordering::SeqCst);
-        watch(internals.client().clone(), node.to_string(), listener, self.epoch.clone(), epoch);
+        watch(
+            internals.client().clone(),
+            node.to_string(),
+            listener,
+            self.epoch.clone(),
+            epoch,
+        );
     }
 
     pub(crate) fn on_released(&self) {
@@ -54,11 +62,13 @@ fn watch(client: CuratorFramework, node: String, listener: RevocationListener, e
             return;
         }
         // Watchers only signal: the read happens on a helper thread.
-        let _ = std::thread::Builder::new().name("zk-lock-revoke".into()).spawn(move || {
-            if e.load(Ordering::SeqCst) == mine {
-                watch(c, n, l, e, mine);
-            }
-        });
+        let _ = std::thread::Builder::new()
+            .name("zk-lock-revoke".into())
+            .spawn(move || {
+                if e.load(Ordering::SeqCst) == mine {
+                    watch(c, n, l, e, mine);
+                }
+            });
     };
     match client.get_data_w(&node, watcher) {
         Ok((data, _)) if data == REVOKE_MESSAGE && epoch.load(Ordering::SeqCst) == mine => {

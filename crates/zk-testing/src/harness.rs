@@ -111,7 +111,11 @@ impl Timing {
     /// ```
     pub fn with_multiple(multiple: f64) -> Timing {
         Timing {
-            multiple: if multiple.is_finite() && multiple > 0.0 { multiple } else { 1.0 },
+            multiple: if multiple.is_finite() && multiple > 0.0 {
+                multiple
+            } else {
+                1.0
+            },
         }
     }
 
@@ -476,7 +480,8 @@ impl TestingServer {
                 }
             }
             Inner::Apache(_) => {
-                let (mut c, resp) = RawConnection::connect(&self.connect_string(), 30_000, Some((session_id, password)))?;
+                let (mut c, resp) =
+                    RawConnection::connect(&self.connect_string(), 30_000, Some((session_id, password)))?;
                 if resp.timeout <= 0 {
                     return Ok(()); // already expired
                 }

@@ -94,7 +94,10 @@ impl RawConnection {
         c.send_raw(&frame(|out| req.encode(out)))?;
         let bytes = read_frame(&mut c.stream, DEFAULT_MAX_FRAME).map_err(|e| {
             if e.kind() == io::ErrorKind::UnexpectedEof {
-                io::Error::new(io::ErrorKind::ConnectionAborted, "server closed without a ConnectResponse")
+                io::Error::new(
+                    io::ErrorKind::ConnectionAborted,
+                    "server closed without a ConnectResponse",
+                )
             } else {
                 e
             }
@@ -220,7 +223,8 @@ impl RawConnection {
         if let Some(e) = self.events.pop_front() {
             return Ok(Some(e));
         }
-        self.stream.set_read_timeout(Some(timeout.max(Duration::from_millis(1))))?;
+        self.stream
+            .set_read_timeout(Some(timeout.max(Duration::from_millis(1))))?;
         let mut len = [0u8; 4];
         let res = match self.stream.read_exact(&mut len) {
             Ok(()) => {
@@ -234,7 +238,10 @@ impl RawConnection {
                 let mut r = Reader::new(&buf);
                 let header = ReplyHeader::decode(&mut r).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
                 if header.xid != xid::NOTIFICATION {
-                    return Err(io::Error::new(io::ErrorKind::InvalidData, "reply while waiting for an event"));
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        "reply while waiting for an event",
+                    ));
                 }
                 let ev = WatcherEvent::decode(&mut r).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
                 Ok(Some(ev))

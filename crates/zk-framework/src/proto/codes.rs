@@ -363,7 +363,9 @@ impl CreateMode {
     pub fn is_sequential(self) -> bool {
         matches!(
             self,
-            CreateMode::PersistentSequential | CreateMode::EphemeralSequential | CreateMode::PersistentSequentialWithTtl
+            CreateMode::PersistentSequential
+                | CreateMode::EphemeralSequential
+                | CreateMode::PersistentSequentialWithTtl
         )
     }
 
@@ -386,7 +388,10 @@ impl CreateMode {
     /// assert!(zk_framework::proto::CreateMode::PersistentWithTtl.is_ttl());
     /// ```
     pub fn is_ttl(self) -> bool {
-        matches!(self, CreateMode::PersistentWithTtl | CreateMode::PersistentSequentialWithTtl)
+        matches!(
+            self,
+            CreateMode::PersistentWithTtl | CreateMode::PersistentSequentialWithTtl
+        )
     }
 }
 

@@ -453,10 +453,16 @@ mod tests {
     fn null_and_bad_lengths() {
         assert_eq!(Vec::<u8>::from_bytes(&[0xff; 4]).unwrap(), Vec::<u8>::new());
         assert_eq!(String::from_bytes(&[0xff; 4]), Err(DecodeError::NullString));
-        assert_eq!(Vec::<u8>::from_bytes(&[0xff, 0xff, 0xff, 0xfe]), Err(DecodeError::BadLength(-2)));
+        assert_eq!(
+            Vec::<u8>::from_bytes(&[0xff, 0xff, 0xff, 0xfe]),
+            Err(DecodeError::BadLength(-2))
+        );
         assert_eq!(Vec::<u8>::from_bytes(&[0, 0, 0, 9, 1]), Err(DecodeError::BadLength(9)));
         assert!(Vec::<String>::from_bytes(&[0x7f, 0xff, 0xff, 0xff]).is_err());
-        assert!(matches!(i64::from_bytes(&[1, 2]), Err(DecodeError::UnexpectedEof { .. })));
+        assert!(matches!(
+            i64::from_bytes(&[1, 2]),
+            Err(DecodeError::UnexpectedEof { .. })
+        ));
         // Java reads any non-zero byte as true.
         assert!(bool::from_bytes(&[7]).unwrap());
         // Invalid UTF-8 is replaced, never an error.

@@ -61,10 +61,16 @@ fn main() {
         let (mut c, _) = RawConnection::connect(&server.connect_string(), 30_000, None).expect("connect");
         let startup = t0.elapsed();
         println!("{name}.startup_ms={:.1}", startup.as_secs_f64() * 1e3);
-        let r = c.request(OpCode::Create, &req("/bench", CreateMode::Persistent)).expect("create /bench");
+        let r = c
+            .request(OpCode::Create, &req("/bench", CreateMode::Persistent))
+            .expect("create /bench");
         assert_eq!(r.header.err, 0);
         for i in 0..10 {
-            c.request(OpCode::Create, &req(&format!("/bench/child-{i}"), CreateMode::Persistent)).unwrap();
+            c.request(
+                OpCode::Create,
+                &req(&format!("/bench/child-{i}"), CreateMode::Persistent),
+            )
+            .unwrap();
         }
         for sessions in [1usize, 4, 16] {
             let rate = measure(&server, sessions, run, Workload::CreateDelete);
@@ -111,12 +117,20 @@ fn measure(server: &TestingServer, sessions: usize, run: Duration, w: Workload) 
                             i += 1;
                             let r = c.request(OpCode::Create, &req(&p, CreateMode::Ephemeral)).unwrap();
                             assert_eq!(r.header.err, 0);
-                            let r = c.request(OpCode::Delete, &DeleteRequest { path: p, version: -1 }).unwrap();
+                            let r = c
+                                .request(OpCode::Delete, &DeleteRequest { path: p, version: -1 })
+                                .unwrap();
                             assert_eq!(r.header.err, 0);
                         }
                         Workload::GetChildren => {
                             let r = c
-                                .request(OpCode::GetChildren, &PathWatchRequest { path: "/bench".into(), watch: false })
+                                .request(
+                                    OpCode::GetChildren,
+                                    &PathWatchRequest {
+                                        path: "/bench".into(),
+                                        watch: false,
+                                    },
+                                )
                                 .unwrap();
                             assert_eq!(r.header.err, 0);
                         }

@@ -1,0 +1,475 @@
+//! Connect, take the lock, run COMMAND under it, watch the lock and the
+//! signals, release, close.
+
+use std::io;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, Command, ExitStatus};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::{getpgid, getpgrp, Pid};
+use zk_framework::framework::CuratorFramework;
+use zk_framework::retry::ExponentialBackoffRetry;
+use zk_recipes::{
+    InterProcessMutex, InterProcessMutexGuard, InterProcessReadWriteLock, InterProcessSemaphoreV2, Lease, LockEvent,
+};
+
+use crate::args::{Kind, Options};
+use crate::exit;
+use crate::signals::{self, Received};
+
+/// Where the run is, as the signal thread needs to know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Connecting or waiting for the lock: a signal aborts the run.
+    Preparing,
+    /// COMMAND runs: signals go to it.
+    Running,
+    /// COMMAND has exited; the lock is being released.
+    Finishing,
+}
+
+struct Shared {
+    phase: Phase,
+    client: Option<CuratorFramework>,
+}
+
+/// The lock, of the kind asked for.
+enum Lock {
+    Mutex(InterProcessMutex),
+    ReadWrite { rw: InterProcessReadWriteLock, write: bool },
+    Semaphore(InterProcessSemaphoreV2),
+}
+
+/// A held lock.
+enum Held<'a> {
+    Guard(InterProcessMutexGuard<'a>),
+    Lease(Lease),
+}
+
+impl Lock {
+    fn new(client: &CuratorFramework, path: &str, kind: Kind) -> zk_recipes::Result<Lock> {
+        Ok(match kind {
+            Kind::Mutex => Lock::Mutex(InterProcessMutex::new(client, path)?),
+            Kind::Read | Kind::Write => Lock::ReadWrite {
+                rw: InterProcessReadWriteLock::new(client, path)?,
+                write: kind == Kind::Write,
+            },
+            Kind::Semaphore(n) => Lock::Semaphore(InterProcessSemaphoreV2::new(client, path, n)?),
+        })
+    }
+
+    /// `timeout`: `None` waits forever; `Ok(None)` means not acquired in time.
+    fn acquire(&self, timeout: Option<Duration>) -> zk_recipes::Result<Option<Held<'_>>> {
+        match (self, timeout) {
+            (Lock::Mutex(m), None) => guard(m.acquire()),
+            (Lock::Mutex(m), Some(t)) => timed(m.try_acquire_for(t)),
+            (Lock::ReadWrite { rw, write: false }, None) => guard(rw.read_lock().acquire()),
+            (Lock::ReadWrite { rw, write: false }, Some(t)) => timed(rw.read_lock().try_acquire_for(t)),
+            (Lock::ReadWrite { rw, write: true }, None) => guard(rw.write_lock().acquire()),
+            (Lock::ReadWrite { rw, write: true }, Some(t)) => timed(rw.write_lock().try_acquire_for(t)),
+            (Lock::Semaphore(s), None) => s.acquire().map(|l| Some(Held::Lease(l))),
+            (Lock::Semaphore(s), Some(t)) => s.try_acquire_for(t).map(|l| l.map(Held::Lease)),
+        }
+    }
+}
+
+fn guard(r: zk_recipes::Result<InterProcessMutexGuard<'_>>) -> zk_recipes::Result<Option<Held<'_>>> {
+    r.map(|g| Some(Held::Guard(g)))
+}
+
+fn timed(r: zk_recipes::Result<Option<InterProcessMutexGuard<'_>>>) -> zk_recipes::Result<Option<Held<'_>>> {
+    r.map(|g| g.map(Held::Guard))
+}
+
+impl Held<'_> {
+    fn node(&self) -> String {
+        match self {
+            Held::Guard(g) => g.lock_path(),
+            Held::Lease(l) => l.path().to_string(),
+        }
+    }
+
+    fn fencing_token(&self) -> i64 {
+        match self {
+            Held::Guard(g) => g.fencing_token(),
+            Held::Lease(l) => l.fencing_token(),
+        }
+    }
+
+    fn loss_receiver(&self) -> Receiver<LockEvent> {
+        match self {
+            Held::Guard(g) => g.loss_receiver(),
+            Held::Lease(l) => l.loss_receiver(),
+        }
+    }
+
+    fn release(self) -> zk_recipes::Result<()> {
+        match self {
+            Held::Guard(g) => g.release(),
+            Held::Lease(l) => l.release(),
+        }
+    }
+}
+
+/// Runs the whole thing and returns zk-lock's exit status.
+pub fn run(opts: &Options) -> i32 {
+    let (events_tx, events_rx) = crossbeam_channel::unbounded::<Received>();
+    let shared = Arc::new(Mutex::new(Shared {
+        phase: Phase::Preparing,
+        client: None,
+    }));
+    if let Err(e) = signals::spawn(signal_handler(shared.clone(), events_tx)) {
+        eprintln!("zk-lock: cannot install signal handlers: {e}");
+        return exit::UNAVAILABLE;
+    }
+
+    // With --embedded the server lives as long as this function.
+    let (_server, connect) = if opts.embedded {
+        match zk_testing::embedded::EmbeddedServer::start(Default::default()) {
+            Ok(s) => {
+                let cs = s.connect_string();
+                log::info!("started an embedded ZooKeeper at {cs} (private to this process)");
+                (Some(s), cs)
+            }
+            Err(e) => {
+                eprintln!("zk-lock: cannot start the embedded ZooKeeper: {e}");
+                return exit::UNAVAILABLE;
+            }
+        }
+    } else {
+        (None, opts.connect.clone())
+    };
+
+    let mut builder = CuratorFramework::builder()
+        .connect_string(connect.clone())
+        .session_timeout(opts.session_timeout)
+        .connection_timeout(opts.connect_timeout)
+        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(500), 3));
+    if let Some(ns) = &opts.namespace {
+        builder = builder.namespace(ns.clone());
+    }
+    let built = builder.build();
+    if built.is_err() {
+        set_phase(&shared, Phase::Finishing);
+    }
+    let client = match built {
+        Ok(c) => c,
+        Err(zk_framework::Error::InvalidConnectString { input, reason }) if reason.contains("resolve") => {
+            eprintln!("zk-lock: ZooKeeper unavailable: no host of {input:?} resolves to an address");
+            return exit::UNAVAILABLE;
+        }
+        Err(e @ (zk_framework::Error::InvalidConnectString { .. } | zk_framework::Error::InvalidArgument(_))) => {
+            eprintln!("zk-lock: {e}");
+            eprintln!("Try 'zk-lock --help' for more information.");
+            return exit::USAGE;
+        }
+        Err(e) => {
+            eprintln!("zk-lock: cannot start the ZooKeeper client: {e}");
+            return exit::UNAVAILABLE;
+        }
+    };
+    shared.lock().unwrap_or_else(|p| p.into_inner()).client = Some(client.clone());
+    let code = run_with_client(opts, &connect, &client, &shared, &events_rx);
+    client.close();
+    log::info!("closed the ZooKeeper session");
+    code
+}
+
+/// The signal thread's decisions.
+fn signal_handler(shared: Arc<Mutex<Shared>>, events: Sender<Received>) -> impl FnMut(Received) + Send + 'static {
+    move |r: Received| {
+        if r.signal == signals::CHILD {
+            let _ = events.send(r);
+            return;
+        }
+        let st = shared.lock().unwrap_or_else(|p| p.into_inner());
+        match st.phase {
+            Phase::Preparing => {
+                // Nothing runs yet: give up. Closing the session deletes a queued
+                // or just-granted lock node at once. The phase mutex stays locked
+                // until the process exits, so the main thread can neither start
+                // COMMAND nor report an error of its own meanwhile.
+                eprintln!(
+                    "zk-lock: {} received before COMMAND started; giving up",
+                    signals::name(r.signal)
+                );
+                if let Some(c) = &st.client {
+                    c.close();
+                }
+                std::process::exit(128 + r.signal);
+            }
+            Phase::Running => {
+                let _ = events.send(r);
+            }
+            Phase::Finishing => {
+                log::info!(
+                    "ignoring {}: COMMAND has exited, the lock is being released",
+                    signals::name(r.signal)
+                );
+            }
+        }
+    }
+}
+
+fn set_phase(shared: &Mutex<Shared>, phase: Phase) {
+    shared.lock().unwrap_or_else(|p| p.into_inner()).phase = phase;
+}
+
+fn run_with_client(
+    opts: &Options,
+    connect: &str,
+    client: &CuratorFramework,
+    shared: &Mutex<Shared>,
+    events: &Receiver<Received>,
+) -> i32 {
+    if client.block_until_connected(opts.connect_timeout).is_err() {
+        set_phase(shared, Phase::Finishing);
+        eprintln!(
+            "zk-lock: ZooKeeper unavailable: could not connect to {connect} within {}",
+            human(opts.connect_timeout)
+        );
+        return exit::UNAVAILABLE;
+    }
+    log::info!("connected to {connect} (session 0x{:x})", client.session_id());
+
+    let path = opts.path.as_str();
+    let lock = match Lock::new(client, path, opts.kind) {
+        Ok(l) => l,
+        Err(e) => {
+            set_phase(shared, Phase::Finishing);
+            // The path was checked while parsing; this is a late usage error.
+            eprintln!("zk-lock: {e}");
+            return exit::USAGE;
+        }
+    };
+    log::info!(
+        "waiting for the {} on {path} ({})",
+        opts.kind.describe(),
+        opts.timeout
+            .map_or_else(|| "no timeout".to_string(), |t| format!("timeout {}", human(t)))
+    );
+    let acquired = lock.acquire(opts.timeout);
+    // Leaving the preparing phase: when a signal is aborting the run, the
+    // signal thread holds this mutex until the process exits, so neither an
+    // error message nor COMMAND can follow.
+    let mut st = shared.lock().unwrap_or_else(|p| p.into_inner());
+    let held = match acquired {
+        Ok(Some(h)) => h,
+        other => {
+            st.phase = Phase::Finishing;
+            drop(st);
+            return not_acquired(other.map(|_| ()), path, opts);
+        }
+    };
+    let node = held.node();
+    let token = held.fencing_token();
+    // Subscribe before COMMAND starts so that no loss event is missed.
+    let loss = held.loss_receiver();
+    log::info!(
+        "acquired the {} on {path}: node {node}, fencing token {token}",
+        opts.kind.describe()
+    );
+
+    let mut cmd = Command::new(&opts.command[0]);
+    cmd.args(&opts.command[1..])
+        .env("ZK_LOCK_PATH", path)
+        .env("ZK_LOCK_NODE", &node)
+        .env("ZK_LOCK_FENCING_TOKEN", token.to_string());
+    let spawned = cmd.spawn();
+    st.phase = if spawned.is_ok() {
+        Phase::Running
+    } else {
+        Phase::Finishing
+    };
+    drop(st);
+    let (code, lost) = match spawned {
+        Ok(child) => {
+            let outcome = supervise(child, &loss, events, opts);
+            set_phase(shared, Phase::Finishing);
+            outcome
+        }
+        Err(e) => (spawn_failure(&opts.command[0], &e), false),
+    };
+
+    match held.release() {
+        Ok(()) => log::info!("released the lock on {path} (deleted {node})"),
+        Err(e) if lost => log::info!("releasing the lost lock on {path}: {e}"),
+        Err(e) => eprintln!(
+            "zk-lock: warning: could not delete the lock node {node} now ({e}); \
+             ZooKeeper removes it when the session ends"
+        ),
+    }
+    code
+}
+
+/// Reports a lock that was not acquired (`Ok(())`: timed out) and returns the exit status.
+fn not_acquired(r: zk_recipes::Result<()>, path: &str, opts: &Options) -> i32 {
+    match r {
+        Ok(()) => {
+            match opts.timeout {
+                Some(Duration::ZERO) => eprintln!("zk-lock: {path} is held by someone else (not waiting: --timeout 0)"),
+                Some(t) => eprintln!("zk-lock: could not get the lock on {path} within {}", human(t)),
+                None => eprintln!("zk-lock: could not get the lock on {path}"),
+            }
+            opts.conflict_exit_code
+        }
+        Err(e) => {
+            eprintln!("zk-lock: could not take the lock on {path}: {e}");
+            exit::UNAVAILABLE
+        }
+    }
+}
+
+fn spawn_failure(program: &std::ffi::OsStr, e: &io::Error) -> i32 {
+    let program = program.to_string_lossy();
+    if e.kind() == io::ErrorKind::NotFound {
+        eprintln!("zk-lock: {program}: command not found");
+        exit::NOT_FOUND
+    } else {
+        eprintln!("zk-lock: {program}: cannot execute: {e}");
+        exit::NOT_EXECUTABLE
+    }
+}
+
+/// Waits for COMMAND, forwarding signals and acting on loss events. Returns
+/// zk-lock's exit status and whether the lock was lost.
+fn supervise(mut child: Child, loss: &Receiver<LockEvent>, events: &Receiver<Received>, opts: &Options) -> (i32, bool) {
+    let pid = Pid::from_raw(child.id() as i32);
+    let path = opts.path.as_str();
+    let mut loss = loss.clone();
+    let mut suspended = false;
+    let mut lost = false;
+    let mut kill_at: Option<Instant> = None;
+    loop {
+        // Only this thread reaps COMMAND, so `pid` cannot be reused while we
+        // might still signal it.
+        match child.try_wait() {
+            Ok(Some(status)) => return (finished(status, lost, path), lost),
+            Ok(None) => {}
+            Err(e) => {
+                eprintln!("zk-lock: cannot wait for COMMAND: {e}");
+                return (exit::UNAVAILABLE, lost);
+            }
+        }
+        if let Some(at) = kill_at {
+            if Instant::now() >= at {
+                eprintln!(
+                    "zk-lock: COMMAND (pid {pid}) did not exit within {} of SIGTERM; sending SIGKILL",
+                    human(opts.kill_grace)
+                );
+                let _ = kill(pid, Signal::SIGKILL);
+                kill_at = None;
+            }
+        }
+        let tick = kill_at.map_or(Duration::from_millis(250), |at| {
+            at.saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(250))
+        });
+        crossbeam_channel::select! {
+            recv(events) -> r => {
+                if let Ok(r) = r {
+                    if r.signal != signals::CHILD {
+                        forward(pid, r);
+                    }
+                }
+            }
+            recv(loss) -> ev => match ev {
+                Ok(LockEvent::Suspended) => {
+                    if !suspended && !lost {
+                        suspended = true;
+                        eprintln!(
+                            "zk-lock: warning: lost the connection to ZooKeeper; the lock on {path} may be lost \
+                             (COMMAND keeps running; it is terminated if the session expires)"
+                        );
+                    }
+                }
+                Ok(LockEvent::Reconnected) => {
+                    if suspended && !lost {
+                        suspended = false;
+                        eprintln!("zk-lock: reconnected to ZooKeeper on the same session: the lock on {path} is held again");
+                    }
+                }
+                Ok(LockEvent::Lost) => {
+                    if !lost {
+                        lost = true;
+                        eprintln!(
+                            "zk-lock: the lock on {path} was lost (session expired or lock node deleted); \
+                             sending SIGTERM to COMMAND (pid {pid}), SIGKILL after {}",
+                            human(opts.kill_grace)
+                        );
+                        let _ = kill(pid, Signal::SIGTERM);
+                        kill_at = Some(Instant::now() + opts.kill_grace);
+                    }
+                }
+                Err(_) => loss = crossbeam_channel::never(),
+            },
+            default(tick) => {}
+        }
+    }
+}
+
+/// Forwards a signal to COMMAND, except a keyboard signal (SIGINT, SIGQUIT)
+/// that the terminal already sent to COMMAND's process group (it is ours).
+fn forward(pid: Pid, r: Received) {
+    let name = signals::name(r.signal);
+    let keyboard = r.signal == nix::libc::SIGINT || r.signal == nix::libc::SIGQUIT;
+    if keyboard && r.from_kernel && getpgid(Some(pid)).ok() == Some(getpgrp()) {
+        log::info!("{name} came from the terminal, which sent it to COMMAND too; not forwarding");
+        return;
+    }
+    match Signal::try_from(r.signal) {
+        Ok(sig) => {
+            log::info!("forwarding {name} to COMMAND (pid {pid})");
+            if let Err(e) = kill(pid, sig) {
+                log::info!("forwarding {name} to pid {pid}: {e}");
+            }
+        }
+        Err(e) => log::warn!("cannot forward signal {}: {e}", r.signal),
+    }
+}
+
+fn finished(status: ExitStatus, lost: bool, path: &str) -> i32 {
+    let code = status
+        .code()
+        .unwrap_or_else(|| status.signal().map_or(exit::UNAVAILABLE, |s| 128 + s));
+    if lost {
+        eprintln!(
+            "zk-lock: COMMAND was terminated because the lock on {path} was lost; exiting with {}",
+            exit::LOCK_LOST
+        );
+        return exit::LOCK_LOST;
+    }
+    match status.signal() {
+        Some(s) => log::info!("COMMAND was killed by {}; exiting with {code}", signals::name(s)),
+        None => log::info!("COMMAND exited with status {code}"),
+    }
+    code
+}
+
+/// `1.5s`, `300ms`.
+fn human(d: Duration) -> String {
+    if d.subsec_nanos() == 0 {
+        format!("{}s", d.as_secs())
+    } else if d < Duration::from_secs(1) && d.subsec_nanos() % 1_000_000 == 0 {
+        format!("{}ms", d.as_millis())
+    } else {
+        format!("{:.3}s", d.as_secs_f64())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human;
+    use std::time::Duration;
+
+    #[test]
+    fn human_durations() {
+        assert_eq!(human(Duration::from_secs(5)), "5s");
+        assert_eq!(human(Duration::from_millis(300)), "300ms");
+        assert_eq!(human(Duration::from_millis(1500)), "1.500s");
+        assert_eq!(human(Duration::ZERO), "0s");
+    }
+}

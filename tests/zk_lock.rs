@@ -1,0 +1,983 @@
+//! `zk-lock`, the distributed flock(1), as real processes: exclusion between
+//! runs, timeouts, exit statuses, a lost session killing COMMAND, signal
+//! forwarding, usage errors, an unreachable server, read/write sharing, and
+//! exclusion with a Curator (Java) client when Debian's Curator jars exist.
+//!
+//! The binary belongs to another package (`crates/zk-lock`), so this test
+//! builds it with `cargo build -p zk-lock` into the same target directory and
+//! profile (or uses `ZK_LOCK_BIN` when set). Runs on the embedded server by
+//! default and on Apache ZooKeeper with `ZK_TEST_SERVER=apache`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use zk_framework::framework::CuratorFramework;
+use zk_framework::retry::ExponentialBackoffRetry;
+use zk_recipes::{InterProcessMutex, InterProcessSemaphoreV2};
+use zk_testing::{wait_until, Backend, TestingServer, Timing};
+
+// ---- locating and running the binary ------------------------------------------------------
+
+/// The zk-lock binary: `ZK_LOCK_BIN`, or built next to this test executable
+/// (`<target>/[<triple>/]<profile>/deps/zk_lock-<hash>` → `<...>/<profile>/zk-lock`).
+fn zk_lock_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(bin) = std::env::var_os("ZK_LOCK_BIN") {
+            return PathBuf::from(bin);
+        }
+        let exe = std::env::current_exe().expect("current_exe");
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("test executable lives in <target>/<profile>/deps")
+            .to_path_buf();
+        let profile = profile_dir.file_name().and_then(|n| n.to_str()).unwrap_or("debug");
+        let above = profile_dir.parent().expect("target dir");
+        // With --target <triple> the profile dir sits one level deeper.
+        let (target_dir, triple) = if above.join("CACHEDIR.TAG").exists() || above.join(".rustc_info.json").exists() {
+            (above.to_path_buf(), None)
+        } else {
+            (above.parent().expect("target dir").to_path_buf(), above.file_name())
+        };
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "-q", "-p", "zk-lock", "--bin", "zk-lock"])
+            .arg("--target-dir")
+            .arg(&target_dir)
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        match profile {
+            "debug" => {}
+            "release" => {
+                cmd.arg("--release");
+            }
+            other => {
+                cmd.args(["--profile", other]);
+            }
+        }
+        if let Some(t) = triple {
+            cmd.arg("--target").arg(t);
+        }
+        let status = cmd.status().expect("run cargo build -p zk-lock");
+        assert!(status.success(), "cargo build -p zk-lock failed: {status}");
+        let bin = profile_dir.join("zk-lock");
+        assert!(bin.is_file(), "{} missing after the build", bin.display());
+        bin
+    })
+}
+
+fn timing() -> Timing {
+    Timing::from_env()
+}
+
+/// A scratch directory for one test, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("zk-lock-test-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A running zk-lock whose stderr goes to a file (a pipe could be held open by
+/// an orphaned grandchild and block the reader).
+struct Run {
+    child: Child,
+    stderr: PathBuf,
+    started: Instant,
+}
+
+impl Run {
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits (bounded) for exit; returns the status and the stderr text.
+    fn finish(mut self, timeout: Duration) -> (ExitStatus, String) {
+        let mut status = None;
+        let done = wait_until(timeout, || {
+            status = self.child.try_wait().unwrap();
+            status.is_some()
+        });
+        if !done {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            panic!(
+                "zk-lock did not exit within {timeout:?}; stderr:\n{}",
+                std::fs::read_to_string(&self.stderr).unwrap_or_default()
+            );
+        }
+        (
+            status.unwrap(),
+            std::fs::read_to_string(&self.stderr).unwrap_or_default(),
+        )
+    }
+
+    fn is_running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        let _ = std::fs::remove_file(&self.stderr);
+    }
+}
+
+static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// `zk-lock --connect <server> ARGS...` (no connect when `connect` is None).
+fn spawn(connect: Option<&str>, args: &[&str]) -> Run {
+    let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let stderr = std::env::temp_dir().join(format!("zk-lock-test-{}-stderr-{n}", std::process::id()));
+    let mut cmd = Command::new(zk_lock_bin());
+    if let Some(c) = connect {
+        cmd.arg("--connect").arg(c);
+    }
+    cmd.args(args)
+        .env_remove("ZK_CONNECT")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr).unwrap());
+    let child = cmd.spawn().expect("spawn zk-lock");
+    Run {
+        child,
+        stderr,
+        started: Instant::now(),
+    }
+}
+
+/// Runs zk-lock to completion; (exit code, stderr, elapsed).
+fn run(connect: Option<&str>, args: &[&str]) -> (i32, String, Duration) {
+    let r = spawn(connect, args);
+    let started = r.started;
+    let (status, stderr) = r.finish(timing().wait());
+    let code = status
+        .code()
+        .unwrap_or_else(|| panic!("zk-lock killed by a signal: {status}; {stderr}"));
+    (code, stderr, started.elapsed())
+}
+
+fn client(server: &TestingServer) -> CuratorFramework {
+    let t = timing();
+    let c = CuratorFramework::builder()
+        .connect_string(server.connect_string())
+        .session_timeout(t.session())
+        .connection_timeout(t.connection())
+        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
+        .build()
+        .unwrap();
+    c.block_until_connected(t.wait()).unwrap();
+    c
+}
+
+/// The lock nodes (children) under `path`.
+fn lock_nodes(c: &CuratorFramework, path: &str) -> Vec<String> {
+    let mut v = c.get_children(path).unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn wait_for_file(path: &Path) {
+    assert!(
+        wait_until(timing().wait(), || path.exists()),
+        "{} did not appear",
+        path.display()
+    );
+}
+
+/// A shell command that logs `NAME START <ns>`, sleeps, logs `NAME END <ns>`.
+fn section_script(name: &str, log: &Path, sleep: &str) -> String {
+    format!(
+        "echo \"{name} START $(date +%s%N)\" >> '{log}'; sleep {sleep}; echo \"{name} END $(date +%s%N)\" >> '{log}'",
+        log = log.display()
+    )
+}
+
+/// A critical section from a log.
+#[derive(Debug, Clone)]
+struct Section {
+    name: String,
+    start: u128,
+    end: u128,
+}
+
+/// Parses `NAME START ns` / `NAME END ns` lines (any number per name, in order).
+fn sections(log: &Path) -> Vec<Section> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mut open: HashMap<String, u128> = HashMap::new();
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let parts: Vec<&str> = line.split_whitespace().collect();
+        let [name, what, ns] = parts[..] else {
+            panic!("bad log line {line:?}")
+        };
+        let ns: u128 = ns.parse().unwrap();
+        match what {
+            "START" => assert!(open.insert(name.to_string(), ns).is_none(), "{name} started twice"),
+            "END" => {
+                let start = open
+                    .remove(name)
+                    .unwrap_or_else(|| panic!("{name} ended without a start"));
+                out.push(Section {
+                    name: name.to_string(),
+                    start,
+                    end: ns,
+                });
+            }
+            other => panic!("bad log line {other:?}"),
+        }
+    }
+    assert!(open.is_empty(), "unfinished sections: {open:?}");
+    out.sort_by_key(|s| s.start);
+    out
+}
+
+fn overlap(a: &Section, b: &Section) -> bool {
+    a.start < b.end && b.start < a.end
+}
+
+fn assert_exclusive(all: &[Section]) {
+    for (i, a) in all.iter().enumerate() {
+        for b in &all[i + 1..] {
+            assert!(!overlap(a, b), "critical sections overlapped: {a:?} and {b:?}");
+        }
+    }
+}
+
+// ---- the tests ----------------------------------------------------------------------------
+
+#[test]
+fn runs_on_one_path_never_overlap() {
+    let server = TestingServer::start().unwrap();
+    let cs = server.connect_string();
+    let dir = Scratch::new("exclusion");
+    let log = dir.path("sections.log");
+    let names = ["a", "b", "c"];
+    let runs: Vec<Run> = names
+        .iter()
+        .map(|n| {
+            spawn(
+                Some(&cs),
+                &["/locks/exclusion", "--", "sh", "-c", &section_script(n, &log, "0.2")],
+            )
+        })
+        .collect();
+    for r in runs {
+        let (status, stderr) = r.finish(timing().wait());
+        assert_eq!(status.code(), Some(0), "{stderr}");
+    }
+    let all = sections(&log);
+    assert_eq!(all.len(), names.len(), "{all:?}");
+    assert_exclusive(&all);
+    // Every run released its node and closed its session.
+    let c = client(&server);
+    assert!(lock_nodes(&c, "/locks/exclusion").is_empty());
+}
+
+#[test]
+fn timeout_zero_and_timeout_give_exit_1_while_held() {
+    let server = TestingServer::start().unwrap();
+    let cs = server.connect_string();
+    let dir = Scratch::new("timeouts");
+    let marker = dir.path("ran");
+    let marker_s = marker.to_str().unwrap();
+    let c = client(&server);
+    let path = "/locks/timeouts";
+    let m = InterProcessMutex::new(&c, path).unwrap();
+    let guard = m.acquire().unwrap();
+
+    let (code, stderr, elapsed) = run(Some(&cs), &["--timeout", "0", path, "--", "touch", marker_s]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        elapsed < timing().scale(Duration::from_secs(5)),
+        "--timeout 0 took {elapsed:?}"
+    );
+    assert!(!marker.exists(), "COMMAND ran without the lock");
+
+    let (code, stderr, elapsed) = run(Some(&cs), &["--timeout", "300ms", path, "--", "touch", marker_s]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(elapsed >= Duration::from_millis(300), "gave up after {elapsed:?}");
+    assert!(!marker.exists(), "COMMAND ran without the lock");
+    // -E tells "not acquired" apart from COMMAND's own status.
+    let (code, stderr, _) = run(Some(&cs), &["-n", "-E", "100", path, "--", "touch", marker_s]);
+    assert_eq!(code, 100, "{stderr}");
+    // The queued nodes of the failed tries are gone; only the holder remains.
+    assert_eq!(lock_nodes(&c, path).len(), 1, "{:?}", lock_nodes(&c, path));
+
+    drop(guard);
+    let (code, stderr, _) = run(Some(&cs), &["-n", path, "--", "touch", marker_s]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(marker.exists());
+
+    // A semaphore with 2 leases: both taken → exit 1; one returned → runs.
+    let sem_path = "/locks/sem";
+    let sem = InterProcessSemaphoreV2::new(&c, sem_path, 2).unwrap();
+    let l1 = sem.acquire().unwrap();
+    let l2 = sem.acquire().unwrap();
+    let (code, stderr, _) = run(
+        Some(&cs),
+        &["--semaphore", "2", "--timeout", "0", sem_path, "--", "true"],
+    );
+    assert_eq!(code, 1, "{stderr}");
+    drop(l2);
+    let (code, stderr, _) = run(
+        Some(&cs),
+        &["--semaphore", "2", "--timeout", "0", sem_path, "--", "true"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    drop(l1);
+}
+
+#[test]
+fn exit_status_of_command_is_propagated() {
+    let server = TestingServer::start().unwrap();
+    let cs = server.connect_string();
+    let dir = Scratch::new("status");
+    let p = "/locks/status";
+    assert_eq!(run(Some(&cs), &[p, "--", "true"]).0, 0);
+    assert_eq!(run(Some(&cs), &[p, "--", "sh", "-c", "exit 7"]).0, 7);
+    // Killed by signal N → 128 + N, like a shell.
+    assert_eq!(run(Some(&cs), &[p, "--", "sh", "-c", "kill -KILL $$"]).0, 137);
+    let (code, stderr, _) = run(Some(&cs), &[p, "--", "zk-lock-test-no-such-command"]);
+    assert_eq!(code, 127, "{stderr}");
+    assert!(stderr.contains("not found"), "{stderr}");
+    let not_exec = dir.path("not-executable.sh");
+    std::fs::write(&not_exec, "#!/bin/sh\nexit 0\n").unwrap();
+    let (code, stderr, _) = run(Some(&cs), &[p, "--", not_exec.to_str().unwrap()]);
+    assert_eq!(code, 126, "{stderr}");
+    // COMMAND sees the lock in its environment.
+    let env_out = dir.path("env");
+    let script = format!(
+        "echo \"$ZK_LOCK_PATH $ZK_LOCK_NODE $ZK_LOCK_FENCING_TOKEN\" > '{}'",
+        env_out.display()
+    );
+    assert_eq!(run(Some(&cs), &[p, "--", "sh", "-c", &script]).0, 0);
+    let env = std::fs::read_to_string(&env_out).unwrap();
+    let fields: Vec<&str> = env.split_whitespace().collect();
+    assert_eq!(fields.len(), 3, "{env}");
+    assert_eq!(fields[0], p);
+    assert!(
+        fields[1].starts_with("/locks/status/_c_") && fields[1].contains("-lock-"),
+        "{env}"
+    );
+    assert!(fields[2].parse::<i64>().unwrap() > 0, "{env}");
+    // Nothing is left behind.
+    assert!(lock_nodes(&client(&server), p).is_empty());
+    // --embedded needs no server at all.
+    assert_eq!(run(None, &["--embedded", "/try", "--", "sh", "-c", "exit 3"]).0, 3);
+}
+
+/// Expires the session that owns `node` (embedded), or deletes the node
+/// (Apache: the session password is not known outside zk-lock); both are a
+/// certain loss of the lock.
+fn take_lock_away(server: &TestingServer, c: &CuratorFramework, node: &str) {
+    let stat = c.check_exists(node).unwrap().expect("lock node exists");
+    match server.embedded() {
+        Some(e) => {
+            let session = e
+                .sessions()
+                .into_iter()
+                .find(|s| s.id == stat.ephemeral_owner)
+                .expect("the lock node's session is live");
+            assert!(session.ephemerals.iter().any(|n| n == node), "{session:?}");
+            server.expire_session(session.id, &session.password).unwrap();
+        }
+        None => c.delete().for_path(node).unwrap(),
+    }
+}
+
+fn wait_for_single_node(c: &CuratorFramework, path: &str) -> String {
+    let mut node = String::new();
+    assert!(
+        wait_until(timing().wait(), || match lock_nodes(c, path).as_slice() {
+            [one] => {
+                node = format!("{path}/{one}");
+                true
+            }
+            _ => false,
+        }),
+        "no lock node under {path}"
+    );
+    node
+}
+
+fn process_gone(pid: &str) -> bool {
+    !Path::new(&format!("/proc/{pid}")).exists()
+}
+
+#[test]
+fn lost_lock_terminates_command_with_75() {
+    let server = TestingServer::start().unwrap();
+    let cs = server.connect_string();
+    let c = client(&server);
+    let dir = Scratch::new("lost");
+    let t = timing();
+
+    // A command that dies of SIGTERM.
+    let pid_file = dir.path("sleep.pid");
+    let script = format!("echo $$ > '{}'; exec sleep 60", pid_file.display());
+    let path = "/locks/lost";
+    let r = spawn(Some(&cs), &["--kill-grace", "5s", path, "--", "sh", "-c", &script]);
+    let node = wait_for_single_node(&c, path);
+    wait_for_file(&pid_file);
+    let pid = std::fs::read_to_string(&pid_file).unwrap().trim().to_string();
+    take_lock_away(&server, &c, &node);
+    let started = Instant::now();
+    let (status, stderr) = r.finish(t.wait());
+    println!("zk-lock's stderr:\n{stderr}");
+    assert_eq!(status.code(), Some(75), "{stderr}");
+    assert!(
+        started.elapsed() < t.scale(Duration::from_secs(20)),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(stderr.contains("lost"), "{stderr}");
+    assert!(process_gone(&pid), "COMMAND (pid {pid}) still runs");
+
+    // A command that ignores SIGTERM gets SIGKILL after --kill-grace.
+    let pid_file = dir.path("stubborn.pid");
+    let script = format!(
+        "trap '' TERM; echo $$ > '{}'; while :; do sleep 0.05; done",
+        pid_file.display()
+    );
+    let path = "/locks/lost-stubborn";
+    let r = spawn(Some(&cs), &["--kill-grace", "1s", path, "--", "sh", "-c", &script]);
+    let node = wait_for_single_node(&c, path);
+    wait_for_file(&pid_file);
+    let pid = std::fs::read_to_string(&pid_file).unwrap().trim().to_string();
+    take_lock_away(&server, &c, &node);
+    let started = Instant::now();
+    let (status, stderr) = r.finish(t.wait());
+    assert_eq!(status.code(), Some(75), "{stderr}");
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "SIGKILL before the grace: {stderr}"
+    );
+    assert!(stderr.contains("SIGKILL"), "{stderr}");
+    assert!(process_gone(&pid), "COMMAND (pid {pid}) still runs");
+}
+
+#[test]
+fn connection_blip_warns_and_command_keeps_the_lock() {
+    let server = TestingServer::start().unwrap();
+    let Some(embedded) = server.embedded() else {
+        println!("skipping: dropping connections needs the embedded server");
+        return;
+    };
+    let cs = server.connect_string();
+    let dir = Scratch::new("blip");
+    let (ready, go) = (dir.path("ready"), dir.path("go"));
+    let script = format!(
+        "touch '{}'; i=0; while [ ! -e '{}' ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; exit 5",
+        ready.display(),
+        go.display()
+    );
+    let r = spawn(Some(&cs), &["/locks/blip", "--", "sh", "-c", &script]);
+    wait_for_file(&ready);
+    embedded.drop_connections();
+    let stderr_has = |what: &str| std::fs::read_to_string(&r.stderr).unwrap_or_default().contains(what);
+    assert!(
+        wait_until(timing().wait(), || stderr_has("may be lost")),
+        "no Suspended warning"
+    );
+    assert!(
+        wait_until(timing().wait(), || stderr_has("held again")),
+        "no Reconnected notice"
+    );
+    std::fs::write(&go, b"").unwrap();
+    let (status, stderr) = r.finish(timing().wait());
+    println!("zk-lock's stderr:\n{stderr}");
+    // COMMAND ran to its end, under the same lock: its own status, not 75.
+    assert_eq!(status.code(), Some(5), "{stderr}");
+    assert!(lock_nodes(&client(&server), "/locks/blip").is_empty());
+}
+
+fn send_signal(pid: u32, sig: &str) {
+    let st = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    assert!(st.success(), "kill -{sig} {pid}");
+}
+
+#[test]
+fn signals_are_forwarded_to_command() {
+    let server = TestingServer::start().unwrap();
+    let cs = server.connect_string();
+    let c = client(&server);
+    let dir = Scratch::new("signals");
+    let t = timing();
+
+    // SIGTERM: the command dies of it; zk-lock exits 143 and releases the lock.
+    let path = "/locks/signals";
+    let ready = dir.path("ready-term");
+    let script = format!("touch '{}'; exec sleep 60", ready.display());
+    let r = spawn(Some(&cs), &[path, "--", "sh", "-c", &script]);
+    wait_for_file(&ready);
+    assert_eq!(lock_nodes(&c, path).len(), 1);
+    send_signal(r.pid(), "TERM");
+    let (status, stderr) = r.finish(t.wait());
+    assert_eq!(status.code(), Some(143), "{stderr}");
+    assert!(lock_nodes(&c, path).is_empty(), "the lock node was left behind");
+
+    // SIGINT sent with kill(1) is forwarded too (a terminal's Ctrl-C reaches the command itself).
+    let ready = dir.path("ready-int");
+    let script = format!("touch '{}'; exec sleep 60", ready.display());
+    let r = spawn(Some(&cs), &[path, "--", "sh", "-c", &script]);
+    wait_for_file(&ready);
+    send_signal(r.pid(), "INT");
+    let (status, stderr) = r.finish(t.wait());
+    assert_eq!(status.code(), Some(130), "{stderr}");
+
+    // SIGUSR1 reaches a command that handles it; zk-lock waits for its own exit status.
+    let ready = dir.path("ready-usr1");
+    let script = format!(
+        "trap 'exit 42' USR1; touch '{}'; while :; do sleep 0.05; done",
+        ready.display()
+    );
+    let r = spawn(Some(&cs), &[path, "--", "sh", "-c", &script]);
+    wait_for_file(&ready);
+    send_signal(r.pid(), "USR1");
+    let (status, stderr) = r.finish(t.wait());
+    assert_eq!(status.code(), Some(42), "{stderr}");
+    assert!(lock_nodes(&c, path).is_empty());
+
+    // A signal while still waiting for the lock: zk-lock gives up at once (128+N),
+    // its queued node goes, and COMMAND never runs.
+    let m = InterProcessMutex::new(&c, path).unwrap();
+    let guard = m.acquire().unwrap();
+    let marker = dir.path("never");
+    let mut r = spawn(Some(&cs), &[path, "--", "touch", marker.to_str().unwrap()]);
+    assert!(
+        wait_until(t.wait(), || lock_nodes(&c, path).len() == 2),
+        "zk-lock did not queue"
+    );
+    assert!(r.is_running());
+    send_signal(r.pid(), "TERM");
+    let (status, stderr) = r.finish(t.wait());
+    assert_eq!(status.code(), Some(143), "{stderr}");
+    assert!(
+        wait_until(t.wait(), || lock_nodes(&c, path).len() == 1),
+        "the queued node was left behind"
+    );
+    drop(guard);
+    assert!(!marker.exists(), "COMMAND ran");
+}
+
+#[test]
+fn usage_errors_exit_64() {
+    let cases: &[&[&str]] = &[
+        &[],
+        &["/locks/a"],
+        &["/locks/a", "echo", "hi"],
+        &["/locks/a", "--"],
+        &["--", "true"],
+        &["locks/a", "--", "true"],
+        &["/", "--", "true"],
+        &["/locks//a", "--", "true"],
+        &["--timeout", "soon", "/locks/a", "--", "true"],
+        &["--timeout", "-1", "/locks/a", "--", "true"],
+        &["--kill-grace", "5 parsecs", "/locks/a", "--", "true"],
+        &["--semaphore", "0", "/locks/a", "--", "true"],
+        &["--semaphore", "many", "/locks/a", "--", "true"],
+        &["--read", "--write", "/locks/a", "--", "true"],
+        &["--write", "--semaphore", "2", "/locks/a", "--", "true"],
+        &["--connect", "garbage!!", "/locks/a", "--", "true"],
+        &["--connect", "host:99999", "/locks/a", "--", "true"],
+        &["--namespace", "a/b", "/locks/a", "--", "true"],
+        &["--no-such-option", "/locks/a", "--", "true"],
+        &["-E", "300", "/locks/a", "--", "true"],
+    ];
+    for args in cases {
+        let (code, stderr, _) = run(None, args);
+        assert_eq!(code, 64, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("zk-lock: "), "{args:?}: {stderr}");
+    }
+    // --help documents every option, the exit codes and the environment.
+    let out = Command::new(zk_lock_bin()).arg("--help").output().unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8(out.stdout).unwrap();
+    for needle in [
+        "--connect",
+        "--timeout",
+        "--read",
+        "--write",
+        "--semaphore",
+        "--namespace",
+        "--embedded",
+        "--kill-grace",
+        "--session-timeout",
+        "--connect-timeout",
+        "--conflict-exit-code",
+        "--nonblock",
+        "--verbose",
+        "ZK_CONNECT",
+        "RUST_LOG",
+        "EXIT STATUS",
+        " 64 ",
+        " 69 ",
+        " 75 ",
+        "126",
+        "127",
+        "EXAMPLES",
+    ] {
+        assert!(help.contains(needle), "--help lacks {needle:?}");
+    }
+}
+
+#[test]
+fn unreachable_server_exits_69() {
+    // A loopback port with nothing listening.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let cs = format!("127.0.0.1:{port}");
+    let (code, stderr, elapsed) = run(Some(&cs), &["--connect-timeout", "1s", "/locks/a", "--", "true"]);
+    assert_eq!(code, 69, "{stderr}");
+    assert!(elapsed >= Duration::from_millis(900), "gave up after {elapsed:?}");
+    assert!(elapsed < timing().scale(Duration::from_secs(15)), "took {elapsed:?}");
+    // The same through ZK_CONNECT.
+    let r = {
+        let mut cmd = Command::new(zk_lock_bin());
+        cmd.args(["--connect-timeout", "500ms", "/locks/a", "--", "true"])
+            .env("ZK_CONNECT", &cs)
+            .stderr(Stdio::null())
+            .stdout(Stdio::null());
+        cmd.status().unwrap()
+    };
+    assert_eq!(r.code(), Some(69));
+}
+
+#[test]
+fn readers_share_and_a_writer_excludes_them() {
+    let server = TestingServer::start().unwrap();
+    let cs = server.connect_string();
+    let dir = Scratch::new("rw");
+    let log = dir.path("sections.log");
+    let gate = dir.path("gate");
+    std::fs::create_dir_all(&gate).unwrap();
+    let path = "/locks/rw";
+    // A reader logs its start, waits (bounded) until the other reader has
+    // started too, which is only possible if they share the lock, holds a
+    // little longer and logs its end.
+    let reader = |name: &str| {
+        format!(
+            "echo \"{name} START $(date +%s%N)\" >> '{log}'; touch '{gate}/{name}'; i=0; \
+             while [ $(ls '{gate}' | wc -l) -lt 2 ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; \
+             sleep 0.3; echo \"{name} END $(date +%s%N)\" >> '{log}'",
+            log = log.display(),
+            gate = gate.display()
+        )
+    };
+    let r1 = spawn(Some(&cs), &["--read", path, "--", "sh", "-c", &reader("reader-1")]);
+    let r2 = spawn(Some(&cs), &["--read", path, "--", "sh", "-c", &reader("reader-2")]);
+    wait_for_file(&gate.join("reader-1"));
+    wait_for_file(&gate.join("reader-2"));
+    // The writer queues while both readers hold.
+    let w = spawn(
+        Some(&cs),
+        &[
+            "--write",
+            path,
+            "--",
+            "sh",
+            "-c",
+            &section_script("writer", &log, "0.3"),
+        ],
+    );
+    assert!(
+        wait_until(timing().wait(), || std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("writer START")),
+        "the writer never ran"
+    );
+    // A reader arriving while the writer holds waits for it.
+    let r3 = spawn(
+        Some(&cs),
+        &[
+            "--read",
+            path,
+            "--",
+            "sh",
+            "-c",
+            &section_script("reader-3", &log, "0.05"),
+        ],
+    );
+    for r in [r1, r2, w, r3] {
+        let (status, stderr) = r.finish(timing().wait());
+        assert_eq!(status.code(), Some(0), "{stderr}");
+    }
+    let all = sections(&log);
+    assert_eq!(all.len(), 4, "{all:?}");
+    let by = |n: &str| all.iter().find(|s| s.name == n).unwrap().clone();
+    let (a, b, w, c) = (by("reader-1"), by("reader-2"), by("writer"), by("reader-3"));
+    assert!(overlap(&a, &b), "the readers did not run together: {a:?} {b:?}");
+    for r in [&a, &b, &c] {
+        assert!(!overlap(r, &w), "a reader overlapped the writer: {r:?} {w:?}");
+    }
+    assert!(c.start >= w.end, "reader-3 ran before the writer finished");
+}
+
+// ---- Curator (Java) interop -----------------------------------------------------------------
+
+const JAVA: &str = "/usr/share/java";
+const CURATOR_JARS: [&str; 8] = [
+    "curator-recipes",
+    "curator-framework",
+    "curator-client",
+    "zookeeper",
+    "zookeeper-jute",
+    "guava",
+    "slf4j-api",
+    "slf4j-simple",
+];
+
+fn on_path(cmd: &str) -> bool {
+    Command::new(cmd)
+        .arg("-version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Compiles scripts/interop/{CuratorMutexContender,CuratorLockHolder}.java
+/// into `out` and returns the class path; `Err(reason)` when Java or Debian's
+/// Curator jars are missing.
+fn compile_curator_contender(out: &Path) -> Result<String, String> {
+    let missing: Vec<_> = CURATOR_JARS
+        .iter()
+        .filter(|j| !Path::new(&format!("{JAVA}/{j}.jar")).exists())
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!("missing jars in {JAVA}: {missing:?}"));
+    }
+    if !on_path("java") || !on_path("javac") {
+        return Err("java or javac not found".into());
+    }
+    let jar = |j: &str| format!("{JAVA}/{j}.jar");
+    let javac_cp = ["curator-recipes", "curator-framework", "curator-client", "zookeeper"]
+        .map(jar)
+        .join(":");
+    let interop = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/interop");
+    let st = Command::new("javac")
+        .args(["-nowarn", "-d"])
+        .arg(out)
+        .arg("-cp")
+        .arg(&javac_cp)
+        .arg(interop.join("CuratorMutexContender.java"))
+        .arg(interop.join("CuratorLockHolder.java"))
+        .status()
+        .map_err(|e| format!("javac: {e}"))?;
+    assert!(st.success(), "javac failed on {}", interop.display());
+    let mut cp = vec![out.display().to_string()];
+    cp.extend(CURATOR_JARS.map(jar));
+    Ok(cp.join(":"))
+}
+
+/// Waits for a Java contender; on failure, shows its stderr (kept in a file:
+/// the JVM warns noisily about sockets closed under it).
+fn java_wait(mut java: Child, stderr: &Path) {
+    let mut status = None;
+    let done = wait_until(timing().wait() * 2, || {
+        status = java.try_wait().unwrap();
+        status.is_some()
+    });
+    if !done {
+        let _ = java.kill();
+        let _ = java.wait();
+    }
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "the Curator contender failed ({status:?}):\n{}",
+        std::fs::read_to_string(stderr).unwrap_or_default()
+    );
+}
+
+const JAVA_OPTS: [&str; 4] = [
+    "-Xmx64m",
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+];
+
+/// A Curator mutex holder that releases when `release` appears.
+fn java_holder(cp: &str, connect: &str, path: &str, name: &str, log: &Path, release: &Path) -> Command {
+    let mut cmd = Command::new("java");
+    cmd.args(JAVA_OPTS)
+        .args(["-cp", cp, "CuratorLockHolder", connect, path, name])
+        .arg(log)
+        .arg(release)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    cmd
+}
+
+fn java_contender(
+    cp: &str,
+    connect: &str,
+    path: &str,
+    name: &str,
+    iterations: u32,
+    hold_ms: u64,
+    log: &Path,
+) -> Command {
+    let mut cmd = Command::new("java");
+    cmd.args(JAVA_OPTS)
+        .args(["-cp", cp, "CuratorMutexContender", connect, path, name])
+        .args([iterations.to_string(), hold_ms.to_string()])
+        .arg(log)
+        .arg("mutex")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    cmd
+}
+
+#[test]
+fn curator_mutex_and_zk_lock_exclude_each_other() {
+    let dir = Scratch::new("curator");
+    let cp = match compile_curator_contender(&dir.0) {
+        Ok(cp) => cp,
+        Err(why) => {
+            if std::env::var("ZK_TEST_REQUIRE_APACHE").as_deref() == Ok("1") {
+                panic!("ZK_TEST_REQUIRE_APACHE=1 but Curator cannot run: {why}");
+            }
+            println!("skipping the Curator interop test: {why}");
+            return;
+        }
+    };
+    let server = TestingServer::start().unwrap();
+    let cs = server.connect_string();
+    let t = timing();
+    let path = "/locks/curator";
+    let log = dir.path("sections.log");
+    let c = client(&server);
+
+    // 1. Curator holds: zk-lock --timeout 0 fails; a waiting zk-lock runs after Curator's release.
+    let release = dir.path("release-curator-1");
+    let java_err = dir.path("curator-1.err");
+    let java = java_holder(&cp, &cs, path, "curator-1", &log, &release)
+        .stderr(std::fs::File::create(&java_err).unwrap())
+        .spawn()
+        .unwrap();
+    let log_has = |what: &str| std::fs::read_to_string(&log).unwrap_or_default().contains(what);
+    assert!(
+        wait_until(t.wait(), || log_has("curator-1 START")),
+        "the Curator holder never got the lock"
+    );
+    let (code, stderr, _) = run(Some(&cs), &["--timeout", "0", path, "--", "true"]);
+    assert_eq!(code, 1, "zk-lock got a lock Curator holds: {stderr}");
+    let waiting = spawn(
+        Some(&cs),
+        &[path, "--", "sh", "-c", &section_script("zk-lock-1", &log, "0.1")],
+    );
+    assert!(
+        wait_until(t.wait(), || lock_nodes(&c, path).len() == 2),
+        "zk-lock did not queue behind Curator"
+    );
+    std::fs::write(&release, b"").unwrap();
+    let (status, stderr) = waiting.finish(t.wait());
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    java_wait(java, &java_err);
+
+    // 2. zk-lock holds: a Curator client queues and gets the lock only after zk-lock's release.
+    let (ready, go) = (dir.path("zk-lock-2-ready"), dir.path("zk-lock-2-go"));
+    let script = format!(
+        "echo \"zk-lock-2 START $(date +%s%N)\" >> '{log}'; touch '{ready}'; i=0; \
+         while [ ! -e '{go}' ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; \
+         echo \"zk-lock-2 END $(date +%s%N)\" >> '{log}'",
+        log = log.display(),
+        ready = ready.display(),
+        go = go.display()
+    );
+    let holder = spawn(Some(&cs), &[path, "--", "sh", "-c", &script]);
+    wait_for_file(&ready);
+    let release = dir.path("release-curator-3");
+    let java_err = dir.path("curator-3.err");
+    let java = java_holder(&cp, &cs, path, "curator-3", &log, &release)
+        .stderr(std::fs::File::create(&java_err).unwrap())
+        .spawn()
+        .unwrap();
+    assert!(
+        wait_until(t.wait(), || lock_nodes(&c, path).len() == 2),
+        "Curator did not queue behind zk-lock"
+    );
+    assert!(!log_has("curator-3 START"), "Curator got a lock zk-lock holds");
+    std::fs::write(&go, b"").unwrap();
+    let (status, stderr) = holder.finish(t.wait());
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(
+        wait_until(t.wait(), || log_has("curator-3 START")),
+        "Curator never got the lock after zk-lock's release"
+    );
+    std::fs::write(&release, b"").unwrap();
+    java_wait(java, &java_err);
+
+    // 3. Mixed contention: Curator (several rounds) and zk-lock runs in two threads.
+    let ready = dir.path("ready");
+    std::fs::create_dir_all(&ready).unwrap();
+    let go = dir.path("go");
+    let java_err = dir.path("curator-2.err");
+    let java = java_contender(&cp, &cs, path, "curator-2", 6, 100, &log)
+        .env("CONTENDER_READY_DIR", &ready)
+        .env("CONTENDER_GO_FILE", &go)
+        .stderr(std::fs::File::create(&java_err).unwrap())
+        .spawn()
+        .unwrap();
+    wait_for_file(&ready.join("curator-2"));
+    std::fs::write(&go, b"").unwrap();
+    std::thread::scope(|s| {
+        for worker in 0..2 {
+            let (cs, log) = (&cs, &log);
+            s.spawn(move || {
+                for round in 0..3 {
+                    let name = format!("zk-lock-w{worker}r{round}");
+                    let (code, stderr, _) =
+                        run(Some(cs), &[path, "--", "sh", "-c", &section_script(&name, log, "0.1")]);
+                    assert_eq!(code, 0, "{stderr}");
+                }
+            });
+        }
+    });
+    java_wait(java, &java_err);
+
+    let all = sections(&log);
+    assert_eq!(all.len(), 4 + 6 + 6, "{all:?}");
+    assert_exclusive(&all);
+    let by = |n: &str| all.iter().find(|s| s.name == n).unwrap();
+    assert!(
+        by("zk-lock-1").start >= by("curator-1").end,
+        "zk-lock ran while Curator held the lock"
+    );
+    assert!(
+        by("curator-3").start >= by("zk-lock-2").end,
+        "Curator ran while zk-lock held the lock"
+    );
+    assert!(lock_nodes(&c, path).is_empty());
+    if server.backend() == Backend::Apache {
+        println!("Curator interop checked on Apache ZooKeeper");
+    }
+}

@@ -145,37 +145,72 @@ fn test_container_cleanup() {
         .is_none()));
 }
 
+/// Curator's testNoOrphanedNodes on the N-lease path (Curator's algorithm: the
+/// waiter's lease node sits in `leases` while it waits).
 #[test]
 fn test_no_orphaned_nodes() {
     let s = server();
     let (c1, c2) = (client(&s), client(&s));
-    let sem1 = InterProcessSemaphoreV2::new(&c1, "/test", 1).unwrap();
-    let sem2 = InterProcessSemaphoreV2::new(&c2, "/test", 1).unwrap();
-    let lease = sem1.acquire().unwrap();
+    let sem1 = InterProcessSemaphoreV2::new(&c1, "/test", 2).unwrap();
+    let sem2 = InterProcessSemaphoreV2::new(&c2, "/test", 2).unwrap();
+    let leases = sem1.acquire_many(2, None).unwrap().unwrap();
     std::thread::scope(|sc| {
         let waiter = sc.spawn(|| sem2.try_acquire_for(timing().wait()).unwrap());
         assert!(wait_until(timing().wait(), || sem1
             .participant_nodes()
-            .is_ok_and(|p| p.len() == 2)));
+            .is_ok_and(|p| p.len() == 3)));
         // Someone deletes the waiter's lease node: it takes the missing-node path and
         // queues again.
         let theirs = sem1
             .participant_nodes()
             .unwrap()
             .into_iter()
-            .find(|p| p != lease.path())
+            .find(|p| leases.iter().all(|l| l.path() != p))
             .unwrap();
         c1.delete().for_path(&theirs).unwrap();
         assert!(wait_until(timing().wait(), || {
             let p = sem1.participant_nodes().unwrap_or_default();
-            p.len() == 2 && !p.contains(&theirs)
+            p.len() == 3 && !p.contains(&theirs)
         }));
-        drop(lease);
+        drop(leases);
         let got = waiter.join().unwrap().expect("the waiter acquires");
         drop(got);
     });
     assert!(sem1.participant_nodes().unwrap().is_empty());
     assert!(sem1.acquire().is_ok());
+}
+
+/// The one-lease path: a waiter queues with its internal-mutex node; deleting it
+/// externally makes the waiter queue again, and nothing is left behind.
+#[test]
+fn test_no_orphaned_nodes_single_lease() {
+    let s = server();
+    let (c1, c2) = (client(&s), client(&s));
+    let m1 = InterProcessSemaphoreMutex::new(&c1, LOCK).unwrap();
+    let m2 = InterProcessSemaphoreMutex::new(&c2, LOCK).unwrap();
+    let locks = format!("{LOCK}/locks");
+    let g = m1.acquire().unwrap();
+    let mine = c1.get_children(&locks).unwrap();
+    assert_eq!(mine.len(), 1);
+    std::thread::scope(|sc| {
+        let waiter = sc.spawn(|| m2.try_acquire_for(timing().wait()).unwrap().is_some());
+        assert!(wait_until(timing().wait(), || c1
+            .get_children(&locks)
+            .is_ok_and(|k| k.len() == 2)));
+        let theirs = c1
+            .get_children(&locks)
+            .unwrap()
+            .into_iter()
+            .find(|k| !mine.contains(k))
+            .unwrap();
+        c1.delete().for_path(&format!("{locks}/{theirs}")).unwrap();
+        // The waiter learns of it at its next wake-up (the holder's release), takes
+        // the missing-node path, queues again and acquires.
+        drop(g);
+        assert!(waiter.join().unwrap(), "the waiter acquires");
+    });
+    assert!(c1.get_children(&locks).unwrap().is_empty());
+    assert!(m1.participant_nodes().unwrap().is_empty());
 }
 
 #[test]
@@ -187,12 +222,16 @@ fn timed_out_acquire_leaves_no_lease() {
     let g = m1.acquire().unwrap();
     assert!(m2.try_acquire_for(Duration::from_millis(100)).unwrap().is_none());
     assert!(m2.try_acquire_for(Duration::ZERO).unwrap().is_none());
-    assert_eq!(m1.participant_nodes().unwrap().len(), 1);
-    assert!(
-        c1.get_children(&format!("{LOCK}/locks")).unwrap().is_empty(),
-        "the internal mutex is free"
-    );
+    assert_eq!(m1.participant_nodes().unwrap().len(), 1, "only the holder's lease");
+    // The one-lease holder keeps the internal mutex while it holds; the timed-out
+    // waiter left nothing in either directory.
+    assert_eq!(c1.get_children(&format!("{LOCK}/locks")).unwrap().len(), 1);
     drop(g);
+    assert!(c1.get_children(&format!("{LOCK}/locks")).unwrap_or_default().is_empty());
+    assert!(c1
+        .get_children(&format!("{LOCK}/leases"))
+        .unwrap_or_default()
+        .is_empty());
 }
 
 #[test]

@@ -5,6 +5,7 @@
 //   latency mutex|semaphore SECONDS     uncontended acquire+release latency
 //   handoff mutex|semaphore SESSIONS SECONDS   contended acquisitions per second
 //   cycles mutex|semaphore N            N uncontended cycles (zk-bench counts requests)
+//   chain mutex|semaphore N             N waiters queued behind a holder, released in turn
 //   rwherd READERS                      writer W1 holds; READERS/2 readers, a writer W2,
 //                                       READERS/2 readers queue (one session each); prints
 //                                       "ready", waits for a line on stdin, releases W1,
@@ -124,6 +125,50 @@ public class CuratorBench {
                 in.readLine();
                 c.close();
                 break;
+            }
+            case "chain": {
+                // A holder and N waiters (one session each) queue on one lock; after
+                // "ready" + a stdin line the holder releases and every waiter takes
+                // the lock in turn and releases at once; prints "done" at the end.
+                String kind = args[2];
+                int n = Integer.parseInt(args[3]);
+                String path = "/curator-bench/chain-" + kind;
+                CuratorFramework hc = client(cs);
+                InterProcessLock holder = lock(hc, kind, path);
+                holder.acquire();
+                CountDownLatch all = new CountDownLatch(n);
+                List<CuratorFramework> clients = new ArrayList<>();
+                List<Thread> ts = new ArrayList<>();
+                for (int i = 0; i < n; i++) {
+                    CuratorFramework c = client(cs);
+                    clients.add(c);
+                    Thread t = new Thread(() -> {
+                        try {
+                            InterProcessLock l = lock(c, kind, path);
+                            l.acquire();
+                            l.release();
+                            all.countDown();
+                        } catch (Exception e) {
+                            throw new RuntimeException(e);
+                        }
+                    });
+                    t.start();
+                    ts.add(t);
+                }
+                Thread.sleep(1000); // every waiter queued and watching
+                BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+                System.out.println("ready");
+                System.out.flush();
+                in.readLine();
+                holder.release();
+                all.await();
+                Thread.sleep(200);
+                System.out.println("done");
+                System.out.flush();
+                in.readLine();
+                for (CuratorFramework c : clients) c.close();
+                hc.close();
+                System.exit(0);
             }
             case "rwherd": {
                 // W1 holds; READERS/2 readers queue; W2 queues; READERS/2 more readers.

@@ -227,6 +227,8 @@ fn main() {
             if let Some(e) = s.embedded() {
                 let per = notifications_per_release(&cs, e, 20);
                 println!("mutex.notifications_per_release={per:.2}");
+                let per = chain_notifications(&cs, e, 20, true);
+                println!("semaphore_mutex.notifications_per_release={per:.2}");
             }
         }
     }
@@ -364,6 +366,22 @@ fn curator(cs: &str, server: &Option<TestingServer>, o: &Opts, run: Duration) {
             (n1 - n0) as f64 / n as f64
         );
     }
+    if want("herd") {
+        for kind in ["mutex", "semaphore"] {
+            let mut child = java(&["chain".into(), kind.into(), "20".into()]);
+            let mut stdin = child.stdin.take().unwrap();
+            let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+            assert_eq!(lines.next().unwrap().unwrap(), "ready");
+            let n0 = e.stats().watch_notifications;
+            writeln!(stdin).unwrap();
+            assert_eq!(lines.next().unwrap().unwrap(), "done");
+            let n1 = e.stats().watch_notifications;
+            writeln!(stdin).unwrap();
+            let _ = child.wait();
+            let key = if kind == "mutex" { "mutex" } else { "semaphore_mutex" };
+            println!("curator.{key}.notifications_per_release={:.2}", (n1 - n0) as f64 / 21.0);
+        }
+    }
     if want("rwlock") {
         let mut child = java(&["rwherd".into(), "100".into()]);
         let mut stdin = child.stdin.take().unwrap();
@@ -481,6 +499,55 @@ fn notifications_per_release(cs: &str, e: &zk_testing::embedded::EmbeddedServer,
         c.close();
     }
     (after - before) as f64 / n as f64
+}
+
+/// Notifications per release when `n` waiters (one session each) queue behind a
+/// holder and each releases right after acquiring.
+fn chain_notifications(cs: &str, e: &zk_testing::embedded::EmbeddedServer, n: usize, semaphore: bool) -> f64 {
+    let holder_client = client(cs);
+    let hold = |c: &CuratorFramework| -> Box<dyn FnOnce() + Send> {
+        if semaphore {
+            let m = Arc::new(InterProcessSemaphoreMutex::new(c, "/bench/chain").unwrap());
+            m.acquire_raw().unwrap();
+            Box::new(move || m.release().unwrap())
+        } else {
+            let m = InterProcessMutex::new(c, "/bench/chain").unwrap();
+            m.acquire_raw().unwrap();
+            Box::new(move || m.release().unwrap())
+        }
+    };
+    let release_holder = hold(&holder_client);
+    let clients: Vec<_> = (0..n).map(|_| client(cs)).collect();
+    let done = Arc::new(AtomicU64::new(0));
+    let threads: Vec<_> = clients
+        .iter()
+        .map(|c| {
+            let (c, done) = (c.clone(), done.clone());
+            std::thread::spawn(move || {
+                if semaphore {
+                    let m = InterProcessSemaphoreMutex::new(&c, "/bench/chain").unwrap();
+                    drop(m.acquire().unwrap());
+                } else {
+                    let m = InterProcessMutex::new(&c, "/bench/chain").unwrap();
+                    drop(m.acquire().unwrap());
+                }
+                done.fetch_add(1, Ordering::SeqCst);
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1000)); // every waiter queued and watching
+    let before = e.stats().watch_notifications;
+    release_holder();
+    for t in threads {
+        t.join().unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let after = e.stats().watch_notifications;
+    for c in clients {
+        c.close();
+    }
+    holder_client.close();
+    (after - before) as f64 / (n + 1) as f64
 }
 
 /// Read and write acquisitions per second with `readers` reader sessions and one

@@ -46,7 +46,7 @@ enum Lock {
 /// A held lock.
 enum Held<'a> {
     Guard(InterProcessMutexGuard<'a>),
-    Lease(Lease),
+    Lease(Box<Lease>),
 }
 
 impl Lock {
@@ -70,8 +70,8 @@ impl Lock {
             (Lock::ReadWrite { rw, write: false }, Some(t)) => timed(rw.read_lock().try_acquire_for(t)),
             (Lock::ReadWrite { rw, write: true }, None) => guard(rw.write_lock().acquire()),
             (Lock::ReadWrite { rw, write: true }, Some(t)) => timed(rw.write_lock().try_acquire_for(t)),
-            (Lock::Semaphore(s), None) => s.acquire().map(|l| Some(Held::Lease(l))),
-            (Lock::Semaphore(s), Some(t)) => s.try_acquire_for(t).map(|l| l.map(Held::Lease)),
+            (Lock::Semaphore(s), None) => s.acquire().map(|l| Some(Held::Lease(Box::new(l)))),
+            (Lock::Semaphore(s), Some(t)) => s.try_acquire_for(t).map(|l| l.map(|l| Held::Lease(Box::new(l)))),
         }
     }
 }
@@ -109,7 +109,7 @@ impl Held<'_> {
     fn release(self) -> zk_recipes::Result<()> {
         match self {
             Held::Guard(g) => g.release(),
-            Held::Lease(l) => l.release(),
+            Held::Lease(l) => (*l).release(),
         }
     }
 }

@@ -206,6 +206,14 @@ impl std::fmt::Debug for LockInternals {
     }
 }
 
+/// Our freshly created node, with the listing that came back with it.
+struct Node {
+    path: String,
+    generation: u64,
+    stat: Stat,
+    siblings: Option<Vec<String>>,
+}
+
 enum LoopError {
     NodeMissing,
     Other(Error),
@@ -279,21 +287,21 @@ impl LockInternals {
         let policy = self.client.retry_policy();
         let mut retries = 0u32;
         loop {
-            let node = self.create_node(data.clone(), sorting_sequence)?;
+            let mut node = self.create_node(data.clone(), sorting_sequence)?;
             if sorting_sequence.is_some() {
                 // A downgrade: the caller already holds the write lock, so the read
                 // node is granted at once (Curator's read predicate does the same).
-                return Ok(Some(self.hold(node.0, node.1, node.2)));
+                return Ok(Some(self.hold(node.path, node.generation, node.stat)));
             }
-            match self.wait_loop(&node, deadline) {
-                Ok(true) => return Ok(Some(self.hold(node.0, node.1, node.2))),
+            match self.wait_loop(&mut node, deadline) {
+                Ok(true) => return Ok(Some(self.hold(node.path, node.generation, node.stat))),
                 Ok(false) => {
-                    self.delete_node(&node.0);
+                    self.delete_node(&node.path);
                     return Ok(None);
                 }
                 Err(LoopError::NodeMissing) => {
-                    self.delete_node(&node.0);
-                    log::debug!("lock node {} vanished while waiting; re-queueing", node.0);
+                    self.delete_node(&node.path);
+                    log::debug!("lock node {} vanished while waiting; re-queueing", node.path);
                     let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()));
                     match policy.next_retry(retries, start.elapsed()) {
                         RetryDecision::RetryAfter(d) if remaining.map_or(true, |r| r > d) => {
@@ -309,14 +317,44 @@ impl LockInternals {
                     }
                 }
                 Err(LoopError::Other(e)) => {
-                    self.delete_node(&node.0);
+                    self.delete_node(&node.path);
                     return Err(e);
                 }
             }
         }
     }
 
-    fn create_node(&self, data: Option<Vec<u8>>, sorting_sequence: Option<&str>) -> Result<(String, u64, Stat)> {
+    /// Waits in the queue with a node created elsewhere (in a transaction with
+    /// other nodes): `Ok(Some)` when it holds, `Ok(None)` on timeout or when the
+    /// node vanished (`vanished` is then set). The caller deletes the node on
+    /// every path but success.
+    pub(crate) fn wait_with_node(
+        &self,
+        path: String,
+        generation: u64,
+        stat: Stat,
+        siblings: Option<Vec<String>>,
+        deadline: Option<Instant>,
+        vanished: &mut bool,
+    ) -> Result<Option<Acquired>> {
+        let mut node = Node {
+            path,
+            generation,
+            stat,
+            siblings,
+        };
+        match self.wait_loop(&mut node, deadline) {
+            Ok(true) => Ok(Some(self.hold(node.path, node.generation, node.stat))),
+            Ok(false) => Ok(None),
+            Err(LoopError::NodeMissing) => {
+                *vanished = true;
+                Ok(None)
+            }
+            Err(LoopError::Other(e)) => Err(e),
+        }
+    }
+
+    fn create_node(&self, data: Option<Vec<u8>>, sorting_sequence: Option<&str>) -> Result<Node> {
         let generation = self.client.session_generation();
         let mut b = self
             .client
@@ -326,13 +364,21 @@ impl LockInternals {
         if let Some(d) = data {
             b = b.with_data(d);
         }
-        let (path, stat) = match sorting_sequence {
-            Some(seq) => b
-                .with_mode(CreateMode::Ephemeral)
-                .for_path_with_stat(&format!("{}/{}{}", self.base_path, self.lock_name, seq))?,
-            None => b
-                .with_mode(CreateMode::EphemeralSequential)
-                .for_path_with_stat(&format!("{}/{}", self.base_path, self.lock_name))?,
+        let (path, stat, siblings) = match sorting_sequence {
+            Some(seq) => {
+                let (p, st) = b
+                    .with_mode(CreateMode::Ephemeral)
+                    .for_path_with_stat(&format!("{}/{}{}", self.base_path, self.lock_name, seq))?;
+                (p, st, None)
+            }
+            // The create and the first listing go out together: an uncontended
+            // acquire decides after one round trip.
+            None => {
+                let c = b
+                    .with_mode(CreateMode::EphemeralSequential)
+                    .for_path_listing_parent(&format!("{}/{}", self.base_path, self.lock_name))?;
+                (c.path, c.stat, c.siblings)
+            }
         };
         // The create may have been retried onto a newer session; the node then
         // belongs to that one.
@@ -341,25 +387,41 @@ impl LockInternals {
         } else {
             generation
         };
-        Ok((path, generation, stat))
+        Ok(Node {
+            path,
+            generation,
+            stat,
+            siblings,
+        })
     }
 
-    fn wait_loop(&self, node: &(String, u64, Stat), deadline: Option<Instant>) -> Result<bool, LoopError> {
-        let (path, generation, _) = node;
-        let ours = basename(path);
-        let (tx, rx) = crossbeam_channel::bounded::<()>(1);
+    fn wait_loop(&self, node: &mut Node, deadline: Option<Instant>) -> Result<bool, LoopError> {
+        let generation = node.generation;
+        let ours = basename(&node.path).to_string();
+        let (tx, rx) = crossbeam_channel::bounded::<zk_framework::proto::EventType>(1);
         let states = self.client.state_receiver();
+        // A plain mutex queue only grows at its tail: once the head we watched is
+        // deleted, the node right behind it holds the lock, with no new listing.
+        // (A read/write queue may gain a downgraded read node at the head's
+        // sequence, so it always lists again.)
+        let shortcut = matches!(self.driver, Driver::Standard { max_leases: 1, .. });
         loop {
             if self.client.is_closed() {
                 return Err(LoopError::Other(Error::ZooKeeper(zk_framework::Error::Closed)));
             }
-            if self.client.session_generation() != *generation {
+            if self.client.session_generation() != generation {
                 return Err(LoopError::NodeMissing);
             }
-            let children = self.sorted_children().map_err(LoopError::Other)?;
-            let decision = self.driver.decide(&children, ours);
+            let children = match node.siblings.take() {
+                Some(mut kids) => {
+                    self.driver.sort(&mut kids);
+                    kids
+                }
+                None => self.sorted_children().map_err(LoopError::Other)?,
+            };
+            let decision = self.driver.decide(&children, &ours);
             // A listing taken on a newer session may still show our old node.
-            if self.client.session_generation() != *generation {
+            if self.client.session_generation() != generation {
                 return Err(LoopError::NodeMissing);
             }
             let pred = match decision {
@@ -367,13 +429,14 @@ impl LockInternals {
                 Ok(Decision::Acquired) => return Ok(true),
                 Ok(Decision::Watch(p)) => p,
             };
+            let pred_is_head = children.first() == Some(&pred);
             // A try whose time is up leaves no watch behind.
             if deadline.is_some_and(|d| d <= Instant::now()) {
                 return Ok(false);
             }
             let txc = tx.clone();
-            let watcher = move |_e: zk_framework::client::WatchedEvent| {
-                let _ = txc.try_send(());
+            let watcher = move |e: zk_framework::client::WatchedEvent| {
+                let _ = txc.try_send(e.event_type);
             };
             match self.client.get_data_w(&join(&self.base_path, &pred), watcher) {
                 Ok(_) => {}
@@ -385,7 +448,15 @@ impl LockInternals {
                 return Ok(false);
             }
             crossbeam_channel::select! {
-                recv(rx) -> _ => {}
+                recv(rx) -> ev => {
+                    if shortcut
+                        && pred_is_head
+                        && ev == Ok(zk_framework::proto::EventType::NodeDeleted)
+                        && self.client.session_generation() == generation
+                    {
+                        return Ok(true);
+                    }
+                }
                 recv(states) -> s => {
                     if s.is_err() {
                         return Err(LoopError::Other(Error::ZooKeeper(zk_framework::Error::Closed)));

@@ -224,6 +224,10 @@ impl InterProcessMutex {
         self.guard()
     }
 
+    pub(crate) fn internals(&self) -> &LockInternals {
+        &self.internals
+    }
+
     /// The base path as the server sees it (namespace included): the canonical
     /// order of a multi-lock.
     pub(crate) fn full_path(&self) -> String {

@@ -31,6 +31,13 @@ use crate::proto::{xid, ErrorCode, EventType, KeeperState, OpCode, ReplyHeader, 
 /// Size of a reply header on the wire.
 pub(super) const REPLY_HEADER_LEN: usize = 16;
 
+/// A request on the wire whose reply has not been awaited yet.
+pub(super) struct Submitted {
+    slot: Arc<Slot>,
+    gen: u64,
+    deadline: Instant,
+}
+
 /// A reply as read from the wire: its header and the whole frame (the body
 /// starts at [`REPLY_HEADER_LEN`]). Bodies are decoded by the calling thread.
 pub(super) struct Reply {
@@ -382,6 +389,21 @@ impl Inner {
         internal: bool,
         deadline: Option<Instant>,
     ) -> Result<Reply> {
+        let submitted = self.submit(op, body, watch, internal, deadline)?;
+        self.await_reply(submitted)
+    }
+
+    /// Writes a request and returns without waiting; [`Inner::await_reply`]
+    /// waits for the reply. Requests submitted one after another by one thread
+    /// go out, and are answered, in that order, so a caller can pipeline them.
+    pub fn submit(
+        &self,
+        op: OpCode,
+        body: Option<&dyn EncodeDyn>,
+        watch: Option<WatchReg>,
+        internal: bool,
+        deadline: Option<Instant>,
+    ) -> Result<Submitted> {
         let mut frame = request_frame(0, op, body);
         if frame.len() - 4 > self.max_frame {
             return Err(Error::DataTooLarge {
@@ -424,12 +446,17 @@ impl Inner {
             self.write_frame(wire, frame, busy);
             gen
         };
-        match slot.wait_until(deadline) {
+        Ok(Submitted { slot, gen, deadline })
+    }
+
+    /// Waits for the reply of a submitted request, until its deadline.
+    pub fn await_reply(&self, s: Submitted) -> Result<Reply> {
+        match s.slot.wait_until(s.deadline) {
             Some(r) => r,
             None => {
                 // A server that answers pings but not this request has a broken
                 // queue: drop the connection (the session survives).
-                self.kill(Some(gen), "a request was not answered in time");
+                self.kill(Some(s.gen), "a request was not answered in time");
                 Err(Error::OperationTimeout)
             }
         }

@@ -544,6 +544,77 @@ impl Client {
         Ok(self.inner().client_path(&created))
     }
 
+    /// Creates a node (create2) and lists the children of `children_of`, sent
+    /// back to back without waiting in between. ZooKeeper answers a session's
+    /// requests in order, so the listing already shows the new node: a lock
+    /// recipe learns its node and the queue in one round trip of latency.
+    ///
+    /// Returns the create's result; on success, also the listing's own result.
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::create2`] for the create; the listing's errors are those of
+    /// [`Client::get_children`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use zk_framework::client::{Client, ClientConfig};
+    /// use zk_framework::proto::{Acl, CreateMode};
+    /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
+    /// let ((path, _stat), kids) =
+    ///     zk.create2_then_get_children("/q/n-", b"", &Acl::open_unsafe(), CreateMode::EphemeralSequential, "/q")?;
+    /// assert!(kids?.iter().any(|k| path.ends_with(k.as_str())));
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    #[allow(clippy::type_complexity)]
+    pub fn create2_then_get_children(
+        &self,
+        path: &str,
+        data: &[u8],
+        acl: &[Acl],
+        mode: CreateMode,
+        children_of: &str,
+    ) -> Result<((String, Stat), Result<Vec<String>>)> {
+        if mode.is_ttl() || mode.is_container() {
+            return Err(Error::InvalidArgument(format!(
+                "{mode:?} cannot be pipelined with a listing"
+            )));
+        }
+        let sp = self.server_path(path, mode.is_sequential())?;
+        let list_sp = self.server_path(children_of, false)?;
+        self.check_data(data)?;
+        Self::check_acl(acl, path)?;
+        let req = CreateReq {
+            path: &sp,
+            data,
+            acl,
+            flags: mode.code(),
+            ttl: None,
+        };
+        let inner = self.inner();
+        let created = inner.submit(OpCode::Create2, Some(&req), None, false, None)?;
+        let listing = inner.submit(
+            OpCode::GetChildren,
+            Some(&PathWatchRequest {
+                path: list_sp,
+                watch: false,
+            }),
+            None,
+            false,
+            None,
+        );
+        let created = inner.await_reply(created);
+        let listing = listing.and_then(|l| inner.await_reply(l));
+        let c = self.finish(created?, path, crate::proto::Create2Response::decode)?;
+        let kids = listing.and_then(|r| {
+            self.finish(r, children_of, |rd| {
+                crate::proto::GetChildrenResponse::decode(rd).map(|g| g.children)
+            })
+        });
+        Ok(((self.inner().client_path(&c.path), c.stat), kids))
+    }
+
     /// Creates a node and returns its actual path and its Stat (create2, opcode
     /// 15; containers use createContainer, opcode 19).
     ///
@@ -1012,8 +1083,94 @@ impl Client {
             mops.push(self.multi_op(op)?);
         }
         let req = MultiRequest { ops: mops };
-        let first_path = paths.first().cloned().unwrap_or_default();
         let reply = self.send(OpCode::Multi, &req, None)?;
+        self.decode_multi(reply, &paths)
+    }
+
+    /// Runs `ops` as one transaction (as [`Client::multi`]) and lists the
+    /// children of each of `children_of`, all sent back to back without waiting
+    /// in between. ZooKeeper answers a session's requests in order, so the
+    /// listings show the transaction's effect: one round trip of latency.
+    ///
+    /// Returns the transaction's result (as [`Client::multi`], with the
+    /// transaction's zxid, which is the czxid of every node it created) and one
+    /// listing result per path.
+    ///
+    /// # Errors
+    ///
+    /// The outer error is a failure to send (client-side checks, connection);
+    /// the transaction's and the listings' own failures are in the inner
+    /// results.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use zk_framework::client::{Client, ClientConfig, Op};
+    /// use zk_framework::proto::{Acl, CreateMode};
+    /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
+    /// let acl = Acl::open_unsafe();
+    /// let (txn, lists) = zk.multi_then_get_children(
+    ///     vec![Op::create("/a/x-", b"", acl.clone(), CreateMode::EphemeralSequential),
+    ///          Op::create("/b/y-", b"", acl, CreateMode::EphemeralSequential)],
+    ///     &["/a", "/b"],
+    /// )?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    #[allow(clippy::type_complexity)]
+    pub fn multi_then_get_children(
+        &self,
+        ops: Vec<Op>,
+        children_of: &[&str],
+    ) -> Result<(Result<(Vec<OpResult>, i64)>, Vec<Result<Vec<String>>>)> {
+        let mut paths = Vec::with_capacity(ops.len());
+        let mut mops = Vec::with_capacity(ops.len());
+        for op in ops {
+            paths.push(op.path().to_string());
+            mops.push(self.multi_op(op)?);
+        }
+        let list_sps = children_of
+            .iter()
+            .map(|p| self.server_path(p, false))
+            .collect::<Result<Vec<_>>>()?;
+        let inner = self.inner();
+        let txn = inner.submit(OpCode::Multi, Some(&MultiRequest { ops: mops }), None, false, None)?;
+        let listings: Vec<_> = list_sps
+            .into_iter()
+            .map(|sp| {
+                inner.submit(
+                    OpCode::GetChildren,
+                    Some(&PathWatchRequest { path: sp, watch: false }),
+                    None,
+                    false,
+                    None,
+                )
+            })
+            .collect();
+        let txn = inner.await_reply(txn).and_then(|r| {
+            let zxid = r.header.zxid;
+            let results = self.decode_multi(r, &paths)?;
+            match results
+                .iter()
+                .filter_map(OpResult::error)
+                .find(|e| e.code() != Some(ErrorCode::RuntimeInconsistency))
+            {
+                Some(e) => Err(e.clone()),
+                None => Ok((results, zxid)),
+            }
+        });
+        let lists = listings
+            .into_iter()
+            .zip(children_of)
+            .map(|(l, path)| {
+                l.and_then(|l| inner.await_reply(l))
+                    .and_then(|r| self.finish(r, path, |rd| GetChildrenResponse::decode(rd).map(|g| g.children)))
+            })
+            .collect();
+        Ok((txn, lists))
+    }
+
+    fn decode_multi(&self, reply: Reply, paths: &[String]) -> Result<Vec<OpResult>> {
+        let first_path = paths.first().cloned().unwrap_or_default();
         let resp = self.finish(reply, &first_path, MultiResponse::decode)?;
         let gen_kill = |why: &str| {
             log::warn!("bad multi response: {why}");
@@ -1024,7 +1181,7 @@ impl Client {
             return Err(gen_kill("wrong number of results"));
         }
         let mut out = Vec::with_capacity(paths.len());
-        for (res, path) in resp.results.into_iter().zip(&paths) {
+        for (res, path) in resp.results.into_iter().zip(paths) {
             out.push(match res {
                 MultiResult::Create { path } => OpResult::Create {
                     path: self.inner().client_path(&path),

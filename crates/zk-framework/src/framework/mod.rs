@@ -45,7 +45,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use parking_lot::{Condvar, Mutex};
 
-pub use ops::{CreateBuilder, DeleteBuilder};
+pub use ops::{CreateBuilder, CreatedWithListing, DeleteBuilder};
 
 use crate::client::{Client, ClientConfig, ClientState, SessionEvent, WatchedEvent, Watcher};
 use crate::paths::{fix_for_namespace, unfix_for_namespace, validate_namespace};
@@ -1080,6 +1080,28 @@ impl CuratorFramework {
     pub fn delete_in_background(&self, path: &str) -> Result<()> {
         let p = self.checked_path(path)?;
         self.background_delete(p, None);
+        Ok(())
+    }
+
+    /// Deletes, in the background, every child of `parent` whose name starts with
+    /// `prefix` (a protected `_c_<uuid>-` prefix): the cleanup of a protected
+    /// create whose outcome is unknown. Retried until it succeeds or the client
+    /// closes.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`] when `parent` breaks ZooKeeper's rules.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// c.delete_by_prefix_in_background("/locks/a", "_c_9518667b-083a-4c97-beb4-c8ec4f480c2d-")?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn delete_by_prefix_in_background(&self, parent: &str, prefix: &str) -> Result<()> {
+        let p = self.checked_path(parent)?;
+        self.inner.background.find_and_delete(p, prefix.to_string());
         Ok(())
     }
 

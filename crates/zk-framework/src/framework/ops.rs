@@ -31,6 +31,19 @@ pub struct CreateBuilder<'a> {
     ttl: Option<Duration>,
 }
 
+/// The result of a create that also listed its parent
+/// ([`CreateBuilder::for_path_listing_parent`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreatedWithListing {
+    /// The created path (namespace removed).
+    pub path: String,
+    /// The new node's Stat.
+    pub stat: Stat,
+    /// The parent's children, read in the same round trip as the create; `None`
+    /// when the create had to take a slower path (parents created, or a retry).
+    pub siblings: Option<Vec<String>>,
+}
+
 impl<'a> CreateBuilder<'a> {
     pub(super) fn new(fw: &'a CuratorFramework) -> Self {
         CreateBuilder {
@@ -179,6 +192,37 @@ impl<'a> CreateBuilder<'a> {
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
     pub fn for_path_with_stat(self, path: &str) -> Result<(String, Stat)> {
+        self.run(path, false).map(|c| (c.path, c.stat))
+    }
+
+    /// Runs the create and, in the same round trip, lists the new node's parent
+    /// (the two requests are pipelined; ZooKeeper answers them in order, so the
+    /// listing shows the new node). Lock recipes use it so that an uncontended
+    /// acquire needs no separate listing. Not for containers or TTL nodes.
+    ///
+    /// # Errors
+    ///
+    /// As [`CreateBuilder::for_path`]. A failed listing is not an error: the
+    /// siblings are then `None`.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use zk_framework::proto::CreateMode;
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let created = c
+    ///     .create()
+    ///     .creating_parent_containers_if_needed()
+    ///     .with_mode(CreateMode::EphemeralSequential)
+    ///     .for_path_listing_parent("/q/n-")?;
+    /// println!("{} among {:?}", created.path, created.siblings);
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn for_path_listing_parent(self, path: &str) -> Result<CreatedWithListing> {
+        self.run(path, true)
+    }
+
+    fn run(self, path: &str, list_parent: bool) -> Result<CreatedWithListing> {
         validate_path(path, self.mode.is_sequential())?;
         let fw = self.fw;
         let server_path = fw.fix_path(path);
@@ -200,13 +244,18 @@ impl<'a> CreateBuilder<'a> {
             acl,
             parents,
             ttl: self.ttl,
+            list_parent: list_parent && self.ttl.is_none() && !self.mode.is_container(),
         };
         let result = if self.protected {
             protected_create(fw, &server_path, &spec)
         } else {
             fw.call_with_retry(|c| spec.create(c, &server_path))
         };
-        result.map(|(p, st)| (fw.unfix_path(&p), st))
+        result.map(|(p, stat, siblings)| CreatedWithListing {
+            path: fw.unfix_path(&p),
+            stat,
+            siblings,
+        })
     }
 }
 
@@ -216,15 +265,30 @@ struct CreateSpec {
     acl: Vec<Acl>,
     parents: Parents,
     ttl: Option<Duration>,
+    list_parent: bool,
 }
+
+type Created = (String, Stat, Option<Vec<String>>);
 
 impl CreateSpec {
     /// One attempt: create; on NoNode with parent creation, make the parents and
-    /// create once more.
-    fn create(&self, c: &Client, path: &str) -> Result<(String, Stat)> {
-        let once = || match self.ttl {
-            Some(ttl) => c.create_ttl(path, &self.data, &self.acl, self.mode, ttl),
-            None => c.create2(path, &self.data, &self.acl, self.mode),
+    /// create once more. With `list_parent`, the first try pipelines a listing
+    /// of the parent.
+    fn create(&self, c: &Client, path: &str) -> Result<Created> {
+        if self.list_parent {
+            let parent_path = parent(path).unwrap_or("/");
+            match c.create2_then_get_children(path, &self.data, &self.acl, self.mode, parent_path) {
+                Ok(((p, stat), kids)) => return Ok((p, stat, kids.ok())),
+                Err(Error::NoNode { .. }) if self.parents != Parents::None => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let once = || {
+            match self.ttl {
+                Some(ttl) => c.create_ttl(path, &self.data, &self.acl, self.mode, ttl),
+                None => c.create2(path, &self.data, &self.acl, self.mode),
+            }
+            .map(|(p, st)| (p, st, None))
         };
         let mode = if self.parents == Parents::Containers {
             CreateMode::Container
@@ -264,7 +328,7 @@ impl CreateSpec {
 /// alive on the server (a restarted server gives its sessions a fresh timeout),
 /// and a non-sequential create of the same name would then fail with
 /// NodeExists.
-fn protected_create(fw: &CuratorFramework, server_path: &str, spec: &CreateSpec) -> Result<(String, Stat)> {
+fn protected_create(fw: &CuratorFramework, server_path: &str, spec: &CreateSpec) -> Result<Created> {
     let parent_path = parent(server_path).unwrap_or("/").to_string();
     let id = new_protected_id();
     let name = protected_name(&id, basename(server_path));
@@ -277,7 +341,7 @@ fn protected_create(fw: &CuratorFramework, server_path: &str, spec: &CreateSpec)
                 if let Some(stat) = c.exists(&found)? {
                     if !spec.mode.is_ephemeral() || stat.ephemeral_owner == c.session_id() {
                         log::debug!("protected create found its node {found} after a failed attempt");
-                        return Ok((found, stat));
+                        return Ok((found, stat, None));
                     }
                     log::info!(
                         "protected create found {found} of the old session 0x{:x}; deleting it",

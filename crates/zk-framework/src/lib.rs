@@ -15,3 +15,6 @@ pub mod state;
 
 pub use client::{Client, ClientConfig, ClientState, Op, OpResult, SessionEvent, WatchedEvent, Watcher};
 pub use error::{Error, Result};
+
+/// The `backoff` crate, re-exported for [`retry::BackoffRetry`].
+pub use backoff;

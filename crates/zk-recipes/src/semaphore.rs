@@ -395,19 +395,27 @@ impl InterProcessSemaphoreV2 {
         if self.max_leases == 1 {
             return self.acquire_single(deadline);
         }
-        let start = Instant::now();
-        let policy = self.client.retry_policy();
-        let mut retries = 0u32;
-        loop {
+        self.retrying_missing(|| {
             // Curator: hold the internal mutex while obtaining the lease.
             if !self.lock.acquire_deadline(deadline)? {
-                return Ok(None);
+                return Ok(Attempt::TimedOut);
             }
             let attempt = self.attempt(deadline);
             if let Err(e) = self.lock.release() {
                 log::debug!("releasing the semaphore's internal mutex: {e}");
             }
-            match attempt? {
+            attempt
+        })
+    }
+
+    /// Runs `attempt` until it gets a lease or times out; a vanished node is
+    /// retried as the client's retry policy allows.
+    fn retrying_missing(&self, mut attempt: impl FnMut() -> Result<Attempt>) -> Result<Option<Lease>> {
+        let start = Instant::now();
+        let policy = self.client.retry_policy();
+        let mut retries = 0u32;
+        loop {
+            match attempt()? {
                 Attempt::Got(l) => return Ok(Some(*l)),
                 Attempt::TimedOut => return Ok(None),
                 Attempt::Missing => match policy.next_retry(retries, start.elapsed()) {
@@ -502,27 +510,10 @@ impl InterProcessSemaphoreV2 {
     /// its lease at once and waits for the mutex like Curator's clients do, so a
     /// release wakes exactly one waiter.
     fn acquire_single(&self, deadline: Option<Instant>) -> Result<Option<Lease>> {
-        let start = Instant::now();
-        let policy = self.client.retry_policy();
-        let mut retries = 0u32;
-        loop {
+        self.retrying_missing(|| {
             let pair = self.create_pair()?;
-            match self.settle_pair(pair, deadline)? {
-                Attempt::Got(l) => return Ok(Some(*l)),
-                Attempt::TimedOut => return Ok(None),
-                Attempt::Missing => match policy.next_retry(retries, start.elapsed()) {
-                    RetryDecision::RetryAfter(d) => {
-                        retries += 1;
-                        std::thread::sleep(d);
-                    }
-                    RetryDecision::GiveUp => {
-                        return Err(Error::NodeVanished {
-                            path: self.leases_path.clone(),
-                        })
-                    }
-                },
-            }
-        }
+            self.settle_pair(pair, deadline)
+        })
     }
 
     /// Creates the internal-mutex node and the lease in one protected

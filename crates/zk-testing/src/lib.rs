@@ -12,3 +12,7 @@ pub mod proxy;
 pub mod raw;
 
 pub use harness::{wait_until, Backend, TestingServer, Timing};
+
+/// A real Apache ZooKeeper ensemble on loopback (Curator's `TestingCluster`):
+/// see [`apache::ApacheCluster`].
+pub type TestingCluster = apache::ApacheCluster;

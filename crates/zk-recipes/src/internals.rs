@@ -149,8 +149,15 @@ impl Monitor {
     /// so that its deletion is reported as `Lost`.
     pub(crate) fn subscribe(&self) -> Receiver<LockEvent> {
         let (tx, rx) = crossbeam_channel::bounded(16);
-        if self.status() == LockStatus::Lost {
-            let _ = tx.try_send(LockEvent::Lost);
+        // A late subscriber still hears where the lock stands.
+        match self.status() {
+            LockStatus::Lost => {
+                let _ = tx.try_send(LockEvent::Lost);
+            }
+            LockStatus::Uncertain => {
+                let _ = tx.try_send(LockEvent::Suspended);
+            }
+            LockStatus::Held => {}
         }
         self.loss.subscribers.lock().push(tx);
         let mut armed = self.own_watch.lock();
@@ -398,7 +405,6 @@ impl LockInternals {
     fn wait_loop(&self, node: &mut Node, deadline: Option<Instant>) -> Result<bool, LoopError> {
         let generation = node.generation;
         let ours = basename(&node.path).to_string();
-        let (tx, rx) = crossbeam_channel::bounded::<zk_framework::proto::EventType>(1);
         let states = self.client.state_receiver();
         // A plain mutex queue only grows at its tail: once the head we watched is
         // deleted, the node right behind it holds the lock, with no new listing.
@@ -434,7 +440,10 @@ impl LockInternals {
             if deadline.is_some_and(|d| d <= Instant::now()) {
                 return Ok(false);
             }
-            let txc = tx.clone();
+            // One channel per watch: an event of an earlier watch (set before a
+            // reconnect, on the same predecessor or another) must never be read
+            // as news about this predecessor.
+            let (txc, rx) = crossbeam_channel::bounded::<zk_framework::proto::EventType>(1);
             let watcher = move |e: zk_framework::client::WatchedEvent| {
                 let _ = txc.try_send(e.event_type);
             };

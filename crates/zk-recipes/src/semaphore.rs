@@ -242,6 +242,12 @@ impl InterProcessSemaphoreV2 {
         if max_leases == 0 {
             return Err(Error::InvalidArgument("a semaphore needs at least one lease".into()));
         }
+        zk_framework::proto::path::validate_path(path, false).map_err(zk_framework::Error::from)?;
+        if path == "/" {
+            return Err(Error::InvalidArgument(
+                "a semaphore cannot live at the root path".into(),
+            ));
+        }
         let lock = InterProcessMutex::new(client, &join(path, "locks"))?;
         Ok(InterProcessSemaphoreV2 {
             client: client.clone(),

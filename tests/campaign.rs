@@ -1,0 +1,606 @@
+//! The fault campaign (`src/bin/zk-campaign.rs`): a short bounded run on the
+//! embedded server must find no violation and no leaked node, with every fault
+//! kind injected; and the checker itself, on synthetic histories, must catch
+//! what it claims to catch (and excuse only what it claims to excuse).
+//!
+//! `ZK_CAMPAIGN_SEED` picks the seed of the short run (default 7);
+//! `ZK_TEST_TIMING` stretches its duration and session timeout.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use zk_framework::framework::CuratorFramework;
+use zk_framework::proto::CreateMode;
+use zk_framework::retry::ExponentialBackoffRetry;
+use zk_testing::{wait_until, Backend, TestingServer, Timing};
+
+fn campaign_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_zk-campaign")
+}
+
+/// A fresh, empty directory for one test.
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("zk-campaign-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Runs the binary with `args`, killing it if it outlives `limit`; returns its
+/// exit code and its standard output.
+fn run(args: &[String], limit: Duration) -> (i32, String) {
+    let mut child = Command::new(campaign_bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn zk-campaign");
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout.read_to_string(&mut s);
+        s
+    });
+    let mut status = None;
+    let finished = wait_until(limit, || {
+        status = child.try_wait().unwrap();
+        status.is_some()
+    });
+    if !finished {
+        let _ = child.kill();
+        let _ = child.wait();
+        let out = reader.join().unwrap();
+        panic!("zk-campaign {args:?} did not finish within {limit:?}; output so far:\n{out}");
+    }
+    let out = reader.join().unwrap();
+    (status.unwrap().code().unwrap_or(-1), out)
+}
+
+fn field<'a>(out: &'a str, name: &str) -> Option<&'a str> {
+    out.lines()
+        .find_map(|l| l.strip_prefix(name).map(|rest| rest.trim_start_matches(':').trim()))
+}
+
+// ---------------------------------------------------------------------------
+// The short campaign.
+
+#[test]
+fn short_campaign_on_the_embedded_server_is_clean() {
+    let t = Timing::from_env();
+    let seed: u64 = std::env::var("ZK_CAMPAIGN_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(7);
+    let seconds = t.scale(Duration::from_secs(25)).as_secs_f64();
+    let session = t.scale(Duration::from_secs(2));
+    let dir = scratch("short");
+    let args: Vec<String> = [
+        "--seconds",
+        &format!("{seconds:.1}"),
+        "--session-ms",
+        &session.as_millis().to_string(),
+        "--seed",
+        &seed.to_string(),
+        "--workers",
+        "4",
+        "--threads",
+        "4",
+        "--hold-ms",
+        "5",
+        "--think-ms",
+        "5",
+        "--long-hold-permille",
+        "5",
+        "--dir",
+        &dir.display().to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let (code, out) = run(&args, t.scale(Duration::from_secs(25 + 180)));
+    println!("{out}");
+    assert_eq!(field(&out, "violations"), Some("0"), "violations:\n{out}");
+    assert_eq!(field(&out, "leaked nodes"), Some("0"), "leaks:\n{out}");
+    assert_eq!(field(&out, "missing fault kinds"), Some("none"), "faults:\n{out}");
+    let faults = field(&out, "faults").expect("a faults line");
+    for kind in [
+        "partition-expire",
+        "instant-expire",
+        "cut",
+        "drop-all",
+        "pause-short",
+        "pause-long",
+        "restart",
+        "kill-worker",
+    ] {
+        let n: usize = faults
+            .split(['(', ',', ')'])
+            .find_map(|p| p.trim().strip_prefix(kind).map(|n| n.trim().parse().unwrap_or(0)))
+            .unwrap_or(0);
+        assert!(n >= 1, "fault {kind} never happened: {faults}");
+    }
+    let acquisitions: u64 = field(&out, "acquisitions")
+        .and_then(|a| a.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(acquisitions > 0, "no acquisition at all:\n{out}");
+    assert_eq!(code, 0, "exit code:\n{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ---------------------------------------------------------------------------
+// The checker on synthetic histories.
+
+const P: &str = "P seed=1 backend=embedded workers=1 threads=1 session_ms=1000 acquire_timeout_ms=1000 kinds=cut";
+
+/// One section's lines: attempt, grant, section, work done, end.
+#[allow(clippy::too_many_arguments)]
+fn section(
+    pid: u32,
+    thr: u32,
+    att: u64,
+    lock: &str,
+    mode: &str,
+    token: i64,
+    sid: &str,
+    start: u64,
+    end: u64,
+    told: Option<u64>,
+) -> Vec<String> {
+    let told_s = told.map_or("-".to_string(), |t| t.to_string());
+    let ev = if told.is_some() { "Suspended" } else { "-" };
+    let attempt_lock = if mode == "multi" { "multi" } else { lock };
+    vec![
+        format!("A {pid} {thr} {att} {attempt_lock} {mode} {}", start - 10),
+        format!("R {pid} {thr} {att} {attempt_lock} {mode} {start} acquired - 10"),
+        format!("S {pid} {thr} {att} {lock} {mode} {token} {sid} {start}"),
+        format!("D {pid} {thr} {att} {end}"),
+        format!("E {pid} {thr} {att} {lock} {mode} {token} {sid} {start} {end} {told_s} {ev} - Held Held 1 ok"),
+    ]
+}
+
+fn worker(pid: u32, body: Vec<Vec<String>>) -> Vec<String> {
+    let mut v = vec![format!("H {pid} 0 1")];
+    v.extend(body.into_iter().flatten());
+    v.push(format!("X {pid} 999999"));
+    v
+}
+
+/// Writes a history (coordinator lines, then one file per worker) and runs
+/// `--check` on it.
+fn check(name: &str, coordinator: &[&str], workers: &[Vec<String>]) -> (i32, String) {
+    let dir = scratch(&format!("check-{name}"));
+    let mut c: Vec<String> = vec![P.to_string(), "F cut 1 2 synthetic".to_string()];
+    c.extend(coordinator.iter().map(|s| s.to_string()));
+    write_lines(&dir.join("coordinator.log"), &c);
+    for (i, w) in workers.iter().enumerate() {
+        write_lines(&dir.join(format!("worker-{i}-0.log")), w);
+    }
+    let out = run(
+        &["--check".to_string(), dir.display().to_string()],
+        Duration::from_secs(60),
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    out
+}
+
+fn write_lines(path: &Path, lines: &[String]) {
+    let mut s = lines.join("\n");
+    s.push('\n');
+    std::fs::write(path, s).unwrap();
+}
+
+fn violations(out: &str) -> usize {
+    field(out, "violations")
+        .and_then(|v| v.parse().ok())
+        .expect("a violations line")
+}
+
+#[test]
+fn checker_accepts_a_clean_history() {
+    let (code, out) = check(
+        "clean",
+        &[],
+        &[
+            worker(
+                10,
+                vec![
+                    section(10, 0, 1, "/l", "mutex", 5, "a", 100, 200, None),
+                    section(10, 0, 2, "/rw", "read", 7, "a", 100, 300, None),
+                    section(10, 0, 3, "/l", "multi", 9, "a", 250, 260, None),
+                ],
+            ),
+            worker(
+                11,
+                vec![
+                    section(11, 0, 1, "/l", "mutex", 6, "b", 210, 240, None),
+                    // Readers share.
+                    section(11, 0, 2, "/rw", "read", 8, "b", 150, 350, None),
+                    section(11, 0, 3, "/rw", "write", 10, "b", 400, 500, None),
+                ],
+            ),
+        ],
+    );
+    assert_eq!(violations(&out), 0, "{out}");
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("acquisitions: 6 (mutex 2, read 2, write 1, semaphore 0, multi 1)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn checker_catches_an_overlap() {
+    let (code, out) = check(
+        "overlap",
+        &[],
+        &[
+            worker(10, vec![section(10, 0, 1, "/l", "mutex", 5, "a", 100, 300, None)]),
+            worker(11, vec![section(11, 0, 1, "/l", "semaphore", 6, "b", 200, 400, None)]),
+        ],
+    );
+    assert_eq!(violations(&out), 1, "{out}");
+    assert!(out.contains("VIOLATION: overlap on /l"), "{out}");
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn checker_catches_a_reader_overlapping_a_writer() {
+    let (_, out) = check(
+        "read-write",
+        &[],
+        &[
+            worker(10, vec![section(10, 0, 1, "/rw", "read", 5, "a", 100, 300, None)]),
+            worker(11, vec![section(11, 0, 1, "/rw", "multi", 6, "b", 200, 400, None)]),
+        ],
+    );
+    assert_eq!(violations(&out), 1, "{out}");
+    assert!(out.contains("overlap on /rw"), "{out}");
+}
+
+#[test]
+fn checker_excuses_an_overlap_after_the_holder_was_told() {
+    // The first holder heard Suspended at 150, before the second began at 200.
+    let (code, out) = check(
+        "told",
+        &[],
+        &[
+            worker(10, vec![section(10, 0, 1, "/l", "mutex", 5, "a", 100, 300, Some(150))]),
+            worker(11, vec![section(11, 0, 1, "/l", "mutex", 6, "b", 200, 400, None)]),
+        ],
+    );
+    assert_eq!(violations(&out), 0, "{out}");
+    assert_eq!(code, 0, "{out}");
+    // Told only after the overlap began: not excused.
+    let (code, out) = check(
+        "told-late",
+        &[],
+        &[
+            worker(10, vec![section(10, 0, 1, "/l", "mutex", 5, "a", 100, 300, Some(250))]),
+            worker(11, vec![section(11, 0, 1, "/l", "mutex", 6, "b", 200, 400, None)]),
+        ],
+    );
+    assert_eq!(violations(&out), 1, "{out}");
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn checker_catches_fencing_tokens_out_of_order() {
+    let (code, out) = check(
+        "tokens",
+        &[],
+        &[
+            worker(10, vec![section(10, 0, 1, "/l", "mutex", 9, "a", 100, 200, None)]),
+            worker(11, vec![section(11, 0, 1, "/l", "mutex", 4, "b", 300, 400, None)]),
+        ],
+    );
+    assert_eq!(violations(&out), 1, "{out}");
+    assert!(out.contains("fencing tokens out of order on /l"), "{out}");
+    assert_eq!(code, 1);
+    // Reads are not fenced.
+    let (_, out) = check(
+        "tokens-reads",
+        &[],
+        &[
+            worker(10, vec![section(10, 0, 1, "/rw", "read", 9, "a", 100, 200, None)]),
+            worker(11, vec![section(11, 0, 1, "/rw", "read", 4, "b", 300, 400, None)]),
+        ],
+    );
+    assert_eq!(violations(&out), 0, "{out}");
+}
+
+#[test]
+fn checker_catches_an_unreported_loss() {
+    let mut w = worker(10, vec![]);
+    w.insert(1, "E 10 0 1 /l mutex 5 a 100 200 - - - Held Lost 1 ok".to_string());
+    w.insert(1, "S 10 0 1 /l mutex 5 a 100".to_string());
+    w.insert(1, "R 10 0 1 /l mutex 100 acquired - 10".to_string());
+    w.insert(1, "A 10 0 1 /l mutex 90".to_string());
+    let (code, out) = check("unreported", &[], &[w]);
+    assert_eq!(violations(&out), 1, "{out}");
+    assert!(out.contains("unreported loss on /l"), "{out}");
+    assert_eq!(code, 1);
+    // Uncertain at grant and never signalled: the same.
+    let w = vec![
+        "H 10 0 1".to_string(),
+        "A 10 0 1 /l mutex 90".to_string(),
+        "R 10 0 1 /l mutex 100 acquired - 10".to_string(),
+        "E 10 0 1 /l mutex 5 a 100 200 - - - Uncertain Held 1 ok".to_string(),
+        "X 10 300".to_string(),
+    ];
+    let (_, out) = check("uncertain-at-grant", &[], &[w]);
+    assert_eq!(violations(&out), 1, "{out}");
+    assert!(out.contains("at grant"), "{out}");
+}
+
+#[test]
+fn checker_catches_a_hung_attempt_but_excuses_a_killed_worker() {
+    let hung = vec![
+        "H 10 0 1".to_string(),
+        "A 10 0 1 /l mutex 90".to_string(),
+        "X 10 300".to_string(),
+    ];
+    let (code, out) = check("hung", &[], &[hung]);
+    assert_eq!(violations(&out), 1, "{out}");
+    assert!(out.contains("hung attempt"), "{out}");
+    assert_eq!(code, 1);
+
+    // Killed -9 with an attempt in flight and a section open: excused; the
+    // open section lasts until the kill, so a grant after it is fine.
+    let killed = vec![
+        "H 10 0 1".to_string(),
+        "A 10 0 1 /l mutex 90".to_string(),
+        "R 10 0 1 /l mutex 100 acquired - 10".to_string(),
+        "S 10 0 1 /l mutex 5 a 100".to_string(),
+        "A 10 1 1 /l2 mutex 90".to_string(),
+    ];
+    let other = worker(11, vec![section(11, 0, 1, "/l", "mutex", 6, "b", 500, 600, None)]);
+    let (code, out) = check("killed", &["K 0 10 400"], &[killed.clone(), other]);
+    assert_eq!(violations(&out), 0, "{out}");
+    assert!(out.contains("in flight at kill -9 1"), "{out}");
+    assert_eq!(code, 0, "{out}");
+    // A grant before the kill overlaps the dead holder's open section.
+    let early = worker(11, vec![section(11, 0, 1, "/l", "mutex", 6, "b", 300, 600, None)]);
+    let (_, out) = check("killed-early", &["K 0 10 400"], &[killed, early]);
+    assert_eq!(violations(&out), 1, "{out}");
+    assert!(out.contains("overlap on /l"), "{out}");
+}
+
+#[test]
+fn checker_separates_fenced_overlaps_after_an_instant_expiry() {
+    // The server expired session `a` at 150; its holder heard of it at 320,
+    // after `b` was granted at 200 with a larger token.
+    let stale = vec![
+        "H 10 0 1".to_string(),
+        "A 10 0 1 /l mutex 90".to_string(),
+        "R 10 0 1 /l mutex 100 acquired - 10".to_string(),
+        "S 10 0 1 /l mutex 5 a 100".to_string(),
+        "E 10 0 1 /l mutex 5 a 100 300 - - 320 Held Lost 0 ZooKeeper.ConnectionLoss".to_string(),
+        "X 10 999".to_string(),
+    ];
+    let fresh = worker(11, vec![section(11, 0, 1, "/l", "mutex", 6, "b", 200, 400, None)]);
+    let (code, out) = check("fenced", &["I a 150"], &[stale.clone(), fresh.clone()]);
+    assert_eq!(violations(&out), 0, "{out}");
+    assert!(out.contains("fenced overlaps after an instant expiry: 1"), "{out}");
+    assert_eq!(code, 0, "{out}");
+    // Without the expiry it is a plain overlap.
+    let (_, out) = check("not-fenced", &[], &[stale, fresh]);
+    assert_eq!(violations(&out), 1, "{out}");
+}
+
+#[test]
+fn checker_reports_missing_fault_kinds() {
+    let dir = scratch("check-missing");
+    write_lines(
+        &dir.join("coordinator.log"),
+        &[
+            "P seed=1 session_ms=1000 acquire_timeout_ms=1000 kinds=cut,restart".to_string(),
+            "F cut 1 2 synthetic".to_string(),
+        ],
+    );
+    let (code, out) = run(&["--check".into(), dir.display().to_string()], Duration::from_secs(60));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(field(&out, "missing fault kinds"), Some("restart"), "{out}");
+    assert_eq!(code, 3, "{out}");
+}
+
+// ---------------------------------------------------------------------------
+// The leak check.
+
+#[test]
+fn leak_check_finds_a_leftover_lock_node_and_waits_for_expiring_ones() {
+    let t = Timing::from_env();
+    let server = TestingServer::start_backend(Backend::Embedded).unwrap();
+    let client = CuratorFramework::builder()
+        .connect_string(server.connect_string())
+        .session_timeout(t.session())
+        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
+        .build()
+        .unwrap();
+    client.block_until_connected(t.wait()).unwrap();
+    let leak = "/leaktest/lock/_c_0f0f0f0f-0000-0000-0000-000000000000-lock-0000000001";
+    client.create().creating_parents_if_needed().for_path(leak).unwrap();
+    let leaks = |wait_ms: u64, limit: Duration| {
+        run(
+            &[
+                "--leaks".into(),
+                server.connect_string(),
+                "--root".into(),
+                "/leaktest".into(),
+                "--leak-wait-ms".into(),
+                wait_ms.to_string(),
+            ],
+            limit,
+        )
+    };
+    let (code, out) = leaks(300, t.wait());
+    assert_eq!(field(&out, "leaked nodes"), Some("1"), "{out}");
+    assert!(out.contains(leak), "{out}");
+    assert_eq!(code, 1);
+
+    // An ephemeral lock node of a session that ends while the check waits is
+    // not a leak.
+    client.delete().for_path(leak).unwrap();
+    let holder = CuratorFramework::builder()
+        .connect_string(server.connect_string())
+        .session_timeout(t.session())
+        .build()
+        .unwrap();
+    holder.block_until_connected(t.wait()).unwrap();
+    holder
+        .create()
+        .with_mode(CreateMode::Ephemeral)
+        .for_path("/leaktest/lock/_c_1-lock-0000000002")
+        .unwrap();
+    let embedded = server.embedded().unwrap();
+    let before = embedded.sessions().len();
+    let (code, out) = std::thread::scope(|s| {
+        let check = s.spawn(|| leaks(t.wait().as_millis() as u64, t.wait() * 3));
+        // Once the checker's own session exists, end the holder's.
+        assert!(wait_until(t.wait(), || embedded.sessions().len() > before));
+        holder.close();
+        check.join().unwrap()
+    });
+    assert_eq!(field(&out, "leaked nodes"), Some("0"), "{out}");
+    assert_eq!(code, 0, "{out}");
+    client.close();
+}
+
+// ---------------------------------------------------------------------------
+// A bug the campaign found (fencing tokens out of order on /campaign/mutex in
+// the long profile), reduced to a reproduction.
+
+/// The plain-mutex "handoff without re-listing" shortcut of
+/// `LockInternals::wait_loop` (crates/zk-recipes/src/internals.rs) grants the
+/// lock on *any* `NodeDeleted` that reaches the wait channel while the current
+/// predecessor is the head. The channel lives across loop iterations and every
+/// re-listing (after a connection-state wake-up) adds one more watcher on the
+/// same predecessor; when that predecessor goes, its extra `NodeDeleted`
+/// events stay queued, the waiter re-lists, finds the head as its new
+/// predecessor, and the stale event then "grants" the lock while the head
+/// still holds it.
+///
+/// Queue: X (head, holds), Y (waits), B (our InterProcessMutex, watching Y).
+/// Connection drops make B watch Y several times; Y goes; B must keep waiting
+/// for X. Ignored until the shortcut checks the event's path (or uses a fresh
+/// channel per wait): run it with `--ignored`.
+#[test]
+fn a_stale_deletion_event_must_not_grant_a_mutex_while_the_head_holds_it() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use zk_recipes::InterProcessMutex;
+
+    let t = Timing::from_env();
+    let server = TestingServer::start_backend(Backend::Embedded).unwrap();
+    let cs = server.connect_string();
+    let client = || {
+        let c = CuratorFramework::builder()
+            .connect_string(&cs)
+            .session_timeout(t.scale(Duration::from_secs(10)))
+            .connection_timeout(t.connection())
+            .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(50), 10))
+            .build()
+            .unwrap();
+        c.block_until_connected(t.wait()).unwrap();
+        c
+    };
+    let other = client();
+    let rounds = 20;
+    let mut early = Vec::new();
+    for round in 0..rounds {
+        let path = format!("/stale/m{round}");
+        let node = |tag: &str| {
+            other
+                .create()
+                .creating_parent_containers_if_needed()
+                .with_mode(CreateMode::EphemeralSequential)
+                .for_path(&format!("{path}/_c_00000000-0000-0000-0000-00000000000{tag}-lock-"))
+                .unwrap()
+        };
+        let x = node("x");
+        let y = node("y");
+        let b = client();
+        let zk = b.zookeeper_client();
+        let acquired = Arc::new(AtomicBool::new(false));
+        let waiter = {
+            let (acquired, b, path) = (acquired.clone(), b.clone(), path.clone());
+            std::thread::spawn(move || {
+                let m = InterProcessMutex::new(&b, &path).unwrap();
+                let g = m.try_acquire_for(Duration::from_secs(60)).unwrap();
+                acquired.store(g.is_some(), Ordering::SeqCst);
+            })
+        };
+        assert!(wait_until(t.wait(), || zk.registered_watches().data.contains(&y)));
+        for _ in 0..3 {
+            let before = zk.registered_watches().callbacks;
+            server.drop_connections().unwrap();
+            // The wait loop woke up, listed again and watches Y once more.
+            assert!(wait_until(t.wait(), || b.is_connected()
+                && zk.registered_watches().callbacks > before));
+        }
+        other.delete().for_path(&y).unwrap();
+        // B must now watch X (the head); it must not hold the lock.
+        let settled = wait_until(t.wait(), || {
+            acquired.load(Ordering::SeqCst) || zk.registered_watches().data.contains(&x)
+        });
+        assert!(settled, "round {round}: B neither acquired nor watched the head");
+        if wait_until(t.scale(Duration::from_millis(300)), || acquired.load(Ordering::SeqCst)) {
+            early.push(round);
+        }
+        other.delete().for_path(&x).unwrap();
+        waiter.join().unwrap();
+        assert!(acquired.load(Ordering::SeqCst));
+        b.close();
+    }
+    other.close();
+    assert!(
+        early.is_empty(),
+        "in rounds {early:?} of {rounds}, the mutex was granted while the head node still held it"
+    );
+}
+
+/// `Monitor::subscribe` (crates/zk-recipes/src/internals.rs) sends a queued
+/// `Lost` to a new subscriber whose lock is already lost, but nothing to one
+/// whose lock is already `Uncertain`: a holder that subscribes while the
+/// connection is suspended (for example when `acquire` returns just as the
+/// connection drops, the campaign's "status at grant") hears nothing until
+/// `Reconnected` or `Lost`, and believes it holds the lock meanwhile. Ignored
+/// until `subscribe` also sends `Suspended` for `LockStatus::Uncertain`.
+#[test]
+fn a_loss_receiver_subscribed_while_suspended_hears_suspended() {
+    use zk_recipes::{InterProcessMutex, LockEvent, LockStatus};
+    let t = Timing::from_env();
+    let server = TestingServer::start_backend(Backend::Embedded).unwrap();
+    let client = CuratorFramework::builder()
+        .connect_string(server.connect_string())
+        .session_timeout(t.session())
+        .connection_timeout(t.connection())
+        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
+        .build()
+        .unwrap();
+    client.block_until_connected(t.wait()).unwrap();
+    let m = InterProcessMutex::new(&client, "/suspended/a").unwrap();
+    let g = m.acquire().unwrap();
+    let early = g.loss_receiver();
+    server.stop().unwrap();
+    assert!(wait_until(t.wait(), || g.status() == LockStatus::Uncertain));
+    assert_eq!(
+        early.try_recv(),
+        Ok(LockEvent::Suspended),
+        "the early subscriber hears it"
+    );
+    let late = g.loss_receiver();
+    let heard = late.try_recv();
+    server.restart().unwrap();
+    assert!(wait_until(t.wait(), || g.status() == LockStatus::Held));
+    drop(g);
+    client.close();
+    assert_eq!(
+        heard,
+        Ok(LockEvent::Suspended),
+        "a subscriber of an Uncertain lock must hear Suspended"
+    );
+}

@@ -16,6 +16,16 @@
 //! holds for HOLD_MS, appends `NAME END <epoch nanos>` and releases. Each line is
 //! one `write(2)` on an `O_APPEND` descriptor, so processes can share a file.
 //!
+//! With `CONTENDER_LOG_NODE=1`, for `mutex` and `semaphore` the START line also
+//! names the sequential node the grant was made to and the czxid of its parent
+//! (`NAME START <epoch nanos> <node path> <queue id>`), so that
+//! `check_overlap.py --fifo` can check that grants follow the queue order across
+//! languages: for the mutex, the guard's lock node; for the semaphore mutex, its
+//! lease node (`PATH/leases/...`): the first of `participant_nodes()`, checked to
+//! be ours by its czxid, which is the guard's fencing token. (The parent is a
+//! container: the server deletes it when empty, and a re-created parent numbers
+//! its children from 0 again.)
+//!
 //! Start barrier (optional): with `CONTENDER_READY_DIR` and `CONTENDER_GO_FILE`
 //! set, the contender creates `READY_DIR/NAME` once connected and waits for the
 //! go file before contending.
@@ -29,7 +39,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use zk_framework::framework::CuratorFramework;
 use zk_framework::retry::ExponentialBackoffRetry;
-use zk_recipes::{InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex, MultiLock};
+use zk_recipes::{
+    InterProcessMutex, InterProcessMutexGuard, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
+    InterProcessSemaphoreMutexGuard, MultiLock,
+};
 
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(120);
 const BARRIER_TIMEOUT: Duration = Duration::from_secs(120);
@@ -117,21 +130,81 @@ fn barrier(name: &str) -> Result<(), BoxError> {
 }
 
 /// Runs the critical sections; `acquire` returns a guard (released on drop)
-/// or `None` on timeout.
+/// or `None` on timeout; `node` names the lock node of the grant and the czxid of
+/// its parent, if there is one to name.
 fn contend<G>(
     args: &Args,
     logs: &mut [File],
     mut acquire: impl FnMut() -> zk_recipes::Result<Option<G>>,
+    node: impl Fn(&G) -> Result<Option<(String, i64)>, BoxError>,
 ) -> Result<(), BoxError> {
+    let log_node = std::env::var("CONTENDER_LOG_NODE").is_ok_and(|v| v == "1");
     for i in 0..args.iterations {
         let guard = acquire()?
             .ok_or_else(|| format!("{}: iteration {i}: not acquired within {ACQUIRE_TIMEOUT:?}", args.name))?;
-        append(logs, &format!("{} START {}", args.name, now_nanos()))?;
+        let line = match if log_node { node(&guard)? } else { None } {
+            Some((node, queue)) => format!("{} START {} {node} {queue}", args.name, now_nanos()),
+            None => format!("{} START {}", args.name, now_nanos()),
+        };
+        append(logs, &line)?;
         std::thread::sleep(args.hold);
         append(logs, &format!("{} END {}", args.name, now_nanos()))?;
         drop(guard);
     }
     Ok(())
+}
+
+type NodeAndQueue = Option<(String, i64)>;
+
+fn no_node<G>(_: &G) -> Result<NodeAndQueue, BoxError> {
+    Ok(None)
+}
+
+/// `node` and the czxid of its parent (which cannot go while `node` exists).
+fn with_queue(client: &CuratorFramework, node: String) -> Result<NodeAndQueue, BoxError> {
+    let parent = match node.rfind('/') {
+        Some(0) => "/",
+        Some(i) => &node[..i],
+        None => return Err(format!("not an absolute path: {node}").into()),
+    };
+    let stat = client
+        .check_exists(parent)?
+        .ok_or_else(|| format!("the parent of our lock node {node} does not exist"))?;
+    Ok(Some((node, stat.czxid)))
+}
+
+fn mutex_node(client: &CuratorFramework, guard: &InterProcessMutexGuard<'_>) -> Result<NodeAndQueue, BoxError> {
+    let node = guard.lock_path();
+    if node.is_empty() {
+        return Err("the mutex guard names no lock node".into());
+    }
+    with_queue(client, node)
+}
+
+/// The semaphore mutex's lease node. The guard does not expose it: it is the first
+/// lease in sequence order (with one lease, any other lease node was created later,
+/// by the next waiter), checked to be ours by its czxid (our fencing token).
+fn lease_node(
+    client: &CuratorFramework,
+    lock: &InterProcessSemaphoreMutex,
+    guard: &InterProcessSemaphoreMutexGuard<'_>,
+) -> Result<NodeAndQueue, BoxError> {
+    let leases = lock.participant_nodes()?;
+    let first = leases
+        .first()
+        .ok_or("no lease node while holding the semaphore mutex")?;
+    let stat = client
+        .check_exists(first)?
+        .ok_or_else(|| format!("the first lease node {first} vanished while we hold the lock"))?;
+    if stat.czxid != guard.fencing_token() {
+        return Err(format!(
+            "the first lease node {first} (czxid {:#x}) is not ours (fencing token {:#x}); leases: {leases:?}",
+            stat.czxid,
+            guard.fencing_token()
+        )
+        .into());
+    }
+    with_queue(client, first.clone())
 }
 
 fn run(args: &Args) -> Result<(), BoxError> {
@@ -155,28 +228,48 @@ fn run(args: &Args) -> Result<(), BoxError> {
             "mutex" => {
                 let lock = InterProcessMutex::new(&client, path)?;
                 barrier(&args.name)?;
-                contend(args, &mut logs, || lock.try_acquire_for(ACQUIRE_TIMEOUT))
+                contend(
+                    args,
+                    &mut logs,
+                    || lock.try_acquire_for(ACQUIRE_TIMEOUT),
+                    |g| mutex_node(&client, g),
+                )
             }
             "semaphore" => {
                 let lock = InterProcessSemaphoreMutex::new(&client, path)?;
                 barrier(&args.name)?;
-                contend(args, &mut logs, || lock.try_acquire_for(ACQUIRE_TIMEOUT))
+                contend(
+                    args,
+                    &mut logs,
+                    || lock.try_acquire_for(ACQUIRE_TIMEOUT),
+                    |g| lease_node(&client, &lock, g),
+                )
             }
             "read" => {
                 let lock = InterProcessReadWriteLock::new(&client, path)?;
                 barrier(&args.name)?;
-                contend(args, &mut logs, || lock.read_lock().try_acquire_for(ACQUIRE_TIMEOUT))
+                contend(
+                    args,
+                    &mut logs,
+                    || lock.read_lock().try_acquire_for(ACQUIRE_TIMEOUT),
+                    no_node,
+                )
             }
             "write" => {
                 let lock = InterProcessReadWriteLock::new(&client, path)?;
                 barrier(&args.name)?;
-                contend(args, &mut logs, || lock.write_lock().try_acquire_for(ACQUIRE_TIMEOUT))
+                contend(
+                    args,
+                    &mut logs,
+                    || lock.write_lock().try_acquire_for(ACQUIRE_TIMEOUT),
+                    no_node,
+                )
             }
             _ => {
                 let paths: Vec<&str> = args.paths.iter().map(String::as_str).collect();
                 let lock = MultiLock::from_paths(&client, &paths)?;
                 barrier(&args.name)?;
-                contend(args, &mut logs, || lock.try_acquire_for(ACQUIRE_TIMEOUT))
+                contend(args, &mut logs, || lock.try_acquire_for(ACQUIRE_TIMEOUT), no_node)
             }
         }
     })();

@@ -12,9 +12,11 @@
 #   --server apache      start a real Apache ZooKeeper with ../../shared/zk/standalone.sh
 #                        (relative to this script) on a free port; waits for srvr "Mode:".
 #
-# Phases (each one on a fresh lock path, all contenders released together by a start barrier):
-#   1. mixed mutex: 2 x Curator InterProcessMutex + 2 x kazoo Lock (Curator-compatible names)
-#   2. Curator InterProcessSemaphoreMutex: 3 Java contenders
+# Phases (each one on a fresh lock path, all contenders released together by a start barrier,
+# or, for the ordered phases, one side first and the other once the first side is queued):
+#   1. mixed mutex: 2 x Curator InterProcessMutex + 2 x kazoo Lock (Curator-compatible names);
+#      grants must follow the queue (sequence) order (FIFO)
+#   2. Curator InterProcessSemaphoreMutex: 3 Java contenders (FIFO on the lease nodes)
 #   3. kazoo Semaphore (max_leases=1): 2 Python contenders
 #   4. read/write lock: 2 readers + 1 writer of Curator's InterProcessReadWriteLock and 2
 #      readers + 1 writer of ours (examples/interop_contender.rs) on one path; a writer
@@ -23,7 +25,14 @@
 #   5. multi-lock over locks a and b: 2 x Curator InterProcessMultiLock [a,b], 2 x our
 #      MultiLock given [b,a] (it sorts), a Curator mutex on a alone and one of ours on b
 #      alone; each lock's log is checked for mutual exclusion separately
-# after a self-test proving that check_overlap.py catches overlaps.
+#   6-9. Curator and ours on one lock, in both directions: 2 Java + 2 Rust contenders of the
+#      mutex (InterProcessMutex) and of the semaphore mutex (InterProcessSemaphoreMutex), once
+#      with the Java contenders queued first and the Rust ones released behind them, once the
+#      other way round. Every grant logs its lock node (the mutex's lock node, the semaphore
+#      mutex's lease node); the check: no overlap, grants in strictly increasing sequence
+#      order across both languages (FIFO), and the first two grants went to the side queued
+#      first (scripts/interop/wait_queue.py watches the queue before the second side starts)
+# after a self-test proving that check_overlap.py catches overlaps and queue jumps.
 #
 # Needs: java + javac (17), Debian's curator/zookeeper jars in /usr/share/java, kazoo for
 # /usr/bin/python3, cargo (builds the Rust contender). Every process runs under `timeout`;
@@ -53,7 +62,7 @@ JAVA_OPTS=(-Xmx64m -XX:+UseSerialGC -XX:TieredStopAtLevel=1
 log() { printf '[foreign-clients] %s\n' "$*" >&2; }
 die() { log "FAIL: $*"; exit 1; }
 
-usage() { sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//' >&2; }
+usage() { sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//' >&2; }
 
 # ---- arguments ---------------------------------------------------------------------------
 SERVER=""
@@ -204,7 +213,7 @@ start_embedded() {
   log "zk-embedded $line"
 }
 
-# run_phase NAME LOCK_PATH SPEC... where SPEC is CLIENT:RECIPE[@SUB[,SUB...]]:
+# run_phase NAME LOCK_PATH SPEC... [then SPEC...] where SPEC is CLIENT:RECIPE[@SUB[,SUB...]]:
 #   java:mutex, java:semaphore (CuratorMutexContender), java:read, java:write
 #   (CuratorRwContender), java:multi (CuratorMultiLockContender), kazoo:lock, kazoo:semaphore,
 #   rust:mutex|semaphore|read|write|multi (examples/interop_contender.rs).
@@ -212,15 +221,36 @@ start_embedded() {
 # LOCK_PATH/SUB for each SUB (in the order given) and logs to sections-SUB.log for each, so
 # that every lock's log can be checked on its own. CHECK_ARGS (e.g. "--rw") is passed to
 # check_overlap.py. Starts all contenders, releases them together, checks every log.
+# With "then": the contenders before it (all of one recipe, mutex or semaphore, on LOCK_PATH)
+# are released first; those after it only once wait_queue.py saw the first ones queued.
 run_phase() {
   local phase=$1 lock_path=$2; shift 2
   local dir=$WORK/$phase n=0 spec client recipe subs sub name pids=() names=() i rc failed=0 t0
-  local paths logs log_file
+  local paths logs log_file group=1 first_n=0 first_recipe="" go_file
   declare -A log_contenders=()
+  if printf '%s\n' "$@" | grep -qx then; then
+    # Ordered: those queued first must all be mutex or all semaphore contenders on LOCK_PATH.
+    for spec in "$@"; do
+      [ "$spec" != then ] || break
+      recipe=${spec#*:}
+      case "$recipe" in mutex|semaphore) ;;
+        *) die "phase $phase: $spec: only mutex or semaphore contenders on $lock_path can be queued first" ;;
+      esac
+      [ -z "$first_recipe" ] || [ "$first_recipe" = "$recipe" ] \
+        || die "phase $phase: the contenders queued first must share one recipe"
+      first_recipe=$recipe
+    done
+  fi
   mkdir -p "$dir/ready"
   t0=$SECONDS
-  log "phase $phase: $# contenders on $lock_path, $ITERATIONS iterations, hold $HOLD_MS ms"
+  log "phase $phase: $(printf '%s\n' "$@" | grep -cvx then) contenders on $lock_path," \
+    "$ITERATIONS iterations, hold $HOLD_MS ms"
   for spec in "$@"; do
+    if [ "$spec" = then ]; then
+      [ $group -eq 1 ] && [ $n -gt 0 ] || die "phase $phase: misplaced 'then'"
+      group=2
+      continue
+    fi
     n=$((n + 1))
     client=${spec%%:*}; recipe=${spec#*:}; subs=""
     case "$recipe" in *@*) subs=${recipe#*@}; recipe=${recipe%%@*} ;; esac
@@ -239,34 +269,40 @@ run_phase() {
     if [ "$recipe" != multi ] && [ "$paths" != "${paths%%,*}" ]; then
       die "bad contender spec $spec: only multi takes several locks"
     fi
+    go_file=$dir/go
+    if [ $group -eq 2 ]; then
+      go_file=$dir/go-2
+    else
+      first_n=$((first_n + 1))
+    fi
     case "$client:$recipe" in
       java:mutex|java:semaphore)
-        CONTENDER_READY_DIR=$dir/ready CONTENDER_GO_FILE=$dir/go \
+        CONTENDER_READY_DIR=$dir/ready CONTENDER_GO_FILE=$go_file \
           timeout --kill-after=5 "$PROC_TIMEOUT" java "${JAVA_OPTS[@]}" -cp "$JAVA_CP" \
           CuratorMutexContender "$CONNECT" "$paths" "$name" "$ITERATIONS" "$HOLD_MS" \
           "$logs" "$recipe" >"$dir/$name.out" 2>&1 </dev/null &
         ;;
       java:read|java:write)
-        CONTENDER_READY_DIR=$dir/ready CONTENDER_GO_FILE=$dir/go \
+        CONTENDER_READY_DIR=$dir/ready CONTENDER_GO_FILE=$go_file \
           timeout --kill-after=5 "$PROC_TIMEOUT" java "${JAVA_OPTS[@]}" -cp "$JAVA_CP" \
           CuratorRwContender "$CONNECT" "$paths" "$name" "$ITERATIONS" "$HOLD_MS" \
           "$logs" "$recipe" >"$dir/$name.out" 2>&1 </dev/null &
         ;;
       java:multi)
-        CONTENDER_READY_DIR=$dir/ready CONTENDER_GO_FILE=$dir/go \
+        CONTENDER_READY_DIR=$dir/ready CONTENDER_GO_FILE=$go_file \
           timeout --kill-after=5 "$PROC_TIMEOUT" java "${JAVA_OPTS[@]}" -cp "$JAVA_CP" \
           CuratorMultiLockContender "$CONNECT" "$paths" "$name" "$ITERATIONS" "$HOLD_MS" \
           "$logs" >"$dir/$name.out" 2>&1 </dev/null &
         ;;
       kazoo:lock|kazoo:semaphore)
-        CONTENDER_READY_DIR=$dir/ready CONTENDER_GO_FILE=$dir/go \
+        CONTENDER_READY_DIR=$dir/ready CONTENDER_GO_FILE=$go_file \
           timeout --kill-after=5 "$PROC_TIMEOUT" "$PY" "$INTEROP/kazoo_contender.py" \
           "$CONNECT" "$paths" "$name" "$ITERATIONS" "$HOLD_MS" \
           "$logs" "$recipe" >"$dir/$name.out" 2>&1 </dev/null &
         ;;
       rust:mutex|rust:semaphore|rust:read|rust:write|rust:multi)
         [ -n "$RUST_CONTENDER" ] || die "the Rust contender was not built"
-        CONTENDER_READY_DIR=$dir/ready CONTENDER_GO_FILE=$dir/go \
+        CONTENDER_READY_DIR=$dir/ready CONTENDER_GO_FILE=$go_file \
           timeout --kill-after=5 "$PROC_TIMEOUT" "$RUST_CONTENDER" \
           "$CONNECT" "$recipe" "$paths" "$name" "$ITERATIONS" "$HOLD_MS" \
           "$logs" >"$dir/$name.out" 2>&1 </dev/null &
@@ -280,17 +316,21 @@ run_phase() {
   local deadline=$((SECONDS + 120)) ready
   while :; do
     ready=$(find "$dir/ready" -type f | wc -l)
-    [ "$ready" -ge $# ] && break
+    [ "$ready" -ge $n ] && break
     for i in "${!pids[@]}"; do
       if ! kill -0 "${pids[$i]}" 2>/dev/null; then
         cat "$dir/${names[$i]}.out" >&2 || true
         die "phase $phase: ${names[$i]} exited before the start barrier"
       fi
     done
-    [ $SECONDS -lt $deadline ] || die "phase $phase: only $ready of $# contenders connected within 120 s"
+    [ $SECONDS -lt $deadline ] || die "phase $phase: only $ready of $n contenders connected within 120 s"
     sleep 0.05
   done
-  touch "$dir/go"
+  if [ $group -eq 2 ]; then
+    release_in_order
+  else
+    touch "$dir/go"
+  fi
 
   for i in "${!pids[@]}"; do
     rc=0; wait "${pids[$i]}" || rc=$?
@@ -313,6 +353,33 @@ run_phase() {
     summaries+="${summaries:+; }$(basename "$log_file" .log): $summary"
   done
   log "phase $phase: OK $summaries ($((SECONDS - t0)) s)"
+}
+
+# release_in_order: (run_phase's locals) releases the first group, waits until all of its
+# contenders are queued on the lock, then releases the second group.
+release_in_order() {
+  local wq wq_rc=0 wq_deadline=$((SECONDS + 60))
+  WAIT_QUEUE_READY_FILE=$dir/queue-watcher-ready timeout --kill-after=5 150 "$PY" \
+    "$INTEROP/wait_queue.py" "$CONNECT" "$lock_path" "$first_recipe" "$first_n" 120 \
+    >"$dir/wait_queue.out" 2>&1 </dev/null &
+  wq=$!
+  STARTED_PIDS+=($wq)
+  while [ ! -e "$dir/queue-watcher-ready" ]; do
+    if ! kill -0 "$wq" 2>/dev/null; then
+      cat "$dir/wait_queue.out" >&2 || true
+      die "phase $phase: wait_queue.py exited before it was connected"
+    fi
+    [ $SECONDS -lt $wq_deadline ] || die "phase $phase: wait_queue.py not connected within 60 s"
+    sleep 0.02
+  done
+  touch "$dir/go"
+  wait "$wq" || wq_rc=$?
+  if [ $wq_rc -ne 0 ]; then
+    cat "$dir/wait_queue.out" >&2 || true
+    die "phase $phase: the $first_n contenders released first did not queue (exit $wq_rc)"
+  fi
+  log "phase $phase: $(cat "$dir/wait_queue.out"); releasing the others"
+  touch "$dir/go-2"
 }
 
 checker_self_test() {
@@ -342,6 +409,26 @@ checker_self_test() {
       "$f" >/dev/null 2>&1; then
     die "check_overlap.py --rw accepted readers that never overlapped"
   fi
+  # FIFO mode: grants must follow the lock nodes' sequence order.
+  printf 'j-1 START 100 /l/_c_x-lock-0000000001 7\nj-1 END 200\nr-2 START 300 /l/_c_y-lock-0000000002 7\n' >"$f"
+  printf 'r-2 END 400\nj-1 START 500 /l/_c_z-lock-0000000003 7\nj-1 END 600\n' >>"$f"
+  # ... and a re-created parent (a later queue id) starts again at 0.
+  printf 'r-2 START 700 /l/_c_w-lock-0000000000 9\nr-2 END 800\n' >>"$f"
+  timeout 30 "$PY" "$INTEROP/check_overlap.py" --fifo --first-grants 1 --first-pattern '^j-' "$f" >/dev/null \
+    || die "check_overlap.py --fifo rejected grants in queue order"
+  if timeout 30 "$PY" "$INTEROP/check_overlap.py" --fifo --first-grants 2 --first-pattern '^j-' \
+      "$f" >/dev/null 2>&1; then
+    die "check_overlap.py --fifo accepted a first grant to the side queued second"
+  fi
+  printf 'j-1 START 100 /l/_c_x-lock-0000000002 7\nj-1 END 200\nr-2 START 300 /l/_c_y-lock-0000000001 7\n' >"$f"
+  printf 'r-2 END 400\n' >>"$f"
+  if timeout 30 "$PY" "$INTEROP/check_overlap.py" --fifo "$f" >/dev/null 2>&1; then
+    die "check_overlap.py --fifo accepted a grant that jumped the queue"
+  fi
+  printf 'j-1 START 100 /l/_c_x-lock-0000000001 7\nj-1 END 200\nr-2 START 300\nr-2 END 400\n' >"$f"
+  if timeout 30 "$PY" "$INTEROP/check_overlap.py" --fifo "$f" >/dev/null 2>&1; then
+    die "check_overlap.py --fifo accepted a grant without its lock node"
+  fi
   log "check_overlap.py self-test OK"
 }
 
@@ -358,8 +445,11 @@ case "$SERVER" in
 esac
 
 RUN=/foreign-clients/run-$$-$RANDOM
-run_phase mixed-mutex "$RUN/mutex" java:mutex java:mutex kazoo:lock kazoo:lock
-run_phase curator-semaphore-mutex "$RUN/semaphore-mutex" java:semaphore java:semaphore java:semaphore
+# Every mutex and semaphore contender logs the lock node of each grant (for --fifo).
+export CONTENDER_LOG_NODE=1
+CHECK_ARGS="--fifo" run_phase mixed-mutex "$RUN/mutex" java:mutex java:mutex kazoo:lock kazoo:lock
+CHECK_ARGS="--fifo" \
+  run_phase curator-semaphore-mutex "$RUN/semaphore-mutex" java:semaphore java:semaphore java:semaphore
 run_phase kazoo-semaphore "$RUN/kazoo-semaphore" kazoo:semaphore kazoo:semaphore
 CHECK_ARGS="--rw --reader-pattern=-read- --min-reader-overlaps 1" \
   run_phase rw-lock "$RUN/rw" java:read java:read java:write rust:read rust:read rust:write
@@ -367,5 +457,12 @@ CHECK_ARGS="--rw --reader-pattern=-read- --min-reader-overlaps 1" \
 # sorted ([a,b]) so that the two agree; ours are given [b,a] to show that they are sorted.
 run_phase multi-lock "$RUN/multi" java:multi@a,b java:multi@a,b rust:multi@b,a rust:multi@b,a \
   java:mutex@a rust:mutex@b
+# Curator and ours on one lock, both directions: the side before "then" is queued first.
+for recipe in mutex semaphore; do
+  CHECK_ARGS="--fifo --first-grants 2 --first-pattern ^java-" run_phase "$recipe-java-first" \
+    "$RUN/$recipe-java-first" "java:$recipe" "java:$recipe" then "rust:$recipe" "rust:$recipe"
+  CHECK_ARGS="--fifo --first-grants 2 --first-pattern ^rust-" run_phase "$recipe-rust-first" \
+    "$RUN/$recipe-rust-first" "rust:$recipe" "rust:$recipe" then "java:$recipe" "java:$recipe"
+done
 
 log "all phases passed against ${SERVER:-external server} ($CONNECT) in $((SECONDS - T_START)) s"

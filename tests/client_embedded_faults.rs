@@ -57,13 +57,18 @@ fn drop_connections_blips_keep_a_busy_session_and_match_replies() {
     let events = zk.state_receiver();
     let stop = Arc::new(AtomicBool::new(false));
     let ok = Arc::new(AtomicUsize::new(0));
+    // Each worker's node exists before the blips start, so that a drop cannot
+    // hit a worker's very first request.
+    for t in 0..8 {
+        let mine = format!("{root}/w{t}");
+        zk.create(&mine, mine.as_bytes(), &Acl::open_unsafe(), CreateMode::Persistent)
+            .unwrap();
+    }
     let workers: Vec<_> = (0..8)
         .map(|t| {
             let (zk, root, stop, ok) = (zk.clone(), root.clone(), stop.clone(), ok.clone());
             thread::spawn(move || {
                 let mine = format!("{root}/w{t}");
-                zk.create(&mine, mine.as_bytes(), &Acl::open_unsafe(), CreateMode::Persistent)
-                    .unwrap();
                 let mut version = 0;
                 while !stop.load(Ordering::Relaxed) {
                     // Every reply must be this caller's own: data and versions match.

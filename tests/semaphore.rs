@@ -209,7 +209,8 @@ fn test_no_orphaned_nodes_single_lease() {
         drop(g);
         assert!(waiter.join().unwrap(), "the waiter acquires");
     });
-    assert!(c1.get_children(&locks).unwrap().is_empty());
+    // The server may already have reaped the emptied container.
+    assert!(c1.get_children(&locks).unwrap_or_default().is_empty());
     assert!(m1.participant_nodes().unwrap().is_empty());
 }
 

@@ -2,10 +2,11 @@
 """Checks that lock contenders' critical sections never overlapped.
 
 usage: check_overlap.py [--iterations N] [--contenders N] [--tolerance-ns NS]
-                        [--rw [--reader-pattern REGEX] [--min-reader-overlaps N]] LOG_FILE...
+                        [--rw [--reader-pattern REGEX] [--min-reader-overlaps N]]
+                        [--fifo [--first-grants K --first-pattern REGEX]] LOG_FILE...
 
-Reads lines "NAME START <epoch nanos>" / "NAME END <epoch nanos>" (written by
-CuratorMutexContender.java, CuratorRwContender.java, CuratorMultiLockContender.java,
+Reads lines "NAME START <epoch nanos> [LOCK_NODE QUEUE_ID]" / "NAME END <epoch nanos>"
+(written by CuratorMutexContender.java, CuratorRwContender.java, CuratorMultiLockContender.java,
 kazoo_contender.py and examples/interop_contender.rs) from one or more files, pairs each
 START with the next END of the same contender, and fails (exit 1, with a message) if:
   * two critical sections of different contenders overlap in time (one START lies before the
@@ -17,9 +18,23 @@ START with the next END of the same contender, and fails (exit 1, with a message
     reader/reader overlaps (proof that readers really shared the lock);
   * a contender's lines are malformed (END without START, START twice, unfinished section);
   * with --iterations N: a contender did not complete exactly N sections;
-  * with --contenders N: the logs do not name exactly N contenders.
+  * with --contenders N: the logs do not name exactly N contenders;
+  * with --fifo (a lock that grants in queue order: a mutex, a semaphore mutex's leases):
+    a START line does not name its LOCK_NODE (the sequential node the grant was made to,
+    ending in its 10-digit sequence number) and QUEUE_ID (the czxid of the node's parent), the
+    nodes do not all have the same parent path, or, taken in the order of their START stamps,
+    the grants' (QUEUE_ID, sequence number) pairs do not strictly increase (a grant jumped the
+    queue, or one node was granted twice). The QUEUE_ID tells incarnations of the parent apart:
+    Curator's lock parents are containers, which the server deletes once empty, and a
+    re-created parent numbers its children from 0 again (a new, later queue);
+  * with --first-grants K --first-pattern REGEX (and --fifo): the first K grants were not
+    made to K different contenders whose names match REGEX (the side started first, whose
+    nodes were queued before the other side's contenders started).
 On success prints "contenders=N sections=M overlaps=0" (with --rw also
-"reader_overlaps=K max_readers=R") and exits 0. Standard library only.
+"reader_overlaps=K max_readers=R", with --fifo also "fifo=ok queues=Q" and, with
+--first-grants, the first grantees and "handoffs=H", how often the lock passed between the
+contenders matching --first-pattern and the others) and exits 0.
+Standard library only.
 """
 
 import argparse
@@ -28,8 +43,10 @@ import sys
 
 
 def parse(paths):
-    """Returns ({name: [(start, end, where)]}, [errors])."""
+    """Returns ({name: [(start, end, where)]}, [(start, name, (node, queue_id) or None, where)],
+    [errors])."""
     sections = {}
+    grants = []
     open_start = {}
     errors = []
     for path in paths:
@@ -40,10 +57,18 @@ def parse(paths):
                     continue
                 where = "%s:%d" % (path, lineno)
                 parts = line.split()
-                if len(parts) != 3 or parts[1] not in ("START", "END"):
+                if len(parts) not in (3, 5) or parts[1] not in ("START", "END") \
+                        or (len(parts) == 5 and parts[1] != "START"):
                     errors.append("%s: malformed line %r" % (where, line))
                     continue
-                name, what, stamp = parts
+                name, what, stamp = parts[:3]
+                node = None
+                if len(parts) == 5:
+                    try:
+                        node = (parts[3], int(parts[4]))
+                    except ValueError:
+                        errors.append("%s: bad queue id in %r" % (where, line))
+                        continue
                 try:
                     t = int(stamp)
                 except ValueError:
@@ -55,6 +80,7 @@ def parse(paths):
                         errors.append("%s: %s START while its section from %s is still open"
                                       % (where, name, open_start[name][1]))
                     open_start[name] = (t, where)
+                    grants.append((t, name, node, where))
                 else:
                     if name not in open_start:
                         errors.append("%s: %s END without START" % (where, name))
@@ -65,7 +91,52 @@ def parse(paths):
                     sections[name].append((start, t, start_where))
     for name, (t, where) in sorted(open_start.items()):
         errors.append("%s: %s START never ended" % (where, name))
-    return sections, errors
+    return sections, grants, errors
+
+
+SEQUENCE_RE = re.compile(r"^(.*)/[^/]*?([0-9]{10,})$")
+
+
+def check_fifo(grants, first_grants, first_pattern):
+    """Queue-order rule: returns (errors, summary)."""
+    errors = []
+    ordered = sorted(grants)
+    keys = []
+    parents = set()
+    for _t, name, node, where in ordered:
+        if node is None:
+            errors.append("%s: %s START names no lock node and queue id (needed by --fifo)" % (where, name))
+            continue
+        path, queue = node
+        m = SEQUENCE_RE.match(path)
+        if not m:
+            errors.append("%s: %s's lock node %r does not end in a sequence number" % (where, name, path))
+            continue
+        parents.add(m.group(1))
+        keys.append(((queue, int(m.group(2))), name, path, where))
+    if len(parents) > 1:
+        errors.append("lock nodes under different parents: %s" % ", ".join(sorted(parents)))
+    for (key1, name1, node1, where1), (key2, name2, node2, where2) in zip(keys, keys[1:]):
+        if key2 <= key1:
+            errors.append("FIFO: %s (%s) was granted %s (queue %d, sequence %d) after %s (%s) was "
+                          "granted %s (queue %d, sequence %d)"
+                          % (name2, where2, node2, key2[0], key2[1], name1, where1, node1, key1[0], key1[1]))
+    if first_grants:
+        first = [name for _t, name, _n, _w in ordered[:first_grants]]
+        pattern = re.compile(first_pattern)
+        if len(first) < first_grants or len(set(first)) != first_grants \
+                or not all(pattern.search(n) for n in first):
+            errors.append("the first %d grants went to %s, not to %d different contenders matching %r"
+                          % (first_grants, ", ".join(first) or "nobody", first_grants, first_pattern))
+    summary = " fifo=%s" % ("ok" if not errors else "FAILED")
+    if keys:
+        summary += " queues=%d" % len(set(k[0][0] for k in keys))
+    if first_grants:
+        summary += " first=%s" % ",".join(name for _t, name, _n, _w in ordered[:first_grants])
+        # How often the lock passed from one side to the other (both ways).
+        sides = [bool(pattern.search(name)) for _t, name, _n, _w in ordered]
+        summary += " handoffs=%d" % sum(1 for a, b in zip(sides, sides[1:]) if a != b)
+    return errors, summary
 
 
 def find_overlaps(sections, tolerance_ns):
@@ -135,10 +206,19 @@ def main(argv):
                     help="with --rw: a regex searched in contender names to pick the readers")
     ap.add_argument("--min-reader-overlaps", type=int, default=0,
                     help="with --rw: fail unless readers overlapped at least this often")
+    ap.add_argument("--fifo", action="store_true",
+                    help="every START names its lock node; grants must follow sequence order")
+    ap.add_argument("--first-grants", type=int, default=0,
+                    help="with --fifo: the first K grants must go to K contenders matching "
+                         "--first-pattern")
+    ap.add_argument("--first-pattern", default=None,
+                    help="with --first-grants: a regex searched in contender names")
     args = ap.parse_args(argv[1:])
+    if args.first_grants and (not args.fifo or args.first_pattern is None):
+        ap.error("--first-grants needs --fifo and --first-pattern")
 
     try:
-        sections, errors = parse(args.logs)
+        sections, grants, errors = parse(args.logs)
     except OSError as e:
         print("check_overlap: cannot read the logs: %s" % e, file=sys.stderr)
         return 1
@@ -153,6 +233,10 @@ def main(argv):
                           % (reader_overlaps, args.min_reader_overlaps))
     else:
         overlaps = find_overlaps(sections, args.tolerance_ns)
+    if args.fifo:
+        fifo_errors, fifo_summary = check_fifo(grants, args.first_grants, args.first_pattern)
+        errors.extend(fifo_errors)
+        extra += fifo_summary
     if args.contenders is not None and len(sections) != args.contenders:
         errors.append("expected %d contenders, found %d: %s"
                       % (args.contenders, len(sections), ", ".join(sorted(sections)) or "none"))

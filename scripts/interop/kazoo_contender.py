@@ -5,8 +5,9 @@ usage: kazoo_contender.py CONNECT LOCK_PATH NAME ITERATIONS HOLD_MS LOG_FILE
                           [lock|semaphore|native-lock]
 
 Run it with Debian's /usr/bin/python3 (python3-kazoo). Each iteration acquires the lock,
-appends "NAME START <epoch nanos>" to LOG_FILE, holds the lock for HOLD_MS, appends
-"NAME END <epoch nanos>" and releases. Every line is a single write(2) on an O_APPEND
+appends "NAME START <epoch nanos>" to LOG_FILE (with CONTENDER_LOG_NODE=1, for lock and
+native-lock, followed by the lock node granted, "LOCK_PATH/<name>-<seq>", and the czxid of
+LOCK_PATH, so that check_overlap.py --fifo can check the queue order), holds the lock for HOLD_MS, appends "NAME END <epoch nanos>" and releases. Every line is a single write(2) on an O_APPEND
 descriptor, so several processes can share LOG_FILE. The clock is time.time_ns(), the wall
 clock that the Java contenders use too.
 
@@ -101,7 +102,11 @@ def main(argv):
             if not lock.acquire(timeout=ACQUIRE_TIMEOUT_S):
                 raise RuntimeError("%s: lock not acquired within %d s" % (name, ACQUIRE_TIMEOUT_S))
             try:
-                append(fd, "%s START %d" % (name, now_ns()))
+                if kind == "semaphore" or os.environ.get("CONTENDER_LOG_NODE") != "1":
+                    append(fd, "%s START %d" % (name, now_ns()))
+                else:
+                    queue = client.exists(lock.path).czxid
+                    append(fd, "%s START %d %s/%s %d" % (name, now_ns(), lock.path, lock.node, queue))
                 time.sleep(hold_ms / 1000.0)
                 append(fd, "%s END %d" % (name, now_ns()))
             finally:

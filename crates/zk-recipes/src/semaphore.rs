@@ -1054,6 +1054,26 @@ impl InterProcessSemaphoreMutexGuard<'_> {
         self.mutex.release()
     }
 
+    /// The held lease node's path.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
+    /// let g = m.acquire()?;
+    /// assert!(g.lease_path().starts_with("/locks/a/leases/_c_"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn lease_path(&self) -> String {
+        self.mutex
+            .lease
+            .lock()
+            .as_ref()
+            .map(|l| l.path().to_string())
+            .unwrap_or_default()
+    }
+
     /// The fencing token (the lease node's czxid).
     ///
     /// # Examples

@@ -1,0 +1,524 @@
+//! Tests on a real 3-node Apache ZooKeeper ensemble (`zk_testing::apache::ApacheCluster`):
+//! a session fails over to another server when its server crashes, locks keep excluding
+//! across a leader change, fencing tokens keep increasing across it, and the managed client
+//! reports `Suspended` then `Reconnected` (same session) when its follower crashes.
+//!
+//! They need Java and Debian's ZooKeeper jars. Without them they print a line and pass,
+//! unless `ZK_TEST_REQUIRE_APACHE=1` is set (CI sets it), in which case they fail.
+//!
+//! Each test starts its own ensemble (3 JVMs, about 2–5 s); the tests take a file-wide lock
+//! so that only one ensemble runs at a time (the machine may have 2 cores). Waits poll with
+//! deadlines scaled by `ZK_TEST_TIMING`; nothing sleeps for a fixed time to wait for an event.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+use zk_framework::client::{Client, ClientConfig, ClientState, SessionEvent, WatchedEvent};
+use zk_framework::framework::CuratorFramework;
+use zk_framework::proto::{Acl, CreateMode, EventType};
+use zk_framework::retry::ExponentialBackoffRetry;
+use zk_framework::state::ConnectionState;
+use zk_recipes::{InterProcessMutex, InterProcessSemaphoreMutex, LockEvent, LockStatus};
+use zk_testing::apache::{self, ApacheCluster, ApacheConfig};
+use zk_testing::fourlw::four_letter_word;
+use zk_testing::{wait_until, Timing};
+
+/// Only one ensemble at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn init_log() {
+    let _ = env_logger::builder().is_test(true).try_init();
+}
+
+/// Returns `false` (after printing why) if the test should be skipped; panics instead when
+/// `ZK_TEST_REQUIRE_APACHE` asks for a real server.
+fn apache_or_skip(test: &str) -> bool {
+    if apache::available() {
+        return true;
+    }
+    let required = std::env::var("ZK_TEST_REQUIRE_APACHE")
+        .map(|v| !v.is_empty() && v != "0")
+        .unwrap_or(false);
+    assert!(
+        !required,
+        "{test}: ZK_TEST_REQUIRE_APACHE is set but Java or /usr/share/java/zookeeper.jar is missing"
+    );
+    println!("{test}: skipped (Java or Apache ZooKeeper not installed)");
+    false
+}
+
+fn timing() -> Timing {
+    Timing::from_env()
+}
+
+/// A fresh 3-node ensemble (one leader, two followers).
+fn ensemble() -> ApacheCluster {
+    init_log();
+    let t0 = Instant::now();
+    let cluster = ApacheCluster::start(3, ApacheConfig::default()).expect("start a 3-node ensemble");
+    println!(
+        "ensemble {} up in {:?}, leader {:?}",
+        cluster.connect_string(),
+        t0.elapsed(),
+        cluster.leader()
+    );
+    cluster
+}
+
+fn addr(cluster: &ApacheCluster, i: usize) -> String {
+    format!("127.0.0.1:{}", cluster.client_port(i))
+}
+
+/// The connect string of the given nodes only.
+fn connect_of(cluster: &ApacheCluster, nodes: &[usize]) -> String {
+    nodes.iter().map(|&i| addr(cluster, i)).collect::<Vec<_>>().join(",")
+}
+
+/// The nodes that report `Mode: follower`.
+fn followers(cluster: &ApacheCluster) -> Vec<usize> {
+    (0..cluster.len())
+        .filter(|&i| cluster.mode(i).as_deref() == Some("follower"))
+        .collect()
+}
+
+/// Whether a `cons` answer lists the session `sid` (`sid=0x<hex>` followed by `,` or `)`).
+fn cons_lists(cons: &str, sid: i64) -> bool {
+    let needle = format!("sid={:#x}", sid as u64);
+    cons.match_indices(&needle)
+        .any(|(at, m)| matches!(cons[at + m.len()..].chars().next(), Some(',') | Some(')')))
+}
+
+/// The running node whose `cons` lists the session `sid` (the server it is connected to).
+fn node_serving(cluster: &ApacheCluster, sid: i64) -> Option<usize> {
+    (0..cluster.len()).filter(|&i| cluster.is_running(i)).find(|&i| {
+        four_letter_word(&addr(cluster, i), "cons", Duration::from_secs(2))
+            .map(|answer| cons_lists(&answer, sid))
+            .unwrap_or(false)
+    })
+}
+
+/// Waits until `sid` is served by a running node; returns it.
+fn wait_node_serving(cluster: &ApacheCluster, sid: i64, timeout: Duration) -> usize {
+    let mut found = None;
+    let ok = wait_until(timeout, || {
+        found = node_serving(cluster, sid);
+        found.is_some()
+    });
+    assert!(ok, "no server lists session {sid:#x} in `cons` within {timeout:?}");
+    found.unwrap()
+}
+
+fn client_config(session_timeout: Duration) -> ClientConfig {
+    ClientConfig::default()
+        .with_session_timeout(session_timeout)
+        .with_connect_timeout(timing().connection())
+}
+
+/// A managed client with a listener registered before it starts, so that every
+/// connection state it reports is recorded.
+fn managed(connect: &str, session_timeout: Duration) -> (CuratorFramework, Receiver<ConnectionState>) {
+    let t = timing();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let client = CuratorFramework::builder()
+        .connect_string(connect)
+        .session_timeout(session_timeout)
+        .connection_timeout(t.connection())
+        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 10))
+        .connection_state_listener(move |s| {
+            let _ = tx.send(s);
+        })
+        .build()
+        .expect("build a managed client");
+    client.block_until_connected(t.wait()).expect("managed client connects");
+    (client, rx)
+}
+
+/// Receives the next connection state within `timeout`.
+fn next_state(rx: &Receiver<ConnectionState>, timeout: Duration, what: &str) -> ConnectionState {
+    match rx.recv_timeout(timeout) {
+        Ok(s) => s,
+        Err(RecvTimeoutError::Timeout) => panic!("{what}: no connection state within {timeout:?}"),
+        Err(RecvTimeoutError::Disconnected) => panic!("{what}: the state channel closed"),
+    }
+}
+
+/// The sequence number that ends a sequential node's name.
+fn sequence(node: &str) -> u64 {
+    let digits = node.len() - node.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    assert!(digits >= 10, "not a sequential node: {node}");
+    node[node.len() - digits..].parse().expect("a sequence number")
+}
+
+fn drain<T>(rx: &Receiver<T>) -> Vec<T> {
+    rx.try_iter().collect()
+}
+
+/// Receives the next lock event within `timeout`.
+fn next_lock_event(rx: &Receiver<LockEvent>, timeout: Duration, what: &str) -> LockEvent {
+    rx.recv_timeout(timeout)
+        .unwrap_or_else(|e| panic!("{what}: no lock event within {timeout:?} ({e})"))
+}
+
+#[test]
+fn client_session_fails_over_when_its_server_is_killed() {
+    if !apache_or_skip("client_session_fails_over_when_its_server_is_killed") {
+        return;
+    }
+    let _serial = serial();
+    let t = timing();
+    let mut cluster = ensemble();
+
+    let zk = Client::connect(
+        &cluster.connect_string(),
+        client_config(t.scale(Duration::from_secs(10))),
+    )
+    .expect("connect");
+    let session_events = zk.state_receiver();
+    zk.wait_connected_timeout(t.wait()).expect("connected");
+    let sid = zk.session_id();
+    let negotiated = zk.negotiated_timeout().expect("a negotiated session timeout");
+    let open = Acl::open_unsafe();
+
+    zk.create("/failover", b"", &open, CreateMode::Persistent)
+        .expect("create /failover");
+    zk.create("/failover/data", b"v0", &open, CreateMode::Persistent)
+        .expect("create /failover/data");
+    let eph = zk
+        .create("/failover/eph", b"mine", &open, CreateMode::Ephemeral)
+        .expect("create the ephemeral node");
+
+    // Three kinds of watch, set on the first server: data, exists (missing node), children.
+    let (wtx, wrx) = crossbeam_channel::unbounded::<WatchedEvent>();
+    zk.get_data_w("/failover/data", wtx.clone()).expect("data watch");
+    assert!(zk
+        .exists_w("/failover/created", wtx.clone())
+        .expect("exists watch")
+        .is_none());
+    zk.get_children_w("/failover", wtx).expect("child watch");
+    assert_eq!(zk.registered_watches().len(), 3, "{:?}", zk.registered_watches());
+
+    let victim = wait_node_serving(&cluster, sid, t.wait());
+    println!(
+        "session {sid:#x} (timeout {negotiated:?}) is on node {victim} ({:?}); killing it",
+        cluster.mode(victim)
+    );
+    drain(&session_events);
+    let killed_at = Instant::now();
+    cluster.kill(victim).expect("SIGKILL the session's server");
+
+    // The same session goes on on another server, within the session timeout.
+    let mut now_on = None;
+    let failed_over = wait_until(negotiated, || {
+        if zk.state() != ClientState::Connected {
+            return false;
+        }
+        now_on = node_serving(&cluster, sid);
+        now_on.is_some()
+    });
+    let took = killed_at.elapsed();
+    assert!(
+        failed_over,
+        "session {sid:#x} not served by another node within {negotiated:?} (state {:?})",
+        zk.state()
+    );
+    let now_on = now_on.unwrap();
+    assert_ne!(now_on, victim);
+    assert_eq!(zk.session_id(), sid, "the session id changed");
+    println!("session {sid:#x} moved from node {victim} to node {now_on} in {took:?}");
+
+    let events = drain(&session_events);
+    assert_eq!(
+        events.first(),
+        Some(&SessionEvent::Disconnected),
+        "session events after the kill: {events:?}"
+    );
+    assert!(events.contains(&SessionEvent::SyncConnected), "{events:?}");
+    assert!(!events.contains(&SessionEvent::Expired), "{events:?}");
+
+    // An operation succeeds, and the session's ephemeral node survived (seen by another
+    // session too, owned by ours).
+    let stat = zk
+        .exists(&eph)
+        .expect("exists after failover")
+        .expect("the ephemeral node survived");
+    assert_eq!(stat.ephemeral_owner, sid);
+    let survivors: Vec<usize> = (0..cluster.len()).filter(|&i| i != victim).collect();
+    let other = Client::connect(&connect_of(&cluster, &survivors), client_config(t.session())).expect("connect");
+    other.wait_connected_timeout(t.wait()).expect("other connected");
+    let stat = other
+        .exists(&eph)
+        .expect("exists")
+        .expect("the ephemeral node is visible to others");
+    assert_eq!(stat.ephemeral_owner, sid);
+
+    // The watches set on the dead server were re-registered on the new one and fire.
+    other.set_data("/failover/data", b"v1", None).expect("set_data");
+    other
+        .create("/failover/created", b"", &open, CreateMode::Persistent)
+        .expect("create /failover/created");
+    let mut fired = Vec::new();
+    let deadline = t.deadline(Duration::from_secs(10));
+    while fired.len() < 3 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match wrx.recv_timeout(left) {
+            Ok(e) => fired.push((e.event_type, e.path.unwrap_or_default())),
+            Err(_) => break,
+        }
+    }
+    fired.sort_by_key(|(e, p)| (p.clone(), *e as i32));
+    assert_eq!(
+        fired,
+        vec![
+            (EventType::NodeChildrenChanged, "/failover".to_string()),
+            (EventType::NodeCreated, "/failover/created".to_string()),
+            (EventType::NodeDataChanged, "/failover/data".to_string()),
+        ],
+        "watches after failover"
+    );
+
+    // The killed node comes back and the ensemble is whole again; the session lives on.
+    cluster.restart(victim).expect("restart the killed node");
+    cluster.wait_for_quorum(t.wait()).expect("quorum after the restart");
+    assert!(cluster.is_running(victim));
+    zk.set_data("/failover/data", b"v2", None)
+        .expect("set_data after the restart");
+    assert_eq!(zk.session_id(), sid);
+    assert!(!drain(&session_events).contains(&SessionEvent::Expired));
+
+    zk.close();
+    // Closing the session deletes its ephemeral node.
+    assert!(other.exists(&eph).expect("exists").is_none());
+    other.close();
+}
+
+#[test]
+fn leader_kill_while_locked_and_waited_keeps_exclusion() {
+    if !apache_or_skip("leader_kill_while_locked_and_waited_keeps_exclusion") {
+        return;
+    }
+    let _serial = serial();
+    let t = timing();
+    let mut cluster = ensemble();
+    let connect = cluster.connect_string();
+    let session_timeout = t.scale(Duration::from_secs(15));
+    let (a, a_states) = managed(&connect, session_timeout);
+    let (b, b_states) = managed(&connect, session_timeout);
+    let (a_sid, b_sid) = (a.session_id(), b.session_id());
+    const LOCK: &str = "/leader-kill/lock";
+
+    let a_lock = InterProcessMutex::new(&a, LOCK).expect("A's mutex");
+    let a_guard = a_lock.acquire().expect("A acquires");
+    let a_token = a_guard.fencing_token();
+    let a_node = a_guard.lock_path();
+    let a_events = a_guard.loss_receiver();
+
+    // B queues behind A.
+    let a_released = Arc::new(AtomicBool::new(false));
+    let b_lock = InterProcessMutex::new(&b, LOCK).expect("B's mutex");
+    let waiter = {
+        let a_released = Arc::clone(&a_released);
+        let wait = t.scale(Duration::from_secs(120));
+        std::thread::spawn(move || {
+            let guard = b_lock
+                .try_acquire_for(wait)
+                .expect("B's acquire fails with an error")
+                .expect("B acquires before its timeout");
+            // Exclusion: A must have released before B holds.
+            let excluded = a_released.load(Ordering::SeqCst);
+            let token = guard.fencing_token();
+            let node = guard.lock_path();
+            guard.release().expect("B releases");
+            (excluded, token, node)
+        })
+    };
+    assert!(
+        wait_until(t.wait(), || a_lock
+            .participant_nodes()
+            .map(|n| n.len() == 2)
+            .unwrap_or(false)),
+        "B's lock node did not appear: {:?}",
+        a_lock.participant_nodes()
+    );
+    assert_eq!(
+        a_lock.participant_nodes().unwrap()[0],
+        a_node,
+        "A's node is first in line"
+    );
+    drain(&a_states);
+    drain(&b_states);
+
+    let leader = cluster.leader().expect("a leader");
+    println!("killing leader node {leader}; A {a_sid:#x} holds {a_node}, B {b_sid:#x} waits");
+    let killed_at = Instant::now();
+    cluster.kill(leader).expect("SIGKILL the leader");
+    cluster.wait_for_quorum(t.wait()).expect("a new quorum");
+    let new_leader = cluster.leader().expect("a new leader");
+    assert_ne!(new_leader, leader);
+    println!("node {new_leader} leads after {:?}", killed_at.elapsed());
+
+    // Every session was disconnected by the election (followers drop their clients when they
+    // lose the leader) and comes back on the same session.
+    for (name, client, states, sid) in [("A", &a, &a_states, a_sid), ("B", &b, &b_states, b_sid)] {
+        let first = next_state(states, session_timeout, name);
+        assert_eq!(first, ConnectionState::Suspended, "{name}'s first state after the kill");
+        let second = next_state(states, session_timeout, name);
+        assert_eq!(
+            second,
+            ConnectionState::Reconnected,
+            "{name}'s second state after the kill"
+        );
+        assert_eq!(client.session_id(), sid, "{name}'s session changed");
+    }
+    // The holder was told (Suspended, then Reconnected) and still holds the lock.
+    assert_eq!(next_lock_event(&a_events, t.wait(), "A"), LockEvent::Suspended);
+    assert_eq!(next_lock_event(&a_events, t.wait(), "A"), LockEvent::Reconnected);
+    assert!(
+        wait_until(t.wait(), || a_guard.status() == LockStatus::Held),
+        "A's lock status after Reconnected: {:?}",
+        a_guard.status()
+    );
+    let nodes = a_lock.participant_nodes().expect("participants after the election");
+    assert_eq!(nodes.len(), 2, "A's and B's nodes, nothing else: {nodes:?}");
+    assert_eq!(nodes[0], a_node, "A still first in line");
+    assert!(!waiter.is_finished(), "B acquired while A holds the lock");
+
+    // A releases; B, woken by its watch on A's node, acquires.
+    a_released.store(true, Ordering::SeqCst);
+    a_guard.release().expect("A releases");
+    let (excluded, b_token, b_node) = waiter.join().expect("B's thread");
+    assert!(excluded, "B held the lock before A released it");
+    assert!(b_token > a_token, "B's fencing token {b_token:#x} <= A's {a_token:#x}");
+    assert!(
+        sequence(&b_node) > sequence(&a_node),
+        "B's node {b_node} sorts before A's {a_node}"
+    );
+
+    // No orphans: both nodes are gone (a release's delete may finish in the background).
+    assert!(
+        wait_until(t.wait(), || a.get_children(LOCK).map(|k| k.is_empty()).unwrap_or(false)),
+        "orphan lock nodes: {:?}",
+        a.get_children(LOCK)
+    );
+    assert_eq!(a.pending_background_deletes(), 0);
+    assert_eq!(b.pending_background_deletes(), 0);
+    assert_eq!((a.session_id(), b.session_id()), (a_sid, b_sid));
+    assert!(!drain(&a_states).contains(&ConnectionState::Lost));
+    assert!(!drain(&b_states).contains(&ConnectionState::Lost));
+    a.close();
+    b.close();
+}
+
+#[test]
+fn fencing_tokens_keep_increasing_across_a_leader_change() {
+    if !apache_or_skip("fencing_tokens_keep_increasing_across_a_leader_change") {
+        return;
+    }
+    let _serial = serial();
+    let t = timing();
+    let mut cluster = ensemble();
+    let (client, states) = managed(&cluster.connect_string(), t.scale(Duration::from_secs(15)));
+    let mutex = InterProcessMutex::new(&client, "/fencing/mutex").expect("mutex");
+    let semaphore = InterProcessSemaphoreMutex::new(&client, "/fencing/semaphore").expect("semaphore mutex");
+
+    let mut tokens = Vec::new();
+    let take = |tokens: &mut Vec<(&'static str, i64)>| {
+        let g = mutex.acquire().expect("mutex acquire");
+        tokens.push(("mutex", g.fencing_token()));
+        g.release().expect("mutex release");
+        let g = semaphore.acquire().expect("semaphore acquire");
+        tokens.push(("semaphore", g.fencing_token()));
+        g.release().expect("semaphore release");
+    };
+    for _ in 0..3 {
+        take(&mut tokens);
+    }
+    let before = tokens.len();
+    let old_epoch = tokens[before - 1].1 >> 32;
+
+    let leader = cluster.leader().expect("a leader");
+    cluster.kill(leader).expect("SIGKILL the leader");
+    cluster.wait_for_quorum(t.wait()).expect("a new quorum");
+    assert_ne!(cluster.leader(), Some(leader));
+    // Wait until the client is back (it may or may not have been on the old leader).
+    assert!(
+        wait_until(t.wait(), || client.is_connected() && client.check_exists("/").is_ok()),
+        "the client did not reconnect"
+    );
+    for _ in 0..3 {
+        take(&mut tokens);
+    }
+    println!("tokens: {:x?}", tokens);
+    assert!(
+        tokens.windows(2).all(|w| w[0].1 < w[1].1),
+        "fencing tokens did not strictly increase: {tokens:x?}"
+    );
+    // The tokens are czxids: a zxid's high 32 bits are the leader's epoch, which grew.
+    let new_epoch = tokens[before].1 >> 32;
+    assert!(
+        new_epoch > old_epoch,
+        "epoch {new_epoch} after the change, {old_epoch} before"
+    );
+    assert!(!drain(&states).contains(&ConnectionState::Lost));
+    client.close();
+}
+
+#[test]
+fn managed_client_suspended_then_reconnected_when_its_follower_dies() {
+    if !apache_or_skip("managed_client_suspended_then_reconnected_when_its_follower_dies") {
+        return;
+    }
+    let _serial = serial();
+    let t = timing();
+    let mut cluster = ensemble();
+    // Only the followers in the connect string: the client is on a follower, and the one
+    // killed is the one it is on.
+    let followers = followers(&cluster);
+    assert_eq!(
+        followers.len(),
+        2,
+        "modes: {:?}",
+        (0..3).map(|i| cluster.mode(i)).collect::<Vec<_>>()
+    );
+    let (client, states) = managed(&connect_of(&cluster, &followers), t.scale(Duration::from_secs(10)));
+    assert_eq!(next_state(&states, t.wait(), "start"), ConnectionState::Connected);
+    let sid = client.session_id();
+    let eph = client
+        .create()
+        .creating_parents_if_needed()
+        .with_mode(CreateMode::Ephemeral)
+        .for_path("/states/eph")
+        .expect("create an ephemeral node");
+    let on = wait_node_serving(&cluster, sid, t.wait());
+    assert!(followers.contains(&on), "on node {on}, followers {followers:?}");
+
+    cluster.kill(on).expect("SIGKILL the follower");
+    let session_timeout = client.negotiated_session_timeout().expect("negotiated timeout");
+    assert_eq!(
+        next_state(&states, session_timeout, "after the kill"),
+        ConnectionState::Suspended
+    );
+    assert_eq!(
+        next_state(&states, session_timeout, "after Suspended"),
+        ConnectionState::Reconnected
+    );
+    assert_eq!(client.session_id(), sid, "Reconnected on another session");
+    let now_on = wait_node_serving(&cluster, sid, t.wait());
+    assert_ne!(now_on, on);
+    let stat = client
+        .check_exists(&eph)
+        .expect("exists")
+        .expect("the ephemeral node survived");
+    assert_eq!(stat.ephemeral_owner, sid);
+    // Nothing else was reported (no Lost, no second Suspended).
+    assert_eq!(drain(&states), Vec::<ConnectionState>::new());
+
+    cluster.restart(on).expect("restart the follower");
+    cluster.wait_for_quorum(t.wait()).expect("quorum after the restart");
+    client.close();
+}

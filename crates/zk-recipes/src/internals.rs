@@ -405,7 +405,7 @@ impl LockInternals {
     fn wait_loop(&self, node: &mut Node, deadline: Option<Instant>) -> Result<bool, LoopError> {
         let generation = node.generation;
         let ours = basename(&node.path).to_string();
-        let states = self.client.state_receiver();
+        let (_states_listener, states) = state_changes(&self.client);
         // A plain mutex queue only grows at its tail: once the head we watched is
         // deleted, the node right behind it holds the lock, with no new listing.
         // (A read/write queue may gain a downgraded read node at the head's
@@ -505,6 +505,17 @@ impl LockInternals {
         }
         self.client.delete().guaranteed().for_path(&path).map_err(Error::from)
     }
+}
+
+/// Wakes a waiter on every connection-state change, for as long as the
+/// returned handle lives (dropping it unsubscribes at once, so waits leave
+/// nothing behind in the client).
+pub(crate) fn state_changes(client: &CuratorFramework) -> (ListenerHandle, Receiver<()>) {
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let handle = client.add_listener(move |_| {
+        let _ = tx.try_send(());
+    });
+    (handle, rx)
 }
 
 fn rearm(client: &CuratorFramework, path: &str, loss: Arc<LossState>) {

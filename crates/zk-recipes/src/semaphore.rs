@@ -471,7 +471,7 @@ impl InterProcessSemaphoreV2 {
         let generation = lease.generation;
         let ours = basename(&lease.path).to_string();
         let (tx, rx) = crossbeam_channel::bounded::<()>(1);
-        let states = self.client.state_receiver();
+        let (_states_listener, states) = crate::internals::state_changes(&self.client);
         // The first look sets no watch: an uncontended acquire then leaves nothing
         // to fire when the lease is returned.
         let mut watching = false;
@@ -537,9 +537,10 @@ impl InterProcessSemaphoreV2 {
         let lease_sp = join(&leases_sp, &zk_framework::paths::protected_name(&id, LEASE_NAME));
         let lease_data = self.data.clone().unwrap_or_else(|| c.default_data().to_vec());
         let acl = zk_framework::proto::Acl::open_unsafe();
-        let generation = c.session_generation();
         let mut first = true;
         let result = c.call_with_retry(|zk| {
+            // The generation of the handle this attempt runs on.
+            let generation = c.session_generation();
             if !first {
                 // After a lost reply: did our transaction happen? (It is atomic, so
                 // the lock node tells for both.)
@@ -551,7 +552,7 @@ impl InterProcessSemaphoreV2 {
                                 lock: c.unfix_path(&found),
                                 lease: c.unfix_path(&lease),
                                 czxid: st.czxid,
-                                generation: c.session_generation(),
+                                generation,
                                 locks: None,
                                 leases: None,
                             });
@@ -599,11 +600,7 @@ impl InterProcessSemaphoreV2 {
                             lock,
                             lease,
                             czxid: zxid,
-                            generation: if zk.session_id() != 0 {
-                                c.session_generation()
-                            } else {
-                                generation
-                            },
+                            generation,
                             locks,
                             leases,
                         });
@@ -740,7 +737,7 @@ fn find_prefixed(zk: &zk_framework::client::Client, dir: &str, prefix: &str) -> 
 
 /// Waits for a watch signal or a connection-state change; false when the
 /// deadline passes first.
-fn wait(rx: &Receiver<()>, states: &Receiver<zk_framework::state::ConnectionState>, deadline: Option<Instant>) -> bool {
+fn wait(rx: &Receiver<()>, states: &Receiver<()>, deadline: Option<Instant>) -> bool {
     let timeout = match deadline {
         Some(d) => {
             let t = d.saturating_duration_since(Instant::now());

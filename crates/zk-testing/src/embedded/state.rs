@@ -531,6 +531,25 @@ impl State {
 
     // ------------------------------------------------------------------ handshake
 
+    /// Sends a ConnectResponse; `read_only` is echoed only when the request had it.
+    fn send_connect_response(
+        &mut self,
+        cid: u64,
+        timeout: i32,
+        session_id: i64,
+        passwd: Vec<u8>,
+        read_only: Option<bool>,
+    ) {
+        let resp = ConnectResponse {
+            protocol_version: 0,
+            timeout,
+            session_id,
+            passwd,
+            read_only,
+        };
+        self.send(cid, &frame(|o| resp.encode(o)));
+    }
+
     /// Handles the ConnectRequest; returns whether the connection is now established.
     pub fn handle_connect(&mut self, cid: ConnId, f: &[u8], now: Instant) -> bool {
         self.stats.received += 1;
@@ -582,14 +601,7 @@ impl State {
                 e.session = Some(sid);
             }
             log::debug!("embedded zk: conn {cid}: new session 0x{sid:x} timeout {t}");
-            let resp = ConnectResponse {
-                protocol_version: 0,
-                timeout: t,
-                session_id: sid,
-                passwd,
-                read_only,
-            };
-            self.send(cid, &frame(|o| resp.encode(o)));
+            self.send_connect_response(cid, t, sid, passwd, read_only);
             return true;
         }
         let sid = req.session_id;
@@ -610,26 +622,12 @@ impl State {
                     e.session = Some(sid);
                 }
                 log::debug!("embedded zk: conn {cid}: reattached session 0x{sid:x} timeout {t}");
-                let resp = ConnectResponse {
-                    protocol_version: 0,
-                    timeout: t,
-                    session_id: sid,
-                    passwd,
-                    read_only,
-                };
-                self.send(cid, &frame(|o| resp.encode(o)));
+                self.send_connect_response(cid, t, sid, passwd, read_only);
                 true
             }
             _ => {
                 log::debug!("embedded zk: conn {cid}: session 0x{sid:x} expired or wrong password");
-                let resp = ConnectResponse {
-                    protocol_version: 0,
-                    timeout: 0,
-                    session_id: 0,
-                    passwd: vec![0; 16],
-                    read_only,
-                };
-                self.send(cid, &frame(|o| resp.encode(o)));
+                self.send_connect_response(cid, 0, 0, vec![0; 16], read_only);
                 self.close_conn(cid);
                 false
             }

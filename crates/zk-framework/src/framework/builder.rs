@@ -1,0 +1,361 @@
+//! [`CuratorFrameworkBuilder`]: the options of a managed client, checked and
+//! turned into a running [`CuratorFramework`] (its session monitor, dispatch and
+//! background threads started).
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
+
+use super::background::Background;
+use super::dispatch::{dispatch_loop, StateListener};
+use super::inner::{ConnInner, Handle, Inner};
+use super::session::session_monitor;
+use super::CuratorFramework;
+use crate::client::{Client, ClientConfig};
+use crate::paths::validate_namespace;
+use crate::proto::Acl;
+use crate::retry::{ExponentialBackoffRetry, RetryPolicy};
+use crate::state::ConnectionState;
+use crate::{Error, Result};
+
+/// Builds a [`CuratorFramework`] (Curator's `CuratorFrameworkFactory.builder()`).
+#[derive(Clone)]
+pub struct CuratorFrameworkBuilder {
+    connect_string: Option<String>,
+    session_timeout: Duration,
+    connection_timeout: Duration,
+    retry_policy: Arc<dyn RetryPolicy>,
+    namespace: Option<String>,
+    default_data: Option<Vec<u8>>,
+    can_be_read_only: bool,
+    simulated_expiration_percent: u32,
+    auth: Vec<(String, Vec<u8>)>,
+    container_parents: bool,
+    acl: Vec<Acl>,
+    listeners: Vec<Arc<StateListener>>,
+}
+
+impl fmt::Debug for CuratorFrameworkBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CuratorFrameworkBuilder")
+            .field("connect_string", &self.connect_string)
+            .field("session_timeout", &self.session_timeout)
+            .field("connection_timeout", &self.connection_timeout)
+            .field("retry_policy", &self.retry_policy)
+            .field("namespace", &self.namespace)
+            .field("can_be_read_only", &self.can_be_read_only)
+            .field("simulated_expiration_percent", &self.simulated_expiration_percent)
+            .field("listeners", &self.listeners.len())
+            .finish()
+    }
+}
+
+impl Default for CuratorFrameworkBuilder {
+    fn default() -> Self {
+        CuratorFrameworkBuilder {
+            connect_string: None,
+            session_timeout: Duration::from_secs(60),
+            connection_timeout: Duration::from_secs(15),
+            retry_policy: Arc::new(ExponentialBackoffRetry::new(Duration::from_secs(1), 3)),
+            namespace: None,
+            default_data: None,
+            can_be_read_only: false,
+            simulated_expiration_percent: 100,
+            auth: Vec::new(),
+            container_parents: true,
+            acl: Acl::open_unsafe(),
+            listeners: Vec::new(),
+        }
+    }
+}
+
+impl CuratorFrameworkBuilder {
+    /// `host:port[,host:port...][/chroot]` (required).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181");
+    /// # let _ = b;
+    /// ```
+    pub fn connect_string(mut self, s: impl Into<String>) -> Self {
+        self.connect_string = Some(s.into());
+        self
+    }
+
+    /// Requested session timeout (default 60 s, as Curator; the server clamps it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = zk_framework::framework::CuratorFramework::builder().session_timeout(std::time::Duration::from_secs(10));
+    /// # let _ = b;
+    /// ```
+    pub fn session_timeout(mut self, d: Duration) -> Self {
+        self.session_timeout = d;
+        self
+    }
+
+    /// How long an operation waits for a connection before its first attempt, and
+    /// the per-attempt TCP connect timeout (default 15 s, as Curator).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = zk_framework::framework::CuratorFramework::builder().connection_timeout(std::time::Duration::from_secs(3));
+    /// # let _ = b;
+    /// ```
+    pub fn connection_timeout(mut self, d: Duration) -> Self {
+        self.connection_timeout = d;
+        self
+    }
+
+    /// The retry policy (default `ExponentialBackoffRetry(1 s, 3)`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zk_framework::retry::RetryNTimes;
+    /// let b = zk_framework::framework::CuratorFramework::builder().retry_policy(RetryNTimes::new(3, Duration::from_millis(100)));
+    /// # let _ = b;
+    /// ```
+    pub fn retry_policy(mut self, p: impl RetryPolicy + 'static) -> Self {
+        self.retry_policy = Arc::new(p);
+        self
+    }
+
+    /// A namespace: every path is prefixed with `/<ns>`, whose node is created as a
+    /// container. It must be a single path segment.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = zk_framework::framework::CuratorFramework::builder().namespace("app");
+    /// # let _ = b;
+    /// ```
+    pub fn namespace(mut self, ns: impl Into<String>) -> Self {
+        self.namespace = Some(ns.into());
+        self
+    }
+
+    /// Data written by creates that give none (default: this host's IP address
+    /// as text, like Curator).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = zk_framework::framework::CuratorFramework::builder().default_data(b"me".to_vec());
+    /// # let _ = b;
+    /// ```
+    pub fn default_data(mut self, data: Vec<u8>) -> Self {
+        self.default_data = Some(data);
+        self
+    }
+
+    /// Allow read-only connections to a minority server (default false).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = zk_framework::framework::CuratorFramework::builder().can_be_read_only(true);
+    /// # let _ = b;
+    /// ```
+    pub fn can_be_read_only(mut self, yes: bool) -> Self {
+        self.can_be_read_only = yes;
+        self
+    }
+
+    /// While suspended, declare the session lost after this percent of the
+    /// negotiated session timeout (1..=100, default 100).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = zk_framework::framework::CuratorFramework::builder().simulated_session_expiration_percent(50);
+    /// # let _ = b;
+    /// ```
+    pub fn simulated_session_expiration_percent(mut self, percent: u32) -> Self {
+        self.simulated_expiration_percent = percent;
+        self
+    }
+
+    /// Credentials sent on every connection (for example `("digest", b"user:pw")`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = zk_framework::framework::CuratorFramework::builder().authorization("digest", b"u:p");
+    /// # let _ = b;
+    /// ```
+    pub fn authorization(mut self, scheme: &str, auth: &[u8]) -> Self {
+        self.auth.push((scheme.to_string(), auth.to_vec()));
+        self
+    }
+
+    /// Create missing parents as persistent nodes instead of containers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = zk_framework::framework::CuratorFramework::builder().dont_use_container_parents();
+    /// # let _ = b;
+    /// ```
+    pub fn dont_use_container_parents(mut self) -> Self {
+        self.container_parents = false;
+        self
+    }
+
+    /// The ACL for created nodes (default `OPEN_ACL_UNSAFE`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = zk_framework::framework::CuratorFramework::builder().acl(zk_framework::proto::Acl::open_unsafe());
+    /// # let _ = b;
+    /// ```
+    pub fn acl(mut self, acl: Vec<Acl>) -> Self {
+        self.acl = acl;
+        self
+    }
+
+    /// A connection-state listener registered before the client starts, so that
+    /// it sees every state from the first `Connected` on (Curator users add
+    /// listeners before `start()`; here `build()` starts the client). It stays
+    /// registered for the client's life and runs like one added with
+    /// [`CuratorFramework::add_listener`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let (tx, rx) = crossbeam_channel::unbounded();
+    /// let b = zk_framework::framework::CuratorFramework::builder()
+    ///     .connection_state_listener(move |s| { let _ = tx.send(s); });
+    /// # let _ = (b, rx);
+    /// ```
+    pub fn connection_state_listener(mut self, f: impl Fn(ConnectionState) + Send + Sync + 'static) -> Self {
+        self.listeners.push(Arc::new(f));
+        self
+    }
+
+    /// Validates the options and starts the client; it connects in the
+    /// background (see [`CuratorFramework::block_until_connected`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidConnectString`] for a missing or unusable connect string;
+    /// [`Error::InvalidArgument`] for zero or huge timeouts, a percent outside
+    /// 1..=100, or a bad namespace.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_framework::{framework::CuratorFramework, Error};
+    /// let err = CuratorFramework::builder().connect_string("::garbage::").build().unwrap_err();
+    /// assert!(matches!(err, Error::InvalidConnectString { .. }));
+    /// ```
+    pub fn build(self) -> Result<CuratorFramework> {
+        let cs = self.connect_string.clone().ok_or_else(|| Error::InvalidConnectString {
+            input: String::new(),
+            reason: "no connect string was given".into(),
+        })?;
+        check_duration("session timeout", self.session_timeout)?;
+        check_duration("connection timeout", self.connection_timeout)?;
+        if !(1..=100).contains(&self.simulated_expiration_percent) {
+            return Err(Error::InvalidArgument(format!(
+                "simulated session expiration percent {} is outside 1..=100",
+                self.simulated_expiration_percent
+            )));
+        }
+        if let Some(ns) = &self.namespace {
+            validate_namespace(ns)?;
+        }
+        let default_data = self.default_data.clone().unwrap_or_else(local_address);
+        let client_config = ClientConfig {
+            session_timeout: self.session_timeout,
+            connect_timeout: self.connection_timeout,
+            read_only: self.can_be_read_only,
+            auth: self.auth.clone(),
+            ..ClientConfig::default()
+        };
+        let client = Client::connect(&cs, client_config.clone())?;
+        let (dispatch_tx, dispatch_rx) = crossbeam_channel::unbounded();
+        let inner = Arc::new(Inner {
+            connect_string: cs,
+            client_config,
+            connection_timeout: self.connection_timeout,
+            retry_policy: self.retry_policy,
+            namespace: self.namespace,
+            default_data,
+            container_parents: self.container_parents,
+            acl: self.acl,
+            simulated_expiration_percent: self.simulated_expiration_percent,
+            handle: Mutex::new(Handle {
+                client: Arc::new(client),
+                generation: 1,
+            }),
+            conn: Mutex::new(ConnInner::default()),
+            conn_cv: Condvar::new(),
+            listeners: Mutex::new(
+                self.listeners
+                    .iter()
+                    .enumerate()
+                    .map(|(i, l)| (i as u64 + 1, l.clone()))
+                    .collect(),
+            ),
+            subscribers: Mutex::new(Vec::new()),
+            next_listener_id: AtomicU64::new(self.listeners.len() as u64 + 1),
+            dispatch_tx,
+            closed: AtomicBool::new(false),
+            namespace_ready: AtomicBool::new(false),
+            background: Background::new(),
+            threads: Mutex::new(Vec::new()),
+        });
+        let fw = CuratorFramework { inner: inner.clone() };
+        let weak = Arc::downgrade(&inner);
+        let monitor = std::thread::Builder::new()
+            .name("zk-framework-session".into())
+            .spawn(move || session_monitor(weak))
+            .map_err(|e| Error::InvalidArgument(format!("cannot spawn thread: {e}")))?;
+        let weak = Arc::downgrade(&inner);
+        let dispatch = std::thread::Builder::new()
+            .name("zk-framework-states".into())
+            .spawn(move || dispatch_loop(weak, dispatch_rx))
+            .map_err(|e| Error::InvalidArgument(format!("cannot spawn thread: {e}")))?;
+        inner.background.start(Arc::downgrade(&inner));
+        inner.threads.lock().extend([monitor, dispatch]);
+        Ok(fw)
+    }
+}
+
+fn check_duration(what: &str, d: Duration) -> Result<()> {
+    if d.is_zero() {
+        return Err(Error::InvalidArgument(format!("{what} must be greater than zero")));
+    }
+    if d.as_millis() > i32::MAX as u128 {
+        return Err(Error::InvalidArgument(format!("{what} of {d:?} is too large")));
+    }
+    Ok(())
+}
+
+/// Curator's default node data: this host's address as text, or empty.
+fn local_address() -> Vec<u8> {
+    use std::net::ToSocketAddrs;
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default();
+    if host.is_empty() {
+        return Vec::new();
+    }
+    match (host.as_str(), 0).to_socket_addrs() {
+        Ok(mut addrs) => addrs
+            .find(|a| a.is_ipv4())
+            .map(|a| a.ip().to_string().into_bytes())
+            .unwrap_or_default(),
+        Err(_) => Vec::new(),
+    }
+}

@@ -1,0 +1,646 @@
+//! [`CuratorFramework`]: the managed client's handle and its operations.
+
+use std::fmt;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Receiver;
+use parking_lot::Mutex;
+
+use super::dispatch::ListenerHandle;
+use super::inner::Inner;
+use super::{retry_loop, CreateBuilder, CuratorFrameworkBuilder, DeleteBuilder};
+use crate::client::{Client, WatchedEvent, Watcher};
+use crate::paths::{fix_for_namespace, unfix_for_namespace};
+use crate::proto::Stat;
+use crate::retry::RetryPolicy;
+use crate::state::ConnectionState;
+use crate::{Error, Result};
+
+/// The managed client. Cheap to clone; all clones share one session.
+#[derive(Clone)]
+pub struct CuratorFramework {
+    pub(super) inner: Arc<Inner>,
+}
+
+impl fmt::Debug for CuratorFramework {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CuratorFramework")
+            .field("connect_string", &self.inner.connect_string)
+            .field("namespace", &self.inner.namespace)
+            .field("state", &self.state())
+            .field("generation", &self.session_generation())
+            .finish()
+    }
+}
+
+impl CuratorFramework {
+    /// A builder with Curator's defaults.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = zk_framework::framework::CuratorFramework::builder();
+    /// # let _ = b;
+    /// ```
+    pub fn builder() -> CuratorFrameworkBuilder {
+        CuratorFrameworkBuilder::default()
+    }
+
+    /// `builder().connect_string(cs).retry_policy(policy).build()`.
+    ///
+    /// # Errors
+    ///
+    /// As [`CuratorFrameworkBuilder::build`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use zk_framework::{framework::CuratorFramework, retry::RetryOneTime};
+    /// let c = CuratorFramework::new_client("127.0.0.1:2181", RetryOneTime::new(Duration::from_millis(10)))?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn new_client(connect_string: &str, policy: impl RetryPolicy + 'static) -> Result<CuratorFramework> {
+        CuratorFramework::builder()
+            .connect_string(connect_string)
+            .retry_policy(policy)
+            .build()
+    }
+
+    /// The current raw client handle. After an expiry it is replaced, so fetch it
+    /// again rather than keeping it.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let id = c.zookeeper_client().session_id();
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn zookeeper_client(&self) -> Arc<Client> {
+        self.inner.current().0
+    }
+
+    /// Increases by one every time a new handle (a new session) is built. Recipes
+    /// compare it to know whether their ephemeral nodes can still exist.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// assert!(c.session_generation() >= 1);
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn session_generation(&self) -> u64 {
+        self.inner.current().1
+    }
+
+    /// The current session id (0 before the first connection).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let _ = c.session_id();
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn session_id(&self) -> i64 {
+        self.zookeeper_client().session_id()
+    }
+
+    /// The last reported connection state (`None` before the first).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let _ = c.state();
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn state(&self) -> Option<ConnectionState> {
+        self.inner.conn.lock().machine.current()
+    }
+
+    /// Whether the client is connected now.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let _ = c.is_connected();
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn is_connected(&self) -> bool {
+        self.state().is_some_and(ConnectionState::is_connected)
+    }
+
+    /// The namespace, if any.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").namespace("ns").build()?;
+    /// assert_eq!(c.namespace(), Some("ns"));
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn namespace(&self) -> Option<&str> {
+        self.inner.namespace.as_deref()
+    }
+
+    /// The data creates use when given none.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").default_data(b"x".to_vec()).build()?;
+    /// assert_eq!(c.default_data(), b"x");
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn default_data(&self) -> &[u8] {
+        &self.inner.default_data
+    }
+
+    /// The connection timeout.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// assert_eq!(c.connection_timeout(), std::time::Duration::from_secs(15));
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn connection_timeout(&self) -> Duration {
+        self.inner.connection_timeout
+    }
+
+    /// The retry policy.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let _p = c.retry_policy();
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn retry_policy(&self) -> Arc<dyn RetryPolicy> {
+        self.inner.retry_policy.clone()
+    }
+
+    /// The negotiated session timeout of the last connection, if any.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let _ = c.negotiated_session_timeout();
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn negotiated_session_timeout(&self) -> Option<Duration> {
+        self.inner.conn.lock().negotiated_timeout
+    }
+
+    /// Waits until the state is connected (Connected, Reconnected or ReadOnly).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ConnectionLoss`] when `timeout` passes first; [`Error::Closed`]
+    /// when the client is closed.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// c.block_until_connected(std::time::Duration::from_secs(5))?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn block_until_connected(&self, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now().checked_add(timeout);
+        let mut c = self.inner.conn.lock();
+        loop {
+            if self.inner.closed.load(Ordering::SeqCst) {
+                return Err(Error::Closed);
+            }
+            if c.machine.current().is_some_and(ConnectionState::is_connected) {
+                return Ok(());
+            }
+            let now = Instant::now();
+            let wait = match deadline {
+                Some(d) if now >= d => return Err(Error::ConnectionLoss),
+                Some(d) => (d - now).min(Duration::from_millis(100)),
+                None => Duration::from_millis(100),
+            };
+            self.inner.conn_cv.wait_for(&mut c, wait);
+        }
+    }
+
+    /// Registers a listener for connection states. It runs on the dispatch
+    /// thread in order and may call the client; dropping the handle removes it.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let _h = c.add_listener(|s| println!("state {s}"));
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn add_listener(&self, f: impl Fn(ConnectionState) + Send + Sync + 'static) -> ListenerHandle {
+        let id = self.inner.next_listener_id.fetch_add(1, Ordering::Relaxed);
+        self.inner.listeners.lock().push((id, Arc::new(f)));
+        ListenerHandle {
+            id,
+            inner: Arc::downgrade(&self.inner),
+        }
+    }
+
+    /// Every connection state from now on, on a channel. Dropping the receiver
+    /// unsubscribes.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let states = c.state_receiver();
+    /// let first = states.recv_timeout(std::time::Duration::from_secs(5));
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn state_receiver(&self) -> Receiver<ConnectionState> {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        self.inner.subscribers.lock().push(tx);
+        rx
+    }
+
+    /// Whether [`CuratorFramework::close`] was called.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// assert!(!c.is_closed());
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn is_closed(&self) -> bool {
+        self.inner.closed.load(Ordering::SeqCst)
+    }
+
+    /// Closes the session (its ephemeral nodes go at once) and stops the
+    /// background threads. Bounded in time; idempotent.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// c.close();
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn close(&self) {
+        if self.inner.closed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        self.inner.background.stop();
+        self.inner.conn_cv.notify_all();
+        let (client, _) = self.inner.current();
+        client.close();
+        let threads: Vec<_> = self.inner.threads.lock().drain(..).collect();
+        let me = std::thread::current().id();
+        for t in threads {
+            if t.thread().id() != me {
+                let _ = t.join();
+            }
+        }
+    }
+
+    /// The server path for a user path (namespace applied).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").namespace("ns").build()?;
+    /// assert_eq!(c.fix_path("/a"), "/ns/a");
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn fix_path(&self, path: &str) -> String {
+        fix_for_namespace(self.inner.namespace.as_deref(), path)
+    }
+
+    /// The user path for a server path (namespace removed).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").namespace("ns").build()?;
+    /// assert_eq!(c.unfix_path("/ns/a"), "/a");
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn unfix_path(&self, path: &str) -> String {
+        unfix_for_namespace(self.inner.namespace.as_deref(), path)
+    }
+
+    fn checked_path(&self, path: &str) -> Result<String> {
+        crate::proto::path::validate_path(path, false)?;
+        Ok(self.fix_path(path))
+    }
+
+    /// Creates the namespace node as a container, once.
+    pub(super) fn ensure_namespace(&self, client: &Client) -> Result<()> {
+        let Some(ns) = &self.inner.namespace else { return Ok(()) };
+        if self.inner.namespace_ready.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let mode = if self.inner.container_parents {
+            crate::proto::CreateMode::Container
+        } else {
+            crate::proto::CreateMode::Persistent
+        };
+        match client.create(&format!("/{ns}"), &[], &self.inner.acl, mode) {
+            Ok(_) | Err(Error::NodeExists { .. }) => {
+                self.inner.namespace_ready.store(true, Ordering::Release);
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Reads a node's data and Stat, with retries.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoNode`], [`Error::InvalidPath`], or the last retryable error
+    /// when retries are exhausted.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let (data, stat) = c.get_data("/a")?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn get_data(&self, path: &str) -> Result<(Vec<u8>, Stat)> {
+        let p = self.checked_path(path)?;
+        self.call_with_retry(|c| c.get_data(&p))
+    }
+
+    /// Reads a node's data and leaves a one-shot data watch (event paths are
+    /// given without the namespace).
+    ///
+    /// # Errors
+    ///
+    /// As [`CuratorFramework::get_data`]; on NoNode no watch is left.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let (tx, rx) = crossbeam_channel::bounded(1);
+    /// c.get_data_w("/a", tx)?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn get_data_w(&self, path: &str, watcher: impl Watcher) -> Result<(Vec<u8>, Stat)> {
+        let p = self.checked_path(path)?;
+        let slot = self.watch_slot(watcher);
+        self.call_with_retry(|c| c.get_data_w(&p, slot.attempt()))
+    }
+
+    /// Whether a node exists, with retries.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`], or the last retryable error.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let exists = c.check_exists("/a")?.is_some();
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn check_exists(&self, path: &str) -> Result<Option<Stat>> {
+        let p = self.checked_path(path)?;
+        self.call_with_retry(|c| c.exists(&p))
+    }
+
+    /// Whether a node exists, leaving a one-shot watch (set even when the node is
+    /// missing, so that its creation is reported).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`], or the last retryable error.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let (tx, rx) = crossbeam_channel::bounded(1);
+    /// let stat = c.check_exists_w("/a", tx)?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn check_exists_w(&self, path: &str, watcher: impl Watcher) -> Result<Option<Stat>> {
+        let p = self.checked_path(path)?;
+        let slot = self.watch_slot(watcher);
+        self.call_with_retry(|c| c.exists_w(&p, slot.attempt()))
+    }
+
+    /// Lists children (names only), with retries.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoNode`], [`Error::InvalidPath`], or the last retryable error.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let kids = c.get_children("/")?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn get_children(&self, path: &str) -> Result<Vec<String>> {
+        let p = self.checked_path(path)?;
+        self.call_with_retry(|c| c.get_children(&p))
+    }
+
+    /// Lists children and leaves a one-shot child watch.
+    ///
+    /// # Errors
+    ///
+    /// As [`CuratorFramework::get_children`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let (tx, rx) = crossbeam_channel::bounded(1);
+    /// let kids = c.get_children_w("/", tx)?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn get_children_w(&self, path: &str, watcher: impl Watcher) -> Result<Vec<String>> {
+        let p = self.checked_path(path)?;
+        let slot = self.watch_slot(watcher);
+        self.call_with_retry(|c| c.get_children_w(&p, slot.attempt()))
+    }
+
+    /// Sets a node's data, with retries.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoNode`], [`Error::BadVersion`], [`Error::DataTooLarge`],
+    /// [`Error::InvalidPath`], or the last retryable error.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// c.set_data("/a", b"v".to_vec(), None)?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn set_data(&self, path: &str, data: Vec<u8>, version: Option<i32>) -> Result<Stat> {
+        let p = self.checked_path(path)?;
+        self.call_with_retry(|c| c.set_data(&p, &data, version))
+    }
+
+    /// Starts a create (Curator's `client.create()...forPath(path)`).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let p = c.create().creating_parent_containers_if_needed().for_path("/a/b")?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn create(&self) -> CreateBuilder<'_> {
+        CreateBuilder::new(self)
+    }
+
+    /// Starts a delete (Curator's `client.delete()...forPath(path)`).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// c.delete().guaranteed().for_path("/a/b")?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn delete(&self) -> DeleteBuilder<'_> {
+        DeleteBuilder::new(self)
+    }
+
+    /// Runs `op` under the retry policy: waits once (up to the connection
+    /// timeout) for a connection, then retries ConnectionLoss, OperationTimeout,
+    /// SessionMoved and SessionExpired as the policy allows, each attempt on the
+    /// current handle. Before a retry, a handle that is not connected gets up to
+    /// min(connection timeout, 1 s) to reconnect (the Java client queues such a
+    /// request until its next connection attempt). An attempt that fails with
+    /// `Closed` on a handle the framework replaced counts as SessionExpired.
+    /// Nested calls on one thread share one retry budget.
+    ///
+    /// # Errors
+    ///
+    /// The first non-retryable error, the last error when the policy gives up,
+    /// or [`Error::Closed`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let stat = c.call_with_retry(|zk| zk.exists("/"))?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn call_with_retry<T>(&self, op: impl FnMut(&Client) -> Result<T>) -> Result<T> {
+        retry_loop::call_with_retry(self, op)
+    }
+
+    /// Wraps a one-shot watcher so that every retry attempt can register it; the
+    /// first event delivered wins, and event paths lose the namespace.
+    fn watch_slot(&self, watcher: impl Watcher) -> WatchSlot {
+        WatchSlot {
+            slot: Arc::new(Mutex::new(Some(Box::new(watcher)))),
+            namespace: self.inner.namespace.clone(),
+        }
+    }
+
+    pub(crate) fn inner(&self) -> &Inner {
+        &self.inner
+    }
+
+    /// Queues a background guaranteed delete of a server path (used when a
+    /// foreground delete failed).
+    pub(crate) fn background_delete(&self, server_path: String, version: Option<i32>) {
+        self.inner.background.delete(server_path, version);
+    }
+
+    /// Deletes `path` in the background, retrying until it succeeds (NoNode
+    /// counts as success) or the client closes. For cleanup that must not block,
+    /// such as a lock release while disconnected.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`] when the path breaks ZooKeeper's rules.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// c.delete_in_background("/locks/a/_c_x-lock-0000000001")?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn delete_in_background(&self, path: &str) -> Result<()> {
+        let p = self.checked_path(path)?;
+        self.background_delete(p, None);
+        Ok(())
+    }
+
+    /// Deletes, in the background, every child of `parent` whose name starts with
+    /// `prefix` (a protected `_c_<uuid>-` prefix): the cleanup of a protected
+    /// create whose outcome is unknown. Retried until it succeeds or the client
+    /// closes.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`] when `parent` breaks ZooKeeper's rules.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// c.delete_by_prefix_in_background("/locks/a", "_c_9518667b-083a-4c97-beb4-c8ec4f480c2d-")?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn delete_by_prefix_in_background(&self, parent: &str, prefix: &str) -> Result<()> {
+        let p = self.checked_path(parent)?;
+        self.inner.background.find_and_delete(p, prefix.to_string());
+        Ok(())
+    }
+
+    /// Paths whose deletion is still pending in the background (for tests and
+    /// diagnostics).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// assert_eq!(c.pending_background_deletes(), 0);
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn pending_background_deletes(&self) -> usize {
+        self.inner.background.pending()
+    }
+}
+
+struct WatchSlot {
+    slot: Arc<Mutex<Option<Box<dyn Watcher>>>>,
+    namespace: Option<String>,
+}
+
+impl WatchSlot {
+    fn attempt(&self) -> impl Watcher {
+        let slot = self.slot.clone();
+        let ns = self.namespace.clone();
+        move |mut e: WatchedEvent| {
+            let Some(w) = slot.lock().take() else { return };
+            if let Some(p) = e.path.take() {
+                e.path = Some(unfix_for_namespace(ns.as_deref(), &p));
+            }
+            w.process(e)
+        }
+    }
+}

@@ -1,0 +1,62 @@
+//! The state every part of a managed client shares: the current handle and
+//! its generation, the connection-state machine, the listeners, and the
+//! background threads. The handle ([`super::CuratorFramework`]), the session
+//! monitor, the dispatch thread and the background deleter each hold it.
+
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Sender;
+use parking_lot::{Condvar, Mutex};
+
+use super::background::Background;
+use super::dispatch::StateListener;
+use crate::client::{Client, ClientConfig};
+use crate::proto::Acl;
+use crate::retry::RetryPolicy;
+use crate::state::{ConnectionState, StateMachine};
+
+pub(super) struct Handle {
+    pub(super) client: Arc<Client>,
+    pub(super) generation: u64,
+}
+
+#[derive(Default)]
+pub(super) struct ConnInner {
+    pub(super) machine: StateMachine,
+    pub(super) suspended_since: Option<Instant>,
+    pub(super) last_connected_generation: u64,
+    pub(super) negotiated_timeout: Option<Duration>,
+}
+
+pub(crate) struct Inner {
+    pub(super) connect_string: String,
+    pub(super) client_config: ClientConfig,
+    pub(super) connection_timeout: Duration,
+    pub(super) retry_policy: Arc<dyn RetryPolicy>,
+    pub(super) namespace: Option<String>,
+    pub(super) default_data: Vec<u8>,
+    pub(super) container_parents: bool,
+    pub(super) acl: Vec<Acl>,
+    pub(super) simulated_expiration_percent: u32,
+    pub(super) handle: Mutex<Handle>,
+    pub(super) conn: Mutex<ConnInner>,
+    pub(super) conn_cv: Condvar,
+    pub(super) listeners: Mutex<Vec<(u64, Arc<StateListener>)>>,
+    pub(super) subscribers: Mutex<Vec<Sender<ConnectionState>>>,
+    pub(super) next_listener_id: AtomicU64,
+    pub(super) dispatch_tx: Sender<ConnectionState>,
+    pub(super) closed: AtomicBool,
+    pub(super) namespace_ready: AtomicBool,
+    pub(super) background: Background,
+    pub(super) threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Inner {
+    pub(super) fn current(&self) -> (Arc<Client>, u64) {
+        let h = self.handle.lock();
+        (h.client.clone(), h.generation)
+    }
+}

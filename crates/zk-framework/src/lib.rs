@@ -1,9 +1,47 @@
 //! `zk-framework`: the ZooKeeper wire protocol, a synchronous client whose sessions
 //! survive faults, and a Curator-style managed client on top.
 //!
-//! * [`proto`]: the wire protocol, shared by the client and by the embedded test
-//!   server in `zk-testing`.
-//! * [`Error`]: the crate's one error type.
+//! Everything a user of the managed client (or of the locks in `zk-recipes`)
+//! needs is exported from the crate root:
+//!
+//! * [`CuratorFramework`] and its [`CuratorFrameworkBuilder`]: the managed
+//!   client (new session after expiry, retries, namespaces, protected creates).
+//! * [`ConnectionState`] and [`ListenerHandle`]: Curator's connection states and
+//!   the handle of a state listener.
+//! * The retry policies: [`RetryPolicy`], [`ExponentialBackoffRetry`],
+//!   [`BoundedExponentialBackoffRetry`], [`RetryNTimes`], [`RetryOneTime`],
+//!   [`RetryForever`], [`RetryUntilElapsed`], [`SessionFailedRetryPolicy`] and
+//!   [`BackoffRetry`] (any [`backoff`] schedule).
+//! * [`Error`] and [`Result`]: the crate's one error type.
+//! * The node vocabulary: [`CreateMode`], [`Acl`], [`Id`], [`perms`], [`Stat`].
+//! * [`Client`]: the raw client under the managed one.
+//!
+//! The modules stay public for the rest: [`proto`] is the wire protocol, shared
+//! by the client and by the embedded test server in `zk-testing`;
+//! [`framework`], [`retry`], [`state`] and [`client`] are where the items above
+//! live (their long paths keep working).
+//!
+//! # Examples
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use zk_framework::{CreateMode, CuratorFramework, ExponentialBackoffRetry};
+//! # #[allow(unused_imports)]
+//! # use zk_framework::{
+//! #     perms, Acl, BackoffRetry, BoundedExponentialBackoffRetry, Client, ConnectionState,
+//! #     CuratorFrameworkBuilder, Error, Id, ListenerHandle, Result, RetryForever, RetryNTimes,
+//! #     RetryOneTime, RetryPolicy, RetryUntilElapsed, SessionFailedRetryPolicy, Stat,
+//! # };
+//!
+//! let client = CuratorFramework::builder()
+//!     .connect_string("127.0.0.1:2181")
+//!     .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
+//!     .build()?;
+//! client.block_until_connected(Duration::from_secs(10))?;
+//! let path = client.create().with_mode(CreateMode::Ephemeral).for_path("/me")?;
+//! # let _ = path;
+//! # Ok::<(), zk_framework::Error>(())
+//! ```
 
 pub mod client;
 pub mod error;
@@ -15,6 +53,16 @@ pub mod state;
 
 pub use client::{Client, ClientConfig, ClientState, Op, OpResult, SessionEvent, WatchedEvent, Watcher};
 pub use error::{Error, Result};
+pub use framework::{
+    CreateBuilder, CreatedWithListing, CuratorFramework, CuratorFrameworkBuilder, DeleteBuilder, ListenerHandle,
+    StateListener,
+};
+pub use proto::{perms, Acl, CreateMode, EventType, Id, KeeperState, Stat};
+pub use retry::{
+    BackoffRetry, BoundedExponentialBackoffRetry, ExponentialBackoffRetry, RetryDecision, RetryForever, RetryNTimes,
+    RetryOneTime, RetryPolicy, RetryUntilElapsed, SessionFailedRetryPolicy,
+};
+pub use state::ConnectionState;
 
-/// The `backoff` crate, re-exported for [`retry::BackoffRetry`].
+/// The `backoff` crate, re-exported for [`BackoffRetry`].
 pub use backoff;

@@ -8,7 +8,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use zk_framework::retry::{RetryDecision, RetryNTimes, RetryPolicy};
+//! use zk_framework::{RetryDecision, RetryNTimes, RetryPolicy};
 //! let p = RetryNTimes::new(2, Duration::from_millis(10));
 //! assert_eq!(p.next_retry(0, Duration::ZERO), RetryDecision::RetryAfter(Duration::from_millis(10)));
 //! assert_eq!(p.next_retry(2, Duration::ZERO), RetryDecision::GiveUp);
@@ -41,7 +41,7 @@ pub trait RetryPolicy: fmt::Debug + Send + Sync {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use zk_framework::retry::{RetryDecision, RetryOneTime, RetryPolicy};
+    /// use zk_framework::{RetryDecision, RetryOneTime, RetryPolicy};
     /// let p = RetryOneTime::new(Duration::from_millis(5));
     /// assert!(matches!(p.next_retry(0, Duration::ZERO), RetryDecision::RetryAfter(_)));
     /// ```
@@ -54,7 +54,7 @@ pub trait RetryPolicy: fmt::Debug + Send + Sync {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use zk_framework::{retry::{RetryOneTime, RetryPolicy}, Error};
+    /// use zk_framework::{Error, RetryOneTime, RetryPolicy};
     /// let p = RetryOneTime::new(Duration::from_millis(5));
     /// assert!(p.allows(&Error::ConnectionLoss));
     /// assert!(!p.allows(&Error::NoNode { path: "/a".into() }));
@@ -110,7 +110,7 @@ impl ExponentialBackoffRetry {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let p = zk_framework::retry::ExponentialBackoffRetry::new(Duration::from_millis(100), 3);
+    /// let p = zk_framework::ExponentialBackoffRetry::new(Duration::from_millis(100), 3);
     /// assert_eq!(p.max_retries(), 3);
     /// ```
     pub fn new(base: Duration, max_retries: u32) -> Self {
@@ -123,7 +123,7 @@ impl ExponentialBackoffRetry {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let p = zk_framework::retry::ExponentialBackoffRetry::with_max_sleep(Duration::from_millis(1), 100, Duration::from_millis(100));
+    /// let p = zk_framework::ExponentialBackoffRetry::with_max_sleep(Duration::from_millis(1), 100, Duration::from_millis(100));
     /// assert_eq!(p.max_retries(), 29);
     /// ```
     pub fn with_max_sleep(base: Duration, max_retries: u32, max_sleep: Duration) -> Self {
@@ -146,7 +146,7 @@ impl ExponentialBackoffRetry {
     ///
     /// ```
     /// use std::time::Duration;
-    /// assert_eq!(zk_framework::retry::ExponentialBackoffRetry::new(Duration::from_millis(1), 50).max_retries(), 29);
+    /// assert_eq!(zk_framework::ExponentialBackoffRetry::new(Duration::from_millis(1), 50).max_retries(), 29);
     /// ```
     pub fn max_retries(&self) -> u32 {
         self.max_retries
@@ -160,7 +160,7 @@ impl ExponentialBackoffRetry {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let p = zk_framework::retry::ExponentialBackoffRetry::new(Duration::from_millis(10), 5);
+    /// let p = zk_framework::ExponentialBackoffRetry::new(Duration::from_millis(10), 5);
     /// assert_eq!(p.sleep_for(2, 0), Duration::from_millis(10));
     /// assert_eq!(p.sleep_for(2, 7), Duration::from_millis(70));
     /// assert_eq!(p.sleep_for(2, 8), Duration::from_millis(10));
@@ -199,7 +199,7 @@ impl BoundedExponentialBackoffRetry {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use zk_framework::retry::{BoundedExponentialBackoffRetry, RetryDecision, RetryPolicy};
+    /// use zk_framework::{BoundedExponentialBackoffRetry, RetryDecision, RetryPolicy};
     /// let p = BoundedExponentialBackoffRetry::new(Duration::from_millis(100), Duration::from_millis(150), 10);
     /// match p.next_retry(9, Duration::ZERO) {
     ///     RetryDecision::RetryAfter(d) => assert!(d <= Duration::from_millis(150)),
@@ -231,7 +231,7 @@ impl RetryNTimes {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use zk_framework::retry::{RetryDecision, RetryNTimes, RetryPolicy};
+    /// use zk_framework::{RetryDecision, RetryNTimes, RetryPolicy};
     /// assert_eq!(RetryNTimes::new(0, Duration::ZERO).next_retry(0, Duration::ZERO), RetryDecision::GiveUp);
     /// ```
     pub fn new(n: u32, sleep: Duration) -> Self {
@@ -260,7 +260,7 @@ impl RetryOneTime {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use zk_framework::retry::{RetryDecision, RetryOneTime, RetryPolicy};
+    /// use zk_framework::{RetryDecision, RetryOneTime, RetryPolicy};
     /// assert_eq!(RetryOneTime::new(Duration::ZERO).next_retry(1, Duration::ZERO), RetryDecision::GiveUp);
     /// ```
     pub fn new(sleep: Duration) -> Self {
@@ -292,7 +292,7 @@ impl RetryUntilElapsed {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use zk_framework::retry::{RetryDecision, RetryPolicy, RetryUntilElapsed};
+    /// use zk_framework::{RetryDecision, RetryPolicy, RetryUntilElapsed};
     /// let p = RetryUntilElapsed::new(Duration::from_secs(1), Duration::from_millis(100));
     /// assert_eq!(p.next_retry(1000, Duration::from_secs(2)), RetryDecision::GiveUp);
     /// ```
@@ -328,8 +328,8 @@ impl RetryForever {
     ///
     /// ```
     /// use std::time::Duration;
-    /// assert!(zk_framework::retry::RetryForever::new(Duration::ZERO).is_err());
-    /// assert!(zk_framework::retry::RetryForever::new(Duration::from_millis(1)).is_ok());
+    /// assert!(zk_framework::RetryForever::new(Duration::ZERO).is_err());
+    /// assert!(zk_framework::RetryForever::new(Duration::from_millis(1)).is_ok());
     /// ```
     pub fn new(interval: Duration) -> Result<Self, Error> {
         if interval.is_zero() {
@@ -361,7 +361,7 @@ impl<P: RetryPolicy> SessionFailedRetryPolicy<P> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use zk_framework::{retry::{RetryForever, RetryPolicy, SessionFailedRetryPolicy}, Error};
+    /// use zk_framework::{Error, RetryForever, RetryPolicy, SessionFailedRetryPolicy};
     /// let p = SessionFailedRetryPolicy::new(RetryForever::new(Duration::from_millis(1)).unwrap());
     /// assert!(!p.allows(&Error::SessionExpired));
     /// assert!(p.allows(&Error::ConnectionLoss));
@@ -387,7 +387,7 @@ impl<P: RetryPolicy> RetryPolicy for SessionFailedRetryPolicy<P> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use zk_framework::retry::{BackoffRetry, RetryDecision, RetryPolicy};
+/// use zk_framework::{BackoffRetry, RetryDecision, RetryPolicy};
 /// let p = BackoffRetry::new(backoff::backoff::Constant::new(Duration::from_millis(3)));
 /// assert_eq!(p.next_retry(0, Duration::ZERO), RetryDecision::RetryAfter(Duration::from_millis(3)));
 /// ```
@@ -401,7 +401,7 @@ impl<B: backoff::backoff::Backoff + Send> BackoffRetry<B> {
     /// # Examples
     ///
     /// ```
-    /// let p = zk_framework::retry::BackoffRetry::new(backoff::ExponentialBackoff::default());
+    /// let p = zk_framework::BackoffRetry::new(backoff::ExponentialBackoff::default());
     /// # let _ = p;
     /// ```
     pub fn new(backoff: B) -> Self {

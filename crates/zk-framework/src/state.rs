@@ -8,7 +8,7 @@ use std::fmt;
 /// # Examples
 ///
 /// ```
-/// use zk_framework::state::ConnectionState;
+/// use zk_framework::ConnectionState;
 /// assert!(ConnectionState::Reconnected.is_connected());
 /// assert!(!ConnectionState::Suspended.is_connected());
 /// assert_eq!(ConnectionState::Lost.to_string(), "LOST");
@@ -37,7 +37,7 @@ impl ConnectionState {
     /// # Examples
     ///
     /// ```
-    /// assert!(zk_framework::state::ConnectionState::ReadOnly.is_connected());
+    /// assert!(zk_framework::ConnectionState::ReadOnly.is_connected());
     /// ```
     pub fn is_connected(self) -> bool {
         matches!(

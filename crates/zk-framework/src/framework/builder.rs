@@ -78,7 +78,7 @@ impl CuratorFrameworkBuilder {
     /// # Examples
     ///
     /// ```
-    /// let b = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181");
+    /// let b = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181");
     /// # let _ = b;
     /// ```
     pub fn connect_string(mut self, s: impl Into<String>) -> Self {
@@ -91,7 +91,7 @@ impl CuratorFrameworkBuilder {
     /// # Examples
     ///
     /// ```
-    /// let b = zk_framework::framework::CuratorFramework::builder().session_timeout(std::time::Duration::from_secs(10));
+    /// let b = zk_framework::CuratorFramework::builder().session_timeout(std::time::Duration::from_secs(10));
     /// # let _ = b;
     /// ```
     pub fn session_timeout(mut self, d: Duration) -> Self {
@@ -105,7 +105,7 @@ impl CuratorFrameworkBuilder {
     /// # Examples
     ///
     /// ```
-    /// let b = zk_framework::framework::CuratorFramework::builder().connection_timeout(std::time::Duration::from_secs(3));
+    /// let b = zk_framework::CuratorFramework::builder().connection_timeout(std::time::Duration::from_secs(3));
     /// # let _ = b;
     /// ```
     pub fn connection_timeout(mut self, d: Duration) -> Self {
@@ -119,8 +119,8 @@ impl CuratorFrameworkBuilder {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use zk_framework::retry::RetryNTimes;
-    /// let b = zk_framework::framework::CuratorFramework::builder().retry_policy(RetryNTimes::new(3, Duration::from_millis(100)));
+    /// use zk_framework::RetryNTimes;
+    /// let b = zk_framework::CuratorFramework::builder().retry_policy(RetryNTimes::new(3, Duration::from_millis(100)));
     /// # let _ = b;
     /// ```
     pub fn retry_policy(mut self, p: impl RetryPolicy + 'static) -> Self {
@@ -134,7 +134,7 @@ impl CuratorFrameworkBuilder {
     /// # Examples
     ///
     /// ```
-    /// let b = zk_framework::framework::CuratorFramework::builder().namespace("app");
+    /// let b = zk_framework::CuratorFramework::builder().namespace("app");
     /// # let _ = b;
     /// ```
     pub fn namespace(mut self, ns: impl Into<String>) -> Self {
@@ -148,7 +148,7 @@ impl CuratorFrameworkBuilder {
     /// # Examples
     ///
     /// ```
-    /// let b = zk_framework::framework::CuratorFramework::builder().default_data(b"me".to_vec());
+    /// let b = zk_framework::CuratorFramework::builder().default_data(b"me".to_vec());
     /// # let _ = b;
     /// ```
     pub fn default_data(mut self, data: Vec<u8>) -> Self {
@@ -161,7 +161,7 @@ impl CuratorFrameworkBuilder {
     /// # Examples
     ///
     /// ```
-    /// let b = zk_framework::framework::CuratorFramework::builder().can_be_read_only(true);
+    /// let b = zk_framework::CuratorFramework::builder().can_be_read_only(true);
     /// # let _ = b;
     /// ```
     pub fn can_be_read_only(mut self, yes: bool) -> Self {
@@ -175,7 +175,7 @@ impl CuratorFrameworkBuilder {
     /// # Examples
     ///
     /// ```
-    /// let b = zk_framework::framework::CuratorFramework::builder().simulated_session_expiration_percent(50);
+    /// let b = zk_framework::CuratorFramework::builder().simulated_session_expiration_percent(50);
     /// # let _ = b;
     /// ```
     pub fn simulated_session_expiration_percent(mut self, percent: u32) -> Self {
@@ -188,7 +188,7 @@ impl CuratorFrameworkBuilder {
     /// # Examples
     ///
     /// ```
-    /// let b = zk_framework::framework::CuratorFramework::builder().authorization("digest", b"u:p");
+    /// let b = zk_framework::CuratorFramework::builder().authorization("digest", b"u:p");
     /// # let _ = b;
     /// ```
     pub fn authorization(mut self, scheme: &str, auth: &[u8]) -> Self {
@@ -201,7 +201,7 @@ impl CuratorFrameworkBuilder {
     /// # Examples
     ///
     /// ```
-    /// let b = zk_framework::framework::CuratorFramework::builder().dont_use_container_parents();
+    /// let b = zk_framework::CuratorFramework::builder().dont_use_container_parents();
     /// # let _ = b;
     /// ```
     pub fn dont_use_container_parents(mut self) -> Self {
@@ -214,7 +214,7 @@ impl CuratorFrameworkBuilder {
     /// # Examples
     ///
     /// ```
-    /// let b = zk_framework::framework::CuratorFramework::builder().acl(zk_framework::proto::Acl::open_unsafe());
+    /// let b = zk_framework::CuratorFramework::builder().acl(zk_framework::Acl::open_unsafe());
     /// # let _ = b;
     /// ```
     pub fn acl(mut self, acl: Vec<Acl>) -> Self {
@@ -232,7 +232,7 @@ impl CuratorFrameworkBuilder {
     ///
     /// ```
     /// let (tx, rx) = crossbeam_channel::unbounded();
-    /// let b = zk_framework::framework::CuratorFramework::builder()
+    /// let b = zk_framework::CuratorFramework::builder()
     ///     .connection_state_listener(move |s| { let _ = tx.send(s); });
     /// # let _ = (b, rx);
     /// ```
@@ -253,7 +253,7 @@ impl CuratorFrameworkBuilder {
     /// # Examples
     ///
     /// ```
-    /// use zk_framework::{framework::CuratorFramework, Error};
+    /// use zk_framework::{CuratorFramework, Error};
     /// let err = CuratorFramework::builder().connect_string("::garbage::").build().unwrap_err();
     /// assert!(matches!(err, Error::InvalidConnectString { .. }));
     /// ```

@@ -41,7 +41,7 @@ impl CuratorFramework {
     /// # Examples
     ///
     /// ```
-    /// let b = zk_framework::framework::CuratorFramework::builder();
+    /// let b = zk_framework::CuratorFramework::builder();
     /// # let _ = b;
     /// ```
     pub fn builder() -> CuratorFrameworkBuilder {
@@ -58,7 +58,7 @@ impl CuratorFramework {
     ///
     /// ```no_run
     /// use std::time::Duration;
-    /// use zk_framework::{framework::CuratorFramework, retry::RetryOneTime};
+    /// use zk_framework::{CuratorFramework, RetryOneTime};
     /// let c = CuratorFramework::new_client("127.0.0.1:2181", RetryOneTime::new(Duration::from_millis(10)))?;
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
@@ -75,7 +75,7 @@ impl CuratorFramework {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// let id = c.zookeeper_client().session_id();
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
@@ -89,7 +89,7 @@ impl CuratorFramework {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// assert!(c.session_generation() >= 1);
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
@@ -102,7 +102,7 @@ impl CuratorFramework {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// let _ = c.session_id();
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
@@ -115,7 +115,7 @@ impl CuratorFramework {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// let _ = c.state();
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
@@ -128,7 +128,7 @@ impl CuratorFramework {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// let _ = c.is_connected();
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
@@ -141,7 +141,7 @@ impl CuratorFramework {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").namespace("ns").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").namespace("ns").build()?;
     /// assert_eq!(c.namespace(), Some("ns"));
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
@@ -154,7 +154,7 @@ impl CuratorFramework {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").default_data(b"x".to_vec()).build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").default_data(b"x".to_vec()).build()?;
     /// assert_eq!(c.default_data(), b"x");
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
@@ -167,7 +167,7 @@ impl CuratorFramework {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// assert_eq!(c.connection_timeout(), std::time::Duration::from_secs(15));
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
@@ -180,7 +180,7 @@ impl CuratorFramework {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// let _p = c.retry_policy();
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
@@ -193,7 +193,7 @@ impl CuratorFramework {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// let _ = c.negotiated_session_timeout();
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
@@ -211,7 +211,7 @@ impl CuratorFramework {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// c.block_until_connected(std::time::Duration::from_secs(5))?;
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
@@ -241,7 +241,7 @@ impl CuratorFramework {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// let _h = c.add_listener(|s| println!("state {s}"));
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
@@ -260,7 +260,7 @@ impl CuratorFramework {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// let states = c.state_receiver();
     /// let first = states.recv_timeout(std::time::Duration::from_secs(5));
     /// # Ok::<(), zk_framework::Error>(())
@@ -276,7 +276,7 @@ impl CuratorFramework {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// assert!(!c.is_closed());
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
@@ -290,7 +290,7 @@ impl CuratorFramework {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// c.close();
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
@@ -316,7 +316,7 @@ impl CuratorFramework {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").namespace("ns").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").namespace("ns").build()?;
     /// assert_eq!(c.fix_path("/a"), "/ns/a");
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
@@ -329,7 +329,7 @@ impl CuratorFramework {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").namespace("ns").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").namespace("ns").build()?;
     /// assert_eq!(c.unfix_path("/ns/a"), "/a");
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
@@ -372,7 +372,7 @@ impl CuratorFramework {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// let (data, stat) = c.get_data("/a")?;
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
@@ -391,7 +391,7 @@ impl CuratorFramework {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// let (tx, rx) = crossbeam_channel::bounded(1);
     /// c.get_data_w("/a", tx)?;
     /// # Ok::<(), zk_framework::Error>(())
@@ -411,7 +411,7 @@ impl CuratorFramework {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// let exists = c.check_exists("/a")?.is_some();
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
@@ -430,7 +430,7 @@ impl CuratorFramework {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// let (tx, rx) = crossbeam_channel::bounded(1);
     /// let stat = c.check_exists_w("/a", tx)?;
     /// # Ok::<(), zk_framework::Error>(())
@@ -450,7 +450,7 @@ impl CuratorFramework {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// let kids = c.get_children("/")?;
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
@@ -468,7 +468,7 @@ impl CuratorFramework {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// let (tx, rx) = crossbeam_channel::bounded(1);
     /// let kids = c.get_children_w("/", tx)?;
     /// # Ok::<(), zk_framework::Error>(())
@@ -489,7 +489,7 @@ impl CuratorFramework {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// c.set_data("/a", b"v".to_vec(), None)?;
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
@@ -503,7 +503,7 @@ impl CuratorFramework {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// let p = c.create().creating_parent_containers_if_needed().for_path("/a/b")?;
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
@@ -516,7 +516,7 @@ impl CuratorFramework {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// c.delete().guaranteed().for_path("/a/b")?;
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
@@ -541,7 +541,7 @@ impl CuratorFramework {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// let stat = c.call_with_retry(|zk| zk.exists("/"))?;
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
@@ -579,7 +579,7 @@ impl CuratorFramework {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// c.delete_in_background("/locks/a/_c_x-lock-0000000001")?;
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
@@ -601,7 +601,7 @@ impl CuratorFramework {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// c.delete_by_prefix_in_background("/locks/a", "_c_9518667b-083a-4c97-beb4-c8ec4f480c2d-")?;
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
@@ -617,7 +617,7 @@ impl CuratorFramework {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// assert_eq!(c.pending_background_deletes(), 0);
     /// # Ok::<(), zk_framework::Error>(())
     /// ```

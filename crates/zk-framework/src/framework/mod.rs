@@ -11,9 +11,7 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use zk_framework::framework::CuratorFramework;
-//! use zk_framework::retry::ExponentialBackoffRetry;
-//! use zk_framework::proto::CreateMode;
+//! use zk_framework::{CreateMode, CuratorFramework, ExponentialBackoffRetry};
 //!
 //! let client = CuratorFramework::builder()
 //!     .connect_string("127.0.0.1:2181")

@@ -50,9 +50,22 @@ fn bad(input: &str, reason: impl Into<String>) -> Error {
     }
 }
 
-fn parse_port(input: &str, p: &str) -> Result<u16> {
-    if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(bad(input, format!("bad port {p:?}")));
+/// `"{s:?}: "` when `s` is a part of the input, nothing when it is all of it
+/// (the error's display prints the input already).
+fn which(input: &str, s: &str) -> String {
+    if s == input.trim() {
+        String::new()
+    } else {
+        format!("{s:?}: ")
+    }
+}
+
+fn parse_port(input: &str, host: &str, p: &str) -> Result<u16> {
+    if p.is_empty() {
+        return Err(bad(input, format!("host {host:?} has an empty port after ':'")));
+    }
+    if !p.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad(input, format!("port {p:?} is not a number")));
     }
     match p.parse::<u16>() {
         Ok(0) | Err(_) => Err(bad(input, format!("port {p:?} is out of range 1..=65535"))),
@@ -60,20 +73,37 @@ fn parse_port(input: &str, p: &str) -> Result<u16> {
     }
 }
 
-fn valid_host_name(h: &str) -> bool {
-    !h.is_empty()
-        && h.len() <= 253
-        && h.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.' || b == b'_')
-        && !h.starts_with('.')
-        && !h.starts_with('-')
-        && !h.contains("..")
+/// Why `h` is not a host name, or `None` when it is one.
+fn bad_host_name(input: &str, h: &str) -> Option<String> {
+    let host = if h == input.trim() {
+        "the host".to_string()
+    } else {
+        format!("host {h:?}")
+    };
+    if h.is_empty() {
+        return Some("a host is empty (nothing before ':')".into());
+    }
+    if h.len() > 253 {
+        return Some(format!("host name of {} bytes is longer than 253", h.len()));
+    }
+    if let Some(c) = h
+        .chars()
+        .find(|&c| !(c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_'))
+    {
+        return Some(format!("{host} contains {c:?}, which a host name cannot contain"));
+    }
+    if h.starts_with('.') || h.starts_with('-') || h.contains("..") {
+        return Some(format!(
+            "{host} is not a valid host name (it starts with '.' or '-', or has '..')"
+        ));
+    }
+    None
 }
 
 fn parse_host(input: &str, s: &str) -> Result<HostPort> {
     if let Some(rest) = s.strip_prefix('[') {
         let Some(end) = rest.find(']') else {
-            return Err(bad(input, format!("unclosed '[' in {s:?}")));
+            return Err(bad(input, format!("{}'[' is never closed by ']'", which(input, s))));
         };
         let host = &rest[..end];
         if host.parse::<Ipv6Addr>().is_err() {
@@ -83,7 +113,7 @@ fn parse_host(input: &str, s: &str) -> Result<HostPort> {
         let port = if after.is_empty() {
             DEFAULT_PORT
         } else if let Some(p) = after.strip_prefix(':') {
-            parse_port(input, p)?
+            parse_port(input, host, p)?
         } else {
             return Err(bad(input, format!("unexpected {after:?} after ']'")));
         };
@@ -98,14 +128,17 @@ fn parse_host(input: &str, s: &str) -> Result<HostPort> {
             if p.contains(':') {
                 return Err(bad(
                     input,
-                    format!("{s:?}: IPv6 addresses must be written as [addr]:port"),
+                    format!(
+                        "{}more than one ':' (IPv6 addresses must be written as [addr]:port)",
+                        which(input, s)
+                    ),
                 ));
             }
-            (h, parse_port(input, p)?)
+            (h, parse_port(input, h, p)?)
         }
     };
-    if !valid_host_name(host) {
-        return Err(bad(input, format!("bad host {host:?}")));
+    if let Some(why) = bad_host_name(input, host) {
+        return Err(bad(input, why));
     }
     Ok(HostPort {
         host: host.to_string(),
@@ -113,20 +146,58 @@ fn parse_host(input: &str, s: &str) -> Result<HostPort> {
     })
 }
 
+/// Input that is not a connect string at all, recognised before parsing so
+/// that the error names it: a URL scheme (`http://`, `zk://`), or a host
+/// separator other than `,`.
+fn check_shape(input: &str, trimmed: &str) -> Result<()> {
+    if let Some(i) = trimmed.find("://") {
+        let scheme = &trimmed[..i];
+        let is_scheme = !scheme.is_empty()
+            && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '-' || c == '.');
+        if is_scheme {
+            return Err(bad(
+                input,
+                format!("a connect string has no scheme ({scheme}://); write host:port[,host:port...][/chroot]"),
+            ));
+        }
+    }
+    let hosts_part = trimmed.find('/').map_or(trimmed, |i| &trimmed[..i]);
+    if let Some(c) = hosts_part.chars().find(|&c| matches!(c, ';' | '|')) {
+        return Err(bad(input, format!("unexpected {c:?}: hosts are separated by ','")));
+    }
+    Ok(())
+}
+
 /// Parses `host:port[,host:port...][/chroot]`.
 ///
 /// Hosts are trimmed; empty entries (`a:1,,b:2`) are skipped as ZooKeeper does.
 /// A missing port is 2181. IPv6 literals need brackets. The chroot (everything
-/// from the first `/`) must be a valid path; `/` means no chroot.
+/// from the first `/`) must be a valid path; `/` means no chroot. The error's
+/// reason says what is wrong without repeating the whole input (its display
+/// prints the input once).
 pub(crate) fn parse(input: &str) -> Result<ConnectString> {
     let trimmed = input.trim();
     if trimmed.is_empty() {
-        return Err(bad(input, "empty connect string"));
+        return Err(bad(input, "the connect string is empty"));
     }
+    check_shape(input, trimmed)?;
     let (hosts_part, chroot) = match trimmed.find('/') {
         None => (trimmed, None),
         Some(i) => (&trimmed[..i], Some(&trimmed[i..])),
     };
+    if hosts_part.trim().is_empty() {
+        return Err(bad(
+            input,
+            if chroot.is_some() {
+                "no host before the chroot"
+            } else {
+                "no host"
+            },
+        ));
+    }
     let chroot = match chroot {
         None | Some("/") => None,
         Some(c) => {
@@ -140,10 +211,17 @@ pub(crate) fn parse(input: &str) -> Result<ConnectString> {
         if part.is_empty() {
             continue;
         }
+        if part.contains(char::is_whitespace) {
+            // `a:1 b:2` is a list with the wrong separator; `a: 1` is a stray space.
+            let words: Vec<&str> = part.split_whitespace().collect();
+            let a_list = words.iter().all(|w| !w.starts_with(':') && !w.ends_with(':'));
+            let hint = if a_list { ": hosts are separated by ','" } else { "" };
+            return Err(bad(input, format!("{}unexpected space{hint}", which(input, part))));
+        }
         hosts.push(parse_host(input, part)?);
     }
     if hosts.is_empty() {
-        return Err(bad(input, "no host"));
+        return Err(bad(input, "no host, only ','"));
     }
     Ok(ConnectString { hosts, chroot })
 }
@@ -175,37 +253,103 @@ mod tests {
         assert_eq!(parse("h_1.example-2.com:65535").unwrap().hosts[0].port, 65535);
     }
 
+    /// Each malformed string, and the words its error must contain: the reason
+    /// says what is wrong, and the display prints the input exactly once.
     #[test]
-    fn bad_strings() {
-        for s in [
-            "",
-            "   ",
-            ",",
-            "/chroot",
-            "host:",
-            "host:0",
-            "host:65536",
-            "host:-1",
-            "host:12ab",
-            "host:1:2",
-            "::1:2181",
-            "[::1",
-            "[nothex]:1",
-            "[::1]x",
-            "ho st:1",
-            "h!:1",
-            "a:1/bad/",
-            "a:1//x",
-            "a:1/x/../y",
-            ".a:1",
-            "a..b:1",
-            "garbage!!",
-        ] {
+    fn bad_strings_say_what_is_wrong() {
+        let table: &[(&str, &str)] = &[
+            ("", "the connect string is empty"),
+            ("   ", "the connect string is empty"),
+            (",", "no host, only ','"),
+            (",,,", "no host, only ','"),
+            (" , , ", "no host, only ','"),
+            ("/chroot", "no host before the chroot"),
+            (
+                "127.0.0.1:2181;127.0.0.1:2182",
+                "unexpected ';': hosts are separated by ','",
+            ),
+            ("a:1;b:2/app", "unexpected ';': hosts are separated by ','"),
+            ("a:1|b:2", "unexpected '|': hosts are separated by ','"),
+            ("http://127.0.0.1:2181", "a connect string has no scheme (http://)"),
+            ("zk://127.0.0.1:2181/app", "a connect string has no scheme (zk://)"),
+            ("zookeeper://a:1", "a connect string has no scheme (zookeeper://)"),
+            ("  https://a  ", "a connect string has no scheme (https://)"),
+            (
+                "127.0.0.1:2181 127.0.0.1:2182",
+                "unexpected space: hosts are separated by ','",
+            ),
+            ("ho st:1", "unexpected space"),
+            ("a:1, b:2 c:3", "\"b:2 c:3\": unexpected space"),
+            ("a:1,\tb:2 c", "unexpected space"),
+            ("host:", "host \"host\" has an empty port after ':'"),
+            (":2181", "a host is empty"),
+            ("host:0", "port \"0\" is out of range 1..=65535"),
+            ("host:65536", "port \"65536\" is out of range 1..=65535"),
+            ("host:99999999999", "out of range 1..=65535"),
+            ("host:-1", "port \"-1\" is not a number"),
+            ("host:12ab", "port \"12ab\" is not a number"),
+            ("host: 1", "unexpected space"),
+            ("host :1", "unexpected space"),
+            (
+                "host:1:2",
+                "more than one ':' (IPv6 addresses must be written as [addr]:port)",
+            ),
+            ("::1:2181", "IPv6 addresses must be written as [addr]:port"),
+            ("a:1,::1:2181", "\"::1:2181\": more than one ':'"),
+            ("[::1", "'[' is never closed by ']'"),
+            ("[nothex]:1", "\"nothex\" is not an IPv6 address"),
+            ("[::1]x", "unexpected \"x\" after ']'"),
+            ("[::1]:0", "out of range"),
+            ("h!:1", "host \"h!\" contains '!'"),
+            ("a:1/bad/", "bad chroot"),
+            ("a:1//x", "bad chroot"),
+            ("a:1/x/../y", "bad chroot"),
+            (".a:1", "host \".a\" is not a valid host name"),
+            ("a..b:1", "host \"a..b\" is not a valid host name"),
+            ("garbage!!", "the host contains '!'"),
+        ];
+        for &(s, want) in table {
             match parse(s) {
-                Err(Error::InvalidConnectString { .. }) => {}
+                Err(e @ Error::InvalidConnectString { .. }) => {
+                    let Error::InvalidConnectString { input, reason } = &e else {
+                        unreachable!()
+                    };
+                    assert_eq!(input, s);
+                    assert!(reason.contains(want), "{s:?}: reason {reason:?} does not say {want:?}");
+                    let shown = e.to_string();
+                    let quoted = format!("{s:?}");
+                    assert_eq!(
+                        shown.matches(&quoted).count(),
+                        1,
+                        "{s:?}: the input is not printed once: {shown}"
+                    );
+                }
                 other => panic!("{s:?} gave {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn a_semicolon_is_not_reported_as_ipv6() {
+        let e = parse("127.0.0.1:2181;127.0.0.1:2182").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid connect string \"127.0.0.1:2181;127.0.0.1:2182\": unexpected ';': hosts are separated by ','"
+        );
+        assert!(!e.to_string().contains("IPv6"));
+    }
+
+    #[test]
+    fn a_scheme_is_not_reported_as_a_bad_chroot() {
+        let e = parse("http://127.0.0.1:2181").unwrap_err();
+        assert!(
+            e.to_string().contains("a connect string has no scheme (http://)"),
+            "{e}"
+        );
+        assert!(!e.to_string().contains("chroot\":"), "{e}");
+        // A chroot that merely contains ':' and '/' is still judged as a chroot.
+        let e = parse("a:1/x://y").unwrap_err();
+        assert!(e.to_string().contains("bad chroot"), "{e}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The one error type of `zk-framework`.
 
 use std::fmt;
+use std::time::Duration;
 
 use crate::proto::path::InvalidPath;
 use crate::proto::ErrorCode;
@@ -98,6 +99,14 @@ pub enum Error {
     },
     /// The client has been closed.
     Closed,
+    /// [`CuratorFramework::block_until_connected`](crate::CuratorFramework::block_until_connected)
+    /// gave up: no connection was made within the time it was given. Unlike
+    /// [`Error::ConnectionLoss`], no request was in flight. Retryable: a later
+    /// attempt may connect.
+    ConnectTimeout {
+        /// How long the caller asked to wait.
+        waited: Duration,
+    },
 }
 
 impl Error {
@@ -168,23 +177,31 @@ impl Error {
             | Error::InvalidConnectString { .. }
             | Error::InvalidArgument(_)
             | Error::DataTooLarge { .. }
-            | Error::Closed => return None,
+            | Error::Closed
+            | Error::ConnectTimeout { .. } => return None,
         })
     }
 
     /// Whether Curator's retry loop retries this error: ConnectionLoss,
-    /// OperationTimeout, SessionMoved and SessionExpired.
+    /// OperationTimeout, SessionMoved and SessionExpired; and
+    /// [`Error::ConnectTimeout`], where a later wait may connect.
     ///
     /// # Examples
     ///
     /// ```
     /// assert!(zk_framework::Error::SessionMoved.is_retryable());
     /// assert!(!zk_framework::Error::Closed.is_retryable());
+    /// let waited = std::time::Duration::from_secs(1);
+    /// assert!(zk_framework::Error::ConnectTimeout { waited }.is_retryable());
     /// ```
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
-            Error::ConnectionLoss | Error::OperationTimeout | Error::SessionMoved | Error::SessionExpired
+            Error::ConnectionLoss
+                | Error::OperationTimeout
+                | Error::SessionMoved
+                | Error::SessionExpired
+                | Error::ConnectTimeout { .. }
         )
     }
 }
@@ -215,6 +232,7 @@ impl fmt::Display for Error {
             Error::InvalidArgument(what) => write!(f, "invalid argument: {what}"),
             Error::DataTooLarge { len, max } => write!(f, "data too large: {len} bytes, the limit is {max}"),
             Error::Closed => f.write_str("client closed"),
+            Error::ConnectTimeout { waited } => write!(f, "not connected within {waited:?}"),
         }
     }
 }
@@ -259,6 +277,17 @@ mod tests {
                 path: "/".into()
             }
         );
+    }
+
+    #[test]
+    fn connect_timeout_is_its_own_retryable_kind() {
+        let e = Error::ConnectTimeout {
+            waited: Duration::from_millis(1500),
+        };
+        assert_ne!(e, Error::ConnectionLoss);
+        assert!(e.is_retryable());
+        assert_eq!(e.code(), None);
+        assert_eq!(e.to_string(), "not connected within 1.5s");
     }
 
     #[test]

@@ -15,11 +15,50 @@ use crate::state::ConnectionState;
 /// thread, in order, never on the I/O or event thread, and may call the client.
 pub type StateListener = dyn Fn(ConnectionState) + Send + Sync + 'static;
 
-/// Unsubscribes its listener when dropped.
-#[must_use = "the listener is removed when this handle is dropped"]
+/// The registration of a connection-state listener (from
+/// [`CuratorFramework::add_listener`](super::CuratorFramework::add_listener)). Dropping it unsubscribes the listener at
+/// once, so keep it as long as the listener should run, or call
+/// [`ListenerHandle::detach`] to keep the listener for the client's lifetime.
+///
+/// `let _ = client.add_listener(..)` drops the handle on the spot: the listener
+/// never runs. Bind it to a named variable (`let _states = ...`) or detach it.
+///
+/// # Examples
+///
+/// ```no_run
+/// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// let handle = client.add_listener(|s| println!("state {s}"));
+/// // ... the listener runs while `handle` lives ...
+/// drop(handle); // unsubscribed
+/// client.add_listener(|s| println!("for good: {s}")).detach();
+/// # Ok::<(), zk_framework::Error>(())
+/// ```
+#[must_use = "dropping a ListenerHandle unsubscribes its listener at once (`let _ = ...` drops it); \
+              keep the handle, or call `.detach()` to keep the listener for the client's lifetime"]
 pub struct ListenerHandle {
-    pub(super) id: u64,
-    pub(super) inner: Weak<Inner>,
+    id: u64,
+    inner: Weak<Inner>,
+}
+
+impl ListenerHandle {
+    pub(super) fn new(id: u64, inner: Weak<Inner>) -> ListenerHandle {
+        ListenerHandle { id, inner }
+    }
+
+    /// Keeps the listener registered for the client's lifetime: it runs until
+    /// the client (every clone of it) is gone, and can no longer be removed.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// client.add_listener(|s| log::info!("connection state: {s}")).detach();
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn detach(mut self) {
+        // With no client to upgrade to, the drop below removes nothing.
+        self.inner = Weak::new();
+    }
 }
 
 impl fmt::Debug for ListenerHandle {

@@ -205,8 +205,8 @@ impl CuratorFramework {
     ///
     /// # Errors
     ///
-    /// [`Error::ConnectionLoss`] when `timeout` passes first; [`Error::Closed`]
-    /// when the client is closed.
+    /// [`Error::ConnectTimeout`] (retryable, carrying `timeout`) when `timeout`
+    /// passes first; [`Error::Closed`] when the client is closed.
     ///
     /// # Examples
     ///
@@ -227,7 +227,7 @@ impl CuratorFramework {
             }
             let now = Instant::now();
             let wait = match deadline {
-                Some(d) if now >= d => return Err(Error::ConnectionLoss),
+                Some(d) if now >= d => return Err(Error::ConnectTimeout { waited: timeout }),
                 Some(d) => (d - now).min(Duration::from_millis(100)),
                 None => Duration::from_millis(100),
             };
@@ -236,7 +236,9 @@ impl CuratorFramework {
     }
 
     /// Registers a listener for connection states. It runs on the dispatch
-    /// thread in order and may call the client; dropping the handle removes it.
+    /// thread in order and may call the client. Dropping the returned handle
+    /// removes it (so `let _ = c.add_listener(..)` registers nothing that lasts);
+    /// [`ListenerHandle::detach`] keeps it for the client's lifetime.
     ///
     /// # Examples
     ///
@@ -248,10 +250,7 @@ impl CuratorFramework {
     pub fn add_listener(&self, f: impl Fn(ConnectionState) + Send + Sync + 'static) -> ListenerHandle {
         let id = self.inner.next_listener_id.fetch_add(1, Ordering::Relaxed);
         self.inner.listeners.lock().push((id, Arc::new(f)));
-        ListenerHandle {
-            id,
-            inner: Arc::downgrade(&self.inner),
-        }
+        ListenerHandle::new(id, Arc::downgrade(&self.inner))
     }
 
     /// Every connection state from now on, on a channel. Dropping the receiver

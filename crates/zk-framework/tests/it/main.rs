@@ -1,0 +1,5 @@
+//! Integration tests of `zk-framework` against the embedded server of
+//! `zk-testing`, written with the crate-root paths a user imports.
+
+mod connect;
+mod listeners;

@@ -613,7 +613,7 @@ fn build_cases(server: &TestingServer) -> Vec<(String, CaseFn)> {
         push(&mut cases, "block_until_connected(ZERO) unreachable", move || {
             let c = framework(&ocs, Duration::from_millis(300));
             let r = want_err(c.block_until_connected(Duration::ZERO), |e| {
-                *e == ZkError::ConnectionLoss
+                *e == ZkError::ConnectTimeout { waited: Duration::ZERO }
             });
             c.close();
             r

@@ -365,7 +365,9 @@ fn test_block_until_connected_currently_awaiting_reconnect() {
     expect_states(&r.states, &[Suspended, Lost]);
     assert_eq!(
         r.client.block_until_connected(Duration::from_millis(50)),
-        Err(Error::ConnectionLoss)
+        Err(Error::ConnectTimeout {
+            waited: Duration::from_millis(50)
+        })
     );
     server.restart().unwrap();
     r.client.block_until_connected(timing().wait()).unwrap();
@@ -378,11 +380,17 @@ fn test_block_until_connected_connect_timeout() {
     let client = builder_for(&format!("127.0.0.1:{port}")).build().unwrap();
     let start = Instant::now();
     let timeout = Duration::from_secs(1);
-    assert_eq!(client.block_until_connected(timeout), Err(Error::ConnectionLoss));
+    assert_eq!(
+        client.block_until_connected(timeout),
+        Err(Error::ConnectTimeout { waited: timeout })
+    );
     let took = start.elapsed();
     assert!(took >= timeout, "returned after {took:?}");
     assert!(took < timeout + timing().scale(Duration::from_secs(2)), "took {took:?}");
-    assert_eq!(client.block_until_connected(Duration::ZERO), Err(Error::ConnectionLoss));
+    assert_eq!(
+        client.block_until_connected(Duration::ZERO),
+        Err(Error::ConnectTimeout { waited: Duration::ZERO })
+    );
     client.close();
 }
 

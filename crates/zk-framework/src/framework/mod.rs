@@ -1,9 +1,9 @@
 //! The managed client: Curator's `CuratorFramework` in Rust shapes.
 //!
-//! It owns the current [`Client`] handle and builds a new one (a new session)
-//! after expiry; turns session events into Curator's [`ConnectionState`]s,
+//! It owns the current [`Client`](crate::Client) handle and builds a new one (a new session)
+//! after expiry; turns session events into Curator's [`ConnectionState`](crate::ConnectionState)s,
 //! delivered in order on one dispatch thread; retries what can be retried with a
-//! [`RetryPolicy`]; and offers the building blocks recipes need: creates with
+//! [`RetryPolicy`](crate::RetryPolicy); and offers the building blocks recipes need: creates with
 //! container parents, protected ephemeral-sequential creates, and guaranteed
 //! deletes.
 //!

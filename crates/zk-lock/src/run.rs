@@ -127,20 +127,9 @@ pub fn run(opts: &Options) -> i32 {
     }
 
     // With --embedded the server lives as long as this function.
-    let (_server, connect) = if opts.embedded {
-        match zk_testing::embedded::EmbeddedServer::start(Default::default()) {
-            Ok(s) => {
-                let cs = s.connect_string();
-                log::info!("started an embedded ZooKeeper at {cs} (private to this process)");
-                (Some(s), cs)
-            }
-            Err(e) => {
-                eprintln!("zk-lock: cannot start the embedded ZooKeeper: {e}");
-                return exit::UNAVAILABLE;
-            }
-        }
-    } else {
-        (None, opts.connect.clone())
+    let (_server, connect) = match start_embedded(opts) {
+        Ok(v) => v,
+        Err(code) => return code,
     };
 
     let mut builder = CuratorFramework::builder()
@@ -176,6 +165,35 @@ pub fn run(opts: &Options) -> i32 {
     client.close();
     log::info!("closed the ZooKeeper session");
     code
+}
+
+/// The embedded server (with `--embedded`) and the connect string to use.
+#[cfg(feature = "embedded")]
+fn start_embedded(opts: &Options) -> Result<(Option<zk_testing::embedded::EmbeddedServer>, String), i32> {
+    if !opts.embedded {
+        return Ok((None, opts.connect.clone()));
+    }
+    match zk_testing::embedded::EmbeddedServer::start(Default::default()) {
+        Ok(s) => {
+            let cs = s.connect_string();
+            log::info!("started an embedded ZooKeeper at {cs} (private to this process)");
+            Ok((Some(s), cs))
+        }
+        Err(e) => {
+            eprintln!("zk-lock: cannot start the embedded ZooKeeper: {e}");
+            Err(exit::UNAVAILABLE)
+        }
+    }
+}
+
+/// Without the `embedded` feature `--embedded` is refused while parsing.
+#[cfg(not(feature = "embedded"))]
+fn start_embedded(opts: &Options) -> Result<(Option<()>, String), i32> {
+    if opts.embedded {
+        eprintln!("zk-lock: --embedded is not available: built without the `embedded` feature");
+        return Err(exit::USAGE);
+    }
+    Ok((None, opts.connect.clone()))
 }
 
 /// The signal thread's decisions.

@@ -3,9 +3,8 @@
 //! forwarding, usage errors, an unreachable server, read/write sharing, and
 //! exclusion with a Curator (Java) client when Debian's Curator jars exist.
 //!
-//! The binary belongs to another package (`crates/zk-lock`), so this test
-//! builds it with `cargo build -p zk-lock` into the same target directory and
-//! profile (or uses `ZK_LOCK_BIN` when set). Runs on the embedded server by
+//! Cargo builds the binary for this test (`CARGO_BIN_EXE_zk-lock`); set
+//! `ZK_LOCK_BIN` to test another build. Runs on the embedded server by
 //! default and on Apache ZooKeeper with `ZK_TEST_SERVER=apache`.
 
 use std::collections::HashMap;
@@ -21,50 +20,12 @@ use zk_testing::{wait_until, Backend, TestingServer, Timing};
 
 // ---- locating and running the binary ------------------------------------------------------
 
-/// The zk-lock binary: `ZK_LOCK_BIN`, or built next to this test executable
-/// (`<target>/[<triple>/]<profile>/deps/zk_lock-<hash>` → `<...>/<profile>/zk-lock`).
+/// The zk-lock binary: `ZK_LOCK_BIN` when set, else the one cargo built for
+/// this test (`CARGO_BIN_EXE_zk-lock`).
 fn zk_lock_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
-        if let Some(bin) = std::env::var_os("ZK_LOCK_BIN") {
-            return PathBuf::from(bin);
-        }
-        let exe = std::env::current_exe().expect("current_exe");
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("test executable lives in <target>/<profile>/deps")
-            .to_path_buf();
-        let profile = profile_dir.file_name().and_then(|n| n.to_str()).unwrap_or("debug");
-        let above = profile_dir.parent().expect("target dir");
-        // With --target <triple> the profile dir sits one level deeper.
-        let (target_dir, triple) = if above.join("CACHEDIR.TAG").exists() || above.join(".rustc_info.json").exists() {
-            (above.to_path_buf(), None)
-        } else {
-            (above.parent().expect("target dir").to_path_buf(), above.file_name())
-        };
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-q", "-p", "zk-lock", "--bin", "zk-lock"])
-            .arg("--target-dir")
-            .arg(&target_dir)
-            .current_dir(env!("CARGO_MANIFEST_DIR"));
-        match profile {
-            "debug" => {}
-            "release" => {
-                cmd.arg("--release");
-            }
-            other => {
-                cmd.args(["--profile", other]);
-            }
-        }
-        if let Some(t) = triple {
-            cmd.arg("--target").arg(t);
-        }
-        let status = cmd.status().expect("run cargo build -p zk-lock");
-        assert!(status.success(), "cargo build -p zk-lock failed: {status}");
-        let bin = profile_dir.join("zk-lock");
-        assert!(bin.is_file(), "{} missing after the build", bin.display());
-        bin
+        std::env::var_os("ZK_LOCK_BIN").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_zk-lock")), PathBuf::from)
     })
 }
 
@@ -384,8 +345,12 @@ fn exit_status_of_command_is_propagated() {
     assert!(fields[2].parse::<i64>().unwrap() > 0, "{env}");
     // Nothing is left behind.
     assert!(lock_nodes(&client(&server), p).is_empty());
-    // --embedded needs no server at all.
+    // --embedded needs no server at all (built with the `embedded` feature, the
+    // default); without it, --embedded is a usage error.
+    #[cfg(feature = "embedded")]
     assert_eq!(run(None, &["--embedded", "/try", "--", "sh", "-c", "exit 3"]).0, 3);
+    #[cfg(not(feature = "embedded"))]
+    assert_eq!(run(None, &["--embedded", "/try", "--", "sh", "-c", "exit 3"]).0, 64);
 }
 
 /// Expires the session that owns `node` (embedded), or deletes the node
@@ -782,7 +747,7 @@ fn compile_curator_contender(out: &Path) -> Result<String, String> {
     let javac_cp = ["curator-recipes", "curator-framework", "curator-client", "zookeeper"]
         .map(jar)
         .join(":");
-    let interop = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/interop");
+    let interop = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/interop");
     let st = Command::new("javac")
         .args(["-nowarn", "-d"])
         .arg(out)

@@ -478,6 +478,113 @@ fn connection_blip_warns_and_command_keeps_the_lock() {
     assert!(lock_nodes(&client(&server), "/locks/blip").is_empty());
 }
 
+/// Dead: no `/proc/<pid>`, or a zombie not reaped yet (an orphan's reaper,
+/// PID 1 of a container, may be slow or never reap it).
+fn process_dead(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // `pid (comm) S ...`: the state follows the last ')'.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
+    }
+}
+
+fn read_pid(file: &Path) -> String {
+    wait_for_file(file);
+    let mut pid = String::new();
+    assert!(
+        wait_until(timing().wait(), || {
+            pid = std::fs::read_to_string(file).unwrap_or_default().trim().to_string();
+            !pid.is_empty()
+        }),
+        "{} stayed empty",
+        file.display()
+    );
+    pid
+}
+
+#[test]
+fn command_dies_with_zk_lock_killed_by_sigkill() {
+    let server = TestingServer::start().unwrap();
+    let cs = server.connect_string();
+    let c = client(&server);
+    let dir = Scratch::new("pdeathsig");
+    let t = timing();
+
+    // COMMAND (a shell: writes its pid, then sleeps long) under a lock; then
+    // zk-lock is killed with SIGKILL and cannot clean up.
+    let pid_file = dir.path("command.pid");
+    let script = format!("echo $$ > '{}'; sleep 600; exit 0", pid_file.display());
+    let path = "/locks/pdeathsig";
+    let mut r = spawn(
+        Some(&cs),
+        &["--session-timeout", "60s", path, "--", "sh", "-c", &script],
+    );
+    wait_for_single_node(&c, path);
+    let pid = read_pid(&pid_file);
+    assert!(!process_dead(&pid), "COMMAND (pid {pid}) is not running");
+    send_signal(r.pid(), "KILL");
+    let status = r.child.wait().unwrap();
+    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(9));
+    let killed = Instant::now();
+    // COMMAND goes at once, long before the session (60 s) expires and the
+    // lock passes to someone else.
+    assert!(
+        wait_until(t.wait(), || process_dead(&pid)),
+        "COMMAND (pid {pid}) still runs {:?} after zk-lock was killed",
+        killed.elapsed()
+    );
+    assert!(
+        killed.elapsed() < t.scale(Duration::from_secs(5)),
+        "{:?}",
+        killed.elapsed()
+    );
+}
+
+#[test]
+fn processes_commands_start_do_not_outlive_the_lock() {
+    let server = TestingServer::start().unwrap();
+    let cs = server.connect_string();
+    let c = client(&server);
+    let dir = Scratch::new("group");
+    let t = timing();
+
+    // COMMAND exits at once, leaving a background job behind: the job is killed
+    // before the lock is released.
+    let job = dir.path("job.pid");
+    let script = format!("sleep 600 & echo $! > '{}'; exit 4", job.display());
+    let path = "/locks/group";
+    let (code, stderr, _) = run(Some(&cs), &[path, "--", "sh", "-c", &script]);
+    assert_eq!(code, 4, "{stderr}");
+    let pid = read_pid(&job);
+    assert!(
+        wait_until(t.wait(), || process_dead(&pid)),
+        "COMMAND's background job (pid {pid}) outlived zk-lock"
+    );
+    assert!(lock_nodes(&c, path).is_empty());
+
+    // The lock is lost: SIGTERM goes to the whole group, the background job included.
+    let job = dir.path("job-lost.pid");
+    let ready = dir.path("ready-lost");
+    let script = format!(
+        "sleep 600 & echo $! > '{}'; touch '{}'; wait",
+        job.display(),
+        ready.display()
+    );
+    let r = spawn(Some(&cs), &["--kill-grace", "5s", path, "--", "sh", "-c", &script]);
+    let node = wait_for_single_node(&c, path);
+    wait_for_file(&ready);
+    let pid = read_pid(&job);
+    take_lock_away(&server, &c, &node);
+    let (status, stderr) = r.finish(t.wait());
+    assert_eq!(status.code(), Some(75), "{stderr}");
+    assert!(
+        wait_until(t.wait(), || process_dead(&pid)),
+        "COMMAND's background job (pid {pid}) outlived the lost lock"
+    );
+}
+
 fn send_signal(pid: u32, sig: &str) {
     let st = Command::new("kill")
         .arg(format!("-{sig}"))

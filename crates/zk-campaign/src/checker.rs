@@ -578,3 +578,413 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
         overshoots: overshoot.by_fault,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const P: &str = "P seed=1 backend=embedded workers=2 threads=1 session_ms=1000 acquire_timeout_ms=1000 kinds=cut";
+    const MS: u64 = 1_000_000;
+
+    fn opts() -> CheckOptions {
+        CheckOptions {
+            overshoot_margin: Duration::from_millis(50),
+            max_overshoot: None,
+        }
+    }
+
+    /// One section's lines: attempt (deadline 1 s), grant, section, work done, end.
+    #[allow(clippy::too_many_arguments)]
+    fn section(
+        pid: u32,
+        att: u64,
+        lock: &str,
+        mode: &str,
+        token: i64,
+        sid: &str,
+        start: u64,
+        end: u64,
+        told: Option<u64>,
+    ) -> Vec<String> {
+        let told_s = told.map_or("-".to_string(), |t| t.to_string());
+        let ev = if told.is_some() { "Suspended" } else { "-" };
+        let attempt_lock = if mode == "multi" { "multi" } else { lock };
+        vec![
+            format!("A {pid} 0 {att} {attempt_lock} {mode} {} {}", start - 10, 1000 * MS),
+            format!("R {pid} 0 {att} {attempt_lock} {mode} {start} acquired - 10"),
+            format!("S {pid} 0 {att} {lock} {mode} {token} {sid} {start} -"),
+            format!("D {pid} 0 {att} {end}"),
+            format!("E {pid} 0 {att} {lock} {mode} {token} {sid} {start} {end} {told_s} {ev} - Held Held 1 ok"),
+        ]
+    }
+
+    fn worker(pid: u32, body: Vec<Vec<String>>) -> Vec<String> {
+        let mut v = vec![format!("H {pid} 0 1")];
+        v.extend(body.into_iter().flatten());
+        v.push(format!("X {pid} 999999999999"));
+        v
+    }
+
+    fn history(extra: &[&str], workers: Vec<Vec<String>>) -> History {
+        let mut lines: Vec<String> = vec![P.to_string(), "F cut 1 2 synthetic".to_string()];
+        lines.extend(extra.iter().map(|s| s.to_string()));
+        lines.extend(workers.into_iter().flatten());
+        History::from_lines(lines)
+    }
+
+    fn violations(h: &History) -> Vec<String> {
+        check(h, &opts()).violations
+    }
+
+    /// Exactly one violation, starting with `what`.
+    fn assert_caught(h: &History, what: &str) {
+        let v = violations(h);
+        assert_eq!(v.len(), 1, "{v:#?}");
+        assert!(v[0].starts_with(what), "{v:#?}");
+    }
+
+    fn clean() -> History {
+        history(
+            &[],
+            vec![
+                worker(
+                    10,
+                    vec![
+                        section(10, 1, "/l", "mutex", 5, "a", 100, 200, None),
+                        section(10, 2, "/rw", "read", 7, "a", 100, 300, None),
+                        section(10, 3, "/l", "multi", 9, "a", 250, 260, None),
+                    ],
+                ),
+                worker(
+                    11,
+                    vec![
+                        section(11, 1, "/l", "mutex", 6, "b", 210, 240, None),
+                        // Readers share.
+                        section(11, 2, "/rw", "read", 8, "b", 150, 350, None),
+                        section(11, 3, "/rw", "write", 10, "b", 400, 500, None),
+                    ],
+                ),
+            ],
+        )
+    }
+
+    #[test]
+    fn a_clean_history_passes() {
+        let r = check(&clean(), &opts());
+        assert!(r.violations.is_empty(), "{:#?}", r.violations);
+        assert!(r.missing.is_empty());
+        assert!(
+            r.text
+                .contains("acquisitions: 6 (mutex 2, read 2, write 1, semaphore 0, multi 1)"),
+            "{}",
+            r.text
+        );
+        assert!(r.text.contains("violations: 0"), "{}", r.text);
+    }
+
+    #[test]
+    fn catches_an_overlap_of_two_holders() {
+        let h = history(
+            &[],
+            vec![
+                worker(10, vec![section(10, 1, "/l", "mutex", 5, "a", 100, 200, None)]),
+                worker(11, vec![section(11, 1, "/l", "mutex", 6, "b", 150, 250, None)]),
+            ],
+        );
+        assert_caught(&h, "overlap on /l");
+        // A reader and a writer may not overlap either.
+        let h = history(
+            &[],
+            vec![
+                worker(10, vec![section(10, 1, "/rw", "read", 5, "a", 100, 200, None)]),
+                worker(11, vec![section(11, 1, "/rw", "write", 6, "b", 150, 250, None)]),
+            ],
+        );
+        assert_caught(&h, "overlap on /rw");
+    }
+
+    #[test]
+    fn an_overlap_after_the_earlier_holder_was_told_passes() {
+        // Holder a heard Suspended at 140, before b's grant at 150.
+        let h = history(
+            &[],
+            vec![
+                worker(10, vec![section(10, 1, "/l", "mutex", 5, "a", 100, 200, Some(140))]),
+                worker(11, vec![section(11, 1, "/l", "mutex", 6, "b", 150, 250, None)]),
+            ],
+        );
+        assert!(violations(&h).is_empty(), "{:#?}", violations(&h));
+        // Told only after the other's grant: still an overlap.
+        let h = history(
+            &[],
+            vec![
+                worker(10, vec![section(10, 1, "/l", "mutex", 5, "a", 100, 200, Some(160))]),
+                worker(11, vec![section(11, 1, "/l", "mutex", 6, "b", 150, 250, None)]),
+            ],
+        );
+        assert_caught(&h, "overlap on /l");
+    }
+
+    #[test]
+    fn catches_fencing_tokens_out_of_grant_order() {
+        let h = history(
+            &[],
+            vec![
+                worker(10, vec![section(10, 1, "/l", "mutex", 9, "a", 100, 200, None)]),
+                worker(11, vec![section(11, 1, "/l", "mutex", 6, "b", 300, 400, None)]),
+            ],
+        );
+        assert_caught(&h, "fencing tokens out of order on /l");
+    }
+
+    #[test]
+    fn catches_an_unreported_loss() {
+        let mut w = section(10, 1, "/l", "mutex", 5, "a", 100, 200, None);
+        w[4] = "E 10 0 1 /l mutex 5 a 100 200 - - - Held Lost 1 ok".into();
+        assert_caught(&history(&[], vec![worker(10, vec![w])]), "unreported loss on /l");
+        // Reported (told late, before the release): fine.
+        let mut w = section(10, 1, "/l", "mutex", 5, "a", 100, 200, None);
+        w[4] = "E 10 0 1 /l mutex 5 a 100 200 - - 210 Held Lost 1 ok".into();
+        assert!(violations(&history(&[], vec![worker(10, vec![w])])).is_empty());
+        // A failed release while disconnected, with no signal: lost unreported.
+        let mut w = section(10, 1, "/l", "mutex", 5, "a", 100, 200, None);
+        w[4] = "E 10 0 1 /l mutex 5 a 100 200 - - - Held Held 0 ZooKeeper.ConnectionLoss".into();
+        assert_caught(&history(&[], vec![worker(10, vec![w])]), "unreported loss on /l");
+        // Uncertain at grant, never said so.
+        let mut w = section(10, 1, "/l", "mutex", 5, "a", 100, 200, None);
+        w[4] = "E 10 0 1 /l mutex 5 a 100 200 - - - Uncertain Held 1 ok".into();
+        assert_caught(&history(&[], vec![worker(10, vec![w])]), "unreported loss on /l");
+    }
+
+    #[test]
+    fn catches_a_release_refused_with_not_owner() {
+        let mut w = section(10, 1, "/l", "mutex", 5, "a", 100, 200, None);
+        w[4] = "E 10 0 1 /l mutex 5 a 100 200 - - - Held Held 1 NotOwner".into();
+        assert_caught(&history(&[], vec![worker(10, vec![w])]), "release refused (NotOwner)");
+    }
+
+    #[test]
+    fn catches_a_hung_acquire_but_excuses_a_killed_worker() {
+        let hung = vec![vec!["A 10 0 1 /l mutex 100 1000000000".to_string()]];
+        assert_caught(&history(&[], vec![worker(10, hung.clone())]), "hung attempt");
+        // The same in a worker killed -9: in flight, no violation.
+        let mut lines = vec!["H 10 0 1".to_string()];
+        lines.extend(hung.into_iter().flatten());
+        let h = history(&["K 0 10 500"], vec![lines]);
+        assert!(violations(&h).is_empty(), "{:#?}", violations(&h));
+        assert!(check(&h, &opts()).text.contains("in flight at kill -9 1"));
+    }
+
+    #[test]
+    fn catches_an_overlong_attempt() {
+        // Timeout 1 s + 4 sessions of 1 s + 10 s = 15 s; this one took 16 s.
+        let h = history(
+            &[],
+            vec![worker(
+                10,
+                vec![vec![
+                    "A 10 0 1 /l mutex 100".to_string(),
+                    format!(
+                        "R 10 0 1 /l mutex {} error ZooKeeper.ConnectionLoss {}",
+                        100 + 16_000 * MS,
+                        16_000 * MS
+                    ),
+                ]],
+            )],
+        );
+        assert_caught(&h, "overlong attempt");
+    }
+
+    #[test]
+    fn catches_a_section_that_never_ended_and_a_worker_that_never_finished() {
+        let mut w = section(10, 1, "/l", "mutex", 5, "a", 100, 200, None);
+        w.truncate(3); // A, R, S: no D, no E.
+        assert_caught(&history(&[], vec![worker(10, vec![w])]), "section never ended");
+        let h = history(&[], vec![vec!["H 10 0 1".to_string()]]);
+        assert_caught(&h, "worker 10 never finished");
+        let h = history(&["W 10 exit=101"], vec![worker(10, vec![])]);
+        assert_caught(&h, "worker 10 ended badly");
+    }
+
+    #[test]
+    fn a_killed_holder_lasts_until_its_kill() {
+        // Worker 10 killed at 300 while holding since 100 (no D, no E); 11 was
+        // granted at 250: an overlap.
+        let mut w = section(10, 1, "/l", "mutex", 5, "a", 100, 400, None);
+        w.truncate(3);
+        let mut lines = vec!["H 10 0 1".to_string()];
+        lines.extend(w);
+        let h = history(
+            &["K 0 10 300"],
+            vec![
+                lines,
+                worker(11, vec![section(11, 1, "/l", "mutex", 6, "b", 250, 350, None)]),
+            ],
+        );
+        assert_caught(&h, "overlap on /l");
+    }
+
+    #[test]
+    fn separates_fenced_overlaps_after_an_instant_expiry() {
+        // Session a was expired at once at 120; holder a heard of it (at 180)
+        // after b's grant at 150: excused as fenced, since a's token is smaller.
+        let h = history(
+            &["I a 120"],
+            vec![
+                worker(10, vec![section(10, 1, "/l", "mutex", 5, "a", 100, 200, Some(180))]),
+                worker(11, vec![section(11, 1, "/l", "mutex", 6, "b", 150, 250, None)]),
+            ],
+        );
+        let r = check(&h, &opts());
+        assert!(r.violations.is_empty(), "{:#?}", r.violations);
+        assert!(
+            r.text.contains("fenced overlaps after an instant expiry: 1"),
+            "{}",
+            r.text
+        );
+        // Never told at all: not excused.
+        let h = history(
+            &["I a 120"],
+            vec![
+                worker(10, vec![section(10, 1, "/l", "mutex", 5, "a", 100, 200, None)]),
+                worker(11, vec![section(11, 1, "/l", "mutex", 6, "b", 150, 250, None)]),
+            ],
+        );
+        assert_caught(&h, "overlap on /l");
+    }
+
+    #[test]
+    fn reports_missing_fault_kinds() {
+        let mut h = clean();
+        h.add_line("P kinds=cut,restart");
+        assert_eq!(check(&h, &opts()).missing, vec!["restart".to_string()]);
+    }
+
+    #[test]
+    fn catches_a_leaked_node() {
+        let nodes = [
+            "/campaign",
+            "/campaign/mutex",
+            "/campaign/mutex/_c_0f1e-lock-0000000042",
+            "/campaign/rw/_c_77-__READ__0000000007",
+            "/campaign/sem/leases",
+        ];
+        let leaks = leaked_nodes(nodes);
+        assert_eq!(
+            leaks,
+            vec![
+                "/campaign/mutex/_c_0f1e-lock-0000000042".to_string(),
+                "/campaign/rw/_c_77-__READ__0000000007".to_string()
+            ]
+        );
+        assert!(leak_report(&leaks).starts_with("leaked nodes: 2\n  LEAK: /campaign/mutex/_c_0f1e"));
+        // A parent whose name merely contains `_c_` is not a lock node's parent.
+        assert!(leaked_nodes(["/my_c_app/x"]).is_empty());
+        assert!(leaked_nodes(["/campaign", "/campaign/mutex"]).is_empty());
+    }
+
+    /// A timed acquire (deadline 1 s) that took `wait_ms`, beginning at `start`.
+    fn timed(pid: u32, att: u64, start: u64, wait_ms: u64, outcome: &str) -> Vec<String> {
+        vec![
+            format!("A {pid} 0 {att} /l mutex {start} {}", 1000 * MS),
+            format!(
+                "R {pid} 0 {att} /l mutex {} {outcome} - {}",
+                start + wait_ms * MS,
+                wait_ms * MS
+            ),
+        ]
+    }
+
+    #[test]
+    fn reports_overshoots_per_fault_kind_and_flags_them_only_with_a_limit() {
+        // Attempt 1 meets the `cut` fault (1..2 ns, plus a session): 1.2 s, 200 ms
+        // late. Attempt 2 meets no fault: 1.03 s, within the 50 ms margin.
+        // Attempt 3 acquired before its deadline: not counted.
+        let far = 100_000 * MS;
+        let h = history(
+            &[],
+            vec![worker(
+                10,
+                vec![
+                    timed(10, 1, 100, 1200, "timeout"),
+                    timed(10, 2, far, 1030, "timeout"),
+                    timed(10, 3, 2 * far, 10, "acquired"),
+                ],
+            )],
+        );
+        let r = check(&h, &opts());
+        assert!(r.violations.is_empty(), "report only: {:#?}", r.violations);
+        assert_eq!(
+            r.overshoots.get("cut"),
+            Some(&OvershootStats {
+                at_deadline: 1,
+                late: 1,
+                max_ns: 200 * MS,
+                p99_ns: 200 * MS
+            })
+        );
+        assert_eq!(
+            r.overshoots.get("no fault"),
+            Some(&OvershootStats {
+                at_deadline: 1,
+                late: 0,
+                max_ns: 30 * MS,
+                p99_ns: 30 * MS
+            })
+        );
+        assert!(
+            r.text
+                .contains("overshoot cut: 1 at the deadline, 1 late, max 200.0 ms"),
+            "{}",
+            r.text
+        );
+        // With a limit of 100 ms, the 200 ms overshoot is a violation, the 30 ms one not.
+        let strict = CheckOptions {
+            max_overshoot: Some(Duration::from_millis(100)),
+            ..opts()
+        };
+        let v = check(&h, &strict).violations;
+        assert_eq!(v.len(), 1, "{v:#?}");
+        assert!(v[0].starts_with("late acquire: pid 10 thread 0 attempt 1"), "{v:#?}");
+        assert!(v[0].contains("faults: cut"), "{v:#?}");
+        // Older logs without a deadline on `A` use the acquire_timeout_ms parameter.
+        let h = history(
+            &[],
+            vec![worker(
+                10,
+                vec![vec![
+                    "A 10 0 1 /l mutex 100".to_string(),
+                    format!("R 10 0 1 /l mutex {} timeout - {}", 100 + 1500 * MS, 1500 * MS),
+                ]],
+            )],
+        );
+        assert_eq!(check(&h, &strict).violations.len(), 1);
+    }
+
+    #[test]
+    fn p99_of_many_overshoots() {
+        let far = 100_000 * MS;
+        // 100 attempts at the deadline, outside any fault: overshoots 1..=100 ms.
+        let body: Vec<Vec<String>> = (1..=100u64)
+            .map(|i| timed(10, i, far + i * 10_000 * MS, 1000 + i, "timeout"))
+            .collect();
+        let r = check(&history(&[], vec![worker(10, body)]), &opts());
+        let s = &r.overshoots["no fault"];
+        assert_eq!(
+            (s.at_deadline, s.late, s.max_ns, s.p99_ns),
+            (100, 50, 100 * MS, 99 * MS)
+        );
+    }
+
+    #[test]
+    fn the_default_margin_scales_with_zk_test_timing() {
+        // Read once: the variable is not set by these tests.
+        let factor = std::env::var("ZK_TEST_TIMING")
+            .ok()
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(1.0);
+        let d = CheckOptions::default();
+        assert_eq!(d.overshoot_margin, DEFAULT_OVERSHOOT_MARGIN.mul_f64(factor));
+        assert_eq!(d.max_overshoot, None);
+    }
+}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Jepsen-style fault campaign (src/bin/zk-campaign.rs) in three profiles.
+# The Jepsen-style fault campaign (crates/zk-campaign) in three profiles.
 #
 # usage: scripts/campaign.sh [ci|long|ensemble] [--seed N] [more zk-campaign options]
 #
@@ -27,7 +27,7 @@ cd "$(dirname "$0")/.."
 profile=${1:-ci}
 if [[ $# -gt 0 ]]; then shift; fi
 
-cargo build --release --quiet --bin zk-campaign
+cargo build --release --quiet -p zk-campaign --bin zk-campaign
 bin=target/release/zk-campaign
 
 case "$profile" in

@@ -1,6 +1,12 @@
-//! Command-line parsing (no dependencies: the grammar is small and fixed).
+//! Command-line parsing with `clap` (derive). Everything before the first `--`
+//! is given to clap (options and PATH); everything after it is COMMAND, taken
+//! verbatim (it may hold options of its own, another `--`, non-UTF-8 bytes).
+//! Clap's errors are turned into zk-lock's own messages (exit 64).
 
 use std::ffi::OsString;
+
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::{ArgAction, CommandFactory, FromArgMatches, Parser};
 use std::time::Duration;
 
 use zk_framework::proto::path::validate_path;
@@ -153,30 +159,288 @@ fn check_namespace(ns: &str) -> Result<(), String> {
     validate_path(&format!("/{ns}"), false).map_err(|e| format!("invalid namespace {ns:?}: {}", e.reason))
 }
 
-struct Builder {
-    connect: Option<String>,
-    timeout: Option<Duration>,
-    kind: Option<(Kind, &'static str)>,
-    namespace: Option<String>,
-    embedded: bool,
-    kill_grace: Duration,
-    session_timeout: Duration,
-    connect_timeout: Duration,
-    conflict_exit_code: i32,
-    verbose: u8,
+const ABOUT: &str = "zk-lock: run a command while holding a ZooKeeper lock (a distributed flock(1))";
+
+const LONG_ABOUT: &str = "\
+zk-lock: run a command while holding a ZooKeeper lock (a distributed flock(1))
+
+zk-lock connects to ZooKeeper, takes the lock at PATH, runs COMMAND while it
+holds the lock, releases the lock, closes its session and exits with COMMAND's
+exit status (128+N if COMMAND was killed by signal N). COMMAND is executed
+directly, not through a shell: use `sh -c '...'` for shell syntax.
+
+The lock uses Apache Curator's node layout, so zk-lock and Java services using
+Curator's InterProcessMutex (or InterProcessReadWriteLock, InterProcessSemaphoreV2
+with --read/--write/--semaphore) on the same path exclude each other. Every
+process sharing a PATH must use the same lock kind: a mutex, a read/write lock
+and a semaphore on one path do not see each other.";
+
+const AFTER_HELP: &str = "\
+Options may also be written --option=VALUE. Durations: 500ms, 2s, 1m, 1h, or
+plain seconds (1.5).
+
+WHILE COMMAND RUNS:
+    If the connection to ZooKeeper is lost, zk-lock warns on stderr that the lock
+    may be lost; COMMAND keeps running, and zk-lock reports when it reconnects on
+    the same session (the lock is then still held). If the lock is lost for
+    certain (the session expired, or someone deleted the lock node), zk-lock sends
+    SIGTERM to COMMAND, SIGKILL after --kill-grace, and exits with 75.
+
+    COMMAND runs in a process group of its own (unless zk-lock runs in the
+    foreground of a terminal: then COMMAND shares zk-lock's group, so that it can
+    read the terminal and the terminal's Ctrl-C reaches it). SIGTERM and SIGKILL
+    after a loss go to that whole group, and so reach the jobs COMMAND started;
+    when COMMAND exits, what is left of its group is killed (SIGKILL) before the
+    lock is released, so nothing of COMMAND outlives the lock.
+
+    SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to zk-lock are
+    forwarded to COMMAND('s group); zk-lock then waits for COMMAND, releases the
+    lock and exits with COMMAND's status. (A Ctrl-C or Ctrl-\\ typed at the
+    terminal already reaches COMMAND directly and is not sent twice.) Such a
+    signal received while still waiting for the lock makes zk-lock give up and
+    exit with 128+N.
+
+    The lock is always released (its node deleted) and the session closed before
+    zk-lock exits. If zk-lock itself dies without cleaning up (kill -9, the OOM
+    killer), COMMAND dies with it: on Linux COMMAND gets SIGKILL as soon as
+    zk-lock is gone (a parent-death signal, PR_SET_PDEATHSIG), so it never runs
+    on after ZooKeeper removes the lock at the session timeout and hands it to
+    the next holder. SIGKILL rather than SIGTERM, because COMMAND cannot ignore
+    it or outlast the session timeout in a slow handler. Only COMMAND itself gets
+    that signal: processes COMMAND started and that left its control (daemons,
+    `setsid`) are not covered. On other systems COMMAND keeps running.
+
+EXIT STATUS:
+    COMMAND's status  COMMAND ran under the lock (128+N: killed by signal N)
+      1               the lock was not acquired: --timeout passed, or --timeout 0
+                      found it held (as flock(1); see --conflict-exit-code)
+     64               usage error: bad option, PATH, duration or connect string
+                      (EX_USAGE)
+     69               ZooKeeper unavailable (not reachable within
+                      --connect-timeout) or another lock error (EX_UNAVAILABLE)
+     75               the lock was lost while COMMAND ran; COMMAND was terminated
+                      (EX_TEMPFAIL: try again)
+    126               COMMAND cannot be executed
+    127               COMMAND was not found
+    128+N             zk-lock got signal N while waiting for the lock
+
+ENVIRONMENT:
+    ZK_CONNECT          the connect string when --connect is not given
+    RUST_LOG            log filter (env_logger syntax, e.g. RUST_LOG=debug); it
+                        overrides -v. Quiet by default: errors only.
+
+    COMMAND runs with these added:
+    ZK_LOCK_PATH            the lock path (PATH)
+    ZK_LOCK_NODE            the lock node zk-lock holds
+    ZK_LOCK_FENCING_TOKEN   the fencing token (the node's czxid): it increases
+                            with every grant of the lock; pass it to a storage
+                            that rejects writes with a smaller token than one it
+                            has seen, to fence off a stale holder
+
+EXAMPLES:
+    # one nightly backup at a time across the fleet
+    zk-lock --connect zk1:2181,zk2:2181,zk3:2181 /locks/backup -- ./backup.sh
+
+    # skip this run if another host is deploying
+    zk-lock -n -E 100 /locks/deploy -- make deploy; [ $? -eq 100 ] && echo busy
+
+    # wait at most 30 s; shell syntax through sh -c
+    ZK_CONNECT=zk1:2181/app zk-lock -w 30s /locks/report -- sh -c 'gen > out.csv'
+
+    # readers share, a writer is exclusive
+    zk-lock --read  /locks/catalog -- ./read-catalog
+    zk-lock --write /locks/catalog -- ./rebuild-catalog
+
+    # at most 3 concurrent downloads
+    zk-lock --semaphore 3 /locks/downloads -- curl -O https://example.com/big.iso
+
+    # try it without a ZooKeeper server
+    zk-lock --embedded -v /demo -- echo \"holding the lock\"";
+
+/// The first line of a usage error's hint, as `--help` shows it.
+pub const USAGE_LINE: &str = "zk-lock [OPTIONS] PATH -- COMMAND [ARGS...]";
+
+/// The command line as clap sees it (everything before the first `--`, and
+/// COMMAND for the help only).
+#[derive(Debug, Parser)]
+#[command(
+    name = "zk-lock",
+    version,
+    about = ABOUT,
+    long_about = LONG_ABOUT,
+    override_usage = USAGE_LINE,
+    after_help = AFTER_HELP,
+    args_override_self = true,
+    disable_help_subcommand = true,
+    help_template = "{about-with-newline}\nUsage: {usage}\n\n{all-args}\n\n{after-help}\n"
+)]
+struct Cli {
+    /// the lock's absolute ZooKeeper path, e.g. /locks/backup (relative to
+    /// --namespace and to a chroot, if any)
+    #[arg(verbatim_doc_comment, value_name = "PATH")]
     path: Option<String>,
+
+    /// Arguments after PATH without `--` (an error; caught to say so).
+    #[arg(hide = true, value_name = "EXTRA")]
+    extra: Vec<String>,
+
+    /// the command to run, after `--`
+    #[arg(verbatim_doc_comment, value_name = "COMMAND [ARGS...]", last = true)]
+    command: Vec<OsString>,
+
+    /// ZooKeeper connect string host:port[,host:port...][/chroot]
+    /// [default: $ZK_CONNECT, else 127.0.0.1:2181]
+    #[arg(verbatim_doc_comment, long, value_name = "S", value_parser = connect_string, allow_hyphen_values = true)]
+    connect: Option<String>,
+
+    /// give up (exit 1) if the lock is not acquired within D; 0 tries once
+    /// without waiting [default: wait forever]
+    #[arg(verbatim_doc_comment, short = 'w', long, value_name = "D", value_parser = parse_duration, overrides_with = "nonblock", allow_hyphen_values = true)]
+    timeout: Option<Duration>,
+
+    /// the same as --timeout 0
+    #[arg(verbatim_doc_comment, short = 'n', long, overrides_with = "timeout")]
+    nonblock: bool,
+
+    /// exit with N instead of 1 when the lock is not acquired, to tell it
+    /// apart from COMMAND's own status
+    #[arg(verbatim_doc_comment, short = 'E', long, value_name = "N", value_parser = exit_status, default_value_t = 1, allow_hyphen_values = true)]
+    conflict_exit_code: i32,
+
+    /// take the shared (read) half of a read/write lock: read holders run
+    /// together, never with a --write holder
+    #[arg(verbatim_doc_comment, long)]
+    read: bool,
+
+    /// take the exclusive (write) half of a read/write lock
+    #[arg(verbatim_doc_comment, long)]
+    write: bool,
+
+    /// take one of N leases of a counting semaphore: at most N holders run at
+    /// once (every holder must give the same N). Without --read, --write or
+    /// --semaphore: an exclusive mutex (Curator's InterProcessMutex).
+    #[arg(verbatim_doc_comment, long, value_name = "N", value_parser = leases, allow_hyphen_values = true)]
+    semaphore: Option<u32>,
+
+    /// prefix PATH with /NS (Curator's namespace)
+    #[arg(verbatim_doc_comment, long, value_name = "NS", value_parser = namespace, allow_hyphen_values = true)]
+    namespace: Option<String>,
+
+    /// start a throwaway in-process ZooKeeper server for this run only, to try
+    /// zk-lock out: other zk-lock processes cannot see it, so it excludes
+    /// nobody
+    #[arg(verbatim_doc_comment, long, hide = !cfg!(feature = "embedded"))]
+    embedded: bool,
+
+    /// after the lock is lost, wait D between SIGTERM and SIGKILL to COMMAND
+    /// [default: 5s]
+    #[arg(verbatim_doc_comment, long, value_name = "D", value_parser = parse_duration, allow_hyphen_values = true)]
+    kill_grace: Option<Duration>,
+
+    /// ZooKeeper session timeout: how long the server keeps the lock of a
+    /// zk-lock that vanished (crash, network partition) before another
+    /// process can take it [default: 30s; the server may clamp it]
+    #[arg(verbatim_doc_comment, long, value_name = "D", value_parser = positive_duration, allow_hyphen_values = true)]
+    session_timeout: Option<Duration>,
+
+    /// give up (exit 69) if ZooKeeper cannot be reached within D [default: 15s]
+    #[arg(verbatim_doc_comment, long, value_name = "D", value_parser = positive_duration, allow_hyphen_values = true)]
+    connect_timeout: Option<Duration>,
+
+    /// report progress on stderr (connect, acquire, release); -vv adds the
+    /// ZooKeeper client's logs, -vvv debug logs
+    #[arg(verbatim_doc_comment, short = 'v', long, action = ArgAction::Count)]
+    verbose: u8,
 }
 
-impl Builder {
-    fn set_kind(&mut self, kind: Kind, flag: &'static str) -> Result<(), UsageError> {
-        match self.kind {
-            Some((k, f)) if k != kind => usage(format!("{f} and {flag} cannot be combined: choose one lock kind")),
-            _ => {
-                self.kind = Some((kind, flag));
-                Ok(())
+fn connect_string(v: &str) -> Result<String, String> {
+    if v.trim().is_empty() {
+        return Err("empty connect string".into());
+    }
+    Ok(v.to_string())
+}
+
+fn exit_status(v: &str) -> Result<i32, String> {
+    v.trim()
+        .parse::<u8>()
+        .map(i32::from)
+        .map_err(|_| format!("{v:?} is not an exit status (0 to 255)"))
+}
+
+fn leases(v: &str) -> Result<u32, String> {
+    let n: u32 = v
+        .trim()
+        .parse()
+        .map_err(|_| format!("{v:?} is not a number of leases (1, 2, ...)"))?;
+    if n == 0 {
+        return Err("the number of leases must be at least 1".into());
+    }
+    Ok(n)
+}
+
+fn namespace(v: &str) -> Result<String, String> {
+    check_namespace(v)?;
+    Ok(v.to_string())
+}
+
+fn positive_duration(v: &str) -> Result<Duration, String> {
+    let d = parse_duration(v)?;
+    if d < Duration::from_millis(1) {
+        return Err("must be greater than zero".into());
+    }
+    Ok(d)
+}
+
+/// The long help (what `--help` prints).
+pub fn help() -> String {
+    Cli::command().render_long_help().to_string()
+}
+
+/// The flag's name as the user knows it: `--timeout` from `--timeout <D>`,
+/// `-w` from `-w <D>`.
+fn flag_name(arg: &str) -> String {
+    arg.split([' ', '=']).next().unwrap_or(arg).to_string()
+}
+
+fn context(e: &clap::Error, kind: ContextKind) -> Option<String> {
+    match e.get(kind)? {
+        ContextValue::String(s) => Some(s.clone()),
+        ContextValue::Strings(v) => v.first().cloned(),
+        other => Some(other.to_string()),
+    }
+}
+
+/// Turns clap's error into zk-lock's message (or the help / version request).
+fn from_clap(e: clap::Error) -> Result<Parsed, UsageError> {
+    let arg = context(&e, ContextKind::InvalidArg).unwrap_or_default();
+    let name = flag_name(&arg);
+    let msg = match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => return Ok(Parsed::Help),
+        ErrorKind::DisplayVersion => return Ok(Parsed::Version),
+        ErrorKind::UnknownArgument => format!("unknown option {arg:?} (see zk-lock --help)"),
+        ErrorKind::InvalidValue | ErrorKind::ValueValidation => {
+            let value = context(&e, ContextKind::InvalidValue).unwrap_or_default();
+            match std::error::Error::source(&e) {
+                Some(source) => format!("{name}: {source}"),
+                None if value.is_empty() => format!("{name} needs a value"),
+                None => format!("{name}: invalid value {value:?}"),
             }
         }
-    }
+        ErrorKind::TooManyValues | ErrorKind::ArgumentConflict if arg.starts_with('-') => {
+            format!("{name} takes no value")
+        }
+        ErrorKind::NoEquals | ErrorKind::TooFewValues | ErrorKind::WrongNumberOfValues => {
+            format!("{name} needs a value")
+        }
+        ErrorKind::InvalidUtf8 => "an argument is not valid UTF-8 (only COMMAND, after `--`, may be)".to_string(),
+        _ => {
+            // Clap's own wording, first line only, without its "error: " prefix.
+            let text = e.render().to_string();
+            let line = text.lines().next().unwrap_or("invalid arguments");
+            line.strip_prefix("error: ").unwrap_or(line).to_string()
+        }
+    };
+    Err(UsageError(msg))
 }
 
 /// Parses the arguments after the program name. `zk_connect_env` is the value
@@ -185,148 +449,49 @@ impl Builder {
 /// # Errors
 ///
 /// A [`UsageError`] for anything the user must fix.
+///
+/// # Examples
+///
+/// ```ignore
+/// let parsed = parse(vec!["/locks/a".into(), "--".into(), "true".into()], None)?;
+/// ```
 pub fn parse(args: Vec<OsString>, zk_connect_env: Option<String>) -> Result<Parsed, UsageError> {
-    let mut b = Builder {
-        connect: None,
-        timeout: None,
-        kind: None,
-        namespace: None,
-        embedded: false,
-        kill_grace: DEFAULT_KILL_GRACE,
-        session_timeout: DEFAULT_SESSION_TIMEOUT,
-        connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-        conflict_exit_code: 1,
-        verbose: 0,
-        path: None,
+    // The first `--` ends the options: no option takes `--` as its value.
+    let mut args = args;
+    let command = args.iter().position(|a| a == "--").map(|i| {
+        let rest = args.split_off(i + 1);
+        args.pop();
+        rest
+    });
+    let argv = std::iter::once(OsString::from("zk-lock")).chain(args);
+    let matches = match Cli::command().try_get_matches_from(argv) {
+        Ok(m) => m,
+        Err(e) => return from_clap(e),
     };
-    let mut it = args.into_iter();
-    let mut command: Option<Vec<OsString>> = None;
-    while let Some(arg) = it.next() {
-        if arg == "--" {
-            command = Some(it.by_ref().collect());
-            break;
-        }
-        let Some(s) = arg.to_str() else {
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => return from_clap(e),
+    };
+    if let Some(p) = &cli.path {
+        if let Some(s) = cli.extra.first() {
             return usage(format!(
-                "argument {arg:?} is not valid UTF-8 (only COMMAND, after `--`, may be)"
+                "unexpected argument {s:?} after PATH {p:?}: put `--` before COMMAND, \
+                 e.g. zk-lock {p} -- {s} ..."
             ));
-        };
-        let s = s.to_string();
-        if s == "-" || !s.starts_with('-') {
-            if let Some(p) = &b.path {
-                return usage(format!(
-                    "unexpected argument {s:?} after PATH {p:?}: put `--` before COMMAND, \
-                     e.g. zk-lock {p} -- {s} ..."
-                ));
-            }
-            b.path = Some(s);
-            continue;
-        }
-        // `--name=value`, `--name value`, `-w value`, `-wvalue`, `-vv`.
-        let (name, inline): (String, Option<String>) = if let Some(long) = s.strip_prefix("--") {
-            match long.split_once('=') {
-                Some((n, v)) => (format!("--{n}"), Some(v.to_string())),
-                None => (s.clone(), None),
-            }
-        } else if s.len() > 2 && (s.starts_with("-w") || s.starts_with("-E")) {
-            (s[..2].to_string(), Some(s[2..].to_string()))
-        } else if s.len() > 2 && s[1..].bytes().all(|c| c == b'v') {
-            b.verbose = b.verbose.saturating_add((s.len() - 1) as u8);
-            continue;
-        } else {
-            (s.clone(), None)
-        };
-        let mut value = |what: &str| -> Result<String, UsageError> {
-            if let Some(v) = inline.clone() {
-                return Ok(v);
-            }
-            match it.next() {
-                Some(v) if v != "--" => v
-                    .into_string()
-                    .map_err(|v| UsageError(format!("{name}: value {v:?} is not valid UTF-8"))),
-                _ => usage(format!("{name} needs a value ({what})")),
-            }
-        };
-        let flag_only = |inline: &Option<String>| -> Result<(), UsageError> {
-            match inline {
-                Some(_) => usage(format!("{name} takes no value")),
-                None => Ok(()),
-            }
-        };
-        let duration = |v: String| parse_duration(&v).map_err(|e| UsageError(format!("{name}: {e}")));
-        match name.as_str() {
-            "-h" | "--help" => return Ok(Parsed::Help),
-            "-V" | "--version" => return Ok(Parsed::Version),
-            "-v" | "--verbose" => {
-                flag_only(&inline)?;
-                b.verbose = b.verbose.saturating_add(1);
-            }
-            "--connect" => {
-                let v = value("a connect string such as zk1:2181,zk2:2181")?;
-                if v.trim().is_empty() {
-                    return usage("--connect: empty connect string");
-                }
-                b.connect = Some(v);
-            }
-            "-w" | "--timeout" => b.timeout = Some(duration(value("a duration such as 500ms, 2s or 0")?)?),
-            "-n" | "--nonblock" => {
-                flag_only(&inline)?;
-                b.timeout = Some(Duration::ZERO);
-            }
-            "-E" | "--conflict-exit-code" => {
-                let v = value("an exit status, 0 to 255")?;
-                b.conflict_exit_code = match v.trim().parse::<u8>() {
-                    Ok(n) => i32::from(n),
-                    Err(_) => return usage(format!("{name}: {v:?} is not an exit status (0 to 255)")),
-                };
-            }
-            "--read" => {
-                flag_only(&inline)?;
-                b.set_kind(Kind::Read, "--read")?;
-            }
-            "--write" => {
-                flag_only(&inline)?;
-                b.set_kind(Kind::Write, "--write")?;
-            }
-            "--semaphore" => {
-                let v = value("the number of leases, at least 1")?;
-                let n: u32 = v
-                    .trim()
-                    .parse()
-                    .map_err(|_| UsageError(format!("--semaphore: {v:?} is not a number of leases (1, 2, ...)")))?;
-                if n == 0 {
-                    return usage("--semaphore: the number of leases must be at least 1");
-                }
-                b.set_kind(Kind::Semaphore(n), "--semaphore")?;
-            }
-            "--namespace" => {
-                let v = value("a single path segment such as myapp")?;
-                check_namespace(&v).map_err(UsageError)?;
-                b.namespace = Some(v);
-            }
-            "--embedded" => {
-                flag_only(&inline)?;
-                b.embedded = true;
-            }
-            "--kill-grace" => b.kill_grace = duration(value("a duration such as 5s")?)?,
-            "--session-timeout" => {
-                let d = duration(value("a duration such as 30s")?)?;
-                if d < Duration::from_millis(1) {
-                    return usage("--session-timeout must be greater than zero");
-                }
-                b.session_timeout = d;
-            }
-            "--connect-timeout" => {
-                let d = duration(value("a duration such as 15s")?)?;
-                if d < Duration::from_millis(1) {
-                    return usage("--connect-timeout must be greater than zero");
-                }
-                b.connect_timeout = d;
-            }
-            _ => return usage(format!("unknown option {s:?} (see zk-lock --help)")),
         }
     }
-    let Some(path) = b.path else {
+    let kinds: Vec<(Kind, &str)> = [
+        cli.read.then_some((Kind::Read, "--read")),
+        cli.write.then_some((Kind::Write, "--write")),
+        cli.semaphore.map(|n| (Kind::Semaphore(n), "--semaphore")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if let [(_, a), (_, b), ..] = kinds[..] {
+        return usage(format!("{a} and {b} cannot be combined: choose one lock kind"));
+    }
+    let Some(path) = cli.path else {
         return usage(match command {
             Some(_) => "missing PATH before `--`",
             None => "missing PATH and COMMAND",
@@ -341,24 +506,34 @@ pub fn parse(args: Vec<OsString>, zk_connect_env: Option<String>) -> Result<Pars
     if command.is_empty() || command[0].is_empty() {
         return usage("missing COMMAND after `--`");
     }
-    if b.embedded && b.connect.is_some() {
+    if cli.embedded && cli.connect.is_some() {
         return usage("--embedded and --connect cannot be combined: --embedded starts its own server");
     }
-    let connect = b
+    if cli.embedded && !cfg!(feature = "embedded") {
+        return usage(
+            "--embedded is not available: this zk-lock was built without the `embedded` feature \
+             (no in-process test server); give --connect or ZK_CONNECT instead",
+        );
+    }
+    let connect = cli
         .connect
         .or(zk_connect_env.filter(|v| !v.trim().is_empty()))
         .unwrap_or_else(|| DEFAULT_CONNECT.to_string());
     Ok(Parsed::Run(Options {
         connect,
-        timeout: b.timeout,
-        kind: b.kind.map_or(Kind::Mutex, |(k, _)| k),
-        namespace: b.namespace,
-        embedded: b.embedded,
-        kill_grace: b.kill_grace,
-        session_timeout: b.session_timeout,
-        connect_timeout: b.connect_timeout,
-        conflict_exit_code: b.conflict_exit_code,
-        verbose: b.verbose,
+        timeout: if cli.nonblock {
+            Some(Duration::ZERO)
+        } else {
+            cli.timeout
+        },
+        kind: kinds.first().map_or(Kind::Mutex, |(k, _)| *k),
+        namespace: cli.namespace,
+        embedded: cli.embedded,
+        kill_grace: cli.kill_grace.unwrap_or(DEFAULT_KILL_GRACE),
+        session_timeout: cli.session_timeout.unwrap_or(DEFAULT_SESSION_TIMEOUT),
+        connect_timeout: cli.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT),
+        conflict_exit_code: cli.conflict_exit_code,
+        verbose: cli.verbose,
         path,
         command,
     }))
@@ -458,7 +633,10 @@ mod tests {
         );
         assert_eq!(run(&["--semaphore", "3", "/l", "--", "x"]).kind, Kind::Semaphore(3));
         assert_eq!(run(&["--write", "--write", "/l", "--", "x"]).kind, Kind::Write);
+        #[cfg(feature = "embedded")]
         assert!(run(&["--embedded", "/l", "--", "x"]).embedded);
+        #[cfg(not(feature = "embedded"))]
+        assert!(err(&["--embedded", "/l", "--", "x"]).contains("not available"));
         // Everything after `--` belongs to COMMAND, options included.
         assert_eq!(
             run(&["/l", "--", "ls", "--read", "--"]).command,
@@ -493,6 +671,23 @@ mod tests {
         assert_eq!(parse(args(&["--help"]), None), Ok(Parsed::Help));
         assert_eq!(parse(args(&["/l", "-h"]), None), Ok(Parsed::Help));
         assert_eq!(parse(args(&["-V"]), None), Ok(Parsed::Version));
+    }
+
+    #[test]
+    fn messages_are_zk_locks_own() {
+        for v in [
+            &["--timeout"][..],
+            &["--timeout", "soon", "/l", "--", "x"],
+            &["--read=yes", "/l", "--", "x"],
+            &["--bogus", "/l", "--", "x"],
+            &["/l", "echo"],
+            &["-E", "256", "/l", "--", "x"],
+            &["--session-timeout", "0", "/l", "--", "x"],
+        ] {
+            let m = err(v);
+            assert!(!m.contains("error:") && !m.contains('\n'), "{v:?}: {m}");
+            println!("{v:?}: {m}");
+        }
     }
 
     #[test]

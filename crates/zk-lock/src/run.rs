@@ -2,14 +2,14 @@
 //! signals, release, close.
 
 use std::io;
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::{getpgid, getpgrp, Pid};
+use nix::sys::signal::{kill, killpg, Signal};
+use nix::unistd::{getpgid, getpgrp, getpid, Pid};
 use zk_framework::framework::CuratorFramework;
 use zk_framework::retry::ExponentialBackoffRetry;
 use zk_recipes::{
@@ -127,20 +127,9 @@ pub fn run(opts: &Options) -> i32 {
     }
 
     // With --embedded the server lives as long as this function.
-    let (_server, connect) = if opts.embedded {
-        match zk_testing::embedded::EmbeddedServer::start(Default::default()) {
-            Ok(s) => {
-                let cs = s.connect_string();
-                log::info!("started an embedded ZooKeeper at {cs} (private to this process)");
-                (Some(s), cs)
-            }
-            Err(e) => {
-                eprintln!("zk-lock: cannot start the embedded ZooKeeper: {e}");
-                return exit::UNAVAILABLE;
-            }
-        }
-    } else {
-        (None, opts.connect.clone())
+    let (_server, connect) = match start_embedded(opts) {
+        Ok(v) => v,
+        Err(code) => return code,
     };
 
     let mut builder = CuratorFramework::builder()
@@ -176,6 +165,35 @@ pub fn run(opts: &Options) -> i32 {
     client.close();
     log::info!("closed the ZooKeeper session");
     code
+}
+
+/// The embedded server (with `--embedded`) and the connect string to use.
+#[cfg(feature = "embedded")]
+fn start_embedded(opts: &Options) -> Result<(Option<zk_testing::embedded::EmbeddedServer>, String), i32> {
+    if !opts.embedded {
+        return Ok((None, opts.connect.clone()));
+    }
+    match zk_testing::embedded::EmbeddedServer::start(Default::default()) {
+        Ok(s) => {
+            let cs = s.connect_string();
+            log::info!("started an embedded ZooKeeper at {cs} (private to this process)");
+            Ok((Some(s), cs))
+        }
+        Err(e) => {
+            eprintln!("zk-lock: cannot start the embedded ZooKeeper: {e}");
+            Err(exit::UNAVAILABLE)
+        }
+    }
+}
+
+/// Without the `embedded` feature `--embedded` is refused while parsing.
+#[cfg(not(feature = "embedded"))]
+fn start_embedded(opts: &Options) -> Result<(Option<()>, String), i32> {
+    if opts.embedded {
+        eprintln!("zk-lock: --embedded is not available: built without the `embedded` feature");
+        return Err(exit::USAGE);
+    }
+    Ok((None, opts.connect.clone()))
 }
 
 /// The signal thread's decisions.
@@ -278,6 +296,14 @@ fn run_with_client(
         .env("ZK_LOCK_PATH", path)
         .env("ZK_LOCK_NODE", &node)
         .env("ZK_LOCK_FENCING_TOKEN", token.to_string());
+    // COMMAND gets a process group of its own, so that a loss and the final
+    // clean-up reach the processes it started; not in a terminal's foreground,
+    // where COMMAND must stay in the foreground group to use the terminal.
+    let own_group = !in_terminal_foreground();
+    if own_group {
+        cmd.process_group(0);
+    }
+    die_with_parent(&mut cmd);
     let spawned = cmd.spawn();
     st.phase = if spawned.is_ok() {
         Phase::Running
@@ -287,7 +313,7 @@ fn run_with_client(
     drop(st);
     let (code, lost) = match spawned {
         Ok(child) => {
-            let outcome = supervise(child, &loss, events, opts);
+            let outcome = supervise(child, own_group, &loss, events, opts);
             set_phase(shared, Phase::Finishing);
             outcome
         }
@@ -303,6 +329,80 @@ fn run_with_client(
         ),
     }
     code
+}
+
+/// Whether zk-lock runs in the foreground process group of the terminal on
+/// its standard input (an interactive run).
+fn in_terminal_foreground() -> bool {
+    nix::unistd::tcgetpgrp(io::stdin()).is_ok_and(|fg| fg == getpgrp())
+}
+
+/// Makes the kernel SIGKILL COMMAND when zk-lock dies (Linux: the parent-death
+/// signal, `PR_SET_PDEATHSIG`), so that COMMAND never outlives the lock, even
+/// when zk-lock is killed with SIGKILL or by the OOM killer and cannot clean up.
+/// SIGKILL, not SIGTERM: COMMAND can neither ignore it nor outlast the session
+/// timeout (after which the next holder runs) in a slow handler.
+///
+/// The signal is tied to the thread that forks: this is the main thread,
+/// which lives as long as the process. If zk-lock died between the fork and
+/// the `prctl`, the signal would never come; the child checks that its parent
+/// is still zk-lock and gives up otherwise.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn die_with_parent(cmd: &mut Command) {
+    let parent = getpid();
+    // SAFETY: the hook runs in the child between fork and exec, where only
+    // async-signal-safe calls are allowed: prctl(2) and getppid(2) are plain
+    // system calls, and the errors are built without allocating.
+    unsafe {
+        cmd.pre_exec(move || {
+            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(|e| io::Error::from_raw_os_error(e as i32))?;
+            if nix::unistd::getppid() != parent {
+                // zk-lock is already gone (the child was re-parented).
+                return Err(io::Error::from_raw_os_error(nix::libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Elsewhere there is no parent-death signal: COMMAND outlives a zk-lock
+/// killed with SIGKILL (see `--help`).
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_cmd: &mut Command) {}
+
+/// COMMAND, or COMMAND's process group when it has its own.
+#[derive(Debug, Clone, Copy)]
+struct Target {
+    pid: Pid,
+    group: bool,
+}
+
+impl Target {
+    /// Sends `sig` to COMMAND's group (or COMMAND alone when it shares ours).
+    fn signal(self, sig: Signal) -> nix::Result<()> {
+        if self.group {
+            killpg(self.pid, sig)
+        } else {
+            kill(self.pid, sig)
+        }
+    }
+
+    fn describe(self) -> String {
+        if self.group {
+            format!("COMMAND's process group (pid {})", self.pid)
+        } else {
+            format!("COMMAND (pid {})", self.pid)
+        }
+    }
+
+    /// After COMMAND exited: kills what is left of its group, so that none of
+    /// its processes outlives the lock.
+    fn kill_leftovers(self) {
+        if self.group && killpg(self.pid, Signal::SIGKILL).is_ok() {
+            log::info!("COMMAND has exited; killed the processes left in its group (SIGKILL)");
+        }
+    }
 }
 
 /// Reports a lock that was not acquired (`Ok(())`: timed out) and returns the exit status.
@@ -336,8 +436,15 @@ fn spawn_failure(program: &std::ffi::OsStr, e: &io::Error) -> i32 {
 
 /// Waits for COMMAND, forwarding signals and acting on loss events. Returns
 /// zk-lock's exit status and whether the lock was lost.
-fn supervise(mut child: Child, loss: &Receiver<LockEvent>, events: &Receiver<Received>, opts: &Options) -> (i32, bool) {
+fn supervise(
+    mut child: Child,
+    own_group: bool,
+    loss: &Receiver<LockEvent>,
+    events: &Receiver<Received>,
+    opts: &Options,
+) -> (i32, bool) {
     let pid = Pid::from_raw(child.id() as i32);
+    let target = Target { pid, group: own_group };
     let path = opts.path.as_str();
     let mut loss = loss.clone();
     let mut suspended = false;
@@ -347,7 +454,10 @@ fn supervise(mut child: Child, loss: &Receiver<LockEvent>, events: &Receiver<Rec
         // Only this thread reaps COMMAND, so `pid` cannot be reused while we
         // might still signal it.
         match child.try_wait() {
-            Ok(Some(status)) => return (finished(status, lost, path), lost),
+            Ok(Some(status)) => {
+                target.kill_leftovers();
+                return (finished(status, lost, path), lost);
+            }
             Ok(None) => {}
             Err(e) => {
                 eprintln!("zk-lock: cannot wait for COMMAND: {e}");
@@ -357,10 +467,11 @@ fn supervise(mut child: Child, loss: &Receiver<LockEvent>, events: &Receiver<Rec
         if let Some(at) = kill_at {
             if Instant::now() >= at {
                 eprintln!(
-                    "zk-lock: COMMAND (pid {pid}) did not exit within {} of SIGTERM; sending SIGKILL",
-                    human(opts.kill_grace)
+                    "zk-lock: COMMAND (pid {pid}) did not exit within {} of SIGTERM; sending SIGKILL to {}",
+                    human(opts.kill_grace),
+                    target.describe()
                 );
-                let _ = kill(pid, Signal::SIGKILL);
+                let _ = target.signal(Signal::SIGKILL);
                 kill_at = None;
             }
         }
@@ -397,10 +508,11 @@ fn supervise(mut child: Child, loss: &Receiver<LockEvent>, events: &Receiver<Rec
                         lost = true;
                         eprintln!(
                             "zk-lock: the lock on {path} was lost (session expired or lock node deleted); \
-                             sending SIGTERM to COMMAND (pid {pid}), SIGKILL after {}",
+                             sending SIGTERM to {}, SIGKILL after {}",
+                            target.describe(),
                             human(opts.kill_grace)
                         );
-                        let _ = kill(pid, Signal::SIGTERM);
+                        let _ = target.signal(Signal::SIGTERM);
                         kill_at = Some(Instant::now() + opts.kill_grace);
                     }
                 }

@@ -3,9 +3,8 @@
 //! forwarding, usage errors, an unreachable server, read/write sharing, and
 //! exclusion with a Curator (Java) client when Debian's Curator jars exist.
 //!
-//! The binary belongs to another package (`crates/zk-lock`), so this test
-//! builds it with `cargo build -p zk-lock` into the same target directory and
-//! profile (or uses `ZK_LOCK_BIN` when set). Runs on the embedded server by
+//! Cargo builds the binary for this test (`CARGO_BIN_EXE_zk-lock`); set
+//! `ZK_LOCK_BIN` to test another build. Runs on the embedded server by
 //! default and on Apache ZooKeeper with `ZK_TEST_SERVER=apache`.
 
 use std::collections::HashMap;
@@ -21,50 +20,12 @@ use zk_testing::{wait_until, Backend, TestingServer, Timing};
 
 // ---- locating and running the binary ------------------------------------------------------
 
-/// The zk-lock binary: `ZK_LOCK_BIN`, or built next to this test executable
-/// (`<target>/[<triple>/]<profile>/deps/zk_lock-<hash>` → `<...>/<profile>/zk-lock`).
+/// The zk-lock binary: `ZK_LOCK_BIN` when set, else the one cargo built for
+/// this test (`CARGO_BIN_EXE_zk-lock`).
 fn zk_lock_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
-        if let Some(bin) = std::env::var_os("ZK_LOCK_BIN") {
-            return PathBuf::from(bin);
-        }
-        let exe = std::env::current_exe().expect("current_exe");
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("test executable lives in <target>/<profile>/deps")
-            .to_path_buf();
-        let profile = profile_dir.file_name().and_then(|n| n.to_str()).unwrap_or("debug");
-        let above = profile_dir.parent().expect("target dir");
-        // With --target <triple> the profile dir sits one level deeper.
-        let (target_dir, triple) = if above.join("CACHEDIR.TAG").exists() || above.join(".rustc_info.json").exists() {
-            (above.to_path_buf(), None)
-        } else {
-            (above.parent().expect("target dir").to_path_buf(), above.file_name())
-        };
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-q", "-p", "zk-lock", "--bin", "zk-lock"])
-            .arg("--target-dir")
-            .arg(&target_dir)
-            .current_dir(env!("CARGO_MANIFEST_DIR"));
-        match profile {
-            "debug" => {}
-            "release" => {
-                cmd.arg("--release");
-            }
-            other => {
-                cmd.args(["--profile", other]);
-            }
-        }
-        if let Some(t) = triple {
-            cmd.arg("--target").arg(t);
-        }
-        let status = cmd.status().expect("run cargo build -p zk-lock");
-        assert!(status.success(), "cargo build -p zk-lock failed: {status}");
-        let bin = profile_dir.join("zk-lock");
-        assert!(bin.is_file(), "{} missing after the build", bin.display());
-        bin
+        std::env::var_os("ZK_LOCK_BIN").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_zk-lock")), PathBuf::from)
     })
 }
 
@@ -384,8 +345,12 @@ fn exit_status_of_command_is_propagated() {
     assert!(fields[2].parse::<i64>().unwrap() > 0, "{env}");
     // Nothing is left behind.
     assert!(lock_nodes(&client(&server), p).is_empty());
-    // --embedded needs no server at all.
+    // --embedded needs no server at all (built with the `embedded` feature, the
+    // default); without it, --embedded is a usage error.
+    #[cfg(feature = "embedded")]
     assert_eq!(run(None, &["--embedded", "/try", "--", "sh", "-c", "exit 3"]).0, 3);
+    #[cfg(not(feature = "embedded"))]
+    assert_eq!(run(None, &["--embedded", "/try", "--", "sh", "-c", "exit 3"]).0, 64);
 }
 
 /// Expires the session that owns `node` (embedded), or deletes the node
@@ -511,6 +476,113 @@ fn connection_blip_warns_and_command_keeps_the_lock() {
     // COMMAND ran to its end, under the same lock: its own status, not 75.
     assert_eq!(status.code(), Some(5), "{stderr}");
     assert!(lock_nodes(&client(&server), "/locks/blip").is_empty());
+}
+
+/// Dead: no `/proc/<pid>`, or a zombie not reaped yet (an orphan's reaper,
+/// PID 1 of a container, may be slow or never reap it).
+fn process_dead(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // `pid (comm) S ...`: the state follows the last ')'.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
+    }
+}
+
+fn read_pid(file: &Path) -> String {
+    wait_for_file(file);
+    let mut pid = String::new();
+    assert!(
+        wait_until(timing().wait(), || {
+            pid = std::fs::read_to_string(file).unwrap_or_default().trim().to_string();
+            !pid.is_empty()
+        }),
+        "{} stayed empty",
+        file.display()
+    );
+    pid
+}
+
+#[test]
+fn command_dies_with_zk_lock_killed_by_sigkill() {
+    let server = TestingServer::start().unwrap();
+    let cs = server.connect_string();
+    let c = client(&server);
+    let dir = Scratch::new("pdeathsig");
+    let t = timing();
+
+    // COMMAND (a shell: writes its pid, then sleeps long) under a lock; then
+    // zk-lock is killed with SIGKILL and cannot clean up.
+    let pid_file = dir.path("command.pid");
+    let script = format!("echo $$ > '{}'; sleep 600; exit 0", pid_file.display());
+    let path = "/locks/pdeathsig";
+    let mut r = spawn(
+        Some(&cs),
+        &["--session-timeout", "60s", path, "--", "sh", "-c", &script],
+    );
+    wait_for_single_node(&c, path);
+    let pid = read_pid(&pid_file);
+    assert!(!process_dead(&pid), "COMMAND (pid {pid}) is not running");
+    send_signal(r.pid(), "KILL");
+    let status = r.child.wait().unwrap();
+    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(9));
+    let killed = Instant::now();
+    // COMMAND goes at once, long before the session (60 s) expires and the
+    // lock passes to someone else.
+    assert!(
+        wait_until(t.wait(), || process_dead(&pid)),
+        "COMMAND (pid {pid}) still runs {:?} after zk-lock was killed",
+        killed.elapsed()
+    );
+    assert!(
+        killed.elapsed() < t.scale(Duration::from_secs(5)),
+        "{:?}",
+        killed.elapsed()
+    );
+}
+
+#[test]
+fn processes_commands_start_do_not_outlive_the_lock() {
+    let server = TestingServer::start().unwrap();
+    let cs = server.connect_string();
+    let c = client(&server);
+    let dir = Scratch::new("group");
+    let t = timing();
+
+    // COMMAND exits at once, leaving a background job behind: the job is killed
+    // before the lock is released.
+    let job = dir.path("job.pid");
+    let script = format!("sleep 600 & echo $! > '{}'; exit 4", job.display());
+    let path = "/locks/group";
+    let (code, stderr, _) = run(Some(&cs), &[path, "--", "sh", "-c", &script]);
+    assert_eq!(code, 4, "{stderr}");
+    let pid = read_pid(&job);
+    assert!(
+        wait_until(t.wait(), || process_dead(&pid)),
+        "COMMAND's background job (pid {pid}) outlived zk-lock"
+    );
+    assert!(lock_nodes(&c, path).is_empty());
+
+    // The lock is lost: SIGTERM goes to the whole group, the background job included.
+    let job = dir.path("job-lost.pid");
+    let ready = dir.path("ready-lost");
+    let script = format!(
+        "sleep 600 & echo $! > '{}'; touch '{}'; wait",
+        job.display(),
+        ready.display()
+    );
+    let r = spawn(Some(&cs), &["--kill-grace", "5s", path, "--", "sh", "-c", &script]);
+    let node = wait_for_single_node(&c, path);
+    wait_for_file(&ready);
+    let pid = read_pid(&job);
+    take_lock_away(&server, &c, &node);
+    let (status, stderr) = r.finish(t.wait());
+    assert_eq!(status.code(), Some(75), "{stderr}");
+    assert!(
+        wait_until(t.wait(), || process_dead(&pid)),
+        "COMMAND's background job (pid {pid}) outlived the lost lock"
+    );
 }
 
 fn send_signal(pid: u32, sig: &str) {
@@ -782,7 +854,7 @@ fn compile_curator_contender(out: &Path) -> Result<String, String> {
     let javac_cp = ["curator-recipes", "curator-framework", "curator-client", "zookeeper"]
         .map(jar)
         .join(":");
-    let interop = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/interop");
+    let interop = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/interop");
     let st = Command::new("javac")
         .args(["-nowarn", "-d"])
         .arg(out)

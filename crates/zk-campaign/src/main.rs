@@ -4,7 +4,8 @@
 //! zk-campaign [--seconds N] [--acquisitions N] [--seed N] [--workers N] [--threads N]
 //!             [--session-ms N] [--apache | --ensemble] [--dir DIR] [--hold-ms N]
 //!             [--long-hold-permille N] [--think-ms N] [--acquire-timeout-ms N]
-//! zk-campaign --check DIR [--connect HOST:PORT]
+//!             [--overshoot-margin-ms N] [--max-overshoot-ms N]
+//! zk-campaign --check DIR [--connect HOST:PORT] [--overshoot-margin-ms N] [--max-overshoot-ms N]
 //! zk-campaign --leaks HOST:PORT [--root /campaign] [--leak-wait-ms N]
 //! ```
 //!
@@ -44,17 +45,22 @@
 //! violation or leak (3 when a fault kind never happened, 2 on a usage or
 //! set-up error). `--check DIR` runs the checker on saved logs.
 //!
-//! The log format and the checker's rules are described at [`check_dir`].
+//! The log format is described in [`zk_campaign::history`], the checker's
+//! rules in [`zk_campaign::checker`]. Timed acquires that return later than
+//! their deadline plus a margin (`--overshoot-margin-ms`, default 50 ms times
+//! `ZK_TEST_TIMING`) are reported per fault kind; `--max-overshoot-ms` makes an
+//! overshoot beyond it a violation.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use clap::{CommandFactory, Parser};
 use crossbeam_channel::{Receiver, Select};
 use zk_framework::framework::CuratorFramework;
 use zk_framework::retry::ExponentialBackoffRetry;
@@ -67,17 +73,12 @@ use zk_testing::embedded::ServerConfig;
 use zk_testing::proxy::FaultProxy;
 use zk_testing::TestingServer;
 
+use zk_campaign::checker::{check_dir, leak_report, leaked_nodes, CheckOptions};
+
 const ROOT: &str = "/campaign";
 const MUTEX_PATH: &str = "/campaign/mutex";
 const RW_PATH: &str = "/campaign/rw";
 const SEM_PATH: &str = "/campaign/sem";
-
-const USAGE: &str = "usage:
-  zk-campaign [--seconds N] [--acquisitions N] [--seed N] [--workers N] [--threads N]
-              [--session-ms N] [--apache | --ensemble] [--dir DIR] [--hold-ms N]
-              [--long-hold-permille N] [--think-ms N] [--acquire-timeout-ms N]
-  zk-campaign --check DIR [--connect HOST:PORT]
-  zk-campaign --leaks HOST:PORT [--root /campaign] [--leak-wait-ms N]";
 
 // ---------------------------------------------------------------------------
 // Small helpers: time, PRNG, hex, error kinds.
@@ -214,6 +215,102 @@ enum Mode {
     Leaks(String),
 }
 
+const USAGE: &str = "\
+zk-campaign [--seconds N] [--acquisitions N] [--seed N] [--workers N] [--threads N]
+                   [--session-ms N] [--apache | --ensemble] [--dir DIR] [--hold-ms N]
+                   [--long-hold-permille N] [--think-ms N] [--acquire-timeout-ms N]
+                   [--overshoot-margin-ms N] [--max-overshoot-ms N]
+       zk-campaign --check DIR [--connect HOST:PORT] [--overshoot-margin-ms N] [--max-overshoot-ms N]
+       zk-campaign --leaks HOST:PORT [--root /campaign] [--leak-wait-ms N]";
+
+/// The command line (clap); [`Opts`] is what the rest of the program uses.
+#[derive(Debug, Parser)]
+#[command(
+    name = "zk-campaign",
+    about = "A Jepsen-style fault campaign for the lock recipes (see scripts/campaign.sh)",
+    override_usage = USAGE,
+    args_override_self = true,
+    disable_version_flag = true,
+    after_help = "Exit status: 0 clean; 1 a violation or a leaked node; 3 a fault kind never \
+                  happened; 2 a usage or set-up error."
+)]
+struct Cli {
+    /// Run as a worker process (started by the coordinator).
+    #[arg(long, hide = true, overrides_with_all = ["check", "leaks"])]
+    worker: bool,
+    /// Check the logs of a finished campaign in DIR.
+    #[arg(long, value_name = "DIR", overrides_with_all = ["worker", "leaks"])]
+    check: Option<PathBuf>,
+    /// List the lock nodes left under --root on the server HOST:PORT.
+    #[arg(long, value_name = "HOST:PORT", overrides_with_all = ["worker", "check"])]
+    leaks: Option<String>,
+    /// How long the load and the faults run [default: 75, or 3600 with --acquisitions].
+    #[arg(long, value_name = "N")]
+    seconds: Option<f64>,
+    /// Stop after this many acquisitions.
+    #[arg(long, value_name = "N")]
+    acquisitions: Option<u64>,
+    /// The fault schedule's seed [default: from the clock; printed].
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Worker processes.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    workers: usize,
+    /// Threads per worker.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    threads: usize,
+    /// Session timeout [default: 3000 embedded, 4000 Apache, 6000 ensemble].
+    #[arg(long, value_name = "N")]
+    session_ms: Option<u64>,
+    /// A standalone Apache ZooKeeper instead of the embedded server.
+    #[arg(long, overrides_with = "ensemble")]
+    apache: bool,
+    /// A 3-node Apache ZooKeeper ensemble.
+    #[arg(long, overrides_with = "apache")]
+    ensemble: bool,
+    /// Where the logs go [default: a new directory under the temp dir].
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Longest ordinary hold.
+    #[arg(long, value_name = "N", default_value_t = 15)]
+    hold_ms: u64,
+    /// Per mille of holds lasting 0.5-1.5 session timeouts.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    long_hold_permille: u64,
+    /// Longest pause between attempts.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    think_ms: u64,
+    /// The timeout of every acquire (each is a timed `try_acquire_for`).
+    #[arg(long, value_name = "N", default_value_t = 30_000)]
+    acquire_timeout_ms: u64,
+    /// A timed acquire returning later than its deadline plus this is "late" in
+    /// the report [default: 50 x ZK_TEST_TIMING].
+    #[arg(long, value_name = "N")]
+    overshoot_margin_ms: Option<f64>,
+    /// Make an acquire returning more than N ms after its deadline a violation
+    /// [default: report overshoots only].
+    #[arg(long, value_name = "N")]
+    max_overshoot_ms: Option<f64>,
+    /// Worker: its slot.
+    #[arg(long, hide = true, value_name = "N", default_value_t = 0)]
+    slot: usize,
+    /// Worker: the server; --check: list leaks there too.
+    #[arg(long, value_name = "HOST:PORT")]
+    connect: Option<String>,
+    /// Worker: its log file.
+    #[arg(long, hide = true, value_name = "FILE")]
+    log: Option<PathBuf>,
+    /// Worker: stop when this file exists.
+    #[arg(long, hide = true, value_name = "FILE")]
+    stop: Option<PathBuf>,
+    /// --leaks: the subtree to list.
+    #[arg(long, value_name = "PATH", default_value = ROOT)]
+    root: String,
+    /// --leaks, --check: how long to wait for expiring nodes to go [default: 10000].
+    #[arg(long, value_name = "N")]
+    leak_wait_ms: Option<u64>,
+}
+
 #[derive(Debug, Clone)]
 struct Opts {
     mode: Mode,
@@ -229,6 +326,7 @@ struct Opts {
     long_hold_permille: u64,
     think_ms: u64,
     acquire_timeout_ms: u64,
+    check: CheckOptions,
     // worker role
     slot: usize,
     connect: Option<String>,
@@ -239,64 +337,64 @@ struct Opts {
     leak_wait_ms: Option<u64>,
 }
 
+fn millis(name: &str, ms: f64) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(ms / 1000.0).map_err(|_| format!("{name}: {ms} is not a number of milliseconds"))
+}
+
 impl Opts {
-    fn parse(args: &[String]) -> Result<Opts, String> {
-        let mut o = Opts {
-            mode: Mode::Run,
-            seconds: None,
-            acquisitions: None,
-            seed: None,
-            workers: 4,
-            threads: 5,
-            session_ms: None,
-            backend: BackendKind::Embedded,
-            dir: None,
-            hold_ms: 15,
-            long_hold_permille: 5,
-            think_ms: 10,
-            acquire_timeout_ms: 30_000,
-            slot: 0,
-            connect: None,
-            log: None,
-            stop: None,
-            root: ROOT.to_string(),
-            leak_wait_ms: None,
-        };
-        let mut it = args.iter();
-        fn val<'a>(it: &mut impl Iterator<Item = &'a String>, name: &str) -> Result<&'a String, String> {
-            it.next().ok_or_else(|| format!("{name} needs a value"))
-        }
-        fn num<T: std::str::FromStr>(v: &str, name: &str) -> Result<T, String> {
-            v.parse().map_err(|_| format!("{name}: bad number {v:?}"))
-        }
-        while let Some(a) = it.next() {
-            match a.as_str() {
-                "--worker" => o.mode = Mode::Worker,
-                "--check" => o.mode = Mode::Check(PathBuf::from(val(&mut it, a)?)),
-                "--leaks" => o.mode = Mode::Leaks(val(&mut it, a)?.clone()),
-                "--seconds" => o.seconds = Some(num(val(&mut it, a)?, a)?),
-                "--acquisitions" => o.acquisitions = Some(num(val(&mut it, a)?, a)?),
-                "--seed" => o.seed = Some(num(val(&mut it, a)?, a)?),
-                "--workers" => o.workers = num(val(&mut it, a)?, a)?,
-                "--threads" => o.threads = num(val(&mut it, a)?, a)?,
-                "--session-ms" => o.session_ms = Some(num(val(&mut it, a)?, a)?),
-                "--apache" => o.backend = BackendKind::Apache,
-                "--ensemble" => o.backend = BackendKind::Ensemble,
-                "--dir" => o.dir = Some(PathBuf::from(val(&mut it, a)?)),
-                "--hold-ms" => o.hold_ms = num(val(&mut it, a)?, a)?,
-                "--long-hold-permille" => o.long_hold_permille = num(val(&mut it, a)?, a)?,
-                "--think-ms" => o.think_ms = num(val(&mut it, a)?, a)?,
-                "--acquire-timeout-ms" => o.acquire_timeout_ms = num(val(&mut it, a)?, a)?,
-                "--slot" => o.slot = num(val(&mut it, a)?, a)?,
-                "--connect" => o.connect = Some(val(&mut it, a)?.clone()),
-                "--log" => o.log = Some(PathBuf::from(val(&mut it, a)?)),
-                "--stop" => o.stop = Some(PathBuf::from(val(&mut it, a)?)),
-                "--root" => o.root = val(&mut it, a)?.clone(),
-                "--leak-wait-ms" => o.leak_wait_ms = Some(num(val(&mut it, a)?, a)?),
-                "-h" | "--help" => return Err(String::new()),
-                other => return Err(format!("unknown argument {other:?}")),
+    /// Parses the arguments after the program name. `Ok(None)`: `--help`.
+    fn parse(args: &[String]) -> Result<Option<Opts>, String> {
+        let argv = std::iter::once("zk-campaign".to_string()).chain(args.iter().cloned());
+        let c = match Cli::try_parse_from(argv) {
+            Ok(c) => c,
+            Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => return Ok(None),
+            Err(e) => {
+                let text = e.render().to_string();
+                let line = text.lines().next().unwrap_or("invalid arguments");
+                return Err(line.strip_prefix("error: ").unwrap_or(line).to_string());
             }
+        };
+        let mut check = CheckOptions::default();
+        if let Some(ms) = c.overshoot_margin_ms {
+            check.overshoot_margin = millis("--overshoot-margin-ms", ms)?;
         }
+        if let Some(ms) = c.max_overshoot_ms {
+            check.max_overshoot = Some(millis("--max-overshoot-ms", ms)?);
+        }
+        let mode = match (c.worker, c.check, c.leaks) {
+            (true, _, _) => Mode::Worker,
+            (_, Some(dir), _) => Mode::Check(dir),
+            (_, _, Some(cs)) => Mode::Leaks(cs),
+            _ => Mode::Run,
+        };
+        let o = Opts {
+            mode,
+            seconds: c.seconds,
+            acquisitions: c.acquisitions,
+            seed: c.seed,
+            workers: c.workers,
+            threads: c.threads,
+            session_ms: c.session_ms,
+            backend: if c.ensemble {
+                BackendKind::Ensemble
+            } else if c.apache {
+                BackendKind::Apache
+            } else {
+                BackendKind::Embedded
+            },
+            dir: c.dir,
+            hold_ms: c.hold_ms,
+            long_hold_permille: c.long_hold_permille,
+            think_ms: c.think_ms,
+            acquire_timeout_ms: c.acquire_timeout_ms,
+            check,
+            slot: c.slot,
+            connect: c.connect,
+            log: c.log,
+            stop: c.stop,
+            root: c.root,
+            leak_wait_ms: c.leak_wait_ms,
+        };
         if o.mode == Mode::Run {
             if o.workers < 1 || o.threads < 1 {
                 return Err("--workers and --threads must be at least 1".into());
@@ -305,7 +403,7 @@ impl Opts {
                 return Err("--acquire-timeout-ms must be positive".into());
             }
         }
-        Ok(o)
+        Ok(Some(o))
     }
 
     fn session(&self) -> Duration {
@@ -320,13 +418,13 @@ impl Opts {
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let opts = match Opts::parse(&args) {
-        Ok(o) => o,
-        Err(e) if e.is_empty() => {
-            println!("{USAGE}");
+        Ok(Some(o)) => o,
+        Ok(None) => {
+            print!("{}", Cli::command().render_help());
             return ExitCode::SUCCESS;
         }
         Err(e) => {
-            eprintln!("zk-campaign: {e}\n{USAGE}");
+            eprintln!("zk-campaign: {e}\nusage: {USAGE}");
             return ExitCode::from(2);
         }
     };
@@ -679,12 +777,14 @@ impl Worker {
             } else {
                 Duration::from_millis(rng.below(self.hold_max_ms + 1))
             };
+            // Every acquire is timed: the deadline goes into the history.
             self.line(&format!(
-                "A {} {thr} {att} {} {} {}",
+                "A {} {thr} {att} {} {} {} {}",
                 self.pid,
                 kind.lock(),
                 kind.mode(),
-                now_ns()
+                now_ns(),
+                timeout.as_nanos()
             ));
             let a = Attempt {
                 w: self,
@@ -1593,7 +1693,7 @@ fn coordinator_main(o: &Opts) -> ExitCode {
     }
     // Killed workers' sessions expire at the session timeout; the rest closed.
     let leaks = check_leaks(&server.connect_string(), ROOT, session * 3 + Duration::from_secs(15));
-    let report = match check_dir(&dir) {
+    let report = match check_dir(&dir, &o.check) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("zk-campaign: cannot read the logs: {e}");
@@ -1695,26 +1795,21 @@ fn lock_nodes(client: &CuratorFramework, path: &str) -> zk_framework::Result<Vec
         } else {
             format!("{path}/{k}")
         };
-        if k.contains("_c_") {
-            out.push(p.clone());
-        }
+        out.extend(leaked_nodes([p.as_str()]));
         out.extend(lock_nodes(client, &p)?);
     }
     Ok(out)
 }
 
 fn print_leaks(leaks: &[String]) {
-    println!("leaked nodes: {}", leaks.len());
-    for l in leaks.iter().take(20) {
-        println!("  LEAK: {l}");
-    }
+    print!("{}", leak_report(leaks));
 }
 
 // ---------------------------------------------------------------------------
 // The checker.
 
 fn check_main(dir: &Path, connect: Option<&str>, o: &Opts) -> ExitCode {
-    let report = match check_dir(dir) {
+    let report = match check_dir(dir, &o.check) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("zk-campaign: cannot read {}: {e}", dir.display());
@@ -1743,560 +1838,4 @@ fn check_main(dir: &Path, connect: Option<&str>, o: &Opts) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
-}
-
-#[derive(Debug)]
-struct AttemptRec {
-    lock: String,
-    mode: String,
-    result: Option<(String, String, u64)>, // outcome, error kind, wait ns
-}
-
-#[derive(Debug, Clone)]
-struct EndRec {
-    end: u64,
-    told: Option<u64>,
-    told_late: Option<u64>,
-    st0: String,
-    st_end: String,
-    connected: bool,
-    release: String,
-}
-
-#[derive(Debug, Clone)]
-struct SecRec {
-    pid: u32,
-    thr: u32,
-    att: u64,
-    lock: String,
-    mode: String,
-    token: i64,
-    sid: String,
-    start: u64,
-    end: Option<EndRec>,
-}
-
-impl SecRec {
-    fn describe(&self) -> String {
-        format!(
-            "[pid {} thread {} attempt {} {} token {} session {}]",
-            self.pid, self.thr, self.att, self.mode, self.token, self.sid
-        )
-    }
-}
-
-/// The result of [`check_dir`].
-struct Report {
-    text: String,
-    violations: Vec<String>,
-    missing: Vec<String>,
-}
-
-fn opt_u64(s: &str) -> Option<u64> {
-    if s == "-" {
-        None
-    } else {
-        s.parse().ok()
-    }
-}
-
-/// Checks the logs of a campaign (`worker-*.log` and `coordinator.log` in
-/// `dir`).
-///
-/// Worker lines (fields separated by one space; times are wall-clock
-/// nanoseconds since the epoch):
-///
-/// * `H pid slot t` — the worker started; `X pid t` — it finished cleanly.
-/// * `Z pid slot t session-hex password-hex` — its session changed.
-/// * `A pid thread attempt lock mode t` — an acquire attempt began.
-/// * `R pid thread attempt lock mode t outcome error-kind wait-ns` — it ended:
-///   `acquired`, `timeout` or `error` (with the error kind).
-/// * `S pid thread attempt lock mode token session start node` — a critical
-///   section began (one line per lock of a multi-lock, mode `multi`); `node` is
-///   the lock node's name, or `-` where the recipe does not expose it.
-/// * `E pid thread attempt lock mode token session start end told told-event
-///   told-late status-at-grant status-at-end connected-before-release release`
-///   — it ended. `told` is when the first `Suspended`/`Lost` was received on the
-///   guard's loss receiver while holding (`-`: never; equal to `start` when it
-///   was already queued at grant); `told-late` when one came while the holder
-///   waited before releasing a lock that looked lost.
-/// * `D pid thread attempt end` — the work of a section is done; written before
-///   the release, so a worker killed during its release is not blamed.
-///
-/// Coordinator lines: `P key=value…` (parameters), `F kind start end detail`
-/// (a fault), `K slot pid t` (a worker was killed -9), `I session-hex t` (a
-/// session was expired by the server at once), `W pid exit=N|straggler`.
-///
-/// Rules (each breach is a violation):
-///
-/// 1. **Exclusion.** On each lock, no two sections overlap unless both are
-///    reads. A section counts as ending at `min(end, told)`: a holder told of a
-///    loss before the overlap began is excused; a section told at grant is
-///    empty. A killed worker's open section ends at its `D` line, or else when
-///    it was killed. One more
-///    excuse, counted apart: when the server expired a holder's session
-///    *instantly* (`I`), no client can learn of it before another one is
-///    granted the lock; such an overlap is "fenced" if that holder was told at
-///    all and its fencing token is smaller than the other's.
-/// 2. **Fencing.** On each lock, the tokens of exclusive sections (all but
-///    reads; empty sections left out) increase strictly in start order. This
-///    also covers what rule 1 cannot see: a multi-lock's sections start when
-///    the whole set is held, but it may hold its first locks long before
-///    (while it waits for the others); a lock granted to someone else in that
-///    time comes out of token order.
-/// 3. **Losses are reported.** A section whose lock was lost (status `Lost` or
-///    `Uncertain` at the end, or a failed release while disconnected), or that
-///    was `Uncertain`/`Lost` at grant, must have heard `Suspended`/`Lost`.
-///    A release failing with `NotOwner` is a violation too.
-/// 4. **No hangs.** Every attempt ended, unless its worker was killed -9;
-///    no attempt took longer than its timeout plus 4 session timeouts plus 10 s;
-///    every section ended (same excuse); every worker finished cleanly.
-fn check_dir(dir: &Path) -> io::Result<Report> {
-    let mut params: HashMap<String, String> = HashMap::new();
-    let mut attempts: HashMap<(u32, u32, u64), AttemptRec> = HashMap::new();
-    let mut sections: HashMap<(u32, u32, u64, String), SecRec> = HashMap::new();
-    let mut killed: HashMap<u32, u64> = HashMap::new();
-    let mut done: HashMap<(u32, u32, u64), u64> = HashMap::new();
-    let mut instant: Vec<(String, u64)> = Vec::new();
-    let mut started: HashSet<u32> = HashSet::new();
-    let mut exited: HashSet<u32> = HashSet::new();
-    let mut worker_status: Vec<(u32, String)> = Vec::new();
-    let mut faults: BTreeMap<String, usize> = BTreeMap::new();
-    let mut failed_faults = 0usize;
-    let mut unparsed = 0usize;
-    let mut files: Vec<PathBuf> = fs::read_dir(dir)?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            let n = p
-                .file_name()
-                .map(|n| n.to_string_lossy().to_string())
-                .unwrap_or_default();
-            (n.starts_with("worker-") && n.ends_with(".log")) || n == "coordinator.log"
-        })
-        .collect();
-    files.sort();
-    for path in &files {
-        for line in BufReader::new(File::open(path)?).lines() {
-            let Ok(line) = line else {
-                unparsed += 1;
-                continue;
-            };
-            if line.trim().is_empty() {
-                continue;
-            }
-            if parse_line(
-                &line,
-                &mut params,
-                &mut attempts,
-                &mut sections,
-                &mut killed,
-                &mut done,
-                &mut instant,
-                &mut started,
-                &mut exited,
-                &mut worker_status,
-                &mut faults,
-                &mut failed_faults,
-            )
-            .is_none()
-            {
-                unparsed += 1;
-            }
-        }
-    }
-    let session_ms: u64 = params.get("session_ms").and_then(|v| v.parse().ok()).unwrap_or(3000);
-    let timeout_ms: u64 = params
-        .get("acquire_timeout_ms")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(30_000);
-    let overlong = (timeout_ms + 4 * session_ms + 10_000) * 1_000_000;
-    let mut violations: Vec<String> = Vec::new();
-
-    // Attempts.
-    let mut acquired: BTreeMap<String, u64> = BTreeMap::new();
-    let (mut timeouts, mut errors, mut inflight_killed) = (0u64, 0u64, 0u64);
-    let mut error_kinds: BTreeMap<String, u64> = BTreeMap::new();
-    let mut longest: Option<(u64, String)> = None;
-    let mut keys: Vec<_> = attempts.keys().copied().collect();
-    keys.sort();
-    for k in keys {
-        let a = &attempts[&k];
-        match &a.result {
-            None if killed.contains_key(&k.0) => inflight_killed += 1,
-            None => violations.push(format!(
-                "hung attempt: pid {} thread {} attempt {} ({} on {}) never ended",
-                k.0, k.1, k.2, a.mode, a.lock
-            )),
-            Some((outcome, kind, wait)) => {
-                match outcome.as_str() {
-                    "acquired" => *acquired.entry(a.mode.clone()).or_default() += 1,
-                    "timeout" => timeouts += 1,
-                    _ => {
-                        errors += 1;
-                        *error_kinds.entry(kind.clone()).or_default() += 1;
-                    }
-                }
-                if longest.as_ref().map_or(true, |(w, _)| wait > w) {
-                    longest = Some((*wait, format!("{} on {}, {outcome}", a.mode, a.lock)));
-                }
-                if *wait > overlong {
-                    violations.push(format!(
-                        "overlong attempt: pid {} thread {} attempt {} ({} on {}) took {} ms",
-                        k.0,
-                        k.1,
-                        k.2,
-                        a.mode,
-                        a.lock,
-                        wait / 1_000_000
-                    ));
-                }
-            }
-        }
-    }
-
-    // Sections: effective ends, loss reports.
-    struct View<'a> {
-        s: &'a SecRec,
-        eff: u64,
-        told_any: bool,
-    }
-    let mut views: Vec<View<'_>> = Vec::new();
-    let (mut cut_short, mut told_at_grant, mut killed_in_section) = (0u64, 0u64, 0u64);
-    let (mut release_failed, mut release_failed_connected) = (0u64, 0u64);
-    let mut sec_keys: Vec<_> = sections.keys().cloned().collect();
-    sec_keys.sort();
-    for k in &sec_keys {
-        let s = &sections[k];
-        let (eff, told_any) = match &s.end {
-            Some(e) => {
-                let told_any = e.told.is_some() || e.told_late.is_some();
-                if let Some(t) = e.told {
-                    if t <= s.start {
-                        told_at_grant += 1;
-                    } else if t <= e.end {
-                        cut_short += 1;
-                    }
-                }
-                let lost_at_end = matches!(e.st_end.as_str(), "Lost" | "Uncertain");
-                let failed = e.release != "ok";
-                if failed {
-                    release_failed += 1;
-                    if e.connected {
-                        release_failed_connected += 1;
-                    }
-                }
-                if e.release.contains("NotOwner") {
-                    violations.push(format!("release refused (NotOwner) on {}: {}", s.lock, s.describe()));
-                }
-                if (lost_at_end || (failed && !e.connected)) && !told_any {
-                    violations.push(format!(
-                        "unreported loss on {}: {} status {} at the end, release {}, no Suspended/Lost received",
-                        s.lock,
-                        s.describe(),
-                        e.st_end,
-                        e.release
-                    ));
-                }
-                if matches!(e.st0.as_str(), "Lost" | "Uncertain") && !told_any {
-                    violations.push(format!(
-                        "unreported loss on {}: {} status {} at grant, but the loss receiver never said so",
-                        s.lock,
-                        s.describe(),
-                        e.st0
-                    ));
-                }
-                (e.end.min(e.told.unwrap_or(u64::MAX)), told_any)
-            }
-            None => match killed.get(&s.pid) {
-                Some(&t) => {
-                    killed_in_section += 1;
-                    // Work done (`D`) and the release under way, or killed while
-                    // working: then the section lasts until the kill.
-                    (done.get(&(s.pid, s.thr, s.att)).copied().unwrap_or(t).min(t), false)
-                }
-                None => {
-                    violations.push(format!("section never ended on {}: {}", s.lock, s.describe()));
-                    (s.start, false)
-                }
-            },
-        };
-        views.push(View { s, eff, told_any });
-    }
-
-    // Exclusion and fencing, per lock.
-    let mut by_lock: BTreeMap<&str, Vec<&View<'_>>> = BTreeMap::new();
-    for v in &views {
-        by_lock.entry(v.s.lock.as_str()).or_default().push(v);
-    }
-    let (mut fenced, mut fenced_max_ns) = (0u64, 0u64);
-    let mut overlaps_checked = 0u64;
-    for (lock, list) in by_lock.iter_mut() {
-        list.sort_by_key(|v| (v.s.start, v.s.pid, v.s.thr, v.s.att));
-        let mut active: Vec<&View<'_>> = Vec::new();
-        for v in list.iter() {
-            if v.eff <= v.s.start {
-                continue;
-            }
-            active.retain(|a| a.eff > v.s.start);
-            for a in &active {
-                if a.s.mode == "read" && v.s.mode == "read" {
-                    continue;
-                }
-                overlaps_checked += 1;
-                let o_start = v.s.start;
-                let o_len = a.eff.min(v.eff) - o_start;
-                let expired_before = |p: &View<'_>| instant.iter().any(|(sid, x)| *sid == p.s.sid && *x <= o_start);
-                let excused = [(*a, *v), (*v, *a)]
-                    .iter()
-                    .any(|(p, q)| expired_before(p) && p.told_any && p.s.token < q.s.token);
-                if excused {
-                    fenced += 1;
-                    fenced_max_ns = fenced_max_ns.max(o_len);
-                } else {
-                    violations.push(format!(
-                        "overlap on {lock}: {} [{}..{}] and {} [{}..{}] for {} us",
-                        a.s.describe(),
-                        a.s.start,
-                        a.eff,
-                        v.s.describe(),
-                        v.s.start,
-                        v.eff,
-                        o_len / 1000
-                    ));
-                }
-            }
-            active.push(v);
-        }
-        let mut prev: Option<&View<'_>> = None;
-        for v in list.iter().filter(|v| v.s.mode != "read" && v.eff > v.s.start) {
-            if let Some(p) = prev {
-                if v.s.token <= p.s.token {
-                    violations.push(format!(
-                        "fencing tokens out of order on {lock}: {} started at {} after {} at {}",
-                        v.s.describe(),
-                        v.s.start,
-                        p.s.describe(),
-                        p.s.start
-                    ));
-                }
-            }
-            prev = Some(v);
-        }
-    }
-
-    // Workers.
-    let mut pids: Vec<_> = started.iter().copied().collect();
-    pids.sort_unstable();
-    for pid in pids {
-        if !exited.contains(&pid) && !killed.contains_key(&pid) {
-            violations.push(format!("worker {pid} never finished (no X line) and was not killed"));
-        }
-    }
-    for (pid, st) in &worker_status {
-        if st != "exit=0" && !killed.contains_key(pid) {
-            violations.push(format!("worker {pid} ended badly: {st}"));
-        }
-    }
-
-    // Faults.
-    let kinds: Vec<String> = params
-        .get("kinds")
-        .map(|k| k.split(',').filter(|s| !s.is_empty()).map(String::from).collect())
-        .unwrap_or_default();
-    let missing: Vec<String> = kinds.iter().filter(|k| !faults.contains_key(*k)).cloned().collect();
-
-    // The report.
-    let mut t = String::new();
-    use std::fmt::Write as _;
-    let total: u64 = acquired.values().sum();
-    let by_mode = ["mutex", "read", "write", "semaphore", "multi"]
-        .iter()
-        .map(|m| format!("{m} {}", acquired.get(*m).copied().unwrap_or(0)))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let _ = writeln!(t, "acquisitions: {total} ({by_mode})");
-    let _ = writeln!(
-        t,
-        "attempts: {} (acquired {total}, timed out {timeouts}, errors {errors}, in flight at kill -9 {inflight_killed})",
-        attempts.len()
-    );
-    if !error_kinds.is_empty() {
-        let _ = writeln!(
-            t,
-            "errors by kind: {}",
-            error_kinds
-                .iter()
-                .map(|(k, n)| format!("{k} {n}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
-    let mut fault_names: Vec<String> = kinds.clone();
-    for k in faults.keys() {
-        if !fault_names.contains(k) {
-            fault_names.push(k.clone());
-        }
-    }
-    let _ = writeln!(
-        t,
-        "faults: {} ({}){}",
-        faults.values().sum::<usize>(),
-        fault_names
-            .iter()
-            .map(|k| format!("{k} {}", faults.get(k).copied().unwrap_or(0)))
-            .collect::<Vec<_>>()
-            .join(", "),
-        if failed_faults > 0 {
-            format!("; {failed_faults} could not be injected")
-        } else {
-            String::new()
-        }
-    );
-    let _ = writeln!(
-        t,
-        "missing fault kinds: {}",
-        if missing.is_empty() {
-            "none".to_string()
-        } else {
-            missing.join(", ")
-        }
-    );
-    let _ = writeln!(
-        t,
-        "sections: {} (cut short by a loss signal {cut_short}, told at grant {told_at_grant}, open at kill -9 {killed_in_section}); {overlaps_checked} overlaps checked",
-        sections.len()
-    );
-    let _ = writeln!(
-        t,
-        "release failures: {release_failed} ({release_failed_connected} began while still connected)"
-    );
-    let _ = writeln!(
-        t,
-        "fenced overlaps after an instant expiry: {fenced} (longest {:.3} ms)",
-        fenced_max_ns as f64 / 1e6
-    );
-    match &longest {
-        Some((w, what)) => {
-            let _ = writeln!(t, "longest wait: {:.1} ms ({what})", *w as f64 / 1e6);
-        }
-        None => {
-            let _ = writeln!(t, "longest wait: none");
-        }
-    }
-    if unparsed > 0 {
-        let _ = writeln!(t, "unparsed lines: {unparsed}");
-    }
-    let _ = writeln!(t, "violations: {}", violations.len());
-    for v in violations.iter().take(30) {
-        let _ = writeln!(t, "  VIOLATION: {v}");
-    }
-    if violations.len() > 30 {
-        let _ = writeln!(t, "  ... and {} more", violations.len() - 30);
-    }
-    Ok(Report {
-        text: t,
-        violations,
-        missing,
-    })
-}
-
-#[allow(clippy::too_many_arguments)]
-fn parse_line(
-    line: &str,
-    params: &mut HashMap<String, String>,
-    attempts: &mut HashMap<(u32, u32, u64), AttemptRec>,
-    sections: &mut HashMap<(u32, u32, u64, String), SecRec>,
-    killed: &mut HashMap<u32, u64>,
-    done: &mut HashMap<(u32, u32, u64), u64>,
-    instant: &mut Vec<(String, u64)>,
-    started: &mut HashSet<u32>,
-    exited: &mut HashSet<u32>,
-    worker_status: &mut Vec<(u32, String)>,
-    faults: &mut BTreeMap<String, usize>,
-    failed_faults: &mut usize,
-) -> Option<()> {
-    let f: Vec<&str> = line.split(' ').collect();
-    let p32 = |i: usize| f.get(i)?.parse::<u32>().ok();
-    let p64 = |i: usize| f.get(i)?.parse::<u64>().ok();
-    let s = |i: usize| f.get(i).map(|s| s.to_string());
-    match *f.first()? {
-        "P" => {
-            for kv in &f[1..] {
-                let (k, v) = kv.split_once('=')?;
-                params.insert(k.to_string(), v.to_string());
-            }
-        }
-        "F" => {
-            f.get(3)?;
-            *faults.entry(s(1)?).or_default() += 1;
-        }
-        "N" => *failed_faults += 1,
-        "K" => {
-            killed.insert(p32(2)?, p64(3)?);
-        }
-        "I" => instant.push((s(1)?, p64(2)?)),
-        "D" => {
-            done.insert((p32(1)?, p32(2)?, p64(3)?), p64(4)?);
-        }
-        "W" => worker_status.push((p32(1)?, s(2)?)),
-        "H" => {
-            started.insert(p32(1)?);
-        }
-        "X" => {
-            exited.insert(p32(1)?);
-        }
-        "Z" => {}
-        "A" => {
-            f.get(6)?;
-            attempts.insert(
-                (p32(1)?, p32(2)?, p64(3)?),
-                AttemptRec {
-                    lock: s(4)?,
-                    mode: s(5)?,
-                    result: None,
-                },
-            );
-        }
-        "R" => {
-            let k = (p32(1)?, p32(2)?, p64(3)?);
-            let r = (s(7)?, s(8)?, p64(9)?);
-            attempts
-                .entry(k)
-                .or_insert_with(|| AttemptRec {
-                    lock: f[4].to_string(),
-                    mode: f[5].to_string(),
-                    result: None,
-                })
-                .result = Some(r);
-        }
-        "S" | "E" => {
-            let key = (p32(1)?, p32(2)?, p64(3)?, s(4)?);
-            let rec = SecRec {
-                pid: key.0,
-                thr: key.1,
-                att: key.2,
-                lock: key.3.clone(),
-                mode: s(5)?,
-                token: f.get(6)?.parse().ok()?,
-                sid: s(7)?,
-                start: p64(8)?,
-                end: None,
-            };
-            let e = sections.entry(key).or_insert(rec);
-            if f[0] == "E" {
-                e.end = Some(EndRec {
-                    end: p64(9)?,
-                    told: opt_u64(f.get(10)?),
-                    told_late: opt_u64(f.get(12)?),
-                    st0: s(13)?,
-                    st_end: s(14)?,
-                    connected: f.get(15)? == &"1",
-                    release: s(16)?,
-                });
-            }
-        }
-        _ => return None,
-    }
-    Some(())
 }

@@ -1,4 +1,4 @@
-//! The fault campaign (`src/bin/zk-campaign.rs`): a short bounded run on the
+//! The fault campaign (`crates/zk-campaign`): a short bounded run on the
 //! embedded server must find no violation and no leaked node, with every fault
 //! kind injected; and the checker itself, on synthetic histories, must catch
 //! what it claims to catch (and excuse only what it claims to excuse).

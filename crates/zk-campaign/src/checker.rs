@@ -1,0 +1,990 @@
+//! The checker: the rules a campaign's history must obey.
+//!
+//! Rules (each breach is a violation):
+//!
+//! 1. **Exclusion.** On each lock, no two sections overlap unless both are
+//!    reads. A section counts as ending at `min(end, told)`: a holder told of a
+//!    loss before the overlap began is excused; a section told at grant is
+//!    empty. A killed worker's open section ends at its `D` line, or else when
+//!    it was killed. One more
+//!    excuse, counted apart: when the server expired a holder's session
+//!    *instantly* (`I`), no client can learn of it before another one is
+//!    granted the lock; such an overlap is "fenced" if that holder was told at
+//!    all and its fencing token is smaller than the other's.
+//! 2. **Fencing.** On each lock, the tokens of exclusive sections (all but
+//!    reads; empty sections left out) increase strictly in start order. This
+//!    also covers what rule 1 cannot see: a multi-lock's sections start when
+//!    the whole set is held, but it may hold its first locks long before
+//!    (while it waits for the others); a lock granted to someone else in that
+//!    time comes out of token order.
+//! 3. **Losses are reported.** A section whose lock was lost (status `Lost` or
+//!    `Uncertain` at the end, or a failed release while disconnected), or that
+//!    was `Uncertain`/`Lost` at grant, must have heard `Suspended`/`Lost`.
+//!    A release failing with `NotOwner` is a violation too.
+//! 4. **No hangs.** Every attempt ended, unless its worker was killed -9;
+//!    no attempt took longer than its timeout plus 4 session timeouts plus 10 s;
+//!    every section ended (same excuse); every worker finished cleanly.
+//! 5. **Timed acquires keep their deadline.** A timed acquire (`A` lines with a
+//!    deadline; older logs: the `acquire_timeout_ms` parameter) that returned
+//!    more than [`CheckOptions::overshoot_margin`] after its deadline is *late*.
+//!    The report gives, per fault kind, the attempts that reached their
+//!    deadline, how many were late, and the largest and 99th-percentile
+//!    overshoot. Only with [`CheckOptions::max_overshoot`] set (the campaign's
+//!    `--max-overshoot-ms`) is an overshoot beyond it a violation.
+//!
+//! The history format is described in [`crate::history`].
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::history::{AttemptEnd, History, SecRec};
+
+/// The checker's parameters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckOptions {
+    /// How far past its deadline a timed acquire may return before it counts
+    /// as late in the report.
+    pub overshoot_margin: Duration,
+    /// When set, an acquire that returned more than this past its deadline is
+    /// a violation; unset, overshoots are only reported.
+    pub max_overshoot: Option<Duration>,
+}
+
+/// The default overshoot margin before scaling: 50 ms.
+pub const DEFAULT_OVERSHOOT_MARGIN: Duration = Duration::from_millis(50);
+
+impl Default for CheckOptions {
+    /// A margin of 50 ms times `ZK_TEST_TIMING` (1 when unset or invalid); no
+    /// violation for overshoots.
+    fn default() -> CheckOptions {
+        let factor = std::env::var("ZK_TEST_TIMING")
+            .ok()
+            .and_then(|v| v.parse::<f64>().ok())
+            .filter(|f| f.is_finite() && *f > 0.0)
+            .unwrap_or(1.0);
+        CheckOptions {
+            overshoot_margin: DEFAULT_OVERSHOOT_MARGIN.mul_f64(factor),
+            max_overshoot: None,
+        }
+    }
+}
+
+/// Overshoots of the attempts that reached their deadline, for one fault kind.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OvershootStats {
+    /// Attempts that returned at or after their deadline.
+    pub at_deadline: u64,
+    /// Of those, how many returned later than the margin allows.
+    pub late: u64,
+    /// The largest overshoot (ns).
+    pub max_ns: u64,
+    /// The 99th-percentile overshoot (ns).
+    pub p99_ns: u64,
+}
+
+/// The result of [`check`].
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The human-readable summary (one fact per line, `name: value`).
+    pub text: String,
+    /// Every violation found, described.
+    pub violations: Vec<String>,
+    /// Fault kinds the campaign should have injected but did not.
+    pub missing: Vec<String>,
+    /// Overshoots by fault kind (`no fault` for attempts that met none).
+    pub overshoots: BTreeMap<String, OvershootStats>,
+}
+
+/// Reads the logs in `dir` and checks them.
+///
+/// # Errors
+///
+/// The logs cannot be read.
+///
+/// # Examples
+///
+/// ```no_run
+/// use zk_campaign::checker::{check_dir, CheckOptions};
+/// let report = check_dir(std::path::Path::new("/tmp/run"), &CheckOptions::default())?;
+/// print!("{}", report.text);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn check_dir(dir: &Path, opts: &CheckOptions) -> io::Result<Report> {
+    Ok(check(&History::read_dir(dir)?, opts))
+}
+
+/// The nodes among `paths` that are lock or lease nodes: their name carries
+/// Curator's protection prefix `_c_`. After a campaign, with every worker
+/// gone, each one is a leak.
+///
+/// # Examples
+///
+/// ```
+/// let leaks = zk_campaign::checker::leaked_nodes(["/campaign/mutex", "/campaign/mutex/_c_1-lock-0000000003"]);
+/// assert_eq!(leaks, vec!["/campaign/mutex/_c_1-lock-0000000003".to_string()]);
+/// ```
+pub fn leaked_nodes<I, S>(paths: I) -> Vec<String>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<str>,
+{
+    paths
+        .into_iter()
+        .filter(|p| p.as_ref().rsplit('/').next().is_some_and(|name| name.contains("_c_")))
+        .map(|p| p.as_ref().to_string())
+        .collect()
+}
+
+/// The `leaked nodes: N` line and up to 20 `LEAK:` lines.
+///
+/// # Examples
+///
+/// ```
+/// let text = zk_campaign::checker::leak_report(&[]);
+/// assert_eq!(text, "leaked nodes: 0\n");
+/// ```
+pub fn leak_report(leaks: &[String]) -> String {
+    let mut t = format!("leaked nodes: {}\n", leaks.len());
+    for l in leaks.iter().take(20) {
+        let _ = writeln!(t, "  LEAK: {l}");
+    }
+    t
+}
+
+struct Overshoot {
+    text: String,
+    by_fault: BTreeMap<String, OvershootStats>,
+}
+
+/// Rule 5: the overshoots of timed acquires, by fault kind. An attempt counts
+/// for every fault whose window (from its start to its end plus one session
+/// timeout, while its effects last) meets the attempt, or for `no fault`.
+fn overshoots(h: &History, opts: &CheckOptions, violations: &mut Vec<String>) -> Overshoot {
+    let session_ns = h.param_u64("session_ms").unwrap_or(3000) * 1_000_000;
+    let default_deadline = h.param_u64("acquire_timeout_ms").map(|ms| ms * 1_000_000);
+    let margin = opts.overshoot_margin.as_nanos() as u64;
+    let limit = opts.max_overshoot.map(|d| d.as_nanos() as u64);
+    let mut samples: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    let mut late: BTreeMap<String, u64> = BTreeMap::new();
+    let mut timed = 0u64;
+    let mut keys: Vec<_> = h.attempts.keys().copied().collect();
+    keys.sort_unstable();
+    for k in keys {
+        let a = &h.attempts[&k];
+        let (Some(AttemptEnd { t, wait, outcome, .. }), Some(deadline)) = (&a.result, a.deadline.or(default_deadline))
+        else {
+            continue;
+        };
+        timed += 1;
+        if *wait < deadline {
+            continue;
+        }
+        let over = wait - deadline;
+        let (from, to) = (a.start.unwrap_or(t.saturating_sub(*wait)), *t);
+        let mut kinds: Vec<&str> = h
+            .faults
+            .iter()
+            .filter(|f| f.start <= to && from <= f.end.saturating_add(session_ns))
+            .map(|f| f.kind.as_str())
+            .collect();
+        kinds.sort_unstable();
+        kinds.dedup();
+        if kinds.is_empty() {
+            kinds.push("no fault");
+        }
+        for kind in &kinds {
+            samples.entry(kind.to_string()).or_default().push(over);
+            if over > margin {
+                *late.entry(kind.to_string()).or_default() += 1;
+            }
+        }
+        if let Some(limit) = limit.filter(|l| over > *l) {
+            violations.push(format!(
+                "late acquire: pid {} thread {} attempt {} ({} on {}, {outcome}) returned {:.1} ms after its \
+                 {:.0} ms deadline (limit {:.1} ms; faults: {})",
+                k.0,
+                k.1,
+                k.2,
+                a.mode,
+                a.lock,
+                over as f64 / 1e6,
+                deadline as f64 / 1e6,
+                limit as f64 / 1e6,
+                kinds.join(", ")
+            ));
+        }
+    }
+    let mut by_fault = BTreeMap::new();
+    for (kind, mut v) in samples {
+        v.sort_unstable();
+        let p99 = v[(v.len() * 99).div_ceil(100).saturating_sub(1)];
+        by_fault.insert(
+            kind.clone(),
+            OvershootStats {
+                at_deadline: v.len() as u64,
+                late: late.get(&kind).copied().unwrap_or(0),
+                max_ns: v.last().copied().unwrap_or(0),
+                p99_ns: p99,
+            },
+        );
+    }
+    let mut text = String::new();
+    let at_deadline: u64 = by_fault
+        .values()
+        .map(|s: &OvershootStats| s.at_deadline)
+        .max()
+        .unwrap_or(0);
+    let _ = writeln!(
+        text,
+        "acquire overshoot past the deadline: {timed} timed attempts, margin {:.1} ms, {}{}",
+        margin as f64 / 1e6,
+        match limit {
+            Some(l) => format!("a violation beyond {:.1} ms", l as f64 / 1e6),
+            None => "report only".to_string(),
+        },
+        if at_deadline == 0 {
+            "; none reached its deadline"
+        } else {
+            ""
+        }
+    );
+    for (kind, s) in &by_fault {
+        let _ = writeln!(
+            text,
+            "  overshoot {kind}: {} at the deadline, {} late, max {:.1} ms, p99 {:.1} ms",
+            s.at_deadline,
+            s.late,
+            s.max_ns as f64 / 1e6,
+            s.p99_ns as f64 / 1e6
+        );
+    }
+    Overshoot { text, by_fault }
+}
+
+/// Checks a history against the rules above.
+///
+/// # Examples
+///
+/// ```
+/// use zk_campaign::checker::{check, CheckOptions};
+/// use zk_campaign::history::History;
+/// let h = History::from_lines(["H 10 0 1", "X 10 2"]);
+/// assert!(check(&h, &CheckOptions::default()).violations.is_empty());
+/// ```
+pub fn check(h: &History, opts: &CheckOptions) -> Report {
+    let session_ms: u64 = h.param_u64("session_ms").unwrap_or(3000);
+    let timeout_ms: u64 = h.param_u64("acquire_timeout_ms").unwrap_or(30_000);
+    let overlong = (timeout_ms + 4 * session_ms + 10_000) * 1_000_000;
+    let mut violations: Vec<String> = Vec::new();
+
+    // Attempts.
+    let mut acquired: BTreeMap<String, u64> = BTreeMap::new();
+    let (mut timeouts, mut errors, mut inflight_killed) = (0u64, 0u64, 0u64);
+    let mut error_kinds: BTreeMap<String, u64> = BTreeMap::new();
+    let mut longest: Option<(u64, String)> = None;
+    let mut keys: Vec<_> = h.attempts.keys().copied().collect();
+    keys.sort();
+    for k in keys {
+        let a = &h.attempts[&k];
+        match &a.result {
+            None if h.killed.contains_key(&k.0) => inflight_killed += 1,
+            None => violations.push(format!(
+                "hung attempt: pid {} thread {} attempt {} ({} on {}) never ended",
+                k.0, k.1, k.2, a.mode, a.lock
+            )),
+            Some(AttemptEnd {
+                outcome,
+                error: kind,
+                wait,
+                ..
+            }) => {
+                match outcome.as_str() {
+                    "acquired" => *acquired.entry(a.mode.clone()).or_default() += 1,
+                    "timeout" => timeouts += 1,
+                    _ => {
+                        errors += 1;
+                        *error_kinds.entry(kind.clone()).or_default() += 1;
+                    }
+                }
+                if longest.as_ref().map_or(true, |(w, _)| wait > w) {
+                    longest = Some((*wait, format!("{} on {}, {outcome}", a.mode, a.lock)));
+                }
+                if *wait > overlong {
+                    violations.push(format!(
+                        "overlong attempt: pid {} thread {} attempt {} ({} on {}) took {} ms",
+                        k.0,
+                        k.1,
+                        k.2,
+                        a.mode,
+                        a.lock,
+                        wait / 1_000_000
+                    ));
+                }
+            }
+        }
+    }
+
+    // Sections: effective ends, loss reports.
+    struct View<'a> {
+        s: &'a SecRec,
+        eff: u64,
+        told_any: bool,
+    }
+    let mut views: Vec<View<'_>> = Vec::new();
+    let (mut cut_short, mut told_at_grant, mut killed_in_section) = (0u64, 0u64, 0u64);
+    let (mut release_failed, mut release_failed_connected) = (0u64, 0u64);
+    let mut sec_keys: Vec<_> = h.sections.keys().cloned().collect();
+    sec_keys.sort();
+    for k in &sec_keys {
+        let s = &h.sections[k];
+        let (eff, told_any) = match &s.end {
+            Some(e) => {
+                let told_any = e.told.is_some() || e.told_late.is_some();
+                if let Some(t) = e.told {
+                    if t <= s.start {
+                        told_at_grant += 1;
+                    } else if t <= e.end {
+                        cut_short += 1;
+                    }
+                }
+                let lost_at_end = matches!(e.st_end.as_str(), "Lost" | "Uncertain");
+                let failed = e.release != "ok";
+                if failed {
+                    release_failed += 1;
+                    if e.connected {
+                        release_failed_connected += 1;
+                    }
+                }
+                if e.release.contains("NotOwner") {
+                    violations.push(format!("release refused (NotOwner) on {}: {}", s.lock, s.describe()));
+                }
+                if (lost_at_end || (failed && !e.connected)) && !told_any {
+                    violations.push(format!(
+                        "unreported loss on {}: {} status {} at the end, release {}, no Suspended/Lost received",
+                        s.lock,
+                        s.describe(),
+                        e.st_end,
+                        e.release
+                    ));
+                }
+                if matches!(e.st0.as_str(), "Lost" | "Uncertain") && !told_any {
+                    violations.push(format!(
+                        "unreported loss on {}: {} status {} at grant, but the loss receiver never said so",
+                        s.lock,
+                        s.describe(),
+                        e.st0
+                    ));
+                }
+                (e.end.min(e.told.unwrap_or(u64::MAX)), told_any)
+            }
+            None => match h.killed.get(&s.pid) {
+                Some(&t) => {
+                    killed_in_section += 1;
+                    // Work done (`D`) and the release under way, or killed while
+                    // working: then the section lasts until the kill.
+                    (h.done.get(&(s.pid, s.thr, s.att)).copied().unwrap_or(t).min(t), false)
+                }
+                None => {
+                    violations.push(format!("section never ended on {}: {}", s.lock, s.describe()));
+                    (s.start, false)
+                }
+            },
+        };
+        views.push(View { s, eff, told_any });
+    }
+
+    // Exclusion and fencing, per lock.
+    let mut by_lock: BTreeMap<&str, Vec<&View<'_>>> = BTreeMap::new();
+    for v in &views {
+        by_lock.entry(v.s.lock.as_str()).or_default().push(v);
+    }
+    let (mut fenced, mut fenced_max_ns) = (0u64, 0u64);
+    let mut overlaps_checked = 0u64;
+    for (lock, list) in by_lock.iter_mut() {
+        list.sort_by_key(|v| (v.s.start, v.s.pid, v.s.thr, v.s.att));
+        let mut active: Vec<&View<'_>> = Vec::new();
+        for v in list.iter() {
+            if v.eff <= v.s.start {
+                continue;
+            }
+            active.retain(|a| a.eff > v.s.start);
+            for a in &active {
+                if a.s.mode == "read" && v.s.mode == "read" {
+                    continue;
+                }
+                overlaps_checked += 1;
+                let o_start = v.s.start;
+                let o_len = a.eff.min(v.eff) - o_start;
+                let expired_before = |p: &View<'_>| h.instant.iter().any(|(sid, x)| *sid == p.s.sid && *x <= o_start);
+                let excused = [(*a, *v), (*v, *a)]
+                    .iter()
+                    .any(|(p, q)| expired_before(p) && p.told_any && p.s.token < q.s.token);
+                if excused {
+                    fenced += 1;
+                    fenced_max_ns = fenced_max_ns.max(o_len);
+                } else {
+                    violations.push(format!(
+                        "overlap on {lock}: {} [{}..{}] and {} [{}..{}] for {} us",
+                        a.s.describe(),
+                        a.s.start,
+                        a.eff,
+                        v.s.describe(),
+                        v.s.start,
+                        v.eff,
+                        o_len / 1000
+                    ));
+                }
+            }
+            active.push(v);
+        }
+        let mut prev: Option<&View<'_>> = None;
+        for v in list.iter().filter(|v| v.s.mode != "read" && v.eff > v.s.start) {
+            if let Some(p) = prev {
+                if v.s.token <= p.s.token {
+                    violations.push(format!(
+                        "fencing tokens out of order on {lock}: {} started at {} after {} at {}",
+                        v.s.describe(),
+                        v.s.start,
+                        p.s.describe(),
+                        p.s.start
+                    ));
+                }
+            }
+            prev = Some(v);
+        }
+    }
+
+    // Timed acquires that returned late.
+    let overshoot = overshoots(h, opts, &mut violations);
+
+    // Workers.
+    let mut pids: Vec<_> = h.started.iter().copied().collect();
+    pids.sort_unstable();
+    for pid in pids {
+        if !h.exited.contains(&pid) && !h.killed.contains_key(&pid) {
+            violations.push(format!("worker {pid} never finished (no X line) and was not killed"));
+        }
+    }
+    for (pid, st) in &h.worker_status {
+        if st != "exit=0" && !h.killed.contains_key(pid) {
+            violations.push(format!("worker {pid} ended badly: {st}"));
+        }
+    }
+
+    // Faults.
+    let faults = h.fault_counts();
+    let kinds: Vec<String> = h
+        .params
+        .get("kinds")
+        .map(|k| k.split(',').filter(|s| !s.is_empty()).map(String::from).collect())
+        .unwrap_or_default();
+    let missing: Vec<String> = kinds.iter().filter(|k| !faults.contains_key(*k)).cloned().collect();
+
+    // The report.
+    let mut t = String::new();
+    let total: u64 = acquired.values().sum();
+    let by_mode = ["mutex", "read", "write", "semaphore", "multi"]
+        .iter()
+        .map(|m| format!("{m} {}", acquired.get(*m).copied().unwrap_or(0)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let _ = writeln!(t, "acquisitions: {total} ({by_mode})");
+    let _ = writeln!(
+        t,
+        "attempts: {} (acquired {total}, timed out {timeouts}, errors {errors}, in flight at kill -9 {inflight_killed})",
+        h.attempts.len()
+    );
+    if !error_kinds.is_empty() {
+        let _ = writeln!(
+            t,
+            "errors by kind: {}",
+            error_kinds
+                .iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let mut fault_names: Vec<String> = kinds.clone();
+    for k in faults.keys() {
+        if !fault_names.contains(k) {
+            fault_names.push(k.clone());
+        }
+    }
+    let _ = writeln!(
+        t,
+        "faults: {} ({}){}",
+        faults.values().sum::<usize>(),
+        fault_names
+            .iter()
+            .map(|k| format!("{k} {}", faults.get(k).copied().unwrap_or(0)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        if h.failed_faults > 0 {
+            format!("; {} could not be injected", h.failed_faults)
+        } else {
+            String::new()
+        }
+    );
+    let _ = writeln!(
+        t,
+        "missing fault kinds: {}",
+        if missing.is_empty() {
+            "none".to_string()
+        } else {
+            missing.join(", ")
+        }
+    );
+    let _ = writeln!(
+        t,
+        "sections: {} (cut short by a loss signal {cut_short}, told at grant {told_at_grant}, open at kill -9 {killed_in_section}); {overlaps_checked} overlaps checked",
+        h.sections.len()
+    );
+    let _ = writeln!(
+        t,
+        "release failures: {release_failed} ({release_failed_connected} began while still connected)"
+    );
+    let _ = writeln!(
+        t,
+        "fenced overlaps after an instant expiry: {fenced} (longest {:.3} ms)",
+        fenced_max_ns as f64 / 1e6
+    );
+    match &longest {
+        Some((w, what)) => {
+            let _ = writeln!(t, "longest wait: {:.1} ms ({what})", *w as f64 / 1e6);
+        }
+        None => {
+            let _ = writeln!(t, "longest wait: none");
+        }
+    }
+    if h.unparsed > 0 {
+        let _ = writeln!(t, "unparsed lines: {}", h.unparsed);
+    }
+    t.push_str(&overshoot.text);
+    let _ = writeln!(t, "violations: {}", violations.len());
+    for v in violations.iter().take(30) {
+        let _ = writeln!(t, "  VIOLATION: {v}");
+    }
+    if violations.len() > 30 {
+        let _ = writeln!(t, "  ... and {} more", violations.len() - 30);
+    }
+    Report {
+        text: t,
+        violations,
+        missing,
+        overshoots: overshoot.by_fault,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const P: &str = "P seed=1 backend=embedded workers=2 threads=1 session_ms=1000 acquire_timeout_ms=1000 kinds=cut";
+    const MS: u64 = 1_000_000;
+
+    fn opts() -> CheckOptions {
+        CheckOptions {
+            overshoot_margin: Duration::from_millis(50),
+            max_overshoot: None,
+        }
+    }
+
+    /// One section's lines: attempt (deadline 1 s), grant, section, work done, end.
+    #[allow(clippy::too_many_arguments)]
+    fn section(
+        pid: u32,
+        att: u64,
+        lock: &str,
+        mode: &str,
+        token: i64,
+        sid: &str,
+        start: u64,
+        end: u64,
+        told: Option<u64>,
+    ) -> Vec<String> {
+        let told_s = told.map_or("-".to_string(), |t| t.to_string());
+        let ev = if told.is_some() { "Suspended" } else { "-" };
+        let attempt_lock = if mode == "multi" { "multi" } else { lock };
+        vec![
+            format!("A {pid} 0 {att} {attempt_lock} {mode} {} {}", start - 10, 1000 * MS),
+            format!("R {pid} 0 {att} {attempt_lock} {mode} {start} acquired - 10"),
+            format!("S {pid} 0 {att} {lock} {mode} {token} {sid} {start} -"),
+            format!("D {pid} 0 {att} {end}"),
+            format!("E {pid} 0 {att} {lock} {mode} {token} {sid} {start} {end} {told_s} {ev} - Held Held 1 ok"),
+        ]
+    }
+
+    fn worker(pid: u32, body: Vec<Vec<String>>) -> Vec<String> {
+        let mut v = vec![format!("H {pid} 0 1")];
+        v.extend(body.into_iter().flatten());
+        v.push(format!("X {pid} 999999999999"));
+        v
+    }
+
+    fn history(extra: &[&str], workers: Vec<Vec<String>>) -> History {
+        let mut lines: Vec<String> = vec![P.to_string(), "F cut 1 2 synthetic".to_string()];
+        lines.extend(extra.iter().map(|s| s.to_string()));
+        lines.extend(workers.into_iter().flatten());
+        History::from_lines(lines)
+    }
+
+    fn violations(h: &History) -> Vec<String> {
+        check(h, &opts()).violations
+    }
+
+    /// Exactly one violation, starting with `what`.
+    fn assert_caught(h: &History, what: &str) {
+        let v = violations(h);
+        assert_eq!(v.len(), 1, "{v:#?}");
+        assert!(v[0].starts_with(what), "{v:#?}");
+    }
+
+    fn clean() -> History {
+        history(
+            &[],
+            vec![
+                worker(
+                    10,
+                    vec![
+                        section(10, 1, "/l", "mutex", 5, "a", 100, 200, None),
+                        section(10, 2, "/rw", "read", 7, "a", 100, 300, None),
+                        section(10, 3, "/l", "multi", 9, "a", 250, 260, None),
+                    ],
+                ),
+                worker(
+                    11,
+                    vec![
+                        section(11, 1, "/l", "mutex", 6, "b", 210, 240, None),
+                        // Readers share.
+                        section(11, 2, "/rw", "read", 8, "b", 150, 350, None),
+                        section(11, 3, "/rw", "write", 10, "b", 400, 500, None),
+                    ],
+                ),
+            ],
+        )
+    }
+
+    #[test]
+    fn a_clean_history_passes() {
+        let r = check(&clean(), &opts());
+        assert!(r.violations.is_empty(), "{:#?}", r.violations);
+        assert!(r.missing.is_empty());
+        assert!(
+            r.text
+                .contains("acquisitions: 6 (mutex 2, read 2, write 1, semaphore 0, multi 1)"),
+            "{}",
+            r.text
+        );
+        assert!(r.text.contains("violations: 0"), "{}", r.text);
+    }
+
+    #[test]
+    fn catches_an_overlap_of_two_holders() {
+        let h = history(
+            &[],
+            vec![
+                worker(10, vec![section(10, 1, "/l", "mutex", 5, "a", 100, 200, None)]),
+                worker(11, vec![section(11, 1, "/l", "mutex", 6, "b", 150, 250, None)]),
+            ],
+        );
+        assert_caught(&h, "overlap on /l");
+        // A reader and a writer may not overlap either.
+        let h = history(
+            &[],
+            vec![
+                worker(10, vec![section(10, 1, "/rw", "read", 5, "a", 100, 200, None)]),
+                worker(11, vec![section(11, 1, "/rw", "write", 6, "b", 150, 250, None)]),
+            ],
+        );
+        assert_caught(&h, "overlap on /rw");
+    }
+
+    #[test]
+    fn an_overlap_after_the_earlier_holder_was_told_passes() {
+        // Holder a heard Suspended at 140, before b's grant at 150.
+        let h = history(
+            &[],
+            vec![
+                worker(10, vec![section(10, 1, "/l", "mutex", 5, "a", 100, 200, Some(140))]),
+                worker(11, vec![section(11, 1, "/l", "mutex", 6, "b", 150, 250, None)]),
+            ],
+        );
+        assert!(violations(&h).is_empty(), "{:#?}", violations(&h));
+        // Told only after the other's grant: still an overlap.
+        let h = history(
+            &[],
+            vec![
+                worker(10, vec![section(10, 1, "/l", "mutex", 5, "a", 100, 200, Some(160))]),
+                worker(11, vec![section(11, 1, "/l", "mutex", 6, "b", 150, 250, None)]),
+            ],
+        );
+        assert_caught(&h, "overlap on /l");
+    }
+
+    #[test]
+    fn catches_fencing_tokens_out_of_grant_order() {
+        let h = history(
+            &[],
+            vec![
+                worker(10, vec![section(10, 1, "/l", "mutex", 9, "a", 100, 200, None)]),
+                worker(11, vec![section(11, 1, "/l", "mutex", 6, "b", 300, 400, None)]),
+            ],
+        );
+        assert_caught(&h, "fencing tokens out of order on /l");
+    }
+
+    #[test]
+    fn catches_an_unreported_loss() {
+        let mut w = section(10, 1, "/l", "mutex", 5, "a", 100, 200, None);
+        w[4] = "E 10 0 1 /l mutex 5 a 100 200 - - - Held Lost 1 ok".into();
+        assert_caught(&history(&[], vec![worker(10, vec![w])]), "unreported loss on /l");
+        // Reported (told late, before the release): fine.
+        let mut w = section(10, 1, "/l", "mutex", 5, "a", 100, 200, None);
+        w[4] = "E 10 0 1 /l mutex 5 a 100 200 - - 210 Held Lost 1 ok".into();
+        assert!(violations(&history(&[], vec![worker(10, vec![w])])).is_empty());
+        // A failed release while disconnected, with no signal: lost unreported.
+        let mut w = section(10, 1, "/l", "mutex", 5, "a", 100, 200, None);
+        w[4] = "E 10 0 1 /l mutex 5 a 100 200 - - - Held Held 0 ZooKeeper.ConnectionLoss".into();
+        assert_caught(&history(&[], vec![worker(10, vec![w])]), "unreported loss on /l");
+        // Uncertain at grant, never said so.
+        let mut w = section(10, 1, "/l", "mutex", 5, "a", 100, 200, None);
+        w[4] = "E 10 0 1 /l mutex 5 a 100 200 - - - Uncertain Held 1 ok".into();
+        assert_caught(&history(&[], vec![worker(10, vec![w])]), "unreported loss on /l");
+    }
+
+    #[test]
+    fn catches_a_release_refused_with_not_owner() {
+        let mut w = section(10, 1, "/l", "mutex", 5, "a", 100, 200, None);
+        w[4] = "E 10 0 1 /l mutex 5 a 100 200 - - - Held Held 1 NotOwner".into();
+        assert_caught(&history(&[], vec![worker(10, vec![w])]), "release refused (NotOwner)");
+    }
+
+    #[test]
+    fn catches_a_hung_acquire_but_excuses_a_killed_worker() {
+        let hung = vec![vec!["A 10 0 1 /l mutex 100 1000000000".to_string()]];
+        assert_caught(&history(&[], vec![worker(10, hung.clone())]), "hung attempt");
+        // The same in a worker killed -9: in flight, no violation.
+        let mut lines = vec!["H 10 0 1".to_string()];
+        lines.extend(hung.into_iter().flatten());
+        let h = history(&["K 0 10 500"], vec![lines]);
+        assert!(violations(&h).is_empty(), "{:#?}", violations(&h));
+        assert!(check(&h, &opts()).text.contains("in flight at kill -9 1"));
+    }
+
+    #[test]
+    fn catches_an_overlong_attempt() {
+        // Timeout 1 s + 4 sessions of 1 s + 10 s = 15 s; this one took 16 s.
+        let h = history(
+            &[],
+            vec![worker(
+                10,
+                vec![vec![
+                    "A 10 0 1 /l mutex 100".to_string(),
+                    format!(
+                        "R 10 0 1 /l mutex {} error ZooKeeper.ConnectionLoss {}",
+                        100 + 16_000 * MS,
+                        16_000 * MS
+                    ),
+                ]],
+            )],
+        );
+        assert_caught(&h, "overlong attempt");
+    }
+
+    #[test]
+    fn catches_a_section_that_never_ended_and_a_worker_that_never_finished() {
+        let mut w = section(10, 1, "/l", "mutex", 5, "a", 100, 200, None);
+        w.truncate(3); // A, R, S: no D, no E.
+        assert_caught(&history(&[], vec![worker(10, vec![w])]), "section never ended");
+        let h = history(&[], vec![vec!["H 10 0 1".to_string()]]);
+        assert_caught(&h, "worker 10 never finished");
+        let h = history(&["W 10 exit=101"], vec![worker(10, vec![])]);
+        assert_caught(&h, "worker 10 ended badly");
+    }
+
+    #[test]
+    fn a_killed_holder_lasts_until_its_kill() {
+        // Worker 10 killed at 300 while holding since 100 (no D, no E); 11 was
+        // granted at 250: an overlap.
+        let mut w = section(10, 1, "/l", "mutex", 5, "a", 100, 400, None);
+        w.truncate(3);
+        let mut lines = vec!["H 10 0 1".to_string()];
+        lines.extend(w);
+        let h = history(
+            &["K 0 10 300"],
+            vec![
+                lines,
+                worker(11, vec![section(11, 1, "/l", "mutex", 6, "b", 250, 350, None)]),
+            ],
+        );
+        assert_caught(&h, "overlap on /l");
+    }
+
+    #[test]
+    fn separates_fenced_overlaps_after_an_instant_expiry() {
+        // Session a was expired at once at 120; holder a heard of it (at 180)
+        // after b's grant at 150: excused as fenced, since a's token is smaller.
+        let h = history(
+            &["I a 120"],
+            vec![
+                worker(10, vec![section(10, 1, "/l", "mutex", 5, "a", 100, 200, Some(180))]),
+                worker(11, vec![section(11, 1, "/l", "mutex", 6, "b", 150, 250, None)]),
+            ],
+        );
+        let r = check(&h, &opts());
+        assert!(r.violations.is_empty(), "{:#?}", r.violations);
+        assert!(
+            r.text.contains("fenced overlaps after an instant expiry: 1"),
+            "{}",
+            r.text
+        );
+        // Never told at all: not excused.
+        let h = history(
+            &["I a 120"],
+            vec![
+                worker(10, vec![section(10, 1, "/l", "mutex", 5, "a", 100, 200, None)]),
+                worker(11, vec![section(11, 1, "/l", "mutex", 6, "b", 150, 250, None)]),
+            ],
+        );
+        assert_caught(&h, "overlap on /l");
+    }
+
+    #[test]
+    fn reports_missing_fault_kinds() {
+        let mut h = clean();
+        h.add_line("P kinds=cut,restart");
+        assert_eq!(check(&h, &opts()).missing, vec!["restart".to_string()]);
+    }
+
+    #[test]
+    fn catches_a_leaked_node() {
+        let nodes = [
+            "/campaign",
+            "/campaign/mutex",
+            "/campaign/mutex/_c_0f1e-lock-0000000042",
+            "/campaign/rw/_c_77-__READ__0000000007",
+            "/campaign/sem/leases",
+        ];
+        let leaks = leaked_nodes(nodes);
+        assert_eq!(
+            leaks,
+            vec![
+                "/campaign/mutex/_c_0f1e-lock-0000000042".to_string(),
+                "/campaign/rw/_c_77-__READ__0000000007".to_string()
+            ]
+        );
+        assert!(leak_report(&leaks).starts_with("leaked nodes: 2\n  LEAK: /campaign/mutex/_c_0f1e"));
+        // A parent whose name merely contains `_c_` is not a lock node's parent.
+        assert!(leaked_nodes(["/my_c_app/x"]).is_empty());
+        assert!(leaked_nodes(["/campaign", "/campaign/mutex"]).is_empty());
+    }
+
+    /// A timed acquire (deadline 1 s) that took `wait_ms`, beginning at `start`.
+    fn timed(pid: u32, att: u64, start: u64, wait_ms: u64, outcome: &str) -> Vec<String> {
+        vec![
+            format!("A {pid} 0 {att} /l mutex {start} {}", 1000 * MS),
+            format!(
+                "R {pid} 0 {att} /l mutex {} {outcome} - {}",
+                start + wait_ms * MS,
+                wait_ms * MS
+            ),
+        ]
+    }
+
+    #[test]
+    fn reports_overshoots_per_fault_kind_and_flags_them_only_with_a_limit() {
+        // Attempt 1 meets the `cut` fault (1..2 ns, plus a session): 1.2 s, 200 ms
+        // late. Attempt 2 meets no fault: 1.03 s, within the 50 ms margin.
+        // Attempt 3 acquired before its deadline: not counted.
+        let far = 100_000 * MS;
+        let h = history(
+            &[],
+            vec![worker(
+                10,
+                vec![
+                    timed(10, 1, 100, 1200, "timeout"),
+                    timed(10, 2, far, 1030, "timeout"),
+                    timed(10, 3, 2 * far, 10, "acquired"),
+                ],
+            )],
+        );
+        let r = check(&h, &opts());
+        assert!(r.violations.is_empty(), "report only: {:#?}", r.violations);
+        assert_eq!(
+            r.overshoots.get("cut"),
+            Some(&OvershootStats {
+                at_deadline: 1,
+                late: 1,
+                max_ns: 200 * MS,
+                p99_ns: 200 * MS
+            })
+        );
+        assert_eq!(
+            r.overshoots.get("no fault"),
+            Some(&OvershootStats {
+                at_deadline: 1,
+                late: 0,
+                max_ns: 30 * MS,
+                p99_ns: 30 * MS
+            })
+        );
+        assert!(
+            r.text
+                .contains("overshoot cut: 1 at the deadline, 1 late, max 200.0 ms"),
+            "{}",
+            r.text
+        );
+        // With a limit of 100 ms, the 200 ms overshoot is a violation, the 30 ms one not.
+        let strict = CheckOptions {
+            max_overshoot: Some(Duration::from_millis(100)),
+            ..opts()
+        };
+        let v = check(&h, &strict).violations;
+        assert_eq!(v.len(), 1, "{v:#?}");
+        assert!(v[0].starts_with("late acquire: pid 10 thread 0 attempt 1"), "{v:#?}");
+        assert!(v[0].contains("faults: cut"), "{v:#?}");
+        // Older logs without a deadline on `A` use the acquire_timeout_ms parameter.
+        let h = history(
+            &[],
+            vec![worker(
+                10,
+                vec![vec![
+                    "A 10 0 1 /l mutex 100".to_string(),
+                    format!("R 10 0 1 /l mutex {} timeout - {}", 100 + 1500 * MS, 1500 * MS),
+                ]],
+            )],
+        );
+        assert_eq!(check(&h, &strict).violations.len(), 1);
+    }
+
+    #[test]
+    fn p99_of_many_overshoots() {
+        let far = 100_000 * MS;
+        // 100 attempts at the deadline, outside any fault: overshoots 1..=100 ms.
+        let body: Vec<Vec<String>> = (1..=100u64)
+            .map(|i| timed(10, i, far + i * 10_000 * MS, 1000 + i, "timeout"))
+            .collect();
+        let r = check(&history(&[], vec![worker(10, body)]), &opts());
+        let s = &r.overshoots["no fault"];
+        assert_eq!(
+            (s.at_deadline, s.late, s.max_ns, s.p99_ns),
+            (100, 50, 100 * MS, 99 * MS)
+        );
+    }
+
+    #[test]
+    fn the_default_margin_scales_with_zk_test_timing() {
+        // Read once: the variable is not set by these tests.
+        let factor = std::env::var("ZK_TEST_TIMING")
+            .ok()
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(1.0);
+        let d = CheckOptions::default();
+        assert_eq!(d.overshoot_margin, DEFAULT_OVERSHOOT_MARGIN.mul_f64(factor));
+        assert_eq!(d.max_overshoot, None);
+    }
+}

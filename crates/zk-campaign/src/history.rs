@@ -1,0 +1,424 @@
+//! The history of a campaign: the lines the workers and the coordinator log,
+//! and their parsed form.
+//!
+//! Every line is one `write` (`O_APPEND`), fields separated by one space;
+//! times are wall-clock nanoseconds since the epoch.
+//!
+//! Worker lines (`worker-*.log`):
+//!
+//! * `H pid slot t` — the worker started; `X pid t` — it finished cleanly.
+//! * `Z pid slot t session-hex password-hex` — its session changed.
+//! * `A pid thread attempt lock mode t [deadline-ns]` — an acquire attempt
+//!   began; `deadline-ns`, when present, is the timeout the attempt asked for
+//!   (`try_acquire_for(deadline)`); older logs lack it.
+//! * `R pid thread attempt lock mode t outcome error-kind wait-ns` — it ended:
+//!   `acquired`, `timeout` or `error` (with the error kind), after `wait-ns`.
+//! * `S pid thread attempt lock mode token session start node` — a critical
+//!   section began (one line per lock of a multi-lock, mode `multi`); `node` is
+//!   the lock node's name, or `-` where the recipe does not expose it.
+//! * `E pid thread attempt lock mode token session start end told told-event
+//!   told-late status-at-grant status-at-end connected-before-release release`
+//!   — it ended. `told` is when the first `Suspended`/`Lost` was received on the
+//!   guard's loss receiver while holding (`-`: never; equal to `start` when it
+//!   was already queued at grant); `told-late` when one came while the holder
+//!   waited before releasing a lock that looked lost.
+//! * `D pid thread attempt end` — the work of a section is done; written before
+//!   the release, so a worker killed during its release is not blamed.
+//!
+//! Coordinator lines (`coordinator.log`): `P key=value…` (parameters),
+//! `F kind start end detail` (a fault), `N …` (a fault that could not be
+//! injected), `K slot pid t` (a worker was killed -9), `I session-hex t` (a
+//! session was expired by the server at once), `W pid exit=N|straggler`.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs::{self, File};
+use std::io::{self, BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+/// An attempt's key: worker pid, thread, attempt number.
+pub type AttemptKey = (u32, u32, u64);
+
+/// A section's key: an attempt's key and the lock.
+pub type SectionKey = (u32, u32, u64, String);
+
+/// How an acquire attempt ended (an `R` line).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptEnd {
+    /// `acquired`, `timeout` or `error`.
+    pub outcome: String,
+    /// The error kind (`-` unless `error`).
+    pub error: String,
+    /// When it returned.
+    pub t: u64,
+    /// How long the acquire call took.
+    pub wait: u64,
+}
+
+/// An acquire attempt (`A`, then `R`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptRec {
+    /// The lock path (`multi` for a multi-lock).
+    pub lock: String,
+    /// `mutex`, `read`, `write`, `semaphore` or `multi`.
+    pub mode: String,
+    /// When the attempt began (`None` when only its `R` line survived).
+    pub start: Option<u64>,
+    /// The timeout asked for, when the log records it.
+    pub deadline: Option<u64>,
+    /// How it ended (`None`: never, so far).
+    pub result: Option<AttemptEnd>,
+}
+
+/// The end of a critical section (an `E` line).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndRec {
+    /// When the holder stopped working.
+    pub end: u64,
+    /// When it first heard `Suspended`/`Lost` while holding.
+    pub told: Option<u64>,
+    /// When it heard one while waiting before the release.
+    pub told_late: Option<u64>,
+    /// The lock's status at grant (`Held`, `Uncertain`, `Lost`, `?`).
+    pub st0: String,
+    /// The lock's status at the end.
+    pub st_end: String,
+    /// Whether the client was connected just before the release.
+    pub connected: bool,
+    /// `ok` or the release's error kind.
+    pub release: String,
+}
+
+/// A critical section on one lock (`S`, then `E`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecRec {
+    /// The worker's pid.
+    pub pid: u32,
+    /// The worker thread.
+    pub thr: u32,
+    /// The attempt number.
+    pub att: u64,
+    /// The lock path.
+    pub lock: String,
+    /// The mode of the attempt.
+    pub mode: String,
+    /// The fencing token.
+    pub token: i64,
+    /// The session id (hex).
+    pub sid: String,
+    /// When the section began.
+    pub start: u64,
+    /// Its end, if it ended.
+    pub end: Option<EndRec>,
+}
+
+impl SecRec {
+    /// `[pid P thread T attempt A mode token N session S]`.
+    pub fn describe(&self) -> String {
+        format!(
+            "[pid {} thread {} attempt {} {} token {} session {}]",
+            self.pid, self.thr, self.att, self.mode, self.token, self.sid
+        )
+    }
+}
+
+/// An injected fault (an `F` line).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FaultRec {
+    /// The fault kind, e.g. `partition-expire`.
+    pub kind: String,
+    /// When it began.
+    pub start: u64,
+    /// When it ended (healed).
+    pub end: u64,
+}
+
+/// Everything the logs of one campaign say.
+#[derive(Debug, Clone, Default)]
+pub struct History {
+    /// `P` parameters.
+    pub params: HashMap<String, String>,
+    /// Acquire attempts.
+    pub attempts: HashMap<AttemptKey, AttemptRec>,
+    /// Critical sections.
+    pub sections: HashMap<SectionKey, SecRec>,
+    /// Workers killed -9: pid → when.
+    pub killed: HashMap<u32, u64>,
+    /// `D` lines: attempt → when the work was done.
+    pub done: HashMap<AttemptKey, u64>,
+    /// Sessions expired at once by the server: (session hex, when).
+    pub instant: Vec<(String, u64)>,
+    /// Workers that started (`H`).
+    pub started: HashSet<u32>,
+    /// Workers that finished cleanly (`X`).
+    pub exited: HashSet<u32>,
+    /// How workers ended, as the coordinator saw it (`W`).
+    pub worker_status: Vec<(u32, String)>,
+    /// The faults, in log order.
+    pub faults: Vec<FaultRec>,
+    /// Faults that could not be injected (`N`).
+    pub failed_faults: usize,
+    /// Lines that could not be parsed.
+    pub unparsed: usize,
+}
+
+fn opt_u64(s: &str) -> Option<u64> {
+    if s == "-" {
+        None
+    } else {
+        s.parse().ok()
+    }
+}
+
+impl History {
+    /// Reads `worker-*.log` and `coordinator.log` in `dir`.
+    ///
+    /// # Errors
+    ///
+    /// The directory or a log cannot be read.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// let h = zk_campaign::history::History::read_dir(std::path::Path::new("/tmp/run"))?;
+    /// println!("{} attempts", h.attempts.len());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn read_dir(dir: &Path) -> io::Result<History> {
+        let mut files: Vec<PathBuf> = fs::read_dir(dir)?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                let n = p
+                    .file_name()
+                    .map(|n| n.to_string_lossy().to_string())
+                    .unwrap_or_default();
+                (n.starts_with("worker-") && n.ends_with(".log")) || n == "coordinator.log"
+            })
+            .collect();
+        files.sort();
+        let mut h = History::default();
+        for path in &files {
+            for line in BufReader::new(File::open(path)?).lines() {
+                match line {
+                    Ok(line) => h.add_line(&line),
+                    Err(_) => h.unparsed += 1,
+                }
+            }
+        }
+        Ok(h)
+    }
+
+    /// A history from lines (in any order of files; within a worker, in log order).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let h = zk_campaign::history::History::from_lines(["H 10 0 1", "X 10 2"]);
+    /// assert!(h.exited.contains(&10));
+    /// ```
+    pub fn from_lines<I, S>(lines: I) -> History
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut h = History::default();
+        for l in lines {
+            h.add_line(l.as_ref());
+        }
+        h
+    }
+
+    /// Adds one log line (blank lines are skipped; others that do not parse
+    /// are counted in [`History::unparsed`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut h = zk_campaign::history::History::default();
+    /// h.add_line("A 10 0 1 /l mutex 100 1000000000");
+    /// assert_eq!(h.attempts[&(10, 0, 1)].deadline, Some(1_000_000_000));
+    /// ```
+    pub fn add_line(&mut self, line: &str) {
+        if line.trim().is_empty() {
+            return;
+        }
+        if self.parse_line(line).is_none() {
+            self.unparsed += 1;
+        }
+    }
+
+    fn parse_line(&mut self, line: &str) -> Option<()> {
+        let f: Vec<&str> = line.split(' ').collect();
+        let p32 = |i: usize| f.get(i)?.parse::<u32>().ok();
+        let p64 = |i: usize| f.get(i)?.parse::<u64>().ok();
+        let s = |i: usize| f.get(i).map(|s| s.to_string());
+        match *f.first()? {
+            "P" => {
+                for kv in &f[1..] {
+                    let (k, v) = kv.split_once('=')?;
+                    self.params.insert(k.to_string(), v.to_string());
+                }
+            }
+            "F" => {
+                f.get(3)?;
+                self.faults.push(FaultRec {
+                    kind: s(1)?,
+                    start: p64(2).unwrap_or(0),
+                    end: p64(3).unwrap_or(0),
+                });
+            }
+            "N" => self.failed_faults += 1,
+            "K" => {
+                self.killed.insert(p32(2)?, p64(3)?);
+            }
+            "I" => self.instant.push((s(1)?, p64(2)?)),
+            "D" => {
+                self.done.insert((p32(1)?, p32(2)?, p64(3)?), p64(4)?);
+            }
+            "W" => self.worker_status.push((p32(1)?, s(2)?)),
+            "H" => {
+                self.started.insert(p32(1)?);
+            }
+            "X" => {
+                self.exited.insert(p32(1)?);
+            }
+            "Z" => {}
+            "A" => {
+                let start = p64(6)?;
+                let k = (p32(1)?, p32(2)?, p64(3)?);
+                let (lock, mode) = (s(4)?, s(5)?);
+                let deadline = f.get(7).and_then(|v| opt_u64(v));
+                let a = self.attempts.entry(k).or_insert_with(|| AttemptRec {
+                    lock,
+                    mode,
+                    start: None,
+                    deadline: None,
+                    result: None,
+                });
+                a.start = Some(start);
+                a.deadline = deadline;
+            }
+            "R" => {
+                let k = (p32(1)?, p32(2)?, p64(3)?);
+                let r = AttemptEnd {
+                    outcome: s(7)?,
+                    error: s(8)?,
+                    t: p64(6)?,
+                    wait: p64(9)?,
+                };
+                self.attempts
+                    .entry(k)
+                    .or_insert_with(|| AttemptRec {
+                        lock: f[4].to_string(),
+                        mode: f[5].to_string(),
+                        start: None,
+                        deadline: None,
+                        result: None,
+                    })
+                    .result = Some(r);
+            }
+            "S" | "E" => {
+                let key = (p32(1)?, p32(2)?, p64(3)?, s(4)?);
+                let rec = SecRec {
+                    pid: key.0,
+                    thr: key.1,
+                    att: key.2,
+                    lock: key.3.clone(),
+                    mode: s(5)?,
+                    token: f.get(6)?.parse().ok()?,
+                    sid: s(7)?,
+                    start: p64(8)?,
+                    end: None,
+                };
+                let end = if f[0] == "E" {
+                    Some(EndRec {
+                        end: p64(9)?,
+                        told: opt_u64(f.get(10)?),
+                        told_late: opt_u64(f.get(12)?),
+                        st0: s(13)?,
+                        st_end: s(14)?,
+                        connected: f.get(15)? == &"1",
+                        release: s(16)?,
+                    })
+                } else {
+                    None
+                };
+                let e = self.sections.entry(key).or_insert(rec);
+                if end.is_some() {
+                    e.end = end;
+                }
+            }
+            _ => return None,
+        }
+        Some(())
+    }
+
+    /// Faults by kind: how many of each.
+    pub fn fault_counts(&self) -> BTreeMap<String, usize> {
+        let mut m = BTreeMap::new();
+        for f in &self.faults {
+            *m.entry(f.kind.clone()).or_default() += 1;
+        }
+        m
+    }
+
+    /// A numeric parameter from the `P` line.
+    pub fn param_u64(&self, key: &str) -> Option<u64> {
+        self.params.get(key).and_then(|v| v.parse().ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_kind_of_line() {
+        let h = History::from_lines([
+            "P seed=1 session_ms=1000 kinds=cut,restart",
+            "F cut 5 9 slot 0",
+            "N restart failed",
+            "K 0 11 50",
+            "I 1a 40",
+            "W 12 exit=0",
+            "H 10 0 1",
+            "Z 10 0 2 1a 00ff",
+            "A 10 0 1 /l mutex 100 2000",
+            "R 10 0 1 /l mutex 150 acquired - 50",
+            "S 10 0 1 /l mutex 7 1a 150 node",
+            "D 10 0 1 190",
+            "E 10 0 1 /l mutex 7 1a 150 200 180 Suspended - Held Lost 0 ok",
+            "A 10 0 2 /l mutex 300",
+            "X 10 400",
+            "garbage",
+            "",
+        ]);
+        assert_eq!(h.param_u64("session_ms"), Some(1000));
+        assert_eq!(h.fault_counts().get("cut"), Some(&1));
+        assert_eq!(
+            h.faults[0],
+            FaultRec {
+                kind: "cut".into(),
+                start: 5,
+                end: 9
+            }
+        );
+        assert_eq!(h.failed_faults, 1);
+        assert_eq!(h.killed.get(&11), Some(&50));
+        assert_eq!(h.instant, vec![("1a".to_string(), 40)]);
+        assert_eq!(h.worker_status, vec![(12, "exit=0".to_string())]);
+        assert!(h.started.contains(&10) && h.exited.contains(&10));
+        let a = &h.attempts[&(10, 0, 1)];
+        assert_eq!((a.start, a.deadline), (Some(100), Some(2000)));
+        let r = a.result.as_ref().unwrap();
+        assert_eq!((r.outcome.as_str(), r.t, r.wait), ("acquired", 150, 50));
+        let old = &h.attempts[&(10, 0, 2)];
+        assert_eq!((old.deadline, old.result.is_none()), (None, true));
+        assert_eq!(h.done.get(&(10, 0, 1)), Some(&190));
+        let s = &h.sections[&(10, 0, 1, "/l".to_string())];
+        let e = s.end.as_ref().unwrap();
+        assert_eq!((s.token, e.end, e.told, e.told_late), (7, 200, Some(180), None));
+        assert_eq!((e.st_end.as_str(), e.connected), ("Lost", false));
+        assert_eq!(h.unparsed, 1);
+    }
+}

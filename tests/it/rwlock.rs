@@ -14,71 +14,17 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::support::{connect, connect_one_time, lock_children, server};
 use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender};
 use zk_framework::framework::CuratorFramework;
-use zk_framework::retry::{ExponentialBackoffRetry, RetryOneTime};
 use zk_recipes::driver::{READ_LOCK_NAME, WRITE_LOCK_NAME};
 use zk_recipes::{Error, InterProcessReadWriteLock, LockEvent};
 use zk_testing::{wait_until, Backend, TestingServer, Timing};
 
 // ---- helpers -------------------------------------------------------------------------------
 
-/// A client that is closed when dropped.
-struct Client(CuratorFramework);
-
-impl std::ops::Deref for Client {
-    type Target = CuratorFramework;
-    fn deref(&self) -> &CuratorFramework {
-        &self.0
-    }
-}
-
-impl Drop for Client {
-    fn drop(&mut self) {
-        self.0.close();
-    }
-}
-
-fn server() -> TestingServer {
-    TestingServer::start().expect("start test server (ZK_TEST_SERVER selects the backend)")
-}
-
-fn connect(connect_string: &str) -> Client {
-    let t = Timing::from_env();
-    let c = CuratorFramework::builder()
-        .connect_string(connect_string)
-        .session_timeout(t.session())
-        .connection_timeout(t.connection())
-        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
-        .build()
-        .expect("build client");
-    c.block_until_connected(t.wait()).expect("client connects");
-    Client(c)
-}
-
-fn connect_one_time(connect_string: &str) -> Client {
-    let t = Timing::from_env();
-    let c = CuratorFramework::builder()
-        .connect_string(connect_string)
-        .session_timeout(t.session())
-        .connection_timeout(t.connection())
-        .retry_policy(RetryOneTime::new(Duration::from_millis(100)))
-        .build()
-        .expect("build client");
-    c.block_until_connected(t.wait()).expect("client connects");
-    Client(c)
-}
-
-fn children(c: &CuratorFramework, path: &str) -> Vec<String> {
-    match c.get_children(path) {
-        Ok(k) => k,
-        Err(zk_framework::Error::NoNode { .. }) => Vec::new(),
-        Err(e) => panic!("get_children {path}: {e}"),
-    }
-}
-
 fn count_kind(c: &CuratorFramework, path: &str, tag: &str) -> usize {
-    children(c, path).iter().filter(|k| k.contains(tag)).count()
+    lock_children(c, path).iter().filter(|k| k.contains(tag)).count()
 }
 
 fn now_nanos() -> u128 {
@@ -195,7 +141,7 @@ fn test_get_participant_nodes() {
         let got = recv_n(&ev_rx, WRITERS, t.wait(), "writers acquire after the readers release");
         assert!(got.iter().all(|(r, _)| *r == Role::Write));
     });
-    assert!(children(&client, "/lock").is_empty());
+    assert!(lock_children(&client, "/lock").is_empty());
 }
 
 /// Curator returns `false` after the timeout (the writer waits on its own read
@@ -219,7 +165,7 @@ fn test_that_upgrading_is_disallowed() {
     assert_eq!(count_kind(&client, "/lock", WRITE_LOCK_NAME), 0);
     assert!(!rw.write_lock().is_owned_by_current_thread());
     r.release().unwrap();
-    assert!(children(&client, "/lock").is_empty());
+    assert!(lock_children(&client, "/lock").is_empty());
 }
 
 /// The untimed `acquire()` on a read-holding thread returns
@@ -306,7 +252,7 @@ fn test_downgrading() {
     w.release().unwrap();
     assert!(rw.read_lock().is_owned_by_current_thread());
     r.release().unwrap();
-    assert!(children(&client, "/lock").is_empty());
+    assert!(lock_children(&client, "/lock").is_empty());
 }
 
 /// CURATOR-621 (fixed in 5.5): a writer queued behind the write holder must not
@@ -444,7 +390,7 @@ fn test_set_node_data() {
     let rw = InterProcessReadWriteLock::with_data(&client, "/lock", &data).unwrap();
     data[0] = 5;
     let w = rw.write_lock().acquire().unwrap();
-    let kids = children(&client, "/lock");
+    let kids = lock_children(&client, "/lock");
     assert_eq!(kids.len(), 1);
     let (got, _) = client.get_data(&format!("/lock/{}", kids[0])).unwrap();
     assert_eq!(got, vec![1, 2, 3, 4]);
@@ -505,7 +451,7 @@ fn test_lock_path() {
     let released = w.release();
     assert!(released.is_ok(), "releasing a lost write lock: {released:?}");
     assert!(!lock1.write_lock().is_acquired_in_this_process());
-    assert!(children(&client2, "/lock").is_empty());
+    assert!(lock_children(&client2, "/lock").is_empty());
 }
 
 // ---- herd-free readers -----------------------------------------------------------------------
@@ -599,7 +545,7 @@ fn herd_free_readers_wake_only_the_unblocked() {
 
     // What Curator's rule would send: every blocked reader watches the first
     // writer in the queue.
-    let mut queue: Vec<String> = children(&observer, "/herd");
+    let mut queue: Vec<String> = lock_children(&observer, "/herd");
     zk_recipes::driver::Driver::Read.sort(&mut queue);
     let first_writer = queue.iter().position(|n| n.contains(WRITE_LOCK_NAME)).unwrap();
     let curator_rule = queue[first_writer + 1..]
@@ -640,7 +586,7 @@ fn herd_free_readers_wake_only_the_unblocked() {
     for th in threads {
         th.join().unwrap();
     }
-    assert!(children(&observer, "/herd").is_empty());
+    assert!(lock_children(&observer, "/herd").is_empty());
 }
 
 // ---- readers/writers across OS processes ----------------------------------------------------
@@ -785,7 +731,7 @@ fn rw_invariant_across_processes() {
             go_file: go.clone(),
         };
         let child = Command::new(&exe)
-            .args(["--exact", "rw_process_child", "--nocapture", "--test-threads=1"])
+            .args(["--exact", "rwlock::rw_process_child", "--nocapture", "--test-threads=1"])
             .env(CHILD_ENV, spec.encode())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -899,7 +845,7 @@ fn downgrade_after_losing_the_write_lock_is_refused() {
         drop(done_tx);
     });
     let _ = w.release();
-    assert!(wait_until(t.wait(), || children(&client2, "/lock").is_empty()));
+    assert!(wait_until(t.wait(), || lock_children(&client2, "/lock").is_empty()));
 }
 
 /// Participant nodes are filtered on the node name, like Curator, even when the

@@ -2,11 +2,9 @@
 //! replies, dead hosts, all hosts down; watches across reconnects; watchers that
 //! call the client or panic; bounded close.
 //!
-//! Network faults go through a loopback proxy (`client_support::proxy`), so they
+//! Network faults go through a loopback proxy (`support::plain::proxy`), so they
 //! run on both backends; the embedded server's own fault injection is used in
 //! `client_embedded_faults.rs`.
-
-mod client_support;
 
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -14,18 +12,12 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use client_support::proxy::Proxy;
-use client_support::{closed_port, test_root, wait_until, TestServer};
-use crossbeam_channel::{unbounded, Receiver};
+use crate::support::plain::proxy::Proxy;
+use crate::support::plain::{closed_port, expect_event, open, test_root, wait_until, TestServer, WAIT};
+use crossbeam_channel::unbounded;
 use zk_framework::client::{Client, ClientConfig, ClientState, SessionEvent, WatchedEvent};
 use zk_framework::proto::{Acl, CreateMode, EventType};
 use zk_framework::Error;
-
-const WAIT: Duration = Duration::from_secs(20);
-
-fn open() -> Vec<Acl> {
-    Acl::open_unsafe()
-}
 
 fn config(session: Duration) -> ClientConfig {
     ClientConfig::default()
@@ -40,18 +32,6 @@ fn connect(addr: &str, config: ClientConfig) -> Client {
 }
 
 /// Waits for `want` on `rx`, failing on a timeout; returns the events before it.
-fn expect_event(rx: &Receiver<SessionEvent>, want: SessionEvent) -> Vec<SessionEvent> {
-    let deadline = Instant::now() + WAIT;
-    let mut seen = Vec::new();
-    loop {
-        match rx.recv_deadline(deadline) {
-            Ok(e) if e == want => return seen,
-            Ok(e) => seen.push(e),
-            Err(_) => panic!("no {want:?} event; saw {seen:?}"),
-        }
-    }
-}
-
 #[test]
 fn busy_client_keeps_its_session_across_a_blip() {
     let Some(server) = TestServer::start() else { return };

@@ -4,36 +4,16 @@
 //! on Apache (`ZK_TEST_SERVER=apache`), except the restart test, which runs on
 //! both.
 
-mod client_support;
-
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use client_support::{test_root, wait_until, TestServer};
-use crossbeam_channel::{unbounded, Receiver};
+use crate::support::plain::{expect_event, open, test_root, wait_until, TestServer, WAIT};
+use crossbeam_channel::unbounded;
 use zk_framework::client::{ClientState, SessionEvent, WatchedEvent};
 use zk_framework::proto::{Acl, CreateMode, EventType, OpCode};
 use zk_framework::Error;
-
-const WAIT: Duration = Duration::from_secs(20);
-
-fn open() -> Vec<Acl> {
-    Acl::open_unsafe()
-}
-
-fn expect_event(rx: &Receiver<SessionEvent>, want: SessionEvent) -> Vec<SessionEvent> {
-    let deadline = Instant::now() + WAIT;
-    let mut seen = Vec::new();
-    loop {
-        match rx.recv_deadline(deadline) {
-            Ok(e) if e == want => return seen,
-            Ok(e) => seen.push(e),
-            Err(_) => panic!("no {want:?} event; saw {seen:?}"),
-        }
-    }
-}
 
 fn embedded() -> Option<TestServer> {
     let server = TestServer::start()?;

@@ -3,8 +3,6 @@
 //! with wall-clock nanoseconds and checked for overlap, and fencing tokens must
 //! increase in grant order.
 
-mod recipes_support;
-
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -110,7 +108,12 @@ fn run_processes(kind: &str, processes: usize, iterations: usize) {
     let mut children: Vec<_> = (0..processes)
         .map(|_| {
             Command::new(&exe)
-                .args(["--exact", "contender_child", "--nocapture", "--test-threads=1"])
+                .args([
+                    "--exact",
+                    "processes::contender_child",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
                 .env(CHILD_ENV, &spec)
                 .stdout(Stdio::null())
                 .stderr(Stdio::inherit())
@@ -170,9 +173,9 @@ fn run_processes(kind: &str, processes: usize, iterations: usize) {
         assert!(w[0].token < w[1].token, "fencing tokens increase in grant order");
     }
     // Nothing is left behind under the lock path.
-    let c = recipes_support::client(&s);
+    let c = crate::support::client(&s);
     assert!(
-        zk_testing::wait_until(Timing::from_env().wait(), || recipes_support::tree(&c, "/proc-locks")
+        zk_testing::wait_until(Timing::from_env().wait(), || crate::support::tree(&c, "/proc-locks")
             .iter()
             .all(|p| !p.contains("_c_"))),
         "no lock node is left"

@@ -1,11 +1,9 @@
-//! Helpers shared by the `framework_*` integration tests (the managed client,
-//! `zk_framework::framework`): servers on the backend chosen by
-//! `ZK_TEST_SERVER`, clients whose every connection state is recorded from the
-//! first one on, and waits with deadlines scaled by `ZK_TEST_TIMING`.
+//! Helpers of the `framework_*` tests (the managed client,
+//! `zk_framework::framework`): clients whose every connection state is recorded
+//! from the first one on, and waits with deadlines scaled by `ZK_TEST_TIMING`.
+//! Re-exports the shared server, timing and port helpers, so that
+//! `use crate::support::framework::*` is all a test needs.
 
-#![allow(dead_code)]
-
-use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
@@ -13,31 +11,12 @@ use zk_framework::client::{Client, ClientConfig};
 use zk_framework::framework::{CuratorFramework, CuratorFrameworkBuilder};
 use zk_framework::retry::RetryNTimes;
 use zk_framework::state::ConnectionState;
-use zk_testing::{Backend, TestingServer, Timing};
+use zk_testing::TestingServer;
+
+pub use super::{closed_port, embedded_server, server, timing};
 
 #[allow(unused_imports)]
 pub use zk_framework::state::ConnectionState::{Connected, Lost, Reconnected, Suspended};
-
-pub fn init_log() {
-    let _ = env_logger::builder().is_test(true).try_init();
-}
-
-pub fn timing() -> Timing {
-    Timing::from_env()
-}
-
-/// A server on the backend named by `ZK_TEST_SERVER` (embedded by default).
-pub fn server() -> TestingServer {
-    init_log();
-    TestingServer::start().expect("start the test server")
-}
-
-/// The embedded server, for faults only it can inject (lost replies, dropped
-/// connections).
-pub fn embedded_server() -> TestingServer {
-    init_log();
-    TestingServer::start_backend(Backend::Embedded).expect("start the embedded server")
-}
 
 /// A builder for `server` with the test timings: session 4 s, connection 2 s
 /// (scaled), `RetryNTimes(10, 100 ms)`.
@@ -122,12 +101,6 @@ pub fn expect_quiet(rx: &Receiver<ConnectionState>, d: Duration) {
         Ok(s) => panic!("unexpected state {s:?} (more: {:?})", rx.try_iter().collect::<Vec<_>>()),
         Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => {}
     }
-}
-
-/// A loopback port nothing listens on.
-pub fn closed_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().unwrap().port()
 }
 
 /// A plain client straight to the server (no namespace, no framework), for

@@ -1,12 +1,9 @@
 //! Fault injection, session expiry and lifecycle of the embedded server.
 
-#[path = "embedded_support.rs"]
-mod support;
-
 use std::io::Read;
 use std::time::{Duration, Instant};
 
-use support::{ev, wait_until, Client, Closed, WAIT};
+use crate::support::{ev, wait_until, Client, Closed, WAIT};
 use zk_framework::proto::{EventType, OpCode, PathWatchRequest};
 use zk_testing::embedded::{EmbeddedServer, ServerConfig};
 
@@ -180,7 +177,7 @@ fn drop_next_reply_applies_the_request_but_loses_the_answer() {
     a.send_request(
         xid,
         OpCode::Create2.code(),
-        &support::create_req("/lost-", b"", 3).to_bytes(),
+        &crate::support::create_req("/lost-", b"", 3).to_bytes(),
     );
     assert!(matches!(a.read_until_closed(WAIT), Closed::Yes(f) if f.is_empty()));
     let (mut b, resp) = Client::reattach(&addr, &a).unwrap();

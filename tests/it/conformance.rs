@@ -8,6 +8,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::support::server;
 use crossbeam_channel::{unbounded, Receiver};
 use zk_framework::proto::{
     self, Create2Response, CreateMode as Mode, CreateRequest, DeleteRequest, GetChildrenResponse, GetDataResponse,
@@ -17,10 +18,6 @@ use zk_framework::proto::{
 use zk_testing::raw::RawConnection;
 use zk_testing::{wait_until, TestingServer, Timing};
 use zookeeper::{Acl, CreateMode, WatchedEvent, WatchedEventType, ZkError, ZooKeeper};
-
-fn server() -> TestingServer {
-    TestingServer::start().expect("start test server (ZK_TEST_SERVER selects the backend)")
-}
 
 fn zk(server: &TestingServer) -> ZooKeeper {
     ZooKeeper::connect(

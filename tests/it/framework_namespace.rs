@@ -3,11 +3,9 @@
 //! event paths come back without the namespace. Runs on the backend chosen by
 //! `ZK_TEST_SERVER`.
 
-mod framework_support;
-
 use std::time::Duration;
 
-use framework_support::*;
+use crate::support::framework::*;
 use zk_framework::client::WatchedEvent;
 use zk_framework::proto::{Acl, CreateMode, EventType};
 

@@ -3,8 +3,9 @@
 //! They need Java and Debian's ZooKeeper jars. Without them they print a line and pass, unless
 //! `ZK_TEST_REQUIRE_APACHE=1` is set (CI sets it), in which case they fail.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::support::wait_until;
 use zk_testing::apache::{self, ApacheCluster, ApacheConfig, ApacheServer};
 use zk_testing::fourlw::four_letter_word;
 
@@ -33,20 +34,6 @@ fn srvr(addr: &str) -> String {
 
 fn mode_of(answer: &str) -> Option<&str> {
     answer.lines().find_map(|l| l.strip_prefix("Mode: "))
-}
-
-/// Polls `cond` until it holds or `timeout` passes; returns whether it held.
-fn eventually(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 #[test]
@@ -109,7 +96,7 @@ fn standalone_pause_and_resume() {
     assert_eq!(err.kind(), std::io::ErrorKind::TimedOut, "{err}");
     server.resume().expect("resume");
     assert!(
-        eventually(WAIT, || {
+        wait_until(WAIT, || {
             four_letter_word(&addr, "srvr", Duration::from_secs(2))
                 .map(|a| mode_of(&a) == Some("standalone"))
                 .unwrap_or(false)

@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use crate::support::{init_log, timing};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use zk_framework::client::{Client, ClientConfig, ClientState, SessionEvent, WatchedEvent};
 use zk_framework::framework::CuratorFramework;
@@ -23,17 +24,13 @@ use zk_framework::state::ConnectionState;
 use zk_recipes::{InterProcessMutex, InterProcessSemaphoreMutex, LockEvent, LockStatus};
 use zk_testing::apache::{self, ApacheCluster, ApacheConfig};
 use zk_testing::fourlw::four_letter_word;
-use zk_testing::{wait_until, Timing};
+use zk_testing::wait_until;
 
 /// Only one ensemble at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-fn init_log() {
-    let _ = env_logger::builder().is_test(true).try_init();
 }
 
 /// Returns `false` (after printing why) if the test should be skipped; panics instead when
@@ -51,10 +48,6 @@ fn apache_or_skip(test: &str) -> bool {
     );
     println!("{test}: skipped (Java or Apache ZooKeeper not installed)");
     false
-}
-
-fn timing() -> Timing {
-    Timing::from_env()
 }
 
 /// A fresh 3-node ensemble (one leader, two followers).

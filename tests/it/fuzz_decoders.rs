@@ -17,6 +17,9 @@
 //!
 //! A panic hook counts panics on every thread (the client's I/O and event
 //! threads, the embedded server's threads); each test asserts none happened.
+//! Other suites in this binary panic on purpose (a panicking watcher, panicking
+//! state listeners), so each test here runs alone in a process of its own
+//! (`support::in_own_process`).
 //! `ZK_FUZZ_SEED` changes the seed (default 1); every case count is printed.
 
 use std::io::{ErrorKind, Read, Write};
@@ -26,6 +29,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant};
 
+use crate::support::in_own_process;
 use zk_framework::client::{Client, ClientConfig, ClientState, Op, WatchedEvent};
 use zk_framework::framework::CuratorFramework;
 use zk_framework::proto::frame::{four_letter_word, frame, read_frame, FrameBuffer, DEFAULT_MAX_FRAME};
@@ -611,6 +615,9 @@ fn targets() -> Vec<Target> {
 
 #[test]
 fn every_decoder_survives_random_and_mutated_bytes() {
+    if in_own_process("fuzz_decoders::every_decoder_survives_random_and_mutated_bytes") {
+        return;
+    }
     count_panics();
     let t = Timing::from_env();
     let mut rng = Rng::new(seed());
@@ -654,6 +661,9 @@ fn every_decoder_survives_random_and_mutated_bytes() {
 
 #[test]
 fn frame_buffer_survives_random_streams_and_keeps_valid_ones_intact() {
+    if in_own_process("fuzz_decoders::frame_buffer_survives_random_streams_and_keeps_valid_ones_intact") {
+        return;
+    }
     count_panics();
     let mut rng = Rng::new(seed() ^ 0xF4A3);
     let (mut streams, mut frames_out, mut errors) = (0usize, 0usize, 0usize);
@@ -1008,6 +1018,9 @@ fn random_call(zk: &Client, rng: &mut Rng, events: &Arc<AtomicUsize>) -> String 
 
 #[test]
 fn the_client_survives_a_lying_server_and_recovers() {
+    if in_own_process("fuzz_decoders::the_client_survives_a_lying_server_and_recovers") {
+        return;
+    }
     count_panics();
     let t = Timing::from_env();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -1360,6 +1373,9 @@ fn hostile_connection(addr: &str, mut rng: Rng, frames: &AtomicUsize) {
 
 #[test]
 fn the_embedded_server_survives_hostile_connections_and_keeps_serving() {
+    if in_own_process("fuzz_decoders::the_embedded_server_survives_hostile_connections_and_keeps_serving") {
+        return;
+    }
     count_panics();
     let t = Timing::from_env();
     let server = TestingServer::start_backend(Backend::Embedded).unwrap();

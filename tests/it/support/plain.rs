@@ -1,48 +1,54 @@
-//! Helpers shared by the `client_*` integration tests: one test server over the
-//! embedded and the Apache backends, fault injection, and condition waits.
+//! Helpers of the `client_*` tests (the plain client, `zk_framework::client`):
+//! one test server over the embedded and the Apache backends (a
+//! [`TestingServer`]), fault injection, and unique test roots.
 //!
 //! `ZK_TEST_SERVER=apache` runs the tests on a real Apache ZooKeeper; otherwise
 //! they use the embedded server. Faults only the embedded server can inject are
 //! reported by [`TestServer::is_embedded`]; tests that need them skip on Apache.
 
-#![allow(dead_code)]
-
 pub mod proxy {
-    //! The fault proxy now lives in zk-testing.
+    //! The fault proxy lives in zk-testing.
     #[allow(unused_imports)]
     pub use zk_testing::proxy::FaultProxy as Proxy;
 }
 
-use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
-use zk_framework::client::{Client, ClientConfig};
+use crossbeam_channel::Receiver;
+
+use zk_framework::client::{Client, ClientConfig, SessionEvent};
 use zk_framework::proto::{Acl, CreateMode};
-use zk_testing::apache::{self, ApacheConfig, ApacheServer};
+use zk_testing::apache::{self, ApacheConfig};
 use zk_testing::embedded::{EmbeddedServer, ServerConfig};
+use zk_testing::{Backend, TestingServer};
 
-/// Which server the tests run against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    Embedded,
-    Apache,
+pub use super::{closed_port, wait_until};
+
+/// How long the client tests wait for an event.
+pub const WAIT: Duration = Duration::from_secs(20);
+
+/// The open ACL (`world:anyone`, all permissions).
+pub fn open() -> Vec<Acl> {
+    Acl::open_unsafe()
 }
 
-pub fn backend() -> Backend {
-    match std::env::var("ZK_TEST_SERVER") {
-        Ok(v) if v.eq_ignore_ascii_case("apache") => Backend::Apache,
-        _ => Backend::Embedded,
+/// Receives session events until `want`; returns the ones before it. Fails
+/// after [`WAIT`].
+pub fn expect_event(rx: &Receiver<SessionEvent>, want: SessionEvent) -> Vec<SessionEvent> {
+    let deadline = Instant::now() + WAIT;
+    let mut seen = Vec::new();
+    loop {
+        match rx.recv_deadline(deadline) {
+            Ok(e) if e == want => return seen,
+            Ok(e) => seen.push(e),
+            Err(_) => panic!("no {want:?} event; saw {seen:?}"),
+        }
     }
-}
-
-enum Kind {
-    Embedded(EmbeddedServer),
-    Apache(ApacheServer),
 }
 
 /// A server for one test.
 pub struct TestServer {
-    kind: Kind,
+    server: TestingServer,
 }
 
 impl TestServer {
@@ -54,26 +60,24 @@ impl TestServer {
 
     /// As [`TestServer::start`], with settings for the embedded server.
     pub fn start_with(config: ServerConfig) -> Option<TestServer> {
-        let _ = env_logger::builder().is_test(true).try_init();
-        let kind = match backend() {
-            Backend::Embedded => Kind::Embedded(EmbeddedServer::start(config).expect("start the embedded server")),
+        super::init_log();
+        let backend = Backend::from_env().expect("ZK_TEST_SERVER");
+        let server = match backend {
+            Backend::Embedded => TestingServer::embedded_with(config).expect("start the embedded server"),
             Backend::Apache => {
                 if !apache::available() {
                     eprintln!("skipping: Apache ZooKeeper is not installed");
                     return None;
                 }
-                Kind::Apache(ApacheServer::start(ApacheConfig::default()).expect("start Apache ZooKeeper"))
+                TestingServer::apache_with(ApacheConfig::default()).expect("start Apache ZooKeeper")
             }
         };
-        Some(TestServer { kind })
+        Some(TestServer { server })
     }
 
     /// The embedded server, for faults only it can inject; `None` on Apache.
     pub fn embedded(&self) -> Option<&EmbeddedServer> {
-        match &self.kind {
-            Kind::Embedded(s) => Some(s),
-            Kind::Apache(_) => None,
-        }
+        self.server.embedded()
     }
 
     pub fn is_embedded(&self) -> bool {
@@ -81,10 +85,7 @@ impl TestServer {
     }
 
     pub fn connect_string(&self) -> String {
-        match &self.kind {
-            Kind::Embedded(s) => s.connect_string(),
-            Kind::Apache(s) => s.connect_string(),
-        }
+        self.server.connect_string()
     }
 
     /// A connected client with the given session timeout.
@@ -100,18 +101,12 @@ impl TestServer {
 
     /// Stops the server (its sessions persist for `restart`).
     pub fn stop(&mut self) {
-        match &mut self.kind {
-            Kind::Embedded(s) => s.stop(),
-            Kind::Apache(s) => s.stop().expect("stop"),
-        }
+        self.server.stop().expect("stop");
     }
 
     /// Starts it again on the same port with the same data and sessions.
     pub fn restart(&mut self) {
-        match &mut self.kind {
-            Kind::Embedded(s) => s.restart().expect("restart"),
-            Kind::Apache(s) => s.restart().expect("restart"),
-        }
+        self.server.restart().expect("restart");
     }
 
     /// Expires `client`'s session the way the server would. On Apache a second
@@ -119,24 +114,10 @@ impl TestServer {
     /// the closeSession go out in one write, so the client cannot win the race
     /// back in between).
     pub fn expire(&mut self, client: &Client) {
-        match &self.kind {
-            Kind::Embedded(s) => assert!(s.expire_session(client.session_id()), "no such session"),
-            Kind::Apache(_) => expire_session(&self.connect_string(), client.session_id(), &client.session_password()),
+        match self.server.embedded() {
+            Some(s) => assert!(s.expire_session(client.session_id()), "no such session"),
+            None => expire_session(&self.connect_string(), client.session_id(), &client.session_password()),
         }
-    }
-}
-
-/// Polls `cond` every 10 ms until it holds or `timeout` passes.
-pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
@@ -150,12 +131,6 @@ pub fn test_root(c: &Client, name: &str) -> String {
     c.create(&p, b"", &Acl::open_unsafe(), CreateMode::Persistent)
         .expect("create test root");
     p
-}
-
-/// A loopback port nobody listens on.
-pub fn closed_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
 }
 
 /// Closes session `id` on the server at `addr` from a raw connection.

@@ -6,13 +6,11 @@
 //! `TestBlockUntilConnected` (spec §5, §7.10). Every test runs on the backend
 //! chosen by `ZK_TEST_SERVER` (embedded or apache).
 
-mod framework_support;
-
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use framework_support::*;
+use crate::support::framework::*;
 use parking_lot::Mutex;
 use zk_framework::proto::CreateMode;
 use zk_framework::state::ConnectionState;

@@ -1,12 +1,9 @@
 //! Wire-level behaviour of the embedded server, driven with raw frames.
 
-#[path = "embedded_support.rs"]
-mod support;
-
 use std::io::{Read, Write};
 use std::time::Duration;
 
-use support::{connect_request, create_req, ev, wait_until, Client, Closed, Packet, WAIT};
+use crate::support::{connect_request, create_req, ev, wait_until, Client, Closed, Packet, WAIT};
 use zk_framework::proto::frame::frame;
 use zk_framework::proto::jute::{Encode, JuteWrite};
 use zk_framework::proto::{

@@ -1,12 +1,9 @@
 //! Four-letter words of the embedded server.
 
-#[path = "embedded_support.rs"]
-mod support;
-
 use std::io::{Read, Write};
 use std::time::Duration;
 
-use support::{Client, WAIT};
+use crate::support::{Client, WAIT};
 use zk_testing::embedded::{EmbeddedServer, ServerConfig};
 use zk_testing::fourlw::four_letter_word;
 

@@ -8,16 +8,14 @@
 //! §7.10). Lost replies need the embedded server (`drop_next_reply`), so those
 //! tests start it explicitly; the others follow `ZK_TEST_SERVER`.
 
-mod framework_support;
-
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
+use crate::support::framework::*;
 use crossbeam_channel::Sender;
-use framework_support::*;
 use zk_framework::paths::{is_protected, PROTECTED_PREFIX};
 use zk_framework::proto::{CreateMode, OpCode};
 use zk_framework::retry::{RetryDecision, RetryForever, RetryNTimes, RetryOneTime, RetryPolicy};

@@ -2,11 +2,9 @@
 //! garbage connect strings, an unreachable server, invalid paths and
 //! namespaces, zero or huge timeouts, an out-of-range expiry percent.
 
-mod framework_support;
-
 use std::time::{Duration, Instant};
 
-use framework_support::*;
+use crate::support::framework::*;
 use zk_framework::framework::CuratorFramework;
 use zk_framework::proto::CreateMode;
 use zk_framework::retry::{RetryForever, RetryNTimes};

@@ -2,21 +2,15 @@
 //! §7.9 scenarios ported by name. Embedded by default; `ZK_TEST_SERVER=apache`
 //! runs them on Apache ZooKeeper.
 
-mod recipes_support;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::support::{client, client_ns, server, timing};
 use crossbeam_channel::unbounded;
-use recipes_support::{client, client_ns, timing};
 use zk_recipes::{Error, InterProcessSemaphoreMutex, InterProcessSemaphoreV2, LockEvent};
-use zk_testing::{wait_until, TestingServer};
+use zk_testing::wait_until;
 
 const LOCK: &str = "/locks/our-lock";
-
-fn server() -> TestingServer {
-    TestingServer::start().expect("test server")
-}
 
 #[test]
 fn test_locker() {

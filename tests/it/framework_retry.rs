@@ -5,14 +5,12 @@
 //!
 //! Every test runs on the backend chosen by `ZK_TEST_SERVER`.
 
-mod framework_support;
-
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use framework_support::*;
+use crate::support::framework::*;
 use zk_framework::proto::{Acl, CreateMode};
 use zk_framework::retry::{
     ExponentialBackoffRetry, RetryDecision, RetryForever, RetryNTimes, RetryPolicy, RetryUntilElapsed,

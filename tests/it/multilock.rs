@@ -10,73 +10,19 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::support::{connect, connect_one_time, lock_children, server};
 use crossbeam_channel::{unbounded, RecvTimeoutError};
 use zk_framework::framework::CuratorFramework;
-use zk_framework::retry::{ExponentialBackoffRetry, RetryOneTime};
 use zk_recipes::{
     Error, InterProcessLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex, MultiLock,
     Result,
 };
-use zk_testing::{wait_until, TestingServer, Timing};
+use zk_testing::{wait_until, Timing};
 
 const PATH_1: &str = "/locks/our-lock-1";
 const PATH_2: &str = "/locks/our-lock-2";
 
 // ---- helpers -------------------------------------------------------------------------------
-
-/// A client that is closed when dropped.
-struct Client(CuratorFramework);
-
-impl std::ops::Deref for Client {
-    type Target = CuratorFramework;
-    fn deref(&self) -> &CuratorFramework {
-        &self.0
-    }
-}
-
-impl Drop for Client {
-    fn drop(&mut self) {
-        self.0.close();
-    }
-}
-
-fn server() -> TestingServer {
-    TestingServer::start().expect("start test server (ZK_TEST_SERVER selects the backend)")
-}
-
-fn connect(server: &TestingServer) -> Client {
-    let t = Timing::from_env();
-    let c = CuratorFramework::builder()
-        .connect_string(server.connect_string())
-        .session_timeout(t.session())
-        .connection_timeout(t.connection())
-        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
-        .build()
-        .expect("build client");
-    c.block_until_connected(t.wait()).expect("client connects");
-    Client(c)
-}
-
-fn connect_one_time(server: &TestingServer) -> Client {
-    let t = Timing::from_env();
-    let c = CuratorFramework::builder()
-        .connect_string(server.connect_string())
-        .session_timeout(t.session())
-        .connection_timeout(t.connection())
-        .retry_policy(RetryOneTime::new(Duration::from_millis(100)))
-        .build()
-        .expect("build client");
-    c.block_until_connected(t.wait()).expect("client connects");
-    Client(c)
-}
-
-fn children(c: &CuratorFramework, path: &str) -> Vec<String> {
-    match c.get_children(path) {
-        Ok(k) => k,
-        Err(zk_framework::Error::NoNode { .. }) => Vec::new(),
-        Err(e) => panic!("get_children {path}: {e}"),
-    }
-}
 
 fn make_lock(c: &CuratorFramework) -> MultiLock {
     MultiLock::from_paths(c, &[PATH_1, PATH_2]).unwrap()
@@ -121,7 +67,7 @@ impl InterProcessLock for FaultyLock {
 #[test]
 fn test_some_releases_fail() {
     let server = server();
-    let client = connect_one_time(&server);
+    let client = connect_one_time(&server.connect_string());
     let good = Arc::new(InterProcessMutex::new(&client, PATH_1).unwrap());
     let other_good = Arc::new(InterProcessMutex::new(&client, PATH_2).unwrap());
     let bad = FaultyLock {
@@ -139,14 +85,14 @@ fn test_some_releases_fail() {
     // The bad lock failed first (reverse order); the good one was still released.
     assert!(!good.is_acquired_in_this_process());
     assert!(other_good.is_acquired_in_this_process());
-    assert!(children(&client, PATH_1).is_empty());
+    assert!(lock_children(&client, PATH_1).is_empty());
     InterProcessLock::release(&*other_good).unwrap();
 }
 
 #[test]
 fn test_some_locks_fail_to_lock() {
     let server = server();
-    let client = connect_one_time(&server);
+    let client = connect_one_time(&server.connect_string());
     let good = Arc::new(InterProcessMutex::new(&client, PATH_1).unwrap());
     let saw = Arc::new(AtomicBool::new(false));
     let bad = FaultyLock {
@@ -162,7 +108,7 @@ fn test_some_locks_fail_to_lock() {
     assert!(!good.is_acquired_in_this_process(), "rolled back");
     assert!(saw.load(Ordering::SeqCst), "the good lock was taken before the bad one");
     assert!(!multi.is_acquired_in_this_process());
-    assert!(children(&client, PATH_1).is_empty());
+    assert!(lock_children(&client, PATH_1).is_empty());
     assert!(multi.release().is_err(), "nothing to release");
 }
 
@@ -170,7 +116,7 @@ fn test_some_locks_fail_to_lock() {
 #[test]
 fn release_reports_every_error() {
     let server = server();
-    let client = connect(&server);
+    let client = connect(&server.connect_string());
     let paths = ["/multi/e1", "/multi/e2", "/multi/e3"];
     let inner: Vec<Arc<InterProcessMutex>> = paths
         .iter()
@@ -211,14 +157,14 @@ fn release_reports_every_error() {
 #[test]
 fn test_locker() {
     let server = server();
-    let client = connect(&server);
+    let client = connect(&server.connect_string());
     let lock = make_lock(&client);
     {
         let _g = lock.try_acquire_for(ten_s()).unwrap().expect("acquired");
         assert!(lock.is_acquired_in_this_process());
     }
     assert!(!lock.is_acquired_in_this_process());
-    assert!(children(&client, PATH_1).is_empty() && children(&client, PATH_2).is_empty());
+    assert!(lock_children(&client, PATH_1).is_empty() && lock_children(&client, PATH_2).is_empty());
 }
 
 fn foo_bar_snafu(lock: &MultiLock, in_bar: impl FnOnce()) {
@@ -247,18 +193,18 @@ fn foo_bar_snafu(lock: &MultiLock, in_bar: impl FnOnce()) {
 #[test]
 fn test_reentrant() {
     let server = server();
-    let client = connect(&server);
+    let client = connect(&server.connect_string());
     let lock = make_lock(&client);
     foo_bar_snafu(&lock, || {});
     // Reentrant levels reuse one node per lock.
-    assert!(children(&client, PATH_1).is_empty());
+    assert!(lock_children(&client, PATH_1).is_empty());
 }
 
 #[test]
 fn test_reentrant_2_threads() {
     let t = Timing::from_env();
     let server = server();
-    let client = connect(&server);
+    let client = connect(&server.connect_string());
     let lock = make_lock(&client);
     std::thread::scope(|s| {
         foo_bar_snafu(&lock, || {
@@ -272,7 +218,7 @@ fn test_reentrant_2_threads() {
             assert!(lock.is_acquired_in_this_process());
         });
     });
-    assert!(children(&client, PATH_1).is_empty() && children(&client, PATH_2).is_empty());
+    assert!(lock_children(&client, PATH_1).is_empty() && lock_children(&client, PATH_2).is_empty());
 }
 
 #[test]
@@ -280,7 +226,7 @@ fn test_reentrant_single_lock() {
     const THREADS: usize = 10;
     let t = Timing::from_env();
     let server = server();
-    let client = connect(&server);
+    let client = connect(&server.connect_string());
     let lock = make_lock(&client);
     let has_lock = AtomicBool::new(false);
     let first = AtomicBool::new(true);
@@ -297,7 +243,7 @@ fn test_reentrant_single_lock() {
                 );
                 if first.swap(false, Ordering::SeqCst) {
                     // Hold until every other thread is queued on the first lock.
-                    assert!(wait_until(t.wait(), || children(&client, PATH_1).len() == THREADS));
+                    assert!(wait_until(t.wait(), || lock_children(&client, PATH_1).len() == THREADS));
                 } else {
                     std::thread::sleep(Duration::from_millis(20));
                 }
@@ -314,8 +260,8 @@ fn test_reentrant_single_lock() {
 fn test_2_clients() {
     let t = Timing::from_env();
     let server = server();
-    let c1 = connect(&server);
-    let c2 = connect(&server);
+    let c1 = connect(&server.connect_string());
+    let c2 = connect(&server.connect_string());
     let l1 = make_lock(&c1);
     let l2 = make_lock(&c2);
     let (tx, rx) = unbounded::<usize>();
@@ -356,7 +302,7 @@ fn test_2_clients() {
 fn test_killed_session() {
     let t = Timing::from_env();
     let server = server();
-    let client = connect(&server);
+    let client = connect(&server.connect_string());
     let (tx, rx) = unbounded::<usize>();
     let (stop_tx, stop_rx) = unbounded::<()>();
     std::thread::scope(|s| {
@@ -404,7 +350,7 @@ fn opposite_orders_never_deadlock() {
         // Detached threads: a deadlock fails the test at the deadline instead of
         // hanging it.
         std::thread::spawn(move || {
-            let client = connect(&server);
+            let client = connect(&server.connect_string());
             let multi = MultiLock::from_paths(&client, &order).unwrap();
             assert_eq!(multi.order(), vec!["/multi/A".to_string(), "/multi/B".to_string()]);
             for round in 0..ROUNDS {
@@ -452,8 +398,8 @@ fn opposite_orders_never_deadlock() {
 fn one_overall_deadline() {
     let t = Timing::from_env();
     let server = server();
-    let client = connect(&server);
-    let other = connect(&server);
+    let client = connect(&server.connect_string());
+    let other = connect(&server.connect_string());
     let held = InterProcessMutex::new(&other, "/multi/c").unwrap();
     let h = held.acquire().unwrap();
     let multi = MultiLock::from_paths(&client, &["/multi/c", "/multi/a", "/multi/b"]).unwrap();
@@ -472,16 +418,16 @@ fn one_overall_deadline() {
     // Nothing of ours remains: the first two were released, our queued node on
     // the third was removed.
     assert!(
-        children(&client, "/multi/a").is_empty(),
+        lock_children(&client, "/multi/a").is_empty(),
         "{:?}",
-        children(&client, "/multi/a")
+        lock_children(&client, "/multi/a")
     );
     assert!(
-        children(&client, "/multi/b").is_empty(),
+        lock_children(&client, "/multi/b").is_empty(),
         "{:?}",
-        children(&client, "/multi/b")
+        lock_children(&client, "/multi/b")
     );
-    assert_eq!(children(&client, "/multi/c").len(), 1);
+    assert_eq!(lock_children(&client, "/multi/c").len(), 1);
     h.release().unwrap();
     // Now it can be taken.
     let g = multi
@@ -497,7 +443,7 @@ fn one_overall_deadline() {
 fn mixed_lock_kinds_in_canonical_order() {
     let t = Timing::from_env();
     let server = server();
-    let client = connect(&server);
+    let client = connect(&server.connect_string());
     let rw = InterProcessReadWriteLock::new(&client, "/mix/rw").unwrap();
     let locks: Vec<Arc<dyn InterProcessLock>> = vec![
         Arc::new(rw.read_lock().clone()),
@@ -510,7 +456,7 @@ fn mixed_lock_kinds_in_canonical_order() {
     let g = multi.try_acquire_for(t.wait()).unwrap().expect("acquired");
     assert!(rw.write_lock().is_acquired_in_this_process() && rw.read_lock().is_acquired_in_this_process());
     // Another client can take none of them.
-    let other = connect(&server);
+    let other = connect(&server.connect_string());
     let rw2 = InterProcessReadWriteLock::new(&other, "/mix/rw").unwrap();
     std::thread::scope(|s| {
         s.spawn(|| {
@@ -521,7 +467,7 @@ fn mixed_lock_kinds_in_canonical_order() {
     });
     g.release().unwrap();
     assert!(!rw.write_lock().is_acquired_in_this_process() && !rw.read_lock().is_acquired_in_this_process());
-    assert!(children(&client, "/mix/rw").is_empty());
+    assert!(lock_children(&client, "/mix/rw").is_empty());
 }
 
 /// Two distinct exclusive locks on one path would wait on each other for ever;
@@ -530,7 +476,7 @@ fn mixed_lock_kinds_in_canonical_order() {
 #[test]
 fn duplicate_exclusive_locks_are_refused() {
     let server = server();
-    let client = connect(&server);
+    let client = connect(&server.connect_string());
     let err = MultiLock::from_paths(&client, &["/dup/a", "/dup/b", "/dup/a"]).unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
     let m = Arc::new(InterProcessMutex::new(&client, "/dup/a").unwrap());

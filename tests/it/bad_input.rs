@@ -21,6 +21,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::support::{closed_port, timing};
 use zk_framework::client::{Client, ClientConfig, Op, WatchedEvent};
 use zk_framework::framework::CuratorFramework;
 use zk_framework::proto::{Acl, CreateMode};
@@ -30,22 +31,13 @@ use zk_recipes::{
     Error as LockError, InterProcessLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
     InterProcessSemaphoreV2, MultiLock,
 };
-use zk_testing::{wait_until, Backend, TestingServer, Timing};
+use zk_testing::{wait_until, Backend, TestingServer};
 
 type Outcome = Result<String, String>;
 type CaseFn = Box<dyn FnOnce() -> Outcome + Send + 'static>;
 
 /// 1 MiB + 1: over the default `jute.maxbuffer` of both server and client.
 const BIG: usize = (1 << 20) + 1;
-
-fn timing() -> Timing {
-    Timing::from_env()
-}
-
-fn closed_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
 
 fn framework(cs: &str, connection: Duration) -> CuratorFramework {
     CuratorFramework::builder()

@@ -2,11 +2,9 @@
 //! call, create modes, multi, ACLs, auth, chroot, watches and their
 //! registration rules.
 
-mod client_support;
-
 use std::time::Duration;
 
-use client_support::{test_root, wait_until, TestServer};
+use crate::support::plain::{open, test_root, wait_until, TestServer};
 use crossbeam_channel::unbounded;
 use zk_framework::client::{Client, ClientConfig, ClientState, Op, OpResult, WatchedEvent};
 use zk_framework::proto::{perms, Acl, CreateMode, ErrorCode, EventType, Id, KeeperState};
@@ -14,10 +12,6 @@ use zk_framework::Error;
 
 const T: Duration = Duration::from_secs(4);
 const EVENT_WAIT: Duration = Duration::from_secs(10);
-
-fn open() -> Vec<Acl> {
-    Acl::open_unsafe()
-}
 
 #[test]
 fn crud_and_stats() {

@@ -1,11 +1,9 @@
 //! Bad input gives typed errors, never a panic, and nothing is sent: connect
 //! strings, timeouts, paths, data sizes, ACLs, TTLs, auth. No server needed.
 
-mod client_support;
-
 use std::time::{Duration, Instant};
 
-use client_support::closed_port;
+use crate::support::closed_port;
 use zk_framework::client::{Client, ClientConfig, Op};
 use zk_framework::proto::{Acl, CreateMode, ErrorCode};
 use zk_framework::Error;

@@ -3,25 +3,19 @@
 //! embedded server by default and on Apache ZooKeeper with
 //! `ZK_TEST_SERVER=apache`.
 
-mod recipes_support;
-
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
+use crate::support::{client, client_ns, server, timing};
 use crossbeam_channel::unbounded;
 use parking_lot::Mutex;
-use recipes_support::{client, client_ns, timing};
 use zk_framework::proto::OpCode;
 use zk_framework::state::ConnectionState;
 use zk_recipes::{Error, InterProcessMutex, LockEvent, LockStatus, Revoker};
 use zk_testing::{wait_until, Backend, TestingServer};
 
 const LOCK: &str = "/locks/our-lock";
-
-fn server() -> TestingServer {
-    TestingServer::start().expect("test server")
-}
 
 #[test]
 fn test_locker() {

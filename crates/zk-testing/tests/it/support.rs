@@ -1,7 +1,5 @@
-//! A tiny raw-frame client used by the `embedded_*` tests (test-only helper; included by
-//! the other test files with `#[path]`, and compiled once on its own as an empty test).
-
-#![allow(dead_code, missing_docs)]
+//! The support module of zk-testing's integration tests: a tiny raw-frame client for the
+//! `embedded_*` suites, and condition waits ([`wait_until`], from `zk_testing`).
 
 use std::collections::VecDeque;
 use std::io::{self, ErrorKind, Read, Write};
@@ -11,27 +9,15 @@ use std::time::{Duration, Instant};
 use zk_framework::proto::frame::{frame, FrameBuffer, DEFAULT_MAX_FRAME};
 use zk_framework::proto::jute::{Decode, Encode, Reader};
 use zk_framework::proto::{
-    Acl, ConnectRequest, ConnectResponse, Create2Response, CreateRequest, DeleteRequest, GetChildren2Response,
-    GetChildrenResponse, GetDataResponse, MultiOp, MultiRequest, MultiResponse, OpCode, PathRecord, PathWatchRequest,
-    ReplyHeader, RequestHeader, SetDataRequest, Stat, StatResponse, WatcherEvent,
+    Acl, ConnectRequest, ConnectResponse, Create2Response, CreateRequest, DeleteRequest, GetChildrenResponse,
+    GetDataResponse, MultiOp, MultiRequest, MultiResponse, OpCode, PathRecord, PathWatchRequest, ReplyHeader,
+    RequestHeader, SetDataRequest, Stat, StatResponse, WatcherEvent,
 };
 
 /// Default time to wait for anything the server should send.
 pub const WAIT: Duration = Duration::from_secs(10);
 
-/// Polls `cond` until it holds or `timeout` passes.
-pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
+pub use zk_testing::wait_until;
 
 /// Something the server sent after the handshake.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -386,22 +372,6 @@ impl Client {
         let mut c = r.decode::<GetChildrenResponse>().children;
         c.sort();
         Ok(c)
-    }
-
-    pub fn children2(&mut self, path: &str, watch: bool) -> Result<(Vec<String>, Stat), i32> {
-        let r = self.rq(
-            OpCode::GetChildren2,
-            &PathWatchRequest {
-                path: path.into(),
-                watch,
-            },
-        );
-        if r.hdr.err != 0 {
-            return Err(r.hdr.err);
-        }
-        let mut c: GetChildren2Response = r.decode();
-        c.children.sort();
-        Ok((c.children, c.stat))
     }
 
     pub fn multi(&mut self, ops: Vec<MultiOp>) -> (ReplyHeader, MultiResponse) {

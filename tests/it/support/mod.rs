@@ -1,0 +1,178 @@
+//! The one support module of the root package's integration tests, built on
+//! `zk_testing` ([`TestingServer`], [`wait_until`], [`Timing`]).
+//!
+//! * Here: the server on the backend `ZK_TEST_SERVER` selects, the timings
+//!   (`ZK_TEST_TIMING`), logging, managed clients for the recipe tests, tree
+//!   listings, a closed port, and running one test in a process of its own.
+//! * [`framework`]: clients of the managed client whose every connection state
+//!   is recorded, and state expectations with deadlines.
+//! * [`plain`]: the plain client (`zk_framework::client`) over both backends,
+//!   with the faults only the embedded server can inject.
+
+pub mod framework;
+pub mod plain;
+
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use zk_framework::framework::CuratorFramework;
+use zk_framework::retry::{ExponentialBackoffRetry, RetryOneTime};
+
+#[allow(unused_imports)]
+pub use zk_testing::{wait_until, Backend, TestingServer, Timing};
+
+/// Logs through `env_logger` (`RUST_LOG`), captured per test.
+pub fn init_log() {
+    let _ = env_logger::builder().is_test(true).try_init();
+}
+
+/// The test timings, scaled by `ZK_TEST_TIMING`.
+pub fn timing() -> Timing {
+    Timing::from_env()
+}
+
+/// A server on the backend named by `ZK_TEST_SERVER` (embedded by default).
+pub fn server() -> TestingServer {
+    init_log();
+    TestingServer::start().expect("start the test server (ZK_TEST_SERVER selects the backend)")
+}
+
+/// The embedded server, for faults only it can inject (lost replies, dropped
+/// connections).
+pub fn embedded_server() -> TestingServer {
+    init_log();
+    TestingServer::start_backend(Backend::Embedded).expect("start the embedded server")
+}
+
+/// A loopback port nothing listens on.
+pub fn closed_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("local address").port()
+}
+
+// ---- managed clients for the recipe tests --------------------------------------------------
+
+/// A started client with the session and connection timeouts tests use
+/// (`ExponentialBackoffRetry(100 ms, 3)`).
+pub fn client(server: &TestingServer) -> CuratorFramework {
+    client_with(&server.connect_string(), None)
+}
+
+/// As [`client`], in namespace `ns`.
+pub fn client_ns(server: &TestingServer, ns: &str) -> CuratorFramework {
+    client_with(&server.connect_string(), Some(ns))
+}
+
+fn client_with(connect_string: &str, ns: Option<&str>) -> CuratorFramework {
+    let t = timing();
+    let mut b = CuratorFramework::builder()
+        .connect_string(connect_string)
+        .session_timeout(t.session())
+        .connection_timeout(t.connection())
+        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3));
+    if let Some(ns) = ns {
+        b = b.namespace(ns);
+    }
+    let c = b.build().expect("build client");
+    c.block_until_connected(t.wait()).expect("client connects");
+    c
+}
+
+/// A client that is closed when dropped.
+pub struct Client(pub CuratorFramework);
+
+impl std::ops::Deref for Client {
+    type Target = CuratorFramework;
+    fn deref(&self) -> &CuratorFramework {
+        &self.0
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
+/// As [`client`] to `connect_string`, closed when dropped.
+pub fn connect(connect_string: &str) -> Client {
+    Client(client_with(connect_string, None))
+}
+
+/// A client closed when dropped that retries once (`RetryOneTime(100 ms)`).
+pub fn connect_one_time(connect_string: &str) -> Client {
+    let t = timing();
+    let c = CuratorFramework::builder()
+        .connect_string(connect_string)
+        .session_timeout(t.session())
+        .connection_timeout(t.connection())
+        .retry_policy(RetryOneTime::new(Duration::from_millis(100)))
+        .build()
+        .expect("build client");
+    c.block_until_connected(t.wait()).expect("client connects");
+    Client(c)
+}
+
+/// Children of `path` (empty if it does not exist).
+pub fn lock_children(c: &CuratorFramework, path: &str) -> Vec<String> {
+    match c.get_children(path) {
+        Ok(k) => k,
+        Err(zk_framework::Error::NoNode { .. }) => Vec::new(),
+        Err(e) => panic!("get_children {path}: {e}"),
+    }
+}
+
+/// Recursively lists `path` through a client (works on both backends).
+pub fn tree(client: &CuratorFramework, path: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(kids) = client.get_children(path) else {
+        return out;
+    };
+    for k in kids {
+        let p = if path == "/" {
+            format!("/{k}")
+        } else {
+            format!("{path}/{k}")
+        };
+        out.push(p.clone());
+        out.extend(tree(client, &p));
+    }
+    out
+}
+
+// ---- a test in a process of its own -------------------------------------------------------
+
+/// Set in the child process [`in_own_process`] starts, to the test's name.
+const OWN_PROCESS_ENV: &str = "ZK_IT_OWN_PROCESS";
+
+/// Runs the test named `test` (its full name in this binary, e.g.
+/// `fuzz_decoders::decoders`) alone in a child process of this test binary,
+/// for tests that watch process-wide state (a panic hook counting every panic
+/// in the process) and so must not share their process with other tests.
+///
+/// Returns `false` in that child: the caller runs its body there. Returns
+/// `true` in the parent once the child ran exactly that one test and it
+/// passed; panics, with the child's output, otherwise.
+pub fn in_own_process(test: &str) -> bool {
+    if std::env::var(OWN_PROCESS_ENV).is_ok_and(|v| v == test) {
+        return false;
+    }
+    let exe = std::env::current_exe().expect("current_exe");
+    let out = Command::new(exe)
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(OWN_PROCESS_ENV, test)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the test in a child process");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    print!("{stdout}");
+    eprint!("{stderr}");
+    assert!(out.status.success(), "{test} failed in its own process: {}", out.status);
+    assert!(
+        stdout.contains("test result: ok. 1 passed"),
+        "the child process did not run exactly {test}"
+    );
+    true
+}

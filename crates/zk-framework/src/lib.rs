@@ -6,6 +6,7 @@
 //! * [`Error`]: the crate's one error type.
 
 pub mod client;
+pub mod deadline;
 pub mod error;
 pub mod framework;
 pub mod paths;

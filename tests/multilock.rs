@@ -14,8 +14,8 @@ use crossbeam_channel::{unbounded, RecvTimeoutError};
 use zk_framework::framework::CuratorFramework;
 use zk_framework::retry::{ExponentialBackoffRetry, RetryOneTime};
 use zk_recipes::{
-    Error, Holding, InterProcessLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex, MultiLock,
-    Result,
+    Error, Holding, InterProcessLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
+    MultiLock, Result,
 };
 use zk_testing::{wait_until, TestingServer, Timing};
 

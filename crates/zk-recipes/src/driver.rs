@@ -344,10 +344,30 @@ mod tests {
         // (children, ours, max_leases, expected)
         let cases: Vec<(Vec<String>, &str, usize, Result<bool, NodeMissing>)> = vec![
             (kids(&["a-lease-0000000000"]), "a-lease-0000000000", 1, Ok(true)),
-            (kids(&["a-lease-0000000000", "b-lease-0000000001"]), "b-lease-0000000001", 1, Ok(false)),
-            (kids(&["a-lease-0000000000", "b-lease-0000000001"]), "a-lease-0000000000", 1, Ok(false)),
-            (kids(&["a-lease-0000000000", "b-lease-0000000001"]), "b-lease-0000000001", 2, Ok(true)),
-            (kids(&["a-lease-0000000000", "b-lease-0000000001", "c-lease-0000000002"]), "c-lease-0000000002", 2, Ok(false)),
+            (
+                kids(&["a-lease-0000000000", "b-lease-0000000001"]),
+                "b-lease-0000000001",
+                1,
+                Ok(false),
+            ),
+            (
+                kids(&["a-lease-0000000000", "b-lease-0000000001"]),
+                "a-lease-0000000000",
+                1,
+                Ok(false),
+            ),
+            (
+                kids(&["a-lease-0000000000", "b-lease-0000000001"]),
+                "b-lease-0000000001",
+                2,
+                Ok(true),
+            ),
+            (
+                kids(&["a-lease-0000000000", "b-lease-0000000001", "c-lease-0000000002"]),
+                "c-lease-0000000002",
+                2,
+                Ok(false),
+            ),
             (kids(&["a-lease-0000000000"]), "z-lease-0000000009", 3, Err(NodeMissing)),
             (kids(&[]), "a-lease-0000000000", 1, Err(NodeMissing)),
         ];

@@ -455,9 +455,7 @@ impl Holding {
         let s = s.clone();
         let client = &s.client;
         let lost = s.mark_released();
-        let nodes: Vec<&str> = std::iter::once(s.node.as_str())
-            .chain(s.companion.as_deref())
-            .collect();
+        let nodes: Vec<&str> = std::iter::once(s.node.as_str()).chain(s.companion.as_deref()).collect();
         if lost {
             for n in &nodes {
                 client.delete_in_background(n)?;

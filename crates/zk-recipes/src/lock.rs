@@ -132,7 +132,10 @@ pub type NotSend = PhantomData<*const ()>;
 
 /// The one slow path of every timed acquire: the whole acquire runs under
 /// `deadline`, and a deadline that passes is `Ok(None)`, never an error.
-pub(crate) fn acquire_until<L: InterProcessLock + ?Sized>(lock: &L, deadline: Option<Instant>) -> Result<Option<Holding>> {
+pub(crate) fn acquire_until<L: InterProcessLock + ?Sized>(
+    lock: &L,
+    deadline: Option<Instant>,
+) -> Result<Option<Holding>> {
     match zk_framework::deadline::with_deadline(deadline, || lock.acquire_holding(deadline)) {
         Err(e) if deadline.is_some() && is_deadline(&e) => Ok(None),
         Ok(None) if deadline.is_none() => Err(Error::ZooKeeper(zk_framework::Error::Closed)),
@@ -280,7 +283,9 @@ macro_rules! guard_common {
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
         pub fn holding(&self) -> &Holding {
-            self.holding.as_ref().expect("a guard holds its holding until it is consumed")
+            self.holding
+                .as_ref()
+                .expect("a guard holds its holding until it is consumed")
         }
 
         /// Releases now and reports the outcome (dropping the guard releases
@@ -329,7 +334,10 @@ impl<'a, L: RawLock + ?Sized> LockGuard<'a, L> {
     }
 
     pub(crate) fn into_parts(mut self) -> (&'a L, Holding) {
-        let h = self.holding.take().expect("a guard holds its holding until it is consumed");
+        let h = self
+            .holding
+            .take()
+            .expect("a guard holds its holding until it is consumed");
         (self.lock, h)
     }
 

@@ -191,9 +191,7 @@ impl MultiLock {
             let lost = taken.iter().any(|(_, h)| h.status() == LockStatus::Lost);
             if matches!(outcome, Ok(true)) && !lost {
                 let holding = Holding::many(taken.into_iter().map(|(_, h)| h).collect());
-                self.holders
-                    .lock()
-                    .push((std::thread::current().id(), holding.share()));
+                self.holders.lock().push((std::thread::current().id(), holding.share()));
                 return Ok(Some(holding));
             }
             for (lock, h) in taken.into_iter().rev() {

@@ -343,7 +343,6 @@ macro_rules! half_common {
             pub(crate) fn full_path(&self) -> String {
                 self.shared.$field.full_path()
             }
-
         }
 
         impl RawLock for $half {

@@ -37,11 +37,15 @@ impl std::fmt::Debug for Lease {
 
 impl Lease {
     fn holding(&self) -> &Holding {
-        self.holding.as_ref().expect("a lease holds its holding until it is returned")
+        self.holding
+            .as_ref()
+            .expect("a lease holds its holding until it is returned")
     }
 
     fn into_holding(mut self) -> Holding {
-        self.holding.take().expect("a lease holds its holding until it is returned")
+        self.holding
+            .take()
+            .expect("a lease holds its holding until it is returned")
     }
 
     /// The lease node's path.
@@ -704,7 +708,7 @@ impl InterProcessSemaphoreV2 {
     /// Decides with the pair's listings; falls back to waiting for the internal
     /// mutex (then for the lease count) as Curator's clients do.
     fn settle_pair(&self, pair: Pair, deadline: Option<Instant>) -> Result<Attempt> {
-                let lease = self.pending(pair.lease, pair.czxid, pair.generation, Some(pair.lock.clone()));
+        let lease = self.pending(pair.lease, pair.czxid, pair.generation, Some(pair.lock.clone()));
         // From here on, dropping `lease` deletes both nodes.
         let lock_name = basename(&pair.lock).to_string();
         let first_in_locks = pair.locks.as_ref().map(|kids| {

@@ -608,19 +608,15 @@ fn rw_release_notifications(cs: &str, e: &zk_testing::embedded::EmbeddedServer, 
             let (finish, first_half) = (finish.clone(), first_half.clone());
             threads.push(std::thread::spawn(move || {
                 let rw = InterProcessReadWriteLock::new(&c, "/bench/rw-herd").unwrap();
-                let g = if stage == 1 {
-                    rw.write_lock().acquire()
-                } else {
-                    rw.read_lock().acquire()
-                };
-                let g = g.unwrap();
+                let lock: &dyn zk_recipes::InterProcessLock = if stage == 1 { rw.write_lock() } else { rw.read_lock() };
+                let g = lock.acquire_holding(None).unwrap().unwrap();
                 if stage == 0 {
                     first_half.fetch_add(1, Ordering::SeqCst);
                 }
                 while !finish.load(Ordering::SeqCst) {
                     std::thread::sleep(Duration::from_millis(5));
                 }
-                drop(g);
+                lock.release_holding(g).unwrap();
             }));
         }
         let want = match stage {

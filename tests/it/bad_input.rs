@@ -315,14 +315,20 @@ fn release_cases<L: InterProcessLock + 'static>(
     let m = make.clone();
     push(cases, format!("{kind}: double release"), move || {
         let l = m();
-        ensure(l.acquire_until(None).map_err(|e| e.to_string())?, "not acquired")?;
+        ensure(
+            l.acquire_holding(None).map_err(|e| e.to_string())?.is_some(),
+            "not acquired",
+        )?;
         l.release().map_err(|e| format!("first release: {e:?}"))?;
         want_err(l.release(), not_owner)
     });
     let m = make;
     push(cases, format!("{kind}: release from another thread"), move || {
         let l = m();
-        ensure(l.acquire_until(None).map_err(|e| e.to_string())?, "not acquired")?;
+        ensure(
+            l.acquire_holding(None).map_err(|e| e.to_string())?.is_some(),
+            "not acquired",
+        )?;
         let other = std::thread::scope(|s| s.spawn(|| l.release()).join().expect("release thread"));
         if other_thread_may_release {
             // Documented: its guard is Send and any thread may release it.

@@ -24,6 +24,7 @@ mod framework_retry;
 mod framework_states;
 
 // The locks (`zk_recipes`).
+mod lock_contract;
 mod multilock;
 mod mutex;
 mod processes;

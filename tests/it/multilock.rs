@@ -14,8 +14,8 @@ use crate::support::{connect, connect_one_time, lock_children, server};
 use crossbeam_channel::{unbounded, RecvTimeoutError};
 use zk_framework::framework::CuratorFramework;
 use zk_recipes::{
-    Error, InterProcessLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex, MultiLock,
-    Result,
+    Error, Holding, InterProcessLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
+    MultiLock, Result,
 };
 use zk_testing::{wait_until, Timing};
 
@@ -41,18 +41,24 @@ struct FaultyLock {
 }
 
 impl InterProcessLock for FaultyLock {
-    fn acquire_until(&self, deadline: Option<Instant>) -> Result<bool> {
+    fn acquire_holding(&self, deadline: Option<Instant>) -> Result<Option<Holding>> {
         if let Some((watch, saw)) = &self.fail_acquire {
             saw.store(watch.is_acquired_in_this_process(), Ordering::SeqCst);
             return Err(Error::InvalidArgument("foo".into()));
         }
-        self.inner.acquire_until(deadline)
+        self.inner.acquire_holding(deadline)
+    }
+    fn release_holding(&self, holding: Holding) -> Result<()> {
+        if self.fail_release {
+            return Err(Error::InvalidArgument("foo".into()));
+        }
+        self.inner.release_holding(holding)
     }
     fn release(&self) -> Result<()> {
         if self.fail_release {
             return Err(Error::InvalidArgument("foo".into()));
         }
-        InterProcessLock::release(&*self.inner)
+        self.inner.release()
     }
     fn is_acquired_in_this_process(&self) -> bool {
         self.inner.is_acquired_in_this_process()
@@ -86,7 +92,7 @@ fn test_some_releases_fail() {
     assert!(!good.is_acquired_in_this_process());
     assert!(other_good.is_acquired_in_this_process());
     assert!(lock_children(&client, PATH_1).is_empty());
-    InterProcessLock::release(&*other_good).unwrap();
+    other_good.release().unwrap();
 }
 
 #[test]
@@ -148,7 +154,7 @@ fn release_reports_every_error() {
     // A release by a thread that does not hold the set is NotOwner, not Multiple.
     assert!(matches!(multi.release(), Err(Error::NotOwner { .. })));
     for m in [&inner[0], &inner[2]] {
-        InterProcessLock::release(&**m).unwrap();
+        m.release().unwrap();
     }
 }
 

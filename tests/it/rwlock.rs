@@ -69,14 +69,14 @@ fn spawn_holder(
         let client = connect(&connect_string);
         let rw = InterProcessReadWriteLock::new(&client, path).unwrap();
         let guard = match role {
-            Role::Read => rw.read_lock().try_acquire_for(t.wait() * 2),
-            Role::Write => rw.write_lock().try_acquire_for(t.wait() * 2),
+            Role::Read => boxed(rw.read_lock().try_acquire_for(t.wait() * 2)),
+            Role::Write => boxed(rw.write_lock().try_acquire_for(t.wait() * 2)),
         }
         .unwrap_or_else(|e| panic!("{role:?} {id}: {e}"))
         .unwrap_or_else(|| panic!("{role:?} {id}: not acquired in time"));
         events.send((id, "acquired")).unwrap();
         let _ = stop.recv_timeout(t.wait() * 4);
-        guard.release().unwrap();
+        guard().unwrap();
         events.send((id, "released")).unwrap();
     })
 }
@@ -662,8 +662,8 @@ fn rw_process_child() {
     );
     for i in 0..spec.iterations {
         let g = match spec.role {
-            Role::Read => rw.read_lock().try_acquire_for(t.wait()),
-            Role::Write => rw.write_lock().try_acquire_for(t.wait()),
+            Role::Read => boxed(rw.read_lock().try_acquire_for(t.wait())),
+            Role::Write => boxed(rw.write_lock().try_acquire_for(t.wait())),
         }
         .unwrap()
         .unwrap_or_else(|| panic!("{}: iteration {i} not acquired in time", spec.name));
@@ -673,8 +673,17 @@ fn rw_process_child() {
         std::thread::sleep(spec.hold);
         log.write_all(format!("{} END {}\n", spec.name, now_nanos()).as_bytes())
             .unwrap();
-        g.release().unwrap();
+        g().unwrap();
     }
+}
+
+/// A read or a write guard as one type: its release.
+type Release<'a> = Box<dyn FnOnce() -> zk_recipes::Result<()> + 'a>;
+
+fn boxed<'a, L: zk_recipes::RawLock + 'a>(
+    r: zk_recipes::Result<Option<zk_recipes::LockGuard<'a, L>>>,
+) -> zk_recipes::Result<Option<Release<'a>>> {
+    r.map(|g| g.map(|g| Box::new(move || g.release()) as Release<'a>))
 }
 
 /// Reads "NAME START|END nanos" lines into per-name sections.

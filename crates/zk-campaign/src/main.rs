@@ -804,25 +804,31 @@ impl Worker {
             };
             match kind {
                 Kind::Mutex | Kind::Read | Kind::Write => {
-                    let r = match kind {
-                        Kind::Mutex => mutex.try_acquire_for(timeout),
-                        Kind::Read => rw.read_lock().try_acquire_for(timeout),
-                        _ => rw.write_lock().try_acquire_for(timeout),
-                    };
-                    match r {
-                        Ok(Some(g)) => {
-                            let rx = g.loss_receiver();
-                            let st0 = status_str(g.status());
-                            let m = Member::new(kind.lock(), g.fencing_token(), rx, st0).with_node(Some(g.lock_path()));
-                            let mut s = a.begin(vec![m]);
-                            s.hold(hold);
-                            s.members[0].st_end = status_str(g.status());
-                            s.before_release();
-                            let r = g.release();
-                            s.finish(&r);
-                        }
-                        Ok(None) => outcome(Ok(false)),
-                        Err(e) => outcome(Err(e)),
+                    // The three guard types differ; the bookkeeping does not.
+                    macro_rules! section {
+                        ($r:expr) => {
+                            match $r {
+                                Ok(Some(g)) => {
+                                    let rx = g.loss_receiver();
+                                    let st0 = status_str(g.status());
+                                    let m = Member::new(kind.lock(), g.fencing_token(), rx, st0)
+                                        .with_node(Some(g.lock_path()));
+                                    let mut s = a.begin(vec![m]);
+                                    s.hold(hold);
+                                    s.members[0].st_end = status_str(g.status());
+                                    s.before_release();
+                                    let r = g.release();
+                                    s.finish(&r);
+                                }
+                                Ok(None) => outcome(Ok(false)),
+                                Err(e) => outcome(Err(e)),
+                            }
+                        };
+                    }
+                    match kind {
+                        Kind::Mutex => section!(mutex.try_acquire_for(timeout)),
+                        Kind::Read => section!(rw.read_lock().try_acquire_for(timeout)),
+                        _ => section!(rw.write_lock().try_acquire_for(timeout)),
                     }
                 }
                 Kind::Semaphore => match sem.try_acquire_for(timeout) {

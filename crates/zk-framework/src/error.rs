@@ -33,6 +33,10 @@ pub enum Error {
     SessionExpired,
     /// The operation did not complete in time.
     OperationTimeout,
+    /// The calling thread's deadline ([`crate::deadline::with_deadline`]) passed
+    /// before the operation completed; a request may or may not have been
+    /// applied. The connection is not affected.
+    DeadlineExceeded,
     /// The session moved to another server.
     SessionMoved,
     /// The node does not exist.
@@ -177,6 +181,7 @@ impl Error {
             | Error::InvalidConnectString { .. }
             | Error::InvalidArgument(_)
             | Error::DataTooLarge { .. }
+            | Error::DeadlineExceeded
             | Error::Closed
             | Error::ConnectTimeout { .. } => return None,
         })
@@ -212,6 +217,7 @@ impl fmt::Display for Error {
             Error::ConnectionLoss => f.write_str("connection loss"),
             Error::SessionExpired => f.write_str("session expired"),
             Error::OperationTimeout => f.write_str("operation timeout"),
+            Error::DeadlineExceeded => f.write_str("the caller's deadline passed before the operation completed"),
             Error::SessionMoved => f.write_str("session moved"),
             Error::NoNode { path } => write!(f, "no node: {path}"),
             Error::NodeExists { path } => write!(f, "node exists: {path}"),

@@ -44,6 +44,7 @@
 //! ```
 
 pub mod client;
+pub mod deadline;
 pub mod error;
 pub mod framework;
 pub mod paths;

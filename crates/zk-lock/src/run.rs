@@ -14,6 +14,7 @@ use zk_framework::framework::CuratorFramework;
 use zk_framework::retry::ExponentialBackoffRetry;
 use zk_recipes::{
     InterProcessMutex, InterProcessMutexGuard, InterProcessReadWriteLock, InterProcessSemaphoreV2, Lease, LockEvent,
+    ReadLockGuard, WriteLockGuard,
 };
 
 use crate::args::{Kind, Options};
@@ -45,7 +46,9 @@ enum Lock {
 
 /// A held lock.
 enum Held<'a> {
-    Guard(InterProcessMutexGuard<'a>),
+    Mutex(InterProcessMutexGuard<'a>),
+    Read(ReadLockGuard<'a>),
+    Write(WriteLockGuard<'a>),
     Lease(Box<Lease>),
 }
 
@@ -64,51 +67,55 @@ impl Lock {
     /// `timeout`: `None` waits forever; `Ok(None)` means not acquired in time.
     fn acquire(&self, timeout: Option<Duration>) -> zk_recipes::Result<Option<Held<'_>>> {
         match (self, timeout) {
-            (Lock::Mutex(m), None) => guard(m.acquire()),
-            (Lock::Mutex(m), Some(t)) => timed(m.try_acquire_for(t)),
-            (Lock::ReadWrite { rw, write: false }, None) => guard(rw.read_lock().acquire()),
-            (Lock::ReadWrite { rw, write: false }, Some(t)) => timed(rw.read_lock().try_acquire_for(t)),
-            (Lock::ReadWrite { rw, write: true }, None) => guard(rw.write_lock().acquire()),
-            (Lock::ReadWrite { rw, write: true }, Some(t)) => timed(rw.write_lock().try_acquire_for(t)),
+            (Lock::Mutex(m), None) => m.acquire().map(|g| Some(Held::Mutex(g))),
+            (Lock::Mutex(m), Some(t)) => m.try_acquire_for(t).map(|g| g.map(Held::Mutex)),
+            (Lock::ReadWrite { rw, write: false }, None) => rw.read_lock().acquire().map(|g| Some(Held::Read(g))),
+            (Lock::ReadWrite { rw, write: false }, Some(t)) => {
+                rw.read_lock().try_acquire_for(t).map(|g| g.map(Held::Read))
+            }
+            (Lock::ReadWrite { rw, write: true }, None) => rw.write_lock().acquire().map(|g| Some(Held::Write(g))),
+            (Lock::ReadWrite { rw, write: true }, Some(t)) => {
+                rw.write_lock().try_acquire_for(t).map(|g| g.map(Held::Write))
+            }
             (Lock::Semaphore(s), None) => s.acquire().map(|l| Some(Held::Lease(Box::new(l)))),
             (Lock::Semaphore(s), Some(t)) => s.try_acquire_for(t).map(|l| l.map(|l| Held::Lease(Box::new(l)))),
         }
     }
 }
 
-fn guard(r: zk_recipes::Result<InterProcessMutexGuard<'_>>) -> zk_recipes::Result<Option<Held<'_>>> {
-    r.map(|g| Some(Held::Guard(g)))
-}
-
-fn timed(r: zk_recipes::Result<Option<InterProcessMutexGuard<'_>>>) -> zk_recipes::Result<Option<Held<'_>>> {
-    r.map(|g| g.map(Held::Guard))
-}
-
 impl Held<'_> {
     fn node(&self) -> String {
         match self {
-            Held::Guard(g) => g.lock_path(),
+            Held::Mutex(g) => g.lock_path(),
+            Held::Read(g) => g.lock_path(),
+            Held::Write(g) => g.lock_path(),
             Held::Lease(l) => l.path().to_string(),
         }
     }
 
     fn fencing_token(&self) -> i64 {
         match self {
-            Held::Guard(g) => g.fencing_token(),
+            Held::Mutex(g) => g.fencing_token(),
+            Held::Read(g) => g.fencing_token(),
+            Held::Write(g) => g.fencing_token(),
             Held::Lease(l) => l.fencing_token(),
         }
     }
 
     fn loss_receiver(&self) -> Receiver<LockEvent> {
         match self {
-            Held::Guard(g) => g.loss_receiver(),
+            Held::Mutex(g) => g.loss_receiver(),
+            Held::Read(g) => g.loss_receiver(),
+            Held::Write(g) => g.loss_receiver(),
             Held::Lease(l) => l.loss_receiver(),
         }
     }
 
     fn release(self) -> zk_recipes::Result<()> {
         match self {
-            Held::Guard(g) => g.release(),
+            Held::Mutex(g) => g.release(),
+            Held::Read(g) => g.release(),
+            Held::Write(g) => g.release(),
             Held::Lease(l) => (*l).release(),
         }
     }
@@ -322,6 +329,10 @@ fn run_with_client(
 
     match held.release() {
         Ok(()) => log::info!("released the lock on {path} (deleted {node})"),
+        // Never "released": the server had removed the node already.
+        Err(zk_recipes::Error::LockLost { .. }) => {
+            log::warn!("the lock on {path} was lost before the release ({node} was already gone)")
+        }
         Err(e) if lost => log::info!("releasing the lost lock on {path}: {e}"),
         Err(e) => eprintln!(
             "zk-lock: warning: could not delete the lock node {node} now ({e}); \

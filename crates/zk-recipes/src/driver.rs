@@ -13,6 +13,29 @@ pub const WRITE_LOCK_NAME: &str = "__WRIT__";
 /// The lock name of semaphore lease nodes.
 pub const LEASE_NAME: &str = "lease-";
 
+/// The semaphore's lease rule (Curator's `InterProcessSemaphoreV2`): our lease
+/// is granted when at most `max_leases` lease nodes exist (counted, not
+/// ordered: the holder of the internal mutex is the only one creating).
+///
+/// # Errors
+///
+/// [`NodeMissing`] when `ours` is not among the children.
+///
+/// # Examples
+///
+/// ```
+/// use zk_recipes::driver::lease_granted;
+/// let kids: Vec<String> = vec!["_c_a-lease-0000000000".into(), "_c_b-lease-0000000001".into()];
+/// assert_eq!(lease_granted(&kids, "_c_b-lease-0000000001", 2), Ok(true));
+/// assert_eq!(lease_granted(&kids, "_c_b-lease-0000000001", 1), Ok(false));
+/// ```
+pub fn lease_granted(children: &[String], ours: &str, max_leases: usize) -> Result<bool, NodeMissing> {
+    if !children.iter().any(|c| c == ours) {
+        return Err(NodeMissing);
+    }
+    Ok(children.len() <= max_leases)
+}
+
 /// The outcome of the predicate.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
@@ -313,5 +336,43 @@ mod tests {
             Driver::Write.decide(&tie, "_c_c-__WRIT__0000000006"),
             Ok(Decision::Watch("_c_a-__WRIT__0000000005".into()))
         );
+    }
+
+    #[test]
+    fn lease_rule_table() {
+        let kids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // (children, ours, max_leases, expected)
+        let cases: Vec<(Vec<String>, &str, usize, Result<bool, NodeMissing>)> = vec![
+            (kids(&["a-lease-0000000000"]), "a-lease-0000000000", 1, Ok(true)),
+            (
+                kids(&["a-lease-0000000000", "b-lease-0000000001"]),
+                "b-lease-0000000001",
+                1,
+                Ok(false),
+            ),
+            (
+                kids(&["a-lease-0000000000", "b-lease-0000000001"]),
+                "a-lease-0000000000",
+                1,
+                Ok(false),
+            ),
+            (
+                kids(&["a-lease-0000000000", "b-lease-0000000001"]),
+                "b-lease-0000000001",
+                2,
+                Ok(true),
+            ),
+            (
+                kids(&["a-lease-0000000000", "b-lease-0000000001", "c-lease-0000000002"]),
+                "c-lease-0000000002",
+                2,
+                Ok(false),
+            ),
+            (kids(&["a-lease-0000000000"]), "z-lease-0000000009", 3, Err(NodeMissing)),
+            (kids(&[]), "a-lease-0000000000", 1, Err(NodeMissing)),
+        ];
+        for (children, ours, max, want) in cases {
+            assert_eq!(lease_granted(&children, ours, max), want, "{children:?} {ours} {max}");
+        }
     }
 }

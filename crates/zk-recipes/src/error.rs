@@ -34,6 +34,13 @@ pub enum Error {
         /// The lock path.
         path: String,
     },
+    /// The lock may be lost: the connection is suspended or read-only, or
+    /// nothing has been heard from the server for longer than the read
+    /// timeout. Stop work that needs exclusion until it is held again.
+    LockUncertain {
+        /// The lock path.
+        path: String,
+    },
     /// Our lock node vanished while waiting and the retry policy gave up.
     NodeVanished {
         /// The lock path.
@@ -59,7 +66,7 @@ impl Error {
     pub fn is_retryable(&self) -> bool {
         match self {
             Error::ZooKeeper(e) => e.is_retryable(),
-            Error::NodeVanished { .. } | Error::LockLost { .. } => true,
+            Error::NodeVanished { .. } | Error::LockLost { .. } | Error::LockUncertain { .. } => true,
             _ => false,
         }
     }
@@ -75,6 +82,10 @@ impl fmt::Display for Error {
                 "upgrade refused at {path}: this thread holds the read lock and cannot take the write lock"
             ),
             Error::LockLost { path } => write!(f, "the lock at {path} was lost"),
+            Error::LockUncertain { path } => write!(
+                f,
+                "the lock at {path} may be lost: the connection is suspended or silent"
+            ),
             Error::NodeVanished { path } => {
                 write!(
                     f,

@@ -1,198 +1,18 @@
-//! The lock algorithm, written once: create, sort, decide, watch, wait, clean up
-//! (Curator's `LockInternals`), plus the holder's loss monitor.
+//! The lock algorithm, written once: create, sort, decide, watch, wait, clean up,
+//! retry on a vanished node, queue again on a new session (Curator's
+//! `LockInternals`). A win becomes a [`Holding`].
 
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender};
-use parking_lot::Mutex;
+use crossbeam_channel::Receiver;
 use zk_framework::framework::{CuratorFramework, ListenerHandle};
 use zk_framework::proto::path::{basename, join, validate_path};
 use zk_framework::proto::{CreateMode, Stat};
 use zk_framework::retry::RetryDecision;
-use zk_framework::state::ConnectionState;
 
 use crate::driver::{Decision, Driver, NodeMissing};
 use crate::error::{Error, Result};
-
-/// What a lock holder hears about its lock.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum LockEvent {
-    /// The connection was lost: the lock may be lost. Stop work that needs
-    /// exclusion until `Reconnected`.
-    Suspended,
-    /// The connection is back on the same session: the lock is still held.
-    Reconnected,
-    /// The lock is certainly lost: the session expired or was replaced, or the
-    /// lock node was deleted.
-    Lost,
-}
-
-/// Whether a held lock is still held, as far as this process can know.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum LockStatus {
-    /// Held: connected on the session that created the lock node.
-    Held,
-    /// Uncertain: the connection is suspended; the session may still be alive.
-    Uncertain,
-    /// Lost for certain.
-    Lost,
-}
-
-const HELD: u8 = 0;
-const UNCERTAIN: u8 = 1;
-const LOST: u8 = 2;
-
-/// Shared between a holding and the client listener that watches it.
-pub(crate) struct LossState {
-    status: AtomicU8,
-    subscribers: Mutex<Vec<Sender<LockEvent>>>,
-}
-
-impl LossState {
-    fn new() -> Arc<Self> {
-        Arc::new(LossState {
-            status: AtomicU8::new(HELD),
-            subscribers: Mutex::new(Vec::new()),
-        })
-    }
-
-    fn publish(&self, ev: LockEvent) {
-        let new = match ev {
-            LockEvent::Suspended => UNCERTAIN,
-            LockEvent::Reconnected => HELD,
-            LockEvent::Lost => LOST,
-        };
-        // Lost is final.
-        let mut cur = self.status.load(Ordering::SeqCst);
-        loop {
-            if cur == LOST {
-                return;
-            }
-            match self
-                .status
-                .compare_exchange(cur, new, Ordering::SeqCst, Ordering::SeqCst)
-            {
-                Ok(_) => break,
-                Err(c) => cur = c,
-            }
-        }
-        if ev == LockEvent::Lost {
-            log::warn!("a held lock was lost");
-        }
-        self.subscribers
-            .lock()
-            .retain(|tx| !matches!(tx.try_send(ev), Err(crossbeam_channel::TrySendError::Disconnected(_))));
-    }
-
-    pub(crate) fn status(&self) -> LockStatus {
-        match self.status.load(Ordering::SeqCst) {
-            HELD => LockStatus::Held,
-            UNCERTAIN => LockStatus::Uncertain,
-            _ => LockStatus::Lost,
-        }
-    }
-}
-
-/// Watches one held node for loss: connection states (Suspended, Lost,
-/// Reconnected), a session change, and (once someone subscribes) the node's
-/// deletion.
-pub(crate) struct Monitor {
-    client: CuratorFramework,
-    path: String,
-    generation: u64,
-    loss: Arc<LossState>,
-    _listener: ListenerHandle,
-    own_watch: Mutex<bool>,
-}
-
-impl Monitor {
-    pub(crate) fn start(client: &CuratorFramework, path: &str, generation: u64) -> Monitor {
-        let loss = LossState::new();
-        let l = loss.clone();
-        let listener = client.add_listener(move |s| match s {
-            ConnectionState::Suspended => l.publish(LockEvent::Suspended),
-            ConnectionState::Lost => l.publish(LockEvent::Lost),
-            ConnectionState::Reconnected | ConnectionState::Connected | ConnectionState::ReadOnly => {
-                l.publish(LockEvent::Reconnected)
-            }
-        });
-        // The state may have changed before the listener existed.
-        match client.state() {
-            Some(ConnectionState::Suspended) => loss.publish(LockEvent::Suspended),
-            Some(ConnectionState::Lost) => loss.publish(LockEvent::Lost),
-            _ => {}
-        }
-        if client.session_generation() != generation {
-            loss.publish(LockEvent::Lost);
-        }
-        Monitor {
-            client: client.clone(),
-            path: path.to_string(),
-            generation,
-            loss,
-            _listener: listener,
-            own_watch: Mutex::new(false),
-        }
-    }
-
-    /// The holder's current status.
-    pub(crate) fn status(&self) -> LockStatus {
-        if self.client.session_generation() != self.generation {
-            self.loss.publish(LockEvent::Lost);
-        }
-        self.loss.status()
-    }
-
-    /// A channel of loss events. The first call also watches the node itself,
-    /// so that its deletion is reported as `Lost`.
-    pub(crate) fn subscribe(&self) -> Receiver<LockEvent> {
-        let (tx, rx) = crossbeam_channel::bounded(16);
-        // A late subscriber still hears where the lock stands.
-        match self.status() {
-            LockStatus::Lost => {
-                let _ = tx.try_send(LockEvent::Lost);
-            }
-            LockStatus::Uncertain => {
-                let _ = tx.try_send(LockEvent::Suspended);
-            }
-            LockStatus::Held => {}
-        }
-        self.loss.subscribers.lock().push(tx);
-        let mut armed = self.own_watch.lock();
-        if !*armed {
-            *armed = true;
-            rearm(&self.client, &self.path, self.loss.clone());
-        }
-        rx
-    }
-}
-
-/// A lock node we hold.
-pub(crate) struct Acquired {
-    /// Full user path of our node.
-    pub path: String,
-    /// The node's Stat at creation (czxid is the fencing token).
-    pub stat: Stat,
-    pub(crate) monitor: Monitor,
-}
-
-impl std::fmt::Debug for Acquired {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Acquired")
-            .field("path", &self.path)
-            .field("czxid", &self.stat.czxid)
-            .finish()
-    }
-}
-
-impl Acquired {
-    /// The fencing token: the node's czxid.
-    pub(crate) fn fencing_token(&self) -> i64 {
-        self.stat.czxid
-    }
-}
+use crate::holding::Holding;
 
 /// One lock kind on one path: the algorithm shared by every recipe.
 #[derive(Clone)]
@@ -228,8 +48,17 @@ enum LoopError {
 
 impl From<zk_framework::Error> for LoopError {
     fn from(e: zk_framework::Error) -> Self {
-        LoopError::Other(Error::ZooKeeper(e))
+        match e {
+            // Our node went with the session: queue again on the new one.
+            zk_framework::Error::SessionExpired => LoopError::NodeMissing,
+            e => LoopError::Other(Error::ZooKeeper(e)),
+        }
     }
+}
+
+/// Whether an error means "the caller's deadline passed" (a timeout, not a failure).
+pub(crate) fn is_deadline(e: &Error) -> bool {
+    matches!(e, Error::ZooKeeper(zk_framework::Error::DeadlineExceeded))
 }
 
 impl LockInternals {
@@ -283,58 +112,100 @@ impl LockInternals {
     /// Creates our node and waits until the driver says we hold the lock, or the
     /// deadline passes (`Ok(None)`). `sorting_sequence` makes a non-sequential
     /// ephemeral node carrying that sequence (Curator 5.5's downgrade).
-    /// On every path but success, our node is deleted.
+    ///
+    /// Every exit but a win leaves no node of ours: it is deleted (in the
+    /// background when the connection or the deadline does not allow more),
+    /// and a create whose outcome is unknown is cleaned up by its protected
+    /// prefix. A node that vanishes while we wait (deleted, or gone with an
+    /// expired session) is replaced by a new one on the current session, as
+    /// often as the retry policy allows and the deadline leaves time for.
+    /// Callers run it inside [`zk_framework::deadline::with_deadline`], so that
+    /// no request or retry outlives `deadline`.
     pub(crate) fn attempt_lock(
         &self,
         deadline: Option<Instant>,
         data: Option<Vec<u8>>,
         sorting_sequence: Option<&str>,
-    ) -> Result<Option<Acquired>> {
+    ) -> Result<Option<Holding>> {
         let start = Instant::now();
         let policy = self.client.retry_policy();
         let mut retries = 0u32;
         loop {
-            let mut node = self.create_node(data.clone(), sorting_sequence)?;
+            let mut node = match self.create_node(data.clone(), sorting_sequence) {
+                Ok(n) => n,
+                Err(e) if is_deadline(&e) => return Ok(None),
+                // The create ran into an expiry: queue on the new session.
+                Err(Error::ZooKeeper(zk_framework::Error::SessionExpired)) if sorting_sequence.is_none() => {
+                    if !self.pause_before_retry(&policy, &mut retries, start, deadline)? {
+                        return Ok(None);
+                    }
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             if sorting_sequence.is_some() {
                 // A downgrade: the caller already holds the write lock, so the read
                 // node is granted at once (Curator's read predicate does the same).
-                return Ok(Some(self.hold(node.path, node.generation, node.stat)));
+                return Ok(Some(self.hold(node)));
             }
             match self.wait_loop(&mut node, deadline) {
-                Ok(true) => return Ok(Some(self.hold(node.path, node.generation, node.stat))),
+                Ok(true) => return Ok(Some(self.hold(node))),
                 Ok(false) => {
                     self.delete_node(&node.path);
                     return Ok(None);
                 }
                 Err(LoopError::NodeMissing) => {
                     self.delete_node(&node.path);
-                    log::debug!("lock node {} vanished while waiting; re-queueing", node.path);
-                    let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-                    match policy.next_retry(retries, start.elapsed()) {
-                        RetryDecision::RetryAfter(d) if remaining.map_or(true, |r| r > d) => {
-                            retries += 1;
-                            std::thread::sleep(d);
-                        }
-                        RetryDecision::RetryAfter(_) => return Ok(None),
-                        RetryDecision::GiveUp => {
-                            return Err(Error::NodeVanished {
-                                path: self.base_path.clone(),
-                            })
-                        }
+                    log::debug!("lock node {} vanished while waiting; queueing again", node.path);
+                    if !self.pause_before_retry(&policy, &mut retries, start, deadline)? {
+                        return Ok(None);
                     }
                 }
                 Err(LoopError::Other(e)) => {
                     self.delete_node(&node.path);
+                    if is_deadline(&e) {
+                        return Ok(None);
+                    }
                     return Err(e);
                 }
             }
         }
     }
 
+    /// Sleeps as the retry policy says before queueing again: `Ok(false)` when
+    /// the deadline would pass first, [`Error::NodeVanished`] when the policy
+    /// gives up. A session change is retried at once (our node went with the
+    /// old session, not because of contention).
+    fn pause_before_retry(
+        &self,
+        policy: &std::sync::Arc<dyn zk_framework::retry::RetryPolicy>,
+        retries: &mut u32,
+        start: Instant,
+        deadline: Option<Instant>,
+    ) -> Result<bool> {
+        if deadline.is_some_and(|d| d <= Instant::now()) {
+            return Ok(false);
+        }
+        match policy.next_retry(*retries, start.elapsed()) {
+            RetryDecision::RetryAfter(d) => {
+                if deadline.is_some_and(|dl| dl.saturating_duration_since(Instant::now()) <= d) {
+                    return Ok(false);
+                }
+                *retries += 1;
+                std::thread::sleep(d);
+                Ok(true)
+            }
+            RetryDecision::GiveUp => Err(Error::NodeVanished {
+                path: self.base_path.clone(),
+            }),
+        }
+    }
+
     /// Waits in the queue with a node created elsewhere (in a transaction with
     /// other nodes): `Ok(Some)` when it holds, `Ok(None)` on timeout or when the
     /// node vanished (`vanished` is then set). The caller deletes the node on
-    /// every path but success.
+    /// every path but success. The holding tracks `companion` too.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn wait_with_node(
         &self,
         path: String,
@@ -343,7 +214,7 @@ impl LockInternals {
         siblings: Option<Vec<String>>,
         deadline: Option<Instant>,
         vanished: &mut bool,
-    ) -> Result<Option<Acquired>> {
+    ) -> Result<Option<Holding>> {
         let mut node = Node {
             path,
             generation,
@@ -351,12 +222,13 @@ impl LockInternals {
             siblings,
         };
         match self.wait_loop(&mut node, deadline) {
-            Ok(true) => Ok(Some(self.hold(node.path, node.generation, node.stat))),
+            Ok(true) => Ok(Some(self.hold(node))),
             Ok(false) => Ok(None),
             Err(LoopError::NodeMissing) => {
                 *vanished = true;
                 Ok(None)
             }
+            Err(LoopError::Other(e)) if is_deadline(&e) => Ok(None),
             Err(LoopError::Other(e)) => Err(e),
         }
     }
@@ -423,7 +295,10 @@ impl LockInternals {
                     self.driver.sort(&mut kids);
                     kids
                 }
-                None => self.sorted_children().map_err(LoopError::Other)?,
+                None => self.sorted_children().map_err(|e| match e {
+                    Error::ZooKeeper(z) => LoopError::from(z),
+                    e => LoopError::Other(e),
+                })?,
             };
             let decision = self.driver.decide(&children, &ours);
             // A listing taken on a newer session may still show our old node.
@@ -480,10 +355,16 @@ impl LockInternals {
         }
     }
 
-    /// Turns a won node into a holding with its loss monitor.
-    fn hold(&self, path: String, generation: u64, stat: Stat) -> Acquired {
-        let monitor = Monitor::start(&self.client, &path, generation);
-        Acquired { path, stat, monitor }
+    /// Turns a won node into a holding.
+    fn hold(&self, node: Node) -> Holding {
+        Holding::granted(
+            &self.client,
+            &self.base_path,
+            node.path,
+            node.stat.czxid,
+            node.generation,
+            None,
+        )
     }
 
     /// Deletes a node we created: guaranteed (retried, then in the background).
@@ -491,19 +372,6 @@ impl LockInternals {
         if let Err(e) = self.client.delete().guaranteed().for_path(path) {
             log::debug!("delete of lock node {path} failed ({e}); it continues in the background");
         }
-    }
-
-    /// Releases a holding: deletes its node (guaranteed). While disconnected the
-    /// delete is handed to the background at once, so a release (and a guard's
-    /// `Drop`) never waits for the connection; the error says so.
-    pub(crate) fn release(&self, held: Acquired) -> Result<()> {
-        let path = held.path.clone();
-        drop(held);
-        if !self.client.is_connected() {
-            self.client.delete_in_background(&path)?;
-            return Err(Error::ZooKeeper(zk_framework::Error::ConnectionLoss));
-        }
-        self.client.delete().guaranteed().for_path(&path).map_err(Error::from)
     }
 }
 
@@ -516,23 +384,4 @@ pub(crate) fn state_changes(client: &CuratorFramework) -> (ListenerHandle, Recei
         let _ = tx.try_send(());
     });
     (handle, rx)
-}
-
-fn rearm(client: &CuratorFramework, path: &str, loss: Arc<LossState>) {
-    let (l, c, p) = (loss.clone(), client.clone(), path.to_string());
-    let watcher = move |e: zk_framework::client::WatchedEvent| match e.event_type {
-        zk_framework::proto::EventType::NodeDeleted => l.publish(LockEvent::Lost),
-        zk_framework::proto::EventType::NodeDataChanged => {
-            // Watchers only signal: re-arming calls the client, so do it elsewhere.
-            let _ = std::thread::Builder::new()
-                .name("zk-lock-rewatch".into())
-                .spawn(move || rearm(&c, &p, l));
-        }
-        _ => {}
-    };
-    match client.check_exists_w(path, watcher) {
-        Ok(Some(_)) => {}
-        Ok(None) => loss.publish(LockEvent::Lost),
-        Err(e) => log::debug!("could not watch own lock node {path}: {e}"),
-    }
 }

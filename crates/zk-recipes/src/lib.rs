@@ -8,7 +8,9 @@
 
 pub mod driver;
 mod error;
+mod holding;
 mod internals;
+mod lock;
 mod multi;
 mod mutex;
 mod revoke;
@@ -16,8 +18,9 @@ mod rwlock;
 mod semaphore;
 
 pub use error::{Error, Result};
-pub use internals::{LockEvent, LockStatus};
-pub use multi::{InterProcessLock, MultiLock, MultiLockGuard};
+pub use holding::{Holding, LockEvent, LockStatus};
+pub use lock::{ArcLockGuard, InterProcessLock, LockGuard, NotSend, RawLock};
+pub use multi::{MultiLock, MultiLockGuard};
 pub use mutex::{InterProcessMutex, InterProcessMutexGuard};
 pub use revoke::{Revoker, REVOKE_MESSAGE};
 pub use rwlock::{InterProcessReadWriteLock, ReadLock, ReadLockGuard, WriteLock, WriteLockGuard};

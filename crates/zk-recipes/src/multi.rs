@@ -1,178 +1,26 @@
-//! `InterProcessLock`, the trait every lock implements, and `MultiLock`, which
-//! takes several locks together, all or none, without deadlocks.
+//! `MultiLock`: several locks taken together, all or none, without deadlocks.
 
-use std::marker::PhantomData;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::thread::ThreadId;
+use std::time::Instant;
 
 use parking_lot::Mutex;
 use zk_framework::framework::CuratorFramework;
 
 use crate::error::{Error, Result};
-use crate::mutex::{deadline_after, InterProcessMutex};
-use crate::rwlock::{ReadLock, WriteLock};
-use crate::semaphore::InterProcessSemaphoreMutex;
+use crate::holding::{Holding, LockStatus};
+use crate::lock::{InterProcessLock, LockGuard, NotSend, RawLock};
+use crate::mutex::InterProcessMutex;
 
-/// What every lock of this crate can do, in Curator's raw shape (no guards), so
-/// that [`MultiLock`] can hold any mix of them.
-pub trait InterProcessLock: Send + Sync {
-    /// Acquires, waiting until `deadline` (`None`: no limit). `Ok(false)` on
-    /// timeout.
-    ///
-    /// # Errors
-    ///
-    /// The lock's own errors.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// use zk_recipes::InterProcessLock;
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
-    /// if m.acquire_until(None)? {
-    ///     InterProcessLock::release(&m)?;
-    /// }
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    fn acquire_until(&self, deadline: Option<Instant>) -> Result<bool>;
-
-    /// Releases one level.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::NotOwner`] when not held; failures of the delete.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// use zk_recipes::InterProcessLock;
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
-    /// assert!(InterProcessLock::release(&m).is_err());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    fn release(&self) -> Result<()>;
-
-    /// Whether this process holds it.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// use zk_recipes::InterProcessLock;
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
-    /// assert!(!InterProcessLock::is_acquired_in_this_process(&m));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    fn is_acquired_in_this_process(&self) -> bool;
-
-    /// The canonical sort key: the server path (namespace included) and a rank
-    /// that puts a write half before a read half of the same lock.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// use zk_recipes::InterProcessLock;
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
-    /// assert_eq!(m.order_key().0, "/locks/a");
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    fn order_key(&self) -> (String, u8);
-
-    /// Identifies the lock object, so that [`MultiLock::new`] can tell the same
-    /// (reentrant) lock given twice from two distinct locks on one path, which
-    /// would wait on each other. Both halves of one
-    /// [`crate::InterProcessReadWriteLock`] share an identity. The default is the
-    /// object's address.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// use zk_recipes::InterProcessLock;
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let rw = zk_recipes::InterProcessReadWriteLock::new(&client, "/locks/a")?;
-    /// assert_eq!(rw.read_lock().instance_id(), rw.write_lock().instance_id());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    fn instance_id(&self) -> usize {
-        self as *const Self as *const () as usize
-    }
-}
-
-/// The rank of a read half in [`InterProcessLock::order_key`]: read locks on one
-/// path may be held together.
+/// The rank of a read half in [`InterProcessLock::order_key`].
 const READ_RANK: u8 = 2;
 
-impl InterProcessLock for InterProcessMutex {
-    fn acquire_until(&self, deadline: Option<Instant>) -> Result<bool> {
-        self.acquire_deadline(deadline)
-    }
-    fn release(&self) -> Result<()> {
-        InterProcessMutex::release(self)
-    }
-    fn is_acquired_in_this_process(&self) -> bool {
-        InterProcessMutex::is_acquired_in_this_process(self)
-    }
-    fn order_key(&self) -> (String, u8) {
-        (self.full_path(), 1)
-    }
-}
-
-impl InterProcessLock for InterProcessSemaphoreMutex {
-    fn acquire_until(&self, deadline: Option<Instant>) -> Result<bool> {
-        self.acquire_deadline(deadline)
-    }
-    fn release(&self) -> Result<()> {
-        InterProcessSemaphoreMutex::release(self)
-    }
-    fn is_acquired_in_this_process(&self) -> bool {
-        InterProcessSemaphoreMutex::is_acquired_in_this_process(self)
-    }
-    fn order_key(&self) -> (String, u8) {
-        (self.full_path(), 1)
-    }
-}
-
-impl InterProcessLock for WriteLock {
-    fn acquire_until(&self, deadline: Option<Instant>) -> Result<bool> {
-        self.acquire_deadline(deadline)
-    }
-    fn release(&self) -> Result<()> {
-        WriteLock::release(self)
-    }
-    fn is_acquired_in_this_process(&self) -> bool {
-        WriteLock::is_acquired_in_this_process(self)
-    }
-    fn order_key(&self) -> (String, u8) {
-        (self.full_path(), 0)
-    }
-    fn instance_id(&self) -> usize {
-        WriteLock::instance_id(self)
-    }
-}
-
-impl InterProcessLock for ReadLock {
-    fn acquire_until(&self, deadline: Option<Instant>) -> Result<bool> {
-        self.acquire_deadline(deadline)
-    }
-    fn release(&self) -> Result<()> {
-        ReadLock::release(self)
-    }
-    fn is_acquired_in_this_process(&self) -> bool {
-        ReadLock::is_acquired_in_this_process(self)
-    }
-    fn order_key(&self) -> (String, u8) {
-        (self.full_path(), READ_RANK)
-    }
-    fn instance_id(&self) -> usize {
-        ReadLock::instance_id(self)
-    }
-}
-
 impl<L: InterProcessLock + ?Sized> InterProcessLock for Arc<L> {
-    fn acquire_until(&self, deadline: Option<Instant>) -> Result<bool> {
-        (**self).acquire_until(deadline)
+    fn acquire_holding(&self, deadline: Option<Instant>) -> Result<Option<Holding>> {
+        (**self).acquire_holding(deadline)
+    }
+    fn release_holding(&self, holding: Holding) -> Result<()> {
+        (**self).release_holding(holding)
     }
     fn release(&self) -> Result<()> {
         (**self).release()
@@ -199,6 +47,10 @@ impl<L: InterProcessLock + ?Sized> InterProcessLock for Arc<L> {
 /// * **All or none**: if one lock cannot be taken (timeout or error), those
 ///   already taken are released in reverse order, and the first error is
 ///   returned.
+/// * **Never with a lost member**: if a member was lost by the time the last
+///   one is taken, the set is released and taken again within the deadline.
+/// * **One guard** with the same status, check and loss signal as a single
+///   lock's: lost if any member is lost; each member's fencing token.
 /// * **Release** goes on past a failure and reports every error
 ///   ([`Error::Multiple`]).
 ///
@@ -212,9 +64,9 @@ impl<L: InterProcessLock + ?Sized> InterProcessLock for Arc<L> {
 /// ```
 pub struct MultiLock {
     locks: Vec<Arc<dyn InterProcessLock>>,
-    /// Per thread: how many times this thread holds the whole set (the inner
-    /// locks may be reentrant).
-    holders: Mutex<Vec<std::thread::ThreadId>>,
+    /// Per thread, each set it holds (the inner locks may be reentrant), for
+    /// Curator's guard-less `release()`.
+    holders: Mutex<Vec<(ThreadId, Holding)>>,
 }
 
 impl std::fmt::Debug for MultiLock {
@@ -227,18 +79,7 @@ impl std::fmt::Debug for MultiLock {
 
 /// Holds every lock of a [`MultiLock`]; releases them (in reverse order) when
 /// dropped. `!Send`, since it may hold reentrant locks.
-#[must_use = "the locks are released as soon as the guard is dropped"]
-pub struct MultiLockGuard<'a> {
-    multi: &'a MultiLock,
-    released: bool,
-    _not_send: PhantomData<*const ()>,
-}
-
-impl std::fmt::Debug for MultiLockGuard<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MultiLockGuard").field("multi", &self.multi).finish()
-    }
-}
+pub type MultiLockGuard<'a> = LockGuard<'a, MultiLock>;
 
 impl MultiLock {
     /// A multi-lock over any locks, in canonical order.
@@ -322,101 +163,91 @@ impl MultiLock {
         self.locks.iter().map(|l| l.order_key().0).collect()
     }
 
-    /// Blocks until every lock is held.
-    ///
-    /// # Errors
-    ///
-    /// The first error of any lock (those already taken are released first).
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// # let m = zk_recipes::MultiLock::from_paths(&client, &["/a", "/b"])?;
-    /// let g = m.acquire()?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn acquire(&self) -> Result<MultiLockGuard<'_>> {
-        if self.acquire_deadline(None)? {
-            Ok(self.guard())
+    crate::lock::lock_methods!(
+        MultiLock,
+        "zk_recipes::MultiLock::from_paths(&client, &[\"/locks/a\", \"/locks/b\"])?"
+    );
+
+    /// Takes every lock in order; on a timeout or an error, releases those
+    /// taken (reverse order). A set with a member lost by the end is released
+    /// and taken again, within the deadline.
+    fn acquire_set(&self, deadline: Option<Instant>) -> Result<Option<Holding>> {
+        loop {
+            let mut taken: Vec<(&Arc<dyn InterProcessLock>, Holding)> = Vec::new();
+            let mut outcome = Ok(true);
+            for lock in &self.locks {
+                match lock.acquire_holding(deadline) {
+                    Ok(Some(h)) => taken.push((lock, h)),
+                    Ok(None) => {
+                        outcome = Ok(false);
+                        break;
+                    }
+                    Err(e) => {
+                        outcome = Err(e);
+                        break;
+                    }
+                }
+            }
+            let lost = taken.iter().any(|(_, h)| h.status() == LockStatus::Lost);
+            if matches!(outcome, Ok(true)) && !lost {
+                let holding = Holding::many(taken.into_iter().map(|(_, h)| h).collect());
+                self.holders.lock().push((std::thread::current().id(), holding.share()));
+                return Ok(Some(holding));
+            }
+            for (lock, h) in taken.into_iter().rev() {
+                match lock.release_holding(h) {
+                    Ok(()) | Err(Error::LockLost { .. }) => {}
+                    Err(e) => log::warn!("rolling back a multi-lock: releasing {}: {e}", lock.order_key().0),
+                }
+            }
+            match outcome {
+                Ok(true) => {
+                    // A member was lost while the others were taken: try again.
+                    log::info!("a multi-lock member was lost while acquiring; taking the set again");
+                    if deadline.is_some_and(|d| d <= Instant::now()) {
+                        return Ok(None);
+                    }
+                }
+                Ok(false) => return Ok(None),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Releases a set: every member in reverse order, going on past failures.
+    fn release_set(&self, holding: Holding) -> Result<()> {
+        {
+            let me = std::thread::current().id();
+            let mut holders = self.holders.lock();
+            match holders.iter().position(|(t, h)| *t == me && h.same(&holding)) {
+                Some(i) => {
+                    holders.remove(i);
+                }
+                None => {
+                    return Err(Error::NotOwner {
+                        path: self.order().join(","),
+                    })
+                }
+            }
+        }
+        let members = holding.members();
+        let errors: Vec<Error> = self
+            .locks
+            .iter()
+            .zip(members)
+            .rev()
+            .filter_map(|(l, h)| l.release_holding(h).err())
+            .collect();
+        if errors.is_empty() {
+            Ok(())
+        } else if errors.iter().all(|e| matches!(e, Error::LockLost { .. })) {
+            // A lost member makes the set lost: say so plainly.
+            Err(Error::LockLost {
+                path: self.order().join(","),
+            })
         } else {
-            Err(Error::ZooKeeper(zk_framework::Error::Closed))
+            Err(Error::Multiple(errors))
         }
-    }
-
-    /// Waits at most `timeout` for the whole set; `Ok(None)` on timeout.
-    ///
-    /// # Errors
-    ///
-    /// As [`MultiLock::acquire`].
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// # let m = zk_recipes::MultiLock::from_paths(&client, &["/a", "/b"])?;
-    /// let g = m.try_acquire_for(std::time::Duration::from_secs(1))?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn try_acquire_for(&self, timeout: Duration) -> Result<Option<MultiLockGuard<'_>>> {
-        match deadline_after(timeout) {
-            Some(d) => self.try_acquire_until(d),
-            None => self.acquire().map(Some),
-        }
-    }
-
-    /// Waits until `deadline` for the whole set; `Ok(None)` if it passes first.
-    ///
-    /// # Errors
-    ///
-    /// As [`MultiLock::acquire`].
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// # let m = zk_recipes::MultiLock::from_paths(&client, &["/a", "/b"])?;
-    /// let g = m.try_acquire_until(std::time::Instant::now())?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn try_acquire_until(&self, deadline: Instant) -> Result<Option<MultiLockGuard<'_>>> {
-        Ok(self.acquire_deadline(Some(deadline))?.then(|| self.guard()))
-    }
-
-    fn guard(&self) -> MultiLockGuard<'_> {
-        MultiLockGuard {
-            multi: self,
-            released: false,
-            _not_send: PhantomData,
-        }
-    }
-
-    fn acquire_deadline(&self, deadline: Option<Instant>) -> Result<bool> {
-        let mut taken: Vec<&Arc<dyn InterProcessLock>> = Vec::new();
-        let mut outcome = Ok(true);
-        for lock in &self.locks {
-            match lock.acquire_until(deadline) {
-                Ok(true) => taken.push(lock),
-                Ok(false) => {
-                    outcome = Ok(false);
-                    break;
-                }
-                Err(e) => {
-                    outcome = Err(e);
-                    break;
-                }
-            }
-        }
-        if !matches!(outcome, Ok(true)) {
-            for lock in taken.iter().rev() {
-                if let Err(e) = lock.release() {
-                    log::warn!("rolling back a multi-lock: releasing {}: {e}", lock.order_key().0);
-                }
-            }
-            return outcome;
-        }
-        self.holders.lock().push(std::thread::current().id());
-        Ok(true)
     }
 
     /// Releases every lock in reverse order, going on past failures.
@@ -435,25 +266,19 @@ impl MultiLock {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn release(&self) -> Result<()> {
-        {
-            let me = std::thread::current().id();
-            let mut holders = self.holders.lock();
-            match holders.iter().position(|t| *t == me) {
-                Some(i) => {
-                    holders.remove(i);
-                }
-                None => {
-                    return Err(Error::NotOwner {
-                        path: self.order().join(","),
-                    })
-                }
-            }
-        }
-        let errors: Vec<Error> = self.locks.iter().rev().filter_map(|l| l.release().err()).collect();
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(Error::Multiple(errors))
+        let me = std::thread::current().id();
+        let mine = self
+            .holders
+            .lock()
+            .iter()
+            .rev()
+            .find(|(t, _)| *t == me)
+            .map(|(_, h)| h.share());
+        match mine {
+            Some(h) => self.release_set(h),
+            None => Err(Error::NotOwner {
+                path: self.order().join(","),
+            }),
         }
     }
 
@@ -473,11 +298,14 @@ impl MultiLock {
 }
 
 impl InterProcessLock for MultiLock {
-    fn acquire_until(&self, deadline: Option<Instant>) -> Result<bool> {
-        self.acquire_deadline(deadline)
-    }
     fn release(&self) -> Result<()> {
         MultiLock::release(self)
+    }
+    fn acquire_holding(&self, deadline: Option<Instant>) -> Result<Option<Holding>> {
+        self.acquire_set(deadline)
+    }
+    fn release_holding(&self, holding: Holding) -> Result<()> {
+        self.release_set(holding)
     }
     fn is_acquired_in_this_process(&self) -> bool {
         MultiLock::is_acquired_in_this_process(self)
@@ -487,33 +315,6 @@ impl InterProcessLock for MultiLock {
     }
 }
 
-impl MultiLockGuard<'_> {
-    /// Releases now and reports every error.
-    ///
-    /// # Errors
-    ///
-    /// As [`MultiLock::release`].
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// # let m = zk_recipes::MultiLock::from_paths(&client, &["/a", "/b"])?;
-    /// m.acquire()?.release()?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn release(mut self) -> Result<()> {
-        self.released = true;
-        self.multi.release()
-    }
-}
-
-impl Drop for MultiLockGuard<'_> {
-    fn drop(&mut self) {
-        if !self.released {
-            if let Err(e) = self.multi.release() {
-                log::warn!("releasing a multi-lock on drop: {e}");
-            }
-        }
-    }
+impl RawLock for MultiLock {
+    type GuardMarker = NotSend;
 }

@@ -1,7 +1,6 @@
 //! `InterProcessMutex`: a reentrant, Curator-compatible distributed mutex.
 
 use std::collections::HashMap;
-use std::marker::PhantomData;
 use std::sync::Arc;
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
@@ -12,17 +11,14 @@ use zk_framework::framework::CuratorFramework;
 
 use crate::driver::{Driver, MUTEX_LOCK_NAME};
 use crate::error::{Error, Result};
-use crate::internals::{Acquired, LockEvent, LockInternals, LockStatus};
+use crate::holding::{Holding, LockEvent, LockStatus};
+use crate::internals::LockInternals;
+use crate::lock::{deadline_after, InterProcessLock, LockGuard, NotSend, RawLock};
 use crate::revoke::{RevocationListener, Revocations};
 
-/// Converts a timeout to a deadline; a timeout too large to represent means
-/// "no deadline" (as `crossbeam-channel` does).
-pub(crate) fn deadline_after(timeout: Duration) -> Option<Instant> {
-    Instant::now().checked_add(timeout)
-}
-
-struct Holding {
-    acquired: Acquired,
+/// A thread's hold: the holding and how many levels it has taken.
+struct Hold {
+    holding: Holding,
     count: u32,
 }
 
@@ -50,7 +46,7 @@ struct Holding {
 /// ```
 pub struct InterProcessMutex {
     internals: LockInternals,
-    threads: Mutex<HashMap<ThreadId, Holding>>,
+    threads: Mutex<HashMap<ThreadId, Hold>>,
     revocation: Revocations,
     data: Option<Vec<u8>>,
 }
@@ -65,22 +61,8 @@ impl std::fmt::Debug for InterProcessMutex {
 }
 
 /// Holds one level of an [`InterProcessMutex`]; releases it when dropped.
-///
 /// It is `!Send`: ownership belongs to the thread that acquired.
-#[must_use = "the lock is released as soon as the guard is dropped"]
-pub struct InterProcessMutexGuard<'a> {
-    mutex: &'a InterProcessMutex,
-    released: bool,
-    _not_send: PhantomData<*const ()>,
-}
-
-impl std::fmt::Debug for InterProcessMutexGuard<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("InterProcessMutexGuard")
-            .field("path", &self.mutex.internals.base_path())
-            .finish()
-    }
-}
+pub type InterProcessMutexGuard<'a> = LockGuard<'a, InterProcessMutex>;
 
 impl InterProcessMutex {
     /// A mutex at `path` (created on first acquire, with container parents).
@@ -134,94 +116,15 @@ impl InterProcessMutex {
         })
     }
 
-    /// Blocks until the lock is held.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::ZooKeeper`] when the client fails and retries run out (our node is
-    /// deleted first), [`Error::NodeVanished`] when our node keeps vanishing.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
-    /// let g = m.acquire()?;
-    /// drop(g);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn acquire(&self) -> Result<InterProcessMutexGuard<'_>> {
-        match self.acquire_deadline(None)? {
-            true => Ok(self.guard()),
-            false => Err(Error::ZooKeeper(zk_framework::Error::Closed)),
-        }
-    }
+    crate::lock::lock_methods!(
+        InterProcessMutex,
+        "zk_recipes::InterProcessMutex::new(&client, \"/locks/a\")?"
+    );
 
-    /// Waits at most `timeout`; `Ok(None)` on timeout. A zero timeout is a
-    /// non-blocking try (a node is still queued and removed, as in Curator).
-    ///
-    /// # Errors
-    ///
-    /// As [`InterProcessMutex::acquire`].
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
-    /// if let Some(g) = m.try_acquire_for(std::time::Duration::from_secs(1))? {
-    ///     // held
-    /// }
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn try_acquire_for(&self, timeout: Duration) -> Result<Option<InterProcessMutexGuard<'_>>> {
-        match deadline_after(timeout) {
-            Some(d) => self.try_acquire_until(d),
-            None => self.acquire().map(Some),
-        }
-    }
-
-    /// Waits until `deadline`; `Ok(None)` if it passes first.
-    ///
-    /// # Errors
-    ///
-    /// As [`InterProcessMutex::acquire`].
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
-    /// let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
-    /// let g = m.try_acquire_until(deadline)?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn try_acquire_until(&self, deadline: Instant) -> Result<Option<InterProcessMutexGuard<'_>>> {
-        Ok(self.acquire_deadline(Some(deadline))?.then(|| self.guard()))
-    }
-
-    fn guard(&self) -> InterProcessMutexGuard<'_> {
-        InterProcessMutexGuard {
-            mutex: self,
-            released: false,
-            _not_send: PhantomData,
-        }
-    }
-
-    /// The single slow path: `Ok(true)` when held, `Ok(false)` on timeout.
-    pub(crate) fn acquire_deadline(&self, deadline: Option<Instant>) -> Result<bool> {
-        self.acquire_inner(deadline, None)
-    }
-
-    /// As `acquire_deadline`, with a non-sequential node carrying `seq` (the
+    /// As the timed acquire, with a non-sequential node carrying `seq` (the
     /// read/write lock's downgrade).
-    pub(crate) fn acquire_with_sequence(&self, deadline: Option<Instant>, seq: &str) -> Result<bool> {
+    pub(crate) fn acquire_with_sequence(&self, deadline: Option<Instant>, seq: &str) -> Result<Option<Holding>> {
         self.acquire_inner(deadline, Some(seq))
-    }
-
-    /// A guard for a level the calling thread already holds.
-    pub(crate) fn adopt_guard(&self) -> InterProcessMutexGuard<'_> {
-        self.guard()
     }
 
     pub(crate) fn internals(&self) -> &LockInternals {
@@ -234,11 +137,20 @@ impl InterProcessMutex {
         self.internals.client().fix_path(self.internals.base_path())
     }
 
-    fn acquire_inner(&self, deadline: Option<Instant>, seq: Option<&str>) -> Result<bool> {
+    fn acquire_inner(&self, deadline: Option<Instant>, seq: Option<&str>) -> Result<Option<Holding>> {
         let me = std::thread::current().id();
         if let Some(h) = self.threads.lock().get_mut(&me) {
-            h.count += 1;
-            return Ok(true);
+            // Reentry: no request, but never on a lost lock.
+            if h.holding.status() == LockStatus::Lost {
+                return Err(Error::LockLost {
+                    path: self.base_path().to_string(),
+                });
+            }
+            h.count = h
+                .count
+                .checked_add(1)
+                .ok_or_else(|| Error::InvalidArgument("too many reentrant acquires".into()))?;
+            return Ok(Some(h.holding.share()));
         }
         let data = if self.revocation.is_armed() {
             Some(Vec::new())
@@ -246,12 +158,47 @@ impl InterProcessMutex {
             self.data.clone()
         };
         match self.internals.attempt_lock(deadline, data, seq)? {
-            Some(acquired) => {
-                self.revocation.on_acquired(&self.internals, &acquired.path);
-                self.threads.lock().insert(me, Holding { acquired, count: 1 });
-                Ok(true)
+            Some(holding) => {
+                self.revocation.on_acquired(&self.internals, &holding.node());
+                self.threads.lock().insert(
+                    me,
+                    Hold {
+                        holding: holding.share(),
+                        count: 1,
+                    },
+                );
+                Ok(Some(holding))
             }
-            None => Ok(false),
+            None => Ok(None),
+        }
+    }
+
+    /// Releases one level of `holding` for the calling thread.
+    fn release_level(&self, holding: Holding) -> Result<()> {
+        let me = std::thread::current().id();
+        let last = {
+            let mut threads = self.threads.lock();
+            let Some(h) = threads.get_mut(&me).filter(|h| h.holding.same(&holding)) else {
+                return Err(Error::NotOwner {
+                    path: self.internals.base_path().to_string(),
+                });
+            };
+            h.count -= 1;
+            if h.count > 0 {
+                None
+            } else {
+                threads.remove(&me)
+            }
+        };
+        match last {
+            Some(_) => {
+                self.revocation.on_released();
+                holding.release_node()
+            }
+            None if holding.status() == LockStatus::Lost => Err(Error::LockLost {
+                path: self.base_path().to_string(),
+            }),
+            None => Ok(()),
         }
     }
 
@@ -281,26 +228,16 @@ impl InterProcessMutex {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn release(&self) -> Result<()> {
-        let me = std::thread::current().id();
-        let done = {
-            let mut threads = self.threads.lock();
-            let Some(h) = threads.get_mut(&me) else {
-                return Err(Error::NotOwner {
-                    path: self.internals.base_path().to_string(),
-                });
-            };
-            h.count -= 1;
-            if h.count > 0 {
-                return Ok(());
-            }
-            threads.remove(&me).map(|h| h.acquired)
-        };
-        match done {
-            Some(acquired) => {
-                self.revocation.on_released();
-                self.internals.release(acquired)
-            }
-            None => Ok(()),
+        let mine = self
+            .threads
+            .lock()
+            .get(&std::thread::current().id())
+            .map(|h| h.holding.share());
+        match mine {
+            Some(h) => self.release_level(h),
+            None => Err(Error::NotOwner {
+                path: self.internals.base_path().to_string(),
+            }),
         }
     }
 
@@ -321,11 +258,8 @@ impl InterProcessMutex {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn acquire_raw(&self) -> Result<()> {
-        if self.acquire_deadline(None)? {
-            Ok(())
-        } else {
-            Err(Error::ZooKeeper(zk_framework::Error::Closed))
-        }
+        // The raw form keeps no guard: the level stays in the thread's count.
+        crate::lock::acquire_blocking(self).map(drop)
     }
 
     /// Curator's `acquire(time, unit)` without a guard: `Ok(false)` on timeout.
@@ -345,30 +279,7 @@ impl InterProcessMutex {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn acquire_raw_for(&self, timeout: Duration) -> Result<bool> {
-        self.acquire_deadline(deadline_after(timeout))
-    }
-
-    /// Runs `f` while holding the lock (the seeds' `Locker.lock(key, Runnable)`);
-    /// the lock is released even if `f` panics.
-    ///
-    /// # Errors
-    ///
-    /// As [`InterProcessMutex::acquire`]; `f` does not run then.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
-    /// let n = m.with_lock(|| 40 + 2)?;
-    /// assert_eq!(n, 42);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn with_lock<T>(&self, f: impl FnOnce() -> T) -> Result<T> {
-        let guard = self.acquire()?;
-        let out = f();
-        guard.release()?;
-        Ok(out)
+        Ok(crate::lock::acquire_until(self, deadline_after(timeout))?.is_some())
     }
 
     /// Whether any thread of this instance holds the lock.
@@ -466,7 +377,7 @@ impl InterProcessMutex {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn lock_path(&self) -> Option<String> {
-        self.with_holding(|a| a.path.clone())
+        self.with_holding(Holding::node)
     }
 
     /// The fencing token of the calling thread's hold: its lock node's czxid. It
@@ -482,7 +393,7 @@ impl InterProcessMutex {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn fencing_token(&self) -> Option<i64> {
-        self.with_holding(Acquired::fencing_token)
+        self.with_holding(Holding::fencing_token)
     }
 
     /// The calling thread's lock status (`None` when it does not hold the lock).
@@ -496,7 +407,7 @@ impl InterProcessMutex {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn status(&self) -> Option<LockStatus> {
-        self.with_holding(|a| a.monitor.status())
+        self.with_holding(Holding::status)
     }
 
     /// Loss events for the calling thread's hold: `Suspended` (uncertain),
@@ -512,7 +423,7 @@ impl InterProcessMutex {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn loss_receiver(&self) -> Option<Receiver<LockEvent>> {
-        self.with_holding(|a| a.monitor.subscribe())
+        self.with_holding(Holding::loss_receiver)
     }
 
     /// Curator's `makeRevocable`: before acquiring, ask to be told when another
@@ -532,123 +443,41 @@ impl InterProcessMutex {
         self.revocation.arm(Arc::new(listener) as RevocationListener);
     }
 
-    fn with_holding<T>(&self, f: impl FnOnce(&Acquired) -> T) -> Option<T> {
+    /// Another handle on the calling thread's holding, if it holds the lock.
+    pub(crate) fn current_holding(&self) -> Option<Holding> {
+        self.with_holding(Holding::share)
+    }
+
+    fn with_holding<T>(&self, f: impl FnOnce(&Holding) -> T) -> Option<T> {
         self.threads
             .lock()
             .get(&std::thread::current().id())
-            .map(|h| f(&h.acquired))
+            .map(|h| f(&h.holding))
     }
 }
 
-impl InterProcessMutexGuard<'_> {
-    /// The fencing token (the lock node's czxid): pass it to the resource you
-    /// protect, which rejects writes carrying a smaller token than one it saw.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
-    /// let g = m.acquire()?;
-    /// let token = g.fencing_token();
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn fencing_token(&self) -> i64 {
-        self.mutex.fencing_token().unwrap_or(0)
+impl InterProcessLock for InterProcessMutex {
+    fn release(&self) -> Result<()> {
+        InterProcessMutex::release(self)
     }
 
-    /// Whether the lock is held, uncertain (suspended) or lost.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
-    /// let g = m.acquire()?;
-    /// assert_eq!(g.status(), zk_recipes::LockStatus::Held);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn status(&self) -> LockStatus {
-        self.mutex.status().unwrap_or(LockStatus::Lost)
+    fn acquire_holding(&self, deadline: Option<Instant>) -> Result<Option<Holding>> {
+        self.acquire_inner(deadline, None)
     }
 
-    /// `status() == Held`.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
-    /// let g = m.acquire()?;
-    /// assert!(g.is_held());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn is_held(&self) -> bool {
-        self.status() == LockStatus::Held
+    fn release_holding(&self, holding: Holding) -> Result<()> {
+        self.release_level(holding)
     }
 
-    /// Loss events for this hold (see [`InterProcessMutex::loss_receiver`]).
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
-    /// let g = m.acquire()?;
-    /// let rx = g.loss_receiver();
-    /// assert!(rx.try_recv().is_err());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn loss_receiver(&self) -> Receiver<LockEvent> {
-        self.mutex.loss_receiver().unwrap_or_else(|| {
-            let (tx, rx) = crossbeam_channel::bounded(1);
-            let _ = tx.try_send(LockEvent::Lost);
-            rx
-        })
+    fn is_acquired_in_this_process(&self) -> bool {
+        InterProcessMutex::is_acquired_in_this_process(self)
     }
 
-    /// The lock node's path.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
-    /// let g = m.acquire()?;
-    /// println!("{}", g.lock_path());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn lock_path(&self) -> String {
-        self.mutex.lock_path().unwrap_or_default()
-    }
-
-    /// Releases now and reports the outcome (dropping the guard releases too, but
-    /// can only log a failure).
-    ///
-    /// # Errors
-    ///
-    /// As [`InterProcessMutex::release`].
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
-    /// m.acquire()?.release()?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn release(mut self) -> Result<()> {
-        self.released = true;
-        self.mutex.release()
+    fn order_key(&self) -> (String, u8) {
+        (self.full_path(), 0)
     }
 }
 
-impl Drop for InterProcessMutexGuard<'_> {
-    fn drop(&mut self) {
-        if !self.released {
-            if let Err(e) = self.mutex.release() {
-                log::warn!("releasing {} on drop: {e}", self.mutex.base_path());
-            }
-        }
-    }
+impl RawLock for InterProcessMutex {
+    type GuardMarker = NotSend;
 }

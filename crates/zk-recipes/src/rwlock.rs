@@ -2,16 +2,46 @@
 //! queue of `_c_<uuid>-__READ__<seq>` / `_c_<uuid>-__WRIT__<seq>` nodes, as Curator
 //! lays it out.
 
+use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::thread::ThreadId;
+use std::time::Instant;
 
+use parking_lot::Mutex;
 use zk_framework::framework::CuratorFramework;
 use zk_framework::paths::fix_for_sorting;
 
 use crate::driver::{Driver, READ_LOCK_NAME, WRITE_LOCK_NAME};
 use crate::error::{Error, Result};
-use crate::internals::LockStatus;
-use crate::mutex::{deadline_after, InterProcessMutex, InterProcessMutexGuard};
+use crate::holding::{Holding, LockStatus};
+use crate::lock::{InterProcessLock, LockGuard, NotSend, RawLock};
+use crate::mutex::InterProcessMutex;
+
+/// Read levels held per (server path, thread), across every instance in this
+/// process: a thread holding a read lock through one instance is refused the
+/// write lock through another as well (it would wait on itself forever).
+static READERS: Mutex<Option<HashMap<(String, ThreadId), u32>>> = Mutex::new(None);
+
+fn readers_add(path: &str, delta: i64) {
+    let me = std::thread::current().id();
+    let mut guard = READERS.lock();
+    let map = guard.get_or_insert_with(HashMap::new);
+    let key = (path.to_string(), me);
+    let n = map.get(&key).copied().unwrap_or(0) as i64 + delta;
+    if n <= 0 {
+        map.remove(&key);
+    } else {
+        map.insert(key, n as u32);
+    }
+}
+
+fn reads_held_by_this_thread(path: &str) -> bool {
+    let me = std::thread::current().id();
+    READERS
+        .lock()
+        .as_ref()
+        .is_some_and(|m| m.contains_key(&(path.to_string(), me)))
+}
 
 #[derive(Debug)]
 struct Shared {
@@ -67,12 +97,15 @@ pub struct ReadLock {
 #[derive(Debug, Clone)]
 pub struct WriteLock {
     shared: Arc<Shared>,
+    /// The read half, for [`WriteLockGuard::downgrade`].
+    read: ReadLock,
 }
 
 /// A held read lock (released on drop; `!Send`).
-pub type ReadLockGuard<'a> = InterProcessMutexGuard<'a>;
-/// A held write lock (released on drop; `!Send`).
-pub type WriteLockGuard<'a> = InterProcessMutexGuard<'a>;
+pub type ReadLockGuard<'a> = LockGuard<'a, ReadLock>;
+/// A held write lock (released on drop; `!Send`). It can be
+/// [downgraded](LockGuard::downgrade) to a read lock.
+pub type WriteLockGuard<'a> = LockGuard<'a, WriteLock>;
 
 impl InterProcessReadWriteLock {
     /// A read/write lock at `path`; nodes carry the client's default data.
@@ -114,9 +147,10 @@ impl InterProcessReadWriteLock {
             read: InterProcessMutex::with_driver(client, path, READ_LOCK_NAME, Driver::Read, data.clone())?,
             write: InterProcessMutex::with_driver(client, path, WRITE_LOCK_NAME, Driver::Write, data)?,
         });
+        let read = ReadLock { shared: shared.clone() };
         Ok(InterProcessReadWriteLock {
-            read: ReadLock { shared: shared.clone() },
-            write: WriteLock { shared },
+            read: read.clone(),
+            write: WriteLock { shared, read },
         })
     }
 
@@ -165,76 +199,9 @@ impl InterProcessReadWriteLock {
 
 /// Implements the shared query methods of both halves over one mutex field.
 macro_rules! half_common {
-    ($half:ident, $field:ident, $name:literal, $acq:literal) => {
+    ($half:ident, $field:ident, $name:literal, $acq:literal, $ctor:literal) => {
         impl $half {
-            /// Waits at most `timeout`; `Ok(None)` on timeout (zero: a
-            /// non-blocking try).
-            ///
-            /// # Errors
-            ///
-            /// As `acquire`.
-            ///
-            /// # Examples
-            ///
-            /// ```no_run
-            /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-            /// # let rw = zk_recipes::InterProcessReadWriteLock::new(&client, "/locks/a")?;
-            #[doc = concat!("let g = rw.", $acq, "().try_acquire_for(std::time::Duration::from_secs(1))?;")]
-            /// # Ok::<(), Box<dyn std::error::Error>>(())
-            /// ```
-            pub fn try_acquire_for(&self, timeout: Duration) -> Result<Option<InterProcessMutexGuard<'_>>> {
-                match deadline_after(timeout) {
-                    Some(d) => self.try_acquire_until(d),
-                    None => self.acquire().map(Some),
-                }
-            }
-
-            /// Blocks until held.
-            ///
-            /// # Errors
-            ///
-            /// As `try_acquire_until`.
-            ///
-            /// # Examples
-            ///
-            /// ```no_run
-            /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-            /// # let rw = zk_recipes::InterProcessReadWriteLock::new(&client, "/locks/a")?;
-            #[doc = concat!("let g = rw.", $acq, "().acquire()?;")]
-            /// # Ok::<(), Box<dyn std::error::Error>>(())
-            /// ```
-            pub fn acquire(&self) -> Result<InterProcessMutexGuard<'_>> {
-                if self.acquire_deadline(None)? {
-                    Ok(self.guard())
-                } else {
-                    Err(Error::ZooKeeper(zk_framework::Error::Closed))
-                }
-            }
-
-            /// Waits until `deadline`; `Ok(None)` if it passes first.
-            ///
-            /// # Errors
-            ///
-            /// [`Error::ZooKeeper`] when the client fails and retries run out;
-            /// [`Error::UpgradeRefused`] for a write request by a read-only holder;
-            /// [`Error::LockLost`] for a read request (a downgrade) by a thread whose
-            /// write lock was lost with its session.
-            ///
-            /// # Examples
-            ///
-            /// ```no_run
-            /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-            /// # let rw = zk_recipes::InterProcessReadWriteLock::new(&client, "/locks/a")?;
-            #[doc = concat!("let g = rw.", $acq, "().try_acquire_until(std::time::Instant::now())?;")]
-            /// # Ok::<(), Box<dyn std::error::Error>>(())
-            /// ```
-            pub fn try_acquire_until(&self, deadline: Instant) -> Result<Option<InterProcessMutexGuard<'_>>> {
-                Ok(self.acquire_deadline(Some(deadline))?.then(|| self.guard()))
-            }
-
-            fn guard(&self) -> InterProcessMutexGuard<'_> {
-                self.shared.$field.adopt_guard()
-            }
+            crate::lock::lock_methods!($half, $ctor);
 
             /// Curator's `release()`: releases one level held by this thread.
             ///
@@ -251,7 +218,12 @@ macro_rules! half_common {
             /// # Ok::<(), Box<dyn std::error::Error>>(())
             /// ```
             pub fn release(&self) -> Result<()> {
-                self.shared.$field.release()
+                match self.shared.$field.current_holding() {
+                    Some(h) => self.release_holding(h),
+                    None => Err(Error::NotOwner {
+                        path: self.base_path().to_string(),
+                    }),
+                }
             }
 
             #[doc = concat!("Whether any thread of this instance holds the ", $name, " lock.")]
@@ -371,59 +343,167 @@ macro_rules! half_common {
             pub(crate) fn full_path(&self) -> String {
                 self.shared.$field.full_path()
             }
+        }
 
-            /// Shared by both halves of one read/write lock.
-            pub(crate) fn instance_id(&self) -> usize {
-                Arc::as_ptr(&self.shared) as usize
-            }
+        impl RawLock for $half {
+            type GuardMarker = NotSend;
         }
     };
 }
 
-half_common!(ReadLock, read, "read", "read_lock");
-half_common!(WriteLock, write, "write", "write_lock");
+half_common!(
+    ReadLock,
+    read,
+    "read",
+    "read_lock",
+    "zk_recipes::InterProcessReadWriteLock::new(&client, \"/locks/a\")?.read_lock().clone()"
+);
+half_common!(
+    WriteLock,
+    write,
+    "write",
+    "write_lock",
+    "zk_recipes::InterProcessReadWriteLock::new(&client, \"/locks/a\")?.write_lock().clone()"
+);
 
 impl ReadLock {
-    pub(crate) fn acquire_deadline(&self, deadline: Option<Instant>) -> Result<bool> {
+    fn acquire_read(&self, deadline: Option<Instant>) -> Result<Option<Holding>> {
         let s = &self.shared;
         if s.read.is_owned_by_current_thread() {
-            return s.read.acquire_deadline(deadline);
+            return s.read.acquire_holding(deadline);
         }
         // Downgrade: the write holder reads at once, with a node that carries the
         // write node's sequence (Curator 5.5+), so that it sorts where the write
         // node is and keeps later writers out after the write lock is released.
-        // A write lock lost with its session grants nothing: another writer may
-        // hold the lock now, and the read node would be granted unchecked.
-        if let Some(write_path) = s.write.lock_path() {
-            let lost = || s.write.status() == Some(LockStatus::Lost);
+        // A write lock that was lost grants nothing: another writer may hold
+        // the lock now, and the read node would be granted unchecked.
+        if let Some(write) = s.write.current_holding() {
+            let lost = || write.status() == LockStatus::Lost;
             if lost() {
                 return Err(Error::LockLost {
                     path: s.write.base_path().to_string(),
                 });
             }
-            let seq = fix_for_sorting(&write_path, WRITE_LOCK_NAME).to_string();
+            let seq = fix_for_sorting(&write.node(), WRITE_LOCK_NAME).to_string();
             let held = s.read.acquire_with_sequence(deadline, &seq)?;
             // The session may have ended while the read node was being created.
-            if held && lost() {
-                let _ = s.read.release();
-                return Err(Error::LockLost {
-                    path: s.write.base_path().to_string(),
-                });
+            if let Some(h) = held {
+                if lost() {
+                    let _ = s.read.release_holding(h);
+                    return Err(Error::LockLost {
+                        path: s.write.base_path().to_string(),
+                    });
+                }
+                return Ok(Some(h));
             }
-            return Ok(held);
+            return Ok(None);
         }
-        s.read.acquire_deadline(deadline)
+        s.read.acquire_holding(deadline)
     }
 }
 
-impl WriteLock {
-    pub(crate) fn acquire_deadline(&self, deadline: Option<Instant>) -> Result<bool> {
+impl InterProcessLock for ReadLock {
+    fn release(&self) -> Result<()> {
+        ReadLock::release(self)
+    }
+
+    fn acquire_holding(&self, deadline: Option<Instant>) -> Result<Option<Holding>> {
+        let h = self.acquire_read(deadline)?;
+        if h.is_some() {
+            readers_add(&self.full_path(), 1);
+        }
+        Ok(h)
+    }
+
+    fn release_holding(&self, holding: Holding) -> Result<()> {
+        let r = self.shared.read.release_holding(holding);
+        if !matches!(r, Err(Error::NotOwner { .. })) {
+            readers_add(&self.full_path(), -1);
+        }
+        r
+    }
+
+    fn is_acquired_in_this_process(&self) -> bool {
+        self.shared.read.is_acquired_in_this_process()
+    }
+
+    fn order_key(&self) -> (String, u8) {
+        (self.full_path(), 2)
+    }
+
+    fn instance_id(&self) -> usize {
+        Arc::as_ptr(&self.shared) as usize
+    }
+}
+
+impl InterProcessLock for WriteLock {
+    fn release(&self) -> Result<()> {
+        WriteLock::release(self)
+    }
+
+    fn acquire_holding(&self, deadline: Option<Instant>) -> Result<Option<Holding>> {
         let s = &self.shared;
-        if s.read.is_owned_by_current_thread() && !s.write.is_owned_by_current_thread() {
+        // An upgrade would wait on our own read node forever: refuse it, also
+        // when the read lock is held through another instance on this path.
+        if !s.write.is_owned_by_current_thread()
+            && (s.read.is_owned_by_current_thread() || reads_held_by_this_thread(&self.full_path()))
+        {
             return Err(Error::UpgradeRefused {
                 path: s.write.base_path().to_string(),
             });
         }
-        s.write.acquire_deadline(deadline)
+        s.write.acquire_holding(deadline)
+    }
+
+    fn release_holding(&self, holding: Holding) -> Result<()> {
+        self.shared.write.release_holding(holding)
+    }
+
+    fn is_acquired_in_this_process(&self) -> bool {
+        self.shared.write.is_acquired_in_this_process()
+    }
+
+    fn order_key(&self) -> (String, u8) {
+        (self.full_path(), 1)
+    }
+
+    fn instance_id(&self) -> usize {
+        Arc::as_ptr(&self.shared) as usize
+    }
+}
+
+impl<'a> LockGuard<'a, WriteLock> {
+    /// Downgrades to a read lock without letting a writer in between: the read
+    /// lock is taken at once (its node sorts where the write node is), then
+    /// the write lock is released.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LockLost`] when the write lock had been lost (nothing is held
+    /// then); the errors of the read node's create or the write release (the
+    /// read lock is released again then).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let rw = zk_recipes::InterProcessReadWriteLock::new(&client, "/locks/a")?;
+    /// let w = rw.write_lock().acquire()?;
+    /// let r = w.downgrade()?; // readers may join now; writers still wait
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn downgrade(self) -> Result<ReadLockGuard<'a>> {
+        let (write, holding) = self.into_parts();
+        let read = &write.read;
+        let r = match crate::lock::acquire_blocking(read) {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = write.release_holding(holding);
+                return Err(e);
+            }
+        };
+        let guard = LockGuard::new(read, r);
+        write.release_holding(holding)?;
+        Ok(guard)
     }
 }

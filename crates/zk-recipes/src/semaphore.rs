@@ -14,23 +14,19 @@ use zk_framework::retry::RetryDecision;
 
 use crate::driver::LEASE_NAME;
 use crate::error::{Error, Result};
-use crate::internals::{LockEvent, LockStatus, Monitor};
-use crate::mutex::{deadline_after, InterProcessMutex};
+use crate::holding::{Holding, LockEvent, LockStatus};
+use crate::internals::is_deadline;
+use crate::lock::{deadline_after, InterProcessLock, LockGuard, RawLock};
+use crate::mutex::InterProcessMutex;
 
 /// One lease of an [`InterProcessSemaphoreV2`]. Dropping it returns the lease
 /// (a guaranteed delete of its node). It may be sent to and returned from any
-/// thread.
+/// thread. Its status tells the truth from the grant on (see [`Holding`]).
 #[must_use = "the lease is returned as soon as it is dropped"]
+#[clippy::has_significant_drop]
 pub struct Lease {
-    client: CuratorFramework,
     path: String,
-    stat: Stat,
-    generation: u64,
-    returned: bool,
-    monitor: std::sync::OnceLock<Monitor>,
-    /// The internal mutex node, when the lease keeps holding it (one-lease
-    /// semaphores); released together with the lease.
-    lock_node: Option<String>,
+    holding: Option<Holding>,
 }
 
 impl std::fmt::Debug for Lease {
@@ -40,12 +36,24 @@ impl std::fmt::Debug for Lease {
 }
 
 impl Lease {
+    fn holding(&self) -> &Holding {
+        self.holding
+            .as_ref()
+            .expect("a lease holds its holding until it is returned")
+    }
+
+    fn into_holding(mut self) -> Holding {
+        self.holding
+            .take()
+            .expect("a lease holds its holding until it is returned")
+    }
+
     /// The lease node's path.
     ///
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 2)?;
     /// let lease = s.acquire()?;
     /// assert!(lease.path().starts_with("/sem/leases/_c_"));
@@ -60,129 +68,149 @@ impl Lease {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 2)?;
     /// let lease = s.acquire()?;
     /// assert!(lease.fencing_token() > 0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn fencing_token(&self) -> i64 {
-        self.stat.czxid
+        self.holding().fencing_token()
     }
 
-    /// Whether the session that created the lease is still the client's session.
+    /// Whether the lease is not lost (held or uncertain).
     ///
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 2)?;
     /// let lease = s.acquire()?;
     /// assert!(lease.is_valid());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn is_valid(&self) -> bool {
-        self.client.session_generation() == self.generation
-            && !matches!(self.client.state(), Some(zk_framework::state::ConnectionState::Lost))
+        self.status() != LockStatus::Lost
     }
 
-    fn monitor(&self) -> &Monitor {
-        self.monitor
-            .get_or_init(|| Monitor::start(&self.client, &self.path, self.generation))
-    }
-
-    /// Whether the lease is held, uncertain (suspended) or lost.
+    /// Whether the lease is held, uncertain (suspended, read-only) or lost.
     ///
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 2)?;
     /// let lease = s.acquire()?;
     /// assert_eq!(lease.status(), zk_recipes::LockStatus::Held);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn status(&self) -> LockStatus {
-        self.monitor().status()
+        self.holding().status()
     }
 
-    /// Loss events for this lease: `Suspended`, `Reconnected`, `Lost`.
+    /// `Ok` only while the lease is certainly held (see [`Holding::check`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LockLost`] or [`Error::LockUncertain`].
     ///
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 2)?;
+    /// let lease = s.acquire()?;
+    /// lease.check()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn check(&self) -> Result<()> {
+        self.holding().check()
+    }
+
+    /// Loss events for this lease: `Suspended`, `Reconnected`, `Lost`; the
+    /// channel ends when the lease is returned.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 2)?;
     /// let lease = s.acquire()?;
     /// let events = lease.loss_receiver();
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn loss_receiver(&self) -> Receiver<LockEvent> {
-        self.monitor().subscribe()
+        self.holding().loss_receiver()
     }
 
     /// Returns the lease now and reports the outcome.
     ///
     /// # Errors
     ///
-    /// [`Error::ZooKeeper`] when the delete failed; it then goes on in the
-    /// background until it succeeds or the session ends.
+    /// [`Error::LockLost`] when the lease had been lost; [`Error::ZooKeeper`]
+    /// when the delete failed (it goes on in the background).
     ///
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 2)?;
     /// s.acquire()?.release()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn release(mut self) -> Result<()> {
-        self.returned = true;
-        return_lease(&self.client, &self.path, self.lock_node.as_deref())
+    pub fn release(self) -> Result<()> {
+        self.into_holding().release_node()
     }
-}
-
-/// Deletes the lease node (and the internal mutex node it kept, in the same
-/// transaction): guaranteed, continued in the background on failure.
-fn return_lease(client: &CuratorFramework, path: &str, lock_node: Option<&str>) -> Result<()> {
-    if !client.is_connected() {
-        client.delete_in_background(path)?;
-        if let Some(l) = lock_node {
-            client.delete_in_background(l)?;
-        }
-        return Err(Error::ZooKeeper(zk_framework::Error::ConnectionLoss));
-    }
-    if let Some(l) = lock_node {
-        let (lease_sp, lock_sp) = (client.fix_path(path), client.fix_path(l));
-        let both = client.call_with_retry(|c| {
-            c.multi(vec![
-                zk_framework::client::Op::delete(lease_sp.clone(), None),
-                zk_framework::client::Op::delete(lock_sp.clone(), None),
-            ])
-        });
-        match both {
-            Ok(_) => return Ok(()),
-            // One of them is gone already (deleted by someone, or a lost session):
-            // delete the other on its own.
-            Err(zk_framework::Error::NoNode { .. }) => {}
-            Err(e) => {
-                client.delete_in_background(path)?;
-                client.delete_in_background(l)?;
-                return Err(e.into());
-            }
-        }
-        let r1 = client.delete().guaranteed().for_path(path);
-        let r2 = client.delete().guaranteed().for_path(l);
-        return r1.and(r2).map_err(Error::from);
-    }
-    client.delete().guaranteed().for_path(path).map_err(Error::from)
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        if !self.returned {
-            if let Err(e) = return_lease(&self.client, &self.path, self.lock_node.as_deref()) {
+        if let Some(h) = self.holding.take() {
+            if let Err(e) = h.release_node() {
                 log::warn!("returning lease {} on drop: {e}", self.path);
+            }
+        }
+    }
+}
+
+/// A lease node (and maybe its internal-mutex node) not granted yet: deleted
+/// when dropped, unless it becomes a [`Lease`].
+struct PendingLease {
+    client: CuratorFramework,
+    base: String,
+    path: String,
+    czxid: i64,
+    generation: u64,
+    lock_node: Option<String>,
+    armed: bool,
+}
+
+impl PendingLease {
+    fn grant(mut self) -> Lease {
+        self.armed = false;
+        let holding = Holding::granted(
+            &self.client,
+            &self.base,
+            self.path.clone(),
+            self.czxid,
+            self.generation,
+            self.lock_node.take(),
+        );
+        Lease {
+            path: self.path.clone(),
+            holding: Some(holding),
+        }
+    }
+}
+
+impl Drop for PendingLease {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        for n in std::iter::once(&self.path).chain(self.lock_node.as_ref()) {
+            if let Err(e) = self.client.delete().guaranteed().for_path(n) {
+                log::debug!("deleting an ungranted lease node {n}: {e}; it goes on in the background");
             }
         }
     }
@@ -203,6 +231,7 @@ impl Drop for Lease {
 /// ```
 pub struct InterProcessSemaphoreV2 {
     client: CuratorFramework,
+    base_path: String,
     lock: InterProcessMutex,
     leases_path: String,
     max_leases: u32,
@@ -219,7 +248,7 @@ impl std::fmt::Debug for InterProcessSemaphoreV2 {
 }
 
 enum Attempt {
-    Got(Box<Lease>),
+    Got(Box<PendingLease>),
     TimedOut,
     Missing,
 }
@@ -251,6 +280,7 @@ impl InterProcessSemaphoreV2 {
         let lock = InterProcessMutex::new(client, &join(path, "locks"))?;
         Ok(InterProcessSemaphoreV2 {
             client: client.clone(),
+            base_path: path.to_string(),
             lock,
             leases_path: join(path, "leases"),
             max_leases,
@@ -301,7 +331,7 @@ impl InterProcessSemaphoreV2 {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn acquire(&self) -> Result<Lease> {
-        self.acquire_deadline(None)?
+        self.lease_until(None)?
             .ok_or(Error::ZooKeeper(zk_framework::Error::Closed))
     }
 
@@ -320,7 +350,7 @@ impl InterProcessSemaphoreV2 {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn try_acquire_for(&self, timeout: Duration) -> Result<Option<Lease>> {
-        self.acquire_deadline(deadline_after(timeout))
+        self.lease_until(deadline_after(timeout))
     }
 
     /// Waits until `deadline` for a lease; `Ok(None)` if it passes first.
@@ -338,7 +368,16 @@ impl InterProcessSemaphoreV2 {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn try_acquire_until(&self, deadline: Instant) -> Result<Option<Lease>> {
-        self.acquire_deadline(Some(deadline))
+        self.lease_until(Some(deadline))
+    }
+
+    /// The one slow path: the whole acquire under `deadline`, a passed deadline
+    /// being `Ok(None)`.
+    fn lease_until(&self, deadline: Option<Instant>) -> Result<Option<Lease>> {
+        match zk_framework::deadline::with_deadline(deadline, || self.acquire_deadline(deadline)) {
+            Err(e) if deadline.is_some() && is_deadline(&e) => Ok(None),
+            r => r,
+        }
     }
 
     /// Acquires `n` leases, all or none, within one deadline (`None`: no limit).
@@ -365,7 +404,7 @@ impl InterProcessSemaphoreV2 {
         }
         let mut leases = Vec::new();
         for _ in 0..n {
-            match self.acquire_deadline(deadline)? {
+            match self.lease_until(deadline)? {
                 Some(l) => leases.push(l),
                 None => return Ok(None), // dropping `leases` returns them
             }
@@ -401,31 +440,43 @@ impl InterProcessSemaphoreV2 {
         if self.max_leases == 1 {
             return self.acquire_single(deadline);
         }
-        self.retrying_missing(|| {
+        self.retrying_missing(deadline, || {
             // Curator: hold the internal mutex while obtaining the lease.
-            if !self.lock.acquire_deadline(deadline)? {
+            let Some(mutex) = self.lock.acquire_holding(deadline)? else {
                 return Ok(Attempt::TimedOut);
-            }
+            };
             let attempt = self.attempt(deadline);
-            if let Err(e) = self.lock.release() {
+            if let Err(e) = self.lock.release_holding(mutex) {
                 log::debug!("releasing the semaphore's internal mutex: {e}");
             }
             attempt
         })
     }
 
-    /// Runs `attempt` until it gets a lease or times out; a vanished node is
-    /// retried as the client's retry policy allows.
-    fn retrying_missing(&self, mut attempt: impl FnMut() -> Result<Attempt>) -> Result<Option<Lease>> {
+    /// Runs `attempt` until it gets a lease or times out; a vanished node (or
+    /// a session change) is retried as the client's retry policy allows,
+    /// never sleeping past the deadline.
+    fn retrying_missing(
+        &self,
+        deadline: Option<Instant>,
+        mut attempt: impl FnMut() -> Result<Attempt>,
+    ) -> Result<Option<Lease>> {
         let start = Instant::now();
         let policy = self.client.retry_policy();
         let mut retries = 0u32;
         loop {
-            match attempt()? {
-                Attempt::Got(l) => return Ok(Some(*l)),
+            let outcome = match attempt() {
+                Err(Error::ZooKeeper(zk_framework::Error::SessionExpired)) => Attempt::Missing,
+                r => r?,
+            };
+            match outcome {
+                Attempt::Got(l) => return Ok(Some(l.grant())),
                 Attempt::TimedOut => return Ok(None),
                 Attempt::Missing => match policy.next_retry(retries, start.elapsed()) {
                     RetryDecision::RetryAfter(d) => {
+                        if deadline.is_some_and(|dl| dl.saturating_duration_since(Instant::now()) <= d) {
+                            return Ok(None);
+                        }
                         retries += 1;
                         std::thread::sleep(d);
                     }
@@ -451,23 +502,37 @@ impl InterProcessSemaphoreV2 {
             b = b.with_data(d.clone());
         }
         let (path, stat) = b.for_path_with_stat(&join(&self.leases_path, LEASE_NAME))?;
-        let lease = Lease {
-            client: self.client.clone(),
-            path,
-            stat,
-            generation,
-            returned: false,
-            monitor: std::sync::OnceLock::new(),
-            lock_node: None,
+        let generation = if stat.ephemeral_owner == self.client.session_id() {
+            self.client.session_generation()
+        } else {
+            generation
         };
+        let lease = self.pending(path, stat.czxid, generation, None);
         self.wait_for_lease(lease, None, deadline)
+    }
+
+    fn pending(&self, path: String, czxid: i64, generation: u64, lock_node: Option<String>) -> PendingLease {
+        PendingLease {
+            client: self.client.clone(),
+            base: self.base_path.clone(),
+            path,
+            czxid,
+            generation,
+            lock_node,
+            armed: true,
+        }
     }
 
     /// Waits until our lease is among the first `max_leases` (by count, as
     /// Curator does). From here on, dropping `lease` deletes the node: every
     /// failure path cleans up. `listing` is a listing of the leases taken with
     /// the create, if any.
-    fn wait_for_lease(&self, lease: Lease, listing: Option<Vec<String>>, deadline: Option<Instant>) -> Result<Attempt> {
+    fn wait_for_lease(
+        &self,
+        lease: PendingLease,
+        listing: Option<Vec<String>>,
+        deadline: Option<Instant>,
+    ) -> Result<Attempt> {
         let generation = lease.generation;
         let ours = basename(&lease.path).to_string();
         let (tx, rx) = crossbeam_channel::bounded::<()>(1);
@@ -490,11 +555,10 @@ impl InterProcessSemaphoreV2 {
                 }
                 None => self.client.get_children(&self.leases_path)?,
             };
-            if !kids.contains(&ours) {
-                return Ok(Attempt::Missing);
-            }
-            if kids.len() <= self.max_leases as usize {
-                return Ok(Attempt::Got(Box::new(lease)));
+            match crate::driver::lease_granted(&kids, &ours, self.max_leases as usize) {
+                Err(crate::driver::NodeMissing) => return Ok(Attempt::Missing),
+                Ok(true) => return Ok(Attempt::Got(Box::new(lease))),
+                Ok(false) => {}
             }
             if !watching {
                 watching = true;
@@ -516,7 +580,7 @@ impl InterProcessSemaphoreV2 {
     /// its lease at once and waits for the mutex like Curator's clients do, so a
     /// release wakes exactly one waiter.
     fn acquire_single(&self, deadline: Option<Instant>) -> Result<Option<Lease>> {
-        self.retrying_missing(|| {
+        self.retrying_missing(deadline, || {
             let pair = self.create_pair()?;
             self.settle_pair(pair, deadline)
         })
@@ -644,19 +708,7 @@ impl InterProcessSemaphoreV2 {
     /// Decides with the pair's listings; falls back to waiting for the internal
     /// mutex (then for the lease count) as Curator's clients do.
     fn settle_pair(&self, pair: Pair, deadline: Option<Instant>) -> Result<Attempt> {
-        let c = &self.client;
-        let lease = Lease {
-            client: c.clone(),
-            path: pair.lease,
-            stat: Stat {
-                czxid: pair.czxid,
-                ..Stat::default()
-            },
-            generation: pair.generation,
-            returned: false,
-            monitor: std::sync::OnceLock::new(),
-            lock_node: Some(pair.lock.clone()),
-        };
+        let lease = self.pending(pair.lease, pair.czxid, pair.generation, Some(pair.lock.clone()));
         // From here on, dropping `lease` deletes both nodes.
         let lock_name = basename(&pair.lock).to_string();
         let first_in_locks = pair.locks.as_ref().map(|kids| {
@@ -673,10 +725,7 @@ impl InterProcessSemaphoreV2 {
         // turn, so return it now, and wait for the mutex with our lock node.
         let mut lease = lease;
         lease.lock_node = None; // keep our place in the mutex queue
-        let lease_path = lease.path.clone();
-        if let Err(e) = lease.release() {
-            log::debug!("dropping a transient lease {lease_path}: {e}");
-        }
+        drop(lease); // deletes the lease node only
         let internals = self.lock.internals();
         let mut vanished = false;
         let held = internals.wait_with_node(
@@ -701,8 +750,9 @@ impl InterProcessSemaphoreV2 {
                 return Err(e);
             }
         };
-        drop(held); // the mutex node now travels with the lease below
-                    // Holding the internal mutex: create a lease and wait for the count.
+        // The mutex node now travels with the lease below. Holding the internal
+        // mutex: create a lease and wait for the count.
+        drop(held);
         let attempt = self.attempt(deadline);
         match attempt {
             Ok(Attempt::Got(mut l)) => {
@@ -772,7 +822,8 @@ fn wait(rx: &Receiver<()>, states: &Receiver<()>, deadline: Option<Instant>) -> 
 /// ```
 pub struct InterProcessSemaphoreMutex {
     semaphore: InterProcessSemaphoreV2,
-    lease: Mutex<Option<Lease>>,
+    /// The holding of the current holder (any thread may release it).
+    held: Mutex<Option<Holding>>,
     base_path: String,
 }
 
@@ -780,25 +831,14 @@ impl std::fmt::Debug for InterProcessSemaphoreMutex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("InterProcessSemaphoreMutex")
             .field("path", &self.base_path)
-            .field("held", &self.lease.lock().is_some())
+            .field("held", &self.held.lock().is_some())
             .finish()
     }
 }
 
-/// Holds an [`InterProcessSemaphoreMutex`]; releases it when dropped. `Send`.
-#[must_use = "the lock is released as soon as the guard is dropped"]
-pub struct InterProcessSemaphoreMutexGuard<'a> {
-    mutex: &'a InterProcessSemaphoreMutex,
-    released: bool,
-}
-
-impl std::fmt::Debug for InterProcessSemaphoreMutexGuard<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("InterProcessSemaphoreMutexGuard")
-            .field("path", &self.mutex.base_path)
-            .finish()
-    }
-}
+/// Holds an [`InterProcessSemaphoreMutex`]; releases it when dropped. `Send`:
+/// another thread may release it.
+pub type InterProcessSemaphoreMutexGuard<'a> = LockGuard<'a, InterProcessSemaphoreMutex>;
 
 impl InterProcessSemaphoreMutex {
     /// A semaphore mutex at `path` (nodes under `path/locks` and `path/leases`).
@@ -817,87 +857,28 @@ impl InterProcessSemaphoreMutex {
     pub fn new(client: &CuratorFramework, path: &str) -> Result<Self> {
         Ok(InterProcessSemaphoreMutex {
             semaphore: InterProcessSemaphoreV2::new(client, path, 1)?,
-            lease: Mutex::new(None),
+            held: Mutex::new(None),
             base_path: path.to_string(),
         })
     }
 
-    /// Blocks until held. Not reentrant: a second acquire while held waits for a
-    /// release (from any thread).
-    ///
-    /// # Errors
-    ///
-    /// As [`InterProcessSemaphoreV2::acquire`].
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
-    /// let g = m.acquire()?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn acquire(&self) -> Result<InterProcessSemaphoreMutexGuard<'_>> {
-        match self.acquire_deadline(None)? {
-            true => Ok(self.guard()),
-            false => Err(Error::ZooKeeper(zk_framework::Error::Closed)),
-        }
-    }
+    crate::lock::lock_methods!(
+        InterProcessSemaphoreMutex,
+        "zk_recipes::InterProcessSemaphoreMutex::new(&client, \"/locks/a\")?"
+    );
 
-    /// Waits at most `timeout`; `Ok(None)` on timeout (zero: a non-blocking try).
-    ///
-    /// # Errors
-    ///
-    /// As [`InterProcessSemaphoreMutex::acquire`].
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
-    /// let g = m.try_acquire_for(std::time::Duration::ZERO)?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn try_acquire_for(&self, timeout: Duration) -> Result<Option<InterProcessSemaphoreMutexGuard<'_>>> {
-        Ok(self.acquire_deadline(deadline_after(timeout))?.then(|| self.guard()))
-    }
-
-    /// Waits until `deadline`; `Ok(None)` if it passes first.
-    ///
-    /// # Errors
-    ///
-    /// As [`InterProcessSemaphoreMutex::acquire`].
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
-    /// let g = m.try_acquire_until(std::time::Instant::now() + std::time::Duration::from_secs(1))?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn try_acquire_until(&self, deadline: Instant) -> Result<Option<InterProcessSemaphoreMutexGuard<'_>>> {
-        Ok(self.acquire_deadline(Some(deadline))?.then(|| self.guard()))
-    }
-
-    fn guard(&self) -> InterProcessSemaphoreMutexGuard<'_> {
-        InterProcessSemaphoreMutexGuard {
-            mutex: self,
-            released: false,
-        }
-    }
-
-    pub(crate) fn acquire_deadline(&self, deadline: Option<Instant>) -> Result<bool> {
+    fn acquire_lease(&self, deadline: Option<Instant>) -> Result<Option<Holding>> {
         match self.semaphore.acquire_deadline(deadline)? {
             Some(lease) => {
-                let old = self.lease.lock().replace(lease);
+                let holding = lease.into_holding();
+                let old = self.held.lock().replace(holding.share());
                 if let Some(old) = old {
                     // Cannot happen with one lease, but never leak a node.
-                    drop(old);
+                    let _ = old.release_node();
                 }
-                Ok(true)
+                Ok(Some(holding))
             }
-            None => Ok(false),
+            None => Ok(None),
         }
     }
 
@@ -918,11 +899,8 @@ impl InterProcessSemaphoreMutex {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn acquire_raw(&self) -> Result<()> {
-        if self.acquire_deadline(None)? {
-            Ok(())
-        } else {
-            Err(Error::ZooKeeper(zk_framework::Error::Closed))
-        }
+        // The raw form keeps no guard: the holding stays with the lock.
+        crate::lock::acquire_blocking(self).map(drop)
     }
 
     /// Releases the lock, from any thread.
@@ -941,9 +919,9 @@ impl InterProcessSemaphoreMutex {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn release(&self) -> Result<()> {
-        let lease = self.lease.lock().take();
-        match lease {
-            Some(l) => l.release(),
+        let held = self.held.lock().as_ref().map(Holding::share);
+        match held {
+            Some(h) => self.release_holding(h),
             None => Err(Error::NotOwner {
                 path: self.base_path.clone(),
             }),
@@ -961,7 +939,7 @@ impl InterProcessSemaphoreMutex {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn is_acquired_in_this_process(&self) -> bool {
-        self.lease.lock().is_some()
+        self.held.lock().is_some()
     }
 
     /// The base path.
@@ -1012,7 +990,7 @@ impl InterProcessSemaphoreMutex {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn fencing_token(&self) -> Option<i64> {
-        self.lease.lock().as_ref().map(Lease::fencing_token)
+        self.held.lock().as_ref().map(Holding::fencing_token)
     }
 
     /// Loss events for the held lock (`None` when not held).
@@ -1027,73 +1005,44 @@ impl InterProcessSemaphoreMutex {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn loss_receiver(&self) -> Option<Receiver<LockEvent>> {
-        self.lease.lock().as_ref().map(Lease::loss_receiver)
+        self.held.lock().as_ref().map(Holding::loss_receiver)
     }
 }
 
-impl InterProcessSemaphoreMutexGuard<'_> {
-    /// Releases now and reports the outcome.
-    ///
-    /// # Errors
-    ///
-    /// As [`InterProcessSemaphoreMutex::release`].
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
-    /// m.acquire()?.release()?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn release(mut self) -> Result<()> {
-        self.released = true;
-        self.mutex.release()
+impl InterProcessLock for InterProcessSemaphoreMutex {
+    fn release(&self) -> Result<()> {
+        InterProcessSemaphoreMutex::release(self)
     }
 
-    /// The held lease node's path.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
-    /// let g = m.acquire()?;
-    /// assert!(g.lease_path().starts_with("/locks/a/leases/_c_"));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn lease_path(&self) -> String {
-        self.mutex
-            .lease
-            .lock()
-            .as_ref()
-            .map(|l| l.path().to_string())
-            .unwrap_or_default()
+    fn acquire_holding(&self, deadline: Option<Instant>) -> Result<Option<Holding>> {
+        self.acquire_lease(deadline)
     }
 
-    /// The fencing token (the lease node's czxid).
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
-    /// let g = m.acquire()?;
-    /// assert!(g.fencing_token() > 0);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn fencing_token(&self) -> i64 {
-        self.mutex.fencing_token().unwrap_or(0)
-    }
-}
-
-impl Drop for InterProcessSemaphoreMutexGuard<'_> {
-    fn drop(&mut self) {
-        if !self.released {
-            match self.mutex.release() {
-                Ok(()) | Err(Error::NotOwner { .. }) => {}
-                Err(e) => log::warn!("releasing {} on drop: {e}", self.mutex.base_path),
+    fn release_holding(&self, holding: Holding) -> Result<()> {
+        {
+            let mut held = self.held.lock();
+            match held.as_ref() {
+                Some(h) if h.same(&holding) => *held = None,
+                _ => {
+                    return Err(Error::NotOwner {
+                        path: self.base_path.clone(),
+                    })
+                }
             }
         }
+        holding.release_node()
     }
+
+    fn is_acquired_in_this_process(&self) -> bool {
+        InterProcessSemaphoreMutex::is_acquired_in_this_process(self)
+    }
+
+    fn order_key(&self) -> (String, u8) {
+        (self.full_path(), 0)
+    }
+}
+
+impl RawLock for InterProcessSemaphoreMutex {
+    /// Any thread may release a semaphore mutex.
+    type GuardMarker = ();
 }

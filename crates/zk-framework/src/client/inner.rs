@@ -36,7 +36,13 @@ pub(super) struct Submitted {
     slot: Arc<Slot>,
     gen: u64,
     deadline: Instant,
+    /// The caller's own deadline ([`crate::deadline`]) is what bounds the wait:
+    /// on expiry the reply is abandoned and the connection left alone.
+    abandon: bool,
 }
+
+/// Called with a reply on the I/O thread; it must only signal.
+pub(super) type ReplyCallback = Box<dyn FnOnce(&Result<Reply>) + Send>;
 
 /// A reply as read from the wire: its header and the whole frame (the body
 /// starts at [`REPLY_HEADER_LEN`]). Bodies are decoded by the calling thread.
@@ -60,6 +66,7 @@ impl Reply {
 pub(super) struct Slot {
     value: Mutex<Option<Result<Reply>>>,
     ready: Condvar,
+    callback: Mutex<Option<ReplyCallback>>,
 }
 
 impl Slot {
@@ -67,15 +74,26 @@ impl Slot {
         Arc::new(Slot {
             value: Mutex::new(None),
             ready: Condvar::new(),
+            callback: Mutex::new(None),
         })
     }
 
-    /// Stores the result (the first one wins) and wakes the caller.
+    /// Stores the result (the first one wins) and wakes the caller; a slot with
+    /// a callback hands the result to it instead.
     pub fn fill(&self, r: Result<Reply>) {
+        // The callback lock is held while the value is stored, so that
+        // `Inner::on_reply` sees either the callback slot or the value.
+        let mut cb = self.callback.lock();
+        if let Some(f) = cb.take() {
+            drop(cb);
+            f(&r);
+            return;
+        }
         let mut v = self.value.lock();
         if v.is_none() {
             *v = Some(r);
             drop(v);
+            drop(cb);
             self.ready.notify_one();
         }
     }
@@ -222,6 +240,7 @@ pub(super) struct Inner {
     pub attempts: AtomicU64,
     base: Instant,
     last_send_ms: AtomicU64,
+    last_recv_ms: AtomicU64,
     /// Read timeout in ms (2/3 of the negotiated or requested session timeout).
     pub read_timeout_ms: AtomicU64,
     pub closing: AtomicBool,
@@ -299,6 +318,7 @@ impl Inner {
             attempts: AtomicU64::new(0),
             base: Instant::now(),
             last_send_ms: AtomicU64::new(0),
+            last_recv_ms: AtomicU64::new(0),
             read_timeout_ms: AtomicU64::new(read_timeout_of(s.requested_timeout_ms).as_millis() as u64),
             closing: AtomicBool::new(false),
             workers: Mutex::new(Vec::new()),
@@ -312,6 +332,17 @@ impl Inner {
     }
 
     /// Records that something was just sent.
+    pub fn touch_recv(&self) {
+        self.last_recv_ms
+            .store(self.base.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// Time since a byte was last received from a server.
+    pub fn idle_recv(&self) -> Duration {
+        let last = self.last_recv_ms.load(Ordering::Relaxed);
+        Duration::from_millis((self.base.elapsed().as_millis() as u64).saturating_sub(last))
+    }
+
     pub fn touch_send(&self) {
         self.last_send_ms
             .store(self.base.elapsed().as_millis() as u64, Ordering::Relaxed);
@@ -414,11 +445,23 @@ impl Inner {
         if !internal && self.is_closing() {
             return Err(Error::Closed);
         }
-        let deadline = deadline.unwrap_or_else(|| Instant::now() + self.call_bound());
+        let now = Instant::now();
+        let own = deadline.unwrap_or_else(|| now + self.call_bound());
+        // The caller's deadline, with a grace so that a request sent at the
+        // deadline can still be answered by a healthy server.
+        let caller = crate::deadline::current().map(|d| d.max(now + crate::deadline::GRACE));
+        let (deadline, abandon) = match caller {
+            Some(c) if c < own => (c, true),
+            _ => (own, false),
+        };
         let slot = Slot::new();
         let gen = {
             let Some(mut wire) = self.wire.try_lock_until(deadline) else {
-                return Err(Error::OperationTimeout);
+                return Err(if abandon {
+                    Error::DeadlineExceeded
+                } else {
+                    Error::OperationTimeout
+                });
             };
             if wire.stream.is_none() {
                 drop(wire);
@@ -446,13 +489,33 @@ impl Inner {
             self.write_frame(wire, frame, busy);
             gen
         };
-        Ok(Submitted { slot, gen, deadline })
+        Ok(Submitted {
+            slot,
+            gen,
+            deadline,
+            abandon,
+        })
+    }
+
+    /// Hands the reply of a submitted request to `callback` (on the I/O thread,
+    /// or at once if it has come already) instead of waiting for it.
+    pub fn on_reply(&self, s: Submitted, callback: ReplyCallback) {
+        let mut slot_cb = s.slot.callback.lock();
+        let ready = s.slot.value.lock().take();
+        match ready {
+            Some(r) => {
+                drop(slot_cb);
+                callback(&r);
+            }
+            None => *slot_cb = Some(callback),
+        }
     }
 
     /// Waits for the reply of a submitted request, until its deadline.
     pub fn await_reply(&self, s: Submitted) -> Result<Reply> {
         match s.slot.wait_until(s.deadline) {
             Some(r) => r,
+            None if s.abandon => Err(Error::DeadlineExceeded),
             None => {
                 // A server that answers pings but not this request has a broken
                 // queue: drop the connection (the session survives).

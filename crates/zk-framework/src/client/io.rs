@@ -182,6 +182,7 @@ fn handshake(inner: &Arc<Inner>, stream: TcpStream, deadline: Instant, buf: &mut
     };
     let resp =
         ConnectResponse::decode(&mut Reader::new(&first)).map_err(|e| format!("garbage ConnectResponse: {e}"))?;
+    inner.touch_recv();
     establish(inner, stream, fb, resp)
 }
 
@@ -328,6 +329,7 @@ fn run(inner: &Arc<Inner>, conn: Conn, buf: &mut [u8]) -> Stop {
             Ok(0) => break Stop::Broken("the server closed the connection".into()),
             Ok(n) => {
                 last_recv = Instant::now();
+                inner.touch_recv();
                 fb.extend(&buf[..n]);
             }
             Err(e)

@@ -91,6 +91,7 @@
 //! ```
 
 mod connect_string;
+mod detached;
 mod events;
 mod inner;
 mod io;

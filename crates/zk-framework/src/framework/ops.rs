@@ -363,7 +363,10 @@ fn protected_create(fw: &CuratorFramework, server_path: &str, spec: &CreateSpec)
         spec.create(c, &adjusted)
     });
     if let Err(e) = &result {
-        if matches!(e, Error::ConnectionLoss | Error::OperationTimeout | Error::Closed) {
+        if matches!(
+            e,
+            Error::ConnectionLoss | Error::OperationTimeout | Error::DeadlineExceeded | Error::Closed
+        ) {
             fw.inner().background.find_and_delete(parent_path, prefix);
         }
     }
@@ -473,7 +476,7 @@ impl<'a> DeleteBuilder<'a> {
             }
         });
         if let Err(e) = &result {
-            if self.guaranteed && (e.is_retryable() || matches!(e, Error::Closed)) {
+            if self.guaranteed && (e.is_retryable() || matches!(e, Error::Closed | Error::DeadlineExceeded)) {
                 fw.background_delete(server_path, self.version);
             }
         }

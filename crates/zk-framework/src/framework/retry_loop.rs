@@ -44,9 +44,17 @@ pub(super) fn call_with_retry<T>(fw: &CuratorFramework, mut op: impl FnMut(&Clie
     if !nested {
         // Wait once for a connection; after the budget, proceed anyway. The
         // loop's clock starts after this wait, as Curator's does.
+        // Under a caller's deadline ([`crate::deadline`]) the wait is cut to
+        // it, and an expired deadline never waits for a connection.
         if !fw.is_connected() {
-            if let Err(Error::Closed) = fw.block_until_connected(fw.connection_timeout()) {
-                return Err(Error::Closed);
+            let wait = crate::deadline::bound(fw.connection_timeout());
+            if wait.is_zero() && crate::deadline::expired() {
+                return Err(Error::DeadlineExceeded);
+            }
+            match fw.block_until_connected(wait) {
+                Err(Error::Closed) => return Err(Error::Closed),
+                Err(_) if crate::deadline::expired() => return Err(Error::DeadlineExceeded),
+                _ => {}
             }
         }
         CURRENT.with(|c| {
@@ -64,7 +72,7 @@ pub(super) fn call_with_retry<T>(fw: &CuratorFramework, mut op: impl FnMut(&Clie
         }
         let client = fw.zookeeper_client();
         if retrying && !client.state().is_connected() {
-            let _ = client.wait_connected_timeout(fw.connection_timeout().min(RECONNECT_WAIT));
+            let _ = client.wait_connected_timeout(crate::deadline::bound(fw.connection_timeout().min(RECONNECT_WAIT)));
         }
         let err = match fw.ensure_namespace(&client).and_then(|()| op(&client)) {
             Ok(v) => return Ok(v),
@@ -76,12 +84,19 @@ pub(super) fn call_with_retry<T>(fw: &CuratorFramework, mut op: impl FnMut(&Clie
         if !policy.allows(&err) {
             return Err(err);
         }
+        if crate::deadline::expired() {
+            return Err(Error::DeadlineExceeded);
+        }
         let state = CURRENT.with(|c| *c.borrow()).unwrap_or(LoopState {
             start: Instant::now(),
             retries: 0,
         });
         match policy.next_retry(state.retries, state.start.elapsed()) {
             RetryDecision::GiveUp => return Err(err),
+            // Never sleep past the caller's deadline.
+            RetryDecision::RetryAfter(d) if crate::deadline::remaining().is_some_and(|r| r < d) => {
+                return Err(Error::DeadlineExceeded);
+            }
             RetryDecision::RetryAfter(d) => {
                 CURRENT.with(|c| {
                     if let Some(s) = c.borrow_mut().as_mut() {

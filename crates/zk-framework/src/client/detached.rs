@@ -1,0 +1,104 @@
+//! Requests whose replies the caller does not wait for, and what the client
+//! knows locally about its connection's liveness.
+
+use std::time::Duration;
+
+use super::watches::{WatchMode, WatchReg};
+use super::{Client, Watcher};
+use crate::error::{Error, Result};
+use crate::proto::{ErrorCode, OpCode, PathWatchRequest};
+
+impl Client {
+    /// Sets an exists-watch on `path` without waiting for the reply: the
+    /// request is written and this returns. `on_reply` is called once, on the
+    /// client's I/O thread (so it must only signal: no blocking, no calls into
+    /// the client), with `Ok(true)` if the node existed, `Ok(false)` if it did
+    /// not, or the error (for example `ConnectionLoss` when the connection
+    /// broke first; the watch is then not registered).
+    ///
+    /// Lock recipes use it to watch their own node right after a grant without
+    /// adding a round trip to the acquire.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`], and the immediate connection errors of
+    /// [`Client`] (`ConnectionLoss` while disconnected, `SessionExpired`,
+    /// `Closed`): nothing was sent then and `on_reply` is not called.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use zk_framework::client::{Client, ClientConfig, WatchedEvent};
+    /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
+    /// let (tx, rx) = crossbeam_channel::bounded::<WatchedEvent>(1);
+    /// let (rtx, rrx) = crossbeam_channel::bounded(1);
+    /// zk.exists_w_detached("/lock", tx, move |r| {
+    ///     let _ = rtx.try_send(r);
+    /// })?;
+    /// println!("exists: {:?}", rrx.recv());
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn exists_w_detached(
+        &self,
+        path: &str,
+        watcher: impl Watcher,
+        on_reply: impl FnOnce(Result<bool>) + Send + 'static,
+    ) -> Result<()> {
+        let sp = self.server_path(path, false)?;
+        let watch = WatchReg {
+            mode: WatchMode::Exists,
+            server_path: sp.clone(),
+            watcher: Box::new(watcher),
+        };
+        let req = PathWatchRequest { path: sp, watch: true };
+        let inner = self.inner();
+        let submitted = inner.submit(OpCode::Exists, Some(&req), Some(watch), false, None)?;
+        let p = path.to_string();
+        inner.on_reply(
+            submitted,
+            Box::new(move |r| {
+                on_reply(match r {
+                    Ok(reply) if reply.header.err == 0 => Ok(true),
+                    Ok(reply) if reply.header.err == ErrorCode::NoNode.code() => Ok(false),
+                    Ok(reply) => Err(Error::from_raw(reply.header.err, &p)),
+                    Err(e) => Err(e.clone()),
+                })
+            }),
+        );
+        Ok(())
+    }
+
+    /// How long ago a byte last arrived from a server on any connection of this
+    /// handle. A healthy connection hears at least a ping reply every third of
+    /// [`Client::read_timeout`]; a process that was paused (a long GC-like
+    /// stall, a debugger, SIGSTOP) sees a large value here at once on resuming,
+    /// before the I/O thread has noticed anything.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # use zk_framework::client::{Client, ClientConfig};
+    /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
+    /// assert!(zk.since_last_receive() < zk.read_timeout() * 2);
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn since_last_receive(&self) -> Duration {
+        self.inner().idle_recv()
+    }
+
+    /// The read timeout: two thirds of the negotiated session timeout (the
+    /// requested one before the first connection). A connection that hears
+    /// nothing for this long is declared dead.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # use zk_framework::client::{Client, ClientConfig};
+    /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
+    /// assert!(zk.read_timeout() > std::time::Duration::ZERO);
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn read_timeout(&self) -> Duration {
+        self.inner().read_timeout()
+    }
+}

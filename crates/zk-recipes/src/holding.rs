@@ -1,0 +1,561 @@
+//! A holding: one granted lock (or lease) node and the truth about it.
+//!
+//! From the moment a node is granted, its [`Holding`] tracks, whether or not
+//! anyone subscribed:
+//! * the deletion of its own node (an exists-watch set right after the grant,
+//!   without waiting for its reply, so the acquire gains no round trip);
+//! * a session change (the managed client's session generation);
+//! * connection states: `Suspended` and `ReadOnly` make it uncertain,
+//!   `Reconnected` on the same session makes it held again, `Lost` is final.
+//!
+//! Asking ([`Holding::status`], [`Holding::check`], [`Holding::loss_receiver`])
+//! never sends a request. A normal release marks the holding released before
+//! its node is deleted, so the deletion is never reported as a loss; the loss
+//! channels then end.
+
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Weak};
+
+use crossbeam_channel::{Receiver, Sender};
+use parking_lot::Mutex;
+use zk_framework::client::WatchedEvent;
+use zk_framework::framework::{CuratorFramework, ListenerHandle};
+use zk_framework::proto::EventType;
+use zk_framework::state::ConnectionState;
+
+use crate::error::{Error, Result};
+
+/// What a lock holder hears about its lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LockEvent {
+    /// The connection was lost (or is read-only): the lock may be lost. Stop
+    /// work that needs exclusion until `Reconnected`.
+    Suspended,
+    /// The connection is back on the same session: the lock is still held.
+    Reconnected,
+    /// The lock is certainly lost: the session expired or was replaced, or the
+    /// lock node was deleted.
+    Lost,
+}
+
+/// Whether a held lock is still held, as far as this process can know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LockStatus {
+    /// Held: connected on the session that created the lock node, and the node
+    /// has not been seen deleted.
+    Held,
+    /// Uncertain: the connection is suspended or read-only; the session may
+    /// still be alive.
+    Uncertain,
+    /// Lost for certain.
+    Lost,
+}
+
+const HELD: u8 = 0;
+const UNCERTAIN: u8 = 1;
+const LOST: u8 = 2;
+const RELEASED: u8 = 3;
+
+/// One granted node.
+pub(crate) struct HoldState {
+    client: CuratorFramework,
+    /// The lock's base path (for errors).
+    base: String,
+    /// Our node's full user path.
+    node: String,
+    /// A second node released together with this one (the semaphore mutex's
+    /// internal lock node).
+    companion: Option<String>,
+    token: i64,
+    generation: u64,
+    status: AtomicU8,
+    subscribers: Mutex<Vec<Sender<LockEvent>>>,
+    listener: Mutex<Option<ListenerHandle>>,
+    watching: AtomicBool,
+}
+
+impl HoldState {
+    fn publish(&self, ev: LockEvent) {
+        let new = match ev {
+            LockEvent::Suspended => UNCERTAIN,
+            LockEvent::Reconnected => HELD,
+            LockEvent::Lost => LOST,
+        };
+        let mut cur = self.status.load(Ordering::SeqCst);
+        loop {
+            // Lost and released are final.
+            if cur == LOST || cur == RELEASED || cur == new {
+                return;
+            }
+            match self
+                .status
+                .compare_exchange(cur, new, Ordering::SeqCst, Ordering::SeqCst)
+            {
+                Ok(_) => break,
+                Err(c) => cur = c,
+            }
+        }
+        if ev == LockEvent::Lost {
+            log::warn!("the lock node {} was lost", self.node);
+        }
+        self.subscribers
+            .lock()
+            .retain(|tx| !matches!(tx.try_send(ev), Err(crossbeam_channel::TrySendError::Disconnected(_))));
+    }
+
+    fn status(&self) -> LockStatus {
+        match self.status.load(Ordering::SeqCst) {
+            LOST | RELEASED => return LockStatus::Lost,
+            _ => {}
+        }
+        if self.client.session_generation() != self.generation || self.client.is_closed() {
+            self.publish(LockEvent::Lost);
+            return LockStatus::Lost;
+        }
+        // The state machine may be ahead of the listener dispatch.
+        match self.client.state() {
+            Some(ConnectionState::Lost) => {
+                self.publish(LockEvent::Lost);
+                return LockStatus::Lost;
+            }
+            Some(ConnectionState::Suspended | ConnectionState::ReadOnly) => return LockStatus::Uncertain,
+            _ => {}
+        }
+        match self.status.load(Ordering::SeqCst) {
+            HELD => LockStatus::Held,
+            UNCERTAIN => LockStatus::Uncertain,
+            _ => LockStatus::Lost,
+        }
+    }
+
+    fn check(&self) -> Result<()> {
+        match self.status() {
+            LockStatus::Lost => {
+                return Err(Error::LockLost {
+                    path: self.base.clone(),
+                })
+            }
+            LockStatus::Uncertain => {
+                return Err(Error::LockUncertain {
+                    path: self.base.clone(),
+                })
+            }
+            LockStatus::Held => {}
+        }
+        // A process that was paused may not have noticed yet that its
+        // connection died: nothing heard for a read timeout is uncertain.
+        let zk = self.client.zookeeper_client();
+        if zk.since_last_receive() > zk.read_timeout() {
+            return Err(Error::LockUncertain {
+                path: self.base.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    fn subscribe_with(&self, tx: Sender<LockEvent>) {
+        // `status()` may publish, which takes the subscriber lock: ask first.
+        let derived = self.status();
+        let mut subs = self.subscribers.lock();
+        // Read again under the lock: a publish after this read finds `tx` in
+        // the list (an event may then arrive twice, never not at all).
+        match self.status.load(Ordering::SeqCst) {
+            RELEASED => {} // `tx` is dropped: the channel has ended
+            LOST => {
+                let _ = tx.try_send(LockEvent::Lost);
+                subs.push(tx);
+            }
+            raw => {
+                if raw == UNCERTAIN || derived != LockStatus::Held {
+                    let _ = tx.try_send(LockEvent::Suspended);
+                }
+                subs.push(tx);
+            }
+        }
+    }
+
+    /// Marks the holding released (unless it was lost): from now on the
+    /// deletion of its node is not a loss. Ends the loss channels. Returns
+    /// whether it had been lost.
+    fn mark_released(&self) -> bool {
+        // Take the last look first: a lost session must not read as released.
+        let lost = self.status() == LockStatus::Lost;
+        let prev = self.status.swap(RELEASED, Ordering::SeqCst);
+        self.subscribers.lock().clear();
+        *self.listener.lock() = None;
+        lost || prev == LOST
+    }
+}
+
+/// A granted lock node: its path, fencing token and session, and whether it is
+/// still held. Every guard and lease owns one; it is the raw layer's currency
+/// ([`crate::InterProcessLock`]).
+pub struct Holding {
+    inner: HoldingKind,
+}
+
+enum HoldingKind {
+    One(Arc<HoldState>),
+    /// A multi-lock's members, in acquisition order.
+    Many(Vec<Holding>),
+}
+
+impl std::fmt::Debug for Holding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.inner {
+            HoldingKind::One(s) => f
+                .debug_struct("Holding")
+                .field("node", &s.node)
+                .field("token", &s.token)
+                .field("status", &s.status())
+                .finish(),
+            HoldingKind::Many(m) => f.debug_list().entries(m).finish(),
+        }
+    }
+}
+
+impl Holding {
+    /// Starts tracking a granted node: a state listener and an exists-watch
+    /// on the node (sent without waiting for its reply).
+    pub(crate) fn granted(
+        client: &CuratorFramework,
+        base: &str,
+        node: String,
+        token: i64,
+        generation: u64,
+        companion: Option<String>,
+    ) -> Holding {
+        let state = Arc::new(HoldState {
+            client: client.clone(),
+            base: base.to_string(),
+            node,
+            companion,
+            token,
+            generation,
+            status: AtomicU8::new(HELD),
+            subscribers: Mutex::new(Vec::new()),
+            listener: Mutex::new(None),
+            watching: AtomicBool::new(false),
+        });
+        let weak = Arc::downgrade(&state);
+        let handle = client.add_listener(move |s| {
+            let Some(st) = weak.upgrade() else { return };
+            match s {
+                ConnectionState::Suspended | ConnectionState::ReadOnly => st.publish(LockEvent::Suspended),
+                ConnectionState::Lost => st.publish(LockEvent::Lost),
+                ConnectionState::Reconnected | ConnectionState::Connected => {
+                    if st.client.session_generation() != st.generation {
+                        st.publish(LockEvent::Lost);
+                    } else {
+                        st.publish(LockEvent::Reconnected);
+                        if !st.watching.load(Ordering::SeqCst) {
+                            watch_own_node(&st);
+                        }
+                    }
+                }
+            }
+        });
+        *state.listener.lock() = Some(handle);
+        // The state may have changed before the listener existed.
+        let _ = state.status();
+        watch_own_node(&state);
+        Holding {
+            inner: HoldingKind::One(state),
+        }
+    }
+
+    /// The holdings of a multi-lock, as one.
+    pub(crate) fn many(members: Vec<Holding>) -> Holding {
+        Holding {
+            inner: HoldingKind::Many(members),
+        }
+    }
+
+    /// Another handle on the same holding (for reentrant guards).
+    pub(crate) fn share(&self) -> Holding {
+        Holding {
+            inner: match &self.inner {
+                HoldingKind::One(s) => HoldingKind::One(s.clone()),
+                HoldingKind::Many(m) => HoldingKind::Many(m.iter().map(Holding::share).collect()),
+            },
+        }
+    }
+
+    /// Whether two handles are on the same holding.
+    pub(crate) fn same(&self, other: &Holding) -> bool {
+        match (&self.inner, &other.inner) {
+            (HoldingKind::One(a), HoldingKind::One(b)) => Arc::ptr_eq(a, b),
+            (HoldingKind::Many(a), HoldingKind::Many(b)) => {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same(y))
+            }
+            _ => false,
+        }
+    }
+
+    pub(crate) fn members(self) -> Vec<Holding> {
+        match self.inner {
+            HoldingKind::One(_) => vec![self],
+            HoldingKind::Many(m) => m,
+        }
+    }
+
+    fn one(&self) -> Option<&Arc<HoldState>> {
+        match &self.inner {
+            HoldingKind::One(s) => Some(s),
+            HoldingKind::Many(_) => None,
+        }
+    }
+
+    /// Whether the lock is held, uncertain (suspended, read-only) or lost; a
+    /// multi-lock's is its worst member's. Answered locally, at once.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
+    /// let g = m.acquire()?;
+    /// assert_eq!(g.holding().status(), zk_recipes::LockStatus::Held);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn status(&self) -> LockStatus {
+        match &self.inner {
+            HoldingKind::One(s) => s.status(),
+            HoldingKind::Many(m) => m.iter().map(Holding::status).fold(LockStatus::Held, worst),
+        }
+    }
+
+    /// `Ok` only while the lock is certainly held: call it before each side
+    /// effect. Answered locally, at once.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LockLost`] once the lock is lost; [`Error::LockUncertain`] while
+    /// the connection is suspended or read-only, and when nothing has been
+    /// heard from the server for longer than the read timeout (a process that
+    /// was paused gets this before its connection thread has noticed).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
+    /// let g = m.acquire()?;
+    /// g.holding().check()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn check(&self) -> Result<()> {
+        match &self.inner {
+            HoldingKind::One(s) => s.check(),
+            HoldingKind::Many(m) => m.iter().try_for_each(Holding::check),
+        }
+    }
+
+    /// Loss events from now on: `Suspended`, `Reconnected`, `Lost` (a late
+    /// subscriber first hears where the lock stands). The channel ends when
+    /// the lock is released normally: a release is never reported as `Lost`.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
+    /// let g = m.acquire()?;
+    /// let rx = g.holding().loss_receiver();
+    /// g.release()?;
+    /// assert!(rx.recv().is_err()); // ended, not Lost
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn loss_receiver(&self) -> Receiver<LockEvent> {
+        let (tx, rx) = crossbeam_channel::bounded(16);
+        self.subscribe_with(&tx);
+        rx
+    }
+
+    fn subscribe_with(&self, tx: &Sender<LockEvent>) {
+        match &self.inner {
+            HoldingKind::One(s) => s.subscribe_with(tx.clone()),
+            HoldingKind::Many(m) => m.iter().for_each(|h| h.subscribe_with(tx)),
+        }
+    }
+
+    /// The fencing token: the lock node's czxid (for a multi-lock, the largest
+    /// of its members'). It increases with every grant of a lock, across
+    /// sessions and processes.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
+    /// let g = m.acquire()?;
+    /// assert!(g.holding().fencing_token() > 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn fencing_token(&self) -> i64 {
+        match &self.inner {
+            HoldingKind::One(s) => s.token,
+            HoldingKind::Many(m) => m.iter().map(Holding::fencing_token).max().unwrap_or(0),
+        }
+    }
+
+    /// Each member's fencing token, in acquisition order (one for a single lock).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
+    /// let g = m.acquire()?;
+    /// assert_eq!(g.holding().fencing_tokens().len(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn fencing_tokens(&self) -> Vec<i64> {
+        match &self.inner {
+            HoldingKind::One(s) => vec![s.token],
+            HoldingKind::Many(m) => m.iter().flat_map(Holding::fencing_tokens).collect(),
+        }
+    }
+
+    /// The lock node's full path (for a multi-lock, the members' joined by `,`).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
+    /// let g = m.acquire()?;
+    /// assert!(g.holding().node().starts_with("/locks/a/_c_"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn node(&self) -> String {
+        match &self.inner {
+            HoldingKind::One(s) => s.node.clone(),
+            HoldingKind::Many(m) => m.iter().map(Holding::node).collect::<Vec<_>>().join(","),
+        }
+    }
+
+    /// The lock's base path.
+    pub(crate) fn base(&self) -> String {
+        match &self.inner {
+            HoldingKind::One(s) => s.base.clone(),
+            HoldingKind::Many(m) => m.iter().map(Holding::base).collect::<Vec<_>>().join(","),
+        }
+    }
+
+    /// Releases a single holding: marks it released, then deletes its node
+    /// (and companion) with a guaranteed delete. A lost holding deletes only
+    /// its own node (its protected name is unique to it), in the background,
+    /// and reports [`Error::LockLost`]. While disconnected the delete is handed
+    /// to the background at once, so a release never waits for a connection.
+    pub(crate) fn release_node(self) -> Result<()> {
+        let Some(s) = self.one() else {
+            return Err(Error::InvalidArgument("not a single holding".into()));
+        };
+        let s = s.clone();
+        let client = &s.client;
+        let lost = s.mark_released();
+        let nodes: Vec<&str> = std::iter::once(s.node.as_str()).chain(s.companion.as_deref()).collect();
+        if lost {
+            for n in &nodes {
+                client.delete_in_background(n)?;
+            }
+            return Err(Error::LockLost { path: s.base.clone() });
+        }
+        if !client.is_connected() {
+            for n in &nodes {
+                client.delete_in_background(n)?;
+            }
+            return Err(Error::ZooKeeper(zk_framework::Error::ConnectionLoss));
+        }
+        if nodes.len() == 2 {
+            let ops = nodes
+                .iter()
+                .map(|n| zk_framework::client::Op::delete(client.fix_path(n), None))
+                .collect::<Vec<_>>();
+            match client.call_with_retry(|c| c.multi(ops.clone())) {
+                Ok(_) => return Ok(()),
+                // One of them is gone already: delete the other on its own.
+                Err(zk_framework::Error::NoNode { .. }) => {}
+                Err(e) => {
+                    for n in &nodes {
+                        client.delete_in_background(n)?;
+                    }
+                    return Err(e.into());
+                }
+            }
+        }
+        let mut result = Ok(());
+        for n in nodes {
+            if let Err(e) = client.delete().guaranteed().for_path(n) {
+                result = Err(Error::from(e));
+            }
+        }
+        result
+    }
+}
+
+fn worst(a: LockStatus, b: LockStatus) -> LockStatus {
+    let rank = |s| match s {
+        LockStatus::Held => 0,
+        LockStatus::Uncertain => 1,
+        LockStatus::Lost => 2,
+    };
+    if rank(b) > rank(a) {
+        b
+    } else {
+        a
+    }
+}
+
+/// Sets the exists-watch on our own node without waiting. The watcher and the
+/// reply callback only signal (they run on the client's threads).
+fn watch_own_node(st: &Arc<HoldState>) {
+    if st.status.load(Ordering::SeqCst) >= LOST {
+        return;
+    }
+    st.watching.store(true, Ordering::SeqCst);
+    let zk = st.client.zookeeper_client();
+    if st.client.session_generation() != st.generation {
+        st.publish(LockEvent::Lost);
+        return;
+    }
+    let (w1, w2) = (Arc::downgrade(st), Arc::downgrade(st));
+    let watcher = move |e: WatchedEvent| on_own_node_event(&w1, e);
+    let on_reply = move |r: zk_framework::Result<bool>| {
+        let Some(st) = w2.upgrade() else { return };
+        match r {
+            Ok(true) => {}
+            Ok(false) => st.publish(LockEvent::Lost),
+            // Not registered (the connection broke first): the next
+            // Reconnected sets it again.
+            Err(_) => st.watching.store(false, Ordering::SeqCst),
+        }
+    };
+    if let Err(e) = zk.exists_w_detached(&st.client.fix_path(&st.node), watcher, on_reply) {
+        log::debug!("could not watch own lock node {}: {e}", st.node);
+        st.watching.store(false, Ordering::SeqCst);
+    }
+}
+
+fn on_own_node_event(weak: &Weak<HoldState>, e: WatchedEvent) {
+    let Some(st) = weak.upgrade() else { return };
+    match e.event_type {
+        EventType::NodeDeleted => st.publish(LockEvent::Lost),
+        EventType::NodeDataChanged | EventType::NodeCreated => {
+            // The watch is used up (a revocation request writes data). Setting
+            // it again sends a request, which a watcher must not do on the
+            // client's event thread.
+            st.watching.store(false, Ordering::SeqCst);
+            let weak = weak.clone();
+            let _ = std::thread::Builder::new()
+                .name("zk-lock-rewatch".into())
+                .spawn(move || {
+                    if let Some(st) = weak.upgrade() {
+                        watch_own_node(&st);
+                    }
+                });
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,363 @@
+//! The lock contract, written once and instantiated for every lock kind: the
+//! mutex, the semaphore mutex, a semaphore lease, the read half, the write half
+//! and a multi-lock. On the backend `ZK_TEST_SERVER` names (embedded by
+//! default), with faults through a `FaultProxy` and the server's own expiry.
+//!
+//! * a normal release is never reported as a loss (the loss channel ends);
+//! * the deletion of the held node is noticed with no subscriber: status,
+//!   check and release all say `LockLost`;
+//! * a session expiry while held: reentry, `with_lock` and release all refuse
+//!   with `LockLost`, and another session gets the lock;
+//! * deadlines hold: no server, a frozen connection, a contended lock, a zero
+//!   timeout (elapsed asserted against the deadline plus a margin);
+//! * no orphan node after any of these.
+
+use std::time::{Duration, Instant};
+
+use crate::support::{client, closed_port, timing, tree};
+use crossbeam_channel::RecvTimeoutError;
+use zk_framework::framework::CuratorFramework;
+use zk_framework::retry::ExponentialBackoffRetry;
+use zk_recipes::{
+    Error, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex, InterProcessSemaphoreV2,
+    LockEvent, LockStatus, MultiLock,
+};
+use zk_testing::proxy::FaultProxy;
+use zk_testing::{wait_until, TestingServer};
+
+/// How far past its deadline a timed acquire may return. The aim is 50 ms; a
+/// debug build on a loaded 2-core machine gets some slack, stretched by
+/// `ZK_TEST_TIMING`.
+fn margin() -> Duration {
+    timing().scale(Duration::from_millis(150))
+}
+
+fn assert_bounded(what: &str, start: Instant, timeout: Duration) {
+    let elapsed = start.elapsed();
+    eprintln!("{what}: {elapsed:?} for a {timeout:?} deadline");
+    assert!(
+        elapsed <= timeout + margin(),
+        "{what}: returned after {elapsed:?}, deadline {timeout:?} + margin {:?}",
+        margin()
+    );
+}
+
+/// A client whose server is gone: a port that was free a moment ago.
+fn unreachable_client() -> CuratorFramework {
+    let port = closed_port();
+    CuratorFramework::builder()
+        .connect_string(format!("127.0.0.1:{port}"))
+        .session_timeout(Duration::from_secs(30))
+        .connection_timeout(Duration::from_secs(15))
+        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 10))
+        .build()
+        .unwrap()
+}
+
+fn proxied_client(proxy: &FaultProxy) -> CuratorFramework {
+    let t = timing();
+    let c = CuratorFramework::builder()
+        .connect_string(proxy.connect_string())
+        .session_timeout(t.session())
+        .connection_timeout(Duration::from_secs(15))
+        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 10))
+        .build()
+        .unwrap();
+    c.block_until_connected(t.wait()).unwrap();
+    c
+}
+
+/// The lock nodes left under `base` (containers excluded: only ephemerals).
+fn lock_nodes(c: &CuratorFramework, base: &str) -> Vec<String> {
+    tree(c, base)
+        .into_iter()
+        .filter(|p| {
+            c.check_exists(p)
+                .ok()
+                .flatten()
+                .is_some_and(|st| st.ephemeral_owner != 0)
+        })
+        .collect()
+}
+
+fn no_orphans(c: &CuratorFramework, base: &str) {
+    assert!(
+        wait_until(timing().wait(), || lock_nodes(c, base).is_empty()),
+        "orphan lock nodes under {base}: {:?}",
+        lock_nodes(c, base)
+    );
+}
+
+macro_rules! if_reentrant {
+    (true, $b:block) => {
+        $b
+    };
+    (false, $b:block) => {};
+}
+
+macro_rules! contract {
+    ($kind:ident, reentrant: $reentrant:tt, |$c:ident, $p:ident| $make:expr, |$g:ident| $node:expr) => {
+        contract!($kind, reentrant: $reentrant, |$c, $p| $make, |$g| $node, excluded_by: $make);
+    };
+    (
+        $kind:ident,
+        reentrant: $reentrant:tt,
+        |$c:ident, $p:ident| $make:expr,
+        |$g:ident| $node:expr,
+        excluded_by: $holder:expr
+    ) => {
+        mod $kind {
+            use super::*;
+
+            fn base(name: &str) -> String {
+                format!("/contract/{}/{name}", stringify!($kind))
+            }
+
+            #[test]
+            fn a_normal_release_is_never_reported_as_lost() {
+                let s = TestingServer::start().unwrap();
+                let $c = &client(&s);
+                let path = base("release");
+                let $p = path.as_str();
+                let lock = $make;
+                for _ in 0..3 {
+                    let g = lock.try_acquire_for(timing().wait()).unwrap().expect("acquired");
+                    let rx = g.loss_receiver();
+                    assert_eq!(g.status(), LockStatus::Held);
+                    g.check().unwrap();
+                    g.release().unwrap();
+                    // The channel ends; it never says Lost.
+                    match rx.recv_timeout(timing().wait()) {
+                        Err(RecvTimeoutError::Disconnected) => {}
+                        other => panic!("after a release the loss channel said {other:?}"),
+                    }
+                }
+                no_orphans($c, &path);
+            }
+
+            #[test]
+            fn deletion_of_the_held_node_is_noticed_without_a_subscriber() {
+                let s = TestingServer::start().unwrap();
+                let $c = &client(&s);
+                let admin = client(&s);
+                let path = base("deleted");
+                let $p = path.as_str();
+                let lock = $make;
+                let $g = lock.acquire().unwrap();
+                let nodes: String = $node;
+                // An operator breaks the lock: one node is enough.
+                let victim = nodes.split(',').next().unwrap().to_string();
+                admin.delete().for_path(&victim).unwrap();
+                assert!(
+                    wait_until(timing().wait(), || $g.status() == LockStatus::Lost),
+                    "status after deletion: {:?}",
+                    $g.status()
+                );
+                assert!(matches!($g.check(), Err(Error::LockLost { .. })), "{:?}", $g.check());
+                let r = $g.release();
+                assert!(matches!(r, Err(Error::LockLost { .. })), "release of a lost lock: {r:?}");
+                no_orphans(&admin, &path);
+            }
+
+            #[test]
+            fn an_expired_session_loses_the_lock_and_it_cannot_be_used() {
+                let s = TestingServer::start().unwrap();
+                let $c = &client(&s);
+                let other = client(&s);
+                let path = base("expired");
+                let $p = path.as_str();
+                let lock = $make;
+                let $g = lock.acquire().unwrap();
+                let rx = $g.loss_receiver();
+                let zk = $c.zookeeper_client();
+                s.expire_session(zk.session_id(), &zk.session_password()).unwrap();
+                assert!(wait_until(timing().wait(), || $g.status() == LockStatus::Lost));
+                assert!(
+                    wait_until(timing().wait(), || rx.try_iter().any(|e| e == LockEvent::Lost)),
+                    "no Lost event"
+                );
+                if_reentrant!($reentrant, {
+                    let again = lock.acquire();
+                    assert!(matches!(again, Err(Error::LockLost { .. })), "reentry after loss: {again:?}");
+                    let mut ran = false;
+                    let r = lock.with_lock(|| ran = true);
+                    assert!(matches!(r, Err(Error::LockLost { .. })), "with_lock after loss: {r:?}");
+                    assert!(!ran, "with_lock ran its closure on a lost lock");
+                });
+                let r = $g.release();
+                assert!(matches!(r, Err(Error::LockLost { .. })), "release after expiry: {r:?}");
+                // Another session gets it, and a new acquire on the new session too.
+                {
+                    let $c = &other;
+                    let lock2 = $make;
+                    let g2 = lock2.try_acquire_for(timing().wait()).unwrap().expect("another session acquires");
+                    g2.release().unwrap();
+                }
+                let g3 = lock.try_acquire_for(timing().wait()).unwrap().expect("acquired on the new session");
+                g3.release().unwrap();
+                no_orphans(&other, &path);
+            }
+
+            #[test]
+            fn timed_acquires_hold_their_deadline_with_no_server() {
+                let $c = &unreachable_client();
+                let path = base("noserver");
+                let $p = path.as_str();
+                let lock = $make;
+                for timeout in [Duration::ZERO, Duration::from_millis(200), Duration::from_millis(600)] {
+                    let start = Instant::now();
+                    let r = lock.try_acquire_for(timeout);
+                    assert_bounded(&format!("no server, {timeout:?}"), start, timeout);
+                    assert!(matches!(r, Ok(None)), "no server: {r:?}");
+                }
+                $c.close();
+            }
+
+            #[test]
+            fn timed_acquires_hold_their_deadline_through_a_frozen_connection() {
+                let s = TestingServer::start().unwrap();
+                let proxy = FaultProxy::start(&s.connect_string()).unwrap();
+                let $c = &proxied_client(&proxy);
+                let admin = client(&s);
+                let path = base("frozen");
+                let $p = path.as_str();
+                let lock = $make;
+                // Warm up: the parents exist, the path works.
+                lock.try_acquire_for(timing().wait()).unwrap().expect("acquired").release().unwrap();
+                proxy.freeze(true);
+                for timeout in [Duration::ZERO, Duration::from_millis(300)] {
+                    let start = Instant::now();
+                    let r = lock.try_acquire_for(timeout);
+                    assert_bounded(&format!("frozen, {timeout:?}"), start, timeout);
+                    assert!(matches!(r, Ok(None)), "frozen: {r:?}");
+                }
+                proxy.freeze(false);
+                // Whatever was created before the freeze is cleaned up.
+                no_orphans(&admin, &path);
+                let g = lock.try_acquire_for(timing().wait() * 2).unwrap().expect("acquired after the freeze");
+                g.release().unwrap();
+                no_orphans(&admin, &path);
+            }
+
+            #[test]
+            fn timed_acquires_hold_their_deadline_when_contended() {
+                let s = TestingServer::start().unwrap();
+                let holder_client = client(&s);
+                let path = base("contended");
+                let $p = path.as_str();
+                let holder = {
+                    let $c = &holder_client;
+                    $holder
+                };
+                let _held = holder.acquire().unwrap();
+                let $c = &client(&s);
+                let lock = $make;
+                for timeout in [Duration::ZERO, Duration::from_millis(300)] {
+                    let start = Instant::now();
+                    let r = lock.try_acquire_for(timeout);
+                    assert_bounded(&format!("contended, {timeout:?}"), start, timeout);
+                    assert!(matches!(r, Ok(None)), "contended: {r:?}");
+                }
+                // Only the holder's nodes remain.
+                let left = lock_nodes($c, &path);
+                assert!(
+                    wait_until(timing().wait(), || lock_nodes($c, &path).len() <= left.len().min(2)),
+                    "{left:?}"
+                );
+            }
+        }
+    };
+}
+
+contract!(mutex, reentrant: true, |c, p| InterProcessMutex::new(c, p).unwrap(), |g| g.lock_path());
+contract!(
+    semaphore_mutex,
+    reentrant: false,
+    |c, p| InterProcessSemaphoreMutex::new(c, p).unwrap(),
+    |g| g.lock_path()
+);
+contract!(
+    semaphore_lease,
+    reentrant: false,
+    |c, p| InterProcessSemaphoreV2::new(c, p, 1).unwrap(),
+    |g| g.path().to_string()
+);
+contract!(
+    read_half,
+    reentrant: true,
+    |c, p| InterProcessReadWriteLock::new(c, p).unwrap().read_lock().clone(),
+    |g| g.lock_path(),
+    excluded_by: InterProcessReadWriteLock::new(c, p).unwrap().write_lock().clone()
+);
+contract!(
+    write_half,
+    reentrant: true,
+    |c, p| InterProcessReadWriteLock::new(c, p).unwrap().write_lock().clone(),
+    |g| g.lock_path()
+);
+contract!(
+    multi_lock,
+    reentrant: true,
+    |c, p| MultiLock::from_paths(c, &[&format!("{p}/a"), &format!("{p}/b")]).unwrap(),
+    |g| g.lock_path()
+);
+
+/// A read lock held through one instance refuses the write lock through
+/// another instance on the same path (it would wait on itself forever).
+#[test]
+fn an_upgrade_through_a_second_instance_is_refused() {
+    let s = TestingServer::start().unwrap();
+    let c = client(&s);
+    let a = InterProcessReadWriteLock::new(&c, "/contract/upgrade").unwrap();
+    let b = InterProcessReadWriteLock::new(&c, "/contract/upgrade").unwrap();
+    let r = a.read_lock().acquire().unwrap();
+    let start = Instant::now();
+    let w = b.write_lock().try_acquire_for(timing().wait());
+    assert!(matches!(w, Err(Error::UpgradeRefused { .. })), "{w:?}");
+    assert!(
+        start.elapsed() < timing().wait() / 2,
+        "refused at once, not after the timeout"
+    );
+    // Another thread is not refused: it waits for the read lock.
+    std::thread::scope(|sc| {
+        let w = sc
+            .spawn(|| {
+                b.write_lock()
+                    .try_acquire_for(Duration::from_millis(200))
+                    .map(|g| g.is_some())
+            })
+            .join()
+            .unwrap();
+        assert!(matches!(w, Ok(false)), "{w:?}");
+    });
+    r.release().unwrap();
+    let w = b
+        .write_lock()
+        .try_acquire_for(timing().wait())
+        .unwrap()
+        .expect("writer after the reader");
+    // A downgrade keeps writers out and leaves a read lock.
+    let r = w.downgrade().unwrap();
+    assert_eq!(r.status(), LockStatus::Held);
+    r.release().unwrap();
+}
+
+/// An owned guard lives beside its lock and releases on drop.
+#[test]
+fn an_owned_guard_lives_in_a_struct() {
+    struct Job {
+        _guard: zk_recipes::ArcLockGuard<InterProcessMutex>,
+        lock: std::sync::Arc<InterProcessMutex>,
+    }
+    let s = TestingServer::start().unwrap();
+    let c = client(&s);
+    let lock = std::sync::Arc::new(InterProcessMutex::new(&c, "/contract/owned").unwrap());
+    let job = Job {
+        _guard: InterProcessMutex::acquire_arc(&lock).unwrap(),
+        lock: lock.clone(),
+    };
+    assert!(job.lock.is_acquired_in_this_process());
+    drop(job);
+    assert!(!lock.is_acquired_in_this_process());
+    no_orphans(&c, "/contract/owned");
+}

@@ -14,14 +14,20 @@ fn embedded() -> TestingServer {
 
 fn client(server: &TestingServer) -> CuratorFramework {
     let timing = Timing::from_env();
+    let (tx, rx) = crossbeam_channel::unbounded();
     let c = CuratorFramework::builder()
         .connect_string(server.connect_string())
         .session_timeout(timing.session())
         .connection_timeout(timing.connection())
         .retry_policy(RetryNTimes::new(3, Duration::from_millis(50)))
+        .connection_state_listener(move |s| {
+            let _ = tx.send(s);
+        })
         .build()
         .expect("client");
-    c.block_until_connected(timing.wait()).expect("connected");
+    // Connected has been dispatched, so listeners added from here on start
+    // with what comes next.
+    assert_eq!(rx.recv_timeout(timing.wait()), Ok(ConnectionState::Connected));
     c
 }
 

@@ -9,7 +9,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
-use zk_framework::proto::frame::{four_letter_word, FrameBuffer};
+use zk_proto::frame::{four_letter_word, FrameBuffer};
 
 use super::server::Shared;
 use super::watch::ConnId;

@@ -69,8 +69,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
-use zk_framework::proto::frame::DEFAULT_MAX_FRAME;
-use zk_framework::proto::{OpCode, Stat};
+use zk_proto::frame::DEFAULT_MAX_FRAME;
+use zk_proto::{OpCode, Stat};
 
 use server::Shared;
 use state::State;
@@ -131,7 +131,7 @@ impl Default for ServerConfig {
 ///
 /// ```
 /// use std::io::{Read, Write};
-/// use zk_framework::proto::{frame::frame, ConnectRequest, Encode};
+/// use zk_proto::{frame::frame, ConnectRequest, Encode};
 /// use zk_testing::embedded::EmbeddedServer;
 ///
 /// let server = EmbeddedServer::start(Default::default())?;
@@ -168,7 +168,7 @@ pub struct SessionInfo {
 /// # Examples
 ///
 /// ```
-/// use zk_framework::proto::OpCode;
+/// use zk_proto::OpCode;
 /// let server = zk_testing::embedded::EmbeddedServer::start(Default::default())?;
 /// let stats = server.stats();
 /// assert_eq!(stats.requests(OpCode::Create), 0);
@@ -208,7 +208,7 @@ impl ServerStats {
     /// # Examples
     ///
     /// ```
-    /// use zk_framework::proto::OpCode;
+    /// use zk_proto::OpCode;
     /// let stats = zk_testing::embedded::ServerStats::default();
     /// assert_eq!(stats.requests(OpCode::Create), 0);
     /// ```
@@ -610,7 +610,7 @@ impl EmbeddedServer {
     /// # Examples
     ///
     /// ```
-    /// use zk_framework::proto::OpCode;
+    /// use zk_proto::OpCode;
     /// let server = zk_testing::embedded::EmbeddedServer::start(Default::default())?;
     /// server.drop_next_reply(OpCode::Create2);
     /// # Ok::<(), std::io::Error>(())

@@ -6,9 +6,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use zk_framework::proto::frame::frame;
-use zk_framework::proto::jute::{JuteWrite, Reader};
-use zk_framework::proto::{
+use zk_proto::frame::frame;
+use zk_proto::jute::{JuteWrite, Reader};
+use zk_proto::{
     add_watch_mode, perms, watcher_type, Acl, AuthPacket, CheckVersionRequest, ClientInfo, ConnectRequest,
     ConnectResponse, Create2Response, Decode, DecodeError, DeleteRequest, Encode, ErrorCode, EventType,
     GetAllChildrenNumberResponse, GetEphemeralsResponse, Id, KeeperState, MultiHeader, OpCode, PathRecord,

@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use zk_framework::proto::EventType;
+use zk_proto::EventType;
 
 /// A connection id.
 pub(crate) type ConnId = u64;

@@ -323,8 +323,9 @@ pub trait Decode: Sized {
 }
 
 /// Marks the types that may be elements of a jute `vector` (everything except `u8`,
-/// whose vector is a `buffer`).
-pub trait Element: Encode + Decode {}
+/// whose vector is a `buffer`). Borrowed elements (`&str`) encode only; owned ones
+/// also decode.
+pub trait Element: Encode {}
 
 impl Encode for i32 {
     fn encode(&self, out: &mut Vec<u8>) {
@@ -369,6 +370,8 @@ impl Decode for String {
     }
 }
 impl Element for String {}
+/// A borrowed `ustring` element: a server lists children without copying them.
+impl Element for &str {}
 
 /// A `buffer`; null is read as empty.
 impl Encode for Vec<u8> {
@@ -420,6 +423,12 @@ impl Encode for Option<Vec<u8>> {
         out.put_buffer(self.as_deref());
     }
 }
+/// A borrowed nullable `buffer`: the same bytes as `Option<Vec<u8>>`.
+impl Encode for Option<&[u8]> {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.put_buffer(*self);
+    }
+}
 impl Decode for Option<Vec<u8>> {
     fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
         r.read_buffer()
@@ -447,7 +456,7 @@ impl<T: Element> Encode for Vec<T> {
         }
     }
 }
-impl<T: Element> Decode for Vec<T> {
+impl<T: Element + Decode> Decode for Vec<T> {
     fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
         let n = r.read_count()?.unwrap_or(0);
         let mut v = Vec::with_capacity(n.min(1024));
@@ -522,6 +531,12 @@ mod tests {
         assert_eq!(Option::<Vec<u8>>::from_bytes(&[0, 0, 0, 0]).unwrap(), Some(vec![]));
         assert_eq!(Option::<String>::from_bytes(&[0xff; 4]).unwrap(), None);
         assert_eq!(Some("/a".to_string()).to_bytes(), "/a".to_string().to_bytes());
+        assert_eq!(Some(&b"x"[..]).to_bytes(), Some(b"x".to_vec()).to_bytes());
+        assert_eq!(Option::<&[u8]>::None.to_bytes(), vec![0xff; 4]);
+        assert_eq!(
+            vec!["a", "b"].to_bytes(),
+            vec!["a".to_string(), "b".to_string()].to_bytes()
+        );
     }
 
     trait EncodeToVec {

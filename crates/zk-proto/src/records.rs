@@ -390,9 +390,13 @@ pub type SetDataResponse = StatResponse;
 pub type SetAclResponse = StatResponse;
 
 record! {
-    /// getData response.
-    GetDataResponse { /** The data. */ data: Vec<u8>, /** The node's Stat. */ stat: Stat }
+    /// getData response, generic over the data's representation; see [`GetDataResponse`].
+    GetDataResponseOf<D> { /** The data. */ data: D, /** The node's Stat. */ stat: Stat }
 }
+
+/// getData response, owned (null data reads as empty). A server writes it borrowed
+/// from its node, null kept: `GetDataResponseOf<Option<&[u8]>>`.
+pub type GetDataResponse = GetDataResponseOf<Vec<u8>>;
 
 record! {
     /// setData request, generic over the path (`P`) and data (`D`); see
@@ -440,14 +444,23 @@ pub type SetAclRequest = SetAclRequestOf<String, Vec<Acl>>;
 pub type SetAclRequestRef<'a> = SetAclRequestOf<&'a str, &'a [Acl]>;
 
 record! {
-    /// getChildren response (names in server order; clients sort).
-    GetChildrenResponse { /** Child names. */ children: Vec<String> }
+    /// getChildren response (names in server order; clients sort), generic over the
+    /// list's representation; see [`GetChildrenResponse`].
+    GetChildrenResponseOf<C> { /** Child names. */ children: C }
 }
 
+/// getChildren response, owned. A server writes it borrowed from its node:
+/// `GetChildrenResponseOf<Vec<&str>>`.
+pub type GetChildrenResponse = GetChildrenResponseOf<Vec<String>>;
+
 record! {
-    /// getChildren2 response.
-    GetChildren2Response { /** Child names. */ children: Vec<String>, /** The parent's Stat. */ stat: Stat }
+    /// getChildren2 response, generic like [`GetChildrenResponseOf`]; see
+    /// [`GetChildren2Response`].
+    GetChildren2ResponseOf<C> { /** Child names. */ children: C, /** The parent's Stat. */ stat: Stat }
 }
+
+/// getChildren2 response, owned.
+pub type GetChildren2Response = GetChildren2ResponseOf<Vec<String>>;
 
 record! {
     /// Header of each op in a multi request and result in a multi response.

@@ -388,15 +388,9 @@ fn create_modes_containers_and_ttl() {
     };
     let r = c.rq(OpCode::CreateTtl, &ttl("/t1", 5, 60_000));
     assert_eq!(r.hdr.err, 0);
-    assert_eq!(
-        r.decode::<zk_proto::Create2Response>().stat.ephemeral_owner,
-        0
-    );
+    assert_eq!(r.decode::<zk_proto::Create2Response>().stat.ephemeral_owner, 0);
     let r = c.rq(OpCode::CreateTtl, &ttl("/t2-", 6, 60_000));
-    assert_eq!(
-        r.decode::<zk_proto::Create2Response>().path,
-        "/t2-0000000005"
-    );
+    assert_eq!(r.decode::<zk_proto::Create2Response>().path, "/t2-0000000005");
     assert_eq!(c.rq(OpCode::CreateTtl, &ttl("/t3", 5, 0)).hdr.err, BAD_ARGS);
     assert_eq!(c.rq(OpCode::CreateTtl, &ttl("/t3", 5, 1 << 40)).hdr.err, BAD_ARGS);
     assert_eq!(c.rq(OpCode::CreateTtl, &ttl("/t3", 0, 100)).hdr.err, BAD_ARGS);

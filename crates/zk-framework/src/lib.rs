@@ -16,7 +16,8 @@
 //! * The node vocabulary: [`CreateMode`], [`Acl`], [`Id`], [`perms`], [`Stat`].
 //! * [`Client`]: the raw client under the managed one.
 //!
-//! The modules stay public for the rest: [`proto`] is the wire protocol, shared
+//! The modules stay public for the rest: [`proto`] is the wire protocol (the
+//! `zk-proto` crate, re-exported), shared
 //! by the client and by the embedded test server in `zk-testing`;
 //! [`framework`], [`retry`], [`state`] and [`client`] are where the items above
 //! live (their long paths keep working).
@@ -48,9 +49,12 @@ pub mod deadline;
 pub mod error;
 pub mod framework;
 pub mod paths;
-pub mod proto;
 pub mod retry;
 pub mod state;
+
+/// The wire protocol: the `zk-proto` crate, re-exported so that every
+/// `zk_framework::proto::...` path keeps working.
+pub use zk_proto as proto;
 
 pub use client::{Client, ClientConfig, ClientState, Op, OpResult, SessionEvent, WatchedEvent, Watcher};
 pub use error::{Error, Result};

@@ -12,7 +12,7 @@ use std::thread;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use zk_framework::proto::frame::FrameBuffer;
+use zk_proto::frame::FrameBuffer;
 
 const POLL: Duration = Duration::from_millis(20);
 

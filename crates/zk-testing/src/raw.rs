@@ -9,9 +9,9 @@ use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-use zk_framework::proto::frame::{frame, read_frame, DEFAULT_MAX_FRAME};
-use zk_framework::proto::jute::{Decode, Encode, Reader};
-use zk_framework::proto::{xid, ConnectRequest, ConnectResponse, OpCode, ReplyHeader, RequestHeader, WatcherEvent};
+use zk_proto::frame::{frame, read_frame, DEFAULT_MAX_FRAME};
+use zk_proto::jute::{Decode, Encode, Reader};
+use zk_proto::{xid, ConnectRequest, ConnectResponse, OpCode, ReplyHeader, RequestHeader, WatcherEvent};
 
 /// One reply: its header and the raw body bytes (empty when `err != 0`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,7 +32,7 @@ impl RawReply {
     /// # Examples
     ///
     /// ```no_run
-    /// use zk_framework::proto::{OpCode, PathRecord};
+    /// use zk_proto::{OpCode, PathRecord};
     /// let (mut c, _) = zk_testing::raw::RawConnection::connect("127.0.0.1:2181", 5000, None).unwrap();
     /// let r = c.request(OpCode::Sync, &PathRecord { path: "/".into() }).unwrap();
     /// assert_eq!(r.decode::<PathRecord>().unwrap().path, "/");
@@ -131,12 +131,12 @@ impl RawConnection {
     /// # Examples
     ///
     /// ```no_run
-    /// use zk_framework::proto::{OpCode, PathRecord};
+    /// use zk_proto::{OpCode, PathRecord};
     /// let (mut c, _) = zk_testing::raw::RawConnection::connect("127.0.0.1:2181", 5000, None).unwrap();
     /// let xid = c.send(OpCode::Sync, Some(&PathRecord { path: "/".into() })).unwrap();
     /// assert_eq!(c.read_reply().unwrap().header.xid, xid);
     /// ```
-    pub fn send(&mut self, op: OpCode, body: Option<&dyn zk_framework::proto::frame::EncodeDyn>) -> io::Result<i32> {
+    pub fn send(&mut self, op: OpCode, body: Option<&dyn zk_proto::frame::EncodeDyn>) -> io::Result<i32> {
         let x = if op == OpCode::Ping { xid::PING } else { self.take_xid() };
         let f = frame(|out| {
             RequestHeader { xid: x, op: op.code() }.encode(out);
@@ -164,7 +164,7 @@ impl RawConnection {
     /// # Examples
     ///
     /// ```no_run
-    /// use zk_framework::proto::OpCode;
+    /// use zk_proto::OpCode;
     /// let (mut c, _) = zk_testing::raw::RawConnection::connect("127.0.0.1:2181", 5000, None).unwrap();
     /// c.send(OpCode::Ping, None).unwrap();
     /// assert_eq!(c.read_reply().unwrap().header.xid, -2);
@@ -195,7 +195,7 @@ impl RawConnection {
     /// # Examples
     ///
     /// ```no_run
-    /// use zk_framework::proto::{OpCode, PathWatchRequest};
+    /// use zk_proto::{OpCode, PathWatchRequest};
     /// let (mut c, _) = zk_testing::raw::RawConnection::connect("127.0.0.1:2181", 5000, None).unwrap();
     /// let r = c.request(OpCode::Exists, &PathWatchRequest { path: "/".into(), watch: false }).unwrap();
     /// assert_eq!(r.header.err, 0);

@@ -113,12 +113,13 @@ use inner::{state_error, Inner, Reply, Settings, Worker};
 use watches::{WatchMode, WatchReg};
 
 use crate::error::{Error, Result};
-use crate::proto::jute::{Decode, DecodeError, Encode, JuteWrite, Reader};
+use crate::proto::jute::{Decode, DecodeError, Reader};
 use crate::proto::path::validate_path;
 use crate::proto::{
-    xid, Acl, AuthPacket, CreateMode, CreateRequest, CreateTtlRequest, DeleteRequest, ErrorCode, GetAclResponse,
-    GetChildren2Response, GetChildrenResponse, GetDataResponse, MultiOp, MultiRequest, MultiResponse, MultiResult,
-    OpCode, PathRecord, PathWatchRequest, SetAclRequest, Stat,
+    xid, Acl, AuthPacket, CreateMode, CreateRequest, CreateRequestRef, CreateTtlRequest, CreateTtlRequestRef,
+    DeleteRequest, ErrorCode, GetAclResponse, GetChildren2Response, GetChildrenResponse, GetDataResponse, MultiOp,
+    MultiRequest, MultiResponse, MultiResult, OpCode, PathRecord, PathWatchRequest, SetAclRequestRef,
+    SetDataRequestRef, Stat,
 };
 
 /// How long `close` waits for the closeSession reply.
@@ -229,45 +230,6 @@ fn timeout_ms(what: &str, d: Duration) -> Result<i32> {
         .ok()
         .filter(|&ms| ms > 0)
         .ok_or_else(|| Error::InvalidArgument(format!("{what} {d:?} is out of range (1 ms ..= i32::MAX ms)")))
-}
-
-/// Borrowed create / createTTL request (no copy of the data).
-struct CreateReq<'a> {
-    path: &'a str,
-    data: &'a [u8],
-    acl: &'a [Acl],
-    flags: i32,
-    ttl: Option<i64>,
-}
-
-impl Encode for CreateReq<'_> {
-    fn encode(&self, out: &mut Vec<u8>) {
-        out.put_buffer(Some(self.path.as_bytes()));
-        out.put_buffer(Some(self.data));
-        out.put_i32(self.acl.len() as i32);
-        for a in self.acl {
-            a.encode(out);
-        }
-        out.put_i32(self.flags);
-        if let Some(t) = self.ttl {
-            out.put_i64(t);
-        }
-    }
-}
-
-/// Borrowed setData request.
-struct SetDataReq<'a> {
-    path: &'a str,
-    data: &'a [u8],
-    version: i32,
-}
-
-impl Encode for SetDataReq<'_> {
-    fn encode(&self, out: &mut Vec<u8>) {
-        out.put_buffer(Some(self.path.as_bytes()));
-        out.put_buffer(Some(self.data));
-        out.put_i32(self.version);
-    }
 }
 
 impl Client {
@@ -522,12 +484,11 @@ impl Client {
         self.check_data(data)?;
         Self::check_acl(acl, path)?;
         let container = mode.is_container();
-        let req = CreateReq {
+        let req = CreateRequestRef {
             path: &sp,
             data,
             acl,
             flags: mode.code(),
-            ttl: None,
         };
         let op = if container {
             OpCode::CreateContainer
@@ -586,12 +547,11 @@ impl Client {
         let list_sp = self.server_path(children_of, false)?;
         self.check_data(data)?;
         Self::check_acl(acl, path)?;
-        let req = CreateReq {
+        let req = CreateRequestRef {
             path: &sp,
             data,
             acl,
             flags: mode.code(),
-            ttl: None,
         };
         let inner = self.inner();
         let created = inner.submit(OpCode::Create2, Some(&req), None, false, None)?;
@@ -640,12 +600,11 @@ impl Client {
         let sp = self.server_path(path, mode.is_sequential())?;
         self.check_data(data)?;
         Self::check_acl(acl, path)?;
-        let req = CreateReq {
+        let req = CreateRequestRef {
             path: &sp,
             data,
             acl,
             flags: mode.code(),
-            ttl: None,
         };
         let op = if mode.is_container() {
             OpCode::CreateContainer
@@ -690,12 +649,12 @@ impl Client {
         let sp = self.server_path(path, mode.is_sequential())?;
         self.check_data(data)?;
         Self::check_acl(acl, path)?;
-        let req = CreateReq {
+        let req = CreateTtlRequestRef {
             path: &sp,
             data,
             acl,
             flags: mode.code(),
-            ttl: Some(ttl),
+            ttl,
         };
         let reply = self.send(OpCode::CreateTtl, &req, None)?;
         let c = self.finish(reply, path, crate::proto::Create2Response::decode)?;
@@ -865,7 +824,7 @@ impl Client {
     pub fn set_data(&self, path: &str, data: &[u8], version: Option<i32>) -> Result<Stat> {
         let sp = self.server_path(path, false)?;
         self.check_data(data)?;
-        let req = SetDataReq {
+        let req = SetDataRequestRef {
             path: &sp,
             data,
             version: version.unwrap_or(-1),
@@ -1303,9 +1262,9 @@ impl Client {
     pub fn set_acl(&self, path: &str, acl: &[Acl], version: Option<i32>) -> Result<Stat> {
         let sp = self.server_path(path, false)?;
         Self::check_acl(acl, path)?;
-        let req = SetAclRequest {
-            path: sp,
-            acl: acl.to_vec(),
+        let req = SetAclRequestRef {
+            path: &sp,
+            acl,
             version: version.unwrap_or(-1),
         };
         let reply = self.send(OpCode::SetAcl, &req, None)?;

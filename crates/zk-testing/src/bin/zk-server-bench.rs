@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use zk_framework::proto::{self, CreateMode, CreateRequest, DeleteRequest, OpCode, PathRecord, PathWatchRequest};
+use zk_proto::{CreateMode, CreateRequest, DeleteRequest, OpCode, PathRecord, PathWatchRequest};
 use zk_testing::raw::RawConnection;
 use zk_testing::{Backend, TestingServer};
 
@@ -85,7 +85,7 @@ fn req(path: &str, mode: CreateMode) -> CreateRequest {
     CreateRequest {
         path: path.into(),
         data: vec![],
-        acl: proto::Acl::open_unsafe(),
+        acl: zk_proto::Acl::open_unsafe(),
         flags: mode.code(),
     }
 }

@@ -1,28 +1,22 @@
-//! Per-connection plumbing: the outbound queue drained by a writer thread, and the
-//! reader loop that cuts frames and hands them to the state machine.
+//! Outbound connection state: the queue a writer thread drains ([`ConnShared`]) and
+//! what the server knows about each registered connection ([`ConnEntry`]). Imports
+//! only `clock` and `stats`; the reader loop that feeds requests in is in `server`.
 
-use std::io::{ErrorKind, Read, Write};
-use std::net::{Shutdown, TcpStream};
+use std::io::Write;
+use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
-use zk_framework::proto::frame::{four_letter_word, FrameBuffer};
+use zk_proto::Id;
 
-use super::server::Shared;
-use super::watch::ConnId;
+use super::clock::now_ms;
+use super::stats::Latency;
 
-/// How long the reader blocks in one `read` before it re-checks its flags.
-const READ_POLL: Duration = Duration::from_millis(200);
-/// Connections that do not finish the handshake in this time are closed.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// After a graceful close is flushed, how long to keep reading (and discarding) so that
-/// unread client bytes do not turn the close into an RST that eats the last reply.
-const LINGER: Duration = Duration::from_millis(1000);
-/// Upper bound on the whole closing phase.
-const MAX_CLOSING: Duration = Duration::from_secs(5);
+/// A connection id.
+pub(crate) type ConnId = u64;
+
 /// A write that blocks this long (the client stopped reading) ends the connection.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -97,7 +91,8 @@ impl ConnShared {
         self.closing.load(Ordering::SeqCst)
     }
 
-    fn flushed_at(&self) -> Option<Instant> {
+    /// When the writer finished (flushed and shut down its side), if it has.
+    pub fn flushed_at(&self) -> Option<Instant> {
         *self.flushed.lock()
     }
 
@@ -107,7 +102,7 @@ impl ConnShared {
 }
 
 /// Drains the outbound queue, batching everything queued into one write.
-fn writer_main(conn: Arc<ConnShared>, mut stream: TcpStream) {
+pub(crate) fn writer_main(conn: Arc<ConnShared>, mut stream: TcpStream) {
     let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
     let mut batch = Vec::new();
     loop {
@@ -144,91 +139,41 @@ fn writer_main(conn: Arc<ConnShared>, mut stream: TcpStream) {
     conn.mark_flushed();
 }
 
-/// The connection thread: spawns the writer, reads frames until the connection ends,
-/// then unregisters the connection and joins the writer.
-pub(crate) fn conn_main(shared: Arc<Shared>, conn: Arc<ConnShared>, stream: TcpStream, writer_stream: TcpStream) {
-    let wconn = conn.clone();
-    let writer = thread::Builder::new()
-        .name(format!("zk-embedded-w{}", conn.id))
-        .spawn(move || writer_main(wconn, writer_stream));
-    let writer = match writer {
-        Ok(w) => w,
-        Err(e) => {
-            log::warn!("embedded zk: cannot spawn a writer thread: {e}");
-            shared.state.lock().remove_conn(conn.id);
-            conn.abort();
-            return;
-        }
-    };
-    reader_loop(&shared, &conn, stream);
-    shared.state.lock().remove_conn(conn.id);
-    conn.close();
-    let _ = writer.join();
-    log::debug!("embedded zk: conn {} finished", conn.id);
+/// A registered TCP connection.
+#[derive(Debug)]
+pub(crate) struct ConnEntry {
+    pub shared: Arc<ConnShared>,
+    pub peer: SocketAddr,
+    pub session: Option<i64>,
+    pub ids: Vec<Id>,
+    pub recved: u64,
+    pub sent: u64,
+    pub established: i64,
+    pub last_op: &'static str,
+    pub lcxid: i32,
+    pub lzxid: i64,
+    pub lresp: i64,
+    pub lat: Latency,
 }
 
-fn reader_loop(shared: &Arc<Shared>, conn: &Arc<ConnShared>, mut stream: TcpStream) {
-    let _ = stream.set_read_timeout(Some(READ_POLL));
-    let mut fb = FrameBuffer::new(shared.max_frame);
-    let mut established = false;
-    let mut first = true;
-    let started = Instant::now();
-    let mut closing_since: Option<Instant> = None;
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        if conn.is_closing() {
-            let since = *closing_since.get_or_insert_with(Instant::now);
-            if conn.flushed_at().is_some_and(|f| f.elapsed() >= LINGER) || since.elapsed() >= MAX_CLOSING {
-                return;
-            }
-        } else if !established && started.elapsed() >= HANDSHAKE_TIMEOUT {
-            let mut st = shared.state.lock();
-            if !st.paused {
-                log::debug!("embedded zk: conn {} did not finish the handshake in time", conn.id);
-                st.close_conn(conn.id);
-            }
-        }
-        match stream.read(&mut buf) {
-            Ok(0) => return,
-            Ok(n) => {
-                if conn.is_closing() {
-                    continue;
-                }
-                fb.extend(&buf[..n]);
-                if first {
-                    let Some(w) = fb.peek4() else { continue };
-                    first = false;
-                    if let Some(word) = four_letter_word(w) {
-                        shared.four_letter_word(conn, word);
-                        continue;
-                    }
-                }
-                loop {
-                    match fb.next_frame() {
-                        Ok(Some(f)) => {
-                            established = shared.process(conn, &f, established);
-                            if conn.is_closing() {
-                                break;
-                            }
-                        }
-                        Ok(None) => break,
-                        Err(e) => {
-                            log::debug!("embedded zk: conn {}: {e}; closing", conn.id);
-                            shared.state.lock().close_conn(conn.id);
-                            break;
-                        }
-                    }
-                }
-            }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                ) => {}
-            Err(e) => {
-                log::debug!("embedded zk: conn {} read error: {e}", conn.id);
-                return;
-            }
+impl ConnEntry {
+    pub fn new(shared: Arc<ConnShared>, peer: SocketAddr) -> ConnEntry {
+        ConnEntry {
+            shared,
+            peer,
+            session: None,
+            ids: vec![Id {
+                scheme: "ip".into(),
+                id: peer.ip().to_string(),
+            }],
+            recved: 0,
+            sent: 0,
+            established: now_ms(),
+            last_op: "NA",
+            lcxid: 0,
+            lzxid: 0,
+            lresp: 0,
+            lat: Latency::default(),
         }
     }
 }

@@ -1,10 +1,11 @@
-//! Answers to the four-letter words (wire notes §10).
+//! Answers to the four-letter words (wire notes §10), read off the state.
 
 use std::fmt::Write as _;
 use std::time::Instant;
 
-use super::state::{now_ms, State};
-use super::watch::ConnId;
+use super::clock::now_ms;
+use super::conn::ConnId;
+use super::state::State;
 
 /// The version string `srvr`, `mntr` and `envi` report.
 pub(crate) const VERSION: &str = "3.8.0-embedded, built on 2022-02-25 08:49 UTC";
@@ -242,7 +243,7 @@ pub(crate) fn answer(st: &mut State, cmd: &str, me: ConnId) -> String {
             let wall = now_ms();
             let to_wall = |t: Instant| wall + t.saturating_duration_since(now).as_millis() as i64;
             let mut buckets: std::collections::BTreeMap<Instant, Vec<i64>> = Default::default();
-            for (id, s) in &st.sessions {
+            for (id, s) in st.sessions.iter() {
                 buckets.entry(s.deadline).or_default().push(*id);
             }
             out.push_str("SessionTracker dump:\n");

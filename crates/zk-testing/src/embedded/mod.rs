@@ -40,6 +40,27 @@
 //! reply of a transaction are queued under the lock, so every connection sees an event
 //! before any later reply.
 //!
+//! Layering: each module imports only modules listed before it (a DAG, no circle).
+//!
+//! 1. `config` ([`ServerConfig`]), `clock` (wall clock, tick buckets), `util` (Java
+//!    `Random`, SHA-1, base64, `ip` matching), `stats` (counters): import nothing of
+//!    the server.
+//! 2. `conn`: outbound connection state (the queue a writer thread drains, the
+//!    registered connection); imports `clock`, `stats`.
+//! 3. `tree` (data tree, check order, undo log; imports `util`), `watch` (watch
+//!    tables; imports `conn` for the id), `sessions` (session table, deadlines;
+//!    imports `clock`, `conn`, `util`).
+//! 4. `state`: everything behind the lock and what ops share on it (send, fire
+//!    watches, close connections, expire sessions, sweep); imports 1–3.
+//! 5. `ops`: the request handlers in rooms by kind (`session`, `writes`, `multi`,
+//!    `reads`, `watches`, `auth`), with one helper for the "context, apply, fire
+//!    watches" shape of every write; imports `state` and below.
+//! 6. `fourlw`: the four-letter words; imports `state` and below.
+//! 7. `server`: the acceptor, connection reader threads and the ticker; imports
+//!    `ops` (through `State`'s handlers), `fourlw`, `state`, `conn`.
+//! 8. this module: [`EmbeddedServer`], the public face; imports `server`, `state`,
+//!    `config`.
+//!
 //! # Examples
 //!
 //! ```
@@ -53,10 +74,15 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+mod clock;
+mod config;
 mod conn;
 mod fourlw;
+mod ops;
 mod server;
+mod sessions;
 mod state;
+mod stats;
 mod tree;
 mod util;
 mod watch;
@@ -69,61 +95,11 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
-use zk_framework::proto::frame::DEFAULT_MAX_FRAME;
-use zk_framework::proto::{OpCode, Stat};
+use zk_proto::{OpCode, Stat};
 
+pub use config::ServerConfig;
 use server::Shared;
 use state::State;
-
-/// Configuration of an [`EmbeddedServer`].
-///
-/// # Examples
-///
-/// ```
-/// use std::time::Duration;
-/// use zk_testing::embedded::ServerConfig;
-///
-/// let config = ServerConfig { tick: Duration::from_millis(20), ..ServerConfig::default() };
-/// assert_eq!(config.port, 0);
-/// assert_eq!(config.min_session_timeout, Duration::from_millis(1000));
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerConfig {
-    /// TCP port on 127.0.0.1; 0 picks a free one.
-    pub port: u16,
-    /// Expiry bucket granularity: a session expires between T and T + tick after its last
-    /// request, never before T. Default 50 ms.
-    pub tick: Duration,
-    /// Smallest negotiated session timeout. Default 1000 ms.
-    pub min_session_timeout: Duration,
-    /// Largest negotiated session timeout. Default 60000 ms.
-    pub max_session_timeout: Duration,
-    /// How often empty containers (that once had children) and expired TTL nodes are
-    /// deleted. Default 100 ms.
-    pub container_check_interval: Duration,
-    /// Largest accepted frame (`jute.maxbuffer`). Default [`DEFAULT_MAX_FRAME`].
-    pub max_frame: usize,
-    /// Whether TTL nodes are allowed (`zookeeper.extendedTypesEnabled`). Default true.
-    pub extended_types: bool,
-    /// Whether every four-letter word is enabled (`4lw.commands.whitelist=*`). When false,
-    /// only `srvr` is, as on a default 3.8 server. Default true.
-    pub four_letter_words: bool,
-}
-
-impl Default for ServerConfig {
-    fn default() -> Self {
-        ServerConfig {
-            port: 0,
-            tick: Duration::from_millis(50),
-            min_session_timeout: Duration::from_millis(1000),
-            max_session_timeout: Duration::from_millis(60000),
-            container_check_interval: Duration::from_millis(100),
-            max_frame: DEFAULT_MAX_FRAME,
-            extended_types: true,
-            four_letter_words: true,
-        }
-    }
-}
 
 /// A live session, as returned by [`EmbeddedServer::sessions`].
 ///
@@ -131,7 +107,7 @@ impl Default for ServerConfig {
 ///
 /// ```
 /// use std::io::{Read, Write};
-/// use zk_framework::proto::{frame::frame, ConnectRequest, Encode};
+/// use zk_proto::{frame::frame, ConnectRequest, Encode};
 /// use zk_testing::embedded::EmbeddedServer;
 ///
 /// let server = EmbeddedServer::start(Default::default())?;
@@ -168,7 +144,7 @@ pub struct SessionInfo {
 /// # Examples
 ///
 /// ```
-/// use zk_framework::proto::OpCode;
+/// use zk_proto::OpCode;
 /// let server = zk_testing::embedded::EmbeddedServer::start(Default::default())?;
 /// let stats = server.stats();
 /// assert_eq!(stats.requests(OpCode::Create), 0);
@@ -208,7 +184,7 @@ impl ServerStats {
     /// # Examples
     ///
     /// ```
-    /// use zk_framework::proto::OpCode;
+    /// use zk_proto::OpCode;
     /// let stats = zk_testing::embedded::ServerStats::default();
     /// assert_eq!(stats.requests(OpCode::Create), 0);
     /// ```
@@ -610,7 +586,7 @@ impl EmbeddedServer {
     /// # Examples
     ///
     /// ```
-    /// use zk_framework::proto::OpCode;
+    /// use zk_proto::OpCode;
     /// let server = zk_testing::embedded::EmbeddedServer::start(Default::default())?;
     /// server.drop_next_reply(OpCode::Create2);
     /// # Ok::<(), std::io::Error>(())

@@ -1,16 +1,29 @@
 //! Threads: the acceptor, one reader + one writer per connection, and the ticker that
-//! expires sessions, sweeps containers and ends timed pauses.
+//! expires sessions, sweeps containers and ends timed pauses. The reader cuts frames
+//! and hands them to the handlers in `ops` (or to `fourlw`) under the state lock.
 
+use std::io::{ErrorKind, Read};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
+use zk_proto::frame::{four_letter_word, FrameBuffer};
 
-use super::conn::{conn_main, ConnShared};
+use super::conn::{writer_main, ConnEntry, ConnShared};
 use super::fourlw;
-use super::state::{ConnEntry, State};
+use super::state::State;
+
+/// How long the reader blocks in one `read` before it re-checks its flags.
+const READ_POLL: Duration = Duration::from_millis(200);
+/// Connections that do not finish the handshake in this time are closed.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// After a graceful close is flushed, how long to keep reading (and discarding) so that
+/// unread client bytes do not turn the close into an RST that eats the last reply.
+const LINGER: Duration = Duration::from_millis(1000);
+/// Upper bound on the whole closing phase.
+const MAX_CLOSING: Duration = Duration::from_secs(5);
 
 /// State shared by every thread of one server.
 #[derive(Debug)]
@@ -158,11 +171,100 @@ pub(crate) fn spawn_ticker(shared: Arc<Shared>, sweep_every: Duration) -> std::i
                 }
                 next_sweep = now + sweep_every;
             }
-            let mut wake = st.next_boundary(now).min(next_sweep);
+            let mut wake = st.clock.next_boundary(now).min(next_sweep);
             if let Some(u) = st.pause_until {
                 wake = wake.min(u);
             }
             shared.ticker_cv.wait_until(&mut st, wake);
         }
     })
+}
+
+/// The connection thread: spawns the writer, reads frames until the connection ends,
+/// then unregisters the connection and joins the writer.
+fn conn_main(shared: Arc<Shared>, conn: Arc<ConnShared>, stream: TcpStream, writer_stream: TcpStream) {
+    let wconn = conn.clone();
+    let writer = thread::Builder::new()
+        .name(format!("zk-embedded-w{}", conn.id))
+        .spawn(move || writer_main(wconn, writer_stream));
+    let writer = match writer {
+        Ok(w) => w,
+        Err(e) => {
+            log::warn!("embedded zk: cannot spawn a writer thread: {e}");
+            shared.state.lock().remove_conn(conn.id);
+            conn.abort();
+            return;
+        }
+    };
+    reader_loop(&shared, &conn, stream);
+    shared.state.lock().remove_conn(conn.id);
+    conn.close();
+    let _ = writer.join();
+    log::debug!("embedded zk: conn {} finished", conn.id);
+}
+
+fn reader_loop(shared: &Arc<Shared>, conn: &Arc<ConnShared>, mut stream: TcpStream) {
+    let _ = stream.set_read_timeout(Some(READ_POLL));
+    let mut fb = FrameBuffer::new(shared.max_frame);
+    let mut established = false;
+    let mut first = true;
+    let started = Instant::now();
+    let mut closing_since: Option<Instant> = None;
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        if conn.is_closing() {
+            let since = *closing_since.get_or_insert_with(Instant::now);
+            if conn.flushed_at().is_some_and(|f| f.elapsed() >= LINGER) || since.elapsed() >= MAX_CLOSING {
+                return;
+            }
+        } else if !established && started.elapsed() >= HANDSHAKE_TIMEOUT {
+            let mut st = shared.state.lock();
+            if !st.paused {
+                log::debug!("embedded zk: conn {} did not finish the handshake in time", conn.id);
+                st.close_conn(conn.id);
+            }
+        }
+        match stream.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => {
+                if conn.is_closing() {
+                    continue;
+                }
+                fb.extend(&buf[..n]);
+                if first {
+                    let Some(w) = fb.peek4() else { continue };
+                    first = false;
+                    if let Some(word) = four_letter_word(w) {
+                        shared.four_letter_word(conn, word);
+                        continue;
+                    }
+                }
+                loop {
+                    match fb.next_frame() {
+                        Ok(Some(f)) => {
+                            established = shared.process(conn, &f, established);
+                            if conn.is_closing() {
+                                break;
+                            }
+                        }
+                        Ok(None) => break,
+                        Err(e) => {
+                            log::debug!("embedded zk: conn {}: {e}; closing", conn.id);
+                            shared.state.lock().close_conn(conn.id);
+                            break;
+                        }
+                    }
+                }
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
+            Err(e) => {
+                log::debug!("embedded zk: conn {} read error: {e}", conn.id);
+                return;
+            }
+        }
+    }
 }

@@ -3,8 +3,8 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use zk_framework::proto::path::validate_path;
-use zk_framework::proto::{perms, Acl, CreateMode, ErrorCode, Id, Stat};
+use zk_proto::path::validate_path;
+use zk_proto::{perms, Acl, CreateMode, ErrorCode, Id, Stat};
 
 use super::util;
 

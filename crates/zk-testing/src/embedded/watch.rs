@@ -1,11 +1,11 @@
 //! Watch tables (`WatchManager`): `path → connection → mode`, one-shot unless persistent.
+//! Imports only the connection id from `conn`.
 
 use std::collections::{BTreeSet, HashMap};
 
-use zk_framework::proto::EventType;
+use zk_proto::EventType;
 
-/// A connection id.
-pub(crate) type ConnId = u64;
+use super::conn::ConnId;
 
 /// How a watch was set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

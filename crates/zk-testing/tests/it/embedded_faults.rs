@@ -4,7 +4,7 @@ use std::io::Read;
 use std::time::{Duration, Instant};
 
 use crate::support::{ev, wait_until, Client, Closed, WAIT};
-use zk_framework::proto::{EventType, OpCode, PathWatchRequest};
+use zk_proto::{EventType, OpCode, PathWatchRequest};
 use zk_testing::embedded::{EmbeddedServer, ServerConfig};
 
 fn server() -> EmbeddedServer {
@@ -13,7 +13,7 @@ fn server() -> EmbeddedServer {
 }
 
 fn get_data_req(path: &str) -> Vec<u8> {
-    use zk_framework::proto::Encode;
+    use zk_proto::Encode;
     PathWatchRequest {
         path: path.into(),
         watch: false,
@@ -173,7 +173,7 @@ fn drop_next_reply_applies_the_request_but_loses_the_answer() {
     let mut a = Client::connect(&addr);
     s.drop_next_reply(OpCode::Create2);
     let xid = a.next_xid();
-    use zk_framework::proto::Encode;
+    use zk_proto::Encode;
     a.send_request(
         xid,
         OpCode::Create2.code(),

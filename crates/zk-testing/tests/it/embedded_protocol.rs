@@ -4,9 +4,9 @@ use std::io::{Read, Write};
 use std::time::Duration;
 
 use crate::support::{connect_request, create_req, ev, wait_until, Client, Closed, Packet, WAIT};
-use zk_framework::proto::frame::frame;
-use zk_framework::proto::jute::{Encode, JuteWrite};
-use zk_framework::proto::{
+use zk_proto::frame::frame;
+use zk_proto::jute::{Encode, JuteWrite};
+use zk_proto::{
     Acl, AddWatchRequest, AuthPacket, CheckVersionRequest, ConnectResponse, CreateTtlRequest, Decode, DeleteRequest,
     ErrorCode, EventType, GetAclResponse, GetAllChildrenNumberResponse, GetEphemeralsResponse, Id, MultiOp,
     MultiRequest, MultiResponse, MultiResult, OpCode, PathRecord, PathWatchRequest, SetAclRequest, SetDataRequest,
@@ -350,7 +350,7 @@ fn create_modes_containers_and_ttl() {
     // Opcode 19 always makes a container, even with flags 0; reply Create2Response.
     let r = c.rq(OpCode::CreateContainer, &create_req("/k1", b"", 0));
     assert_eq!(r.hdr.err, 0);
-    let cr: zk_framework::proto::Create2Response = r.decode();
+    let cr: zk_proto::Create2Response = r.decode();
     assert_eq!(cr.path, "/k1");
     // Opcode 1 (or 15) with flags 4: path-only reply, but the transaction is a plain
     // create: the node is persistent and never reaped (as on real 3.8).
@@ -385,15 +385,9 @@ fn create_modes_containers_and_ttl() {
     };
     let r = c.rq(OpCode::CreateTtl, &ttl("/t1", 5, 60_000));
     assert_eq!(r.hdr.err, 0);
-    assert_eq!(
-        r.decode::<zk_framework::proto::Create2Response>().stat.ephemeral_owner,
-        0
-    );
+    assert_eq!(r.decode::<zk_proto::Create2Response>().stat.ephemeral_owner, 0);
     let r = c.rq(OpCode::CreateTtl, &ttl("/t2-", 6, 60_000));
-    assert_eq!(
-        r.decode::<zk_framework::proto::Create2Response>().path,
-        "/t2-0000000005"
-    );
+    assert_eq!(r.decode::<zk_proto::Create2Response>().path, "/t2-0000000005");
     assert_eq!(c.rq(OpCode::CreateTtl, &ttl("/t3", 5, 0)).hdr.err, BAD_ARGS);
     assert_eq!(c.rq(OpCode::CreateTtl, &ttl("/t3", 5, 1 << 40)).hdr.err, BAD_ARGS);
     assert_eq!(c.rq(OpCode::CreateTtl, &ttl("/t3", 0, 100)).hdr.err, BAD_ARGS);
@@ -878,8 +872,8 @@ fn unknown_opcode_is_unimplemented_then_closed_others_unaffected() {
         panic!("not closed: {f:?}")
     };
     assert_eq!(frames.len(), 1);
-    let mut r = zk_framework::proto::jute::Reader::new(&frames[0]);
-    let h = zk_framework::proto::ReplyHeader::decode(&mut r).unwrap();
+    let mut r = zk_proto::jute::Reader::new(&frames[0]);
+    let h = zk_proto::ReplyHeader::decode(&mut r).unwrap();
     assert_eq!((h.xid, h.zxid, h.err), (5, -1, ErrorCode::Unimplemented.code()));
     assert!(r.is_empty());
     // The session survives; other connections are fine.
@@ -940,7 +934,7 @@ fn split_merged_and_pipelined_frames() {
     let mut bytes = frame(|o| connect_request(0, vec![0; 16], 30000, 0).encode(o));
     for (xid, path) in [(1, "/p1"), (2, "/p2")] {
         bytes.extend(frame(|o| {
-            zk_framework::proto::RequestHeader {
+            zk_proto::RequestHeader {
                 xid,
                 op: OpCode::Create.code(),
             }
@@ -949,7 +943,7 @@ fn split_merged_and_pipelined_frames() {
         }));
     }
     bytes.extend(frame(|o| {
-        zk_framework::proto::RequestHeader {
+        zk_proto::RequestHeader {
             xid: 3,
             op: OpCode::GetChildren.code(),
         }
@@ -971,7 +965,7 @@ fn split_merged_and_pipelined_frames() {
     let mut t = Client::tcp(&addr);
     let mut bytes = frame(|o| connect_request(0, vec![0; 16], 30000, 0).encode(o));
     bytes.extend(frame(|o| {
-        zk_framework::proto::RequestHeader {
+        zk_proto::RequestHeader {
             xid: 1,
             op: OpCode::Exists.code(),
         }
@@ -1049,7 +1043,7 @@ fn the_timeout_zero_reply_survives_pipelined_client_bytes() {
         let mut bytes = frame(|o| connect_request(0x77, vec![1; 16], 30000, 0).encode(o));
         for xid in 1..50 {
             bytes.extend(frame(|o| {
-                zk_framework::proto::RequestHeader {
+                zk_proto::RequestHeader {
                     xid,
                     op: OpCode::Exists.code(),
                 }

@@ -6,9 +6,9 @@ use std::io::{self, ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::time::{Duration, Instant};
 
-use zk_framework::proto::frame::{frame, FrameBuffer, DEFAULT_MAX_FRAME};
-use zk_framework::proto::jute::{Decode, Encode, Reader};
-use zk_framework::proto::{
+use zk_proto::frame::{frame, FrameBuffer, DEFAULT_MAX_FRAME};
+use zk_proto::jute::{Decode, Encode, Reader};
+use zk_proto::{
     Acl, ConnectRequest, ConnectResponse, Create2Response, CreateRequest, DeleteRequest, GetChildrenResponse,
     GetDataResponse, MultiOp, MultiRequest, MultiResponse, OpCode, PathRecord, PathWatchRequest, ReplyHeader,
     RequestHeader, SetDataRequest, Stat, StatResponse, WatcherEvent,
@@ -412,7 +412,7 @@ pub fn create_req(path: &str, data: &[u8], flags: i32) -> CreateRequest {
     }
 }
 
-pub fn ev(ty: zk_framework::proto::EventType, path: &str) -> WatcherEvent {
+pub fn ev(ty: zk_proto::EventType, path: &str) -> WatcherEvent {
     WatcherEvent {
         event_type: ty.code(),
         state: 3,

@@ -20,7 +20,7 @@ macro_rules! code_enum {
             /// # Examples
             ///
             /// ```
-            #[doc = concat!("use zk_framework::proto::", stringify!($name), ";")]
+            #[doc = concat!("use zk_proto::", stringify!($name), ";")]
             #[doc = concat!("let v = ", stringify!($name), "::ALL[0];")]
             #[doc = concat!("assert_eq!(", stringify!($name), "::from_code(v.code()), Some(v));")]
             /// ```
@@ -31,7 +31,7 @@ macro_rules! code_enum {
             /// # Examples
             ///
             /// ```
-            #[doc = concat!("use zk_framework::proto::", stringify!($name), ";")]
+            #[doc = concat!("use zk_proto::", stringify!($name), ";")]
             #[doc = concat!("assert_eq!(", stringify!($name), "::from_code(i32::MIN + 12345), None);")]
             /// ```
             pub fn from_code(n: i32) -> Option<Self> {
@@ -119,7 +119,7 @@ impl OpCode {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(zk_framework::proto::OpCode::GetChildren.short_name(), "GETC");
+    /// assert_eq!(zk_proto::OpCode::GetChildren.short_name(), "GETC");
     /// ```
     pub fn short_name(self) -> &'static str {
         match self {
@@ -229,7 +229,7 @@ impl ErrorCode {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(zk_framework::proto::ErrorCode::NoNode.name(), "NoNode");
+    /// assert_eq!(zk_proto::ErrorCode::NoNode.name(), "NoNode");
     /// ```
     pub fn name(self) -> &'static str {
         match self {
@@ -347,7 +347,7 @@ impl CreateMode {
     /// # Examples
     ///
     /// ```
-    /// assert!(zk_framework::proto::CreateMode::EphemeralSequential.is_ephemeral());
+    /// assert!(zk_proto::CreateMode::EphemeralSequential.is_ephemeral());
     /// ```
     pub fn is_ephemeral(self) -> bool {
         matches!(self, CreateMode::Ephemeral | CreateMode::EphemeralSequential)
@@ -358,7 +358,7 @@ impl CreateMode {
     /// # Examples
     ///
     /// ```
-    /// assert!(zk_framework::proto::CreateMode::PersistentSequential.is_sequential());
+    /// assert!(zk_proto::CreateMode::PersistentSequential.is_sequential());
     /// ```
     pub fn is_sequential(self) -> bool {
         matches!(
@@ -374,7 +374,7 @@ impl CreateMode {
     /// # Examples
     ///
     /// ```
-    /// assert!(zk_framework::proto::CreateMode::Container.is_container());
+    /// assert!(zk_proto::CreateMode::Container.is_container());
     /// ```
     pub fn is_container(self) -> bool {
         self == CreateMode::Container
@@ -385,7 +385,7 @@ impl CreateMode {
     /// # Examples
     ///
     /// ```
-    /// assert!(zk_framework::proto::CreateMode::PersistentWithTtl.is_ttl());
+    /// assert!(zk_proto::CreateMode::PersistentWithTtl.is_ttl());
     /// ```
     pub fn is_ttl(self) -> bool {
         matches!(

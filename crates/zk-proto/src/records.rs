@@ -2,6 +2,14 @@
 //!
 //! Field order is wire order. Records with identical shapes share one type, with
 //! ZooKeeper's names kept as aliases.
+//!
+//! A record that is sent with large or caller-owned fields, or that a server must
+//! read with null kept apart from empty, is written once as a generic record
+//! (`CreateRequestOf<P, D, A>`) and named by aliases for each representation:
+//! [`CreateRequest`] (owned, what decoders return), [`CreateRequestRef`] (borrowed,
+//! what the client encodes without copying the caller's data) and, where a server
+//! needs it, a nullable form such as `CreateRequestOf<String, Option<Vec<u8>>, Vec<Acl>>`.
+//! Every representation writes the same bytes.
 
 use super::codes::{perms, OpCode};
 use super::jute::{record, Decode, DecodeError, Element, Encode, JuteWrite, Reader};
@@ -24,7 +32,7 @@ impl Acl {
     /// # Examples
     ///
     /// ```
-    /// use zk_framework::proto::{perms, Acl};
+    /// use zk_proto::{perms, Acl};
     /// assert_eq!(Acl::world(perms::ALL).id.scheme, "world");
     /// ```
     pub fn world(perms: i32) -> Acl {
@@ -42,7 +50,7 @@ impl Acl {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(zk_framework::proto::Acl::open_unsafe().len(), 1);
+    /// assert_eq!(zk_proto::Acl::open_unsafe().len(), 1);
     /// ```
     pub fn open_unsafe() -> Vec<Acl> {
         vec![Acl::world(perms::ALL)]
@@ -53,7 +61,7 @@ impl Acl {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(zk_framework::proto::Acl::read_unsafe()[0].perms, 1);
+    /// assert_eq!(zk_proto::Acl::read_unsafe()[0].perms, 1);
     /// ```
     pub fn read_unsafe() -> Vec<Acl> {
         vec![Acl::world(perms::READ)]
@@ -64,7 +72,7 @@ impl Acl {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(zk_framework::proto::Acl::creator_all()[0].id.scheme, "auth");
+    /// assert_eq!(zk_proto::Acl::creator_all()[0].id.scheme, "auth");
     /// ```
     pub fn creator_all() -> Vec<Acl> {
         vec![Acl {
@@ -254,28 +262,47 @@ record! {
 }
 
 record! {
-    /// create, create2 and createContainer request.
-    CreateRequest {
+    /// create, create2 and createContainer request, generic over the representation of
+    /// its path (`P`), data (`D`) and ACL (`A`); see [`CreateRequest`] and
+    /// [`CreateRequestRef`].
+    CreateRequestOf<P, D, A> {
         /// The path (the prefix, for sequential modes).
-        path: String,
+        path: P,
         /// Node data.
-        data: Vec<u8>,
+        data: D,
         /// The node's ACL.
-        acl: Vec<Acl>,
+        acl: A,
         /// A [`super::CreateMode`] value.
         flags: i32,
     }
 }
 
+/// create request, owned (what decoding returns; null data reads as empty).
+pub type CreateRequest = CreateRequestOf<String, Vec<u8>, Vec<Acl>>;
+/// create request, borrowed: encodes the same bytes as [`CreateRequest`] without
+/// copying the data or the ACL.
+///
+/// # Examples
+///
+/// ```
+/// use zk_proto::{Acl, CreateRequest, CreateRequestRef, Encode};
+/// let acl = Acl::open_unsafe();
+/// let borrowed = CreateRequestRef { path: "/a", data: b"x", acl: &acl, flags: 0 };
+/// let owned = CreateRequest { path: "/a".into(), data: b"x".to_vec(), acl: acl.clone(), flags: 0 };
+/// assert_eq!(borrowed.to_bytes(), owned.to_bytes());
+/// ```
+pub type CreateRequestRef<'a> = CreateRequestOf<&'a str, &'a [u8], &'a [Acl]>;
+
 record! {
-    /// createTTL request.
-    CreateTtlRequest {
+    /// createTTL request, generic like [`CreateRequestOf`]; see [`CreateTtlRequest`]
+    /// and [`CreateTtlRequestRef`].
+    CreateTtlRequestOf<P, D, A> {
         /// The path.
-        path: String,
+        path: P,
         /// Node data.
-        data: Vec<u8>,
+        data: D,
         /// The node's ACL.
-        acl: Vec<Acl>,
+        acl: A,
         /// A [`super::CreateMode`] value.
         flags: i32,
         /// Time to live, ms.
@@ -283,10 +310,29 @@ record! {
     }
 }
 
+/// createTTL request, owned.
+pub type CreateTtlRequest = CreateTtlRequestOf<String, Vec<u8>, Vec<Acl>>;
+/// createTTL request, borrowed (the same bytes as [`CreateTtlRequest`]).
+///
+/// # Examples
+///
+/// ```
+/// use zk_proto::{Acl, CreateTtlRequestRef, Encode};
+/// let req = CreateTtlRequestRef { path: "/t", data: b"", acl: &Acl::open_unsafe(), flags: 5, ttl: 1000 };
+/// // path, data, ACL count, perms, "world", "anyone", flags, ttl
+/// assert_eq!(req.to_bytes().len(), (4 + 2) + 4 + 4 + 4 + (4 + 5) + (4 + 6) + 4 + 8);
+/// ```
+pub type CreateTtlRequestRef<'a> = CreateTtlRequestOf<&'a str, &'a [u8], &'a [Acl]>;
+
 record! {
-    /// A request or response that carries only a path (getACL, sync, create reply, ...).
-    PathRecord { /** The path. */ path: String }
+    /// A request or response that carries only a path (getACL, sync, create reply,
+    /// ...), generic over the path's representation (`Option<String>` where a server
+    /// reads a path that may be null); see [`PathRecord`].
+    PathRecordOf<P> { /** The path. */ path: P }
 }
+
+/// A record with only a (non-null) path.
+pub type PathRecord = PathRecordOf<String>;
 
 /// `CreateResponse{path}`.
 pub type CreateResponse = PathRecord;
@@ -307,9 +353,12 @@ record! {
 }
 
 record! {
-    /// delete request.
-    DeleteRequest { /** The path. */ path: String, /** Expected version, -1 for any. */ version: i32 }
+    /// delete request, generic over the path's representation; see [`DeleteRequest`].
+    DeleteRequestOf<P> { /** The path. */ path: P, /** Expected version, -1 for any. */ version: i32 }
 }
+
+/// delete request, owned.
+pub type DeleteRequest = DeleteRequestOf<String>;
 
 /// `CheckVersionRequest{path, version}`.
 pub type CheckVersionRequest = DeleteRequest;
@@ -341,14 +390,33 @@ pub type SetDataResponse = StatResponse;
 pub type SetAclResponse = StatResponse;
 
 record! {
-    /// getData response.
-    GetDataResponse { /** The data. */ data: Vec<u8>, /** The node's Stat. */ stat: Stat }
+    /// getData response, generic over the data's representation; see [`GetDataResponse`].
+    GetDataResponseOf<D> { /** The data. */ data: D, /** The node's Stat. */ stat: Stat }
 }
 
+/// getData response, owned (null data reads as empty). A server writes it borrowed
+/// from its node, null kept: `GetDataResponseOf<Option<&[u8]>>`.
+pub type GetDataResponse = GetDataResponseOf<Vec<u8>>;
+
 record! {
-    /// setData request.
-    SetDataRequest { /** The path. */ path: String, /** New data. */ data: Vec<u8>, /** Expected version, -1 for any. */ version: i32 }
+    /// setData request, generic over the path (`P`) and data (`D`); see
+    /// [`SetDataRequest`] and [`SetDataRequestRef`].
+    SetDataRequestOf<P, D> { /** The path. */ path: P, /** New data. */ data: D, /** Expected version, -1 for any. */ version: i32 }
 }
+
+/// setData request, owned.
+pub type SetDataRequest = SetDataRequestOf<String, Vec<u8>>;
+/// setData request, borrowed (the same bytes as [`SetDataRequest`], no copy of the data).
+///
+/// # Examples
+///
+/// ```
+/// use zk_proto::{Encode, SetDataRequest, SetDataRequestRef};
+/// let borrowed = SetDataRequestRef { path: "/a", data: b"v2", version: -1 };
+/// let owned = SetDataRequest { path: "/a".into(), data: b"v2".to_vec(), version: -1 };
+/// assert_eq!(borrowed.to_bytes(), owned.to_bytes());
+/// ```
+pub type SetDataRequestRef<'a> = SetDataRequestOf<&'a str, &'a [u8]>;
 
 record! {
     /// getACL response.
@@ -356,19 +424,43 @@ record! {
 }
 
 record! {
-    /// setACL request.
-    SetAclRequest { /** The path. */ path: String, /** The new ACL. */ acl: Vec<Acl>, /** Expected aversion, -1 for any. */ version: i32 }
+    /// setACL request, generic over the path (`P`) and ACL (`A`); see
+    /// [`SetAclRequest`] and [`SetAclRequestRef`].
+    SetAclRequestOf<P, A> { /** The path. */ path: P, /** The new ACL. */ acl: A, /** Expected aversion, -1 for any. */ version: i32 }
 }
 
-record! {
-    /// getChildren response (names in server order; clients sort).
-    GetChildrenResponse { /** Child names. */ children: Vec<String> }
-}
+/// setACL request, owned.
+pub type SetAclRequest = SetAclRequestOf<String, Vec<Acl>>;
+/// setACL request, borrowed (the same bytes as [`SetAclRequest`], no copy of the ACL).
+///
+/// # Examples
+///
+/// ```
+/// use zk_proto::{Acl, Encode, SetAclRequest, SetAclRequestRef};
+/// let acl = Acl::read_unsafe();
+/// let borrowed = SetAclRequestRef { path: "/a", acl: &acl, version: 0 };
+/// assert_eq!(borrowed.to_bytes(), SetAclRequest { path: "/a".into(), acl, version: 0 }.to_bytes());
+/// ```
+pub type SetAclRequestRef<'a> = SetAclRequestOf<&'a str, &'a [Acl]>;
 
 record! {
-    /// getChildren2 response.
-    GetChildren2Response { /** Child names. */ children: Vec<String>, /** The parent's Stat. */ stat: Stat }
+    /// getChildren response (names in server order; clients sort), generic over the
+    /// list's representation; see [`GetChildrenResponse`].
+    GetChildrenResponseOf<C> { /** Child names. */ children: C }
 }
+
+/// getChildren response, owned. A server writes it borrowed from its node:
+/// `GetChildrenResponseOf<Vec<&str>>`.
+pub type GetChildrenResponse = GetChildrenResponseOf<Vec<String>>;
+
+record! {
+    /// getChildren2 response, generic like [`GetChildrenResponseOf`]; see
+    /// [`GetChildren2Response`].
+    GetChildren2ResponseOf<C> { /** Child names. */ children: C, /** The parent's Stat. */ stat: Stat }
+}
+
+/// getChildren2 response, owned.
+pub type GetChildren2Response = GetChildren2ResponseOf<Vec<String>>;
 
 record! {
     /// Header of each op in a multi request and result in a multi response.
@@ -391,9 +483,12 @@ pub type CheckWatchesRequest = WatchTypeRequest;
 pub type RemoveWatchesRequest = WatchTypeRequest;
 
 record! {
-    /// addWatch request.
-    AddWatchRequest { /** The path. */ path: String, /** A [`super::add_watch_mode`] value. */ mode: i32 }
+    /// addWatch request, generic over the path's representation; see [`AddWatchRequest`].
+    AddWatchRequestOf<P> { /** The path. */ path: P, /** A [`super::add_watch_mode`] value. */ mode: i32 }
 }
+
+/// addWatch request, owned.
+pub type AddWatchRequest = AddWatchRequestOf<String>;
 
 record! {
     /// getEphemerals response.
@@ -416,22 +511,23 @@ record! {
     WhoAmIResponse { /** The caller's identities. */ client_info: Vec<ClientInfo> }
 }
 
-/// One operation of a multi (14) or multiRead (22) request.
+/// One operation of a multi (14) or multiRead (22) request, generic over the
+/// representation of node data (`D`): see [`MultiOp`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MultiOp {
+pub enum MultiOpOf<D> {
     /// create (op type 1), create2 (15) or createContainer (19); the mode is in the flags.
     Create {
         /// The op type as sent: 1, 15 or 19.
         op: OpCode,
         /// The request.
-        request: CreateRequest,
+        request: CreateRequestOf<String, D, Vec<Acl>>,
     },
     /// createTTL (21).
-    CreateTtl(CreateTtlRequest),
+    CreateTtl(CreateTtlRequestOf<String, D, Vec<Acl>>),
     /// delete (2).
     Delete(DeleteRequest),
     /// setData (5).
-    SetData(SetDataRequest),
+    SetData(SetDataRequestOf<String, D>),
     /// check (13).
     Check(CheckVersionRequest),
     /// getData (4), multiRead only.
@@ -440,25 +536,28 @@ pub enum MultiOp {
     GetChildren(GetChildrenRequest),
 }
 
-impl MultiOp {
+/// One operation of a multi, owned (null data reads as empty).
+pub type MultiOp = MultiOpOf<Vec<u8>>;
+
+impl<D: Encode> MultiOpOf<D> {
     /// The op type written in the op's header.
     ///
     /// # Examples
     ///
     /// ```
-    /// use zk_framework::proto::{DeleteRequest, MultiOp, OpCode};
+    /// use zk_proto::{DeleteRequest, MultiOp, OpCode};
     /// let op = MultiOp::Delete(DeleteRequest { path: "/a".into(), version: -1 });
     /// assert_eq!(op.op_code(), OpCode::Delete);
     /// ```
     pub fn op_code(&self) -> OpCode {
         match self {
-            MultiOp::Create { op, .. } => *op,
-            MultiOp::CreateTtl(_) => OpCode::CreateTtl,
-            MultiOp::Delete(_) => OpCode::Delete,
-            MultiOp::SetData(_) => OpCode::SetData,
-            MultiOp::Check(_) => OpCode::Check,
-            MultiOp::GetData(_) => OpCode::GetData,
-            MultiOp::GetChildren(_) => OpCode::GetChildren,
+            MultiOpOf::Create { op, .. } => *op,
+            MultiOpOf::CreateTtl(_) => OpCode::CreateTtl,
+            MultiOpOf::Delete(_) => OpCode::Delete,
+            MultiOpOf::SetData(_) => OpCode::SetData,
+            MultiOpOf::Check(_) => OpCode::Check,
+            MultiOpOf::GetData(_) => OpCode::GetData,
+            MultiOpOf::GetChildren(_) => OpCode::GetChildren,
         }
     }
 
@@ -467,37 +566,48 @@ impl MultiOp {
     /// # Examples
     ///
     /// ```
-    /// use zk_framework::proto::{DeleteRequest, MultiOp};
+    /// use zk_proto::{DeleteRequest, MultiOp};
     /// let op = MultiOp::Delete(DeleteRequest { path: "/a".into(), version: -1 });
     /// assert_eq!(op.path(), "/a");
     /// ```
     pub fn path(&self) -> &str {
         match self {
-            MultiOp::Create { request, .. } => &request.path,
-            MultiOp::CreateTtl(r) => &r.path,
-            MultiOp::Delete(r) | MultiOp::Check(r) => &r.path,
-            MultiOp::SetData(r) => &r.path,
-            MultiOp::GetData(r) | MultiOp::GetChildren(r) => &r.path,
+            MultiOpOf::Create { request, .. } => &request.path,
+            MultiOpOf::CreateTtl(r) => &r.path,
+            MultiOpOf::Delete(r) | MultiOpOf::Check(r) => &r.path,
+            MultiOpOf::SetData(r) => &r.path,
+            MultiOpOf::GetData(r) | MultiOpOf::GetChildren(r) => &r.path,
         }
     }
 
     fn encode_body(&self, out: &mut Vec<u8>) {
         match self {
-            MultiOp::Create { request, .. } => request.encode(out),
-            MultiOp::CreateTtl(r) => r.encode(out),
-            MultiOp::Delete(r) | MultiOp::Check(r) => r.encode(out),
-            MultiOp::SetData(r) => r.encode(out),
-            MultiOp::GetData(r) | MultiOp::GetChildren(r) => r.encode(out),
+            MultiOpOf::Create { request, .. } => request.encode(out),
+            MultiOpOf::CreateTtl(r) => r.encode(out),
+            MultiOpOf::Delete(r) | MultiOpOf::Check(r) => r.encode(out),
+            MultiOpOf::SetData(r) => r.encode(out),
+            MultiOpOf::GetData(r) | MultiOpOf::GetChildren(r) => r.encode(out),
         }
     }
 }
 
-/// A multi or multiRead request: ops followed by the closing header.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct MultiRequest {
+/// A multi or multiRead request: ops followed by the closing header. Generic over
+/// the representation of node data: see [`MultiRequest`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MultiRequestOf<D> {
     /// The operations, in order.
-    pub ops: Vec<MultiOp>,
+    pub ops: Vec<MultiOpOf<D>>,
 }
+
+impl<D> Default for MultiRequestOf<D> {
+    fn default() -> Self {
+        MultiRequestOf { ops: Vec::new() }
+    }
+}
+
+/// A multi request, owned (null data reads as empty). A server that must keep null
+/// data apart reads a `MultiRequestOf<Option<Vec<u8>>>`: the same bytes.
+pub type MultiRequest = MultiRequestOf<Vec<u8>>;
 
 const DONE: MultiHeader = MultiHeader {
     op_type: -1,
@@ -505,7 +615,7 @@ const DONE: MultiHeader = MultiHeader {
     err: -1,
 };
 
-impl Encode for MultiRequest {
+impl<D: Encode> Encode for MultiRequestOf<D> {
     fn encode(&self, out: &mut Vec<u8>) {
         for op in &self.ops {
             MultiHeader {
@@ -520,25 +630,25 @@ impl Encode for MultiRequest {
     }
 }
 
-impl Decode for MultiRequest {
+impl<D: Decode> Decode for MultiRequestOf<D> {
     fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
         let mut ops = Vec::new();
         loop {
             let h = MultiHeader::decode(r)?;
             if h.done {
-                return Ok(MultiRequest { ops });
+                return Ok(MultiRequestOf { ops });
             }
             let op = match OpCode::from_code(h.op_type) {
-                Some(op @ (OpCode::Create | OpCode::Create2 | OpCode::CreateContainer)) => MultiOp::Create {
+                Some(op @ (OpCode::Create | OpCode::Create2 | OpCode::CreateContainer)) => MultiOpOf::Create {
                     op,
-                    request: CreateRequest::decode(r)?,
+                    request: CreateRequestOf::decode(r)?,
                 },
-                Some(OpCode::CreateTtl) => MultiOp::CreateTtl(CreateTtlRequest::decode(r)?),
-                Some(OpCode::Delete) => MultiOp::Delete(DeleteRequest::decode(r)?),
-                Some(OpCode::SetData) => MultiOp::SetData(SetDataRequest::decode(r)?),
-                Some(OpCode::Check) => MultiOp::Check(CheckVersionRequest::decode(r)?),
-                Some(OpCode::GetData) => MultiOp::GetData(GetDataRequest::decode(r)?),
-                Some(OpCode::GetChildren) => MultiOp::GetChildren(GetChildrenRequest::decode(r)?),
+                Some(OpCode::CreateTtl) => MultiOpOf::CreateTtl(CreateTtlRequestOf::decode(r)?),
+                Some(OpCode::Delete) => MultiOpOf::Delete(DeleteRequest::decode(r)?),
+                Some(OpCode::SetData) => MultiOpOf::SetData(SetDataRequestOf::decode(r)?),
+                Some(OpCode::Check) => MultiOpOf::Check(CheckVersionRequest::decode(r)?),
+                Some(OpCode::GetData) => MultiOpOf::GetData(GetDataRequest::decode(r)?),
+                Some(OpCode::GetChildren) => MultiOpOf::GetChildren(GetChildrenRequest::decode(r)?),
                 _ => return Err(DecodeError::InvalidValue("multi op type")),
             };
             ops.push(op);
@@ -546,9 +656,10 @@ impl Decode for MultiRequest {
     }
 }
 
-/// One result of a multi or multiRead response.
+/// One result of a multi or multiRead response, generic over the representation of
+/// node data (`D`): see [`MultiResult`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MultiResult {
+pub enum MultiResultOf<D> {
     /// A plain create (type 1): the actual path.
     Create {
         /// The created path.
@@ -573,7 +684,7 @@ pub enum MultiResult {
     /// A getData (type 4, multiRead).
     GetData {
         /// The data.
-        data: Vec<u8>,
+        data: D,
         /// The Stat.
         stat: Stat,
     },
@@ -589,25 +700,39 @@ pub enum MultiResult {
     },
 }
 
-/// A multi or multiRead response.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct MultiResponse {
+/// One result of a multi, owned (null data reads as empty).
+pub type MultiResult = MultiResultOf<Vec<u8>>;
+
+/// A multi or multiRead response, generic over the representation of node data: see
+/// [`MultiResponse`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MultiResponseOf<D> {
     /// One result per op, in order.
-    pub results: Vec<MultiResult>,
+    pub results: Vec<MultiResultOf<D>>,
 }
 
-impl Encode for MultiResponse {
+impl<D> Default for MultiResponseOf<D> {
+    fn default() -> Self {
+        MultiResponseOf { results: Vec::new() }
+    }
+}
+
+/// A multi or multiRead response, owned (null data reads as empty). A server that
+/// keeps null data writes a `MultiResponseOf<Option<Vec<u8>>>`: the same layout.
+pub type MultiResponse = MultiResponseOf<Vec<u8>>;
+
+impl<D: Encode> Encode for MultiResponseOf<D> {
     fn encode(&self, out: &mut Vec<u8>) {
         for res in &self.results {
             let (op_type, err) = match res {
-                MultiResult::Create { .. } => (OpCode::Create.code(), 0),
-                MultiResult::Create2 { .. } => (OpCode::Create2.code(), 0),
-                MultiResult::Delete => (OpCode::Delete.code(), 0),
-                MultiResult::SetData { .. } => (OpCode::SetData.code(), 0),
-                MultiResult::Check => (OpCode::Check.code(), 0),
-                MultiResult::GetData { .. } => (OpCode::GetData.code(), 0),
-                MultiResult::GetChildren { .. } => (OpCode::GetChildren.code(), 0),
-                MultiResult::Error { err } => (-1, *err),
+                MultiResultOf::Create { .. } => (OpCode::Create.code(), 0),
+                MultiResultOf::Create2 { .. } => (OpCode::Create2.code(), 0),
+                MultiResultOf::Delete => (OpCode::Delete.code(), 0),
+                MultiResultOf::SetData { .. } => (OpCode::SetData.code(), 0),
+                MultiResultOf::Check => (OpCode::Check.code(), 0),
+                MultiResultOf::GetData { .. } => (OpCode::GetData.code(), 0),
+                MultiResultOf::GetChildren { .. } => (OpCode::GetChildren.code(), 0),
+                MultiResultOf::Error { err } => (-1, *err),
             };
             MultiHeader {
                 op_type,
@@ -616,51 +741,51 @@ impl Encode for MultiResponse {
             }
             .encode(out);
             match res {
-                MultiResult::Create { path } => path.encode(out),
-                MultiResult::Create2 { path, stat } => {
+                MultiResultOf::Create { path } => path.encode(out),
+                MultiResultOf::Create2 { path, stat } => {
                     path.encode(out);
                     stat.encode(out);
                 }
-                MultiResult::Delete | MultiResult::Check => {}
-                MultiResult::SetData { stat } => stat.encode(out),
-                MultiResult::GetData { data, stat } => {
+                MultiResultOf::Delete | MultiResultOf::Check => {}
+                MultiResultOf::SetData { stat } => stat.encode(out),
+                MultiResultOf::GetData { data, stat } => {
                     data.encode(out);
                     stat.encode(out);
                 }
-                MultiResult::GetChildren { children } => children.encode(out),
-                MultiResult::Error { err } => err.encode(out),
+                MultiResultOf::GetChildren { children } => children.encode(out),
+                MultiResultOf::Error { err } => err.encode(out),
             }
         }
         DONE.encode(out);
     }
 }
 
-impl Decode for MultiResponse {
+impl<D: Decode> Decode for MultiResponseOf<D> {
     fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
         let mut results = Vec::new();
         loop {
             let h = MultiHeader::decode(r)?;
             if h.done {
-                return Ok(MultiResponse { results });
+                return Ok(MultiResponseOf { results });
             }
             let res = match h.op_type {
-                -1 => MultiResult::Error { err: r.read_i32()? },
+                -1 => MultiResultOf::Error { err: r.read_i32()? },
                 t => match OpCode::from_code(t) {
-                    Some(OpCode::Create) => MultiResult::Create {
+                    Some(OpCode::Create) => MultiResultOf::Create {
                         path: String::decode(r)?,
                     },
-                    Some(OpCode::Create2 | OpCode::CreateContainer | OpCode::CreateTtl) => MultiResult::Create2 {
+                    Some(OpCode::Create2 | OpCode::CreateContainer | OpCode::CreateTtl) => MultiResultOf::Create2 {
                         path: String::decode(r)?,
                         stat: Stat::decode(r)?,
                     },
-                    Some(OpCode::Delete) => MultiResult::Delete,
-                    Some(OpCode::SetData) => MultiResult::SetData { stat: Stat::decode(r)? },
-                    Some(OpCode::Check) => MultiResult::Check,
-                    Some(OpCode::GetData) => MultiResult::GetData {
-                        data: Vec::<u8>::decode(r)?,
+                    Some(OpCode::Delete) => MultiResultOf::Delete,
+                    Some(OpCode::SetData) => MultiResultOf::SetData { stat: Stat::decode(r)? },
+                    Some(OpCode::Check) => MultiResultOf::Check,
+                    Some(OpCode::GetData) => MultiResultOf::GetData {
+                        data: D::decode(r)?,
                         stat: Stat::decode(r)?,
                     },
-                    Some(OpCode::GetChildren) => MultiResult::GetChildren {
+                    Some(OpCode::GetChildren) => MultiResultOf::GetChildren {
                         children: Vec::<String>::decode(r)?,
                     },
                     _ => return Err(DecodeError::InvalidValue("multi result type")),
@@ -912,6 +1037,91 @@ mod tests {
                 },
                 MultiResult::Error { err: -2 },
             ],
+        });
+    }
+
+    #[test]
+    fn borrowed_and_nullable_forms_write_the_same_bytes() {
+        let acl = Acl::open_unsafe();
+        let owned = CreateRequest {
+            path: "/a".into(),
+            data: b"x".to_vec(),
+            acl: acl.clone(),
+            flags: 3,
+        };
+        let borrowed = CreateRequestRef {
+            path: "/a",
+            data: b"x",
+            acl: &acl,
+            flags: 3,
+        };
+        assert_eq!(borrowed.to_bytes(), owned.to_bytes());
+        let ttl = CreateTtlRequestRef {
+            path: "/t",
+            data: b"",
+            acl: &acl,
+            flags: 5,
+            ttl: 9,
+        };
+        let ttl_owned = CreateTtlRequest::from_bytes(&ttl.to_bytes()).unwrap();
+        assert_eq!((ttl_owned.path.as_str(), ttl_owned.ttl), ("/t", 9));
+        let sd = SetDataRequestRef {
+            path: "/a",
+            data: b"v",
+            version: 4,
+        };
+        assert_eq!(
+            SetDataRequest::from_bytes(&sd.to_bytes()).unwrap(),
+            SetDataRequest {
+                path: "/a".into(),
+                data: b"v".to_vec(),
+                version: 4
+            }
+        );
+        let sa = SetAclRequestRef {
+            path: "/a",
+            acl: &acl,
+            version: 1,
+        };
+        assert_eq!(SetAclRequest::from_bytes(&sa.to_bytes()).unwrap().acl, acl);
+        // The nullable forms keep null apart from empty and read the same bytes.
+        type NullCreate = CreateRequestOf<String, Option<Vec<u8>>, Vec<Acl>>;
+        let null = NullCreate {
+            path: "/n".into(),
+            data: None,
+            acl: acl.clone(),
+            flags: 0,
+        };
+        let bytes = null.to_bytes();
+        assert_eq!(NullCreate::from_bytes(&bytes).unwrap(), null);
+        assert_eq!(CreateRequest::from_bytes(&bytes).unwrap().data, Vec::<u8>::new());
+        let null_path = SetDataRequestOf::<Option<String>, Option<Vec<u8>>> {
+            path: None,
+            data: None,
+            version: -1,
+        };
+        assert_eq!(null_path.to_bytes(), [[0xff; 4], [0xff; 4], [0xff; 4]].concat());
+        rt(null_path);
+        let multi = MultiRequestOf::<Option<Vec<u8>>> {
+            ops: vec![
+                MultiOpOf::Create {
+                    op: OpCode::Create,
+                    request: null,
+                },
+                MultiOpOf::SetData(SetDataRequestOf {
+                    path: "/n".into(),
+                    data: Some(vec![1]),
+                    version: -1,
+                }),
+            ],
+        };
+        rt(multi.clone());
+        assert_eq!(MultiRequest::from_bytes(&multi.to_bytes()).unwrap().ops.len(), 2);
+        rt(MultiResponseOf::<Option<Vec<u8>>> {
+            results: vec![MultiResultOf::GetData {
+                data: None,
+                stat: stat(),
+            }],
         });
     }
 

@@ -45,7 +45,7 @@ impl std::error::Error for DecodeError {}
 /// # Examples
 ///
 /// ```
-/// use zk_framework::proto::jute::Reader;
+/// use zk_proto::jute::Reader;
 /// let mut r = Reader::new(&[0, 0, 0, 7]);
 /// assert_eq!(r.read_i32().unwrap(), 7);
 /// assert!(r.is_empty());
@@ -62,7 +62,7 @@ impl<'a> Reader<'a> {
     /// # Examples
     ///
     /// ```
-    /// let r = zk_framework::proto::jute::Reader::new(b"abc");
+    /// let r = zk_proto::jute::Reader::new(b"abc");
     /// assert_eq!(r.remaining(), 3);
     /// ```
     pub fn new(buf: &'a [u8]) -> Self {
@@ -74,7 +74,7 @@ impl<'a> Reader<'a> {
     /// # Examples
     ///
     /// ```
-    /// let r = zk_framework::proto::jute::Reader::new(&[1, 2]);
+    /// let r = zk_proto::jute::Reader::new(&[1, 2]);
     /// assert_eq!(r.remaining(), 2);
     /// ```
     pub fn remaining(&self) -> usize {
@@ -86,7 +86,7 @@ impl<'a> Reader<'a> {
     /// # Examples
     ///
     /// ```
-    /// assert!(zk_framework::proto::jute::Reader::new(&[]).is_empty());
+    /// assert!(zk_proto::jute::Reader::new(&[]).is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
         self.remaining() == 0
@@ -97,7 +97,7 @@ impl<'a> Reader<'a> {
     /// # Examples
     ///
     /// ```
-    /// let r = zk_framework::proto::jute::Reader::new(&[9]);
+    /// let r = zk_proto::jute::Reader::new(&[9]);
     /// assert_eq!(r.rest(), &[9]);
     /// ```
     pub fn rest(&self) -> &'a [u8] {
@@ -125,7 +125,7 @@ impl<'a> Reader<'a> {
     /// # Examples
     ///
     /// ```
-    /// let mut r = zk_framework::proto::jute::Reader::new(&[0xff, 0xff, 0xff, 0xfe]);
+    /// let mut r = zk_proto::jute::Reader::new(&[0xff, 0xff, 0xff, 0xfe]);
     /// assert_eq!(r.read_i32().unwrap(), -2);
     /// ```
     pub fn read_i32(&mut self) -> Result<i32, DecodeError> {
@@ -142,7 +142,7 @@ impl<'a> Reader<'a> {
     /// # Examples
     ///
     /// ```
-    /// let mut r = zk_framework::proto::jute::Reader::new(&[0, 0, 0, 0, 0, 0, 1, 0]);
+    /// let mut r = zk_proto::jute::Reader::new(&[0, 0, 0, 0, 0, 0, 1, 0]);
     /// assert_eq!(r.read_i64().unwrap(), 256);
     /// ```
     pub fn read_i64(&mut self) -> Result<i64, DecodeError> {
@@ -161,7 +161,7 @@ impl<'a> Reader<'a> {
     /// # Examples
     ///
     /// ```
-    /// let mut r = zk_framework::proto::jute::Reader::new(&[1]);
+    /// let mut r = zk_proto::jute::Reader::new(&[1]);
     /// assert!(r.read_bool().unwrap());
     /// ```
     pub fn read_bool(&mut self) -> Result<bool, DecodeError> {
@@ -178,7 +178,7 @@ impl<'a> Reader<'a> {
     /// # Examples
     ///
     /// ```
-    /// let mut r = zk_framework::proto::jute::Reader::new(&[0, 0, 0, 1, 42]);
+    /// let mut r = zk_proto::jute::Reader::new(&[0, 0, 0, 1, 42]);
     /// assert_eq!(r.read_buffer().unwrap(), Some(vec![42]));
     /// ```
     pub fn read_buffer(&mut self) -> Result<Option<Vec<u8>>, DecodeError> {
@@ -202,7 +202,7 @@ impl<'a> Reader<'a> {
     /// # Examples
     ///
     /// ```
-    /// let mut r = zk_framework::proto::jute::Reader::new(&[0, 0, 0, 2, b'/', b'a']);
+    /// let mut r = zk_proto::jute::Reader::new(&[0, 0, 0, 2, b'/', b'a']);
     /// assert_eq!(r.read_ustring().unwrap().as_deref(), Some("/a"));
     /// ```
     pub fn read_ustring(&mut self) -> Result<Option<String>, DecodeError> {
@@ -221,7 +221,7 @@ impl<'a> Reader<'a> {
     /// # Examples
     ///
     /// ```
-    /// let mut r = zk_framework::proto::jute::Reader::new(&[0xff, 0xff, 0xff, 0xff]);
+    /// let mut r = zk_proto::jute::Reader::new(&[0xff, 0xff, 0xff, 0xff]);
     /// assert_eq!(r.read_count().unwrap(), None);
     /// ```
     pub fn read_count(&mut self) -> Result<Option<usize>, DecodeError> {
@@ -279,7 +279,7 @@ pub trait Encode {
     /// # Examples
     ///
     /// ```
-    /// use zk_framework::proto::jute::Encode;
+    /// use zk_proto::jute::Encode;
     /// assert_eq!(5i32.to_bytes(), vec![0, 0, 0, 5]);
     /// ```
     fn to_bytes(&self) -> Vec<u8> {
@@ -308,7 +308,7 @@ pub trait Decode: Sized {
     /// # Examples
     ///
     /// ```
-    /// use zk_framework::proto::jute::Decode;
+    /// use zk_proto::jute::Decode;
     /// assert_eq!(i32::from_bytes(&[0, 0, 0, 5]).unwrap(), 5);
     /// assert!(i32::from_bytes(&[0, 0, 0, 5, 0]).is_err());
     /// ```
@@ -323,8 +323,9 @@ pub trait Decode: Sized {
 }
 
 /// Marks the types that may be elements of a jute `vector` (everything except `u8`,
-/// whose vector is a `buffer`).
-pub trait Element: Encode + Decode {}
+/// whose vector is a `buffer`). Borrowed elements (`&str`) encode only; owned ones
+/// also decode.
+pub trait Element: Encode {}
 
 impl Encode for i32 {
     fn encode(&self, out: &mut Vec<u8>) {
@@ -369,6 +370,8 @@ impl Decode for String {
     }
 }
 impl Element for String {}
+/// A borrowed `ustring` element: a server lists children without copying them.
+impl Element for &str {}
 
 /// A `buffer`; null is read as empty.
 impl Encode for Vec<u8> {
@@ -382,6 +385,68 @@ impl Decode for Vec<u8> {
     }
 }
 
+/// A borrowed `ustring` (never null): the same bytes as [`String`].
+impl Encode for str {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.put_buffer(Some(self.as_bytes()));
+    }
+}
+
+/// A borrowed `buffer` (never null): the same bytes as `Vec<u8>`.
+impl Encode for [u8] {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.put_buffer(Some(self));
+    }
+}
+
+/// A borrowed `vector`: the same bytes as `Vec<T>`.
+impl<T: Element> Encode for [T] {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.put_i32(self.len() as i32);
+        for e in self {
+            e.encode(out);
+        }
+    }
+}
+
+/// A reference encodes as what it points to (the borrowed forms of the records).
+impl<T: Encode + ?Sized> Encode for &T {
+    fn encode(&self, out: &mut Vec<u8>) {
+        (**self).encode(out);
+    }
+}
+
+/// A `buffer` that keeps null apart from empty (`None` is length -1), as a server
+/// must store it.
+impl Encode for Option<Vec<u8>> {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.put_buffer(self.as_deref());
+    }
+}
+/// A borrowed nullable `buffer`: the same bytes as `Option<Vec<u8>>`.
+impl Encode for Option<&[u8]> {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.put_buffer(*self);
+    }
+}
+impl Decode for Option<Vec<u8>> {
+    fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        r.read_buffer()
+    }
+}
+
+/// A `ustring` that may be null (`None` is length -1).
+impl Encode for Option<String> {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.put_buffer(self.as_deref().map(str::as_bytes));
+    }
+}
+impl Decode for Option<String> {
+    fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        r.read_ustring()
+    }
+}
+
 /// A `vector`; null is read as empty.
 impl<T: Element> Encode for Vec<T> {
     fn encode(&self, out: &mut Vec<u8>) {
@@ -391,7 +456,7 @@ impl<T: Element> Encode for Vec<T> {
         }
     }
 }
-impl<T: Element> Decode for Vec<T> {
+impl<T: Element + Decode> Decode for Vec<T> {
     fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
         let n = r.read_count()?.unwrap_or(0);
         let mut v = Vec::with_capacity(n.min(1024));
@@ -403,23 +468,28 @@ impl<T: Element> Decode for Vec<T> {
 }
 
 /// Defines a jute record: a struct whose fields are encoded in declaration order.
+///
+/// With type parameters (`Name<P, D> { path: P, data: D, .. }`) one field list
+/// serves several representations of the same record: owned for decoding,
+/// borrowed for encoding without copies, nullable where a server must keep null
+/// apart from empty. Each representation is a type alias of the generic record.
 macro_rules! record {
-    ($(#[$m:meta])* $name:ident { $( $(#[$fm:meta])* $f:ident : $t:ty ),* $(,)? }) => {
+    ($(#[$m:meta])* $name:ident $(< $($g:ident),+ >)? { $( $(#[$fm:meta])* $f:ident : $t:ty ),* $(,)? }) => {
         $(#[$m])*
         #[derive(Debug, Clone, PartialEq, Eq, Default)]
-        pub struct $name {
+        pub struct $name $(< $($g),+ >)? {
             $( $(#[$fm])* pub $f: $t, )*
         }
-        impl $crate::proto::jute::Encode for $name {
+        impl $(< $($g: $crate::jute::Encode),+ >)? $crate::jute::Encode for $name $(< $($g),+ >)? {
             #[allow(unused_variables)]
             fn encode(&self, out: &mut Vec<u8>) {
-                $( $crate::proto::jute::Encode::encode(&self.$f, out); )*
+                $( $crate::jute::Encode::encode(&self.$f, out); )*
             }
         }
-        impl $crate::proto::jute::Decode for $name {
+        impl $(< $($g: $crate::jute::Decode),+ >)? $crate::jute::Decode for $name $(< $($g),+ >)? {
             #[allow(unused_variables)]
-            fn decode(r: &mut $crate::proto::jute::Reader<'_>) -> Result<Self, $crate::proto::jute::DecodeError> {
-                Ok($name { $( $f: $crate::proto::jute::Decode::decode(r)?, )* })
+            fn decode(r: &mut $crate::jute::Reader<'_>) -> Result<Self, $crate::jute::DecodeError> {
+                Ok($name { $( $f: $crate::jute::Decode::decode(r)?, )* })
             }
         }
     };
@@ -447,6 +517,37 @@ mod tests {
         assert_eq!(Vec::<u8>::from_bytes(&b.to_bytes()).unwrap(), b);
         let v = vec!["a".to_string(), String::new()];
         assert_eq!(Vec::<String>::from_bytes(&v.to_bytes()).unwrap(), v);
+    }
+
+    #[test]
+    fn borrowed_and_nullable_forms_write_the_owned_bytes() {
+        assert_eq!("/a".encode_to_vec(), "/a".to_string().to_bytes());
+        assert_eq!([1u8, 2][..].encode_to_vec(), vec![1u8, 2].to_bytes());
+        let v = vec!["a".to_string()];
+        assert_eq!(v[..].encode_to_vec(), v.to_bytes());
+        assert_eq!(Some(vec![3u8]).to_bytes(), vec![3u8].to_bytes());
+        assert_eq!(Option::<Vec<u8>>::None.to_bytes(), vec![0xff; 4]);
+        assert_eq!(Option::<Vec<u8>>::from_bytes(&[0xff; 4]).unwrap(), None);
+        assert_eq!(Option::<Vec<u8>>::from_bytes(&[0, 0, 0, 0]).unwrap(), Some(vec![]));
+        assert_eq!(Option::<String>::from_bytes(&[0xff; 4]).unwrap(), None);
+        assert_eq!(Some("/a".to_string()).to_bytes(), "/a".to_string().to_bytes());
+        assert_eq!(Some(&b"x"[..]).to_bytes(), Some(b"x".to_vec()).to_bytes());
+        assert_eq!(Option::<&[u8]>::None.to_bytes(), vec![0xff; 4]);
+        assert_eq!(
+            vec!["a", "b"].to_bytes(),
+            vec!["a".to_string(), "b".to_string()].to_bytes()
+        );
+    }
+
+    trait EncodeToVec {
+        fn encode_to_vec(&self) -> Vec<u8>;
+    }
+    impl<T: Encode + ?Sized> EncodeToVec for T {
+        fn encode_to_vec(&self) -> Vec<u8> {
+            let mut v = Vec::new();
+            self.encode(&mut v);
+            v
+        }
     }
 
     #[test]

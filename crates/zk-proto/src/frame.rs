@@ -15,8 +15,8 @@ pub const DEFAULT_MAX_FRAME: usize = 0xfffff;
 /// # Examples
 ///
 /// ```
-/// use zk_framework::proto::frame::frame;
-/// use zk_framework::proto::jute::JuteWrite;
+/// use zk_proto::frame::frame;
+/// use zk_proto::jute::JuteWrite;
 /// let f = frame(|out| out.put_i32(7));
 /// assert_eq!(f, vec![0, 0, 0, 4, 0, 0, 0, 7]);
 /// ```
@@ -34,7 +34,7 @@ pub fn frame(body: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
 /// # Examples
 ///
 /// ```
-/// use zk_framework::proto::{frame::request_frame, OpCode, PathRecord};
+/// use zk_proto::{frame::request_frame, OpCode, PathRecord};
 /// let f = request_frame(1, OpCode::Sync, Some(&PathRecord { path: "/".into() }));
 /// assert_eq!(f.len(), 4 + 8 + 4 + 1);
 /// ```
@@ -52,7 +52,7 @@ pub fn request_frame(xid: i32, op: super::OpCode, body: Option<&dyn EncodeDyn>) 
 /// # Examples
 ///
 /// ```
-/// use zk_framework::proto::{frame::reply_frame, ReplyHeader};
+/// use zk_proto::{frame::reply_frame, ReplyHeader};
 /// let f = reply_frame(&ReplyHeader { xid: -2, zxid: 5, err: 0 }, None);
 /// assert_eq!(f.len(), 4 + 16);
 /// ```
@@ -101,7 +101,7 @@ impl std::error::Error for FrameError {}
 /// # Examples
 ///
 /// ```
-/// use zk_framework::proto::frame::FrameBuffer;
+/// use zk_proto::frame::FrameBuffer;
 /// let mut fb = FrameBuffer::new(1024);
 /// fb.extend(&[0, 0, 0, 2, 9]);
 /// assert_eq!(fb.next_frame().unwrap(), None);
@@ -121,7 +121,7 @@ impl FrameBuffer {
     /// # Examples
     ///
     /// ```
-    /// let fb = zk_framework::proto::frame::FrameBuffer::new(16);
+    /// let fb = zk_proto::frame::FrameBuffer::new(16);
     /// assert_eq!(fb.buffered(), 0);
     /// ```
     pub fn new(max: usize) -> Self {
@@ -137,7 +137,7 @@ impl FrameBuffer {
     /// # Examples
     ///
     /// ```
-    /// let mut fb = zk_framework::proto::frame::FrameBuffer::new(16);
+    /// let mut fb = zk_proto::frame::FrameBuffer::new(16);
     /// fb.extend(&[1, 2]);
     /// assert_eq!(fb.buffered(), 2);
     /// ```
@@ -157,7 +157,7 @@ impl FrameBuffer {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(zk_framework::proto::frame::FrameBuffer::new(1).buffered(), 0);
+    /// assert_eq!(zk_proto::frame::FrameBuffer::new(1).buffered(), 0);
     /// ```
     pub fn buffered(&self) -> usize {
         self.buf.len() - self.start
@@ -168,7 +168,7 @@ impl FrameBuffer {
     /// # Examples
     ///
     /// ```
-    /// let mut fb = zk_framework::proto::frame::FrameBuffer::new(1);
+    /// let mut fb = zk_proto::frame::FrameBuffer::new(1);
     /// fb.extend(b"ruok");
     /// assert_eq!(fb.peek4(), Some(*b"ruok"));
     /// ```
@@ -187,7 +187,7 @@ impl FrameBuffer {
     /// # Examples
     ///
     /// ```
-    /// let mut fb = zk_framework::proto::frame::FrameBuffer::new(4);
+    /// let mut fb = zk_proto::frame::FrameBuffer::new(4);
     /// fb.extend(&[0, 0, 0, 5]);
     /// assert!(fb.next_frame().is_err());
     /// ```
@@ -218,7 +218,7 @@ impl FrameBuffer {
 ///
 /// ```
 /// let mut input: &[u8] = &[0, 0, 0, 1, 42];
-/// let f = zk_framework::proto::frame::read_frame(&mut input, 1024).unwrap();
+/// let f = zk_proto::frame::read_frame(&mut input, 1024).unwrap();
 /// assert_eq!(f, vec![42]);
 /// ```
 pub fn read_frame<R: Read>(r: &mut R, max: usize) -> io::Result<Vec<u8>> {
@@ -244,7 +244,7 @@ pub const FOUR_LETTER_WORDS: &[&str] = &[
 /// # Examples
 ///
 /// ```
-/// use zk_framework::proto::frame::four_letter_word;
+/// use zk_proto::frame::four_letter_word;
 /// assert_eq!(four_letter_word(*b"srvr"), Some("srvr"));
 /// assert_eq!(four_letter_word([0, 0, 0, 45]), None);
 /// ```

@@ -42,7 +42,7 @@ fn invalid_char(c: char) -> bool {
 /// # Examples
 ///
 /// ```
-/// use zk_framework::proto::path::validate_path;
+/// use zk_proto::path::validate_path;
 /// assert!(validate_path("/locks/a", false).is_ok());
 /// assert!(validate_path("/locks/", true).is_ok());
 /// assert!(validate_path("/locks/", false).is_err());
@@ -97,7 +97,7 @@ pub fn validate_path(path: &str, sequential: bool) -> Result<(), InvalidPath> {
 /// # Examples
 ///
 /// ```
-/// use zk_framework::proto::path::parent;
+/// use zk_proto::path::parent;
 /// assert_eq!(parent("/a/b"), Some("/a"));
 /// assert_eq!(parent("/a"), Some("/"));
 /// assert_eq!(parent("/"), None);
@@ -118,7 +118,7 @@ pub fn parent(path: &str) -> Option<&str> {
 /// # Examples
 ///
 /// ```
-/// assert_eq!(zk_framework::proto::path::basename("/a/b"), "b");
+/// assert_eq!(zk_proto::path::basename("/a/b"), "b");
 /// ```
 pub fn basename(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
@@ -129,8 +129,8 @@ pub fn basename(path: &str) -> &str {
 /// # Examples
 ///
 /// ```
-/// assert_eq!(zk_framework::proto::path::join("/", "a"), "/a");
-/// assert_eq!(zk_framework::proto::path::join("/a", "b"), "/a/b");
+/// assert_eq!(zk_proto::path::join("/", "a"), "/a");
+/// assert_eq!(zk_proto::path::join("/a", "b"), "/a/b");
 /// ```
 pub fn join(parent: &str, child: &str) -> String {
     if parent.ends_with('/') {

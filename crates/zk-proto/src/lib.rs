@@ -1,18 +1,25 @@
-//! The ZooKeeper client–server wire protocol, written once for both the client in
-//! this crate and the embedded server in `zk-testing`.
+//! `zk-proto`: the ZooKeeper client–server wire protocol (3.5–3.8), with no I/O
+//! policy, no threads and no dependencies. It is the bottom of the workspace: the
+//! client and the managed client in `zk-framework` (which re-exports this crate as
+//! `zk_framework::proto`) and the embedded test server in `zk-testing` both build on
+//! it, so each record is written once.
 //!
 //! * [`jute`]: the record encoding (big-endian primitives, buffers, vectors).
-//! * [`records`]: every record the recipes, tests and helpers exchange.
+//! * [`records`]: every record a client and a server exchange, in owned form for
+//!   decoding, plus borrowed forms ([`CreateRequestRef`], [`SetDataRequestRef`]) that
+//!   encode the same bytes without copying the caller's data.
 //! * [`codes`]: opcodes, error codes, event types, states, create modes.
 //! * [`frame`]: length-prefixed framing and four-letter-word detection.
 //! * [`path`]: ZooKeeper's path rules.
 //!
+//! Decoding never panics: every malformed input is a [`DecodeError`].
+//!
 //! # Examples
 //!
 //! ```
-//! use zk_framework::proto::{frame::request_frame, jute::Decode, OpCode, PathWatchRequest, RequestHeader};
+//! use zk_proto::{frame::request_frame, jute::Decode, OpCode, PathWatchRequest, RequestHeader};
 //! let f = request_frame(7, OpCode::GetData, Some(&PathWatchRequest { path: "/a".into(), watch: true }));
-//! let mut r = zk_framework::proto::jute::Reader::new(&f[4..]);
+//! let mut r = zk_proto::jute::Reader::new(&f[4..]);
 //! let h = RequestHeader::decode(&mut r).unwrap();
 //! assert_eq!((h.xid, h.op), (7, OpCode::GetData.code()));
 //! assert_eq!(PathWatchRequest::decode(&mut r).unwrap().path, "/a");

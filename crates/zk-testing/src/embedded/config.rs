@@ -1,0 +1,55 @@
+//! [`ServerConfig`]: what a server is started with. Imports nothing of the server.
+
+use std::time::Duration;
+
+use zk_proto::frame::DEFAULT_MAX_FRAME;
+
+/// Configuration of an [`EmbeddedServer`].
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use zk_testing::embedded::ServerConfig;
+///
+/// let config = ServerConfig { tick: Duration::from_millis(20), ..ServerConfig::default() };
+/// assert_eq!(config.port, 0);
+/// assert_eq!(config.min_session_timeout, Duration::from_millis(1000));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerConfig {
+    /// TCP port on 127.0.0.1; 0 picks a free one.
+    pub port: u16,
+    /// Expiry bucket granularity: a session expires between T and T + tick after its last
+    /// request, never before T. Default 50 ms.
+    pub tick: Duration,
+    /// Smallest negotiated session timeout. Default 1000 ms.
+    pub min_session_timeout: Duration,
+    /// Largest negotiated session timeout. Default 60000 ms.
+    pub max_session_timeout: Duration,
+    /// How often empty containers (that once had children) and expired TTL nodes are
+    /// deleted. Default 100 ms.
+    pub container_check_interval: Duration,
+    /// Largest accepted frame (`jute.maxbuffer`). Default [`DEFAULT_MAX_FRAME`].
+    pub max_frame: usize,
+    /// Whether TTL nodes are allowed (`zookeeper.extendedTypesEnabled`). Default true.
+    pub extended_types: bool,
+    /// Whether every four-letter word is enabled (`4lw.commands.whitelist=*`). When false,
+    /// only `srvr` is, as on a default 3.8 server. Default true.
+    pub four_letter_words: bool,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            port: 0,
+            tick: Duration::from_millis(50),
+            min_session_timeout: Duration::from_millis(1000),
+            max_session_timeout: Duration::from_millis(60000),
+            container_check_interval: Duration::from_millis(100),
+            max_frame: DEFAULT_MAX_FRAME,
+            extended_types: true,
+            four_letter_words: true,
+        }
+    }
+}

@@ -1,0 +1,54 @@
+//! addauth (`digest` and `ip`) and whoAmI.
+
+use zk_proto::jute::Reader;
+use zk_proto::{AuthPacket, ClientInfo, Decode, Encode, ErrorCode, Id, WhoAmIResponse};
+
+use super::Outcome;
+use crate::embedded::conn::ConnId;
+use crate::embedded::state::State;
+use crate::embedded::util;
+
+impl State {
+    pub(super) fn op_auth(&mut self, cid: ConnId, r: &mut Reader<'_>) -> Outcome {
+        let ok = match AuthPacket::decode(r) {
+            Ok(p) => match p.scheme.as_str() {
+                "digest" => {
+                    let id = Id {
+                        scheme: "digest".into(),
+                        id: util::digest_id(&String::from_utf8_lossy(&p.auth)),
+                    };
+                    if let Some(e) = self.conns.get_mut(&cid) {
+                        if !e.ids.contains(&id) {
+                            e.ids.push(id);
+                        }
+                    }
+                    true
+                }
+                "ip" => true,
+                _ => false,
+            },
+            Err(_) => false,
+        };
+        if ok {
+            Outcome::ok(0, Vec::new())
+        } else {
+            Outcome::err(0, ErrorCode::AuthFailed).closing()
+        }
+    }
+
+    pub(super) fn op_who_am_i(&mut self, cid: ConnId) -> Outcome {
+        let client_info = self
+            .ids(cid)
+            .iter()
+            .map(|id| ClientInfo {
+                auth_scheme: id.scheme.clone(),
+                user: if id.scheme == "digest" {
+                    id.id.split(':').next().unwrap_or("").to_string()
+                } else {
+                    id.id.clone()
+                },
+            })
+            .collect();
+        Outcome::ok(self.zxid, WhoAmIResponse { client_info }.to_bytes())
+    }
+}

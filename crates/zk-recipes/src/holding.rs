@@ -118,7 +118,11 @@ impl HoldState {
                 self.publish(LockEvent::Lost);
                 return LockStatus::Lost;
             }
-            Some(ConnectionState::Suspended | ConnectionState::ReadOnly) => return LockStatus::Uncertain,
+            Some(ConnectionState::Suspended | ConnectionState::ReadOnly) => {
+                // Tell subscribers now, not only when the listener runs.
+                self.publish(LockEvent::Suspended);
+                return LockStatus::Uncertain;
+            }
             _ => {}
         }
         match self.status.load(Ordering::SeqCst) {

@@ -506,7 +506,7 @@ macro_rules! lock_methods {
         /// ```no_run
         /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
         #[doc = concat!("let lock = std::sync::Arc::new(", $ctor, ");")]
-        #[doc = concat!("let guard = <", stringify!($ty), ">::acquire_arc(&lock)?;")]
+        #[doc = concat!("let guard = zk_recipes::", stringify!($ty), "::acquire_arc(&lock)?;")]
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
         pub fn acquire_arc(this: &std::sync::Arc<Self>) -> $crate::Result<$crate::ArcLockGuard<Self>> {
@@ -524,7 +524,7 @@ macro_rules! lock_methods {
         /// ```no_run
         /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
         #[doc = concat!("let lock = std::sync::Arc::new(", $ctor, ");")]
-        #[doc = concat!("let guard = <", stringify!($ty), ">::try_acquire_arc_for(&lock, std::time::Duration::from_secs(1))?;")]
+        #[doc = concat!("let guard = zk_recipes::", stringify!($ty), "::try_acquire_arc_for(&lock, std::time::Duration::from_secs(1))?;")]
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
         pub fn try_acquire_arc_for(

@@ -288,9 +288,15 @@ struct Cli {
     #[arg(verbatim_doc_comment, value_name = "COMMAND [ARGS...]", last = true)]
     command: Vec<OsString>,
 
-    /// ZooKeeper connect string host:port[,host:port...][/chroot]
-    /// [default: $ZK_CONNECT, else 127.0.0.1:2181]
-    #[arg(verbatim_doc_comment, long, value_name = "S", value_parser = connect_string, allow_hyphen_values = true)]
+    // (The help is a string: rustdoc would read `[/chroot]` as a link.)
+    #[arg(
+        long,
+        value_name = "S",
+        value_parser = connect_string,
+        allow_hyphen_values = true,
+        help = "ZooKeeper connect string host:port[,host:port...][/chroot]\n\
+                [default: $ZK_CONNECT, else 127.0.0.1:2181]"
+    )]
     connect: Option<String>,
 
     /// give up (exit 1) if the lock is not acquired within D; 0 tries once

@@ -194,8 +194,9 @@ WHILE COMMAND RUNS:
     lock is released, so nothing of COMMAND outlives the lock.
 
     SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to zk-lock are
-    forwarded to COMMAND('s group); zk-lock then waits for COMMAND, releases the
-    lock and exits with COMMAND's status. (A Ctrl-C or Ctrl-\\ typed at the
+    forwarded to COMMAND (its own process, not its group: a script that starts
+    jobs passes such signals on itself); zk-lock then waits for COMMAND, releases
+    the lock and exits with COMMAND's status. (A Ctrl-C or Ctrl-\\ typed at the
     terminal already reaches COMMAND directly and is not sent twice.) Such a
     signal received while still waiting for the lock makes zk-lock give up and
     exit with 128+N.

@@ -13,57 +13,43 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
+use clap::Parser;
 use zk_framework::framework::CuratorFramework;
 use zk_framework::proto::{Acl, CreateMode, OpCode};
 use zk_framework::retry::ExponentialBackoffRetry;
 use zk_recipes::{InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex, MultiLock};
 use zk_testing::{Backend, TestingServer};
 
+/// Lock benchmarks on the embedded server (default), Apache ZooKeeper, or
+/// a server of yours; one `key=value` line per figure.
+#[derive(Debug, Parser)]
+#[command(
+    name = "zk-bench",
+    override_usage = "zk-bench [--connect HOST:PORT | --apache] [--curator] [--seconds N] [--only NAMES]",
+    args_override_self = true,
+    disable_version_flag = true
+)]
 struct Opts {
+    /// Benchmark the server at HOST:PORT [default: an embedded server, in-process].
+    #[arg(long, value_name = "HOST:PORT")]
     connect: Option<String>,
+    /// Start Debian's Apache ZooKeeper 3.8 instead of the embedded server.
+    #[arg(long)]
     apache: bool,
+    /// Also run Curator 5.4 (Debian jars) on the same server.
+    #[arg(long)]
     curator: bool,
+    /// Seconds per scenario.
+    #[arg(long, value_name = "N", default_value_t = 3.0)]
     seconds: f64,
+    /// Only these scenarios, comma-separated: floor, mutex, semaphore,
+    /// reentrant, handoff, herd, rwlock, multilock.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     only: Option<Vec<String>>,
 }
 
-fn usage() -> ! {
-    eprintln!("usage: zk-bench [--connect HOST:PORT | --apache] [--curator] [--seconds N] [--only floor,mutex,semaphore,reentrant,handoff,herd,rwlock,multilock]");
-    std::process::exit(2)
-}
-
 fn parse() -> Opts {
-    let mut o = Opts {
-        connect: None,
-        apache: false,
-        curator: false,
-        seconds: 3.0,
-        only: None,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--connect" => o.connect = Some(args.next().unwrap_or_else(|| usage())),
-            "--apache" => o.apache = true,
-            "--curator" => o.curator = true,
-            "--seconds" => o.seconds = args.next().and_then(|v| v.parse().ok()).unwrap_or_else(|| usage()),
-            "--only" => {
-                o.only = Some(
-                    args.next()
-                        .unwrap_or_else(|| usage())
-                        .split(',')
-                        .map(String::from)
-                        .collect(),
-                )
-            }
-            "-h" | "--help" => {
-                println!("usage: zk-bench [--connect HOST:PORT | --apache] [--curator] [--seconds N] [--only NAMES]\n  --curator also runs Curator 5.4 (Debian jars) on the same server");
-                std::process::exit(0)
-            }
-            _ => usage(),
-        }
-    }
-    o
+    Opts::parse()
 }
 
 fn client(cs: &str) -> CuratorFramework {

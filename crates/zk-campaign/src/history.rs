@@ -113,6 +113,14 @@ pub struct SecRec {
 
 impl SecRec {
     /// `[pid P thread T attempt A mode token N session S]`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let h = zk_campaign::history::History::from_lines(["S 10 0 1 /l mutex 5 a 100"]);
+    /// let s = &h.sections[&(10, 0, 1, "/l".to_string())];
+    /// assert_eq!(s.describe(), "[pid 10 thread 0 attempt 1 mutex token 5 session a]");
+    /// ```
     pub fn describe(&self) -> String {
         format!(
             "[pid {} thread {} attempt {} {} token {} session {}]",
@@ -354,6 +362,13 @@ impl History {
     }
 
     /// Faults by kind: how many of each.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let h = zk_campaign::history::History::from_lines(["F cut 1 2 slot 0", "F cut 3 4 slot 1"]);
+    /// assert_eq!(h.fault_counts()["cut"], 2);
+    /// ```
     pub fn fault_counts(&self) -> BTreeMap<String, usize> {
         let mut m = BTreeMap::new();
         for f in &self.faults {
@@ -363,6 +378,14 @@ impl History {
     }
 
     /// A numeric parameter from the `P` line.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let h = zk_campaign::history::History::from_lines(["P session_ms=3000 backend=embedded"]);
+    /// assert_eq!(h.param_u64("session_ms"), Some(3000));
+    /// assert_eq!(h.param_u64("backend"), None);
+    /// ```
     pub fn param_u64(&self, key: &str) -> Option<u64> {
         self.params.get(key).and_then(|v| v.parse().ok())
     }

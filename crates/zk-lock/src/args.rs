@@ -194,8 +194,9 @@ WHILE COMMAND RUNS:
     lock is released, so nothing of COMMAND outlives the lock.
 
     SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to zk-lock are
-    forwarded to COMMAND('s group); zk-lock then waits for COMMAND, releases the
-    lock and exits with COMMAND's status. (A Ctrl-C or Ctrl-\\ typed at the
+    forwarded to COMMAND (its own process, not its group: a script that starts
+    jobs passes such signals on itself); zk-lock then waits for COMMAND, releases
+    the lock and exits with COMMAND's status. (A Ctrl-C or Ctrl-\\ typed at the
     terminal already reaches COMMAND directly and is not sent twice.) Such a
     signal received while still waiting for the lock makes zk-lock give up and
     exit with 128+N.
@@ -288,9 +289,15 @@ struct Cli {
     #[arg(verbatim_doc_comment, value_name = "COMMAND [ARGS...]", last = true)]
     command: Vec<OsString>,
 
-    /// ZooKeeper connect string host:port[,host:port...][/chroot]
-    /// [default: $ZK_CONNECT, else 127.0.0.1:2181]
-    #[arg(verbatim_doc_comment, long, value_name = "S", value_parser = connect_string, allow_hyphen_values = true)]
+    // (The help is a string: rustdoc would read `[/chroot]` as a link.)
+    #[arg(
+        long,
+        value_name = "S",
+        value_parser = connect_string,
+        allow_hyphen_values = true,
+        help = "ZooKeeper connect string host:port[,host:port...][/chroot]\n\
+                [default: $ZK_CONNECT, else 127.0.0.1:2181]"
+    )]
     connect: Option<String>,
 
     /// give up (exit 1) if the lock is not acquired within D; 0 tries once

@@ -1,5 +1,6 @@
-//! `zk-framework`: the ZooKeeper wire protocol, a synchronous client whose sessions
-//! survive faults, and a Curator-style managed client on top.
+//! `zk-framework`: a synchronous ZooKeeper client whose sessions survive faults, and
+//! a Curator-style managed client on top, both built on the wire protocol of
+//! `zk-proto`.
 //!
 //! * [`proto`]: the wire protocol (the `zk-proto` crate, re-exported), shared by the
 //!   client and by the embedded test server in `zk-testing`.

@@ -1,5 +1,6 @@
-//! `zk-framework`: the ZooKeeper wire protocol, a synchronous client whose sessions
-//! survive faults, and a Curator-style managed client on top.
+//! `zk-framework`: a synchronous ZooKeeper client whose sessions survive faults, and
+//! a Curator-style managed client on top, both built on the wire protocol of
+//! `zk-proto`.
 //!
 //! Everything a user of the managed client (or of the locks in `zk-recipes`)
 //! needs is exported from the crate root:

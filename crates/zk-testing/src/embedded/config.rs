@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use zk_proto::frame::DEFAULT_MAX_FRAME;
 
-/// Configuration of an [`EmbeddedServer`].
+/// Configuration of an [`EmbeddedServer`](super::EmbeddedServer).
 ///
 /// # Examples
 ///

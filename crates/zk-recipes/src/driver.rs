@@ -342,7 +342,8 @@ mod tests {
     fn lease_rule_table() {
         let kids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         // (children, ours, max_leases, expected)
-        let cases: Vec<(Vec<String>, &str, usize, Result<bool, NodeMissing>)> = vec![
+        type Case<'a> = (Vec<String>, &'a str, usize, Result<bool, NodeMissing>);
+        let cases: Vec<Case<'_>> = vec![
             (kids(&["a-lease-0000000000"]), "a-lease-0000000000", 1, Ok(true)),
             (
                 kids(&["a-lease-0000000000", "b-lease-0000000001"]),

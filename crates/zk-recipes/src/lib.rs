@@ -3,6 +3,13 @@
 //! * [`InterProcessMutex`]: reentrant per thread, Curator's node layout, with
 //!   guards, timeouts as values, a loss signal and a fencing token.
 //! * [`InterProcessSemaphoreV2`] (N leases) and [`InterProcessSemaphoreMutex`].
+//! * [`InterProcessReadWriteLock`]: its [`ReadLock`] and [`WriteLock`] halves,
+//!   with [`WriteLockGuard::downgrade`].
+//! * [`MultiLock`]: several locks, all or none, in one canonical order.
+//! * [`LockGuard`] and [`ArcLockGuard`]: the one guard of every kind, around a
+//!   [`Holding`] whose [`LockStatus`] is true from the grant on; the raw layer is
+//!   [`InterProcessLock`].
+//! * [`Revoker`]: Curator's cooperative revocation.
 //! * [`driver`]: the pure lock decision ("do I hold it; else which node do I
 //!   watch") for every lock kind, tested as tables with no server.
 

@@ -9,7 +9,9 @@ use crate::embedded::conn::ConnId;
 use crate::embedded::state::State;
 use crate::embedded::tree::{check_acl, CreateArgs, CreateTxn, Ctx, DataTree, Trigger, Undo};
 
-/// One op of a multi as the server reads it: null data kept.
+/// A multi or multiRead request as the server reads it: null data kept.
+type MultiRequest = MultiRequestOf<Option<Vec<u8>>>;
+/// One op of a multi as the server reads it.
 type MultiOp = MultiOpOf<Option<Vec<u8>>>;
 /// One result of a multi as the server writes it: null data kept.
 type MultiResult = MultiResultOf<Option<Vec<u8>>>;
@@ -41,7 +43,7 @@ impl State {
     pub(super) fn op_multi(&mut self, cid: ConnId, sid: i64, r: &mut Reader<'_>) -> Outcome {
         self.zxid += 1;
         let zxid = self.zxid;
-        let ops = match MultiRequestOf::<Option<Vec<u8>>>::decode(r) {
+        let ops = match MultiRequest::decode(r) {
             Ok(req) if !req.ops.iter().any(is_read) => req.ops,
             _ => return Outcome::err(zxid, ErrorCode::MarshallingError),
         };
@@ -96,7 +98,7 @@ impl State {
 
     pub(super) fn op_multi_read(&mut self, cid: ConnId, r: &mut Reader<'_>) -> Outcome {
         let zxid = self.zxid;
-        let ops = match MultiRequestOf::<Option<Vec<u8>>>::decode(r) {
+        let ops = match MultiRequest::decode(r) {
             Ok(req) if req.ops.iter().all(is_read) => req.ops,
             _ => {
                 let mut out = Outcome::err(zxid, ErrorCode::MarshallingError);

@@ -127,16 +127,14 @@ impl LockInternals {
         data: Option<Vec<u8>>,
         sorting_sequence: Option<&str>,
     ) -> Result<Option<Holding>> {
-        let start = Instant::now();
-        let policy = self.client.retry_policy();
-        let mut retries = 0u32;
+        let mut requeue = Requeue::new(&self.client, deadline);
         loop {
             let mut node = match self.create_node(data.clone(), sorting_sequence) {
                 Ok(n) => n,
                 Err(e) if is_deadline(&e) => return Ok(None),
                 // The create ran into an expiry: queue on the new session.
                 Err(Error::ZooKeeper(zk_framework::Error::SessionExpired)) if sorting_sequence.is_none() => {
-                    if !self.pause_before_retry(&policy, &mut retries, start, deadline)? {
+                    if !requeue.pause(&self.base_path)? {
                         return Ok(None);
                     }
                     continue;
@@ -157,7 +155,7 @@ impl LockInternals {
                 Err(LoopError::NodeMissing) => {
                     self.delete_node(&node.path);
                     log::debug!("lock node {} vanished while waiting; queueing again", node.path);
-                    if !self.pause_before_retry(&policy, &mut retries, start, deadline)? {
+                    if !requeue.pause(&self.base_path)? {
                         return Ok(None);
                     }
                 }
@@ -169,35 +167,6 @@ impl LockInternals {
                     return Err(e);
                 }
             }
-        }
-    }
-
-    /// Sleeps as the retry policy says before queueing again: `Ok(false)` when
-    /// the deadline would pass first, [`Error::NodeVanished`] when the policy
-    /// gives up. A session change is retried at once (our node went with the
-    /// old session, not because of contention).
-    fn pause_before_retry(
-        &self,
-        policy: &std::sync::Arc<dyn zk_framework::retry::RetryPolicy>,
-        retries: &mut u32,
-        start: Instant,
-        deadline: Option<Instant>,
-    ) -> Result<bool> {
-        if deadline.is_some_and(|d| d <= Instant::now()) {
-            return Ok(false);
-        }
-        match policy.next_retry(*retries, start.elapsed()) {
-            RetryDecision::RetryAfter(d) => {
-                if deadline.is_some_and(|dl| dl.saturating_duration_since(Instant::now()) <= d) {
-                    return Ok(false);
-                }
-                *retries += 1;
-                std::thread::sleep(d);
-                Ok(true)
-            }
-            RetryDecision::GiveUp => Err(Error::NodeVanished {
-                path: self.base_path.clone(),
-            }),
         }
     }
 
@@ -371,6 +340,46 @@ impl LockInternals {
     pub(crate) fn delete_node(&self, path: &str) {
         if let Err(e) = self.client.delete().guaranteed().for_path(path) {
             log::debug!("delete of lock node {path} failed ({e}); it continues in the background");
+        }
+    }
+}
+
+/// Queueing again after our node vanished (deleted, or gone with its session):
+/// the retry policy's pauses, never past the deadline. Shared by every lock
+/// kind's acquire loop.
+pub(crate) struct Requeue {
+    policy: std::sync::Arc<dyn zk_framework::retry::RetryPolicy>,
+    start: Instant,
+    retries: u32,
+    deadline: Option<Instant>,
+}
+
+impl Requeue {
+    pub(crate) fn new(client: &CuratorFramework, deadline: Option<Instant>) -> Self {
+        Requeue {
+            policy: client.retry_policy(),
+            start: Instant::now(),
+            retries: 0,
+            deadline,
+        }
+    }
+
+    /// Sleeps as the policy says: `Ok(true)` to try again, `Ok(false)` when the
+    /// deadline leaves no time for it, [`Error::NodeVanished`] (for `path`) when
+    /// the policy gives up.
+    pub(crate) fn pause(&mut self, path: &str) -> Result<bool> {
+        let left = self.deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        if left == Some(Duration::ZERO) {
+            return Ok(false);
+        }
+        match self.policy.next_retry(self.retries, self.start.elapsed()) {
+            RetryDecision::RetryAfter(d) if left.is_some_and(|l| l <= d) => Ok(false),
+            RetryDecision::RetryAfter(d) => {
+                self.retries += 1;
+                std::thread::sleep(d);
+                Ok(true)
+            }
+            RetryDecision::GiveUp => Err(Error::NodeVanished { path: path.to_string() }),
         }
     }
 }

@@ -10,7 +10,6 @@ use parking_lot::Mutex;
 use zk_framework::framework::CuratorFramework;
 use zk_framework::proto::path::{basename, join};
 use zk_framework::proto::{CreateMode, Stat};
-use zk_framework::retry::RetryDecision;
 
 use crate::driver::LEASE_NAME;
 use crate::error::{Error, Result};
@@ -461,9 +460,7 @@ impl InterProcessSemaphoreV2 {
         deadline: Option<Instant>,
         mut attempt: impl FnMut() -> Result<Attempt>,
     ) -> Result<Option<Lease>> {
-        let start = Instant::now();
-        let policy = self.client.retry_policy();
-        let mut retries = 0u32;
+        let mut requeue = crate::internals::Requeue::new(&self.client, deadline);
         loop {
             let outcome = match attempt() {
                 Err(Error::ZooKeeper(zk_framework::Error::SessionExpired)) => Attempt::Missing,
@@ -472,20 +469,11 @@ impl InterProcessSemaphoreV2 {
             match outcome {
                 Attempt::Got(l) => return Ok(Some(l.grant())),
                 Attempt::TimedOut => return Ok(None),
-                Attempt::Missing => match policy.next_retry(retries, start.elapsed()) {
-                    RetryDecision::RetryAfter(d) => {
-                        if deadline.is_some_and(|dl| dl.saturating_duration_since(Instant::now()) <= d) {
-                            return Ok(None);
-                        }
-                        retries += 1;
-                        std::thread::sleep(d);
+                Attempt::Missing => {
+                    if !requeue.pause(&self.leases_path)? {
+                        return Ok(None);
                     }
-                    RetryDecision::GiveUp => {
-                        return Err(Error::NodeVanished {
-                            path: self.leases_path.clone(),
-                        })
-                    }
-                },
+                }
             }
         }
     }

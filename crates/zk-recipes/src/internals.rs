@@ -127,6 +127,25 @@ impl LockInternals {
         data: Option<Vec<u8>>,
         sorting_sequence: Option<&str>,
     ) -> Result<Option<Holding>> {
+        Ok(self
+            .attempt_node(deadline, data, sorting_sequence)?
+            .map(|node| self.hold(node)))
+    }
+
+    /// As [`LockInternals::attempt_lock`], returning the won node's path
+    /// untracked (no watch, no listener): for a lock held only for a moment
+    /// inside another recipe (the semaphore's internal mutex). The caller
+    /// deletes it with [`LockInternals::delete_node`].
+    pub(crate) fn attempt_untracked(&self, deadline: Option<Instant>) -> Result<Option<String>> {
+        Ok(self.attempt_node(deadline, None, None)?.map(|node| node.path))
+    }
+
+    fn attempt_node(
+        &self,
+        deadline: Option<Instant>,
+        data: Option<Vec<u8>>,
+        sorting_sequence: Option<&str>,
+    ) -> Result<Option<Node>> {
         let mut requeue = Requeue::new(&self.client, deadline);
         loop {
             let mut node = match self.create_node(data.clone(), sorting_sequence) {
@@ -144,10 +163,10 @@ impl LockInternals {
             if sorting_sequence.is_some() {
                 // A downgrade: the caller already holds the write lock, so the read
                 // node is granted at once (Curator's read predicate does the same).
-                return Ok(Some(self.hold(node)));
+                return Ok(Some(node));
             }
             match self.wait_loop(&mut node, deadline) {
-                Ok(true) => return Ok(Some(self.hold(node))),
+                Ok(true) => return Ok(Some(node)),
                 Ok(false) => {
                     self.delete_node(&node.path);
                     return Ok(None);
@@ -171,33 +190,31 @@ impl LockInternals {
     }
 
     /// Waits in the queue with a node created elsewhere (in a transaction with
-    /// other nodes): `Ok(Some)` when it holds, `Ok(None)` on timeout or when the
+    /// other nodes): `Ok(true)` when it holds (the node stays untracked: the
+    /// caller makes it part of a holding), `Ok(false)` on timeout or when the
     /// node vanished (`vanished` is then set). The caller deletes the node on
-    /// every path but success. The holding tracks `companion` too.
-    #[allow(clippy::too_many_arguments)]
+    /// every path but success.
     pub(crate) fn wait_with_node(
         &self,
         path: String,
         generation: u64,
         stat: Stat,
-        siblings: Option<Vec<String>>,
         deadline: Option<Instant>,
         vanished: &mut bool,
-    ) -> Result<Option<Holding>> {
+    ) -> Result<bool> {
         let mut node = Node {
             path,
             generation,
             stat,
-            siblings,
+            siblings: None,
         };
         match self.wait_loop(&mut node, deadline) {
-            Ok(true) => Ok(Some(self.hold(node))),
-            Ok(false) => Ok(None),
+            Ok(won) => Ok(won),
             Err(LoopError::NodeMissing) => {
                 *vanished = true;
-                Ok(None)
+                Ok(false)
             }
-            Err(LoopError::Other(e)) if is_deadline(&e) => Ok(None),
+            Err(LoopError::Other(e)) if is_deadline(&e) => Ok(false),
             Err(LoopError::Other(e)) => Err(e),
         }
     }

@@ -441,13 +441,13 @@ impl InterProcessSemaphoreV2 {
         }
         self.retrying_missing(deadline, || {
             // Curator: hold the internal mutex while obtaining the lease.
-            let Some(mutex) = self.lock.acquire_holding(deadline)? else {
+            // It is held for a moment only: no loss tracking for it.
+            let internals = self.lock.internals();
+            let Some(mutex_node) = internals.attempt_untracked(deadline)? else {
                 return Ok(Attempt::TimedOut);
             };
             let attempt = self.attempt(deadline);
-            if let Err(e) = self.lock.release_holding(mutex) {
-                log::debug!("releasing the semaphore's internal mutex: {e}");
-            }
+            internals.delete_node(&mutex_node);
             attempt
         })
     }
@@ -723,13 +723,12 @@ impl InterProcessSemaphoreV2 {
                 czxid: pair.czxid,
                 ..Stat::default()
             },
-            None,
             deadline,
             &mut vanished,
         );
-        let held = match held {
-            Ok(Some(h)) => h,
-            Ok(None) => {
+        match held {
+            Ok(true) => {}
+            Ok(false) => {
                 internals.delete_node(&pair.lock);
                 return Ok(if vanished { Attempt::Missing } else { Attempt::TimedOut });
             }
@@ -737,10 +736,9 @@ impl InterProcessSemaphoreV2 {
                 internals.delete_node(&pair.lock);
                 return Err(e);
             }
-        };
-        // The mutex node now travels with the lease below. Holding the internal
-        // mutex: create a lease and wait for the count.
-        drop(held);
+        }
+        // Holding the internal mutex: create a lease and wait for the count;
+        // the mutex node then travels with the lease.
         let attempt = self.attempt(deadline);
         match attempt {
             Ok(Attempt::Got(mut l)) => {

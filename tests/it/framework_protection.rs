@@ -280,3 +280,52 @@ fn create_and_delete_builders() {
         .pending_background_deletes()
         == 0));
 }
+
+/// A protected group (`for_paths_together`) whose transaction reply is lost:
+/// the retry finds both nodes by their shared prefix instead of creating a
+/// second pair, on the same session.
+#[test]
+fn protected_group_with_a_lost_reply_is_found_not_duplicated() {
+    let server = embedded_server();
+    let r = connected(builder(&server).retry_policy(RetryOneTime::new(Duration::from_millis(1))));
+    let sid = r.client.session_id();
+    for dir in ["/grp/a", "/grp/b"] {
+        r.client.create().creating_parents_if_needed().for_path(dir).unwrap();
+    }
+    let multis = server.embedded().unwrap().stats().requests(OpCode::Multi);
+    server.embedded().unwrap().drop_next_reply(OpCode::Multi);
+    let made = r
+        .client
+        .create()
+        .creating_parent_containers_if_needed()
+        .with_protection()
+        .with_mode(CreateMode::EphemeralSequential)
+        .for_paths_together(&[("/grp/a/n-", b"1".to_vec()), ("/grp/b/n-", b"2".to_vec())])
+        .unwrap();
+    assert_eq!(made.session_id, sid);
+    assert_eq!(made.paths.len(), 2);
+    // One transaction was sent; the lost reply (the connection closes after
+    // the transaction is applied, before the pipelined listings) was answered
+    // by finding the nodes: one look in each directory.
+    let stats = server.embedded().unwrap().stats();
+    assert_eq!(stats.requests(OpCode::Multi) - multis, 1);
+    assert!(
+        stats.requests(OpCode::GetChildren) >= 2,
+        "{}",
+        stats.requests(OpCode::GetChildren)
+    );
+    for (dir, path) in ["/grp/a", "/grp/b"].iter().zip(&made.paths) {
+        let kids = children(&server, dir).unwrap();
+        assert_eq!(kids.len(), 1, "exactly one node in {dir}: {kids:?}");
+        assert!(path.starts_with(&format!("{dir}/_c_")), "{path}");
+        assert_eq!(r.client.check_exists(path).unwrap().unwrap().ephemeral_owner, sid);
+    }
+    // Both share one protected id.
+    let id = |p: &str| p.rsplit('/').next().unwrap()[..40].to_string();
+    assert_eq!(id(&made.paths[0]), id(&made.paths[1]));
+    // An empty group is refused.
+    assert!(matches!(
+        r.client.create().for_paths_together(&[]),
+        Err(Error::InvalidArgument(_))
+    ));
+}

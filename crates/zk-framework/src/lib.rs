@@ -60,8 +60,8 @@ pub use zk_proto as proto;
 pub use client::{Client, ClientConfig, ClientState, Op, OpResult, SessionEvent, WatchedEvent, Watcher};
 pub use error::{Error, Result};
 pub use framework::{
-    CreateBuilder, CreatedWithListing, CuratorFramework, CuratorFrameworkBuilder, DeleteBuilder, ListenerHandle,
-    StateListener,
+    CreateBuilder, CreatedTogether, CreatedWithListing, CuratorFramework, CuratorFrameworkBuilder, DeleteBuilder,
+    ListenerHandle, StateListener,
 };
 pub use proto::{perms, Acl, CreateMode, EventType, Id, KeeperState, Stat};
 pub use retry::{

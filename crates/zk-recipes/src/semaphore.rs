@@ -575,121 +575,42 @@ impl InterProcessSemaphoreV2 {
     }
 
     /// Creates the internal-mutex node and the lease in one protected
-    /// transaction (both named `_c_<uuid>-...`), with the two listings.
+    /// transaction (both named `_c_<uuid>-...`, through the managed client's
+    /// protected create), with the two listings.
     fn create_pair(&self) -> Result<Pair> {
         let c = &self.client;
-        let id = zk_framework::paths::new_protected_id();
-        let prefix = format!("{}{id}-", zk_framework::paths::PROTECTED_PREFIX);
-        let locks_dir = self.lock.base_path().to_string();
-        let (locks_sp, leases_sp) = (c.fix_path(&locks_dir), c.fix_path(&self.leases_path));
-        let lock_sp = join(
-            &locks_sp,
-            &zk_framework::paths::protected_name(&id, crate::driver::MUTEX_LOCK_NAME),
-        );
-        let lease_sp = join(&leases_sp, &zk_framework::paths::protected_name(&id, LEASE_NAME));
         let lease_data = self.data.clone().unwrap_or_else(|| c.default_data().to_vec());
-        let acl = zk_framework::proto::Acl::open_unsafe();
-        let mut first = true;
-        let result = c.call_with_retry(|zk| {
-            // The generation of the handle this attempt runs on.
-            let generation = c.session_generation();
-            if !first {
-                // After a lost reply: did our transaction happen? (It is atomic, so
-                // the lock node tells for both.)
-                if let Some(found) = find_prefixed(zk, &locks_sp, &prefix)? {
-                    let lease = find_prefixed(zk, &leases_sp, &prefix)?;
-                    match (zk.exists(&found)?, lease) {
-                        (Some(st), Some(lease)) if st.ephemeral_owner == zk.session_id() => {
-                            return Ok(Pair {
-                                lock: c.unfix_path(&found),
-                                lease: c.unfix_path(&lease),
-                                czxid: st.czxid,
-                                generation,
-                                locks: None,
-                                leases: None,
-                            });
-                        }
-                        _ => {
-                            // An old session's pair: remove it before trying again.
-                            let _ = zk.delete(&found, None);
-                            if let Some(l) = find_prefixed(zk, &leases_sp, &prefix)? {
-                                let _ = zk.delete(&l, None);
-                            }
-                        }
-                    }
-                }
-            }
-            first = false;
-            let mut made_parents = 0;
-            loop {
-                let ops = vec![
-                    zk_framework::client::Op::create(
-                        lock_sp.clone(),
-                        c.default_data().to_vec(),
-                        acl.clone(),
-                        CreateMode::EphemeralSequential,
-                    ),
-                    zk_framework::client::Op::create(
-                        lease_sp.clone(),
-                        lease_data.clone(),
-                        acl.clone(),
-                        CreateMode::EphemeralSequential,
-                    ),
-                ];
-                let (txn, mut lists) = zk.multi_then_get_children(ops, &[&locks_sp, &leases_sp])?;
-                match txn {
-                    Ok((results, zxid)) => {
-                        let path_of = |r: &zk_framework::client::OpResult| match r {
-                            zk_framework::client::OpResult::Create { path, .. } => Some(c.unfix_path(path)),
-                            _ => None,
-                        };
-                        let (Some(lock), Some(lease)) = (path_of(&results[0]), path_of(&results[1])) else {
-                            return Err(zk_framework::Error::ConnectionLoss);
-                        };
-                        let leases = lists.pop().and_then(|l| l.ok());
-                        let locks = lists.pop().and_then(|l| l.ok());
-                        return Ok(Pair {
-                            lock,
-                            lease,
-                            czxid: zxid,
-                            generation,
-                            locks,
-                            leases,
-                        });
-                    }
-                    Err(zk_framework::Error::NoNode { .. }) if made_parents < 5 => {
-                        made_parents += 1;
-                        for dir in [&locks_dir, &self.leases_path] {
-                            match c
-                                .create()
-                                .creating_parent_containers_if_needed()
-                                .with_mode(CreateMode::Container)
-                                .for_path(dir)
-                            {
-                                Ok(_) | Err(zk_framework::Error::NodeExists { .. }) => {}
-                                Err(e) => return Err(e),
-                            }
-                        }
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-        });
-        match result {
-            Ok(p) => Ok(p),
-            Err(e) => {
-                if matches!(
-                    e,
-                    zk_framework::Error::ConnectionLoss
-                        | zk_framework::Error::OperationTimeout
-                        | zk_framework::Error::Closed
-                ) {
-                    // The transaction may have happened unseen: clean up by prefix.
-                    let _ = c.delete_by_prefix_in_background(&locks_dir, &prefix);
-                    let _ = c.delete_by_prefix_in_background(&self.leases_path, &prefix);
-                }
-                Err(e.into())
-            }
+        let created = c
+            .create()
+            .creating_parent_containers_if_needed()
+            .with_protection()
+            .with_mode(CreateMode::EphemeralSequential)
+            .for_paths_together(&[
+                (
+                    &join(self.lock.base_path(), crate::driver::MUTEX_LOCK_NAME),
+                    c.default_data().to_vec(),
+                ),
+                (&join(&self.leases_path, LEASE_NAME), lease_data),
+            ])?;
+        // Nodes of an older session than the current one are not ours to hold:
+        // the waits see a foreign generation and queue again.
+        let generation = if created.session_id == c.session_id() {
+            c.session_generation()
+        } else {
+            u64::MAX
+        };
+        let mut paths = created.paths.into_iter();
+        let mut lists = created.siblings.into_iter();
+        match (paths.next(), paths.next()) {
+            (Some(lock), Some(lease)) => Ok(Pair {
+                lock,
+                lease,
+                czxid: created.czxid,
+                generation,
+                locks: lists.next().flatten(),
+                leases: lists.next().flatten(),
+            }),
+            _ => Err(Error::ZooKeeper(zk_framework::Error::ConnectionLoss)),
         }
     }
 
@@ -761,14 +682,6 @@ struct Pair {
     generation: u64,
     locks: Option<Vec<String>>,
     leases: Option<Vec<String>>,
-}
-
-fn find_prefixed(zk: &zk_framework::client::Client, dir: &str, prefix: &str) -> zk_framework::Result<Option<String>> {
-    match zk.get_children(dir) {
-        Ok(kids) => Ok(kids.into_iter().find(|k| k.starts_with(prefix)).map(|k| join(dir, &k))),
-        Err(zk_framework::Error::NoNode { .. }) => Ok(None),
-        Err(e) => Err(e),
-    }
 }
 
 /// Waits for a watch signal or a connection-state change; false when the

@@ -42,7 +42,7 @@ mod session;
 pub use builder::CuratorFrameworkBuilder;
 pub use dispatch::{ListenerHandle, StateListener};
 pub use handle::CuratorFramework;
-pub use ops::{CreateBuilder, CreatedWithListing, DeleteBuilder};
+pub use ops::{CreateBuilder, CreatedTogether, CreatedWithListing, DeleteBuilder};
 
 // `background.rs` reaches the shared state as `super::Inner`.
 use inner::Inner;

@@ -222,6 +222,143 @@ impl<'a> CreateBuilder<'a> {
         self.run(path, true)
     }
 
+    /// Creates several nodes in one transaction (all or none), each with its
+    /// own data, in the builder's mode, ACL and parent handling, and lists each
+    /// node's parent in the same round trip. With [`CreateBuilder::with_protection`]
+    /// every node gets the same protected `_c_<uuid>-` name, and the protected
+    /// create's recovery applies to the group: after a failed attempt the nodes
+    /// are looked for by prefix before creating again (an old session's are
+    /// deleted first, CURATOR-498), and a create whose outcome stays unknown
+    /// (connection loss, deadline) is cleaned up in the background by prefix.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for an empty list; otherwise as
+    /// [`CreateBuilder::for_path`], for the transaction as a whole.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use zk_framework::CreateMode;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let both = c
+    ///     .create()
+    ///     .creating_parent_containers_if_needed()
+    ///     .with_protection()
+    ///     .with_mode(CreateMode::EphemeralSequential)
+    ///     .for_paths_together(&[("/sem/locks/lock-", vec![]), ("/sem/leases/lease-", b"me".to_vec())])?;
+    /// assert_eq!(both.paths.len(), 2);
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn for_paths_together(self, nodes: &[(&str, Vec<u8>)]) -> Result<CreatedTogether> {
+        if nodes.is_empty() {
+            return Err(Error::InvalidArgument("a transaction needs at least one node".into()));
+        }
+        let fw = self.fw;
+        for (p, d) in nodes {
+            validate_path(p, self.mode.is_sequential())?;
+            if d.len() > crate::proto::frame::DEFAULT_MAX_FRAME {
+                return Err(Error::DataTooLarge {
+                    len: d.len(),
+                    max: crate::proto::frame::DEFAULT_MAX_FRAME,
+                });
+            }
+        }
+        let acl = self.acl.clone().unwrap_or_else(|| fw.inner().acl.clone());
+        let parents_mode = match self.parents {
+            Parents::None => None,
+            Parents::Containers if fw.inner().container_parents => Some(CreateMode::Container),
+            _ => Some(CreateMode::Persistent),
+        };
+        let id = new_protected_id();
+        let prefix = format!("{PROTECTED_PREFIX}{id}-");
+        // (parent, full server path to create) per node.
+        let targets: Vec<(String, String)> = nodes
+            .iter()
+            .map(|(p, _)| {
+                let sp = fw.fix_path(p);
+                let parent_sp = parent(&sp).unwrap_or("/").to_string();
+                let target = if self.protected {
+                    join(&parent_sp, &protected_name(&id, basename(&sp)))
+                } else {
+                    sp
+                };
+                (parent_sp, target)
+            })
+            .collect();
+        let parent_refs: Vec<&str> = targets.iter().map(|(p, _)| p.as_str()).collect();
+        let mode = self.mode;
+        let mut first = true;
+        let result = fw.call_with_retry(|zk| {
+            if self.protected && !first {
+                if let Some(found) = find_group(zk, &parent_refs, &prefix, mode)? {
+                    return Ok(found);
+                }
+            }
+            first = false;
+            let mut attempts = 0;
+            loop {
+                let ops = targets
+                    .iter()
+                    .zip(nodes)
+                    .map(|((_, t), (_, d))| crate::client::Op::create(t.clone(), d.clone(), acl.clone(), mode))
+                    .collect();
+                let (txn, lists) = zk.multi_then_get_children(ops, &parent_refs)?;
+                match txn {
+                    Ok((results, zxid)) => {
+                        let paths = results
+                            .iter()
+                            .map(|r| match r {
+                                crate::client::OpResult::Create { path, .. } => Some(path.clone()),
+                                _ => None,
+                            })
+                            .collect::<Option<Vec<_>>>()
+                            .ok_or(Error::ConnectionLoss)?;
+                        return Ok(CreatedTogether {
+                            paths,
+                            czxid: zxid,
+                            session_id: zk.session_id(),
+                            siblings: lists.into_iter().map(Result::ok).collect(),
+                        });
+                    }
+                    Err(Error::NoNode { .. }) if attempts < PARENT_ATTEMPTS => {
+                        let Some(pm) = parents_mode else {
+                            return Err(Error::NoNode {
+                                path: targets[0].0.clone(),
+                            });
+                        };
+                        attempts += 1;
+                        for (_, t) in &targets {
+                            make_parents(zk, t, &acl, pm)?;
+                        }
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        });
+        match result {
+            Ok(mut c) => {
+                for p in &mut c.paths {
+                    *p = fw.unfix_path(p);
+                }
+                Ok(c)
+            }
+            Err(e) => {
+                if self.protected
+                    && matches!(
+                        e,
+                        Error::ConnectionLoss | Error::OperationTimeout | Error::DeadlineExceeded | Error::Closed
+                    )
+                {
+                    for (parent_sp, _) in &targets {
+                        fw.inner().background.find_and_delete(parent_sp.clone(), prefix.clone());
+                    }
+                }
+                Err(e)
+            }
+        }
+    }
+
     fn run(self, path: &str, list_parent: bool) -> Result<CreatedWithListing> {
         validate_path(path, self.mode.is_sequential())?;
         let fw = self.fw;
@@ -257,6 +394,52 @@ impl<'a> CreateBuilder<'a> {
             siblings,
         })
     }
+}
+
+/// The result of [`CreateBuilder::for_paths_together`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreatedTogether {
+    /// The created paths (namespace removed), in the order given.
+    pub paths: Vec<String>,
+    /// The transaction's zxid: the czxid of every node it created.
+    pub czxid: i64,
+    /// The session the nodes were created on (their owner, if ephemeral).
+    pub session_id: i64,
+    /// Each node's parent's children (server names), listed in the same round
+    /// trip; `None` when the nodes were found after a failed attempt.
+    pub siblings: Vec<Option<Vec<String>>>,
+}
+
+/// After a failed attempt of a protected group: our nodes, if the transaction
+/// happened on this session. Nodes of an old session are deleted (they may
+/// still be alive on the server) so that the caller creates the group again.
+fn find_group(zk: &Client, parents: &[&str], prefix: &str, mode: CreateMode) -> Result<Option<CreatedTogether>> {
+    let found = parents
+        .iter()
+        .map(|p| find_protected(zk, p, prefix))
+        .collect::<Result<Vec<_>>>()?;
+    let Some(Some(first)) = found.first() else {
+        return Ok(None);
+    };
+    if let Some(stat) = zk.exists(first)? {
+        let ours = !mode.is_ephemeral() || stat.ephemeral_owner == zk.session_id();
+        if ours && found.iter().all(Option::is_some) {
+            log::debug!("protected transaction found its nodes after a failed attempt");
+            return Ok(Some(CreatedTogether {
+                paths: found.into_iter().flatten().collect(),
+                czxid: stat.czxid,
+                session_id: zk.session_id(),
+                siblings: vec![None; parents.len()],
+            }));
+        }
+    }
+    for f in found.iter().flatten() {
+        match zk.delete(f, None) {
+            Ok(()) | Err(Error::NoNode { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(None)
 }
 
 struct CreateSpec {
@@ -301,19 +484,29 @@ impl CreateSpec {
         let mut attempts = 0;
         loop {
             match once() {
-                Err(Error::NoNode { .. }) if self.parents != Parents::None && attempts < 5 => {
+                Err(Error::NoNode { .. }) if self.parents != Parents::None && attempts < PARENT_ATTEMPTS => {
                     attempts += 1;
-                    for p in ancestors(path) {
-                        match c.create(p, &[], &self.acl, mode) {
-                            Ok(_) | Err(Error::NodeExists { .. }) | Err(Error::NoNode { .. }) => {}
-                            Err(e) => return Err(e),
-                        }
-                    }
+                    make_parents(c, path, &self.acl, mode)?;
                 }
                 r => return r,
             }
         }
     }
+}
+
+/// How often a create makes its parents again after NoNode (an empty
+/// container parent may be reaped between our creating it and using it).
+const PARENT_ATTEMPTS: u32 = 5;
+
+/// Creates every ancestor of `path` in `mode` (existing ones are fine).
+fn make_parents(c: &Client, path: &str, acl: &[Acl], mode: CreateMode) -> Result<()> {
+    for p in ancestors(path) {
+        match c.create(p, &[], acl, mode) {
+            Ok(_) | Err(Error::NodeExists { .. }) | Err(Error::NoNode { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Curator's protected create: a fixed `_c_<uuid>-` name; after a failed attempt

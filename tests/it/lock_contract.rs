@@ -10,7 +10,10 @@
 //!   with `LockLost`, and another session gets the lock;
 //! * deadlines hold: no server, a frozen connection, a contended lock, a zero
 //!   timeout (elapsed asserted against the deadline plus a margin);
-//! * no orphan node after any of these.
+//! * no orphan node after any of these;
+//! * Curator's shared lock scenarios (`TestInterProcessMutexBase`: locker, two
+//!   clients, namespace, killed session, container cleanup, no orphaned nodes,
+//!   client close), once for every kind instead of a copy per lock file.
 
 use std::time::{Duration, Instant};
 
@@ -111,6 +114,185 @@ macro_rules! contract {
 
             fn base(name: &str) -> String {
                 format!("/contract/{}/{name}", stringify!($kind))
+            }
+
+            // ---- Curator's shared lock scenarios (TestInterProcessMutexBase),
+            // once for every kind -------------------------------------------------
+
+            #[test]
+            fn test_locker() {
+                let s = TestingServer::start().unwrap();
+                let $c = &client(&s);
+                let path = base("locker");
+                let $p = path.as_str();
+                let lock = $make;
+                {
+                    let g = lock.try_acquire_for(Duration::from_secs(10)).unwrap().expect("free lock");
+                    assert!(g.status() == LockStatus::Held);
+                }
+                let g = lock.acquire().unwrap();
+                g.release().unwrap();
+                no_orphans($c, &path);
+            }
+
+            #[test]
+            fn test_2_clients() {
+                let s = TestingServer::start().unwrap();
+                let (c1, c2) = (client(&s), client(&s));
+                let path = base("two");
+                let $p = path.as_str();
+                // The first holder is one that excludes the second (a writer,
+                // for the read half).
+                let (l1, l2) = {
+                    let $c = &c1;
+                    let a = $holder;
+                    let $c = &c2;
+                    (a, $make)
+                };
+                let g1 = l1.acquire().unwrap();
+                assert!(l2.try_acquire_for(Duration::from_millis(200)).unwrap().is_none());
+                let (tx, rx) = crossbeam_channel::unbounded();
+                std::thread::scope(|sc| {
+                    sc.spawn(|| {
+                        let g = l2.try_acquire_for(timing().wait()).unwrap().expect("second client acquires");
+                        tx.send(Instant::now()).unwrap();
+                        g.release().unwrap();
+                    });
+                    assert!(
+                        rx.recv_timeout(Duration::from_millis(300)).is_err(),
+                        "still held by the first client"
+                    );
+                    let released = Instant::now();
+                    drop(g1);
+                    let acquired = rx.recv_timeout(timing().wait()).expect("handoff");
+                    assert!(acquired >= released);
+                });
+                no_orphans(&c1, &path);
+            }
+
+            #[test]
+            fn test_with_namespace() {
+                let s = TestingServer::start().unwrap();
+                let $c = &crate::support::client_ns(&s, "test");
+                let path = base("ns");
+                let $p = path.as_str();
+                let lock = $make;
+                let g = lock.try_acquire_for(Duration::from_secs(10)).unwrap().unwrap();
+                let plain = client(&s);
+                // The nodes live under the namespace, and only there.
+                assert!(!lock_nodes(&plain, &format!("/test{path}")).is_empty());
+                assert!(plain.check_exists(&path).unwrap().is_none());
+                g.release().unwrap();
+                no_orphans(&plain, &format!("/test{path}"));
+            }
+
+            #[test]
+            fn test_killed_session() {
+                let s = TestingServer::start().unwrap();
+                let (c1, c2) = (client(&s), client(&s));
+                let path = base("killed");
+                let $p = path.as_str();
+                // The first holder is one that excludes the second (a writer,
+                // for the read half).
+                let (l1, l2) = {
+                    let $c = &c1;
+                    let a = $holder;
+                    let $c = &c2;
+                    (a, $make)
+                };
+                std::thread::scope(|sc| {
+                    let g = l1.acquire().unwrap();
+                    let events = g.loss_receiver();
+                    let waiter = sc.spawn(|| l2.try_acquire_for(timing().wait()).unwrap().map(|g| g.release()));
+                    let zk = c1.zookeeper_client();
+                    s.expire_session(zk.session_id(), &zk.session_password()).unwrap();
+                    assert!(
+                        matches!(waiter.join().unwrap(), Some(Ok(()))),
+                        "the waiter acquires after the expiry"
+                    );
+                    let mut last = events.recv_timeout(timing().wait()).expect("a loss event");
+                    while last != LockEvent::Lost {
+                        last = events.recv_timeout(timing().wait()).expect("Lost follows");
+                    }
+                    assert_eq!(g.status(), LockStatus::Lost);
+                    assert!(matches!(g.release(), Err(Error::LockLost { .. })));
+                });
+                assert!(wait_until(timing().wait(), || c2.is_connected() && c1.is_connected()));
+                // A new session can lock again.
+                let g = l1.try_acquire_for(timing().wait()).unwrap().expect("the new session locks");
+                g.release().unwrap();
+                no_orphans(&c2, &path);
+            }
+
+            #[test]
+            fn test_container_cleanup() {
+                let s = TestingServer::start().unwrap();
+                let $c = &client(&s);
+                let path = base("containers");
+                std::thread::scope(|sc| {
+                    for _ in 0..10 {
+                        sc.spawn(|| {
+                            let $p = path.as_str();
+                            let lock = $make;
+                            let g = lock.try_acquire_for(timing().wait()).unwrap().unwrap();
+                            std::thread::yield_now();
+                            drop(g);
+                        });
+                    }
+                });
+                // Every parent was a container, collected once empty.
+                assert!(wait_until(timing().wait(), || $c.check_exists("/contract").unwrap().is_none()));
+            }
+
+            #[test]
+            fn test_no_orphaned_nodes() {
+                let s = TestingServer::start().unwrap();
+                let (c1, c2) = (client(&s), client(&s));
+                let path = base("orphans");
+                let $p = path.as_str();
+                // The first holder is one that excludes the second (a writer,
+                // for the read half).
+                let (l1, l2) = {
+                    let $c = &c1;
+                    let a = $holder;
+                    let $c = &c2;
+                    (a, $make)
+                };
+                let g = l1.acquire().unwrap();
+                let held = lock_nodes(&c1, &path);
+                assert!(l2.try_acquire_for(Duration::from_millis(100)).unwrap().is_none());
+                assert!(
+                    l2.try_acquire_for(Duration::ZERO).unwrap().is_none(),
+                    "zero timeout is a non-blocking try"
+                );
+                assert_eq!(lock_nodes(&c1, &path), held, "timed-out waiters leave no node");
+                drop(g);
+                // Free: a zero timeout acquires.
+                let g2 = l2.try_acquire_for(Duration::ZERO).unwrap().expect("free lock with zero timeout");
+                drop(g2);
+                no_orphans(&c1, &path);
+            }
+
+            #[test]
+            fn test_client_close() {
+                let s = TestingServer::start().unwrap();
+                let (c1, c2) = (client(&s), client(&s));
+                let path = base("close");
+                let $p = path.as_str();
+                // The first holder is one that excludes the second (a writer,
+                // for the read half).
+                let (l1, l2) = {
+                    let $c = &c1;
+                    let a = $holder;
+                    let $c = &c2;
+                    (a, $make)
+                };
+                let g = l1.acquire().unwrap();
+                std::mem::forget(g); // the process "forgets" to release; closing the client frees it
+                c1.close();
+                let g2 = l2.try_acquire_for(timing().wait()).unwrap().expect("free after the close");
+                g2.release().unwrap();
+                no_orphans(&c2, &path);
             }
 
             #[test]

@@ -222,7 +222,7 @@ impl Drop for PendingLease {
 /// # Examples
 ///
 /// ```no_run
-/// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
 /// let sem = zk_recipes::InterProcessSemaphoreV2::new(&client, "/pools/db", 3)?;
 /// let lease = sem.acquire()?;
 /// // at most 3 processes are here
@@ -263,7 +263,7 @@ impl InterProcessSemaphoreV2 {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// assert!(zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 0).is_err());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -293,7 +293,7 @@ impl InterProcessSemaphoreV2 {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 1)?.with_node_data(b"me".to_vec());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -307,7 +307,7 @@ impl InterProcessSemaphoreV2 {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// assert_eq!(zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 4)?.max_leases(), 4);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -325,7 +325,7 @@ impl InterProcessSemaphoreV2 {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 2)?;
     /// let lease = s.acquire()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -344,7 +344,7 @@ impl InterProcessSemaphoreV2 {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 2)?;
     /// let lease = s.try_acquire_for(std::time::Duration::from_millis(500))?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -362,7 +362,7 @@ impl InterProcessSemaphoreV2 {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 2)?;
     /// let lease = s.try_acquire_until(std::time::Instant::now())?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -389,7 +389,7 @@ impl InterProcessSemaphoreV2 {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 3)?;
     /// let leases = s.acquire_many(2, None)?.expect("no deadline");
     /// assert_eq!(leases.len(), 2);
@@ -421,7 +421,7 @@ impl InterProcessSemaphoreV2 {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 3)?;
     /// println!("{:?}", s.participant_nodes()?);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -812,7 +812,7 @@ fn wait(rx: &Receiver<()>, states: &Receiver<()>, deadline: Option<Instant>) -> 
 /// # Examples
 ///
 /// ```no_run
-/// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
 /// let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/jobs")?;
 /// let guard = m.acquire()?;
 /// std::thread::scope(|s| {
@@ -850,7 +850,7 @@ impl InterProcessSemaphoreMutex {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -892,7 +892,7 @@ impl InterProcessSemaphoreMutex {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
     /// m.acquire_raw()?;
     /// m.release()?;
@@ -913,7 +913,7 @@ impl InterProcessSemaphoreMutex {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
     /// assert!(m.release().is_err());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -933,7 +933,7 @@ impl InterProcessSemaphoreMutex {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
     /// assert!(!m.is_acquired_in_this_process());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -947,7 +947,7 @@ impl InterProcessSemaphoreMutex {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
     /// assert_eq!(m.base_path(), "/locks/a");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -969,7 +969,7 @@ impl InterProcessSemaphoreMutex {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
     /// let nodes = m.participant_nodes()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -983,7 +983,7 @@ impl InterProcessSemaphoreMutex {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
     /// let g = m.acquire()?;
     /// assert!(m.fencing_token().is_some());
@@ -998,7 +998,7 @@ impl InterProcessSemaphoreMutex {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
     /// let g = m.acquire()?;
     /// let rx = m.loss_receiver();

@@ -1,4 +1,4 @@
-//! Client benchmark: our `zk_framework::client::Client`, the `zookeeper` 0.8
+//! Client benchmark: our `zk_framework::Client`, the `zookeeper` 0.8
 //! crate and Apache's Java client (Debian's jars), side by side against the same
 //! server in one run. Prints `key=value` lines.
 //!

@@ -17,11 +17,9 @@
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
-use zk_curator::framework::framework::CuratorFramework;
-use zk_curator::framework::retry::ExponentialBackoffRetry;
-use zk_curator::framework::state::ConnectionState;
-use zk_curator::recipes::{InterProcessMutex, LockEvent, LockStatus};
-use zk_curator::testing::{Backend, TestingServer};
+use zk_framework::{ConnectionState, CuratorFramework, ExponentialBackoffRetry};
+use zk_recipes::{InterProcessMutex, LockEvent, LockStatus};
+use zk_testing::{Backend, TestingServer};
 
 type BoxError = Box<dyn std::error::Error>;
 

@@ -11,10 +11,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use zk_curator::framework::framework::CuratorFramework;
-use zk_curator::framework::retry::ExponentialBackoffRetry;
-use zk_curator::recipes::InterProcessMutex;
-use zk_curator::testing::TestingServer;
+use zk_framework::{CuratorFramework, ExponentialBackoffRetry};
+use zk_recipes::InterProcessMutex;
+use zk_testing::TestingServer;
 
 const KEYS: [&str; 2] = ["/demo/locks/key-a", "/demo/locks/key-b"];
 const THREADS: usize = 8;
@@ -36,7 +35,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (_server, connect) = match std::env::var("ZK_CONNECT") {
         Ok(cs) => (None, cs),
         Err(_) => {
-            let s = TestingServer::start_backend(zk_curator::testing::Backend::Embedded)?;
+            let s = TestingServer::start_backend(zk_testing::Backend::Embedded)?;
             let cs = s.connect_string();
             (Some(s), cs)
         }

@@ -19,11 +19,10 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use zk_curator::framework::framework::CuratorFramework;
-use zk_curator::framework::retry::ExponentialBackoffRetry;
-use zk_curator::recipes::{InterProcessMutex, LockStatus};
-use zk_curator::testing::raw::RawConnection;
-use zk_curator::testing::{Backend, TestingServer};
+use zk_framework::{CuratorFramework, ExponentialBackoffRetry};
+use zk_recipes::{InterProcessMutex, LockStatus};
+use zk_testing::raw::RawConnection;
+use zk_testing::{Backend, TestingServer};
 
 type BoxError = Box<dyn std::error::Error>;
 

@@ -37,8 +37,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use zk_framework::framework::CuratorFramework;
-use zk_framework::retry::ExponentialBackoffRetry;
+use zk_framework::{CuratorFramework, ExponentialBackoffRetry};
 use zk_recipes::{
     InterProcessMutex, InterProcessMutexGuard, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
     InterProcessSemaphoreMutexGuard, MultiLock,

@@ -14,11 +14,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use zk_curator::framework::framework::CuratorFramework;
-use zk_curator::framework::proto::OpCode;
-use zk_curator::framework::retry::ExponentialBackoffRetry;
-use zk_curator::recipes::InterProcessMutex;
-use zk_curator::testing::{Backend, TestingServer};
+use zk_framework::proto::OpCode;
+use zk_framework::{CuratorFramework, ExponentialBackoffRetry};
+use zk_recipes::InterProcessMutex;
+use zk_testing::{Backend, TestingServer};
 
 type BoxError = Box<dyn std::error::Error>;
 
@@ -50,7 +49,7 @@ fn requests(server: &Option<TestingServer>) -> Option<u64> {
 }
 
 /// A helper that needs the lock, called by code that already holds it.
-fn audit(lock: &InterProcessMutex, depth: u32) -> zk_curator::recipes::Result<()> {
+fn audit(lock: &InterProcessMutex, depth: u32) -> zk_recipes::Result<()> {
     let _level = lock.acquire()?; // reentrant: no server request
     println!(
         "{:indent$}audit level {depth}: hold count {}",
@@ -120,7 +119,7 @@ fn main() -> Result<(), BoxError> {
     let got_it = AtomicBool::new(false);
     let acquired_at: Mutex<Option<Instant>> = Mutex::new(None);
     let released_at = std::thread::scope(|s| -> Result<Instant, BoxError> {
-        let waiter = s.spawn(|| -> zk_curator::recipes::Result<()> {
+        let waiter = s.spawn(|| -> zk_recipes::Result<()> {
             println!("worker thread: waiting for the lock");
             let g = lock.acquire()?;
             *acquired_at.lock().unwrap() = Some(Instant::now());

@@ -15,10 +15,9 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use zk_curator::framework::framework::CuratorFramework;
-use zk_curator::framework::retry::ExponentialBackoffRetry;
-use zk_curator::recipes::{Error, InterProcessReadWriteLock};
-use zk_curator::testing::{Backend, TestingServer};
+use zk_framework::{CuratorFramework, ExponentialBackoffRetry};
+use zk_recipes::{Error, InterProcessReadWriteLock};
+use zk_testing::{Backend, TestingServer};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 

@@ -22,8 +22,7 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use zk_framework::framework::CuratorFramework;
-use zk_framework::retry::ExponentialBackoffRetry;
+use zk_framework::{CuratorFramework, ExponentialBackoffRetry};
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()

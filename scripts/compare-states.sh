@@ -5,7 +5,7 @@
 # usage: scripts/compare-states.sh [--server apache|embedded]
 #
 #   --server apache     (default) a real Apache ZooKeeper, started with
-#                       ../../shared/zk/standalone.sh PORT DIR (relative to this script); a
+#                       scripts/zk-standalone.sh PORT DIR; a
 #                       stop is a SIGTERM of the server, a restart starts it again on the same
 #                       port and data directory, so sessions survive a restart.
 #   --server embedded   this repo's embedded server (cargo run -p zk-testing --bin zk-embedded).
@@ -111,9 +111,8 @@ if [ "$SERVER" = embedded ]; then
   (cd "$REPO" && timeout 900 cargo build -q -p zk-testing --bin zk-embedded) || die "cargo build of zk-embedded failed"
   EMBEDDED=$REPO/target/debug/zk-embedded
 else
-  STANDALONE="$SCRIPT_DIR/../../shared/zk/standalone.sh"
-  [ -f "$STANDALONE" ] || STANDALONE=/work/shared/zk/standalone.sh
-  [ -f "$STANDALONE" ] || die "standalone.sh not found"
+  STANDALONE="$SCRIPT_DIR/zk-standalone.sh"
+  [ -f "$STANDALONE" ] || die "$STANDALONE not found"
 fi
 
 # ---- server ------------------------------------------------------------------------------

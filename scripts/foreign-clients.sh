@@ -9,8 +9,8 @@
 #   --server embedded    (default without CONNECT_STRING) build and start this repo's embedded
 #                        server: cargo run -q -p zk-testing --bin zk-embedded -- --port PORT
 #                        (waits for its "listening on 127.0.0.1:PORT" line).
-#   --server apache      start a real Apache ZooKeeper with ../../shared/zk/standalone.sh
-#                        (relative to this script) on a free port; waits for srvr "Mode:".
+#   --server apache      start a real Apache ZooKeeper with scripts/zk-standalone.sh on a
+#                        free port; waits for srvr "Mode:".
 #
 # Phases (each one on a fresh lock path, all contenders released together by a start barrier,
 # or, for the ordered phases, one side first and the other once the first side is queued):
@@ -155,8 +155,8 @@ build_rust() {
 
 start_apache() {
   local standalone port dir deadline mode
-  standalone="$(dirname "$0")/../../shared/zk/standalone.sh"
-  [ -f "$standalone" ] || die "$standalone not found (CI checks out shared/ beside the repo)"
+  standalone="$(dirname "$0")/zk-standalone.sh"
+  [ -f "$standalone" ] || die "$standalone not found"
   port=$(free_port)
   dir=$WORK/apache
   mkdir -p "$dir"

@@ -1,7 +1,10 @@
 #![doc = include_str!("../README.md")]
-//! The umbrella crate re-exports the three workspace crates so that examples and
-//! README snippets can use one name.
-
-pub use zk_framework as framework;
-pub use zk_recipes as recipes;
-pub use zk_testing as testing;
+//!
+//! ---
+//!
+//! This package (`zk-curator`, `publish = false`) exports nothing: it holds the
+//! examples (`examples/`), the cross-crate integration tests (`tests/it`), the
+//! `zk-bench` binary and the benchmarks, and runs the README's code above as
+//! doctests. A user depends on the published crates (`zk-framework`,
+//! `zk-recipes`, and `zk-testing` for tests) and imports from their roots, as
+//! the README does.

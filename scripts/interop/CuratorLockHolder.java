@@ -14,7 +14,7 @@ import org.apache.curator.retry.ExponentialBackoffRetry;
 
 /**
  * Holds a Curator {@link InterProcessMutex} until told to release it, so that a test can check
- * deterministically what another client does while Curator holds the lock (tests/zk_lock.rs).
+ * deterministically what another client does while Curator holds the lock (crates/zk-lock/tests/zk_lock.rs).
  *
  * <p>Usage: {@code CuratorLockHolder CONNECT LOCK_PATH NAME LOG_FILE RELEASE_FILE}
  *

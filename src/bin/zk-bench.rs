@@ -14,9 +14,8 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use zk_framework::framework::CuratorFramework;
-use zk_framework::proto::{Acl, CreateMode, OpCode};
-use zk_framework::retry::ExponentialBackoffRetry;
+use zk_framework::proto::OpCode;
+use zk_framework::{Acl, CreateMode, CuratorFramework, ExponentialBackoffRetry};
 use zk_recipes::{InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex, MultiLock};
 use zk_testing::{Backend, TestingServer};
 

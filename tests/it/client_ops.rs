@@ -1,4 +1,4 @@
-//! Operations of `zk_framework::client::Client` against a live server: every
+//! Operations of `zk_framework::Client` against a live server: every
 //! call, create modes, multi, ACLs, auth, chroot, watches and their
 //! registration rules.
 

@@ -21,7 +21,10 @@
 //! `zk-proto` crate, re-exported), shared
 //! by the client and by the embedded test server in `zk-testing`;
 //! [`framework`], [`retry`], [`state`] and [`client`] are where the items above
-//! live (their long paths keep working).
+//! live (their long paths keep working). [`deadline`] (one time budget for
+//! everything a thread does with the client) and [`paths`] (Curator's
+//! namespace and protected-name rules) are public because `zk-recipes` builds
+//! its timed acquires and lock nodes on them; a recipe of your own can too.
 //!
 //! # Examples
 //!

@@ -3,6 +3,12 @@
 //!
 //! Node names follow Curator: `_c_<uuid>-<lockName><10-digit sequence>`, sorted
 //! by the text after the last occurrence of the lock name.
+//!
+//! Taking a lock needs nothing from this module. It is public because it is
+//! the specification of Curator's lock layout as code: a tool that reads a
+//! lock's queue (which node holds it, who is next, for monitoring or an
+//! interop check) can sort and judge the children exactly as the locks do; the
+//! cross-crate tests use it to check queue order.
 
 /// The lock name of `InterProcessMutex` nodes.
 pub const MUTEX_LOCK_NAME: &str = "lock-";

@@ -57,7 +57,7 @@ impl<L: InterProcessLock + ?Sized> InterProcessLock for Arc<L> {
 /// # Examples
 ///
 /// ```no_run
-/// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
 /// let both = zk_recipes::MultiLock::from_paths(&client, &["/locks/b", "/locks/a"])?;
 /// let guard = both.acquire()?; // takes /locks/a, then /locks/b
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -96,7 +96,7 @@ impl MultiLock {
     /// ```no_run
     /// use std::sync::Arc;
     /// use zk_recipes::{InterProcessLock, InterProcessMutex, InterProcessSemaphoreMutex, MultiLock};
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// let locks: Vec<Arc<dyn InterProcessLock>> = vec![
     ///     Arc::new(InterProcessMutex::new(&client, "/locks/a")?),
     ///     Arc::new(InterProcessSemaphoreMutex::new(&client, "/locks/b")?),
@@ -137,7 +137,7 @@ impl MultiLock {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// let m = zk_recipes::MultiLock::from_paths(&client, &["/a", "/b"])?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -154,7 +154,7 @@ impl MultiLock {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// let m = zk_recipes::MultiLock::from_paths(&client, &["/b", "/a"])?;
     /// assert_eq!(m.order(), vec!["/a".to_string(), "/b".to_string()]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -260,7 +260,7 @@ impl MultiLock {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::MultiLock::from_paths(&client, &["/a", "/b"])?;
     /// assert!(m.release().is_err());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -287,7 +287,7 @@ impl MultiLock {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::MultiLock::from_paths(&client, &["/a", "/b"])?;
     /// assert!(!m.is_acquired_in_this_process());
     /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -33,7 +33,7 @@ struct Hold {
 /// # Examples
 ///
 /// ```no_run
-/// use zk_framework::framework::CuratorFramework;
+/// use zk_framework::CuratorFramework;
 /// use zk_recipes::InterProcessMutex;
 ///
 /// let client = CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
@@ -75,7 +75,7 @@ impl InterProcessMutex {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
     /// assert!(zk_recipes::InterProcessMutex::new(&client, "relative").is_err());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -93,7 +93,7 @@ impl InterProcessMutex {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// let m = zk_recipes::InterProcessMutex::with_data(&client, "/locks/a", b"worker-7".to_vec())?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -220,7 +220,7 @@ impl InterProcessMutex {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
     /// assert!(m.release().is_err()); // not held
     /// m.acquire_raw()?;
@@ -251,7 +251,7 @@ impl InterProcessMutex {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
     /// m.acquire_raw()?;
     /// m.release()?;
@@ -271,7 +271,7 @@ impl InterProcessMutex {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
     /// if m.acquire_raw_for(std::time::Duration::from_millis(100))? {
     ///     m.release()?;
@@ -287,7 +287,7 @@ impl InterProcessMutex {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
     /// assert!(!m.is_acquired_in_this_process());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -301,7 +301,7 @@ impl InterProcessMutex {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
     /// let g = m.acquire()?;
     /// assert!(m.is_owned_by_current_thread());
@@ -316,7 +316,7 @@ impl InterProcessMutex {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
     /// let a = m.acquire()?;
     /// let b = m.acquire()?;
@@ -340,7 +340,7 @@ impl InterProcessMutex {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
     /// for node in m.participant_nodes()? {
     ///     println!("{node}");
@@ -356,7 +356,7 @@ impl InterProcessMutex {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
     /// assert_eq!(m.base_path(), "/locks/a");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -370,7 +370,7 @@ impl InterProcessMutex {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
     /// let g = m.acquire()?;
     /// assert!(m.lock_path().unwrap().starts_with("/locks/a/_c_"));
@@ -386,7 +386,7 @@ impl InterProcessMutex {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
     /// let g = m.acquire()?;
     /// assert_eq!(m.fencing_token(), Some(g.fencing_token()));
@@ -401,7 +401,7 @@ impl InterProcessMutex {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
     /// assert_eq!(m.status(), None);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -416,7 +416,7 @@ impl InterProcessMutex {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
     /// let g = m.acquire()?;
     /// let events = g.loss_receiver();
@@ -434,7 +434,7 @@ impl InterProcessMutex {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
     /// m.make_revocable(|| println!("someone wants the lock"));
     /// # Ok::<(), Box<dyn std::error::Error>>(())

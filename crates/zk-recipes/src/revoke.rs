@@ -98,7 +98,7 @@ impl Revoker {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
     /// for node in m.participant_nodes()? {
     ///     zk_recipes::Revoker::attempt_revoke(&client, &node)?;

@@ -70,7 +70,7 @@ struct Shared {
 /// # Examples
 ///
 /// ```no_run
-/// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
 /// let rw = zk_recipes::InterProcessReadWriteLock::new(&client, "/locks/config")?;
 /// {
 ///     let _r = rw.read_lock().acquire()?; // shared
@@ -117,7 +117,7 @@ impl InterProcessReadWriteLock {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// let rw = zk_recipes::InterProcessReadWriteLock::new(&client, "/locks/a")?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -134,7 +134,7 @@ impl InterProcessReadWriteLock {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// let rw = zk_recipes::InterProcessReadWriteLock::with_data(&client, "/locks/a", &[1, 2, 3])?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -159,7 +159,7 @@ impl InterProcessReadWriteLock {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let rw = zk_recipes::InterProcessReadWriteLock::new(&client, "/locks/a")?;
     /// let r = rw.read_lock().acquire()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -173,7 +173,7 @@ impl InterProcessReadWriteLock {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let rw = zk_recipes::InterProcessReadWriteLock::new(&client, "/locks/a")?;
     /// let w = rw.write_lock().acquire()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -187,7 +187,7 @@ impl InterProcessReadWriteLock {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let rw = zk_recipes::InterProcessReadWriteLock::new(&client, "/locks/a")?;
     /// assert_eq!(rw.base_path(), "/locks/a");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -212,7 +212,7 @@ macro_rules! half_common {
             /// # Examples
             ///
             /// ```no_run
-            /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+            /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
             /// # let rw = zk_recipes::InterProcessReadWriteLock::new(&client, "/locks/a")?;
             #[doc = concat!("assert!(rw.", $acq, "().release().is_err());")]
             /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -231,7 +231,7 @@ macro_rules! half_common {
             /// # Examples
             ///
             /// ```no_run
-            /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+            /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
             /// # let rw = zk_recipes::InterProcessReadWriteLock::new(&client, "/locks/a")?;
             #[doc = concat!("assert!(!rw.", $acq, "().is_acquired_in_this_process());")]
             /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -245,7 +245,7 @@ macro_rules! half_common {
             /// # Examples
             ///
             /// ```no_run
-            /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+            /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
             /// # let rw = zk_recipes::InterProcessReadWriteLock::new(&client, "/locks/a")?;
             #[doc = concat!("assert!(!rw.", $acq, "().is_owned_by_current_thread());")]
             /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -263,7 +263,7 @@ macro_rules! half_common {
             /// # Examples
             ///
             /// ```no_run
-            /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+            /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
             /// # let rw = zk_recipes::InterProcessReadWriteLock::new(&client, "/locks/a")?;
             #[doc = concat!("let nodes = rw.", $acq, "().participant_nodes()?;")]
             /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -287,7 +287,7 @@ macro_rules! half_common {
             /// # Examples
             ///
             /// ```no_run
-            /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+            /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
             /// # let rw = zk_recipes::InterProcessReadWriteLock::new(&client, "/locks/a")?;
             #[doc = concat!("assert!(rw.", $acq, "().lock_path().is_none());")]
             /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -301,7 +301,7 @@ macro_rules! half_common {
             /// # Examples
             ///
             /// ```no_run
-            /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+            /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
             /// # let rw = zk_recipes::InterProcessReadWriteLock::new(&client, "/locks/a")?;
             #[doc = concat!("let g = rw.", $acq, "().acquire()?;")]
             #[doc = concat!("assert!(rw.", $acq, "().fencing_token().is_some());")]
@@ -316,7 +316,7 @@ macro_rules! half_common {
             /// # Examples
             ///
             /// ```no_run
-            /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+            /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
             /// # let rw = zk_recipes::InterProcessReadWriteLock::new(&client, "/locks/a")?;
             #[doc = concat!("let g = rw.", $acq, "().acquire()?;")]
             #[doc = concat!("let events = rw.", $acq, "().loss_receiver();")]
@@ -331,7 +331,7 @@ macro_rules! half_common {
             /// # Examples
             ///
             /// ```no_run
-            /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+            /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
             /// # let rw = zk_recipes::InterProcessReadWriteLock::new(&client, "/locks/a")?;
             #[doc = concat!("assert_eq!(rw.", $acq, "().base_path(), \"/locks/a\");")]
             /// # Ok::<(), Box<dyn std::error::Error>>(())

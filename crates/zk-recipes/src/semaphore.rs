@@ -221,7 +221,7 @@ impl Drop for PendingLease {
 /// # Examples
 ///
 /// ```no_run
-/// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
 /// let sem = zk_recipes::InterProcessSemaphoreV2::new(&client, "/pools/db", 3)?;
 /// let lease = sem.acquire()?;
 /// // at most 3 processes are here
@@ -262,7 +262,7 @@ impl InterProcessSemaphoreV2 {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// assert!(zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 0).is_err());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -292,7 +292,7 @@ impl InterProcessSemaphoreV2 {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 1)?.with_node_data(b"me".to_vec());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -306,7 +306,7 @@ impl InterProcessSemaphoreV2 {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// assert_eq!(zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 4)?.max_leases(), 4);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -324,7 +324,7 @@ impl InterProcessSemaphoreV2 {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 2)?;
     /// let lease = s.acquire()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -343,7 +343,7 @@ impl InterProcessSemaphoreV2 {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 2)?;
     /// let lease = s.try_acquire_for(std::time::Duration::from_millis(500))?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -361,7 +361,7 @@ impl InterProcessSemaphoreV2 {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 2)?;
     /// let lease = s.try_acquire_until(std::time::Instant::now())?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -388,7 +388,7 @@ impl InterProcessSemaphoreV2 {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 3)?;
     /// let leases = s.acquire_many(2, None)?.expect("no deadline");
     /// assert_eq!(leases.len(), 2);
@@ -420,7 +420,7 @@ impl InterProcessSemaphoreV2 {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 3)?;
     /// println!("{:?}", s.participant_nodes()?);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -711,7 +711,7 @@ fn wait(rx: &Receiver<()>, states: &Receiver<()>, deadline: Option<Instant>) -> 
 /// # Examples
 ///
 /// ```no_run
-/// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
 /// let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/jobs")?;
 /// let guard = m.acquire()?;
 /// std::thread::scope(|s| {
@@ -749,7 +749,7 @@ impl InterProcessSemaphoreMutex {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -791,7 +791,7 @@ impl InterProcessSemaphoreMutex {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
     /// m.acquire_raw()?;
     /// m.release()?;
@@ -812,7 +812,7 @@ impl InterProcessSemaphoreMutex {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
     /// assert!(m.release().is_err());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -832,7 +832,7 @@ impl InterProcessSemaphoreMutex {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
     /// assert!(!m.is_acquired_in_this_process());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -846,7 +846,7 @@ impl InterProcessSemaphoreMutex {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
     /// assert_eq!(m.base_path(), "/locks/a");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -868,7 +868,7 @@ impl InterProcessSemaphoreMutex {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
     /// let nodes = m.participant_nodes()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -882,7 +882,7 @@ impl InterProcessSemaphoreMutex {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
     /// let g = m.acquire()?;
     /// assert!(m.fencing_token().is_some());
@@ -897,7 +897,7 @@ impl InterProcessSemaphoreMutex {
     /// # Examples
     ///
     /// ```no_run
-    /// # let client = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
     /// let g = m.acquire()?;
     /// let rx = m.loss_receiver();

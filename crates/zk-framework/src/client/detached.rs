@@ -28,7 +28,7 @@ impl Client {
     /// # Examples
     ///
     /// ```no_run
-    /// use zk_framework::client::{Client, ClientConfig, WatchedEvent};
+    /// use zk_framework::{Client, ClientConfig, WatchedEvent};
     /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// let (tx, rx) = crossbeam_channel::bounded::<WatchedEvent>(1);
     /// let (rtx, rrx) = crossbeam_channel::bounded(1);
@@ -77,7 +77,7 @@ impl Client {
     /// # Examples
     ///
     /// ```no_run
-    /// # use zk_framework::client::{Client, ClientConfig};
+    /// # use zk_framework::{Client, ClientConfig};
     /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// assert!(zk.since_last_receive() < zk.read_timeout() * 2);
     /// # Ok::<(), zk_framework::Error>(())
@@ -93,7 +93,7 @@ impl Client {
     /// # Examples
     ///
     /// ```no_run
-    /// # use zk_framework::client::{Client, ClientConfig};
+    /// # use zk_framework::{Client, ClientConfig};
     /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// assert!(zk.read_timeout() > std::time::Duration::ZERO);
     /// # Ok::<(), zk_framework::Error>(())

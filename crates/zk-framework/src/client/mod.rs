@@ -78,7 +78,7 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use zk_framework::client::{Client, ClientConfig};
+//! use zk_framework::{Client, ClientConfig};
 //! use zk_framework::proto::{Acl, CreateMode};
 //!
 //! let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
@@ -150,7 +150,7 @@ const MAX_TTL_MS: u128 = (1 << 40) - 1;
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use zk_framework::client::{Client, ClientConfig};
+/// use zk_framework::{Client, ClientConfig};
 ///
 /// let zk = Client::connect("127.0.0.1:2181,127.0.0.1:2182/app", ClientConfig::default())?;
 /// zk.wait_connected_timeout(Duration::from_secs(10))?;
@@ -259,7 +259,7 @@ impl Client {
     /// # Examples
     ///
     /// ```no_run
-    /// use zk_framework::client::{Client, ClientConfig};
+    /// use zk_framework::{Client, ClientConfig};
     /// let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
@@ -359,7 +359,7 @@ impl Client {
     ///
     /// ```no_run
     /// use std::time::{Duration, Instant};
-    /// use zk_framework::client::{Client, ClientConfig};
+    /// use zk_framework::{Client, ClientConfig};
     /// let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// zk.wait_connected(Instant::now() + Duration::from_secs(5))?;
     /// # Ok::<(), zk_framework::Error>(())
@@ -396,7 +396,7 @@ impl Client {
     ///
     /// ```no_run
     /// use std::time::Duration;
-    /// use zk_framework::client::{Client, ClientConfig};
+    /// use zk_framework::{Client, ClientConfig};
     /// let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// zk.wait_connected_timeout(Duration::from_secs(5))?;
     /// # Ok::<(), zk_framework::Error>(())
@@ -469,7 +469,7 @@ impl Client {
     /// # Examples
     ///
     /// ```no_run
-    /// use zk_framework::client::{Client, ClientConfig};
+    /// use zk_framework::{Client, ClientConfig};
     /// use zk_framework::proto::{Acl, CreateMode};
     /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// let p = zk.create("/queue/item-", b"x", &Acl::open_unsafe(), CreateMode::PersistentSequential)?;
@@ -521,7 +521,7 @@ impl Client {
     /// # Examples
     ///
     /// ```no_run
-    /// use zk_framework::client::{Client, ClientConfig};
+    /// use zk_framework::{Client, ClientConfig};
     /// use zk_framework::proto::{Acl, CreateMode};
     /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// let ((path, _stat), kids) =
@@ -586,7 +586,7 @@ impl Client {
     /// # Examples
     ///
     /// ```no_run
-    /// use zk_framework::client::{Client, ClientConfig};
+    /// use zk_framework::{Client, ClientConfig};
     /// use zk_framework::proto::{Acl, CreateMode};
     /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// let (path, stat) = zk.create2("/a", b"", &Acl::open_unsafe(), CreateMode::Persistent)?;
@@ -630,7 +630,7 @@ impl Client {
     ///
     /// ```no_run
     /// use std::time::Duration;
-    /// use zk_framework::client::{Client, ClientConfig};
+    /// use zk_framework::{Client, ClientConfig};
     /// use zk_framework::proto::{Acl, CreateMode};
     /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// let (path, _stat) =
@@ -672,7 +672,7 @@ impl Client {
     /// # Examples
     ///
     /// ```no_run
-    /// # use zk_framework::client::{Client, ClientConfig};
+    /// # use zk_framework::{Client, ClientConfig};
     /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// zk.delete("/a", None)?;
     /// # Ok::<(), zk_framework::Error>(())
@@ -717,7 +717,7 @@ impl Client {
     /// # Examples
     ///
     /// ```no_run
-    /// # use zk_framework::client::{Client, ClientConfig};
+    /// # use zk_framework::{Client, ClientConfig};
     /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// if let Some(stat) = zk.exists("/a")? {
     ///     println!("version {}", stat.version);
@@ -739,7 +739,7 @@ impl Client {
     /// # Examples
     ///
     /// ```no_run
-    /// # use zk_framework::client::{Client, ClientConfig, WatchedEvent};
+    /// # use zk_framework::{Client, ClientConfig, WatchedEvent};
     /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// let (tx, rx) = crossbeam_channel::bounded::<WatchedEvent>(1);
     /// if zk.exists_w("/lock", tx)?.is_none() {
@@ -777,7 +777,7 @@ impl Client {
     /// # Examples
     ///
     /// ```no_run
-    /// # use zk_framework::client::{Client, ClientConfig};
+    /// # use zk_framework::{Client, ClientConfig};
     /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// let (data, stat) = zk.get_data("/config")?;
     /// # Ok::<(), zk_framework::Error>(())
@@ -796,7 +796,7 @@ impl Client {
     /// # Examples
     ///
     /// ```no_run
-    /// # use zk_framework::client::{Client, ClientConfig, WatchedEvent};
+    /// # use zk_framework::{Client, ClientConfig, WatchedEvent};
     /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// zk.get_data_w("/config", |e: WatchedEvent| println!("changed: {e:?}"))?;
     /// # Ok::<(), zk_framework::Error>(())
@@ -815,7 +815,7 @@ impl Client {
     /// # Examples
     ///
     /// ```no_run
-    /// # use zk_framework::client::{Client, ClientConfig};
+    /// # use zk_framework::{Client, ClientConfig};
     /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// let stat = zk.set_data("/config", b"v2", Some(1))?;
     /// assert_eq!(stat.version, 2);
@@ -857,7 +857,7 @@ impl Client {
     /// # Examples
     ///
     /// ```no_run
-    /// # use zk_framework::client::{Client, ClientConfig};
+    /// # use zk_framework::{Client, ClientConfig};
     /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// let mut kids = zk.get_children("/locks")?;
     /// kids.sort();
@@ -879,7 +879,7 @@ impl Client {
     /// # Examples
     ///
     /// ```no_run
-    /// # use zk_framework::client::{Client, ClientConfig, WatchedEvent};
+    /// # use zk_framework::{Client, ClientConfig, WatchedEvent};
     /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// let kids = zk.get_children_w("/locks", |e: WatchedEvent| println!("{e:?}"))?;
     /// # Ok::<(), zk_framework::Error>(())
@@ -900,7 +900,7 @@ impl Client {
     /// # Examples
     ///
     /// ```no_run
-    /// # use zk_framework::client::{Client, ClientConfig};
+    /// # use zk_framework::{Client, ClientConfig};
     /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// let (kids, stat) = zk.get_children2("/locks")?;
     /// assert_eq!(kids.len(), stat.num_children as usize);
@@ -922,7 +922,7 @@ impl Client {
     /// # Examples
     ///
     /// ```no_run
-    /// # use zk_framework::client::{Client, ClientConfig, WatchedEvent};
+    /// # use zk_framework::{Client, ClientConfig, WatchedEvent};
     /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// let (tx, rx) = crossbeam_channel::unbounded::<WatchedEvent>();
     /// let (kids, stat) = zk.get_children2_w("/locks", tx)?;
@@ -945,7 +945,7 @@ impl Client {
     /// # Examples
     ///
     /// ```no_run
-    /// # use zk_framework::client::{Client, ClientConfig};
+    /// # use zk_framework::{Client, ClientConfig};
     /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// zk.sync("/")?;
     /// # Ok::<(), zk_framework::Error>(())
@@ -969,7 +969,7 @@ impl Client {
     /// # Examples
     ///
     /// ```no_run
-    /// # use zk_framework::client::{Client, ClientConfig};
+    /// # use zk_framework::{Client, ClientConfig};
     /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// zk.check("/config", 3)?;
     /// # Ok::<(), zk_framework::Error>(())
@@ -992,7 +992,7 @@ impl Client {
     /// # Examples
     ///
     /// ```no_run
-    /// use zk_framework::client::{Client, ClientConfig, Op};
+    /// use zk_framework::{Client, ClientConfig, Op};
     /// use zk_framework::proto::{Acl, CreateMode};
     /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// let results = zk.multi(vec![
@@ -1029,7 +1029,7 @@ impl Client {
     /// # Examples
     ///
     /// ```no_run
-    /// use zk_framework::client::{Client, ClientConfig, Op, OpResult};
+    /// use zk_framework::{Client, ClientConfig, Op, OpResult};
     /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// let results = zk.multi_results(vec![Op::check("/a", 0), Op::delete("/b", None)])?;
     /// let failed = results.iter().any(|r| matches!(r, OpResult::Error(_)));
@@ -1065,7 +1065,7 @@ impl Client {
     /// # Examples
     ///
     /// ```no_run
-    /// use zk_framework::client::{Client, ClientConfig, Op};
+    /// use zk_framework::{Client, ClientConfig, Op};
     /// use zk_framework::proto::{Acl, CreateMode};
     /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// let acl = Acl::open_unsafe();
@@ -1229,7 +1229,7 @@ impl Client {
     /// # Examples
     ///
     /// ```no_run
-    /// # use zk_framework::client::{Client, ClientConfig};
+    /// # use zk_framework::{Client, ClientConfig};
     /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// let (acl, stat) = zk.get_acl("/")?;
     /// # Ok::<(), zk_framework::Error>(())
@@ -1253,8 +1253,8 @@ impl Client {
     /// # Examples
     ///
     /// ```no_run
-    /// # use zk_framework::client::{Client, ClientConfig};
-    /// use zk_framework::proto::Acl;
+    /// # use zk_framework::{Client, ClientConfig};
+    /// use zk_framework::Acl;
     /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// zk.set_acl("/a", &Acl::read_unsafe(), None)?;
     /// # Ok::<(), zk_framework::Error>(())
@@ -1285,7 +1285,7 @@ impl Client {
     /// # Examples
     ///
     /// ```no_run
-    /// # use zk_framework::client::{Client, ClientConfig};
+    /// # use zk_framework::{Client, ClientConfig};
     /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// zk.add_auth("digest", b"alice:secret")?;
     /// # Ok::<(), zk_framework::Error>(())
@@ -1351,7 +1351,7 @@ impl Client {
     /// # Examples
     ///
     /// ```no_run
-    /// use zk_framework::client::{Client, ClientConfig, SessionEvent};
+    /// use zk_framework::{Client, ClientConfig, SessionEvent};
     /// let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// let events = zk.state_receiver();
     /// for ev in events.iter() {
@@ -1374,7 +1374,7 @@ impl Client {
     /// # Examples
     ///
     /// ```no_run
-    /// # use zk_framework::client::{Client, ClientConfig, ClientState};
+    /// # use zk_framework::{Client, ClientConfig, ClientState};
     /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// if zk.state() == ClientState::Expired { /* make a new client */ }
     /// # Ok::<(), zk_framework::Error>(())
@@ -1392,7 +1392,7 @@ impl Client {
     /// # Examples
     ///
     /// ```no_run
-    /// # use zk_framework::client::{Client, ClientConfig};
+    /// # use zk_framework::{Client, ClientConfig};
     /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// println!("session {:#x}", zk.session_id());
     /// # Ok::<(), zk_framework::Error>(())
@@ -1412,7 +1412,7 @@ impl Client {
     /// # Examples
     ///
     /// ```no_run
-    /// # use zk_framework::client::{Client, ClientConfig};
+    /// # use zk_framework::{Client, ClientConfig};
     /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// let resume = ClientConfig::default().with_session(zk.session_id(), zk.session_password());
     /// # Ok::<(), zk_framework::Error>(())
@@ -1431,7 +1431,7 @@ impl Client {
     /// # Examples
     ///
     /// ```no_run
-    /// # use zk_framework::client::{Client, ClientConfig};
+    /// # use zk_framework::{Client, ClientConfig};
     /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// let t = zk.negotiated_timeout();
     /// # Ok::<(), zk_framework::Error>(())
@@ -1450,7 +1450,7 @@ impl Client {
     /// # Examples
     ///
     /// ```no_run
-    /// # use zk_framework::client::{Client, ClientConfig};
+    /// # use zk_framework::{Client, ClientConfig};
     /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// let z = zk.last_zxid();
     /// # Ok::<(), zk_framework::Error>(())
@@ -1469,7 +1469,7 @@ impl Client {
     /// # Examples
     ///
     /// ```no_run
-    /// # use zk_framework::client::{Client, ClientConfig};
+    /// # use zk_framework::{Client, ClientConfig};
     /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// println!("{} attempts", zk.connect_attempts());
     /// # Ok::<(), zk_framework::Error>(())
@@ -1487,7 +1487,7 @@ impl Client {
     /// # Examples
     ///
     /// ```
-    /// # use zk_framework::client::{Client, ClientConfig};
+    /// # use zk_framework::{Client, ClientConfig};
     /// let zk = Client::connect("127.0.0.1:1/app", ClientConfig::default())?;
     /// assert_eq!(zk.chroot(), Some("/app"));
     /// # Ok::<(), zk_framework::Error>(())
@@ -1505,7 +1505,7 @@ impl Client {
     /// # Examples
     ///
     /// ```no_run
-    /// # use zk_framework::client::{Client, ClientConfig};
+    /// # use zk_framework::{Client, ClientConfig};
     /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// assert!(zk.registered_watches().is_empty());
     /// # Ok::<(), zk_framework::Error>(())
@@ -1536,7 +1536,7 @@ impl Client {
     /// # Examples
     ///
     /// ```no_run
-    /// # use zk_framework::client::{Client, ClientConfig, ClientState};
+    /// # use zk_framework::{Client, ClientConfig, ClientState};
     /// let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
     /// zk.close();
     /// assert_eq!(zk.state(), ClientState::Closed);

@@ -33,7 +33,7 @@ use crate::proto::{Acl, CreateMode, EventType, KeeperState, Stat};
 ///
 /// ```
 /// use std::time::Duration;
-/// use zk_framework::client::ClientConfig;
+/// use zk_framework::ClientConfig;
 ///
 /// let config = ClientConfig {
 ///     session_timeout: Duration::from_secs(10),
@@ -92,7 +92,7 @@ impl ClientConfig {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let c = zk_framework::client::ClientConfig::default().with_session_timeout(Duration::from_secs(4));
+    /// let c = zk_framework::ClientConfig::default().with_session_timeout(Duration::from_secs(4));
     /// assert_eq!(c.session_timeout, Duration::from_secs(4));
     /// ```
     pub fn with_session_timeout(mut self, timeout: Duration) -> Self {
@@ -106,7 +106,7 @@ impl ClientConfig {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let c = zk_framework::client::ClientConfig::default().with_connect_timeout(Duration::from_millis(500));
+    /// let c = zk_framework::ClientConfig::default().with_connect_timeout(Duration::from_millis(500));
     /// assert_eq!(c.connect_timeout, Duration::from_millis(500));
     /// ```
     pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
@@ -119,7 +119,7 @@ impl ClientConfig {
     /// # Examples
     ///
     /// ```
-    /// let c = zk_framework::client::ClientConfig::default().with_session(0x1234, vec![0; 16]);
+    /// let c = zk_framework::ClientConfig::default().with_session(0x1234, vec![0; 16]);
     /// assert_eq!(c.session.unwrap().0, 0x1234);
     /// ```
     pub fn with_session(mut self, id: i64, password: Vec<u8>) -> Self {
@@ -132,7 +132,7 @@ impl ClientConfig {
     /// # Examples
     ///
     /// ```
-    /// let c = zk_framework::client::ClientConfig::default().with_auth("digest", b"u:p");
+    /// let c = zk_framework::ClientConfig::default().with_auth("digest", b"u:p");
     /// assert_eq!(c.auth.len(), 1);
     /// ```
     pub fn with_auth(mut self, scheme: &str, auth: &[u8]) -> Self {
@@ -145,7 +145,7 @@ impl ClientConfig {
     /// # Examples
     ///
     /// ```
-    /// assert!(zk_framework::client::ClientConfig::default().with_read_only(true).read_only);
+    /// assert!(zk_framework::ClientConfig::default().with_read_only(true).read_only);
     /// ```
     pub fn with_read_only(mut self, read_only: bool) -> Self {
         self.read_only = read_only;
@@ -161,7 +161,7 @@ impl ClientConfig {
 /// # Examples
 ///
 /// ```
-/// use zk_framework::client::ClientState;
+/// use zk_framework::ClientState;
 /// assert!(ClientState::Connected.is_connected());
 /// assert!(ClientState::Expired.is_terminal());
 /// ```
@@ -187,7 +187,7 @@ impl ClientState {
     /// # Examples
     ///
     /// ```
-    /// assert!(!zk_framework::client::ClientState::Connecting.is_connected());
+    /// assert!(!zk_framework::ClientState::Connecting.is_connected());
     /// ```
     pub fn is_connected(self) -> bool {
         matches!(self, ClientState::Connected | ClientState::ConnectedReadOnly)
@@ -198,7 +198,7 @@ impl ClientState {
     /// # Examples
     ///
     /// ```
-    /// assert!(zk_framework::client::ClientState::Closed.is_terminal());
+    /// assert!(zk_framework::ClientState::Closed.is_terminal());
     /// ```
     pub fn is_terminal(self) -> bool {
         matches!(
@@ -288,7 +288,7 @@ pub struct WatchedEvent {
 /// # Examples
 ///
 /// ```
-/// use zk_framework::client::{WatchedEvent, Watcher};
+/// use zk_framework::{WatchedEvent, Watcher};
 /// fn takes(_: impl Watcher) {}
 /// takes(|e: WatchedEvent| println!("{e:?}"));
 /// let (tx, _rx) = crossbeam_channel::unbounded::<WatchedEvent>();
@@ -318,7 +318,7 @@ impl Watcher for crossbeam_channel::Sender<WatchedEvent> {
 /// # Examples
 ///
 /// ```
-/// use zk_framework::client::Op;
+/// use zk_framework::Op;
 /// use zk_framework::proto::{Acl, CreateMode};
 /// let ops = vec![
 ///     Op::create("/a", b"x".to_vec(), Acl::open_unsafe(), CreateMode::Persistent),
@@ -419,7 +419,7 @@ impl Op {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(zk_framework::client::Op::delete("/a", Some(2)).path(), "/a");
+    /// assert_eq!(zk_framework::Op::delete("/a", Some(2)).path(), "/a");
     /// ```
     pub fn delete(path: impl Into<String>, version: Option<i32>) -> Op {
         Op::Delete {
@@ -433,7 +433,7 @@ impl Op {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(zk_framework::client::Op::set_data("/a", b"v".to_vec(), None).path(), "/a");
+    /// assert_eq!(zk_framework::Op::set_data("/a", b"v".to_vec(), None).path(), "/a");
     /// ```
     pub fn set_data(path: impl Into<String>, data: impl Into<Vec<u8>>, version: Option<i32>) -> Op {
         Op::SetData {
@@ -448,7 +448,7 @@ impl Op {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(zk_framework::client::Op::check("/a", 0).path(), "/a");
+    /// assert_eq!(zk_framework::Op::check("/a", 0).path(), "/a");
     /// ```
     pub fn check(path: impl Into<String>, version: i32) -> Op {
         Op::Check {
@@ -462,7 +462,7 @@ impl Op {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(zk_framework::client::Op::check("/x", 1).path(), "/x");
+    /// assert_eq!(zk_framework::Op::check("/x", 1).path(), "/x");
     /// ```
     pub fn path(&self) -> &str {
         match self {
@@ -483,7 +483,7 @@ impl Op {
 /// # Examples
 ///
 /// ```
-/// use zk_framework::client::OpResult;
+/// use zk_framework::OpResult;
 /// let r = OpResult::Delete;
 /// assert!(r.error().is_none());
 /// ```

@@ -62,8 +62,8 @@ impl<'a> CreateBuilder<'a> {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// c.create().with_mode(zk_framework::proto::CreateMode::Ephemeral).for_path("/e")?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// c.create().with_mode(zk_framework::CreateMode::Ephemeral).for_path("/e")?;
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
     pub fn with_mode(mut self, mode: CreateMode) -> Self {
@@ -76,7 +76,7 @@ impl<'a> CreateBuilder<'a> {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// c.create().with_data(b"v".to_vec()).for_path("/d")?;
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
@@ -90,8 +90,8 @@ impl<'a> CreateBuilder<'a> {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// c.create().with_acl(zk_framework::proto::Acl::open_unsafe()).for_path("/a")?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// c.create().with_acl(zk_framework::Acl::open_unsafe()).for_path("/a")?;
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
     pub fn with_acl(mut self, acl: Vec<Acl>) -> Self {
@@ -105,7 +105,7 @@ impl<'a> CreateBuilder<'a> {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// c.create().creating_parent_containers_if_needed().for_path("/x/y/z")?;
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
@@ -119,7 +119,7 @@ impl<'a> CreateBuilder<'a> {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// c.create().creating_parents_if_needed().for_path("/x/y/z")?;
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
@@ -135,8 +135,8 @@ impl<'a> CreateBuilder<'a> {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let p = c.create().with_protection().with_mode(zk_framework::proto::CreateMode::EphemeralSequential).for_path("/l/lock-")?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let p = c.create().with_protection().with_mode(zk_framework::CreateMode::EphemeralSequential).for_path("/l/lock-")?;
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
     pub fn with_protection(mut self) -> Self {
@@ -149,8 +149,8 @@ impl<'a> CreateBuilder<'a> {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// c.create().with_mode(zk_framework::proto::CreateMode::PersistentWithTtl).with_ttl(std::time::Duration::from_secs(5)).for_path("/t")?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// c.create().with_mode(zk_framework::CreateMode::PersistentWithTtl).with_ttl(std::time::Duration::from_secs(5)).for_path("/t")?;
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
     pub fn with_ttl(mut self, ttl: Duration) -> Self {
@@ -169,7 +169,7 @@ impl<'a> CreateBuilder<'a> {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// let p = c.create().for_path("/plain")?;
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
@@ -186,7 +186,7 @@ impl<'a> CreateBuilder<'a> {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// let (p, stat) = c.create().for_path_with_stat("/s")?;
     /// assert_eq!(stat.version, 0);
     /// # Ok::<(), zk_framework::Error>(())
@@ -208,8 +208,8 @@ impl<'a> CreateBuilder<'a> {
     /// # Examples
     ///
     /// ```no_run
-    /// use zk_framework::proto::CreateMode;
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// use zk_framework::CreateMode;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// let created = c
     ///     .create()
     ///     .creating_parent_containers_if_needed()
@@ -602,7 +602,7 @@ impl<'a> DeleteBuilder<'a> {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// c.delete().with_version(3).for_path("/a")?;
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
@@ -618,7 +618,7 @@ impl<'a> DeleteBuilder<'a> {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// c.delete().guaranteed().for_path("/maybe-gone")?;
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
@@ -632,7 +632,7 @@ impl<'a> DeleteBuilder<'a> {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// c.delete().deleting_children_if_needed().for_path("/tree")?;
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
@@ -651,7 +651,7 @@ impl<'a> DeleteBuilder<'a> {
     /// # Examples
     ///
     /// ```no_run
-    /// # let c = zk_framework::framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// c.delete().for_path("/a")?;
     /// # Ok::<(), zk_framework::Error>(())
     /// ```

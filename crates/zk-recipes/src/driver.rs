@@ -42,6 +42,27 @@ pub fn lease_granted(children: &[String], ours: &str, max_leases: usize) -> Resu
     Ok(children.len() <= max_leases)
 }
 
+/// The downgrade rule (Curator 5.5+, CURATOR-621): the read node a write
+/// holder creates to downgrade carries its write node's sequence (a plain
+/// ephemeral node named `<lockName-prefix>__READ__<seq>`), so it sorts where
+/// the write node is and keeps every later writer queued behind it once the
+/// write node goes. Returns that sequence, or `None` when `write_node` (a name
+/// or a path) is not a write node.
+///
+/// # Examples
+///
+/// ```
+/// use zk_recipes::driver::downgrade_sequence;
+/// assert_eq!(downgrade_sequence("/l/_c_a-__WRIT__0000000007"), Some("0000000007"));
+/// assert_eq!(downgrade_sequence("/l/_c_a-__READ__0000000007"), None);
+/// ```
+pub fn downgrade_sequence(write_node: &str) -> Option<&str> {
+    let name = write_node.rsplit('/').next().unwrap_or(write_node);
+    let i = name.rfind(WRITE_LOCK_NAME)?;
+    let seq = &name[i + WRITE_LOCK_NAME.len()..];
+    (!seq.is_empty() && seq.bytes().all(|b| b.is_ascii_digit())).then_some(seq)
+}
+
 /// The outcome of the predicate.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
@@ -381,5 +402,34 @@ mod tests {
         for (children, ours, max, want) in cases {
             assert_eq!(lease_granted(&children, ours, max), want, "{children:?} {ours} {max}");
         }
+    }
+
+    #[test]
+    fn downgrade_rule_table() {
+        // (write node, sequence the downgraded read node carries)
+        let cases: &[(&str, Option<&str>)] = &[
+            ("_c_a-__WRIT__0000000007", Some("0000000007")),
+            ("/locks/x/_c_a-__WRIT__0000000123", Some("0000000123")),
+            // A base path containing the tag does not confuse it.
+            ("/__WRIT__/_c_a-__WRIT__0000000001", Some("0000000001")),
+            ("_c_a-__READ__0000000007", None),
+            ("_c_a-lock-0000000007", None),
+            ("_c_a-__WRIT__", None),
+            ("_c_a-__WRIT__12x", None),
+        ];
+        for (node, want) in cases {
+            assert_eq!(downgrade_sequence(node), *want, "{node}");
+        }
+        // The downgraded node sorts where the write node was: ahead of a writer
+        // queued behind it, which therefore keeps waiting.
+        let seq = downgrade_sequence("_c_w1-__WRIT__0000000004").unwrap();
+        let read = format!("_c_dg-{READ_LOCK_NAME}{seq}");
+        let mut kids = names(&[&read, "_c_w2-__WRIT__0000000006"]);
+        Driver::Write.sort(&mut kids);
+        assert_eq!(Driver::Read.decide(&kids, &read), Ok(Decision::Acquired));
+        assert_eq!(
+            Driver::Write.decide(&kids, "_c_w2-__WRIT__0000000006"),
+            Ok(Decision::Watch(read.clone()))
+        );
     }
 }

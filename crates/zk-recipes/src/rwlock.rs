@@ -9,7 +9,6 @@ use std::time::Instant;
 
 use parking_lot::Mutex;
 use zk_framework::framework::CuratorFramework;
-use zk_framework::paths::fix_for_sorting;
 
 use crate::driver::{Driver, READ_LOCK_NAME, WRITE_LOCK_NAME};
 use crate::error::{Error, Result};
@@ -384,8 +383,11 @@ impl ReadLock {
                     path: s.write.base_path().to_string(),
                 });
             }
-            let seq = fix_for_sorting(&write.node(), WRITE_LOCK_NAME).to_string();
-            let held = s.read.acquire_with_sequence(deadline, &seq)?;
+            let node = write.node();
+            let Some(seq) = crate::driver::downgrade_sequence(&node) else {
+                return Err(Error::InvalidArgument(format!("{node} is not a write lock node")));
+            };
+            let held = s.read.acquire_with_sequence(deadline, seq)?;
             // The session may have ended while the read node was being created.
             if let Some(h) = held {
                 if lost() {

@@ -376,6 +376,7 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
     let (mut cut_short, mut told_at_grant, mut killed_in_section) = (0u64, 0u64, 0u64);
     let (mut release_failed, mut release_failed_connected) = (0u64, 0u64);
     let (mut release_lost_n, mut release_lost_first, mut status_unknown) = (0u64, 0u64, 0u64);
+    let mut longest_release: Option<(u64, String)> = None;
     let mut unreported_attempts: HashSet<(u32, u32, u64)> = HashSet::new();
     let mut sec_keys: Vec<_> = h.sections.keys().cloned().collect();
     sec_keys.sort();
@@ -396,6 +397,11 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
                         told_at_grant += 1;
                     } else if t <= e.end {
                         cut_short += 1;
+                    }
+                }
+                if let Some(w) = e.release_wait {
+                    if longest_release.as_ref().map_or(true, |(l, _)| w > *l) {
+                        longest_release = Some((w, format!("{} on {}, release {}", s.mode, s.lock, e.release)));
                     }
                 }
                 if e.st0 == "?" || e.st_end == "?" {
@@ -635,6 +641,9 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
         None => {
             let _ = writeln!(t, "longest wait: none");
         }
+    }
+    if let Some((w, what)) = &longest_release {
+        let _ = writeln!(t, "longest release: {:.1} ms ({what})", *w as f64 / 1e6);
     }
     if h.unparsed > 0 {
         let _ = writeln!(t, "unparsed lines: {}", h.unparsed);
@@ -946,9 +955,16 @@ mod tests {
         // nothing heard on the receiver: the release told the holder. Before,
         // this was counted as a failed release and an unreported loss.
         let mut w = section(10, 1, "/l", "mutex", 5, "a", 100, 200, None);
-        w[4] = end_line(10, 1, "/l", "mutex", 5, None, None, "Held", "Held", false, "LockLost");
+        // (The release took 2.5 ms: the last, optional field.)
+        w[4] = end_line(10, 1, "/l", "mutex", 5, None, None, "Held", "Held", false, "LockLost") + " 2500000";
         let r = check(&history(&[], vec![worker(10, vec![w])]), &opts());
         assert!(r.violations.is_empty(), "{:#?}", r.violations);
+        assert!(
+            r.text
+                .contains("longest release: 2.5 ms (mutex on /l, release LockLost)"),
+            "{}",
+            r.text
+        );
         assert!(
             r.text
                 .contains("releases that reported the loss (LockLost): 1 (1 first learned at the release)"),

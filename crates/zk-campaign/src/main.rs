@@ -730,7 +730,7 @@ impl Section<'_> {
         }
     }
 
-    fn finish(self, release: &Result<(), LockError>) {
+    fn finish(self, release: &Result<(), LockError>, took: Duration) {
         let rel = match release {
             Ok(()) => "ok".to_string(),
             Err(e) => err_kind(e),
@@ -744,7 +744,7 @@ impl Section<'_> {
         let late = sig.told_late.map_or("-".to_string(), |t| t.to_string());
         for m in &self.members {
             a.w.line(&format!(
-                "E {} {} {} {} {} {} {} {} {} {told} {ev} {late} {} {} {} {rel}",
+                "E {} {} {} {} {} {} {} {} {} {told} {ev} {late} {} {} {} {rel} {}",
                 a.w.pid,
                 a.thr,
                 a.att,
@@ -757,6 +757,7 @@ impl Section<'_> {
                 sig.st0,
                 sig.st_end,
                 u8::from(self.connected),
+                took.as_nanos(),
             ));
         }
     }
@@ -832,8 +833,9 @@ impl Worker {
                             let mut s = a.begin(members(kind, &g.lock_path(), &g.fencing_tokens()), sig);
                             s.hold(hold, || g.status());
                             s.before_release();
+                            let released = Instant::now();
                             let r = g.release();
-                            s.finish(&r);
+                            s.finish(&r, released.elapsed());
                         }
                         Ok(None) => a.result("timeout", "-"),
                         Err(e) => {

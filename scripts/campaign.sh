@@ -50,7 +50,7 @@ case "$profile" in
           --hold-ms 5 --think-ms 5 --long-hold-permille 3)
     ;;
   -h|--help)
-    sed -n '2,30p' "$0"
+    sed -n '2,29p' "$0"
     exit 0
     ;;
   *)

@@ -15,6 +15,12 @@
 #             leader and follower stops and kills (kill -9) with restarts.
 #             About 5 minutes.
 #
+# Options after the profile override its own (the last one wins), e.g.
+# `long --seconds 480` for an 8-minute run with the long profile's fault mix
+# and holds. Every acquire is timed (a quarter of them with a short or zero
+# timeout, --short-timeout-percent) and the checker reports the overshoot past
+# the deadline per fault kind and per lock kind (--overshoot-margin-ms).
+#
 # Every run prints its seed; pass --seed N to replay the same fault schedule
 # (thread timing still varies). The logs stay in the directory printed at the
 # end; `target/release/zk-campaign --check DIR` checks them again.
@@ -44,7 +50,7 @@ case "$profile" in
           --hold-ms 5 --think-ms 5 --long-hold-permille 3)
     ;;
   -h|--help)
-    sed -n '2,25p' "$0"
+    sed -n '2,29p' "$0"
     exit 0
     ;;
   *)

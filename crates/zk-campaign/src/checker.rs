@@ -17,9 +17,17 @@
 //!    the whole set is held, but it may hold its first locks long before
 //!    (while it waits for the others); a lock granted to someone else in that
 //!    time comes out of token order.
-//! 3. **Losses are reported.** A section whose lock was lost (status `Lost` or
-//!    `Uncertain` at the end, or a failed release while disconnected), or that
-//!    was `Uncertain`/`Lost` at grant, must have heard `Suspended`/`Lost`.
+//! 3. **Losses are reported.** A section whose lock was lost (the guard's
+//!    status `Lost` or `Uncertain` at the end, or a failed release while
+//!    disconnected), or that was `Uncertain`/`Lost` at grant, must have heard
+//!    `Suspended`/`Lost` on its loss receiver. Every lock kind logs its guard's
+//!    status (a multi-lock: its worst member's, on each member's line, with the
+//!    events of all members on one receiver; one violation per attempt); older
+//!    logs have `?`, which this rule cannot judge (the report counts them). A
+//!    release answering `LockLost` is the library telling the holder, not a
+//!    failed release: it does not count as one (the report counts them apart,
+//!    and those that were the first word of the loss), and it does not excuse a
+//!    status that said `Lost`/`Uncertain` while the receiver stayed silent.
 //!    A release failing with `NotOwner` is a violation too.
 //! 4. **No hangs.** Every attempt ended, unless its worker was killed -9;
 //!    no attempt took longer than its timeout plus 4 session timeouts plus 10 s;
@@ -34,7 +42,7 @@
 //!
 //! The history format is described in [`crate::history`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 use std::io;
 use std::path::Path;
@@ -96,6 +104,8 @@ pub struct Report {
     pub missing: Vec<String>,
     /// Overshoots by fault kind (`no fault` for attempts that met none).
     pub overshoots: BTreeMap<String, OvershootStats>,
+    /// Overshoots by lock kind (`mutex`, `read`, `write`, `semaphore`, `multi`).
+    pub overshoots_by_lock: BTreeMap<String, OvershootStats>,
 }
 
 /// Reads the logs in `dir` and checks them.
@@ -157,18 +167,39 @@ pub fn leak_report(leaks: &[String]) -> String {
 struct Overshoot {
     text: String,
     by_fault: BTreeMap<String, OvershootStats>,
+    by_lock: BTreeMap<String, OvershootStats>,
 }
 
-/// Rule 5: the overshoots of timed acquires, by fault kind. An attempt counts
-/// for every fault whose window (from its start to its end plus one session
-/// timeout, while its effects last) meets the attempt, or for `no fault`.
+/// Statistics of overshoot samples, by key.
+fn stats(samples: BTreeMap<String, Vec<u64>>, margin: u64) -> BTreeMap<String, OvershootStats> {
+    samples
+        .into_iter()
+        .map(|(kind, mut v)| {
+            v.sort_unstable();
+            let p99 = v[(v.len() * 99).div_ceil(100).saturating_sub(1)];
+            let s = OvershootStats {
+                at_deadline: v.len() as u64,
+                late: v.iter().filter(|o| **o > margin).count() as u64,
+                max_ns: v.last().copied().unwrap_or(0),
+                p99_ns: p99,
+            };
+            (kind, s)
+        })
+        .collect()
+}
+
+/// Rule 5: the overshoots of timed acquires, by fault kind and by lock kind.
+/// An attempt counts for every fault whose window (from its start to its end
+/// plus one session timeout, while its effects last) meets the attempt, or for
+/// `no fault`; and for its lock kind.
 fn overshoots(h: &History, opts: &CheckOptions, violations: &mut Vec<String>) -> Overshoot {
     let session_ns = h.param_u64("session_ms").unwrap_or(3000) * 1_000_000;
     let default_deadline = h.param_u64("acquire_timeout_ms").map(|ms| ms * 1_000_000);
     let margin = opts.overshoot_margin.as_nanos() as u64;
     let limit = opts.max_overshoot.map(|d| d.as_nanos() as u64);
     let mut samples: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    let mut late: BTreeMap<String, u64> = BTreeMap::new();
+    let mut by_lock_samples: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    let mut timed_by_lock: BTreeMap<String, u64> = BTreeMap::new();
     let mut timed = 0u64;
     let mut keys: Vec<_> = h.attempts.keys().copied().collect();
     keys.sort_unstable();
@@ -179,10 +210,12 @@ fn overshoots(h: &History, opts: &CheckOptions, violations: &mut Vec<String>) ->
             continue;
         };
         timed += 1;
+        *timed_by_lock.entry(a.mode.clone()).or_default() += 1;
         if *wait < deadline {
             continue;
         }
         let over = wait - deadline;
+        by_lock_samples.entry(a.mode.clone()).or_default().push(over);
         let (from, to) = (a.start.unwrap_or(t.saturating_sub(*wait)), *t);
         let mut kinds: Vec<&str> = h
             .faults
@@ -197,9 +230,6 @@ fn overshoots(h: &History, opts: &CheckOptions, violations: &mut Vec<String>) ->
         }
         for kind in &kinds {
             samples.entry(kind.to_string()).or_default().push(over);
-            if over > margin {
-                *late.entry(kind.to_string()).or_default() += 1;
-            }
         }
         if let Some(limit) = limit.filter(|l| over > *l) {
             violations.push(format!(
@@ -217,20 +247,8 @@ fn overshoots(h: &History, opts: &CheckOptions, violations: &mut Vec<String>) ->
             ));
         }
     }
-    let mut by_fault = BTreeMap::new();
-    for (kind, mut v) in samples {
-        v.sort_unstable();
-        let p99 = v[(v.len() * 99).div_ceil(100).saturating_sub(1)];
-        by_fault.insert(
-            kind.clone(),
-            OvershootStats {
-                at_deadline: v.len() as u64,
-                late: late.get(&kind).copied().unwrap_or(0),
-                max_ns: v.last().copied().unwrap_or(0),
-                p99_ns: p99,
-            },
-        );
-    }
+    let by_fault = stats(samples, margin);
+    let by_lock = stats(by_lock_samples, margin);
     let mut text = String::new();
     let at_deadline: u64 = by_fault
         .values()
@@ -261,7 +279,26 @@ fn overshoots(h: &History, opts: &CheckOptions, violations: &mut Vec<String>) ->
             s.p99_ns as f64 / 1e6
         );
     }
-    Overshoot { text, by_fault }
+    for mode in ["mutex", "read", "write", "semaphore", "multi"] {
+        let n = timed_by_lock.get(mode).copied().unwrap_or(0);
+        if n == 0 {
+            continue;
+        }
+        let s = by_lock.get(mode).cloned().unwrap_or_default();
+        let _ = writeln!(
+            text,
+            "  overshoot by lock {mode}: {n} timed, {} at the deadline, {} late, max {:.1} ms, p99 {:.1} ms",
+            s.at_deadline,
+            s.late,
+            s.max_ns as f64 / 1e6,
+            s.p99_ns as f64 / 1e6
+        );
+    }
+    Overshoot {
+        text,
+        by_fault,
+        by_lock,
+    }
 }
 
 /// Checks a history against the rules above.
@@ -277,7 +314,9 @@ fn overshoots(h: &History, opts: &CheckOptions, violations: &mut Vec<String>) ->
 pub fn check(h: &History, opts: &CheckOptions) -> Report {
     let session_ms: u64 = h.param_u64("session_ms").unwrap_or(3000);
     let timeout_ms: u64 = h.param_u64("acquire_timeout_ms").unwrap_or(30_000);
-    let overlong = (timeout_ms + 4 * session_ms + 10_000) * 1_000_000;
+    // Beyond its own timeout (older logs: the parameter) plus 4 sessions plus 10 s.
+    let overlong_after =
+        |deadline: Option<u64>| deadline.unwrap_or(timeout_ms * 1_000_000) + (4 * session_ms + 10_000) * 1_000_000;
     let mut violations: Vec<String> = Vec::new();
 
     // Attempts.
@@ -312,7 +351,7 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
                 if longest.as_ref().map_or(true, |(w, _)| wait > w) {
                     longest = Some((*wait, format!("{} on {}, {outcome}", a.mode, a.lock)));
                 }
-                if *wait > overlong {
+                if *wait > overlong_after(a.deadline) {
                     violations.push(format!(
                         "overlong attempt: pid {} thread {} attempt {} ({} on {}) took {} ms",
                         k.0,
@@ -336,13 +375,23 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
     let mut views: Vec<View<'_>> = Vec::new();
     let (mut cut_short, mut told_at_grant, mut killed_in_section) = (0u64, 0u64, 0u64);
     let (mut release_failed, mut release_failed_connected) = (0u64, 0u64);
+    let (mut release_lost_n, mut release_lost_first, mut status_unknown) = (0u64, 0u64, 0u64);
+    let mut longest_release: Option<(u64, String)> = None;
+    let mut unreported_attempts: HashSet<(u32, u32, u64)> = HashSet::new();
     let mut sec_keys: Vec<_> = h.sections.keys().cloned().collect();
     sec_keys.sort();
     for k in &sec_keys {
         let s = &h.sections[k];
         let (eff, told_any) = match &s.end {
             Some(e) => {
-                let told_any = e.told.is_some() || e.told_late.is_some();
+                // Heard on the loss receiver (while holding, or while waiting
+                // before the release).
+                let heard = e.told.is_some() || e.told_late.is_some();
+                // A release answering `LockLost` tells the holder too (a
+                // multi-lock's says so for the set, or within `Multiple`).
+                let release_lost =
+                    e.release == "LockLost" || (e.release.starts_with("Multiple[") && e.release.contains("LockLost"));
+                let told_any = heard || release_lost;
                 if let Some(t) = e.told {
                     if t <= s.start {
                         told_at_grant += 1;
@@ -350,8 +399,23 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
                         cut_short += 1;
                     }
                 }
+                if let Some(w) = e.release_wait {
+                    if longest_release.as_ref().map_or(true, |(l, _)| w > *l) {
+                        longest_release = Some((w, format!("{} on {}, release {}", s.mode, s.lock, e.release)));
+                    }
+                }
+                if e.st0 == "?" || e.st_end == "?" {
+                    status_unknown += 1;
+                }
                 let lost_at_end = matches!(e.st_end.as_str(), "Lost" | "Uncertain");
-                let failed = e.release != "ok";
+                // A release that says the lock was lost is a report, not a failure.
+                let failed = e.release != "ok" && e.release != "LockLost";
+                if release_lost {
+                    release_lost_n += 1;
+                    if !heard && !lost_at_end {
+                        release_lost_first += 1;
+                    }
+                }
                 if failed {
                     release_failed += 1;
                     if e.connected {
@@ -361,22 +425,30 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
                 if e.release.contains("NotOwner") {
                     violations.push(format!("release refused (NotOwner) on {}: {}", s.lock, s.describe()));
                 }
-                if (lost_at_end || (failed && !e.connected)) && !told_any {
-                    violations.push(format!(
-                        "unreported loss on {}: {} status {} at the end, release {}, no Suspended/Lost received",
-                        s.lock,
-                        s.describe(),
-                        e.st_end,
-                        e.release
-                    ));
-                }
-                if matches!(e.st0.as_str(), "Lost" | "Uncertain") && !told_any {
-                    violations.push(format!(
-                        "unreported loss on {}: {} status {} at grant, but the loss receiver never said so",
-                        s.lock,
-                        s.describe(),
+                let unreported = if lost_at_end && !heard {
+                    Some(format!(
+                        "status {} at the end, release {}, no Suspended/Lost received",
+                        e.st_end, e.release
+                    ))
+                } else if failed && !e.connected && !heard {
+                    Some(format!(
+                        "release {} while disconnected, status {} at the end, no Suspended/Lost received",
+                        e.release, e.st_end
+                    ))
+                } else if matches!(e.st0.as_str(), "Lost" | "Uncertain") && !heard {
+                    Some(format!(
+                        "status {} at grant, but the loss receiver never said so",
                         e.st0
-                    ));
+                    ))
+                } else {
+                    None
+                };
+                // One report per attempt: a multi-lock's members share their
+                // guard's status and receiver.
+                if let Some(what) = unreported {
+                    if unreported_attempts.insert((s.pid, s.thr, s.att)) {
+                        violations.push(format!("unreported loss on {}: {} {what}", s.lock, s.describe()));
+                    }
                 }
                 (e.end.min(e.told.unwrap_or(u64::MAX)), told_any)
             }
@@ -543,6 +615,16 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
         "sections: {} (cut short by a loss signal {cut_short}, told at grant {told_at_grant}, open at kill -9 {killed_in_section}); {overlaps_checked} overlaps checked",
         h.sections.len()
     );
+    if status_unknown > 0 {
+        let _ = writeln!(
+            t,
+            "sections with no status (older logs; the status part of rule 3 cannot apply): {status_unknown}"
+        );
+    }
+    let _ = writeln!(
+        t,
+        "releases that reported the loss (LockLost): {release_lost_n} ({release_lost_first} first learned at the release)"
+    );
     let _ = writeln!(
         t,
         "release failures: {release_failed} ({release_failed_connected} began while still connected)"
@@ -560,6 +642,9 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
             let _ = writeln!(t, "longest wait: none");
         }
     }
+    if let Some((w, what)) = &longest_release {
+        let _ = writeln!(t, "longest release: {:.1} ms ({what})", *w as f64 / 1e6);
+    }
     if h.unparsed > 0 {
         let _ = writeln!(t, "unparsed lines: {}", h.unparsed);
     }
@@ -576,6 +661,7 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
         violations,
         missing,
         overshoots: overshoot.by_fault,
+        overshoots_by_lock: overshoot.by_lock,
     }
 }
 
@@ -754,6 +840,256 @@ mod tests {
         let mut w = section(10, 1, "/l", "mutex", 5, "a", 100, 200, None);
         w[4] = "E 10 0 1 /l mutex 5 a 100 200 - - - Uncertain Held 1 ok".into();
         assert_caught(&history(&[], vec![worker(10, vec![w])]), "unreported loss on /l");
+    }
+
+    /// A section's `E` line with the given signal fields: `told`, `told-late`,
+    /// status at grant and at the end, connected, release.
+    #[allow(clippy::too_many_arguments)]
+    fn end_line(
+        pid: u32,
+        att: u64,
+        lock: &str,
+        mode: &str,
+        token: i64,
+        told: Option<u64>,
+        late: Option<u64>,
+        st0: &str,
+        st_end: &str,
+        connected: bool,
+        release: &str,
+    ) -> String {
+        let t = |o: Option<u64>| o.map_or("-".to_string(), |t| t.to_string());
+        let ev = if told.is_some() { "Lost" } else { "-" };
+        format!(
+            "E {pid} 0 {att} {lock} {mode} {token} a 100 200 {} {ev} {} {st0} {st_end} {} {release}",
+            t(told),
+            t(late),
+            u8::from(connected)
+        )
+    }
+
+    /// A multi-lock section over three locks whose `E` lines carry `end`'s
+    /// signal fields (as the worker writes them: the guard's, on every line).
+    fn multi_section(end: impl Fn(&str, i64) -> String) -> Vec<String> {
+        let mut v = vec![
+            format!("A 10 0 1 multi multi 90 {}", 1000 * MS),
+            "R 10 0 1 multi multi 100 acquired - 10".to_string(),
+        ];
+        let locks = [("/m", 5), ("/rw", 6), ("/s", 7)];
+        for (lock, token) in locks {
+            v.push(format!("S 10 0 1 {lock} multi {token} a 100 node"));
+        }
+        v.push("D 10 0 1 200".to_string());
+        for (lock, token) in locks {
+            v.push(end(lock, token));
+        }
+        v
+    }
+
+    #[test]
+    fn the_status_rule_applies_to_semaphore_and_multi_lock_sections() {
+        // A semaphore section lost at the end, nothing heard: caught (before the
+        // guard had a status, such sections logged `?` and passed).
+        let mut w = section(10, 1, "/s", "semaphore", 5, "a", 100, 200, None);
+        w[4] = end_line(
+            10,
+            1,
+            "/s",
+            "semaphore",
+            5,
+            None,
+            None,
+            "Held",
+            "Lost",
+            true,
+            "LockLost",
+        );
+        assert_caught(&history(&[], vec![worker(10, vec![w])]), "unreported loss on /s");
+        let mut w = section(10, 1, "/s", "semaphore", 5, "a", 100, 200, None);
+        w[4] = end_line(10, 1, "/s", "semaphore", 5, None, None, "Uncertain", "Held", true, "ok");
+        assert_caught(&history(&[], vec![worker(10, vec![w])]), "unreported loss on /s");
+        // Heard before the release: fine.
+        let mut w = section(10, 1, "/s", "semaphore", 5, "a", 100, 200, None);
+        w[4] = end_line(
+            10,
+            1,
+            "/s",
+            "semaphore",
+            5,
+            None,
+            Some(210),
+            "Held",
+            "Lost",
+            true,
+            "LockLost",
+        );
+        assert!(violations(&history(&[], vec![worker(10, vec![w])])).is_empty());
+
+        // A multi-lock whose guard (its worst member) was lost, nothing heard:
+        // one violation for the attempt, whichever member was lost.
+        let lost = multi_section(|l, t| end_line(10, 1, l, "multi", t, None, None, "Held", "Lost", true, "LockLost"));
+        assert_caught(&history(&[], vec![worker(10, vec![lost])]), "unreported loss on /m");
+        // The same with the loss heard on the guard's receiver: fine.
+        let told =
+            multi_section(|l, t| end_line(10, 1, l, "multi", t, Some(150), None, "Held", "Lost", true, "LockLost"));
+        let r = check(&history(&[], vec![worker(10, vec![told])]), &opts());
+        assert!(r.violations.is_empty(), "{:#?}", r.violations);
+        assert!(
+            r.text
+                .contains("acquisitions: 1 (mutex 0, read 0, write 0, semaphore 0, multi 1)"),
+            "{}",
+            r.text
+        );
+
+        // Older logs (`?`): the status part cannot fire; the report says so.
+        let old = multi_section(|l, t| end_line(10, 1, l, "multi", t, None, None, "?", "?", true, "ok"));
+        let r = check(&history(&[], vec![worker(10, vec![old])]), &opts());
+        assert!(r.violations.is_empty(), "{:#?}", r.violations);
+        assert!(r.text.contains("sections with no status"), "{}", r.text);
+        assert!(!check(&clean(), &opts()).text.contains("sections with no status"));
+    }
+
+    #[test]
+    fn a_release_answering_lock_lost_is_a_report_not_a_failure() {
+        // Held at the end, then the release said LockLost while disconnected,
+        // nothing heard on the receiver: the release told the holder. Before,
+        // this was counted as a failed release and an unreported loss.
+        let mut w = section(10, 1, "/l", "mutex", 5, "a", 100, 200, None);
+        // (The release took 2.5 ms: the last, optional field.)
+        w[4] = end_line(10, 1, "/l", "mutex", 5, None, None, "Held", "Held", false, "LockLost") + " 2500000";
+        let r = check(&history(&[], vec![worker(10, vec![w])]), &opts());
+        assert!(r.violations.is_empty(), "{:#?}", r.violations);
+        assert!(
+            r.text
+                .contains("longest release: 2.5 ms (mutex on /l, release LockLost)"),
+            "{}",
+            r.text
+        );
+        assert!(
+            r.text
+                .contains("releases that reported the loss (LockLost): 1 (1 first learned at the release)"),
+            "{}",
+            r.text
+        );
+        assert!(r.text.contains("release failures: 0 (0 began"), "{}", r.text);
+        // A real release failure while disconnected and silent is still caught.
+        let mut w = section(10, 1, "/l", "mutex", 5, "a", 100, 200, None);
+        w[4] = end_line(
+            10,
+            1,
+            "/l",
+            "mutex",
+            5,
+            None,
+            None,
+            "Held",
+            "Held",
+            false,
+            "ZooKeeper.ConnectionLoss",
+        );
+        assert_caught(&history(&[], vec![worker(10, vec![w])]), "unreported loss on /l");
+        // LockLost does not excuse a status that said Lost while the receiver
+        // stayed silent.
+        let mut w = section(10, 1, "/l", "mutex", 5, "a", 100, 200, None);
+        w[4] = end_line(10, 1, "/l", "mutex", 5, None, None, "Held", "Lost", true, "LockLost");
+        assert_caught(&history(&[], vec![worker(10, vec![w])]), "unreported loss on /l");
+        // A multi-lock's mixed release errors are a failure (and a report).
+        let mixed = multi_section(|l, t| {
+            end_line(
+                10,
+                1,
+                l,
+                "multi",
+                t,
+                Some(150),
+                None,
+                "Held",
+                "Lost",
+                false,
+                "Multiple[LockLost+ZooKeeper.ConnectionLoss]",
+            )
+        });
+        let r = check(&history(&[], vec![worker(10, vec![mixed])]), &opts());
+        assert!(r.violations.is_empty(), "{:#?}", r.violations);
+        assert!(
+            r.text
+                .contains("releases that reported the loss (LockLost): 3 (0 first"),
+            "{}",
+            r.text
+        );
+        assert!(r.text.contains("release failures: 3 (0 began"), "{}", r.text);
+        // A lost holder told only by its release still excuses a fenced
+        // overlap after an instant expiry (it was told).
+        let mut a = section(10, 1, "/l", "mutex", 5, "a", 100, 200, None);
+        a[4] = end_line(10, 1, "/l", "mutex", 5, None, None, "Held", "Held", true, "LockLost");
+        let h = history(
+            &["I a 120"],
+            vec![
+                worker(10, vec![a]),
+                worker(11, vec![section(11, 1, "/l", "mutex", 6, "b", 150, 250, None)]),
+            ],
+        );
+        let r = check(&h, &opts());
+        assert!(r.violations.is_empty(), "{:#?}", r.violations);
+        assert!(
+            r.text.contains("fenced overlaps after an instant expiry: 1"),
+            "{}",
+            r.text
+        );
+    }
+
+    #[test]
+    fn reports_overshoots_per_lock_kind_with_each_attempts_own_deadline() {
+        let far = 100_000 * MS;
+        let attempt = |att: u64, mode: &str, deadline_ms: u64, wait_ms: u64| {
+            let lock = if mode == "multi" { "multi" } else { "/l" };
+            let start = far + att * 100_000 * MS;
+            vec![
+                format!("A 10 0 {att} {lock} {mode} {start} {}", deadline_ms * MS),
+                format!(
+                    "R 10 0 {att} {lock} {mode} {} timeout - {}",
+                    start + wait_ms * MS,
+                    wait_ms * MS
+                ),
+            ]
+        };
+        let h = history(
+            &[],
+            vec![worker(
+                10,
+                vec![
+                    attempt(1, "mutex", 0, 1),         // a zero timeout: 1 ms over
+                    attempt(2, "read", 200, 230),      // 30 ms over
+                    attempt(3, "write", 2000, 2100),   // 100 ms over: late
+                    attempt(4, "semaphore", 500, 400), // before its deadline (an error, say)
+                    attempt(5, "multi", 1500, 1520),   // 20 ms over
+                ],
+            )],
+        );
+        let r = check(&h, &opts());
+        let b = &r.overshoots_by_lock;
+        assert_eq!((b["mutex"].at_deadline, b["mutex"].max_ns), (1, MS));
+        assert_eq!((b["read"].max_ns, b["read"].late), (30 * MS, 0));
+        assert_eq!((b["write"].max_ns, b["write"].late), (100 * MS, 1));
+        assert!(!b.contains_key("semaphore"));
+        assert_eq!(b["multi"].max_ns, 20 * MS);
+        assert!(
+            r.text
+                .contains("overshoot by lock semaphore: 1 timed, 0 at the deadline"),
+            "{}",
+            r.text
+        );
+        assert!(
+            r.text
+                .contains("overshoot by lock write: 1 timed, 1 at the deadline, 1 late, max 100.0 ms"),
+            "{}",
+            r.text
+        );
+        assert_eq!(r.overshoots["no fault"].at_deadline, 4);
+        // The overlong rule counts from each attempt's own timeout: a zero
+        // timeout that took 4 sessions (of 1 s) + 10 s + 1 ms is overlong.
+        let h = history(&[], vec![worker(10, vec![attempt(1, "mutex", 0, 14_001)])]);
+        assert_caught(&h, "overlong attempt");
     }
 
     #[test]

@@ -17,11 +17,13 @@
 //!   section began (one line per lock of a multi-lock, mode `multi`); `node` is
 //!   the lock node's name, or `-` where the recipe does not expose it.
 //! * `E pid thread attempt lock mode token session start end told told-event
-//!   told-late status-at-grant status-at-end connected-before-release release`
-//!   — it ended. `told` is when the first `Suspended`/`Lost` was received on the
-//!   guard's loss receiver while holding (`-`: never; equal to `start` when it
-//!   was already queued at grant); `told-late` when one came while the holder
-//!   waited before releasing a lock that looked lost.
+//!   told-late status-at-grant status-at-end connected-before-release release
+//!   [release-ns]` — it ended. `told` is when the first `Suspended`/`Lost` was
+//!   received on the guard's loss receiver while holding (`-`: never; equal to
+//!   `start` when it was already queued at grant); `told-late` when one came
+//!   while the holder waited before releasing a lock that looked lost; the
+//!   statuses are the guard's (`?` in older logs); `release-ns`, how long the
+//!   release call took (older logs lack it).
 //! * `D pid thread attempt end` — the work of a section is done; written before
 //!   the release, so a worker killed during its release is not blamed.
 //!
@@ -86,6 +88,8 @@ pub struct EndRec {
     pub connected: bool,
     /// `ok` or the release's error kind.
     pub release: String,
+    /// How long the release call took (`None` in older logs).
+    pub release_wait: Option<u64>,
 }
 
 /// A critical section on one lock (`S`, then `E`).
@@ -347,6 +351,7 @@ impl History {
                         st_end: s(14)?,
                         connected: f.get(15)? == &"1",
                         release: s(16)?,
+                        release_wait: f.get(17).and_then(|v| opt_u64(v)),
                     })
                 } else {
                     None
@@ -410,7 +415,7 @@ mod tests {
             "R 10 0 1 /l mutex 150 acquired - 50",
             "S 10 0 1 /l mutex 7 1a 150 node",
             "D 10 0 1 190",
-            "E 10 0 1 /l mutex 7 1a 150 200 180 Suspended - Held Lost 0 ok",
+            "E 10 0 1 /l mutex 7 1a 150 200 180 Suspended - Held Lost 0 ok 1500",
             "A 10 0 2 /l mutex 300",
             "X 10 400",
             "garbage",
@@ -442,6 +447,7 @@ mod tests {
         let e = s.end.as_ref().unwrap();
         assert_eq!((s.token, e.end, e.told, e.told_late), (7, 200, Some(180), None));
         assert_eq!((e.st_end.as_str(), e.connected), ("Lost", false));
+        assert_eq!(e.release_wait, Some(1500));
         assert_eq!(h.unparsed, 1);
     }
 }

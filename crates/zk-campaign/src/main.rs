@@ -4,7 +4,7 @@
 //! zk-campaign [--seconds N] [--acquisitions N] [--seed N] [--workers N] [--threads N]
 //!             [--session-ms N] [--apache | --ensemble] [--dir DIR] [--hold-ms N]
 //!             [--long-hold-permille N] [--think-ms N] [--acquire-timeout-ms N]
-//!             [--overshoot-margin-ms N] [--max-overshoot-ms N]
+//!             [--short-timeout-percent N] [--overshoot-margin-ms N] [--max-overshoot-ms N]
 //! zk-campaign --check DIR [--connect HOST:PORT] [--overshoot-margin-ms N] [--max-overshoot-ms N]
 //! zk-campaign --leaks HOST:PORT [--root /campaign] [--leak-wait-ms N]
 //! ```
@@ -35,10 +35,17 @@
 //! | `kill-worker` | `kill -9` of a worker process; a replacement starts |
 //! | `stop-leader`, `kill-leader`, `stop-follower`, `kill-follower` | ensemble only: SIGTERM / SIGKILL of a node, then a restart |
 //!
-//! Workers log every acquire attempt (start, outcome, error kind, wait) and
-//! every critical section (lock, mode, fencing token, session, wall-clock start
-//! and end, the first `Suspended`/`Lost` heard on the guard's loss receiver,
-//! status, release outcome) to their own file, one `write` per line. At the
+//! Every acquire is a timed `try_acquire_for`: most with `--acquire-timeout-ms`,
+//! `--short-timeout-percent` of them with a short one (a fifth of those zero,
+//! the rest 10-2000 ms), so that every lock kind reaches its deadline under
+//! every fault kind. Workers log every acquire attempt (start, timeout,
+//! outcome, error kind, wait) and every critical section (lock, mode, fencing
+//! token, session, wall-clock start and end, the first `Suspended`/`Lost` heard
+//! on the guard's loss receiver, the guard's status at grant and at the end,
+//! release outcome) to their own file, one `write` per line. Every lock kind
+//! hands out the same guard, so all of this comes from the guard; a
+//! multi-lock's guard gives its worst member's status, every member's events on
+//! one receiver, and each member's node and token (one `S`/`E` line each). At the
 //! end the coordinator runs the checker on those logs and lists the lock tree
 //! through a fresh client; it prints acquisitions by kind, faults by kind,
 //! violations, leaked nodes and the longest wait, and exits with 1 on any
@@ -61,7 +68,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::{CommandFactory, Parser};
-use crossbeam_channel::{Receiver, Select};
+use crossbeam_channel::{Receiver, RecvTimeoutError};
 use zk_framework::framework::CuratorFramework;
 use zk_framework::retry::ExponentialBackoffRetry;
 use zk_recipes::{
@@ -172,10 +179,6 @@ fn status_str(s: LockStatus) -> &'static str {
     }
 }
 
-fn status_opt(s: Option<LockStatus>) -> &'static str {
-    s.map_or("?", status_str)
-}
-
 /// A file written one whole line per `write` (O_APPEND), so lines from threads
 /// never interleave and a `kill -9` loses at most the line being written.
 #[derive(Debug)]
@@ -219,7 +222,7 @@ const USAGE: &str = "\
 zk-campaign [--seconds N] [--acquisitions N] [--seed N] [--workers N] [--threads N]
                    [--session-ms N] [--apache | --ensemble] [--dir DIR] [--hold-ms N]
                    [--long-hold-permille N] [--think-ms N] [--acquire-timeout-ms N]
-                   [--overshoot-margin-ms N] [--max-overshoot-ms N]
+                   [--short-timeout-percent N] [--overshoot-margin-ms N] [--max-overshoot-ms N]
        zk-campaign --check DIR [--connect HOST:PORT] [--overshoot-margin-ms N] [--max-overshoot-ms N]
        zk-campaign --leaks HOST:PORT [--root /campaign] [--leak-wait-ms N]";
 
@@ -280,9 +283,13 @@ struct Cli {
     /// Longest pause between attempts.
     #[arg(long, value_name = "N", default_value_t = 10)]
     think_ms: u64,
-    /// The timeout of every acquire (each is a timed `try_acquire_for`).
+    /// The longest acquire timeout (every acquire is a timed `try_acquire_for`).
     #[arg(long, value_name = "N", default_value_t = 30_000)]
     acquire_timeout_ms: u64,
+    /// Percent of acquires with a short timeout instead (a fifth of them zero,
+    /// the rest 10-2000 ms), so that deadlines are reached under every fault.
+    #[arg(long, value_name = "N", default_value_t = 25)]
+    short_timeout_percent: u64,
     /// A timed acquire returning later than its deadline plus this is "late" in
     /// the report [default: 50 x ZK_TEST_TIMING].
     #[arg(long, value_name = "N")]
@@ -326,6 +333,7 @@ struct Opts {
     long_hold_permille: u64,
     think_ms: u64,
     acquire_timeout_ms: u64,
+    short_timeout_percent: u64,
     check: CheckOptions,
     // worker role
     slot: usize,
@@ -387,6 +395,7 @@ impl Opts {
             long_hold_permille: c.long_hold_permille,
             think_ms: c.think_ms,
             acquire_timeout_ms: c.acquire_timeout_ms,
+            short_timeout_percent: c.short_timeout_percent,
             check,
             slot: c.slot,
             connect: c.connect,
@@ -401,6 +410,9 @@ impl Opts {
             }
             if o.acquire_timeout_ms == 0 {
                 return Err("--acquire-timeout-ms must be positive".into());
+            }
+            if o.short_timeout_percent > 100 {
+                return Err("--short-timeout-percent must be at most 100".into());
             }
         }
         Ok(Some(o))
@@ -505,6 +517,8 @@ struct Worker {
     client: CuratorFramework,
     stop: AtomicBool,
     acquire_timeout: Duration,
+    /// Percent of acquires with a short timeout (0 or 10-2000 ms).
+    short_timeout_percent: u64,
     hold_max_ms: u64,
     /// Per mille of sections held for 0.5–1.5 session timeouts, so that faults
     /// catch holders in the middle of their work.
@@ -519,8 +533,45 @@ struct Worker {
 struct Member {
     lock: &'static str,
     token: i64,
-    /// The lock node's name (`-` when the recipe does not expose it).
+    /// The lock node's name (`-` when it is not known).
     node: String,
+}
+
+impl Member {
+    fn new(lock: &'static str, token: i64, node: &str) -> Member {
+        let name = node.rsplit('/').next().filter(|n| !n.is_empty()).unwrap_or("-");
+        Member {
+            lock,
+            token,
+            node: name.to_string(),
+        }
+    }
+}
+
+/// The lock path of a member of the campaign's multi-lock, from its node's path.
+fn member_lock(node: &str) -> &'static str {
+    [MUTEX_PATH, RW_PATH, SEM_PATH]
+        .into_iter()
+        .find(|p| node.strip_prefix(p).is_some_and(|rest| rest.starts_with('/')))
+        .unwrap_or("?")
+}
+
+/// The members of a held lock, from its guard's nodes (joined by `,` for a
+/// multi-lock) and tokens (in the same order).
+fn members(kind: Kind, nodes: &str, tokens: &[i64]) -> Vec<Member> {
+    match kind {
+        Kind::Multi => nodes
+            .split(',')
+            .zip(tokens)
+            .map(|(n, t)| Member::new(member_lock(n), *t, n))
+            .collect(),
+        _ => vec![Member::new(kind.lock(), tokens.first().copied().unwrap_or(0), nodes)],
+    }
+}
+
+/// What the holder hears on its guard's loss receiver (for a multi-lock, the
+/// events of every member on one channel), and the guard's status.
+struct Signal {
     rx: Receiver<LockEvent>,
     closed: bool,
     told: Option<(u64, LockEvent)>,
@@ -529,25 +580,15 @@ struct Member {
     st_end: &'static str,
 }
 
-impl Member {
-    fn with_node(mut self, node: Option<String>) -> Member {
-        if let Some(n) = node.filter(|n| !n.is_empty()) {
-            self.node = n.rsplit('/').next().unwrap_or(&n).to_string();
-        }
-        self
-    }
-
-    fn new(lock: &'static str, token: i64, rx: Receiver<LockEvent>, st0: &'static str) -> Member {
-        Member {
-            lock,
-            token,
-            node: "-".into(),
+impl Signal {
+    fn new(rx: Receiver<LockEvent>, st0: LockStatus) -> Signal {
+        Signal {
             rx,
             closed: false,
             told: None,
             told_late: None,
-            st0,
-            st_end: st0,
+            st0: status_str(st0),
+            st_end: status_str(st0),
         }
     }
 }
@@ -556,61 +597,46 @@ fn is_loss(ev: LockEvent) -> bool {
     matches!(ev, LockEvent::Suspended | LockEvent::Lost)
 }
 
-/// Waits until `until` for a `Suspended`/`Lost` on the receivers of members
-/// that have not told yet. While holding (`late == false`) it records `told`
-/// and returns at the first one (the holder stops working); before a release
-/// (`late == true`) it records `told_late` and waits for every member.
-fn wait_for_loss(members: &mut [Member], until: Instant, late: bool) {
+/// Waits until `until` for a `Suspended`/`Lost`. While holding (`late ==
+/// false`) it records `told` and returns at once (the holder stops working);
+/// before a release (`late == true`) it records `told_late`.
+fn wait_for_loss(sig: &mut Signal, until: Instant, late: bool) {
     loop {
         let now = Instant::now();
         if now >= until {
             return;
         }
-        let idx: Vec<usize> = (0..members.len())
-            .filter(|&i| {
-                let m = &members[i];
-                !m.closed && m.told.is_none() && (!late || m.told_late.is_none())
-            })
-            .collect();
-        if idx.is_empty() {
+        if sig.closed || sig.told.is_some() || (late && sig.told_late.is_some()) {
             if !late {
                 std::thread::sleep(until - now); // keep "working" until the end of the hold
             }
             return;
         }
-        let mut sel = Select::new();
-        for &i in &idx {
-            sel.recv(&members[i].rx);
-        }
-        let Ok(op) = sel.select_timeout(until - now) else {
-            return;
-        };
-        let i = idx[op.index()];
-        match op.recv(&members[i].rx) {
+        match sig.rx.recv_timeout(until - now) {
             Ok(ev) if is_loss(ev) => {
                 let t = now_ns();
                 if late {
-                    members[i].told_late = Some(t);
+                    sig.told_late = Some(t);
                 } else {
-                    members[i].told = Some((t, ev));
-                    return;
+                    sig.told = Some((t, ev));
                 }
+                return;
             }
             Ok(_) => {}
-            Err(_) => members[i].closed = true,
+            Err(RecvTimeoutError::Timeout) => return,
+            Err(RecvTimeoutError::Disconnected) => sig.closed = true,
         }
     }
 }
 
-/// Takes every pending event without waiting; records the first loss.
-fn drain(members: &mut [Member]) {
-    for m in members.iter_mut() {
-        while m.told.is_none() {
-            match m.rx.try_recv() {
-                Ok(ev) if is_loss(ev) => m.told = Some((now_ns(), ev)),
-                Ok(_) => {}
-                Err(_) => break,
-            }
+/// Takes every pending event without waiting; records the first loss (at
+/// `at`, or now).
+fn drain(sig: &mut Signal, at: Option<u64>) {
+    while sig.told.is_none() {
+        match sig.rx.try_recv() {
+            Ok(ev) if is_loss(ev) => sig.told = Some((at.unwrap_or_else(now_ns), ev)),
+            Ok(_) => {}
+            Err(_) => break,
         }
     }
 }
@@ -637,20 +663,14 @@ impl Attempt<'_> {
         ));
     }
 
-    /// Records the grant and the section start (the loss receivers are already
+    /// Records the grant and the section start (the loss receiver is already
     /// subscribed); an event already queued means the holder was told at grant.
-    fn begin(&self, mut members: Vec<Member>) -> Section<'_> {
+    fn begin(&self, members: Vec<Member>, mut sig: Signal) -> Section<'_> {
         self.result("acquired", "-");
         let sid = format!("{:x}", self.w.client.session_id());
         let start = now_ns();
-        for m in members.iter_mut() {
-            while m.told.is_none() {
-                match m.rx.try_recv() {
-                    Ok(ev) if is_loss(ev) => m.told = Some((start, ev)),
-                    Ok(_) => {}
-                    Err(_) => break,
-                }
-            }
+        drain(&mut sig, Some(start));
+        for m in &members {
             self.w.line(&format!(
                 "S {} {} {} {} {} {} {sid} {start} {}",
                 self.w.pid,
@@ -665,6 +685,7 @@ impl Attempt<'_> {
         Section {
             a: self,
             members,
+            sig,
             sid,
             start,
             end: start,
@@ -676,6 +697,7 @@ impl Attempt<'_> {
 struct Section<'a> {
     a: &'a Attempt<'a>,
     members: Vec<Member>,
+    sig: Signal,
     sid: String,
     start: u64,
     end: u64,
@@ -684,13 +706,14 @@ struct Section<'a> {
 
 impl Section<'_> {
     /// "Works" for `hold`, stopping early at the first loss signal, then checks
-    /// the receivers once more and records the end.
-    fn hold(&mut self, hold: Duration) {
-        if self.members.iter().all(|m| m.told.is_none()) {
-            wait_for_loss(&mut self.members, Instant::now() + hold, false);
+    /// the receiver once more, records the guard's status and the end.
+    fn hold(&mut self, hold: Duration, status: impl Fn() -> LockStatus) {
+        if self.sig.told.is_none() {
+            wait_for_loss(&mut self.sig, Instant::now() + hold, false);
         }
-        drain(&mut self.members);
+        drain(&mut self.sig, None);
         self.end = now_ns();
+        self.sig.st_end = status_str(status());
         // Before the release: a worker killed from here on has finished its
         // work, and the lock may be free before its `E` lines are written.
         let a = self.a;
@@ -702,30 +725,26 @@ impl Section<'_> {
     /// for the signal, so a late signal is told apart from none at all.
     fn before_release(&mut self) {
         self.connected = self.a.w.client.is_connected();
-        let connected = self.connected;
-        let needs = self
-            .members
-            .iter()
-            .any(|m| m.told.is_none() && (!connected || matches!(m.st_end, "Uncertain" | "Lost")));
-        if needs {
-            wait_for_loss(&mut self.members, Instant::now() + self.a.w.grace, true);
+        if self.sig.told.is_none() && (!self.connected || matches!(self.sig.st_end, "Uncertain" | "Lost")) {
+            wait_for_loss(&mut self.sig, Instant::now() + self.a.w.grace, true);
         }
     }
 
-    fn finish(self, release: &Result<(), LockError>) {
+    fn finish(self, release: &Result<(), LockError>, took: Duration) {
         let rel = match release {
             Ok(()) => "ok".to_string(),
             Err(e) => err_kind(e),
         };
         let a = self.a;
+        let sig = &self.sig;
+        let (told, ev) = match sig.told {
+            Some((t, ev)) => (t.to_string(), format!("{ev:?}")),
+            None => ("-".into(), "-".into()),
+        };
+        let late = sig.told_late.map_or("-".to_string(), |t| t.to_string());
         for m in &self.members {
-            let (told, ev) = match m.told {
-                Some((t, ev)) => (t.to_string(), format!("{ev:?}")),
-                None => ("-".into(), "-".into()),
-            };
-            let late = m.told_late.map_or("-".to_string(), |t| t.to_string());
             a.w.line(&format!(
-                "E {} {} {} {} {} {} {} {} {} {told} {ev} {late} {} {} {} {rel}",
+                "E {} {} {} {} {} {} {} {} {} {told} {ev} {late} {} {} {} {rel} {}",
                 a.w.pid,
                 a.thr,
                 a.att,
@@ -735,9 +754,10 @@ impl Section<'_> {
                 self.sid,
                 self.start,
                 self.end,
-                m.st0,
-                m.st_end,
+                sig.st0,
+                sig.st_end,
                 u8::from(self.connected),
+                took.as_nanos(),
             ));
         }
     }
@@ -748,6 +768,17 @@ impl Worker {
         self.log.line(s);
     }
 
+    /// This attempt's timeout: mostly the full one, sometimes short or zero.
+    fn pick_timeout(&self, rng: &mut Rng) -> Duration {
+        if rng.below(100) >= self.short_timeout_percent {
+            self.acquire_timeout
+        } else if rng.below(5) == 0 {
+            Duration::ZERO
+        } else {
+            rng.ms(10, 2000).min(self.acquire_timeout)
+        }
+    }
+
     fn run_thread(&self, thr: usize, seed: u64) -> Result<(), String> {
         let c = &self.client;
         let e = |e: LockError| e.to_string();
@@ -755,19 +786,14 @@ impl Worker {
         let rw = InterProcessReadWriteLock::new(c, RW_PATH).map_err(e)?;
         let sem = InterProcessSemaphoreMutex::new(c, SEM_PATH).map_err(e)?;
         // The multi-lock's own instances, on the same paths.
-        let m_mutex = Arc::new(InterProcessMutex::new(c, MUTEX_PATH).map_err(e)?);
-        let m_sem = Arc::new(InterProcessSemaphoreMutex::new(c, SEM_PATH).map_err(e)?);
         let m_rw = InterProcessReadWriteLock::new(c, RW_PATH).map_err(e)?;
-        let m_write = Arc::new(m_rw.write_lock().clone());
         let multi = MultiLock::new(vec![
-            m_mutex.clone() as Arc<dyn InterProcessLock>,
-            m_sem.clone() as Arc<dyn InterProcessLock>,
-            m_write.clone() as Arc<dyn InterProcessLock>,
+            Arc::new(InterProcessMutex::new(c, MUTEX_PATH).map_err(e)?) as Arc<dyn InterProcessLock>,
+            Arc::new(InterProcessSemaphoreMutex::new(c, SEM_PATH).map_err(e)?) as Arc<dyn InterProcessLock>,
+            Arc::new(m_rw.write_lock().clone()) as Arc<dyn InterProcessLock>,
         ])
         .map_err(e)?;
-        let never = crossbeam_channel::never::<LockEvent>;
         let mut rng = Rng::new(seed);
-        let timeout = self.acquire_timeout;
         let mut att = 0u64;
         while !self.stop.load(Ordering::SeqCst) {
             att += 1;
@@ -777,7 +803,8 @@ impl Worker {
             } else {
                 Duration::from_millis(rng.below(self.hold_max_ms + 1))
             };
-            // Every acquire is timed: the deadline goes into the history.
+            let timeout = self.pick_timeout(&mut rng);
+            // Every acquire is timed: its deadline goes into the history.
             self.line(&format!(
                 "A {} {thr} {att} {} {} {} {}",
                 self.pid,
@@ -794,89 +821,36 @@ impl Worker {
                 started: Instant::now(),
             };
             let mut failed = false;
-            let mut outcome = |r: Result<bool, LockError>| match r {
-                Ok(true) => {}
-                Ok(false) => a.result("timeout", "-"),
-                Err(e) => {
-                    failed = true;
-                    a.result("error", &err_kind(&e));
-                }
-            };
+            // Every kind hands out the same guard type (over its own lock):
+            // status, loss receiver, nodes and tokens come from the guard (a
+            // multi-lock's: its worst member's status, every member's events,
+            // node and token).
+            macro_rules! section {
+                ($r:expr) => {
+                    match $r {
+                        Ok(Some(g)) => {
+                            let sig = Signal::new(g.loss_receiver(), g.status());
+                            let mut s = a.begin(members(kind, &g.lock_path(), &g.fencing_tokens()), sig);
+                            s.hold(hold, || g.status());
+                            s.before_release();
+                            let released = Instant::now();
+                            let r = g.release();
+                            s.finish(&r, released.elapsed());
+                        }
+                        Ok(None) => a.result("timeout", "-"),
+                        Err(e) => {
+                            failed = true;
+                            a.result("error", &err_kind(&e));
+                        }
+                    }
+                };
+            }
             match kind {
-                Kind::Mutex | Kind::Read | Kind::Write => {
-                    // The three guard types differ; the bookkeeping does not.
-                    macro_rules! section {
-                        ($r:expr) => {
-                            match $r {
-                                Ok(Some(g)) => {
-                                    let rx = g.loss_receiver();
-                                    let st0 = status_str(g.status());
-                                    let m = Member::new(kind.lock(), g.fencing_token(), rx, st0)
-                                        .with_node(Some(g.lock_path()));
-                                    let mut s = a.begin(vec![m]);
-                                    s.hold(hold);
-                                    s.members[0].st_end = status_str(g.status());
-                                    s.before_release();
-                                    let r = g.release();
-                                    s.finish(&r);
-                                }
-                                Ok(None) => outcome(Ok(false)),
-                                Err(e) => outcome(Err(e)),
-                            }
-                        };
-                    }
-                    match kind {
-                        Kind::Mutex => section!(mutex.try_acquire_for(timeout)),
-                        Kind::Read => section!(rw.read_lock().try_acquire_for(timeout)),
-                        _ => section!(rw.write_lock().try_acquire_for(timeout)),
-                    }
-                }
-                Kind::Semaphore => match sem.try_acquire_for(timeout) {
-                    Ok(Some(g)) => {
-                        let rx = sem.loss_receiver().unwrap_or_else(never);
-                        let mut s = a.begin(vec![Member::new(SEM_PATH, g.fencing_token(), rx, "?")]);
-                        s.hold(hold);
-                        s.before_release();
-                        let r = g.release();
-                        s.finish(&r);
-                    }
-                    Ok(None) => outcome(Ok(false)),
-                    Err(e) => outcome(Err(e)),
-                },
-                Kind::Multi => match multi.try_acquire_for(timeout) {
-                    Ok(Some(g)) => {
-                        let members = vec![
-                            Member::new(
-                                MUTEX_PATH,
-                                m_mutex.fencing_token().unwrap_or(0),
-                                m_mutex.loss_receiver().unwrap_or_else(never),
-                                status_opt(m_mutex.status()),
-                            )
-                            .with_node(m_mutex.lock_path()),
-                            Member::new(
-                                SEM_PATH,
-                                m_sem.fencing_token().unwrap_or(0),
-                                m_sem.loss_receiver().unwrap_or_else(never),
-                                "?",
-                            ),
-                            Member::new(
-                                RW_PATH,
-                                m_write.fencing_token().unwrap_or(0),
-                                m_write.loss_receiver().unwrap_or_else(never),
-                                "?",
-                            )
-                            .with_node(m_write.lock_path()),
-                        ];
-                        let mut s = a.begin(members);
-                        s.hold(hold);
-                        s.members[0].st_end = status_opt(m_mutex.status());
-                        s.before_release();
-                        let r = g.release();
-                        s.finish(&r);
-                    }
-                    Ok(None) => outcome(Ok(false)),
-                    Err(e) => outcome(Err(e)),
-                },
+                Kind::Mutex => section!(mutex.try_acquire_for(timeout)),
+                Kind::Read => section!(rw.read_lock().try_acquire_for(timeout)),
+                Kind::Write => section!(rw.write_lock().try_acquire_for(timeout)),
+                Kind::Semaphore => section!(sem.try_acquire_for(timeout)),
+                Kind::Multi => section!(multi.try_acquire_for(timeout)),
             }
             // Think; a little longer after an error, so a dead server is not
             // hammered in a tight loop.
@@ -924,6 +898,7 @@ fn worker_main(o: &Opts) -> ExitCode {
         client,
         stop: AtomicBool::new(false),
         acquire_timeout: Duration::from_millis(o.acquire_timeout_ms),
+        short_timeout_percent: o.short_timeout_percent,
         hold_max_ms: o.hold_ms,
         long_hold_permille: o.long_hold_permille,
         session,
@@ -1586,12 +1561,13 @@ fn coordinator_main(o: &Opts) -> ExitCode {
         dir.display()
     );
     log.line(&format!(
-        "P seed={seed} backend={} workers={} threads={} session_ms={} acquire_timeout_ms={} kinds={}",
+        "P seed={seed} backend={} workers={} threads={} session_ms={} acquire_timeout_ms={} short_timeout_percent={} kinds={}",
         server.name(),
         o.workers,
         o.threads,
         session.as_millis(),
         o.acquire_timeout_ms,
+        o.short_timeout_percent,
         kinds.join(",")
     ));
     let mut slots = Vec::new();
@@ -1624,6 +1600,8 @@ fn coordinator_main(o: &Opts) -> ExitCode {
             session.as_millis().to_string(),
             "--acquire-timeout-ms".into(),
             o.acquire_timeout_ms.to_string(),
+            "--short-timeout-percent".into(),
+            o.short_timeout_percent.to_string(),
             "--hold-ms".into(),
             o.hold_ms.to_string(),
             "--long-hold-permille".into(),

@@ -543,3 +543,78 @@ fn an_owned_guard_lives_in_a_struct() {
     assert!(!lock.is_acquired_in_this_process());
     no_orphans(&c, "/contract/owned");
 }
+
+/// A multi-lock that times out while the server is frozen gives back the
+/// members it took without waiting past its deadline (their deletes go on in
+/// the background), and leaves nothing behind once the server answers again.
+#[test]
+fn a_multi_lock_rolls_back_within_its_deadline_on_a_frozen_server() {
+    let s = TestingServer::start_backend(zk_testing::Backend::Embedded).unwrap();
+    let (c, other) = (client(&s), client(&s));
+    let holder = InterProcessMutex::new(&other, "/contract/rollback/c").unwrap();
+    let held = holder.acquire().unwrap();
+    let paths = ["/contract/rollback/a", "/contract/rollback/b", "/contract/rollback/c"];
+    let multi = MultiLock::from_paths(&c, &paths).unwrap();
+    let timeout = Duration::from_millis(500);
+    std::thread::scope(|sc| {
+        let waiter = sc.spawn(|| {
+            let start = Instant::now();
+            let r = multi.try_acquire_for(timeout).map(|g| g.is_some());
+            (r, start)
+        });
+        // /a and /b are taken and /c is being waited for: freeze the server.
+        assert!(wait_until(timing().wait(), || lock_nodes(
+            &other,
+            "/contract/rollback/c"
+        )
+        .len()
+            == 2));
+        s.pause().unwrap();
+        let (r, start) = waiter.join().unwrap();
+        let elapsed = start.elapsed();
+        s.resume().unwrap();
+        eprintln!("multi-lock rollback on a frozen server: {elapsed:?} for a {timeout:?} deadline");
+        assert!(matches!(r, Ok(false)), "{r:?}");
+        // The grace of one request, not one per member given back.
+        let bound = timeout + timing().scale(Duration::from_millis(50));
+        assert!(elapsed <= bound, "returned after {elapsed:?}, deadline {timeout:?}");
+    });
+    held.release().unwrap();
+    no_orphans(&other, "/contract/rollback");
+}
+
+/// A release that is under way when the session ends (a server paused past
+/// the session timeout) never surfaces a raw `SessionExpired`: the holding was
+/// held when the release began, so the node going with the session is a
+/// release; and nothing is left behind.
+#[test]
+fn a_release_racing_a_session_expiry_is_not_a_raw_error() {
+    let s = TestingServer::start_backend(zk_testing::Backend::Embedded).unwrap();
+    let c = client(&s);
+    let m = InterProcessMutex::new(&c, "/contract/race").unwrap();
+    let g = m.acquire().unwrap();
+    s.pause().unwrap();
+    let paused_at = Instant::now();
+    std::thread::scope(|sc| {
+        // Past the session timeout the server resumes: the session expires
+        // first, then the waiting delete is answered.
+        sc.spawn(|| {
+            let past = timing().session() + Duration::from_millis(500);
+            assert!(wait_until(past * 2, || paused_at.elapsed() > past));
+            s.resume().unwrap();
+        });
+        let r = g.release();
+        assert!(
+            matches!(r, Ok(()) | Err(Error::ZooKeeper(zk_framework::Error::ConnectionLoss))),
+            "release racing an expiry: {r:?}"
+        );
+    });
+    let other = client(&s);
+    no_orphans(&other, "/contract/race");
+    let m2 = InterProcessMutex::new(&other, "/contract/race").unwrap();
+    m2.try_acquire_for(timing().wait())
+        .unwrap()
+        .expect("free")
+        .release()
+        .unwrap();
+}

@@ -9,9 +9,12 @@
 //! reply that comes later is read and dropped). Scopes nest: the inner
 //! deadline is the earlier of the two.
 //!
-//! A request sent at or after the deadline still gets [`GRACE`] to be answered,
-//! so that a zero timeout can make its one attempt on a healthy connection; it
-//! never waits for a connection.
+//! A request may wait for its reply until the deadline plus [`GRACE`]: a zero
+//! timeout can then make its one attempt on a healthy connection (it never
+//! waits for a connection), and the cleanup after a deadline (deleting a node
+//! that was queued, giving back the members of a multi-lock) is answered at
+//! once by a healthy server. The grace is shared by every request of the
+//! scope, so nothing ends later than the deadline plus one grace.
 
 use std::cell::Cell;
 use std::time::{Duration, Instant};
@@ -63,6 +66,21 @@ pub fn with_deadline<T>(deadline: Option<Instant>, f: impl FnOnce() -> T) -> T {
 /// ```
 pub fn current() -> Option<Instant> {
     DEADLINE.with(|d| d.get())
+}
+
+/// The latest a request sent now may wait for its reply under this thread's
+/// deadline: the deadline plus [`GRACE`] (`None`: no deadline).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Instant;
+/// use zk_framework::deadline;
+/// let d = Instant::now();
+/// deadline::with_deadline(Some(d), || assert_eq!(deadline::request_bound(), Some(d + deadline::GRACE)));
+/// ```
+pub fn request_bound() -> Option<Instant> {
+    current().and_then(|d| d.checked_add(GRACE))
 }
 
 /// Time left until this thread's deadline (`None`: no deadline).

@@ -458,44 +458,66 @@ impl Holding {
         };
         let s = s.clone();
         let client = &s.client;
+        let held_at_start = s.status() == LockStatus::Held;
         let lost = s.mark_released();
         let nodes: Vec<&str> = std::iter::once(s.node.as_str()).chain(s.companion.as_deref()).collect();
+        let to_background = || -> Result<()> {
+            for n in &nodes {
+                client.delete_in_background(n)?;
+            }
+            Ok(())
+        };
+        let lost_error = || Error::LockLost { path: s.base.clone() };
         if lost {
-            for n in &nodes {
-                client.delete_in_background(n)?;
-            }
-            return Err(Error::LockLost { path: s.base.clone() });
+            to_background()?;
+            return Err(lost_error());
         }
+        // Never wait for a connection. Under a caller's deadline (a multi-lock
+        // giving back its members at its deadline) the delete gets what is
+        // left of the deadline's grace, then goes on in the background.
         if !client.is_connected() {
-            for n in &nodes {
-                client.delete_in_background(n)?;
-            }
+            to_background()?;
             return Err(Error::ZooKeeper(zk_framework::Error::ConnectionLoss));
         }
+        // The session may end while the release waits (a paused server, a
+        // partition): the node goes with it. A holding that was held when the
+        // release began was given up with nothing overlapping it: released. One
+        // that was already uncertain may have been lost before the release:
+        // lost.
+        let session_ended = || client.session_generation() != s.generation;
+        let outcome = |r: zk_framework::Result<()>| -> Result<()> {
+            match r {
+                Err(e) if !(matches!(e, zk_framework::Error::SessionExpired) || session_ended()) => {
+                    Err(Error::ZooKeeper(e))
+                }
+                _ if session_ended() && !held_at_start => Err(lost_error()),
+                Err(_) if held_at_start => Ok(()),
+                Err(_) => Err(lost_error()),
+                Ok(()) => Ok(()),
+            }
+        };
         if nodes.len() == 2 {
             let ops = nodes
                 .iter()
                 .map(|n| zk_framework::client::Op::delete(client.fix_path(n), None))
                 .collect::<Vec<_>>();
             match client.call_with_retry(|c| c.multi(ops.clone())) {
-                Ok(_) => return Ok(()),
+                Ok(_) => return outcome(Ok(())),
                 // One of them is gone already: delete the other on its own.
                 Err(zk_framework::Error::NoNode { .. }) => {}
                 Err(e) => {
-                    for n in &nodes {
-                        client.delete_in_background(n)?;
-                    }
-                    return Err(e.into());
+                    to_background()?;
+                    return outcome(Err(e));
                 }
             }
         }
         let mut result = Ok(());
-        for n in nodes {
+        for n in &nodes {
             if let Err(e) = client.delete().guaranteed().for_path(n) {
-                result = Err(Error::from(e));
+                result = Err(e);
             }
         }
-        result
+        outcome(result)
     }
 }
 

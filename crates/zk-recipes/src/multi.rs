@@ -196,7 +196,10 @@ impl MultiLock {
             }
             for (lock, h) in taken.into_iter().rev() {
                 match lock.release_holding(h) {
-                    Ok(()) | Err(Error::LockLost { .. }) => {}
+                    // At the deadline the deletes go on in the background.
+                    Ok(())
+                    | Err(Error::LockLost { .. })
+                    | Err(Error::ZooKeeper(zk_framework::Error::DeadlineExceeded)) => {}
                     Err(e) => log::warn!("rolling back a multi-lock: releasing {}: {e}", lock.order_key().0),
                 }
             }

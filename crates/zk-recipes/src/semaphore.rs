@@ -535,13 +535,23 @@ impl InterProcessSemaphoreV2 {
             }
             let kids = match listing.take() {
                 Some(k) => k,
-                None if watching => {
-                    let txc = tx.clone();
-                    self.client.get_children_w(&self.leases_path, move |_e| {
-                        let _ = txc.try_send(());
-                    })?
+                None => {
+                    let listed = if watching {
+                        let txc = tx.clone();
+                        self.client.get_children_w(&self.leases_path, move |_e| {
+                            let _ = txc.try_send(());
+                        })
+                    } else {
+                        self.client.get_children(&self.leases_path)
+                    };
+                    match listed {
+                        Ok(k) => k,
+                        // The leases directory was reaped: our lease went with an
+                        // ended session. Queue again.
+                        Err(zk_framework::Error::NoNode { .. }) => return Ok(Attempt::Missing),
+                        Err(e) => return Err(e.into()),
+                    }
                 }
-                None => self.client.get_children(&self.leases_path)?,
             };
             match crate::driver::lease_granted(&kids, &ours, self.max_leases as usize) {
                 Err(crate::driver::NodeMissing) => return Ok(Attempt::Missing),

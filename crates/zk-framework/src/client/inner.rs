@@ -447,9 +447,9 @@ impl Inner {
         }
         let now = Instant::now();
         let own = deadline.unwrap_or_else(|| now + self.call_bound());
-        // The caller's deadline, with a grace so that a request sent at the
-        // deadline can still be answered by a healthy server.
-        let caller = crate::deadline::current().map(|d| d.max(now + crate::deadline::GRACE));
+        // The caller's deadline, plus one grace shared by every request of the
+        // scope (see `crate::deadline`).
+        let caller = crate::deadline::request_bound();
         let (deadline, abandon) = match caller {
             Some(c) if c < own => (c, true),
             _ => (own, false),

@@ -2,8 +2,11 @@
 //!
 //! From the moment a node is granted, its [`Holding`] tracks, whether or not
 //! anyone subscribed:
-//! * the deletion of its own node (an exists-watch set right after the grant,
-//!   without waiting for its reply, so the acquire gains no round trip);
+//! * the deletion of its own node (an exists-watch sent [`OWN_WATCH_DELAY`]
+//!   after the grant, from a shared timer thread and without waiting for its
+//!   reply: the acquire gains no round trip, and a lock released sooner costs
+//!   no request and no notification; a node deleted before the watch is set is
+//!   reported when the watch finds it gone);
 //! * a session change (the managed client's session generation);
 //! * connection states: `Suspended` and `ReadOnly` make it uncertain,
 //!   `Reconnected` on the same session makes it held again, `Lost` is final.
@@ -13,11 +16,13 @@
 //! its node is deleted, so the deletion is never reported as a loss; the loss
 //! channels then end.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use zk_framework::client::WatchedEvent;
 use zk_framework::framework::{CuratorFramework, ListenerHandle};
 use zk_framework::proto::EventType;
@@ -262,7 +267,10 @@ impl Holding {
         *state.listener.lock() = Some(handle);
         // The state may have changed before the listener existed.
         let _ = state.status();
-        watch_own_node(&state);
+        // The own-node watch goes out shortly after the grant, so that a lock
+        // held for less than that (an uncontended cycle, a quick handoff) costs
+        // no extra request and no notification at its release.
+        schedule_own_watch(&state);
         Holding {
             inner: HoldingKind::One(state),
         }
@@ -534,6 +542,83 @@ fn worst(a: LockStatus, b: LockStatus) -> LockStatus {
     }
 }
 
+/// How long after a grant a holding's own-node watch is sent (and, after a
+/// revocation request used it up, set again). A node deleted within it is
+/// reported as soon as the watch finds it gone.
+///
+/// # Examples
+///
+/// ```
+/// assert!(zk_recipes::OWN_WATCH_DELAY <= std::time::Duration::from_millis(10));
+/// ```
+pub const OWN_WATCH_DELAY: Duration = Duration::from_millis(10);
+
+/// Own-node watches waiting for their time, in due order (one fixed delay, so
+/// pushing at the back keeps the order).
+struct WatchQueue {
+    due: Mutex<VecDeque<(Instant, Weak<HoldState>)>>,
+    wake: Condvar,
+}
+
+/// One timer thread per process sends the own-node watches that are due; a
+/// holding released (or dropped) before its time sends none. A grant only
+/// wakes the timer when the queue was empty, so a busy lock costs no thread
+/// wake-up per acquire.
+fn schedule_own_watch(st: &Arc<HoldState>) {
+    static QUEUE: OnceLock<Option<Arc<WatchQueue>>> = OnceLock::new();
+    let queue = QUEUE.get_or_init(|| {
+        let q = Arc::new(WatchQueue {
+            due: Mutex::new(VecDeque::new()),
+            wake: Condvar::new(),
+        });
+        let timer = q.clone();
+        std::thread::Builder::new()
+            .name("zk-lock-watches".into())
+            .spawn(move || own_watch_timer(&timer))
+            .ok()
+            .map(|_| q)
+    });
+    let Some(q) = queue else {
+        // No timer thread (the system refused one): watch at once.
+        return watch_own_node(st);
+    };
+    let mut due = q.due.lock();
+    let was_empty = due.is_empty();
+    due.push_back((Instant::now() + OWN_WATCH_DELAY, Arc::downgrade(st)));
+    drop(due);
+    if was_empty {
+        q.wake.notify_one();
+    }
+}
+
+fn own_watch_timer(q: &WatchQueue) {
+    let mut due = q.due.lock();
+    loop {
+        let now = Instant::now();
+        match due.front().map(|(t, _)| *t) {
+            None => q.wake.wait(&mut due),
+            Some(t) if t > now => {
+                q.wake.wait_until(&mut due, t);
+            }
+            Some(_) => {
+                let mut ready = Vec::new();
+                while due.front().is_some_and(|(t, _)| *t <= now) {
+                    if let Some((_, w)) = due.pop_front() {
+                        ready.push(w);
+                    }
+                }
+                drop(due);
+                for st in ready.iter().filter_map(Weak::upgrade) {
+                    if !st.watching.load(Ordering::SeqCst) {
+                        watch_own_node(&st);
+                    }
+                }
+                due = q.due.lock();
+            }
+        }
+    }
+}
+
 /// Sets the exists-watch on our own node without waiting. The watcher and the
 /// reply callback only signal (they run on the client's threads).
 fn watch_own_node(st: &Arc<HoldState>) {
@@ -571,16 +656,9 @@ fn on_own_node_event(weak: &Weak<HoldState>, e: WatchedEvent) {
         EventType::NodeDataChanged | EventType::NodeCreated => {
             // The watch is used up (a revocation request writes data). Setting
             // it again sends a request, which a watcher must not do on the
-            // client's event thread.
+            // client's event thread: the timer thread does it.
             st.watching.store(false, Ordering::SeqCst);
-            let weak = weak.clone();
-            let _ = std::thread::Builder::new()
-                .name("zk-lock-rewatch".into())
-                .spawn(move || {
-                    if let Some(st) = weak.upgrade() {
-                        watch_own_node(&st);
-                    }
-                });
+            schedule_own_watch(&st);
         }
         _ => {}
     }

@@ -25,7 +25,7 @@ mod rwlock;
 mod semaphore;
 
 pub use error::{Error, Result};
-pub use holding::{Holding, LockEvent, LockStatus};
+pub use holding::{Holding, LockEvent, LockStatus, OWN_WATCH_DELAY};
 pub use lock::{ArcLockGuard, InterProcessLock, LockGuard, NotSend, RawLock};
 pub use multi::{MultiLock, MultiLockGuard};
 pub use mutex::{InterProcessMutex, InterProcessMutexGuard};

@@ -191,3 +191,119 @@ fn mutex_excludes_across_processes() {
 fn semaphore_mutex_excludes_across_processes() {
     run_processes("semaphore", 4, 8);
 }
+
+const PAUSED_CHILD_ENV: &str = "ZK_PAUSED_HOLDER_CHILD";
+
+/// The child's side: hold a mutex, then check it every few milliseconds; after
+/// a jump in time (the process was stopped), report the very first check.
+fn paused_holder(connect: &str) {
+    let t = Timing::from_env();
+    let client = CuratorFramework::builder()
+        .connect_string(connect)
+        .session_timeout(t.session())
+        .connection_timeout(t.connection())
+        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
+        .build()
+        .unwrap();
+    client.block_until_connected(t.wait()).unwrap();
+    let m = InterProcessMutex::new(&client, "/paused/lock").unwrap();
+    let g = m.acquire().unwrap();
+    g.check().unwrap();
+    println!("HOLDING");
+    std::io::stdout().flush().unwrap();
+    let events = g.loss_receiver();
+    let mut last = Instant::now();
+    loop {
+        let _ = events.recv_timeout(Duration::from_millis(2));
+        let now = Instant::now();
+        if now - last > Duration::from_secs(1) {
+            let r = g.check();
+            println!("AFTER_RESUME ok={} {r:?}", r.is_ok());
+            std::io::stdout().flush().unwrap();
+            break;
+        }
+        last = now;
+    }
+    drop(g);
+    client.close();
+}
+
+/// A holder whose process is stopped (SIGSTOP, as a long GC-like stall or a
+/// debugger would) past its session timeout must not hear `Ok` from `check()`
+/// in the moment it resumes, before its connection thread has noticed
+/// anything: meanwhile its session expired and another session took the lock.
+#[test]
+fn a_holder_resumed_after_a_long_pause_is_not_told_it_holds() {
+    if let Ok(connect) = std::env::var(PAUSED_CHILD_ENV) {
+        return paused_holder(&connect);
+    }
+    use std::io::BufRead;
+    let t = Timing::from_env();
+    let s = TestingServer::start_backend(zk_testing::Backend::Embedded).unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let mut child = Command::new(exe)
+        .args([
+            "processes::a_holder_resumed_after_a_long_pause_is_not_told_it_holds",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(PAUSED_CHILD_ENV, s.connect_string())
+        .stdout(Stdio::piped())
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id().to_string();
+    let stdout = child.stdout.take().unwrap();
+    // Never leave the child behind (stopped or looping) when an assertion fails.
+    struct KillOnDrop(std::process::Child);
+    impl Drop for KillOnDrop {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = KillOnDrop(child);
+    let (tx, rx) = crossbeam_channel::unbounded::<String>();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let wait_for = |prefix: &str| loop {
+        let line = rx
+            .recv_timeout(t.wait() * 2)
+            .unwrap_or_else(|_| panic!("no {prefix} line"));
+        // The harness prints "test NAME ... " before the test's own output,
+        // on the same line.
+        if let Some(i) = line.find(prefix) {
+            return line[i..].to_string();
+        }
+    };
+    wait_for("HOLDING");
+    assert!(Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
+    let stopped = Instant::now();
+    // Past the session timeout: the server expires the stopped holder's
+    // session, and another session gets the lock.
+    let other = CuratorFramework::builder()
+        .connect_string(s.connect_string())
+        .session_timeout(t.session())
+        .build()
+        .unwrap();
+    other.block_until_connected(t.wait()).unwrap();
+    let m = InterProcessMutex::new(&other, "/paused/lock").unwrap();
+    let taken = m
+        .try_acquire_for(t.session() * 3)
+        .unwrap()
+        .expect("the lock is free once the session expired");
+    let past = Duration::from_millis(1500);
+    assert!(zk_testing::wait_until(past * 2, || stopped.elapsed() > t.session() + past));
+    assert!(Command::new("kill").args(["-CONT", &pid]).status().unwrap().success());
+    let line = wait_for("AFTER_RESUME");
+    assert!(
+        line.starts_with("AFTER_RESUME ok=false"),
+        "the resumed holder was told: {line}"
+    );
+    taken.release().unwrap();
+    assert!(child.0.wait().unwrap().success());
+}

@@ -167,6 +167,18 @@ fn wait_for_file(path: &Path) {
     );
 }
 
+/// Waits for a pid a shell wrote with `echo $$ > file` (the file exists
+/// before the line is in it) and returns it.
+fn wait_for_pid(path: &Path) -> String {
+    let read = || std::fs::read_to_string(path).ok().filter(|s| s.ends_with('\n'));
+    assert!(
+        wait_until(timing().wait(), || read().is_some()),
+        "{} has no pid",
+        path.display()
+    );
+    read().unwrap_or_default().trim().to_string()
+}
+
 /// A shell command that logs `NAME START <ns>`, sleeps, logs `NAME END <ns>`.
 fn section_script(name: &str, log: &Path, sleep: &str) -> String {
     format!(
@@ -405,8 +417,7 @@ fn lost_lock_terminates_command_with_75() {
     let path = "/locks/lost";
     let r = spawn(Some(&cs), &["--kill-grace", "5s", path, "--", "sh", "-c", &script]);
     let node = wait_for_single_node(&c, path);
-    wait_for_file(&pid_file);
-    let pid = std::fs::read_to_string(&pid_file).unwrap().trim().to_string();
+    let pid = wait_for_pid(&pid_file);
     take_lock_away(&server, &c, &node);
     let started = Instant::now();
     let (status, stderr) = r.finish(t.wait());
@@ -429,8 +440,7 @@ fn lost_lock_terminates_command_with_75() {
     let path = "/locks/lost-stubborn";
     let r = spawn(Some(&cs), &["--kill-grace", "1s", path, "--", "sh", "-c", &script]);
     let node = wait_for_single_node(&c, path);
-    wait_for_file(&pid_file);
-    let pid = std::fs::read_to_string(&pid_file).unwrap().trim().to_string();
+    let pid = wait_for_pid(&pid_file);
     take_lock_away(&server, &c, &node);
     let started = Instant::now();
     let (status, stderr) = r.finish(t.wait());

@@ -153,7 +153,14 @@ fn main() -> Result<(), BoxError> {
         println!("{} writer takes the read lock at once (downgrade)", at());
         w.release()?;
         println!("{} writer releases the write lock, still reading", at());
-        let refused = other.write_lock().try_acquire_for(Duration::ZERO)?.is_none();
+        // Another service's writer (its own thread: this thread holds the read
+        // lock, so a write request from it would be an upgrade, refused with
+        // Error::UpgradeRefused whatever the instance).
+        let refused = std::thread::scope(|s| {
+            s.spawn(|| other.write_lock().try_acquire_for(Duration::ZERO).map(|g| g.is_none()))
+                .join()
+                .map_err(|_| "a writer panicked")
+        })??;
         println!(
             "{} another writer, non-blocking: {}",
             at(),

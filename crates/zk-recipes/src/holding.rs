@@ -543,7 +543,8 @@ fn worst(a: LockStatus, b: LockStatus) -> LockStatus {
 }
 
 /// How long after a grant a holding's own-node watch is sent (and, after a
-/// revocation request used it up, set again). A node deleted within it is
+/// revocation request used it up, set again); at most 5 ms more, as the timer
+/// works in batches. A node deleted within it is
 /// reported as soon as the watch finds it gone.
 ///
 /// # Examples
@@ -591,16 +592,22 @@ fn schedule_own_watch(st: &Arc<HoldState>) {
     }
 }
 
+/// The timer runs at most this often, however many locks are granted: a busy
+/// lock's released holdings are discarded in batches, not one wake-up each.
+const OWN_WATCH_TICK: Duration = Duration::from_millis(5);
+
 fn own_watch_timer(q: &WatchQueue) {
     let mut due = q.due.lock();
+    let mut last_run = Instant::now();
     loop {
         let now = Instant::now();
-        match due.front().map(|(t, _)| *t) {
+        match due.front().map(|(t, _)| (*t).max(last_run + OWN_WATCH_TICK)) {
             None => q.wake.wait(&mut due),
-            Some(t) if t > now => {
-                q.wake.wait_until(&mut due, t);
+            Some(at) if at > now => {
+                q.wake.wait_until(&mut due, at);
             }
             Some(_) => {
+                last_run = now;
                 let mut ready = Vec::new();
                 while due.front().is_some_and(|(t, _)| *t <= now) {
                     if let Some((_, w)) = due.pop_front() {

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::closed_port;
 use zk_framework::client::{Client, ClientConfig, Op};
-use zk_framework::proto::{Acl, CreateMode, ErrorCode};
+use zk_framework::proto::{Acl, CreateMode};
 use zk_framework::Error;
 
 /// A host name that does not resolve (one label over 63 bytes: rejected by the
@@ -207,18 +207,9 @@ fn data_acl_ttl_and_auth_arguments() {
     ));
     assert!(matches!(
         zk.create("/a", b"", &[], CreateMode::Persistent),
-        Err(Error::Keeper {
-            code: ErrorCode::InvalidAcl,
-            ..
-        })
+        Err(Error::InvalidAcl { .. })
     ));
-    assert!(matches!(
-        zk.set_acl("/a", &[], None),
-        Err(Error::Keeper {
-            code: ErrorCode::InvalidAcl,
-            ..
-        })
-    ));
+    assert!(matches!(zk.set_acl("/a", &[], None), Err(Error::InvalidAcl { .. })));
     assert!(matches!(
         zk.create("/a", b"", &acl, CreateMode::PersistentWithTtl),
         Err(Error::InvalidArgument(_))

@@ -264,13 +264,7 @@ fn acl_and_digest_auth() {
         zk.set_acl(&root, &open(), Some(0)),
         Err(Error::BadVersion { .. })
     ));
-    assert!(matches!(
-        zk.set_acl(&root, &[], None),
-        Err(Error::Keeper {
-            code: ErrorCode::InvalidAcl,
-            ..
-        })
-    ));
+    assert!(matches!(zk.set_acl(&root, &[], None), Err(Error::InvalidAcl { .. })));
     let bad_id = vec![Acl {
         perms: perms::ALL,
         id: Id {
@@ -280,10 +274,7 @@ fn acl_and_digest_auth() {
     }];
     assert!(matches!(
         zk.create(&format!("{root}/bad"), b"", &bad_id, CreateMode::Persistent),
-        Err(Error::Keeper {
-            code: ErrorCode::InvalidAcl,
-            ..
-        })
+        Err(Error::InvalidAcl { .. })
     ));
 }
 

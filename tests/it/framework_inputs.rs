@@ -237,7 +237,7 @@ fn bad_create_options_are_typed_errors() {
     ));
     assert!(matches!(
         c.create().with_acl(vec![]).for_path("/noacl"),
-        Err(Error::Keeper { .. }) | Err(Error::InvalidArgument(_))
+        Err(Error::InvalidAcl { .. })
     ));
     c.create().with_mode(CreateMode::Ephemeral).for_path("/eph").unwrap();
     assert!(matches!(

@@ -23,6 +23,9 @@ mod framework_protection;
 mod framework_retry;
 mod framework_states;
 
+// Authentication and ACLs (the managed client, the locks, the embedded server).
+mod acl;
+
 // The locks (`zk_recipes`).
 mod lock_contract;
 mod multilock;

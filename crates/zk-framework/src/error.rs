@@ -74,7 +74,15 @@ pub enum Error {
         /// The path.
         path: String,
     },
-    /// Authentication failed.
+    /// The ACL was refused (`InvalidACL`): it is empty, names an unknown
+    /// scheme or a malformed id, or names the `auth` scheme (the creator) on a
+    /// session without credentials.
+    InvalidAcl {
+        /// The path.
+        path: String,
+    },
+    /// Authentication failed: the server refused the credentials (an unknown
+    /// scheme or malformed credentials) and closed the session.
     AuthFailed,
     /// Any other ZooKeeper result code.
     Keeper {
@@ -137,6 +145,7 @@ impl Error {
             ErrorCode::NoChildrenForEphemerals => Error::NoChildrenForEphemerals { path },
             ErrorCode::BadArguments => Error::BadArguments { path },
             ErrorCode::AuthFailed => Error::AuthFailed,
+            ErrorCode::InvalidAcl => Error::InvalidAcl { path },
             code => Error::Keeper { code, path },
         }
     }
@@ -176,6 +185,7 @@ impl Error {
             Error::NoChildrenForEphemerals { .. } => ErrorCode::NoChildrenForEphemerals,
             Error::BadArguments { .. } => ErrorCode::BadArguments,
             Error::AuthFailed => ErrorCode::AuthFailed,
+            Error::InvalidAcl { .. } => ErrorCode::InvalidAcl,
             Error::Keeper { code, .. } => *code,
             Error::InvalidPath(_)
             | Error::InvalidConnectString { .. }
@@ -227,6 +237,7 @@ impl fmt::Display for Error {
             Error::NoChildrenForEphemerals { path } => write!(f, "no children for ephemerals: {path}"),
             Error::BadArguments { path } => write!(f, "bad arguments: {path}"),
             Error::AuthFailed => f.write_str("authentication failed"),
+            Error::InvalidAcl { path } => write!(f, "invalid ACL: {path}"),
             Error::Keeper { code, path } => write!(
                 f,
                 "zookeeper error {} ({}): {path}",

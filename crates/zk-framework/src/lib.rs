@@ -15,6 +15,8 @@
 //!   [`BackoffRetry`] (any [`backoff`] schedule).
 //! * [`Error`] and [`Result`]: the crate's one error type.
 //! * The node vocabulary: [`CreateMode`], [`Acl`], [`Id`], [`perms`], [`Stat`].
+//! * [`AclProvider`], [`OpenAclProvider`], [`FixedAclProvider`]: the ACL of
+//!   every node the managed client creates (Curator's `ACLProvider`).
 //! * [`Client`]: the raw client under the managed one.
 //!
 //! The modules stay public for the rest: [`proto`] is the wire protocol (the
@@ -33,7 +35,7 @@
 //! use zk_framework::{CreateMode, CuratorFramework, ExponentialBackoffRetry};
 //! # #[allow(unused_imports)]
 //! # use zk_framework::{
-//! #     perms, Acl, BackoffRetry, BoundedExponentialBackoffRetry, Client, ConnectionState,
+//! #     perms, Acl, AclProvider, BackoffRetry, FixedAclProvider, OpenAclProvider, BoundedExponentialBackoffRetry, Client, ConnectionState,
 //! #     CuratorFrameworkBuilder, Error, Id, ListenerHandle, Result, RetryForever, RetryNTimes,
 //! #     RetryOneTime, RetryPolicy, RetryUntilElapsed, SessionFailedRetryPolicy, Stat,
 //! # };
@@ -63,8 +65,8 @@ pub use zk_proto as proto;
 pub use client::{Client, ClientConfig, ClientState, Op, OpResult, SessionEvent, WatchedEvent, Watcher};
 pub use error::{Error, Result};
 pub use framework::{
-    CreateBuilder, CreatedTogether, CreatedWithListing, CuratorFramework, CuratorFrameworkBuilder, DeleteBuilder,
-    ListenerHandle, StateListener,
+    AclProvider, CreateBuilder, CreatedTogether, CreatedWithListing, CuratorFramework, CuratorFrameworkBuilder,
+    DeleteBuilder, FixedAclProvider, ListenerHandle, OpenAclProvider, StateListener,
 };
 pub use proto::{perms, Acl, CreateMode, EventType, Id, KeeperState, Stat};
 pub use retry::{

@@ -11,6 +11,7 @@
 //! * [`codes`]: opcodes, error codes, event types, states, create modes.
 //! * [`frame`]: length-prefixed framing and four-letter-word detection.
 //! * [`path`]: ZooKeeper's path rules.
+//! * [`digest`]: the `digest` auth scheme's ids (`user:base64(sha1(user:password))`).
 //!
 //! Decoding never panics: every malformed input is a [`DecodeError`].
 //!
@@ -26,6 +27,7 @@
 //! ```
 
 pub mod codes;
+pub mod digest;
 pub mod frame;
 pub mod jute;
 pub mod path;

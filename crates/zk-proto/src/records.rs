@@ -14,11 +14,66 @@
 use super::codes::{perms, OpCode};
 use super::jute::{record, Decode, DecodeError, Element, Encode, JuteWrite, Reader};
 
-record! {
-    /// An identity: `(scheme, id)`, e.g. `("world", "anyone")`.
-    Id { /** The auth scheme. */ scheme: String, /** The id within the scheme. */ id: String }
+/// An identity: `(scheme, id)`, e.g. `("world", "anyone")`.
+///
+/// Decoding reads a null string (length -1) in either field as empty, as the
+/// Java server accepts it: some clients send the `auth` scheme's id as null
+/// (kazoo's `CREATOR_ALL_ACL`), and ZooKeeper ignores that id anyway.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Id {
+    /// The auth scheme.
+    pub scheme: String,
+    /// The id within the scheme.
+    pub id: String,
+}
+impl Encode for Id {
+    fn encode(&self, out: &mut Vec<u8>) {
+        self.scheme.encode(out);
+        self.id.encode(out);
+    }
+}
+impl Decode for Id {
+    fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let scheme = Option::<String>::decode(r)?.unwrap_or_default();
+        let id = Option::<String>::decode(r)?.unwrap_or_default();
+        Ok(Id { scheme, id })
+    }
 }
 impl Element for Id {}
+
+impl Id {
+    /// The `digest` id of `user` with `password`:
+    /// `digest:user:base64(sha1(user:password))` (see [`crate::digest::digest_id`]).
+    /// Only the hash is kept; the password is not stored.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let id = zk_proto::Id::digest("alice", "secret");
+    /// assert_eq!((id.scheme.as_str(), id.id.as_str()), ("digest", "alice:aYXlLOpEooaV1cRAvUL1fp9Qt7E="));
+    /// ```
+    pub fn digest(user: &str, password: &str) -> Id {
+        Id {
+            scheme: "digest".into(),
+            id: crate::digest::digest_id(&format!("{user}:{password}")),
+        }
+    }
+
+    /// `ip:<addr>` or `ip:<addr>/<bits>` (an IPv4 or IPv6 address, optionally
+    /// with a prefix length): matches clients connecting from those addresses.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(zk_proto::Id::ip("10.0.0.0/8").id, "10.0.0.0/8");
+    /// ```
+    pub fn ip(expr: &str) -> Id {
+        Id {
+            scheme: "ip".into(),
+            id: expr.into(),
+        }
+    }
+}
 
 record! {
     /// One ACL entry: permission bits and an identity.
@@ -65,6 +120,39 @@ impl Acl {
     /// ```
     pub fn read_unsafe() -> Vec<Acl> {
         vec![Acl::world(perms::READ)]
+    }
+
+    /// `perms` for the `digest` identity of `user` with `password` (see
+    /// [`Id::digest`]): the ACL entry that a session authenticated with
+    /// `("digest", b"user:password")` passes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_proto::{perms, Acl};
+    /// let acl = Acl::digest("alice", "secret", perms::ALL);
+    /// assert_eq!(acl.id.id, "alice:aYXlLOpEooaV1cRAvUL1fp9Qt7E=");
+    /// assert!(!format!("{acl:?}").contains("secret"));
+    /// ```
+    pub fn digest(user: &str, password: &str, perms: i32) -> Acl {
+        Acl {
+            perms,
+            id: Id::digest(user, password),
+        }
+    }
+
+    /// `CREATOR_ALL_ACL` followed by `READ_ACL_UNSAFE`: everything for the
+    /// authenticated creator, read for everyone else.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(zk_proto::Acl::creator_all_read_others().len(), 2);
+    /// ```
+    pub fn creator_all_read_others() -> Vec<Acl> {
+        let mut acl = Acl::creator_all();
+        acl.extend(Acl::read_unsafe());
+        acl
     }
 
     /// `CREATOR_ALL_ACL`: everything for the authenticated creator.
@@ -224,9 +312,48 @@ record! {
     }
 }
 
-record! {
-    /// Credentials (`addauth`), sent with xid -4.
-    AuthPacket { /** Always 0. */ auth_type: i32, /** e.g. "digest". */ scheme: String, /** e.g. b"user:pass". */ auth: Vec<u8> }
+/// Credentials (`addauth`), sent with xid -4. Its `Debug` output shows the
+/// scheme and the length of the credentials, never the credentials.
+///
+/// # Examples
+///
+/// ```
+/// let p = zk_proto::AuthPacket { auth_type: 0, scheme: "digest".into(), auth: b"u:hunter2".to_vec() };
+/// assert!(!format!("{p:?}").contains("hunter2"));
+/// ```
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct AuthPacket {
+    /// Always 0.
+    pub auth_type: i32,
+    /// e.g. "digest".
+    pub scheme: String,
+    /// e.g. b"user:pass".
+    pub auth: Vec<u8>,
+}
+impl std::fmt::Debug for AuthPacket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuthPacket")
+            .field("auth_type", &self.auth_type)
+            .field("scheme", &self.scheme)
+            .field("auth", &format_args!("<{} bytes redacted>", self.auth.len()))
+            .finish()
+    }
+}
+impl Encode for AuthPacket {
+    fn encode(&self, out: &mut Vec<u8>) {
+        self.auth_type.encode(out);
+        self.scheme.encode(out);
+        self.auth.encode(out);
+    }
+}
+impl Decode for AuthPacket {
+    fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        Ok(AuthPacket {
+            auth_type: i32::decode(r)?,
+            scheme: String::decode(r)?,
+            auth: Vec::<u8>::decode(r)?,
+        })
+    }
 }
 
 record! {
@@ -1138,6 +1265,41 @@ mod tests {
             MultiRequest::from_bytes(&bytes),
             Err(DecodeError::InvalidValue("multi op type"))
         );
+    }
+
+    #[test]
+    fn null_id_strings_decode_as_empty() {
+        // kazoo's CREATOR_ALL_ACL: ACL(31, Id("auth", None)), the id a null ustring.
+        let mut bytes = Vec::new();
+        "/n".encode(&mut bytes);
+        b"".encode(&mut bytes);
+        1i32.encode(&mut bytes);
+        31i32.encode(&mut bytes);
+        "auth".encode(&mut bytes);
+        (-1i32).encode(&mut bytes);
+        0i32.encode(&mut bytes);
+        let req = CreateRequest::from_bytes(&bytes).unwrap();
+        assert_eq!(req.acl, Acl::creator_all());
+        // A null scheme too (the server then answers InvalidACL, as ZooKeeper does).
+        let id = Id::from_bytes(&[0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1, b'x']).unwrap();
+        assert_eq!((id.scheme.as_str(), id.id.as_str()), ("", "x"));
+    }
+
+    #[test]
+    fn auth_packet_round_trips_and_hides_its_credentials() {
+        rt(AuthPacket {
+            auth_type: 0,
+            scheme: "digest".into(),
+            auth: b"user:s3cret-pw".to_vec(),
+        });
+        let p = AuthPacket {
+            auth_type: 0,
+            scheme: "digest".into(),
+            auth: b"user:s3cret-pw".to_vec(),
+        };
+        let shown = format!("{p:?} {p:#?}");
+        assert!(shown.contains("digest") && shown.contains("14 bytes"), "{shown}");
+        assert!(!shown.contains("s3cret"), "{shown}");
     }
 
     #[test]

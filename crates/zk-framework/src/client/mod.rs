@@ -461,7 +461,7 @@ impl Client {
     ///
     /// [`Error::InvalidPath`] (a trailing `/` is allowed for sequential modes),
     /// [`Error::DataTooLarge`], [`Error::InvalidArgument`] for a TTL mode,
-    /// `Keeper { InvalidAcl }` for an empty ACL (nothing sent); from the server
+    /// [`Error::InvalidAcl`] for an empty ACL (nothing sent); from the server
     /// [`Error::NodeExists`], [`Error::NoNode`] (no parent),
     /// [`Error::NoChildrenForEphemerals`], [`Error::NoAuth`], ...; and the
     /// connection errors of [`Client`].
@@ -1246,7 +1246,7 @@ impl Client {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidPath`], `Keeper { InvalidAcl }` for an empty ACL (not
+    /// [`Error::InvalidPath`], [`Error::InvalidAcl`] for an empty ACL (not
     /// sent) or one the server rejects, [`Error::NoNode`], [`Error::NoAuth`],
     /// [`Error::BadVersion`], connection errors.
     ///

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
+use super::acl::{AclProvider, FixedAclProvider, OpenAclProvider};
 use super::background::Background;
 use super::dispatch::{dispatch_loop, StateListener};
 use super::inner::{ConnInner, Handle, Inner};
@@ -34,7 +35,7 @@ pub struct CuratorFrameworkBuilder {
     simulated_expiration_percent: u32,
     auth: Vec<(String, Vec<u8>)>,
     container_parents: bool,
-    acl: Vec<Acl>,
+    acl_provider: Arc<dyn AclProvider>,
     listeners: Vec<Arc<StateListener>>,
 }
 
@@ -48,6 +49,10 @@ impl fmt::Debug for CuratorFrameworkBuilder {
             .field("namespace", &self.namespace)
             .field("can_be_read_only", &self.can_be_read_only)
             .field("simulated_expiration_percent", &self.simulated_expiration_percent)
+            // The schemes only: credentials are never shown.
+            .field("auth", &self.auth.iter().map(|(s, _)| s.as_str()).collect::<Vec<_>>())
+            .field("container_parents", &self.container_parents)
+            .field("acl_provider", &self.acl_provider)
             .field("listeners", &self.listeners.len())
             .finish()
     }
@@ -66,7 +71,7 @@ impl Default for CuratorFrameworkBuilder {
             simulated_expiration_percent: 100,
             auth: Vec::new(),
             container_parents: true,
-            acl: Acl::open_unsafe(),
+            acl_provider: Arc::new(OpenAclProvider),
             listeners: Vec::new(),
         }
     }
@@ -183,7 +188,12 @@ impl CuratorFrameworkBuilder {
         self
     }
 
-    /// Credentials sent on every connection (for example `("digest", b"user:pw")`).
+    /// Credentials sent on every connection, before any request, and on the
+    /// new session built after an expiry (for example `("digest", b"user:pw")`;
+    /// may be given several times). The server answers bad credentials (an
+    /// unknown scheme) with `AuthFailed` and closes the session: operations
+    /// then fail with [`Error::AuthFailed`]. The credentials never appear in
+    /// `Debug` output or logs.
     ///
     /// # Examples
     ///
@@ -209,7 +219,8 @@ impl CuratorFrameworkBuilder {
         self
     }
 
-    /// The ACL for created nodes (default `OPEN_ACL_UNSAFE`).
+    /// One ACL for every created node (default `OPEN_ACL_UNSAFE`): short for
+    /// `acl_provider(FixedAclProvider::new(acl))`.
     ///
     /// # Examples
     ///
@@ -217,8 +228,27 @@ impl CuratorFrameworkBuilder {
     /// let b = zk_framework::CuratorFramework::builder().acl(zk_framework::Acl::open_unsafe());
     /// # let _ = b;
     /// ```
-    pub fn acl(mut self, acl: Vec<Acl>) -> Self {
-        self.acl = acl;
+    pub fn acl(self, acl: Vec<Acl>) -> Self {
+        self.acl_provider(FixedAclProvider::new(acl))
+    }
+
+    /// The ACL provider (Curator's `aclProvider`, default [`OpenAclProvider`]):
+    /// it chooses the ACL of every node this client and the recipes built on
+    /// it create, parents, containers and the namespace node included. An ACL
+    /// that names the `auth` scheme (the creator) needs
+    /// [`CuratorFrameworkBuilder::authorization`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_framework::{CuratorFramework, FixedAclProvider};
+    /// let b = CuratorFramework::builder()
+    ///     .authorization("digest", b"app:pw")
+    ///     .acl_provider(FixedAclProvider::creator_all());
+    /// # let _ = b;
+    /// ```
+    pub fn acl_provider(mut self, provider: impl AclProvider + 'static) -> Self {
+        self.acl_provider = Arc::new(provider);
         self
     }
 
@@ -291,7 +321,7 @@ impl CuratorFrameworkBuilder {
             namespace: self.namespace,
             default_data,
             container_parents: self.container_parents,
-            acl: self.acl,
+            acl_provider: self.acl_provider,
             simulated_expiration_percent: self.simulated_expiration_percent,
             handle: Mutex::new(Handle {
                 client: Arc::new(client),

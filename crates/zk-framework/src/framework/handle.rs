@@ -352,7 +352,9 @@ impl CuratorFramework {
         } else {
             crate::proto::CreateMode::Persistent
         };
-        match client.create(&format!("/{ns}"), &[], &self.inner.acl, mode) {
+        let path = format!("/{ns}");
+        let acl = super::acl::acl_of(&*self.inner.acl_provider, &path);
+        match client.create(&path, &[], &acl, mode) {
             Ok(_) | Err(Error::NodeExists { .. }) => {
                 self.inner.namespace_ready.store(true, Ordering::Release);
                 Ok(())

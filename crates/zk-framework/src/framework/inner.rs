@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Sender;
 use parking_lot::{Condvar, Mutex};
 
+use super::acl::AclProvider;
 use super::background::Background;
 use super::dispatch::StateListener;
 use crate::client::{Client, ClientConfig};
-use crate::proto::Acl;
 use crate::retry::RetryPolicy;
 use crate::state::{ConnectionState, StateMachine};
 
@@ -39,7 +39,7 @@ pub(crate) struct Inner {
     pub(super) namespace: Option<String>,
     pub(super) default_data: Vec<u8>,
     pub(super) container_parents: bool,
-    pub(super) acl: Vec<Acl>,
+    pub(super) acl_provider: Arc<dyn AclProvider>,
     pub(super) simulated_expiration_percent: u32,
     pub(super) handle: Mutex<Handle>,
     pub(super) conn: Mutex<ConnInner>,

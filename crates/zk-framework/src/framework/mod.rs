@@ -30,6 +30,7 @@
 //! # Ok::<(), zk_framework::Error>(())
 //! ```
 
+mod acl;
 mod background;
 mod builder;
 mod dispatch;
@@ -39,6 +40,7 @@ mod ops;
 mod retry_loop;
 mod session;
 
+pub use acl::{AclProvider, FixedAclProvider, OpenAclProvider};
 pub use builder::CuratorFrameworkBuilder;
 pub use dispatch::{ListenerHandle, StateListener};
 pub use handle::CuratorFramework;

@@ -1,8 +1,10 @@
 //! Curator-style create and delete builders: container parents, protected
 //! ephemeral-sequential creates, guaranteed deletes.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use super::acl::{acl_of, AclProvider};
 use super::CuratorFramework;
 use crate::client::Client;
 use crate::paths::{ancestors, new_protected_id, protected_name, PROTECTED_PREFIX};
@@ -85,7 +87,9 @@ impl<'a> CreateBuilder<'a> {
         self
     }
 
-    /// The node's ACL (default: the client's ACL).
+    /// The node's ACL (default: the one the client's
+    /// [`AclProvider`](super::AclProvider) gives its path). Parents created
+    /// for it still get the provider's ACLs, as with Curator's `withACL(acl)`.
     ///
     /// # Examples
     ///
@@ -264,7 +268,7 @@ impl<'a> CreateBuilder<'a> {
                 });
             }
         }
-        let acl = self.acl.clone().unwrap_or_else(|| fw.inner().acl.clone());
+        let provider = fw.inner().acl_provider.clone();
         let parents_mode = match self.parents {
             Parents::None => None,
             Parents::Containers if fw.inner().container_parents => Some(CreateMode::Container),
@@ -286,6 +290,14 @@ impl<'a> CreateBuilder<'a> {
                 (parent_sp, target)
             })
             .collect();
+        // Each node's ACL: the builder's, else the provider's for its path.
+        let acls: Vec<Vec<Acl>> = nodes
+            .iter()
+            .map(|(p, _)| match &self.acl {
+                Some(a) => a.clone(),
+                None => acl_of(&*provider, &fw.fix_path(p)),
+            })
+            .collect();
         let parent_refs: Vec<&str> = targets.iter().map(|(p, _)| p.as_str()).collect();
         let mode = self.mode;
         let mut first = true;
@@ -301,7 +313,8 @@ impl<'a> CreateBuilder<'a> {
                 let ops = targets
                     .iter()
                     .zip(nodes)
-                    .map(|((_, t), (_, d))| crate::client::Op::create(t.clone(), d.clone(), acl.clone(), mode))
+                    .zip(&acls)
+                    .map(|(((_, t), (_, d)), acl)| crate::client::Op::create(t.clone(), d.clone(), acl.clone(), mode))
                     .collect();
                 let (txn, lists) = zk.multi_then_get_children(ops, &parent_refs)?;
                 match txn {
@@ -329,7 +342,7 @@ impl<'a> CreateBuilder<'a> {
                         };
                         attempts += 1;
                         for (_, t) in &targets {
-                            make_parents(zk, t, &acl, pm)?;
+                            make_parents(zk, t, &*provider, pm)?;
                         }
                     }
                     Err(e) => return Err(e),
@@ -370,7 +383,8 @@ impl<'a> CreateBuilder<'a> {
                 max: crate::proto::frame::DEFAULT_MAX_FRAME,
             });
         }
-        let acl = self.acl.clone().unwrap_or_else(|| fw.inner().acl.clone());
+        let provider = fw.inner().acl_provider.clone();
+        let acl = self.acl.clone().unwrap_or_else(|| acl_of(&*provider, &server_path));
         let parents = match self.parents {
             Parents::Containers if !fw.inner().container_parents => Parents::Persistent,
             p => p,
@@ -379,6 +393,7 @@ impl<'a> CreateBuilder<'a> {
             mode: self.mode,
             data,
             acl,
+            provider,
             parents,
             ttl: self.ttl,
             list_parent: list_parent && self.ttl.is_none() && !self.mode.is_container(),
@@ -446,6 +461,8 @@ struct CreateSpec {
     mode: CreateMode,
     data: Vec<u8>,
     acl: Vec<Acl>,
+    /// The parents' ACLs.
+    provider: Arc<dyn AclProvider>,
     parents: Parents,
     ttl: Option<Duration>,
     list_parent: bool,
@@ -486,7 +503,7 @@ impl CreateSpec {
             match once() {
                 Err(Error::NoNode { .. }) if self.parents != Parents::None && attempts < PARENT_ATTEMPTS => {
                     attempts += 1;
-                    make_parents(c, path, &self.acl, mode)?;
+                    make_parents(c, path, &*self.provider, mode)?;
                 }
                 r => return r,
             }
@@ -498,10 +515,11 @@ impl CreateSpec {
 /// container parent may be reaped between our creating it and using it).
 const PARENT_ATTEMPTS: u32 = 5;
 
-/// Creates every ancestor of `path` in `mode` (existing ones are fine).
-fn make_parents(c: &Client, path: &str, acl: &[Acl], mode: CreateMode) -> Result<()> {
+/// Creates every ancestor of `path` in `mode` (existing ones are fine), each
+/// with the ACL `provider` gives its path.
+fn make_parents(c: &Client, path: &str, provider: &dyn AclProvider, mode: CreateMode) -> Result<()> {
     for p in ancestors(path) {
-        match c.create(p, &[], acl, mode) {
+        match c.create(p, &[], &acl_of(provider, p), mode) {
             Ok(_) | Err(Error::NodeExists { .. }) | Err(Error::NoNode { .. }) => {}
             Err(e) => return Err(e),
         }

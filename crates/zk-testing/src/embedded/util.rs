@@ -1,5 +1,5 @@
-//! Small self-contained helpers: Java's `Random` (for session passwords), SHA-1 and
-//! base64 (for `digest` ids), and IPv4 matching for `ip` ACLs.
+//! Small self-contained helpers: Java's `Random` (for session passwords) and IPv4
+//! matching for `ip` ACLs (`digest` ids come from [`zk_proto::digest`]).
 
 /// The first `n` bytes of `java.util.Random(seed).nextBytes`, as the real server derives
 /// a session password from `sessionId ^ 0xB3415C00`.
@@ -20,79 +20,6 @@ pub(crate) fn java_random_bytes(seed: i64, n: usize) -> Vec<u8> {
         }
     }
     out
-}
-
-/// SHA-1 of `data`.
-pub(crate) fn sha1(data: &[u8]) -> [u8; 20] {
-    let mut h: [u32; 5] = [0x6745_2301, 0xEFCD_AB89, 0x98BA_DCFE, 0x1032_5476, 0xC3D2_E1F0];
-    let mut msg = data.to_vec();
-    let bit_len = (data.len() as u64).wrapping_mul(8);
-    msg.push(0x80);
-    while msg.len() % 64 != 56 {
-        msg.push(0);
-    }
-    msg.extend_from_slice(&bit_len.to_be_bytes());
-    for chunk in msg.chunks(64) {
-        let mut w = [0u32; 80];
-        for (i, word) in chunk.chunks(4).enumerate() {
-            w[i] = u32::from_be_bytes([word[0], word[1], word[2], word[3]]);
-        }
-        for i in 16..80 {
-            w[i] = (w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]).rotate_left(1);
-        }
-        let [mut a, mut b, mut c, mut d, mut e] = h;
-        for (i, wi) in w.iter().enumerate() {
-            let (f, k) = match i {
-                0..=19 => ((b & c) | (!b & d), 0x5A82_7999),
-                20..=39 => (b ^ c ^ d, 0x6ED9_EBA1),
-                40..=59 => ((b & c) | (b & d) | (c & d), 0x8F1B_BCDC),
-                _ => (b ^ c ^ d, 0xCA62_C1D6),
-            };
-            let t = a
-                .rotate_left(5)
-                .wrapping_add(f)
-                .wrapping_add(e)
-                .wrapping_add(k)
-                .wrapping_add(*wi);
-            e = d;
-            d = c;
-            c = b.rotate_left(30);
-            b = a;
-            a = t;
-        }
-        for (x, y) in h.iter_mut().zip([a, b, c, d, e]) {
-            *x = x.wrapping_add(y);
-        }
-    }
-    let mut out = [0u8; 20];
-    for (i, x) in h.iter().enumerate() {
-        out[i * 4..i * 4 + 4].copy_from_slice(&x.to_be_bytes());
-    }
-    out
-}
-
-/// Standard base64 with padding.
-pub(crate) fn base64(data: &[u8]) -> String {
-    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut s = String::with_capacity(data.len().div_ceil(3) * 4);
-    for c in data.chunks(3) {
-        let b = [c[0], *c.get(1).unwrap_or(&0), *c.get(2).unwrap_or(&0)];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= c.len() {
-                s.push(T[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                s.push('=');
-            }
-        }
-    }
-    s
-}
-
-/// `DigestAuthenticationProvider.generateDigest("user:password")`: `user:base64(sha1(all))`.
-pub(crate) fn digest_id(user_password: &str) -> String {
-    let user = user_password.split(':').next().unwrap_or("");
-    format!("{user}:{}", base64(&sha1(user_password.as_bytes())))
 }
 
 fn parse_v4(s: &str) -> Option<u32> {
@@ -132,19 +59,6 @@ pub(crate) fn ip_matches(ip: &str, expr: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sha1_and_base64_vectors() {
-        assert_eq!(base64(&sha1(b"abc")), "qZk+NkcGgWq6PiVxeFDCbJzQ2J0=");
-        assert_eq!(base64(b""), "");
-        assert_eq!(base64(b"f"), "Zg==");
-        assert_eq!(base64(b"fo"), "Zm8=");
-        assert_eq!(base64(b"foo"), "Zm9v");
-        let long = vec![b'a'; 1000];
-        assert_eq!(sha1(&long).len(), 20);
-        // ZooKeeper's documented example: super:test.
-        assert_eq!(digest_id("super:test"), "super:D/InIHSb7yEEbrWz8b9l71RjZJU=");
-    }
 
     #[test]
     fn java_random_matches_java() {

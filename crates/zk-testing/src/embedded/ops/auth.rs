@@ -6,7 +6,6 @@ use zk_proto::{AuthPacket, ClientInfo, Decode, Encode, ErrorCode, Id, WhoAmIResp
 use super::Outcome;
 use crate::embedded::conn::ConnId;
 use crate::embedded::state::State;
-use crate::embedded::util;
 
 impl State {
     pub(super) fn op_auth(&mut self, cid: ConnId, r: &mut Reader<'_>) -> Outcome {
@@ -15,7 +14,7 @@ impl State {
                 "digest" => {
                     let id = Id {
                         scheme: "digest".into(),
-                        id: util::digest_id(&String::from_utf8_lossy(&p.auth)),
+                        id: zk_proto::digest::digest_id(&String::from_utf8_lossy(&p.auth)),
                     };
                     if let Some(e) = self.conns.get_mut(&cid) {
                         if !e.ids.contains(&id) {

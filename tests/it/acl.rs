@@ -1,0 +1,450 @@
+//! Authentication and ACLs (issue 13): the managed client's credentials on
+//! every connection and on the new session after expiry, its ACL provider on
+//! every node it and the recipes create, locks on a creator-only path (typed
+//! `NoAuth`, no retry loop, no hang), and credentials kept out of `Debug`
+//! output. Runs on the backend `ZK_TEST_SERVER` selects (embedded by default,
+//! Apache ZooKeeper 3.8 with `ZK_TEST_SERVER=apache`).
+
+use std::time::{Duration, Instant};
+
+use zk_framework::{
+    perms, Acl, AclProvider, Client, ClientConfig, CreateMode, CuratorFramework, Error as ZkError,
+    ExponentialBackoffRetry, FixedAclProvider, Id,
+};
+use zk_recipes::{
+    Error, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex, InterProcessSemaphoreV2,
+};
+use zk_testing::{wait_until, TestingServer};
+
+use crate::support::{server, timing};
+
+const ALICE: &[u8] = b"alice:alice-secret";
+const MALLORY: &[u8] = b"mallory:guess";
+
+/// A connected managed client with `auth` credentials (if any) and `provider`.
+fn secure_client(s: &TestingServer, auth: Option<&[u8]>, provider: impl AclProvider + 'static) -> Client0 {
+    let t = timing();
+    let mut b = CuratorFramework::builder()
+        .connect_string(s.connect_string())
+        .session_timeout(t.session())
+        .connection_timeout(t.connection())
+        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
+        .acl_provider(provider);
+    if let Some(a) = auth {
+        b = b.authorization("digest", a);
+    }
+    let c = b.build().expect("build client");
+    c.block_until_connected(t.wait()).expect("client connects");
+    Client0(c)
+}
+
+/// A managed client closed when dropped.
+struct Client0(CuratorFramework);
+impl std::ops::Deref for Client0 {
+    type Target = CuratorFramework;
+    fn deref(&self) -> &CuratorFramework {
+        &self.0
+    }
+}
+impl Drop for Client0 {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
+/// A plain client with `auth` credentials (if any).
+fn raw(s: &TestingServer, auth: Option<&[u8]>) -> Client {
+    let mut cfg = ClientConfig::default().with_session_timeout(timing().session());
+    if let Some(a) = auth {
+        cfg = cfg.with_auth("digest", a);
+    }
+    let c = Client::connect(&s.connect_string(), cfg).expect("connect");
+    assert!(
+        wait_until(timing().wait(), || c.state().is_connected()),
+        "the plain client never connected"
+    );
+    c
+}
+
+fn alice_only() -> Vec<Acl> {
+    vec![Acl::digest("alice", "alice-secret", perms::ALL)]
+}
+
+/// Every node under `path` (itself included), by a client that can read them.
+fn subtree(c: &Client, path: &str) -> Vec<String> {
+    let mut out = vec![path.to_string()];
+    if let Ok(kids) = c.get_children(path) {
+        for k in kids {
+            out.extend(subtree(c, &format!("{}/{k}", path.trim_end_matches('/'))));
+        }
+    }
+    out
+}
+
+fn is_no_auth(e: &Error) -> bool {
+    matches!(e, Error::ZooKeeper(ZkError::NoAuth { .. }))
+}
+
+// ---- credentials: every connection, every session ---------------------------------------
+
+#[test]
+fn digest_ids_match_zookeeper() {
+    // DigestAuthenticationProvider.generateDigest("alice:alice-secret") on ZooKeeper 3.8.0.
+    assert_eq!(
+        Id::digest("alice", "alice-secret"),
+        Id {
+            scheme: "digest".into(),
+            id: "alice:JYdjG/dL2+v79QyuS8/0gpT+rQQ=".into()
+        }
+    );
+    let s = server();
+    let c = secure_client(&s, Some(ALICE), FixedAclProvider::creator_all());
+    let p = c.create().for_path("/digest-id").unwrap();
+    let (acl, _) = c.zookeeper_client().get_acl(&p).unwrap();
+    // The server expanded `auth` into the very id we compute.
+    assert_eq!(acl, alice_only());
+}
+
+#[test]
+fn credentials_survive_reconnects_and_session_expiry() {
+    let s = server();
+    let c = secure_client(&s, Some(ALICE), FixedAclProvider::creator_all());
+    let p = c.create().for_path("/creator-only").unwrap();
+    let nobody = raw(&s, None);
+    assert!(matches!(nobody.get_data(&p), Err(ZkError::NoAuth { .. })));
+
+    // A dropped connection (embedded): the resumed session authenticates again.
+    if let Some(e) = s.embedded() {
+        let sid = c.session_id();
+        e.drop_connections();
+        assert!(
+            wait_until(timing().wait(), || c.is_connected()
+                && c.zookeeper_client().state().is_connected()),
+            "no reconnect"
+        );
+        assert_eq!(c.session_id(), sid, "the session survived");
+        c.set_data(&p, b"after reconnect".to_vec(), None).unwrap();
+    }
+
+    // An expired session: the new one authenticates too and can still touch the node.
+    let generation = c.session_generation();
+    let zk = c.zookeeper_client();
+    s.expire_session(zk.session_id(), &zk.session_password()).unwrap();
+    assert!(
+        wait_until(timing().wait(), || c.session_generation() > generation
+            && c.is_connected()),
+        "no new session after the expiry"
+    );
+    c.set_data(&p, b"after expiry".to_vec(), None).unwrap();
+    assert_eq!(c.get_data(&p).unwrap().0, b"after expiry");
+    c.create().for_path("/creator-only/child").unwrap();
+    c.delete().for_path("/creator-only/child").unwrap();
+    c.delete().for_path(&p).unwrap();
+}
+
+#[test]
+fn an_unknown_scheme_fails_authentication_with_a_typed_error() {
+    let s = server();
+    let t = timing();
+    let c = CuratorFramework::builder()
+        .connect_string(s.connect_string())
+        .session_timeout(t.session())
+        .connection_timeout(t.connection())
+        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
+        .authorization("no-such-scheme", b"x")
+        .build()
+        .unwrap();
+    let start = Instant::now();
+    // The server answers AuthFailed and closes the session; the operation says so.
+    let mut last = None;
+    let failed = wait_until(t.wait(), || {
+        last = Some(c.check_exists("/"));
+        matches!(last, Some(Err(ZkError::AuthFailed)))
+    });
+    assert!(failed, "no AuthFailed: {last:?}");
+    assert!(start.elapsed() <= t.wait() + Duration::from_secs(1));
+    c.close();
+}
+
+// ---- the ACL provider on every node ------------------------------------------------------
+
+#[test]
+fn the_provider_sets_the_acl_of_every_node_the_client_and_the_recipes_create() {
+    let s = server();
+    let c = secure_client(&s, Some(ALICE), FixedAclProvider::creator_all());
+    let reader = raw(&s, Some(ALICE));
+
+    // Plain creates with parents (persistent and container), protected creates.
+    c.create().creating_parents_if_needed().for_path("/acl-p/a/b").unwrap();
+    c.create()
+        .creating_parent_containers_if_needed()
+        .with_protection()
+        .with_mode(CreateMode::EphemeralSequential)
+        .for_path("/acl-c/x/node-")
+        .unwrap();
+    // Every lock kind, held while the tree is read.
+    let m = InterProcessMutex::new(&c, "/acl-locks/mutex").unwrap();
+    let rw = InterProcessReadWriteLock::new(&c, "/acl-locks/rw").unwrap();
+    let sem = InterProcessSemaphoreV2::new(&c, "/acl-locks/sem", 2).unwrap();
+    let sm = InterProcessSemaphoreMutex::new(&c, "/acl-locks/sem-mutex").unwrap();
+    let _g1 = m.acquire().unwrap();
+    let _g2 = rw.write_lock().acquire().unwrap();
+    let _g3 = rw.read_lock().acquire().unwrap(); // a downgrade: both nodes exist
+    let _l = sem.acquire().unwrap();
+    let _g4 = sm.acquire().unwrap();
+
+    let mut nodes = Vec::new();
+    for root in ["/acl-p", "/acl-c", "/acl-locks"] {
+        nodes.extend(subtree(&reader, root));
+    }
+    assert!(nodes.len() >= 16, "{nodes:?}");
+    // (An empty container, such as the semaphore's `locks`, may be reaped meanwhile.)
+    let nobody = raw(&s, None);
+    for n in &nodes {
+        match reader.get_acl(n) {
+            Ok((acl, _)) => assert_eq!(acl, alice_only(), "{n}"),
+            Err(ZkError::NoNode { .. }) => continue,
+            Err(e) => panic!("{n}: {e}"),
+        }
+        // Someone else can neither read nor enter them.
+        assert!(
+            matches!(
+                nobody.get_children(n),
+                Err(ZkError::NoAuth { .. } | ZkError::NoNode { .. })
+            ),
+            "{n}"
+        );
+    }
+}
+
+/// Locks are private to the creator; everything else is readable by all.
+#[derive(Debug)]
+struct PrivateLocks;
+impl AclProvider for PrivateLocks {
+    fn default_acl(&self) -> Vec<Acl> {
+        Acl::creator_all_read_others()
+    }
+    fn acl_for_path(&self, path: &str) -> Vec<Acl> {
+        if path.starts_with("/app/locks") {
+            Acl::creator_all()
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+#[test]
+fn a_per_path_provider_sees_the_namespaced_path_and_with_acl_overrides_the_node_only() {
+    let s = server();
+    let t = timing();
+    let c = CuratorFramework::builder()
+        .connect_string(s.connect_string())
+        .session_timeout(t.session())
+        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
+        .namespace("app")
+        .authorization("digest", ALICE)
+        .acl_provider(PrivateLocks)
+        .build()
+        .unwrap();
+    c.block_until_connected(t.wait()).unwrap();
+    let reader = raw(&s, Some(ALICE));
+    let creator_read_others = {
+        let mut a = alice_only();
+        a.extend(Acl::read_unsafe());
+        a
+    };
+    let lock = InterProcessMutex::new(&c, "/locks/x").unwrap();
+    let g = lock.acquire().unwrap();
+    c.create()
+        .creating_parents_if_needed()
+        .with_acl(Acl::open_unsafe())
+        .for_path("/config/open")
+        .unwrap();
+    // The namespace node and /app/config: the default; the lock's nodes: creator only;
+    // the node given with_acl: its own.
+    assert_eq!(reader.get_acl("/app").unwrap().0, creator_read_others);
+    assert_eq!(reader.get_acl("/app/config").unwrap().0, creator_read_others);
+    assert_eq!(reader.get_acl("/app/config/open").unwrap().0, Acl::open_unsafe());
+    assert_eq!(reader.get_acl("/app/locks").unwrap().0, alice_only());
+    assert_eq!(reader.get_acl("/app/locks/x").unwrap().0, alice_only());
+    let node = format!("/app{}", g.holding().node());
+    assert_eq!(reader.get_acl(&node).unwrap().0, alice_only());
+    drop(g);
+    c.close();
+}
+
+#[test]
+fn a_creator_acl_without_credentials_is_invalid_acl() {
+    let s = server();
+    let c = secure_client(&s, None, FixedAclProvider::creator_all());
+    assert!(matches!(
+        c.create().for_path("/no-credentials"),
+        Err(ZkError::InvalidAcl { .. })
+    ));
+    let m = InterProcessMutex::new(&c, "/locks/no-credentials").unwrap();
+    let start = Instant::now();
+    let e = m.try_acquire_for(timing().wait()).unwrap_err();
+    assert!(matches!(e, Error::ZooKeeper(ZkError::InvalidAcl { .. })), "{e:?}");
+    assert!(
+        start.elapsed() < timing().wait(),
+        "the acquire waited instead of failing"
+    );
+}
+
+// ---- locks on a creator-only path --------------------------------------------------------
+
+#[test]
+fn a_session_without_the_credentials_cannot_touch_a_creator_only_lock() {
+    let s = server();
+    let t = timing();
+    let owner = secure_client(&s, Some(ALICE), FixedAclProvider::creator_all());
+    let lock = InterProcessMutex::new(&owner, "/locks/private").unwrap();
+    let held = lock.acquire().unwrap();
+    let node = held.holding().node();
+
+    // Mallory's session (other credentials) and an anonymous one.
+    for auth in [Some(MALLORY), None] {
+        let other = secure_client(&s, auth, zk_framework::OpenAclProvider);
+        // It cannot delete the held node...
+        let zk = other.zookeeper_client();
+        assert!(
+            matches!(zk.delete(&node, None), Err(ZkError::NoAuth { .. })),
+            "{auth:?}"
+        );
+        // ...nor queue a node behind it...
+        assert!(matches!(
+            zk.create(
+                "/locks/private/intruder",
+                b"",
+                &Acl::open_unsafe(),
+                CreateMode::Ephemeral
+            ),
+            Err(ZkError::NoAuth { .. })
+        ));
+        // ...and every acquire fails at once with a typed NoAuth: no retry loop, no wait.
+        let kinds: Vec<Box<dyn Fn() -> Result<bool, Error>>> = vec![
+            Box::new(|| {
+                let m = InterProcessMutex::new(&other, "/locks/private")?;
+                let got = m.try_acquire_for(t.wait())?.is_some();
+                Ok(got)
+            }),
+            Box::new(|| {
+                let m = InterProcessMutex::new(&other, "/locks/private")?;
+                let got = m.acquire().map(|_| true);
+                got
+            }),
+            Box::new(|| {
+                let rw = InterProcessReadWriteLock::new(&other, "/locks/private")?;
+                let got = rw.read_lock().try_acquire_for(t.wait())?.is_some();
+                Ok(got)
+            }),
+            Box::new(|| {
+                let rw = InterProcessReadWriteLock::new(&other, "/locks/private")?;
+                let got = rw.write_lock().try_acquire_for(t.wait())?.is_some();
+                Ok(got)
+            }),
+            Box::new(|| {
+                let sem = InterProcessSemaphoreV2::new(&other, "/locks/private", 3)?;
+                let got = sem.try_acquire_for(t.wait())?.is_some();
+                Ok(got)
+            }),
+            Box::new(|| {
+                let sm = InterProcessSemaphoreMutex::new(&other, "/locks/private")?;
+                let got = sm.try_acquire_for(t.wait())?.is_some();
+                Ok(got)
+            }),
+        ];
+        for (i, try_it) in kinds.iter().enumerate() {
+            let start = Instant::now();
+            let r = try_it();
+            let elapsed = start.elapsed();
+            assert!(matches!(&r, Err(e) if is_no_auth(e)), "kind {i}, {auth:?}: {r:?}");
+            // One round trip or two, never the retry policy's sleeps or the lock wait.
+            assert!(elapsed <= Duration::from_secs(2), "kind {i} took {elapsed:?}");
+        }
+    }
+    // Nothing was left behind, and the holder still holds.
+    let alice = raw(&s, Some(ALICE));
+    assert_eq!(alice.get_children("/locks/private").unwrap().len(), 1);
+    held.check().unwrap();
+    held.release().unwrap();
+}
+
+#[test]
+fn sessions_with_the_credentials_lock_normally_on_a_creator_only_path() {
+    let s = server();
+    let t = timing();
+    let a = secure_client(&s, Some(ALICE), FixedAclProvider::creator_all());
+    let b = secure_client(&s, Some(ALICE), FixedAclProvider::creator_all());
+    // Mutex: b waits for a, then gets it.
+    let ma = InterProcessMutex::new(&a, "/locks/shared").unwrap();
+    let mb = InterProcessMutex::new(&b, "/locks/shared").unwrap();
+    let ga = ma.acquire().unwrap();
+    assert!(mb.try_acquire_for(Duration::ZERO).unwrap().is_none());
+    std::thread::scope(|sc| {
+        let waiter = sc.spawn(|| mb.try_acquire_for(t.wait()).map(|g| g.map(|g| g.release())));
+        assert!(
+            wait_until(t.wait(), || ma.participant_nodes().unwrap().len() == 2),
+            "b never queued"
+        );
+        ga.release().unwrap();
+        let got = waiter.join().unwrap().unwrap();
+        assert!(matches!(got, Some(Ok(()))), "{got:?}");
+    });
+    // Read/write: readers share, a writer excludes.
+    let rwa = InterProcessReadWriteLock::new(&a, "/locks/shared-rw").unwrap();
+    let rwb = InterProcessReadWriteLock::new(&b, "/locks/shared-rw").unwrap();
+    let r1 = rwa.read_lock().acquire().unwrap();
+    let r2 = rwb
+        .read_lock()
+        .try_acquire_for(t.wait())
+        .unwrap()
+        .expect("readers share");
+    std::thread::scope(|sc| {
+        let busy = sc.spawn(|| rwb.write_lock().try_acquire_for(Duration::ZERO).map(|g| g.is_none()));
+        assert_eq!(busy.join().unwrap(), Ok(true), "a writer got in beside readers");
+    });
+    drop((r1, r2));
+    let w = rwb.write_lock().try_acquire_for(t.wait()).unwrap().expect("the writer");
+    drop(w);
+    // Semaphore: two leases between two sessions, a third waits.
+    let sa = InterProcessSemaphoreV2::new(&a, "/locks/shared-sem", 2).unwrap();
+    let sb = InterProcessSemaphoreV2::new(&b, "/locks/shared-sem", 2).unwrap();
+    let l1 = sa.acquire().unwrap();
+    let l2 = sb.try_acquire_for(t.wait()).unwrap().expect("a second lease");
+    assert!(sb.try_acquire_for(Duration::ZERO).unwrap().is_none());
+    drop((l1, l2));
+    let sma = InterProcessSemaphoreMutex::new(&a, "/locks/shared-sm").unwrap();
+    let smb = InterProcessSemaphoreMutex::new(&b, "/locks/shared-sm").unwrap();
+    let g = sma.acquire().unwrap();
+    assert!(smb.try_acquire_for(Duration::ZERO).unwrap().is_none());
+    drop(g);
+    assert!(smb.try_acquire_for(t.wait()).unwrap().is_some());
+}
+
+// ---- secrets stay secret -----------------------------------------------------------------
+
+#[test]
+fn credentials_never_show_in_debug_output() {
+    let b = CuratorFramework::builder()
+        .connect_string("127.0.0.1:1")
+        .authorization("digest", b"alice:hunter2-secret")
+        .acl_provider(FixedAclProvider::new(vec![Acl::digest(
+            "alice",
+            "hunter2-secret",
+            perms::ALL,
+        )]));
+    let cfg = ClientConfig::default().with_auth("digest", b"alice:hunter2-secret");
+    let packet = zk_framework::proto::AuthPacket {
+        auth_type: 0,
+        scheme: "digest".into(),
+        auth: b"alice:hunter2-secret".to_vec(),
+    };
+    let shown = format!(
+        "{b:?} {b:#?} {cfg:?} {cfg:#?} {packet:?} {:?} {:?}",
+        Acl::digest("alice", "hunter2-secret", perms::ALL),
+        Id::digest("alice", "hunter2-secret")
+    );
+    assert!(!shown.contains("hunter2"), "{shown}");
+    assert!(shown.contains("digest"), "the schemes are shown: {shown}");
+}

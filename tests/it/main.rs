@@ -25,6 +25,7 @@ mod framework_states;
 
 // Authentication and ACLs (the managed client, the locks, the embedded server).
 mod acl;
+mod acl_conformance;
 
 // The locks (`zk_recipes`).
 mod lock_contract;

@@ -122,6 +122,10 @@ pub struct ApacheConfig {
     pub extended_types: bool,
     /// Maximum JVM heap, as given to `-Xmx` (for example `"256m"`).
     pub heap: String,
+    /// The super user's digest id
+    /// (`-Dzookeeper.DigestAuthenticationProvider.superDigest`, e.g. from
+    /// `zk_proto::digest::digest_id("super:test")`). Default none.
+    pub super_digest: Option<String>,
 }
 
 impl Default for ApacheConfig {
@@ -133,6 +137,7 @@ impl Default for ApacheConfig {
             container_check_interval_ms: 100,
             extended_types: true,
             heap: "256m".to_string(),
+            super_digest: None,
         }
     }
 }
@@ -260,6 +265,9 @@ impl Node {
             .arg("-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS");
         if c.extended_types {
             cmd.arg("-Dzookeeper.extendedTypesEnabled=true");
+        }
+        if let Some(d) = &c.super_digest {
+            cmd.arg(format!("-Dzookeeper.DigestAuthenticationProvider.superDigest={d}"));
         }
         cmd.arg("-cp")
             .arg(Self::classpath())

@@ -37,6 +37,11 @@ pub struct ServerConfig {
     /// Whether every four-letter word is enabled (`4lw.commands.whitelist=*`). When false,
     /// only `srvr` is, as on a default 3.8 server. Default true.
     pub four_letter_words: bool,
+    /// The super user's digest id (`zookeeper.DigestAuthenticationProvider.superDigest`,
+    /// e.g. `super:D/InIHSb7yEEbrWz8b9l71RjZJU=` from
+    /// [`zk_proto::digest::digest_id`]`("super:test")`): a session that authenticates
+    /// with matching `digest` credentials passes every ACL check. Default none.
+    pub super_digest: Option<String>,
 }
 
 impl Default for ServerConfig {
@@ -50,6 +55,7 @@ impl Default for ServerConfig {
             max_frame: DEFAULT_MAX_FRAME,
             extended_types: true,
             four_letter_words: true,
+            super_digest: None,
         }
     }
 }

@@ -188,6 +188,16 @@ pub(crate) fn check_acl(acl: &[Acl], perm: i32, ids: &[Id]) -> bool {
     })
 }
 
+/// The length of Java's `s.split(sep)`: trailing empty strings are dropped
+/// (`DigestAuthenticationProvider.isValid` counts them that way: `"u:"` is one
+/// part, `"u:h:"` two).
+fn java_split_len(s: &str, sep: char) -> usize {
+    let parts: Vec<&str> = s.split(sep).collect();
+    let trailing_empty = parts.iter().rev().take_while(|p| p.is_empty()).count();
+    // Java returns [""] for an empty string.
+    (parts.len() - trailing_empty).max(usize::from(s.is_empty()))
+}
+
 /// `PrepRequestProcessor.fixupACL`: de-duplicates, expands `auth`, validates ids.
 pub(crate) fn fixup_acl(acl: &[Acl], ids: &[Id]) -> Result<Vec<Acl>, ErrorCode> {
     let mut uniq: Vec<&Acl> = Vec::with_capacity(acl.len());
@@ -216,7 +226,7 @@ pub(crate) fn fixup_acl(acl: &[Acl], ids: &[Id]) -> Result<Vec<Acl>, ErrorCode> 
                     return Err(ErrorCode::InvalidAcl);
                 }
             }
-            "digest" if a.id.id.split(':').count() == 2 => out.push(a.clone()),
+            "digest" if java_split_len(&a.id.id, ':') == 2 => out.push(a.clone()),
             "ip" if util::valid_ip_expr(&a.id.id) => out.push(a.clone()),
             _ => return Err(ErrorCode::InvalidAcl),
         }

@@ -22,21 +22,35 @@ pub(crate) fn java_random_bytes(seed: i64, n: usize) -> Vec<u8> {
     out
 }
 
+/// `IPAuthenticationProvider.v4addr2Bytes`: four dot-separated `Integer.parseInt`
+/// values in 0..=255 (so `010.0.0.1` and `+1.2.3.4` are accepted, as in Java).
 fn parse_v4(s: &str) -> Option<u32> {
-    s.parse::<std::net::Ipv4Addr>().ok().map(u32::from)
+    let parts: Vec<&str> = s.split('.').collect();
+    if parts.len() != 4 {
+        return None;
+    }
+    let mut v = 0u32;
+    for p in parts {
+        match p.parse::<i32>() {
+            Ok(n) if (0..=255).contains(&n) => v = (v << 8) | n as u32,
+            _ => return None,
+        }
+    }
+    Some(v)
 }
 
-/// Whether `expr` (`a.b.c.d` or `a.b.c.d/bits`) is a valid `ip` ACL id.
+/// Whether `expr` (`a.b.c.d` or `a.b.c.d/bits`) is a valid `ip` ACL id, as
+/// ZooKeeper 3.8's `IPAuthenticationProvider.isValid` decides: IPv4 only, with
+/// at most 32 prefix bits.
 pub(crate) fn valid_ip_expr(expr: &str) -> bool {
     let (addr, bits) = match expr.split_once('/') {
         Some((a, b)) => (a, Some(b)),
         None => (expr, None),
     };
-    let addr_ok = parse_v4(addr).is_some() || addr.parse::<std::net::Ipv6Addr>().is_ok();
-    addr_ok
+    parse_v4(addr).is_some()
         && match bits {
             None => true,
-            Some(b) => matches!(b.parse::<u8>(), Ok(n) if n <= 128),
+            Some(b) => matches!(b.parse::<i32>(), Ok(n) if (0..=32).contains(&n)),
         }
 }
 

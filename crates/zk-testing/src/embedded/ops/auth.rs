@@ -16,9 +16,20 @@ impl State {
                         scheme: "digest".into(),
                         id: zk_proto::digest::digest_id(&String::from_utf8_lossy(&p.auth)),
                     };
+                    // DigestAuthenticationProvider: the super user first, then the digest id.
+                    let mut new = Vec::with_capacity(2);
+                    if self.cfg.super_digest.as_deref() == Some(id.id.as_str()) {
+                        new.push(Id {
+                            scheme: "super".into(),
+                            id: String::new(),
+                        });
+                    }
+                    new.push(id);
                     if let Some(e) = self.conns.get_mut(&cid) {
-                        if !e.ids.contains(&id) {
-                            e.ids.push(id);
+                        for id in new {
+                            if !e.ids.contains(&id) {
+                                e.ids.push(id);
+                            }
                         }
                     }
                     true

@@ -42,6 +42,15 @@ pub struct ServerConfig {
     /// [`zk_proto::digest::digest_id`]`("super:test")`): a session that authenticates
     /// with matching `digest` credentials passes every ACL check. Default none.
     pub super_digest: Option<String>,
+    /// Whether the `x509` auth scheme is registered (ZooKeeper's
+    /// `authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider`).
+    /// When true, `x509` ACL entries are valid (any non-empty id) and match, by
+    /// equality, an `x509` identity of the connection: a TLS listener that verifies
+    /// a client certificate adds the certificate's subject to the connection's
+    /// identities (`ConnEntry::ids`), and `addauth x509` succeeds only on such a
+    /// connection. When false (the default, as on a plain ZooKeeper), `x509` ACLs
+    /// are `InvalidACL` and `addauth x509` is `AuthFailed`.
+    pub x509_auth: bool,
 }
 
 impl Default for ServerConfig {
@@ -56,6 +65,7 @@ impl Default for ServerConfig {
             extended_types: true,
             four_letter_words: true,
             super_digest: None,
+            x509_auth: false,
         }
     }
 }

@@ -123,6 +123,8 @@ pub(crate) struct Ctx<'a> {
     pub session: i64,
     pub ids: &'a [Id],
     pub extended_types: bool,
+    /// Whether the `x509` scheme is registered ([`crate::embedded::ServerConfig::x509_auth`]).
+    pub x509: bool,
 }
 
 /// Which transaction a create becomes (`PrepRequestProcessor.pRequest2TxnCreate`): the
@@ -199,7 +201,7 @@ fn java_split_len(s: &str, sep: char) -> usize {
 }
 
 /// `PrepRequestProcessor.fixupACL`: de-duplicates, expands `auth`, validates ids.
-pub(crate) fn fixup_acl(acl: &[Acl], ids: &[Id]) -> Result<Vec<Acl>, ErrorCode> {
+pub(crate) fn fixup_acl(acl: &[Acl], ids: &[Id], x509: bool) -> Result<Vec<Acl>, ErrorCode> {
     let mut uniq: Vec<&Acl> = Vec::with_capacity(acl.len());
     for a in acl {
         if !uniq.contains(&a) {
@@ -228,6 +230,8 @@ pub(crate) fn fixup_acl(acl: &[Acl], ids: &[Id]) -> Result<Vec<Acl>, ErrorCode> 
             }
             "digest" if java_split_len(&a.id.id, ':') == 2 => out.push(a.clone()),
             "ip" if util::valid_ip_expr(&a.id.id) => out.push(a.clone()),
+            // X509AuthenticationProvider.isValid: an X.500 name; any non-empty text here.
+            "x509" if x509 && !a.id.id.is_empty() => out.push(a.clone()),
             _ => return Err(ErrorCode::InvalidAcl),
         }
     }
@@ -335,7 +339,7 @@ impl DataTree {
         }
         let parent_path = parent_of(path).ok_or(ErrorCode::BadArguments)?;
         // 3. ACL.
-        let acl = fixup_acl(&args.acl, ctx.ids)?;
+        let acl = fixup_acl(&args.acl, ctx.ids, ctx.x509)?;
         // 4. parent exists; 5. CREATE permission.
         let parent = self.nodes.get(parent_path).ok_or(ErrorCode::NoNode)?;
         if !check_acl(&parent.acl, perms::CREATE, ctx.ids) {
@@ -513,7 +517,7 @@ impl DataTree {
         if validate_path(path, false).is_err() {
             return Err(ErrorCode::BadArguments);
         }
-        let acl = fixup_acl(acl, ctx.ids)?;
+        let acl = fixup_acl(acl, ctx.ids, ctx.x509)?;
         let node = self.nodes.get_mut(path).ok_or(ErrorCode::NoNode)?;
         if !check_acl(&node.acl, perms::ADMIN, ctx.ids) {
             return Err(ErrorCode::NoAuth);

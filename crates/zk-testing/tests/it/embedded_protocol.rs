@@ -884,6 +884,45 @@ fn unknown_opcode_is_unimplemented_then_closed_others_unaffected() {
 }
 
 #[test]
+fn x509_acls_need_the_registered_scheme() {
+    let x509 = || {
+        let mut req = create_req("/x", b"", 0);
+        req.acl = vec![Acl {
+            perms: zk_proto::perms::ALL,
+            id: Id {
+                scheme: "x509".into(),
+                id: "CN=client".into(),
+            },
+        }];
+        req
+    };
+    let auth = AuthPacket {
+        auth_type: 0,
+        scheme: "x509".into(),
+        auth: b"CN=forged".to_vec(),
+    };
+    // Not registered (the default, as on a plain ZooKeeper): the ACL is invalid and
+    // addauth x509 fails.
+    let s = server();
+    let mut c = Client::connect(&s.connect_string());
+    assert_eq!(c.rq(OpCode::Create, &x509()).hdr.err, ErrorCode::InvalidAcl.code());
+    c.send_request(-4, OpCode::Auth.code(), &auth.to_bytes());
+    assert_eq!(c.wait_reply(-4).hdr.err, ErrorCode::AuthFailed.code());
+    // Registered: the ACL is valid, but the identity comes only from a verified client
+    // certificate, so a plain connection neither matches it nor can claim it.
+    let s = EmbeddedServer::start(ServerConfig {
+        x509_auth: true,
+        ..ServerConfig::default()
+    })
+    .unwrap();
+    let mut c = Client::connect(&s.connect_string());
+    assert_eq!(c.rq(OpCode::Create, &x509()).hdr.err, 0);
+    assert_eq!(c.get_data("/x", false), Err(ErrorCode::NoAuth.code()));
+    c.send_request(-4, OpCode::Auth.code(), &auth.to_bytes());
+    assert_eq!(c.wait_reply(-4).hdr.err, ErrorCode::AuthFailed.code());
+}
+
+#[test]
 fn garbage_oversized_and_negative_frames_close_only_that_connection() {
     let s = EmbeddedServer::start(ServerConfig {
         max_frame: 4096,

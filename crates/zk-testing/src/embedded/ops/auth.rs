@@ -1,4 +1,4 @@
-//! addauth (`digest` and `ip`) and whoAmI.
+//! addauth (`digest`, `ip`, and `x509` when registered) and whoAmI.
 
 use zk_proto::jute::Reader;
 use zk_proto::{AuthPacket, ClientInfo, Decode, Encode, ErrorCode, Id, WhoAmIResponse};
@@ -35,6 +35,9 @@ impl State {
                     true
                 }
                 "ip" => true,
+                // X509AuthenticationProvider: the identity comes from the client
+                // certificate the TLS listener verified, never from the packet.
+                "x509" if self.cfg.x509_auth => self.ids(cid).iter().any(|i| i.scheme == "x509"),
                 _ => false,
             },
             Err(_) => false,

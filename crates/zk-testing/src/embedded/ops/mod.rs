@@ -97,6 +97,7 @@ impl State {
                 session: sid,
                 ids: self.conns.get(&cid).map_or(&[], |e| e.ids.as_slice()),
                 extended_types: self.cfg.extended_types,
+                x509: self.cfg.x509_auth,
             };
             apply(&mut self.tree, &ctx, &mut trig)
         };

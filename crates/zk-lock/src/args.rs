@@ -45,6 +45,66 @@ impl Kind {
     }
 }
 
+// ---- authentication and ACLs (kept together, apart from the other options) ----
+
+/// The environment variable holding `SCHEME:CREDENTIALS` when neither `--auth`
+/// nor `--auth-file` is given. zk-lock removes it from COMMAND's environment.
+pub const AUTH_ENV: &str = "ZK_LOCK_AUTH";
+
+/// Credentials for ZooKeeper's `addauth` (`--auth`, `--auth-file`,
+/// `ZK_LOCK_AUTH`). `Debug` shows the scheme only.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Credentials {
+    /// The scheme, e.g. `digest`.
+    pub scheme: String,
+    /// The credentials, e.g. `user:password` (never printed).
+    pub secret: Vec<u8>,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("scheme", &self.scheme)
+            .field("secret", &"<redacted>")
+            .finish()
+    }
+}
+
+/// Parses `SCHEME:CREDENTIALS` (e.g. `digest:user:password`). Messages never
+/// repeat the input.
+///
+/// # Errors
+///
+/// A message naming what is missing.
+pub fn parse_credentials(v: &str) -> Result<Credentials, String> {
+    let v = v.trim_end_matches(['\n', '\r']);
+    let Some((scheme, secret)) = v.split_once(':') else {
+        return Err("expected SCHEME:CREDENTIALS, e.g. digest:USER:PASSWORD".into());
+    };
+    if scheme.is_empty() || secret.is_empty() {
+        return Err("expected SCHEME:CREDENTIALS, e.g. digest:USER:PASSWORD".into());
+    }
+    if scheme == "digest" && !secret.split_once(':').is_some_and(|(u, _)| !u.is_empty()) {
+        return Err("digest credentials must be USER:PASSWORD, e.g. digest:deployer:s3cret".into());
+    }
+    Ok(Credentials {
+        scheme: scheme.to_string(),
+        secret: secret.as_bytes().to_vec(),
+    })
+}
+
+/// The ACL of the nodes zk-lock creates (`--acl`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AclChoice {
+    /// world:anyone, all permissions (ZooKeeper's OPEN_ACL_UNSAFE; the default).
+    Open,
+    /// Only sessions with the same credentials (CREATOR_ALL_ACL); needs --auth.
+    Creator,
+    /// The creator may do anything, everyone else may read (and so see who
+    /// holds the lock, but not join, delete or break it); needs --auth.
+    CreatorRead,
+}
+
 /// Everything a run needs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Options {
@@ -73,6 +133,10 @@ pub struct Options {
     pub path: String,
     /// COMMAND and its arguments (never empty).
     pub command: Vec<OsString>,
+    /// Credentials sent on every connection (`--auth`, `--auth-file`, `ZK_LOCK_AUTH`).
+    pub auth: Option<Credentials>,
+    /// The ACL of the lock's nodes (`--acl`).
+    pub acl: AclChoice,
 }
 
 /// What the command line asks for.
@@ -221,6 +285,10 @@ EXIT STATUS:
                       --connect-timeout) or another lock error (EX_UNAVAILABLE)
      75               the lock was lost while COMMAND ran; COMMAND was terminated
                       (EX_TEMPFAIL: try again)
+     77               permission denied: the lock's nodes have an ACL these
+                      credentials do not pass (NoAuth), ZooKeeper refused the
+                      credentials (AuthFailed), or it refused the ACL of a new
+                      node (InvalidACL) (EX_NOPERM)
     126               COMMAND cannot be executed
     127               COMMAND was not found
     128+N             zk-lock got signal N while waiting for the lock
@@ -229,6 +297,9 @@ ENVIRONMENT:
     ZK_CONNECT          the connect string when --connect is not given
     RUST_LOG            log filter (env_logger syntax, e.g. RUST_LOG=debug); it
                         overrides -v. Quiet by default: errors only.
+    ZK_LOCK_AUTH        SCHEME:CREDENTIALS when neither --auth nor --auth-file
+                        is given (e.g. digest:deployer:s3cret); removed from
+                        COMMAND's environment. Credentials are never printed.
 
     COMMAND runs with these added:
     ZK_LOCK_PATH            the lock path (PATH)
@@ -254,6 +325,9 @@ EXAMPLES:
 
     # at most 3 concurrent downloads
     zk-lock --semaphore 3 /locks/downloads -- curl -O https://example.com/big.iso
+
+    # a lock only holders of the deployer credentials can take, join or break
+    ZK_LOCK_AUTH=digest:deployer:s3cret zk-lock --acl creator /locks/deploy -- make deploy
 
     # try it without a ZooKeeper server
     zk-lock --embedded -v /demo -- echo \"holding the lock\"";
@@ -358,6 +432,70 @@ struct Cli {
     /// ZooKeeper client's logs, -vvv debug logs
     #[arg(verbatim_doc_comment, short = 'v', long, action = ArgAction::Count)]
     verbose: u8,
+
+    // ---- authentication and ACLs ----
+    /// credentials sent to ZooKeeper on every connection (addauth), e.g.
+    /// digest:USER:PASSWORD. Visible to other users in `ps`: prefer
+    /// --auth-file or $ZK_LOCK_AUTH [default: $ZK_LOCK_AUTH]
+    #[arg(
+        verbatim_doc_comment,
+        long,
+        value_name = "SCHEME:CREDENTIALS",
+        value_parser = parse_credentials,
+        conflicts_with = "auth_file",
+        allow_hyphen_values = true,
+        help_heading = "Authentication and ACLs"
+    )]
+    auth: Option<Credentials>,
+
+    /// read SCHEME:CREDENTIALS from the first line of FILE (keep it mode 0600)
+    #[arg(
+        verbatim_doc_comment,
+        long,
+        value_name = "FILE",
+        allow_hyphen_values = true,
+        help_heading = "Authentication and ACLs"
+    )]
+    auth_file: Option<std::path::PathBuf>,
+
+    /// the ACL of the lock nodes zk-lock creates (and of missing parents):
+    /// open (anyone), creator (only sessions with the same credentials),
+    /// creator-read (others may only read) [default: open]
+    #[arg(
+        verbatim_doc_comment,
+        long,
+        value_name = "ACL",
+        value_enum,
+        hide_possible_values = true,
+        help_heading = "Authentication and ACLs"
+    )]
+    acl: Option<AclChoice>,
+}
+
+/// The credentials from `--auth`, `--auth-file` or `ZK_LOCK_AUTH` (in that
+/// order); messages name the source, never the secret.
+fn credentials(
+    flag: Option<Credentials>,
+    file: Option<&std::path::Path>,
+    env: Option<String>,
+) -> Result<Option<Credentials>, UsageError> {
+    if flag.is_some() {
+        return Ok(flag);
+    }
+    if let Some(f) = file {
+        let text = std::fs::read_to_string(f)
+            .map_err(|e| UsageError(format!("--auth-file: cannot read {}: {e}", f.display())))?;
+        let line = text.lines().next().unwrap_or("");
+        return parse_credentials(line)
+            .map(Some)
+            .map_err(|e| UsageError(format!("--auth-file {}: {e}", f.display())));
+    }
+    match env.filter(|v| !v.is_empty()) {
+        Some(v) => parse_credentials(&v)
+            .map(Some)
+            .map_err(|e| UsageError(format!("{AUTH_ENV}: {e}"))),
+        None => Ok(None),
+    }
 }
 
 fn connect_string(v: &str) -> Result<String, String> {
@@ -433,6 +571,10 @@ fn from_clap(e: clap::Error) -> Result<Parsed, UsageError> {
                 None => format!("{name}: invalid value {value:?}"),
             }
         }
+        ErrorKind::ArgumentConflict if context(&e, ContextKind::PriorArg).is_some_and(|p| p != arg) => {
+            let prior = flag_name(&context(&e, ContextKind::PriorArg).unwrap_or_default());
+            format!("{name} and {prior} cannot be combined")
+        }
         ErrorKind::TooManyValues | ErrorKind::ArgumentConflict if arg.starts_with('-') => {
             format!("{name} takes no value")
         }
@@ -450,8 +592,28 @@ fn from_clap(e: clap::Error) -> Result<Parsed, UsageError> {
     Err(UsageError(msg))
 }
 
-/// Parses the arguments after the program name. `zk_connect_env` is the value
-/// of `ZK_CONNECT` (passed in so that parsing is a pure function).
+/// The environment variables zk-lock reads (passed in so that parsing does not
+/// read the process environment).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Env {
+    /// `ZK_CONNECT`.
+    pub zk_connect: Option<String>,
+    /// `ZK_LOCK_AUTH` (never printed: see [`Credentials`]).
+    pub zk_lock_auth: Option<String>,
+}
+
+impl Env {
+    /// The process environment.
+    pub fn from_process() -> Env {
+        Env {
+            zk_connect: std::env::var("ZK_CONNECT").ok(),
+            zk_lock_auth: std::env::var(AUTH_ENV).ok(),
+        }
+    }
+}
+
+/// Parses the arguments after the program name, with the environment `env`.
+/// `--auth-file` is read here.
 ///
 /// # Errors
 ///
@@ -460,9 +622,9 @@ fn from_clap(e: clap::Error) -> Result<Parsed, UsageError> {
 /// # Examples
 ///
 /// ```ignore
-/// let parsed = parse(vec!["/locks/a".into(), "--".into(), "true".into()], None)?;
+/// let parsed = parse(vec!["/locks/a".into(), "--".into(), "true".into()], &Env::default())?;
 /// ```
-pub fn parse(args: Vec<OsString>, zk_connect_env: Option<String>) -> Result<Parsed, UsageError> {
+pub fn parse(args: Vec<OsString>, env: &Env) -> Result<Parsed, UsageError> {
     // The first `--` ends the options: no option takes `--` as its value.
     let mut args = args;
     let command = args.iter().position(|a| a == "--").map(|i| {
@@ -522,9 +684,21 @@ pub fn parse(args: Vec<OsString>, zk_connect_env: Option<String>) -> Result<Pars
              (no in-process test server); give --connect or ZK_CONNECT instead",
         );
     }
+    let auth = credentials(cli.auth, cli.auth_file.as_deref(), env.zk_lock_auth.clone())?;
+    let acl = cli.acl.unwrap_or(AclChoice::Open);
+    if acl != AclChoice::Open && auth.is_none() {
+        return usage(format!(
+            "--acl {} needs credentials: give --auth, --auth-file or {AUTH_ENV}",
+            if acl == AclChoice::Creator {
+                "creator"
+            } else {
+                "creator-read"
+            }
+        ));
+    }
     let connect = cli
         .connect
-        .or(zk_connect_env.filter(|v| !v.trim().is_empty()))
+        .or(env.zk_connect.clone().filter(|v| !v.trim().is_empty()))
         .unwrap_or_else(|| DEFAULT_CONNECT.to_string());
     Ok(Parsed::Run(Options {
         connect,
@@ -543,6 +717,8 @@ pub fn parse(args: Vec<OsString>, zk_connect_env: Option<String>) -> Result<Pars
         verbose: cli.verbose,
         path,
         command,
+        auth,
+        acl,
     }))
 }
 
@@ -555,14 +731,14 @@ mod tests {
     }
 
     fn run(v: &[&str]) -> Options {
-        match parse(args(v), None) {
+        match parse(args(v), &Env::default()) {
             Ok(Parsed::Run(o)) => o,
             other => panic!("{v:?} gave {other:?}"),
         }
     }
 
     fn err(v: &[&str]) -> String {
-        match parse(args(v), None) {
+        match parse(args(v), &Env::default()) {
             Err(UsageError(m)) => m,
             other => panic!("{v:?} should be a usage error, gave {other:?}"),
         }
@@ -661,12 +837,16 @@ mod tests {
 
     #[test]
     fn connect_from_env() {
-        let o = match parse(args(&["/l", "--", "x"]), Some("env:1".into())) {
+        let env = Env {
+            zk_connect: Some("env:1".into()),
+            ..Env::default()
+        };
+        let o = match parse(args(&["/l", "--", "x"]), &env) {
             Ok(Parsed::Run(o)) => o,
             other => panic!("{other:?}"),
         };
         assert_eq!(o.connect, "env:1");
-        let o = match parse(args(&["--connect", "cli:2", "/l", "--", "x"]), Some("env:1".into())) {
+        let o = match parse(args(&["--connect", "cli:2", "/l", "--", "x"]), &env) {
             Ok(Parsed::Run(o)) => o,
             other => panic!("{other:?}"),
         };
@@ -675,9 +855,9 @@ mod tests {
 
     #[test]
     fn help_and_version() {
-        assert_eq!(parse(args(&["--help"]), None), Ok(Parsed::Help));
-        assert_eq!(parse(args(&["/l", "-h"]), None), Ok(Parsed::Help));
-        assert_eq!(parse(args(&["-V"]), None), Ok(Parsed::Version));
+        assert_eq!(parse(args(&["--help"]), &Env::default()), Ok(Parsed::Help));
+        assert_eq!(parse(args(&["/l", "-h"]), &Env::default()), Ok(Parsed::Help));
+        assert_eq!(parse(args(&["-V"]), &Env::default()), Ok(Parsed::Version));
     }
 
     #[test]
@@ -695,6 +875,75 @@ mod tests {
             assert!(!m.contains("error:") && !m.contains('\n'), "{v:?}: {m}");
             println!("{v:?}: {m}");
         }
+    }
+
+    #[test]
+    fn auth_sources_and_acl() {
+        let digest = |s: &str| Credentials {
+            scheme: "digest".into(),
+            secret: s.as_bytes().to_vec(),
+        };
+        let o = run(&["--auth", "digest:u:pw:with:colons", "--acl", "creator", "/l", "--", "x"]);
+        assert_eq!(o.auth, Some(digest("u:pw:with:colons")));
+        assert_eq!(o.acl, AclChoice::Creator);
+        assert_eq!(run(&["/l", "--", "x"]).acl, AclChoice::Open);
+        assert_eq!(run(&["/l", "--", "x"]).auth, None);
+        assert_eq!(
+            run(&["--auth=digest:u:p", "--acl=creator-read", "/l", "--", "x"]).acl,
+            AclChoice::CreatorRead
+        );
+        // The environment, and --auth over it.
+        let env = Env {
+            zk_lock_auth: Some("digest:env:pw".into()),
+            ..Env::default()
+        };
+        let from_env = |v: &[&str]| match parse(args(v), &env) {
+            Ok(Parsed::Run(o)) => o,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(from_env(&["/l", "--", "x"]).auth, Some(digest("env:pw")));
+        assert_eq!(
+            from_env(&["--auth", "digest:cli:pw", "/l", "--", "x"]).auth,
+            Some(digest("cli:pw"))
+        );
+        // A file: its first line.
+        let dir = std::env::temp_dir().join(format!("zk-lock-auth-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("auth");
+        std::fs::write(&f, "digest:file:pw\nignored\n").unwrap();
+        let fs = f.to_str().unwrap();
+        assert_eq!(
+            from_env(&["--auth-file", fs, "/l", "--", "x"]).auth,
+            Some(digest("file:pw"))
+        );
+        std::fs::write(&f, "digest:nopassword-hunter2\n").unwrap();
+        let m = err(&["--auth-file", fs, "/l", "--", "x"]);
+        assert!(m.contains("USER:PASSWORD") && !m.contains("hunter2"), "{m}");
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(err(&["--auth-file", "/nonexistent/zk-auth", "/l", "--", "x"]).contains("cannot read"));
+        // Errors never repeat the secret.
+        for bad in ["hunter2", "digest:", ":hunter2", "digest:hunter2", "digest::hunter2"] {
+            let m = err(&["--auth", bad, "/l", "--", "x"]);
+            assert!(m.starts_with("--auth") && !m.contains("hunter2"), "{bad}: {m}");
+        }
+        let bad_env = Env {
+            zk_lock_auth: Some("hunter2".into()),
+            ..Env::default()
+        };
+        match parse(args(&["/l", "--", "x"]), &bad_env) {
+            Err(UsageError(m)) => assert!(m.contains(AUTH_ENV) && !m.contains("hunter2"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        let m = err(&["--auth", "digest:a:b", "--auth-file", "f", "/l", "--", "x"]);
+        assert!(m.contains("cannot be combined") && !m.contains("digest:a:b"), "{m}");
+        assert!(err(&["--acl", "creator", "/l", "--", "x"]).contains("needs credentials"));
+        assert!(err(&["--acl", "everyone", "/l", "--", "x"]).contains("--acl"));
+        // Debug output (and so any log of the options) hides the secret.
+        let o = run(&["--auth", "digest:u:hunter2", "/l", "--", "x"]);
+        let shown = format!("{o:?} {o:#?}");
+        assert!(shown.contains("digest") && !shown.contains("hunter2"), "{shown}");
+        // So does the help: no default or example secret is shown.
+        assert!(help().contains("--auth <SCHEME:CREDENTIALS>"));
     }
 
     #[test]

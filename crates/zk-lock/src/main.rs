@@ -23,6 +23,11 @@ pub(crate) mod exit {
     pub const UNAVAILABLE: i32 = 69;
     /// The lock was lost while COMMAND ran; COMMAND was terminated (EX_TEMPFAIL).
     pub const LOCK_LOST: i32 = 75;
+    /// ZooKeeper refused access: the lock's nodes are protected by an ACL these
+    /// credentials do not pass (NoAuth), the credentials were refused
+    /// (AuthFailed), or `--acl creator` without usable credentials (InvalidACL)
+    /// (EX_NOPERM).
+    pub const NO_PERMISSION: i32 = 77;
     /// COMMAND exists but cannot be executed.
     pub const NOT_EXECUTABLE: i32 = 126;
     /// COMMAND was not found.
@@ -31,7 +36,7 @@ pub(crate) mod exit {
 
 fn main() {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    let parsed = args::parse(argv, std::env::var("ZK_CONNECT").ok());
+    let parsed = args::parse(argv, &args::Env::from_process());
     let opts = match parsed {
         Ok(Parsed::Help) => {
             print!("{}", args::help());

@@ -12,12 +12,13 @@ use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::{getpgid, getpgrp, getpid, Pid};
 use zk_framework::framework::CuratorFramework;
 use zk_framework::retry::ExponentialBackoffRetry;
+use zk_framework::{FixedAclProvider, OpenAclProvider};
 use zk_recipes::{
     InterProcessMutex, InterProcessMutexGuard, InterProcessReadWriteLock, InterProcessSemaphoreV2, Lease, LockEvent,
     ReadLockGuard, WriteLockGuard,
 };
 
-use crate::args::{Kind, Options};
+use crate::args::{AclChoice, Kind, Options};
 use crate::exit;
 use crate::signals::{self, Received};
 
@@ -147,6 +148,14 @@ pub fn run(opts: &Options) -> i32 {
     if let Some(ns) = &opts.namespace {
         builder = builder.namespace(ns.clone());
     }
+    if let Some(c) = &opts.auth {
+        builder = builder.authorization(&c.scheme, &c.secret);
+    }
+    builder = match opts.acl {
+        AclChoice::Open => builder.acl_provider(OpenAclProvider),
+        AclChoice::Creator => builder.acl_provider(FixedAclProvider::creator_all()),
+        AclChoice::CreatorRead => builder.acl_provider(FixedAclProvider::creator_all_read_others()),
+    };
     let built = builder.build();
     if built.is_err() {
         set_phase(&shared, Phase::Finishing);
@@ -302,7 +311,9 @@ fn run_with_client(
     cmd.args(&opts.command[1..])
         .env("ZK_LOCK_PATH", path)
         .env("ZK_LOCK_NODE", &node)
-        .env("ZK_LOCK_FENCING_TOKEN", token.to_string());
+        .env("ZK_LOCK_FENCING_TOKEN", token.to_string())
+        // The credentials stay with zk-lock.
+        .env_remove(crate::args::AUTH_ENV);
     // COMMAND gets a process group of its own, so that a loss and the final
     // clean-up reach the processes it started; not in a terminal's foreground,
     // where COMMAND must stay in the foreground group to use the terminal.
@@ -426,6 +437,23 @@ fn not_acquired(r: zk_recipes::Result<()>, path: &str, opts: &Options) -> i32 {
                 None => eprintln!("zk-lock: could not get the lock on {path}"),
             }
             opts.conflict_exit_code
+        }
+        Err(zk_recipes::Error::ZooKeeper(
+            e @ (zk_framework::Error::NoAuth { .. }
+            | zk_framework::Error::InvalidAcl { .. }
+            | zk_framework::Error::AuthFailed),
+        )) => {
+            let hint = match e {
+                zk_framework::Error::NoAuth { .. } if opts.auth.is_none() => {
+                    "the lock's nodes are protected by an ACL; give credentials with --auth-file, \
+                     ZK_LOCK_AUTH or --auth"
+                }
+                zk_framework::Error::NoAuth { .. } => "these credentials do not pass the ACL of the lock's nodes",
+                zk_framework::Error::InvalidAcl { .. } => "the server refused the ACL of the new lock node",
+                _ => "ZooKeeper refused the credentials (an unknown scheme?)",
+            };
+            eprintln!("zk-lock: permission denied: could not take the lock on {path}: {e} ({hint})");
+            exit::NO_PERMISSION
         }
         Err(e) => {
             eprintln!("zk-lock: could not take the lock on {path}: {e}");

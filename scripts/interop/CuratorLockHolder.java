@@ -7,10 +7,15 @@ import java.nio.file.Paths;
 import java.time.Instant;
 import java.util.concurrent.TimeUnit;
 
+import java.util.List;
+
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.api.ACLProvider;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.zookeeper.ZooDefs;
+import org.apache.zookeeper.data.ACL;
 
 /**
  * Holds a Curator {@link InterProcessMutex} until told to release it, so that a test can check
@@ -22,6 +27,11 @@ import org.apache.curator.retry.ExponentialBackoffRetry;
  * nanos>} to LOG_FILE, waits until RELEASE_FILE exists (at most 120 s), appends {@code NAME END
  * <epoch nanos>}, releases the lock and exits. The log format is the one of
  * CuratorMutexContender.java; every line is one O_APPEND write.
+ *
+ * <p>With {@code ZK_DIGEST=user:password} in the environment the client authenticates with
+ * those {@code digest} credentials ({@code authorization("digest", ...)}) and creates every node
+ * with {@code CREATOR_ALL_ACL} (an {@link ACLProvider}), so that only sessions with the same
+ * credentials can read, join or delete the lock.
  *
  * <p>Exit status: 0 on success, 1 on any error, 2 on bad arguments.
  */
@@ -51,12 +61,27 @@ public final class CuratorLockHolder {
         Path release = Paths.get(args[4]);
 
         int status = 0;
-        CuratorFramework client = CuratorFrameworkFactory.builder()
+        CuratorFrameworkFactory.Builder builder = CuratorFrameworkFactory.builder()
                 .connectString(connect)
                 .sessionTimeoutMs(30_000)
                 .connectionTimeoutMs(15_000)
-                .retryPolicy(new ExponentialBackoffRetry(100, 10))
-                .build();
+                .retryPolicy(new ExponentialBackoffRetry(100, 10));
+        String digest = System.getenv("ZK_DIGEST");
+        if (digest != null && !digest.isEmpty()) {
+            builder = builder.authorization("digest", digest.getBytes(StandardCharsets.UTF_8))
+                    .aclProvider(new ACLProvider() {
+                        @Override
+                        public List<ACL> getDefaultAcl() {
+                            return ZooDefs.Ids.CREATOR_ALL_ACL;
+                        }
+
+                        @Override
+                        public List<ACL> getAclForPath(String path) {
+                            return ZooDefs.Ids.CREATOR_ALL_ACL;
+                        }
+                    });
+        }
+        CuratorFramework client = builder.build();
         try (FileOutputStream out = new FileOutputStream(logFile, true)) {
             client.start();
             if (!client.blockUntilConnected(30, TimeUnit.SECONDS)) {

@@ -1,7 +1,9 @@
 //! `zk-lock`, the distributed flock(1), as real processes: exclusion between
 //! runs, timeouts, exit statuses, a lost session killing COMMAND, signal
 //! forwarding, usage errors, an unreachable server, read/write sharing, and
-//! exclusion with a Curator (Java) client when Debian's Curator jars exist.
+//! exclusion with a Curator (Java) client when Debian's Curator jars exist,
+//! and credentials with a creator-only ACL (exit 77 for the others; Curator with
+//! the same digest credentials interoperates).
 //!
 //! Cargo builds the binary for this test (`CARGO_BIN_EXE_zk-lock`); set
 //! `ZK_LOCK_BIN` to test another build. Runs on the embedded server by
@@ -108,6 +110,11 @@ static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::ne
 
 /// `zk-lock --connect <server> ARGS...` (no connect when `connect` is None).
 fn spawn(connect: Option<&str>, args: &[&str]) -> Run {
+    spawn_env(connect, args, &[])
+}
+
+/// As [`spawn`], with `env` added to zk-lock's environment.
+fn spawn_env(connect: Option<&str>, args: &[&str], env: &[(&str, &str)]) -> Run {
     let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let stderr = std::env::temp_dir().join(format!("zk-lock-test-{}-stderr-{n}", std::process::id()));
     let mut cmd = Command::new(zk_lock_bin());
@@ -117,6 +124,8 @@ fn spawn(connect: Option<&str>, args: &[&str]) -> Run {
     cmd.args(args)
         .env_remove("ZK_CONNECT")
         .env_remove("RUST_LOG")
+        .env_remove("ZK_LOCK_AUTH")
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&stderr).unwrap());
@@ -140,14 +149,21 @@ fn run(connect: Option<&str>, args: &[&str]) -> (i32, String, Duration) {
 }
 
 fn client(server: &TestingServer) -> CuratorFramework {
+    client_auth(server, None)
+}
+
+/// A client with `digest` credentials `user:password`, if given.
+fn client_auth(server: &TestingServer, digest: Option<&str>) -> CuratorFramework {
     let t = timing();
-    let c = CuratorFramework::builder()
+    let mut b = CuratorFramework::builder()
         .connect_string(server.connect_string())
         .session_timeout(t.session())
         .connection_timeout(t.connection())
-        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
-        .build()
-        .unwrap();
+        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3));
+    if let Some(d) = digest {
+        b = b.authorization("digest", d.as_bytes());
+    }
+    let c = b.build().unwrap();
     c.block_until_connected(t.wait()).unwrap();
     c
 }
@@ -1062,4 +1078,216 @@ fn curator_mutex_and_zk_lock_exclude_each_other() {
     if server.backend() == Backend::Apache {
         println!("Curator interop checked on Apache ZooKeeper");
     }
+}
+
+// ---- authentication and ACLs -----------------------------------------------------------------
+
+const SECRET: &str = "s3cret-Pw-never-printed";
+
+/// A holder script: touches READY, saves its environment, waits for GO.
+fn holding_script(ready: &Path, env_dump: &Path, go: &Path) -> String {
+    format!(
+        "env > '{env}'; touch '{ready}'; i=0; while [ ! -e '{go}' ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done",
+        env = env_dump.display(),
+        ready = ready.display(),
+        go = go.display()
+    )
+}
+
+#[test]
+fn credentials_and_a_creator_acl_keep_other_sessions_out() {
+    let server = TestingServer::start().unwrap();
+    let cs = server.connect_string();
+    let t = timing();
+    let dir = Scratch::new("auth");
+    let path = "/locks/secure";
+    let auth = format!("digest:deployer:{SECRET}");
+    let owner = client_auth(&server, Some(&format!("deployer:{SECRET}")));
+
+    // The holder: credentials from ZK_LOCK_AUTH, nodes creator-only, debug logs on.
+    let (ready, env_dump, go) = (dir.path("ready"), dir.path("env"), dir.path("go"));
+    let holder = spawn_env(
+        Some(&cs),
+        &[
+            "-vvv",
+            "--acl",
+            "creator",
+            path,
+            "--",
+            "sh",
+            "-c",
+            &holding_script(&ready, &env_dump, &go),
+        ],
+        &[("ZK_LOCK_AUTH", &auth)],
+    );
+    wait_for_file(&ready);
+    let nodes = lock_nodes(&owner, path);
+    assert_eq!(nodes.len(), 1, "{nodes:?}");
+    let node = format!("{path}/{}", nodes[0]);
+    let (acl, _) = owner.zookeeper_client().get_acl(&node).unwrap();
+    assert_eq!(
+        acl,
+        vec![zk_framework::Acl::digest("deployer", SECRET, zk_framework::perms::ALL)]
+    );
+    // COMMAND does not inherit the credentials.
+    let env = std::fs::read_to_string(&env_dump).unwrap();
+    assert!(env.contains("ZK_LOCK_PATH=") && !env.contains("ZK_LOCK_AUTH"), "{env}");
+
+    // Without credentials, with other ones, with an unknown scheme: exit 77 at once,
+    // even without a timeout (no retry loop, no wait), and nothing is left behind.
+    let other = dir.path("other-auth");
+    std::fs::write(&other, "digest:intruder:guess\n").unwrap();
+    let other = other.to_str().unwrap().to_string();
+    for (args, why) in [
+        (vec![path, "--", "true"], "not authorised"),
+        (vec!["--auth-file", &other, path, "--", "true"], "not authorised"),
+        (vec!["--auth", "nope:x", path, "--", "true"], "authentication failed"),
+    ] {
+        let (code, stderr, elapsed) = run(Some(&cs), &args);
+        assert_eq!(code, 77, "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("permission denied") && stderr.contains(why),
+            "{args:?}: {stderr}"
+        );
+        assert!(elapsed <= Duration::from_secs(10), "{args:?} took {elapsed:?}");
+    }
+    assert_eq!(lock_nodes(&owner, path), nodes, "an intruder's node was left");
+
+    // With the credentials (from a file), a second zk-lock queues and runs after the holder.
+    let file = dir.path("auth");
+    std::fs::write(&file, format!("{auth}\n")).unwrap();
+    let log = dir.path("sections.log");
+    let waiter = spawn(
+        Some(&cs),
+        &[
+            "--auth-file",
+            file.to_str().unwrap(),
+            "-w",
+            "60s",
+            path,
+            "--",
+            "sh",
+            "-c",
+            &section_script("waiter", &log, "0"),
+        ],
+    );
+    assert!(
+        wait_until(t.wait(), || lock_nodes(&owner, path).len() == 2),
+        "the second zk-lock did not queue"
+    );
+    std::fs::write(&go, b"").unwrap();
+    let (status, stderr) = holder.finish(t.wait());
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(
+        !stderr.contains(SECRET),
+        "the holder's debug log shows the secret:\n{stderr}"
+    );
+    assert!(stderr.contains("acquired"), "no debug log at all? {stderr}");
+    let (status, stderr) = waiter.finish(t.wait());
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert_eq!(sections(&log).len(), 1);
+    owner.close();
+}
+
+#[test]
+fn curator_with_the_same_digest_credentials_interoperates_on_a_creator_only_path() {
+    let dir = Scratch::new("curator-auth");
+    let cp = match compile_curator_contender(&dir.0) {
+        Ok(cp) => cp,
+        Err(why) => {
+            if std::env::var("ZK_TEST_REQUIRE_APACHE").as_deref() == Ok("1") {
+                panic!("ZK_TEST_REQUIRE_APACHE=1 but Curator cannot run: {why}");
+            }
+            println!("skipping the Curator interop test: {why}");
+            return;
+        }
+    };
+    let server = TestingServer::start().unwrap();
+    let cs = server.connect_string();
+    let t = timing();
+    let path = "/locks/curator-secure";
+    let digest = format!("deployer:{SECRET}");
+    let auth = format!("digest:{digest}");
+    let owner = client_auth(&server, Some(&digest));
+    let log = dir.path("sections.log");
+    let log_has = |what: &str| std::fs::read_to_string(&log).unwrap_or_default().contains(what);
+
+    // 1. Curator (digest credentials, CREATOR_ALL_ACL provider) holds the lock.
+    let release = dir.path("release-1");
+    let java_err = dir.path("curator-1.err");
+    let java = java_holder(&cp, &cs, path, "curator-1", &log, &release)
+        .env("ZK_DIGEST", &digest)
+        .stderr(std::fs::File::create(&java_err).unwrap())
+        .spawn()
+        .unwrap();
+    assert!(
+        wait_until(t.wait(), || log_has("curator-1 START")),
+        "the Curator holder never got the lock"
+    );
+    let nodes = lock_nodes(&owner, path);
+    let (acl, _) = owner
+        .zookeeper_client()
+        .get_acl(&format!("{path}/{}", nodes[0]))
+        .unwrap();
+    assert_eq!(
+        acl,
+        vec![zk_framework::Acl::digest("deployer", SECRET, zk_framework::perms::ALL)]
+    );
+    // Without the credentials: denied at once.
+    let (code, stderr, _) = run(Some(&cs), &[path, "--", "true"]);
+    assert_eq!(code, 77, "{stderr}");
+    // With them: zk-lock queues behind Curator and runs after its release.
+    let waiting = spawn_env(
+        Some(&cs),
+        &[path, "--", "sh", "-c", &section_script("zk-lock-1", &log, "0.05")],
+        &[("ZK_LOCK_AUTH", &auth)],
+    );
+    assert!(
+        wait_until(t.wait(), || lock_nodes(&owner, path).len() == 2),
+        "zk-lock did not queue behind Curator"
+    );
+    std::fs::write(&release, b"").unwrap();
+    let (status, stderr) = waiting.finish(t.wait());
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    java_wait(java, &java_err);
+
+    // 2. zk-lock (creator ACL) holds; Curator with the credentials queues and gets it after.
+    let (ready, env_dump, go) = (dir.path("ready"), dir.path("env"), dir.path("go"));
+    let holder = spawn_env(
+        Some(&cs),
+        &[
+            "--acl",
+            "creator",
+            path,
+            "--",
+            "sh",
+            "-c",
+            &holding_script(&ready, &env_dump, &go),
+        ],
+        &[("ZK_LOCK_AUTH", &auth)],
+    );
+    wait_for_file(&ready);
+    let release = dir.path("release-2");
+    let java_err = dir.path("curator-2.err");
+    let java = java_holder(&cp, &cs, path, "curator-2", &log, &release)
+        .env("ZK_DIGEST", &digest)
+        .stderr(std::fs::File::create(&java_err).unwrap())
+        .spawn()
+        .unwrap();
+    assert!(
+        wait_until(t.wait(), || lock_nodes(&owner, path).len() == 2),
+        "Curator did not queue behind zk-lock"
+    );
+    assert!(!log_has("curator-2 START"), "Curator got a lock zk-lock holds");
+    std::fs::write(&go, b"").unwrap();
+    let (status, stderr) = holder.finish(t.wait());
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(
+        wait_until(t.wait(), || log_has("curator-2 START")),
+        "Curator never got the lock after zk-lock's release"
+    );
+    std::fs::write(&release, b"").unwrap();
+    java_wait(java, &java_err);
+    assert_exclusive(&sections(&log));
+    owner.close();
 }

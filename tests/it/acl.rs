@@ -447,4 +447,11 @@ fn credentials_never_show_in_debug_output() {
     );
     assert!(!shown.contains("hunter2"), "{shown}");
     assert!(shown.contains("digest"), "the schemes are shown: {shown}");
+    // A running client, its plain handle and an error of a refused operation.
+    let s = server();
+    let c = secure_client(&s, Some(b"alice:hunter2-secret"), FixedAclProvider::creator_all());
+    let p = c.create().for_path("/secret-debug").unwrap();
+    let denied = raw(&s, None).get_data(&p).unwrap_err();
+    let shown = format!("{:?} {:?} {denied:?} {denied}", *c, c.zookeeper_client());
+    assert!(!shown.contains("hunter2"), "{shown}");
 }

@@ -140,6 +140,8 @@ pub struct Options {
 }
 
 /// What the command line asks for.
+// Made once per process: boxing the options would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Parsed {
     /// Run COMMAND under the lock.

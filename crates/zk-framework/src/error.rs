@@ -237,7 +237,7 @@ impl fmt::Display for Error {
             Error::NoChildrenForEphemerals { path } => write!(f, "no children for ephemerals: {path}"),
             Error::BadArguments { path } => write!(f, "bad arguments: {path}"),
             Error::AuthFailed => f.write_str("authentication failed"),
-            Error::InvalidAcl { path } => write!(f, "invalid ACL: {path}"),
+            Error::InvalidAcl { path } => write!(f, "invalid acl: {path}"),
             Error::Keeper { code, path } => write!(
                 f,
                 "zookeeper error {} ({}): {path}",

@@ -674,6 +674,37 @@ fn cases() -> Vec<(Who, &'static str, Rq, &'static str)> {
             "Ok",
         ),
         (Super, "super: delete", Delete("/conf/alice/s"), "Ok"),
+        // Empty ACLs (our client refuses them before sending; the server too).
+        (Alice, "ACL: empty", Create("/conf/open/e1", vec![]), "InvalidACL"),
+        (Alice, "ACL: empty, setACL", SetAcl("/conf/open", vec![]), "InvalidACL"),
+        // Refusals inside a multi.
+        (
+            Anon,
+            "multi: create with auth ACL, no credentials",
+            Multi(vec![MultiOp::Create {
+                op: OpCode::Create,
+                request: create_req("/conf/open/m1", Acl::creator_all()),
+            }]),
+            "Ok [InvalidACL]",
+        ),
+        (
+            Anon,
+            "multi: create, no CREATE",
+            Multi(vec![MultiOp::Create {
+                op: OpCode::Create,
+                request: create_req("/conf/alice/m2", Acl::open_unsafe()),
+            }]),
+            "Ok [NoAuth]",
+        ),
+        (
+            Anon,
+            "multi: delete, no DELETE",
+            Multi(vec![MultiOp::Delete(DeleteRequest {
+                path: "/conf/alice/kid".into(),
+                version: -1,
+            })]),
+            "Ok [NoAuth]",
+        ),
         // addauth: unknown schemes fail; digest takes anything.
         (
             Bob,

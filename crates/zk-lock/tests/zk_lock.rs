@@ -1149,7 +1149,8 @@ fn credentials_and_a_creator_acl_keep_other_sessions_out() {
             stderr.contains("permission denied") && stderr.contains(why),
             "{args:?}: {stderr}"
         );
-        assert!(elapsed <= Duration::from_secs(10), "{args:?} took {elapsed:?}");
+        // (The process starts, connects, is refused and closes its session: no wait.)
+        assert!(elapsed <= t.scale(Duration::from_secs(5)), "{args:?} took {elapsed:?}");
     }
     assert_eq!(lock_nodes(&owner, path), nodes, "an intruder's node was left");
 

@@ -14,6 +14,7 @@ use zk_framework::{
 use zk_recipes::{
     Error, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex, InterProcessSemaphoreV2,
 };
+use zk_testing::proxy::FaultProxy;
 use zk_testing::{wait_until, TestingServer};
 
 use crate::support::{server, timing};
@@ -23,9 +24,14 @@ const MALLORY: &[u8] = b"mallory:guess";
 
 /// A connected managed client with `auth` credentials (if any) and `provider`.
 fn secure_client(s: &TestingServer, auth: Option<&[u8]>, provider: impl AclProvider + 'static) -> Client0 {
+    secure_client_to(&s.connect_string(), auth, provider)
+}
+
+/// As [`secure_client`], to `connect_string`.
+fn secure_client_to(connect_string: &str, auth: Option<&[u8]>, provider: impl AclProvider + 'static) -> Client0 {
     let t = timing();
     let mut b = CuratorFramework::builder()
-        .connect_string(s.connect_string())
+        .connect_string(connect_string)
         .session_timeout(t.session())
         .connection_timeout(t.connection())
         .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
@@ -108,23 +114,24 @@ fn digest_ids_match_zookeeper() {
 #[test]
 fn credentials_survive_reconnects_and_session_expiry() {
     let s = server();
-    let c = secure_client(&s, Some(ALICE), FixedAclProvider::creator_all());
+    // Through a fault proxy, so that the connection can be cut on either backend.
+    let proxy = FaultProxy::start(&s.connect_string()).unwrap();
+    let c = secure_client_to(&proxy.connect_string(), Some(ALICE), FixedAclProvider::creator_all());
     let p = c.create().for_path("/creator-only").unwrap();
     let nobody = raw(&s, None);
     assert!(matches!(nobody.get_data(&p), Err(ZkError::NoAuth { .. })));
 
-    // A dropped connection (embedded): the resumed session authenticates again.
-    if let Some(e) = s.embedded() {
-        let sid = c.session_id();
-        e.drop_connections();
-        assert!(
-            wait_until(timing().wait(), || c.is_connected()
-                && c.zookeeper_client().state().is_connected()),
-            "no reconnect"
-        );
-        assert_eq!(c.session_id(), sid, "the session survived");
-        c.set_data(&p, b"after reconnect".to_vec(), None).unwrap();
-    }
+    // A cut connection: the resumed session authenticates again on the new one.
+    let sid = c.session_id();
+    let accepted = proxy.accepted();
+    proxy.cut();
+    assert!(
+        wait_until(timing().wait(), || proxy.accepted() > accepted
+            && c.zookeeper_client().state().is_connected()),
+        "no reconnect"
+    );
+    assert_eq!(c.session_id(), sid, "the session survived");
+    c.set_data(&p, b"after reconnect".to_vec(), None).unwrap();
 
     // An expired session: the new one authenticates too and can still touch the node.
     let generation = c.session_generation();

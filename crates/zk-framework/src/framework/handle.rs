@@ -162,6 +162,20 @@ impl CuratorFramework {
         &self.inner.default_data
     }
 
+    /// The ACL creates use when given none (the builder's `acl(..)`, else
+    /// open).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// assert_eq!(c.default_acl(), zk_framework::Acl::open_unsafe());
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn default_acl(&self) -> Vec<crate::proto::Acl> {
+        self.inner.acl.clone()
+    }
+
     /// The connection timeout.
     ///
     /// # Examples

@@ -27,6 +27,7 @@ mod framework_states;
 mod lock_contract;
 mod multilock;
 mod mutex;
+mod operations;
 mod processes;
 mod rwlock;
 mod semaphore;

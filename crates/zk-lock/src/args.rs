@@ -6,7 +6,7 @@
 use std::ffi::OsString;
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
-use clap::{ArgAction, CommandFactory, FromArgMatches, Parser};
+use clap::{ArgAction, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::time::Duration;
 
 use zk_framework::proto::path::validate_path;
@@ -45,34 +45,77 @@ impl Kind {
     }
 }
 
-/// Everything a run needs.
+/// How to reach ZooKeeper: shared by every form of zk-lock (a run and the
+/// `status`, `break` and `wait` subcommands).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Options {
+pub struct Connection {
     /// The connect string (already resolved from `--connect`, `ZK_CONNECT` or
     /// the default; unused with `--embedded`).
     pub connect: String,
-    /// `None`: wait forever; `Some(0)`: a non-blocking try.
-    pub timeout: Option<Duration>,
-    /// The recipe.
-    pub kind: Kind,
     /// Curator namespace (a single path segment).
     pub namespace: Option<String>,
     /// Start a throwaway in-process server.
     pub embedded: bool,
-    /// Time between SIGTERM and SIGKILL after the lock is lost.
-    pub kill_grace: Duration,
     /// Requested session timeout.
     pub session_timeout: Duration,
     /// How long to wait for the first connection.
     pub connect_timeout: Duration,
-    /// Exit status when the lock is not acquired (`-E`, default 1).
-    pub conflict_exit_code: i32,
     /// `-v` count.
     pub verbose: u8,
+}
+
+/// Everything a run needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// How to reach ZooKeeper.
+    pub conn: Connection,
+    /// `None`: wait forever; `Some(0)`: a non-blocking try.
+    pub timeout: Option<Duration>,
+    /// The recipe.
+    pub kind: Kind,
+    /// Time between SIGTERM and SIGKILL after the lock is lost.
+    pub kill_grace: Duration,
+    /// Exit status when the lock is not acquired (`-E`, default 1).
+    pub conflict_exit_code: i32,
     /// The lock path.
     pub path: String,
     /// COMMAND and its arguments (never empty).
     pub command: Vec<OsString>,
+}
+
+/// `zk-lock status`, `break` or `wait`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    /// Show the holders and the queue.
+    Status {
+        /// The semaphore's number of leases, when known (`--semaphore N`).
+        leases: Option<u32>,
+    },
+    /// Delete the holder's node, or `node`.
+    Break {
+        /// The node to delete (a child name or a full path).
+        node: Option<String>,
+    },
+    /// Wait until the lock is free.
+    Wait {
+        /// `None`: wait forever.
+        timeout: Option<Duration>,
+        /// Exit status on timeout (`-E`, default 1).
+        timeout_exit_code: i32,
+    },
+}
+
+/// An operator's subcommand and its options.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpOptions {
+    /// How to reach ZooKeeper.
+    pub conn: Connection,
+    /// The lock path.
+    pub path: String,
+    /// JSON output (`--json`).
+    pub json: bool,
+    /// What to do.
+    pub op: Op,
 }
 
 /// What the command line asks for.
@@ -80,10 +123,25 @@ pub struct Options {
 pub enum Parsed {
     /// Run COMMAND under the lock.
     Run(Options),
+    /// `status`, `break` or `wait`.
+    Op(OpOptions),
     /// Print the help.
     Help,
+    /// Print a subcommand's help (the text).
+    SubcommandHelp(String),
     /// Print the version.
     Version,
+}
+
+impl Parsed {
+    /// The `-v` count of a run or a subcommand (0 otherwise).
+    pub fn verbose(&self) -> u8 {
+        match self {
+            Parsed::Run(o) => o.conn.verbose,
+            Parsed::Op(o) => o.conn.verbose,
+            _ => 0,
+        }
+    }
 }
 
 /// A usage error: the message to print (exit 64).
@@ -176,6 +234,16 @@ process sharing a PATH must use the same lock kind: a mutex, a read/write lock
 and a semaphore on one path do not see each other.";
 
 const AFTER_HELP: &str = "\
+OPERATING A LOCK:
+    zk-lock status PATH [--json]       who holds PATH and who waits, in order
+    zk-lock break PATH [--node NAME] --yes
+                                       delete the holder's node: the holder is
+                                       told it lost the lock
+    zk-lock wait PATH [--timeout D]    wait until nobody holds PATH
+    The connection options (--connect, --namespace, --session-timeout,
+    --connect-timeout, -v) go before or after the subcommand. See
+    `zk-lock status --help` (and break, wait) for their exit statuses.
+
 Options may also be written --option=VALUE. Durations: 500ms, 2s, 1m, 1h, or
 plain seconds (1.5).
 
@@ -259,7 +327,8 @@ EXAMPLES:
     zk-lock --embedded -v /demo -- echo \"holding the lock\"";
 
 /// The first line of a usage error's hint, as `--help` shows it.
-pub const USAGE_LINE: &str = "zk-lock [OPTIONS] PATH -- COMMAND [ARGS...]";
+pub const USAGE_LINE: &str = "zk-lock [OPTIONS] PATH -- COMMAND [ARGS...]
+       zk-lock [OPTIONS] status|break|wait PATH [...]";
 
 /// The command line as clap sees it (everything before the first `--`, and
 /// COMMAND for the help only).
@@ -276,6 +345,12 @@ pub const USAGE_LINE: &str = "zk-lock [OPTIONS] PATH -- COMMAND [ARGS...]";
     help_template = "{about-with-newline}\nUsage: {usage}\n\n{all-args}\n\n{after-help}\n"
 )]
 struct Cli {
+    #[command(subcommand)]
+    op: Option<OpCommand>,
+
+    #[command(flatten)]
+    conn: ConnArgs,
+
     /// the lock's absolute ZooKeeper path, e.g. /locks/backup (relative to
     /// --namespace and to a chroot, if any)
     #[arg(verbatim_doc_comment, value_name = "PATH")]
@@ -288,17 +363,6 @@ struct Cli {
     /// the command to run, after `--`
     #[arg(verbatim_doc_comment, value_name = "COMMAND [ARGS...]", last = true)]
     command: Vec<OsString>,
-
-    // (The help is a string: rustdoc would read `[/chroot]` as a link.)
-    #[arg(
-        long,
-        value_name = "S",
-        value_parser = connect_string,
-        allow_hyphen_values = true,
-        help = "ZooKeeper connect string host:port[,host:port...][/chroot]\n\
-                [default: $ZK_CONNECT, else 127.0.0.1:2181]"
-    )]
-    connect: Option<String>,
 
     /// give up (exit 1) if the lock is not acquired within D; 0 tries once
     /// without waiting [default: wait forever]
@@ -329,35 +393,116 @@ struct Cli {
     #[arg(verbatim_doc_comment, long, value_name = "N", value_parser = leases, allow_hyphen_values = true)]
     semaphore: Option<u32>,
 
+    /// after the lock is lost, wait D between SIGTERM and SIGKILL to COMMAND
+    /// [default: 5s]
+    #[arg(verbatim_doc_comment, long, value_name = "D", value_parser = parse_duration, allow_hyphen_values = true)]
+    kill_grace: Option<Duration>,
+}
+
+/// The connection options, shared by a run and the subcommands (global: they
+/// go before or after a subcommand's name).
+#[derive(Debug, Args)]
+struct ConnArgs {
+    // (The help is a string: rustdoc would read `[/chroot]` as a link.)
+    #[arg(
+        global = true,
+        long,
+        value_name = "S",
+        value_parser = connect_string,
+        allow_hyphen_values = true,
+        help = "ZooKeeper connect string host:port[,host:port...][/chroot]\n\
+                [default: $ZK_CONNECT, else 127.0.0.1:2181]"
+    )]
+    connect: Option<String>,
+
     /// prefix PATH with /NS (Curator's namespace)
-    #[arg(verbatim_doc_comment, long, value_name = "NS", value_parser = namespace, allow_hyphen_values = true)]
+    #[arg(global = true, verbatim_doc_comment, long, value_name = "NS", value_parser = namespace, allow_hyphen_values = true)]
     namespace: Option<String>,
 
     /// start a throwaway in-process ZooKeeper server for this run only, to try
     /// zk-lock out: other zk-lock processes cannot see it, so it excludes
     /// nobody
-    #[arg(verbatim_doc_comment, long, hide = !cfg!(feature = "embedded"))]
+    #[arg(global = true, verbatim_doc_comment, long, hide = !cfg!(feature = "embedded"))]
     embedded: bool,
-
-    /// after the lock is lost, wait D between SIGTERM and SIGKILL to COMMAND
-    /// [default: 5s]
-    #[arg(verbatim_doc_comment, long, value_name = "D", value_parser = parse_duration, allow_hyphen_values = true)]
-    kill_grace: Option<Duration>,
 
     /// ZooKeeper session timeout: how long the server keeps the lock of a
     /// zk-lock that vanished (crash, network partition) before another
     /// process can take it [default: 30s; the server may clamp it]
-    #[arg(verbatim_doc_comment, long, value_name = "D", value_parser = positive_duration, allow_hyphen_values = true)]
+    #[arg(global = true, verbatim_doc_comment, long, value_name = "D", value_parser = positive_duration, allow_hyphen_values = true)]
     session_timeout: Option<Duration>,
 
     /// give up (exit 69) if ZooKeeper cannot be reached within D [default: 15s]
-    #[arg(verbatim_doc_comment, long, value_name = "D", value_parser = positive_duration, allow_hyphen_values = true)]
+    #[arg(global = true, verbatim_doc_comment, long, value_name = "D", value_parser = positive_duration, allow_hyphen_values = true)]
     connect_timeout: Option<Duration>,
 
     /// report progress on stderr (connect, acquire, release); -vv adds the
     /// ZooKeeper client's logs, -vvv debug logs
-    #[arg(verbatim_doc_comment, short = 'v', long, action = ArgAction::Count)]
+    #[arg(global = true, verbatim_doc_comment, short = 'v', long, action = ArgAction::Count)]
     verbose: u8,
+}
+
+/// The operator's subcommands.
+#[derive(Debug, Subcommand)]
+enum OpCommand {
+    /// show who holds PATH and who waits, in lock order: identity (process,
+    /// host; a Curator holder shows its address), age, fencing token, session
+    #[command(
+        after_help = "EXIT STATUS:\n    0   the lock is held\n    1   the lock is free\n   64   usage error\n   69   ZooKeeper unavailable, or another error",
+        verbatim_doc_comment
+    )]
+    Status {
+        /// the lock's absolute path
+        #[arg(value_name = "PATH")]
+        path: String,
+        /// print JSON (one object) instead of a table
+        #[arg(long)]
+        json: bool,
+        /// the path is a semaphore with N leases (the number is not stored in
+        /// ZooKeeper: without it every lease node counts as holding)
+        #[arg(verbatim_doc_comment, long, value_name = "N", value_parser = leases)]
+        semaphore: Option<u32>,
+    },
+    /// delete the holder's lock node (or --node NAME): its holder is told it
+    /// lost the lock (zk-lock holders stop their COMMAND and exit 75); prints
+    /// what it deleted
+    #[command(
+        after_help = "EXIT STATUS:\n    0   a node was deleted\n    1   nothing to break: the lock is free, or --node names no participant\n   64   usage error (--yes missing; several holders and no --node)\n   69   ZooKeeper unavailable, or another error",
+        verbatim_doc_comment
+    )]
+    Break {
+        /// the lock's absolute path
+        #[arg(value_name = "PATH")]
+        path: String,
+        /// the node to delete (a child name or full path, as status shows it)
+        /// instead of the holder's
+        #[arg(verbatim_doc_comment, long, value_name = "NAME")]
+        node: Option<String>,
+        /// really delete (without it nothing is deleted)
+        #[arg(long)]
+        yes: bool,
+        /// print JSON (one object) instead of text
+        #[arg(long)]
+        json: bool,
+    },
+    /// wait until nobody holds PATH (without queueing: no node of its own)
+    #[command(
+        after_help = "EXIT STATUS:\n    0   the lock is free\n    1   --timeout passed first (see -E)\n   64   usage error\n   69   ZooKeeper unavailable, or another error",
+        verbatim_doc_comment
+    )]
+    Wait {
+        /// the lock's absolute path
+        #[arg(value_name = "PATH")]
+        path: String,
+        /// give up after D (exit 1) [default: wait forever]
+        #[arg(verbatim_doc_comment, short = 'w', long, value_name = "D", value_parser = parse_duration)]
+        timeout: Option<Duration>,
+        /// exit with N instead of 1 on timeout
+        #[arg(short = 'E', long, value_name = "N", value_parser = exit_status, default_value_t = 1)]
+        conflict_exit_code: i32,
+        /// print JSON (one object) when done
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn connect_string(v: &str) -> Result<String, String> {
@@ -403,6 +548,16 @@ pub fn help() -> String {
     Cli::command().render_long_help().to_string()
 }
 
+/// A subcommand's long help (`zk-lock status --help`).
+pub fn subcommand_help(name: &str) -> String {
+    let mut cmd = Cli::command();
+    cmd.build();
+    match cmd.find_subcommand_mut(name) {
+        Some(sub) => sub.render_long_help().to_string(),
+        None => help(),
+    }
+}
+
 /// The flag's name as the user knows it: `--timeout` from `--timeout <D>`,
 /// `-w` from `-w <D>`.
 fn flag_name(arg: &str) -> String {
@@ -418,11 +573,16 @@ fn context(e: &clap::Error, kind: ContextKind) -> Option<String> {
 }
 
 /// Turns clap's error into zk-lock's message (or the help / version request).
-fn from_clap(e: clap::Error) -> Result<Parsed, UsageError> {
+fn from_clap(e: clap::Error, subcommand: Option<&str>) -> Result<Parsed, UsageError> {
     let arg = context(&e, ContextKind::InvalidArg).unwrap_or_default();
     let name = flag_name(&arg);
     let msg = match e.kind() {
-        ErrorKind::DisplayHelp | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => return Ok(Parsed::Help),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            return Ok(match subcommand {
+                Some(name) => Parsed::SubcommandHelp(subcommand_help(name)),
+                None => Parsed::Help,
+            })
+        }
         ErrorKind::DisplayVersion => return Ok(Parsed::Version),
         ErrorKind::UnknownArgument => format!("unknown option {arg:?} (see zk-lock --help)"),
         ErrorKind::InvalidValue | ErrorKind::ValueValidation => {
@@ -439,6 +599,10 @@ fn from_clap(e: clap::Error) -> Result<Parsed, UsageError> {
         ErrorKind::NoEquals | ErrorKind::TooFewValues | ErrorKind::WrongNumberOfValues => {
             format!("{name} needs a value")
         }
+        ErrorKind::MissingRequiredArgument => match subcommand {
+            Some(sub) => format!("missing PATH: zk-lock {sub} PATH"),
+            None => "missing arguments".to_string(),
+        },
         ErrorKind::InvalidUtf8 => "an argument is not valid UTF-8 (only COMMAND, after `--`, may be)".to_string(),
         _ => {
             // Clap's own wording, first line only, without its "error: " prefix.
@@ -470,15 +634,47 @@ pub fn parse(args: Vec<OsString>, zk_connect_env: Option<String>) -> Result<Pars
         args.pop();
         rest
     });
-    let argv = std::iter::once(OsString::from("zk-lock")).chain(args);
+    // The subcommand named, if any (for its own help).
+    let subcommand = args.iter().find_map(|a| match a.to_str() {
+        Some(n @ ("status" | "break" | "wait")) => Some(n),
+        _ => None,
+    });
+    let subcommand = subcommand.map(str::to_string);
+    let subcommand = subcommand.as_deref();
+    let argv = std::iter::once(OsString::from("zk-lock")).chain(args.clone());
     let matches = match Cli::command().try_get_matches_from(argv) {
         Ok(m) => m,
-        Err(e) => return from_clap(e),
+        Err(e) => return from_clap(e, subcommand),
     };
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(c) => c,
-        Err(e) => return from_clap(e),
+        Err(e) => return from_clap(e, subcommand),
     };
+    let conn = connection(&cli.conn, zk_connect_env)?;
+    if let Some(op) = cli.op {
+        let run_only = [
+            (cli.read, "--read"),
+            (cli.write, "--write"),
+            (cli.semaphore.is_some(), "--semaphore (before the subcommand)"),
+            (cli.timeout.is_some(), "--timeout (before the subcommand)"),
+            (cli.nonblock, "--nonblock"),
+            (cli.kill_grace.is_some(), "--kill-grace"),
+            (cli.conflict_exit_code != 1, "-E (before the subcommand)"),
+        ];
+        if let Some((_, name)) = run_only.iter().find(|(set, _)| *set) {
+            return usage(format!(
+                "{name} belongs to a run (zk-lock PATH -- COMMAND), not to {}",
+                subcommand.unwrap_or("a subcommand")
+            ));
+        }
+        if let Some(c) = command {
+            return usage(format!(
+                "unexpected `-- {}` after a subcommand: status, break and wait run no COMMAND",
+                c.first().map(|a| a.to_string_lossy().into_owned()).unwrap_or_default()
+            ));
+        }
+        return op_options(op, conn);
+    }
     if let Some(p) = &cli.path {
         if let Some(s) = cli.extra.first() {
             return usage(format!(
@@ -513,37 +709,75 @@ pub fn parse(args: Vec<OsString>, zk_connect_env: Option<String>) -> Result<Pars
     if command.is_empty() || command[0].is_empty() {
         return usage("missing COMMAND after `--`");
     }
-    if cli.embedded && cli.connect.is_some() {
-        return usage("--embedded and --connect cannot be combined: --embedded starts its own server");
-    }
-    if cli.embedded && !cfg!(feature = "embedded") {
-        return usage(
-            "--embedded is not available: this zk-lock was built without the `embedded` feature \
-             (no in-process test server); give --connect or ZK_CONNECT instead",
-        );
-    }
-    let connect = cli
-        .connect
-        .or(zk_connect_env.filter(|v| !v.trim().is_empty()))
-        .unwrap_or_else(|| DEFAULT_CONNECT.to_string());
     Ok(Parsed::Run(Options {
-        connect,
+        conn,
         timeout: if cli.nonblock {
             Some(Duration::ZERO)
         } else {
             cli.timeout
         },
         kind: kinds.first().map_or(Kind::Mutex, |(k, _)| *k),
-        namespace: cli.namespace,
-        embedded: cli.embedded,
         kill_grace: cli.kill_grace.unwrap_or(DEFAULT_KILL_GRACE),
-        session_timeout: cli.session_timeout.unwrap_or(DEFAULT_SESSION_TIMEOUT),
-        connect_timeout: cli.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT),
         conflict_exit_code: cli.conflict_exit_code,
-        verbose: cli.verbose,
         path,
         command,
     }))
+}
+
+/// The connection options, checked and resolved.
+fn connection(a: &ConnArgs, zk_connect_env: Option<String>) -> Result<Connection, UsageError> {
+    if a.embedded && a.connect.is_some() {
+        return usage("--embedded and --connect cannot be combined: --embedded starts its own server");
+    }
+    if a.embedded && !cfg!(feature = "embedded") {
+        return usage(
+            "--embedded is not available: this zk-lock was built without the `embedded` feature \
+             (no in-process test server); give --connect or ZK_CONNECT instead",
+        );
+    }
+    let connect = a
+        .connect
+        .clone()
+        .or(zk_connect_env.filter(|v| !v.trim().is_empty()))
+        .unwrap_or_else(|| DEFAULT_CONNECT.to_string());
+    Ok(Connection {
+        connect,
+        namespace: a.namespace.clone(),
+        embedded: a.embedded,
+        session_timeout: a.session_timeout.unwrap_or(DEFAULT_SESSION_TIMEOUT),
+        connect_timeout: a.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT),
+        verbose: a.verbose,
+    })
+}
+
+fn op_options(op: OpCommand, conn: Connection) -> Result<Parsed, UsageError> {
+    let (path, json, op) = match op {
+        OpCommand::Status { path, json, semaphore } => (path, json, Op::Status { leases: semaphore }),
+        OpCommand::Break { path, node, yes, json } => {
+            if !yes {
+                return usage(format!(
+                    "break deletes a lock node: its holder loses the lock. Add --yes to do it \
+                     (see `zk-lock status {path}` first)"
+                ));
+            }
+            (path, json, Op::Break { node })
+        }
+        OpCommand::Wait {
+            path,
+            timeout,
+            conflict_exit_code,
+            json,
+        } => (
+            path,
+            json,
+            Op::Wait {
+                timeout,
+                timeout_exit_code: conflict_exit_code,
+            },
+        ),
+    };
+    check_lock_path(&path).map_err(UsageError)?;
+    Ok(Parsed::Op(OpOptions { conn, path, json, op }))
 }
 
 #[cfg(test)]
@@ -601,9 +835,9 @@ mod tests {
         assert_eq!(o.command, args(&["echo", "hi"]));
         assert_eq!(o.kind, Kind::Mutex);
         assert_eq!(o.timeout, None);
-        assert_eq!(o.connect, DEFAULT_CONNECT);
+        assert_eq!(o.conn.connect, DEFAULT_CONNECT);
         assert_eq!(o.kill_grace, DEFAULT_KILL_GRACE);
-        assert!(!o.embedded);
+        assert!(!o.conn.embedded);
     }
 
     #[test]
@@ -625,13 +859,13 @@ mod tests {
             "-c",
             "exit 3",
         ]);
-        assert_eq!(o.connect, "zk1:2181");
+        assert_eq!(o.conn.connect, "zk1:2181");
         assert_eq!(o.timeout, Some(Duration::from_millis(300)));
         assert_eq!(o.kind, Kind::Read);
-        assert_eq!(o.verbose, 2);
-        assert_eq!(o.namespace.as_deref(), Some("ns"));
+        assert_eq!(o.conn.verbose, 2);
+        assert_eq!(o.conn.namespace.as_deref(), Some("ns"));
         assert_eq!(o.kill_grace, Duration::from_secs(1));
-        assert_eq!(o.session_timeout, Duration::from_secs(10));
+        assert_eq!(o.conn.session_timeout, Duration::from_secs(10));
         assert_eq!(o.command, args(&["sh", "-c", "exit 3"]));
         assert_eq!(run(&["-n", "/l", "--", "x"]).timeout, Some(Duration::ZERO));
         assert_eq!(
@@ -641,7 +875,7 @@ mod tests {
         assert_eq!(run(&["--semaphore", "3", "/l", "--", "x"]).kind, Kind::Semaphore(3));
         assert_eq!(run(&["--write", "--write", "/l", "--", "x"]).kind, Kind::Write);
         #[cfg(feature = "embedded")]
-        assert!(run(&["--embedded", "/l", "--", "x"]).embedded);
+        assert!(run(&["--embedded", "/l", "--", "x"]).conn.embedded);
         #[cfg(not(feature = "embedded"))]
         assert!(err(&["--embedded", "/l", "--", "x"]).contains("not available"));
         // Everything after `--` belongs to COMMAND, options included.
@@ -665,12 +899,12 @@ mod tests {
             Ok(Parsed::Run(o)) => o,
             other => panic!("{other:?}"),
         };
-        assert_eq!(o.connect, "env:1");
+        assert_eq!(o.conn.connect, "env:1");
         let o = match parse(args(&["--connect", "cli:2", "/l", "--", "x"]), Some("env:1".into())) {
             Ok(Parsed::Run(o)) => o,
             other => panic!("{other:?}"),
         };
-        assert_eq!(o.connect, "cli:2");
+        assert_eq!(o.conn.connect, "cli:2");
     }
 
     #[test]
@@ -695,6 +929,60 @@ mod tests {
             assert!(!m.contains("error:") && !m.contains('\n'), "{v:?}: {m}");
             println!("{v:?}: {m}");
         }
+    }
+
+    fn op(v: &[&str]) -> OpOptions {
+        match parse(args(v), None) {
+            Ok(Parsed::Op(o)) => o,
+            other => panic!("{v:?} gave {other:?}"),
+        }
+    }
+
+    #[test]
+    fn subcommands() {
+        let o = op(&["status", "/l"]);
+        assert_eq!(
+            (o.path.as_str(), o.json, o.op),
+            ("/l", false, Op::Status { leases: None })
+        );
+        let o = op(&["--connect", "z:1", "status", "--json", "--semaphore", "3", "/l", "-v"]);
+        assert_eq!(o.conn.connect, "z:1");
+        assert_eq!(o.conn.verbose, 1);
+        assert_eq!((o.json, o.op), (true, Op::Status { leases: Some(3) }));
+        let o = op(&[
+            "break",
+            "/l",
+            "--node",
+            "_c_x-lock-0000000001",
+            "--yes",
+            "--namespace",
+            "ns",
+        ]);
+        assert_eq!(o.conn.namespace.as_deref(), Some("ns"));
+        assert_eq!(
+            o.op,
+            Op::Break {
+                node: Some("_c_x-lock-0000000001".into())
+            }
+        );
+        let o = op(&["wait", "/l", "-w", "2s", "-E", "9"]);
+        assert_eq!(
+            o.op,
+            Op::Wait {
+                timeout: Some(Duration::from_secs(2)),
+                timeout_exit_code: 9
+            }
+        );
+        // A lock path is never taken for a subcommand, and vice versa.
+        assert_eq!(run(&["/status", "--", "x"]).path, "/status");
+        assert!(err(&["break", "/l"]).contains("--yes"));
+        assert!(err(&["status"]).contains("missing PATH"));
+        assert!(err(&["--write", "wait", "/l"]).contains("belongs to a run"));
+        assert!(err(&["status", "/l", "--", "x"]).contains("no COMMAND"));
+        assert!(matches!(
+            parse(args(&["status", "--help"]), None),
+            Ok(Parsed::SubcommandHelp(h)) if h.contains("EXIT STATUS")
+        ));
     }
 
     #[test]

@@ -26,6 +26,10 @@
 //! the lock's path as the server sees it (namespace included). A
 //! `MultiLock` counts in its members' paths.
 //!
+//! Each path registers its metrics with the recorder once, at its first
+//! event, and keeps the handles: install the exporter (the global recorder)
+//! before the first lock is taken, as exporters ask anyway.
+//!
 //! [`set_enabled`]`(false)` turns all of it off (the benchmark's baseline).
 
 use std::collections::BTreeMap;
@@ -262,6 +266,8 @@ pub(crate) struct PathStats {
     waiters: AtomicI64,
     wait_time: Histogram,
     hold_time: Histogram,
+    /// The `metrics` facade's handles, registered at the first event.
+    facade: OnceLock<facade::Handles>,
 }
 
 static ENABLED: AtomicBool = AtomicBool::new(true);
@@ -314,6 +320,7 @@ pub(crate) fn for_path(server_path: &str) -> Arc<PathStats> {
                 waiters: AtomicI64::new(0),
                 wait_time: Histogram::default(),
                 hold_time: Histogram::default(),
+                facade: OnceLock::new(),
             })
         })
         .clone()
@@ -361,6 +368,10 @@ pub(crate) enum Outcome {
 }
 
 impl PathStats {
+    fn facade(&self) -> &facade::Handles {
+        self.facade.get_or_init(|| facade::Handles::new(&self.path))
+    }
+
     fn snapshot(&self) -> LockStats {
         LockStats {
             path: self.path.clone(),
@@ -381,7 +392,7 @@ impl PathStats {
         let counted = is_enabled();
         if counted {
             self.waiters.fetch_add(1, Ordering::Relaxed);
-            facade::waiters(&self.path, 1.0);
+            self.facade().waiters(1.0);
         }
         Waiting {
             stats: self.clone(),
@@ -397,23 +408,23 @@ impl PathStats {
             return false;
         }
         self.holders.fetch_add(1, Ordering::Relaxed);
-        facade::holders(&self.path, 1.0);
+        self.facade().holders(1.0);
         true
     }
 
     /// A counted holding ended: released (`None`) or lost.
     pub(crate) fn ended(&self, held_for: Duration, lost: Option<LossCause>) {
         self.holders.fetch_sub(1, Ordering::Relaxed);
-        facade::holders(&self.path, -1.0);
+        self.facade().holders(-1.0);
         self.hold_time.record(held_for);
-        facade::hold(&self.path, held_for);
+        self.facade().hold(held_for);
         match lost {
             None => {
                 self.releases.fetch_add(1, Ordering::Relaxed);
             }
             Some(cause) => {
                 self.losses[cause.index()].fetch_add(1, Ordering::Relaxed);
-                facade::loss(&self.path, cause);
+                self.facade().loss(cause);
             }
         }
     }
@@ -428,21 +439,21 @@ impl Waiting {
         self.counted = false;
         let s = &self.stats;
         s.waiters.fetch_sub(1, Ordering::Relaxed);
-        facade::waiters(&s.path, -1.0);
+        s.facade().waiters(-1.0);
         match outcome {
             Outcome::Acquired => {
                 let waited = self.started.elapsed();
                 s.acquisitions.fetch_add(1, Ordering::Relaxed);
                 s.wait_time.record(waited);
-                facade::acquired(&s.path, waited);
+                s.facade().acquired(waited);
             }
             Outcome::TimedOut => {
                 s.timeouts.fetch_add(1, Ordering::Relaxed);
-                facade::timed_out(&s.path);
+                s.facade().timed_out();
             }
             Outcome::Failed => {
                 s.errors.fetch_add(1, Ordering::Relaxed);
-                facade::failed(&s.path);
+                s.facade().failed();
             }
         }
     }
@@ -463,45 +474,76 @@ impl Drop for Waiting {
         // An acquire that unwound (a panic) is no longer waiting.
         if self.counted {
             self.stats.waiters.fetch_sub(1, Ordering::Relaxed);
-            facade::waiters(&self.stats.path, -1.0);
+            self.stats.facade().waiters(-1.0);
         }
     }
 }
 
-/// The `metrics` facade, with the feature; nothing without it.
+/// The `metrics` facade, with the feature; nothing without it. Each path
+/// registers its metrics once, at its first event, and keeps the handles:
+/// an event then costs the recorder's handle update only.
 #[cfg(feature = "metrics")]
 mod facade {
     use std::time::Duration;
 
+    use metrics::{Counter, Gauge, Histogram};
+
     use super::LossCause;
 
-    pub(super) fn waiters(path: &str, delta: f64) {
-        metrics::gauge!("zk_lock_waiters", "path" => path.to_string()).increment(delta);
+    pub(super) struct Handles {
+        acquisitions: Counter,
+        timeouts: Counter,
+        errors: Counter,
+        losses: [Counter; 3],
+        holders: Gauge,
+        waiters: Gauge,
+        wait: Histogram,
+        hold: Histogram,
     }
 
-    pub(super) fn holders(path: &str, delta: f64) {
-        metrics::gauge!("zk_lock_holders", "path" => path.to_string()).increment(delta);
-    }
+    impl Handles {
+        pub(super) fn new(path: &str) -> Handles {
+            let loss = |c: LossCause| metrics::counter!("zk_lock_losses_total", "path" => path.to_string(), "cause" => c.name());
+            Handles {
+                acquisitions: metrics::counter!("zk_lock_acquisitions_total", "path" => path.to_string()),
+                timeouts: metrics::counter!("zk_lock_timeouts_total", "path" => path.to_string()),
+                errors: metrics::counter!("zk_lock_errors_total", "path" => path.to_string()),
+                losses: LossCause::ALL.map(loss),
+                holders: metrics::gauge!("zk_lock_holders", "path" => path.to_string()),
+                waiters: metrics::gauge!("zk_lock_waiters", "path" => path.to_string()),
+                wait: metrics::histogram!("zk_lock_wait_seconds", "path" => path.to_string()),
+                hold: metrics::histogram!("zk_lock_hold_seconds", "path" => path.to_string()),
+            }
+        }
 
-    pub(super) fn acquired(path: &str, waited: Duration) {
-        metrics::counter!("zk_lock_acquisitions_total", "path" => path.to_string()).increment(1);
-        metrics::histogram!("zk_lock_wait_seconds", "path" => path.to_string()).record(waited.as_secs_f64());
-    }
+        pub(super) fn waiters(&self, delta: f64) {
+            self.waiters.increment(delta);
+        }
 
-    pub(super) fn timed_out(path: &str) {
-        metrics::counter!("zk_lock_timeouts_total", "path" => path.to_string()).increment(1);
-    }
+        pub(super) fn holders(&self, delta: f64) {
+            self.holders.increment(delta);
+        }
 
-    pub(super) fn failed(path: &str) {
-        metrics::counter!("zk_lock_errors_total", "path" => path.to_string()).increment(1);
-    }
+        pub(super) fn acquired(&self, waited: Duration) {
+            self.acquisitions.increment(1);
+            self.wait.record(waited.as_secs_f64());
+        }
 
-    pub(super) fn hold(path: &str, held: Duration) {
-        metrics::histogram!("zk_lock_hold_seconds", "path" => path.to_string()).record(held.as_secs_f64());
-    }
+        pub(super) fn timed_out(&self) {
+            self.timeouts.increment(1);
+        }
 
-    pub(super) fn loss(path: &str, cause: LossCause) {
-        metrics::counter!("zk_lock_losses_total", "path" => path.to_string(), "cause" => cause.name()).increment(1);
+        pub(super) fn failed(&self) {
+            self.errors.increment(1);
+        }
+
+        pub(super) fn hold(&self, held: Duration) {
+            self.hold.record(held.as_secs_f64());
+        }
+
+        pub(super) fn loss(&self, cause: LossCause) {
+            self.losses[cause.index()].increment(1);
+        }
     }
 }
 
@@ -511,13 +553,20 @@ mod facade {
 
     use super::LossCause;
 
-    pub(super) fn waiters(_: &str, _: f64) {}
-    pub(super) fn holders(_: &str, _: f64) {}
-    pub(super) fn acquired(_: &str, _: Duration) {}
-    pub(super) fn timed_out(_: &str) {}
-    pub(super) fn failed(_: &str) {}
-    pub(super) fn hold(_: &str, _: Duration) {}
-    pub(super) fn loss(_: &str, _: LossCause) {}
+    pub(super) struct Handles;
+
+    impl Handles {
+        pub(super) fn new(_: &str) -> Handles {
+            Handles
+        }
+        pub(super) fn waiters(&self, _: f64) {}
+        pub(super) fn holders(&self, _: f64) {}
+        pub(super) fn acquired(&self, _: Duration) {}
+        pub(super) fn timed_out(&self) {}
+        pub(super) fn failed(&self) {}
+        pub(super) fn hold(&self, _: Duration) {}
+        pub(super) fn loss(&self, _: LossCause) {}
+    }
 }
 
 #[cfg(test)]

@@ -362,6 +362,37 @@ fn guarded_transaction_after_a_break_fails_with_lock_lost_and_writes_nothing() {
     assert_eq!(g.status(), LockStatus::Lost);
 }
 
+#[test]
+fn guarded_transaction_bad_input_is_a_typed_error() {
+    let s = server();
+    let (c, d) = (client(&s), client(&s));
+    let m = InterProcessMutex::new(&c, "/ops/txn/bad").unwrap();
+    let g = m.acquire().unwrap();
+    // An invalid path: refused before anything is sent; the lock is untouched.
+    let r = g
+        .transaction()
+        .create("/ops/txn/fine", vec![], CreateMode::Persistent)
+        .create("relative", vec![], CreateMode::Persistent)
+        .commit();
+    assert!(matches!(r, Err(Error::ZooKeeper(_))), "{r:?}");
+    assert!(c.check_exists("/ops/txn/fine").unwrap().is_none());
+    assert_eq!(g.status(), LockStatus::Held);
+    // An empty transaction only checks the lock.
+    assert_eq!(g.transaction().commit().unwrap(), Vec::new());
+    drop(g);
+    // A set on two clients (two sessions) cannot be one multi.
+    let a: Arc<dyn InterProcessLock> = Arc::new(InterProcessMutex::new(&c, "/ops/txn/ca").unwrap());
+    let b: Arc<dyn InterProcessLock> = Arc::new(InterProcessMutex::new(&d, "/ops/txn/cb").unwrap());
+    let both = MultiLock::new(vec![a, b]).unwrap();
+    let g = both.acquire().unwrap();
+    let r = g
+        .transaction()
+        .create("/ops/txn/x", vec![], CreateMode::Persistent)
+        .commit();
+    assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
+    assert_eq!(g.status(), LockStatus::Held);
+}
+
 // ---- the figures --------------------------------------------------------------------------------
 
 #[test]

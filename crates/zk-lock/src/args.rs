@@ -241,8 +241,12 @@ OPERATING A LOCK:
                                        told it lost the lock
     zk-lock wait PATH [--timeout D]    wait until nobody holds PATH
     The connection options (--connect, --namespace, --session-timeout,
-    --connect-timeout, -v) go before or after the subcommand. See
-    `zk-lock status --help` (and break, wait) for their exit statuses.
+    --connect-timeout, -v) go before or after the subcommand; --json prints
+    one JSON object. Exit statuses (more in `zk-lock status --help`, ...):
+      status  0 held, 1 free
+      break   0 deleted, 1 nothing to break (free, no such node)
+      wait    0 free, 1 --timeout passed first (or -E N)
+      all     64 usage error (break: --yes missing), 69 ZooKeeper unavailable
 
 Options may also be written --option=VALUE. Durations: 500ms, 2s, 1m, 1h, or
 plain seconds (1.5).

@@ -645,40 +645,74 @@ fn rw_release_notifications(cs: &str, e: &zk_testing::embedded::EmbeddedServer, 
 }
 
 /// The uncontended mutex cycle with the lock figures (`zk_recipes::stats`,
-/// and the `metrics` facade when built with `--features metrics`) on and off,
-/// in alternating rounds so that drift in the server or the machine hits
-/// both alike; prints both medians and the overhead. `ZK_BENCH_AA=1` keeps
-/// the figures on in both halves: the "overhead" it prints is the noise.
+/// and the `metrics` facade when built with `--features metrics`) on and off:
+/// many short rounds in pairs (on/off, then off/on), the overhead being the
+/// median over pairs of the ratio of their medians, so that drift in the
+/// server or the machine hits both alike. Also prints the bookkeeping's own
+/// CPU cost per cycle, measured without a server. `ZK_BENCH_AA=1` keeps the
+/// figures on in both halves: the "overhead" it prints is the noise.
 fn metrics_overhead(c: &CuratorFramework, run: Duration) {
     let facade = install_recorder();
+    let aa = std::env::var_os("ZK_BENCH_AA").is_some();
     let m = InterProcessMutex::new(c, "/bench/metrics").unwrap();
-    let rounds = 10;
-    let (mut on, mut off) = (Vec::new(), Vec::new());
-    for round in 0..rounds * 2 {
-        // on, off, off, on, on, off, ...: neither always goes first.
-        let enabled = matches!(round % 4, 0 | 3);
-        let aa = std::env::var_os("ZK_BENCH_AA").is_some();
-        zk_recipes::stats::set_enabled(enabled || aa);
-
-        let v = latencies(run / (rounds * 2), || drop(m.acquire().unwrap()));
-        if enabled {
-            on.extend(v);
-        } else {
-            off.extend(v);
+    for _ in 0..50 {
+        drop(m.acquire().unwrap()); // warm-up
+    }
+    let pairs = ((run.as_secs_f64() / 0.2) as usize).max(10);
+    let round = run / (2 * pairs as u32);
+    let timed = |on: bool| {
+        zk_recipes::stats::set_enabled(on || aa);
+        let mut v = Vec::new();
+        let end = Instant::now() + round;
+        while Instant::now() < end {
+            let t = Instant::now();
+            drop(m.acquire().unwrap());
+            v.push(t.elapsed());
         }
+        v.sort();
+        v
+    };
+    let (mut all_on, mut all_off, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for pair in 0..pairs {
+        let (on, off) = if pair % 2 == 0 {
+            let on = timed(true);
+            (on, timed(false))
+        } else {
+            let off = timed(false);
+            (timed(true), off)
+        };
+        let (mon, moff) = (percentile(&on, 0.5), percentile(&off, 0.5));
+        if !moff.is_zero() {
+            ratios.push(mon.as_secs_f64() / moff.as_secs_f64());
+        }
+        all_on.extend(on);
+        all_off.extend(off);
     }
     zk_recipes::stats::set_enabled(true);
-    on.sort();
-    off.sort();
-    let (mon, moff) = (percentile(&on, 0.5), percentile(&off, 0.5));
+    all_on.sort();
+    all_off.sort();
+    ratios.sort_by(|a, b| a.total_cmp(b));
+    let ratio = ratios.get(ratios.len() / 2).copied().unwrap_or(1.0);
+    let bookkeeping = zk_recipes::stats::bookkeeping_cost(100_000);
+    let moff = percentile(&all_off, 0.5);
     println!("metrics.facade={}", if facade { "on" } else { "off" });
-    println!("metrics.uncontended.median_on_us={}", us(mon));
+    println!("metrics.uncontended.median_on_us={}", us(percentile(&all_on, 0.5)));
     println!("metrics.uncontended.median_off_us={}", us(moff));
+    println!("metrics.uncontended.overhead_pct={:.2}", (ratio - 1.0) * 100.0);
     println!(
-        "metrics.uncontended.overhead_pct={:.2}",
-        (mon.as_secs_f64() / moff.as_secs_f64().max(1e-9) - 1.0) * 100.0
+        "metrics.uncontended.pairs={} ops_on={} ops_off={}",
+        ratios.len(),
+        all_on.len(),
+        all_off.len()
     );
-    println!("metrics.uncontended.ops_on={} ops_off={}", on.len(), off.len());
+    println!(
+        "metrics.bookkeeping_ns_per_cycle={:.0}",
+        bookkeeping.as_secs_f64() * 1e9
+    );
+    println!(
+        "metrics.bookkeeping_pct_of_cycle={:.3}",
+        bookkeeping.as_secs_f64() / moff.as_secs_f64().max(1e-9) * 100.0
+    );
 }
 
 /// Installs a counting recorder as an exporter would (with the `metrics`

@@ -1358,3 +1358,47 @@ fn status_shows_a_curator_holder_and_our_waiter_in_order() {
         println!("status with a Curator holder checked on Apache ZooKeeper");
     }
 }
+
+#[test]
+fn break_a_one_lease_semaphore_frees_the_next_contender() {
+    let server = TestingServer::start().unwrap();
+    let cs = server.connect_string();
+    let c = client(&server);
+    let dir = Scratch::new("op-break-sem");
+    let t = timing();
+    let path = "/locks/op-break-sem";
+    let pid_file = dir.path("sleep.pid");
+    let script = format!("echo $$ > '{}'; exec sleep 60", pid_file.display());
+    let holder = spawn(Some(&cs), &["--semaphore", "1", path, "--", "sh", "-c", &script]);
+    let pid = wait_for_pid(&pid_file);
+    let done = dir.path("done");
+    let next = spawn(
+        Some(&cs),
+        &["--semaphore", "1", path, "--", "touch", done.to_str().unwrap()],
+    );
+    // The contender waits in the internal mutex's queue behind the holder.
+    assert!(wait_until(t.wait(), || lock_nodes(&c, &format!("{path}/locks")).len() == 2));
+
+    let (code, out, stderr) = run_out(Some(&cs), &["status", "--semaphore", "1", path]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(out.contains("semaphore lock, held by 1"), "{out}");
+
+    let (code, out, stderr) = run_out(Some(&cs), &["break", path, "--yes"]);
+    assert_eq!(code, 0, "{stderr}");
+    let deleted: Vec<&str> = out.lines().filter(|l| l.starts_with("deleted ")).collect();
+    assert_eq!(deleted.len(), 2, "the lease and the internal mutex node: {out}");
+    assert!(
+        deleted[0].contains("/leases/") && deleted[0].contains("(lease, holding"),
+        "{out}"
+    );
+    assert!(
+        deleted[1].contains("/locks/") && deleted[1].contains("(lease-queue"),
+        "{out}"
+    );
+    let (status, stderr) = holder.finish(t.wait());
+    assert_eq!(status.code(), Some(75), "{stderr}");
+    assert!(process_gone(&pid), "COMMAND (pid {pid}) still runs");
+    let (status, stderr) = next.finish(t.wait());
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(done.exists());
+}

@@ -130,7 +130,19 @@ fn break_lock(client: &CuratorFramework, opts: &OpOptions, node: Option<&str>) -
         }
     };
     let mut deleted = Vec::new();
-    for p in targets {
+    // Several nodes (a lease and its internal-mutex node) go in one
+    // transaction: the holder, told at the first deletion, cannot race us.
+    if targets.len() > 1 {
+        let ops = targets
+            .iter()
+            .map(|p| zk_framework::Op::delete(client.fix_path(&p.node), None))
+            .collect();
+        if client.zookeeper_client().multi(ops).is_ok() {
+            deleted.extend(targets.iter().copied());
+        }
+    }
+    let left: Vec<&Participant> = if deleted.is_empty() { targets } else { Vec::new() };
+    for p in left {
         match client.delete().for_path(&p.node) {
             Ok(()) => deleted.push(p),
             Err(zk_framework::Error::NoNode { .. }) => {

@@ -448,6 +448,13 @@ fn stats_count_the_operations_run() {
     drop(leases);
     let st = snapshot_of(&spath).unwrap();
     assert_eq!((st.acquisitions, st.timeouts, st.releases, st.holders), (2, 1, 2, 0));
+
+    // Pruning a path's figures: a new instance on it starts afresh.
+    assert_eq!(zk_recipes::stats::forget(&spath).map(|s| s.acquisitions), Some(2));
+    assert!(snapshot_of(&spath).is_none());
+    let sem = InterProcessSemaphoreV2::new(&c, &spath, 2).unwrap();
+    drop(sem.acquire().unwrap());
+    assert_eq!(snapshot_of(&spath).unwrap().acquisitions, 1);
 }
 
 /// A fresh name segment (the figures are per process, across tests).

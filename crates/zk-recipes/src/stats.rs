@@ -30,6 +30,10 @@
 //! event, and keeps the handles: install the exporter (the global recorder)
 //! before the first lock is taken, as exporters ask anyway.
 //!
+//! Figures are kept per path for the life of the process (and, with the
+//! feature, one `path` label value per path): for many short-lived paths,
+//! prune them with [`forget`].
+//!
 //! [`set_enabled`]`(false)` turns all of it off (the benchmark's baseline).
 
 use std::collections::BTreeMap;
@@ -378,6 +382,23 @@ pub fn bookkeeping_cost(cycles: u32) -> Duration {
         }
     }
     started.elapsed() / cycles.max(1)
+}
+
+/// Drops the figures of `server_path` and returns them as they last were;
+/// `None` if there were none. The figures are kept per path for the life of
+/// the process: a service that locks many short-lived paths (one per order,
+/// per user) prunes them with this. A lock instance that goes on being used
+/// keeps counting into its old figures, which are no longer listed; a new
+/// instance on the path starts afresh.
+///
+/// # Examples
+///
+/// ```
+/// assert!(zk_recipes::stats::forget("/never/used").is_none());
+/// ```
+pub fn forget(server_path: &str) -> Option<LockStats> {
+    let s = registry().lock().remove(server_path);
+    s.map(|s| s.snapshot())
 }
 
 /// An acquire in progress: a waiter until dropped.

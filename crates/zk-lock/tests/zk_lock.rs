@@ -818,6 +818,19 @@ fn unreachable_server_exits_69() {
         cmd.status().unwrap()
     };
     assert_eq!(r.code(), Some(69));
+    // The subcommands too: never "free" when nothing could be asked.
+    for sub in [
+        &["status", "/locks/a"][..],
+        &["wait", "/locks/a"],
+        &["break", "/locks/a", "--yes"],
+    ] {
+        let mut args = vec!["--connect-timeout", "300ms"];
+        args.extend_from_slice(sub);
+        let (code, stderr, elapsed) = run(Some(&cs), &args);
+        assert_eq!(code, 69, "{sub:?}: {stderr}");
+        assert!(stderr.contains("ZooKeeper unavailable"), "{stderr}");
+        assert!(elapsed < timing().scale(Duration::from_secs(15)), "took {elapsed:?}");
+    }
 }
 
 #[test]

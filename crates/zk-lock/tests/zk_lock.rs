@@ -1415,3 +1415,42 @@ fn break_a_one_lease_semaphore_frees_the_next_contender() {
     assert_eq!(status.code(), Some(0), "{stderr}");
     assert!(done.exists());
 }
+
+#[test]
+fn status_of_a_read_write_lock_shows_both_readers_and_the_queued_writer() {
+    let server = TestingServer::start().unwrap();
+    let cs = server.connect_string();
+    let c = client(&server);
+    let dir = Scratch::new("op-status-rw");
+    let path = "/locks/op-status-rw";
+    let go = dir.path("go");
+    let gate = format!(
+        "i=0; while [ ! -e '{go}' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done",
+        go = go.display()
+    );
+    let readers: Vec<Run> = (0..2)
+        .map(|_| spawn(Some(&cs), &["--read", path, "--", "sh", "-c", &gate]))
+        .collect();
+    assert!(wait_until(timing().wait(), || lock_nodes(&c, path).len() == 2));
+    let writer = spawn(Some(&cs), &["--write", path, "--", "true"]);
+    assert!(wait_until(timing().wait(), || lock_nodes(&c, path).len() == 3));
+
+    let (code, table, stderr) = run_out(Some(&cs), &["status", path]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(table.contains("read/write lock, held by 2, 1 waiting"), "{table}");
+    let rows: Vec<&str> = table.lines().skip(2).collect();
+    assert_eq!(rows.len(), 3, "{table}");
+    assert!(
+        rows[0].contains("holds  read") && rows[1].contains("holds  read"),
+        "{table}"
+    );
+    assert!(rows[2].contains("waits  write"), "{table}");
+    // Two holders: break wants to be told which.
+    assert_eq!(run_out(Some(&cs), &["break", path, "--yes"]).0, 64);
+
+    std::fs::write(&go, b"").unwrap();
+    for r in readers {
+        assert_eq!(r.finish(timing().wait()).0.code(), Some(0));
+    }
+    assert_eq!(writer.finish(timing().wait()).0.code(), Some(0));
+}

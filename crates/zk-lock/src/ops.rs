@@ -55,13 +55,10 @@ pub fn run(opts: &OpOptions) -> i32 {
 }
 
 fn report(client: &CuratorFramework, path: &str, leases: Option<u32>) -> zk_recipes::Result<LockReport> {
-    let mut report = inspect::inspect(client, path)?;
-    if let Some(n) = leases {
-        let layout = LockLayout::Semaphore { max_leases: Some(n) };
-        report.participants = inspect::participants(client, path, layout)?;
-        report.layout = layout;
+    match leases {
+        Some(n) => inspect::inspect_as(client, path, LockLayout::Semaphore { max_leases: Some(n) }),
+        None => inspect::inspect(client, path),
     }
-    Ok(report)
 }
 
 fn failed(path: &str, e: &zk_recipes::Error) -> i32 {

@@ -247,6 +247,30 @@ pub fn inspect(client: &CuratorFramework, path: &str) -> Result<LockReport> {
     })
 }
 
+/// As [`inspect`], with the layout given instead of detected (a semaphore's
+/// number of leases is known only to its users).
+///
+/// # Errors
+///
+/// As [`participants`].
+///
+/// # Examples
+///
+/// ```no_run
+/// use zk_recipes::inspect::{inspect_as, LockLayout};
+/// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// let report = inspect_as(&client, "/pools/db", LockLayout::Semaphore { max_leases: Some(3) })?;
+/// assert!(report.holders().count() <= 3);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn inspect_as(client: &CuratorFramework, path: &str, layout: LockLayout) -> Result<LockReport> {
+    Ok(LockReport {
+        path: path.to_string(),
+        layout,
+        participants: participants(client, path, layout)?,
+    })
+}
+
 /// The participants of the lock at `path` with the given layout, in lock
 /// order, each judged by the lock's own rule ([`crate::driver`]). Nodes that
 /// vanish while they are read are left out, and the rule is applied to those

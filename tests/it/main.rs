@@ -31,6 +31,7 @@ mod acl_conformance;
 mod lock_contract;
 mod multilock;
 mod mutex;
+mod operations;
 mod processes;
 mod rwlock;
 mod semaphore;

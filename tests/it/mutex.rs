@@ -155,11 +155,12 @@ fn node_layout_matches_curator() {
     assert!(zk_framework::paths::is_protected(name), "{name}");
     assert!(name.ends_with("-lock-0000000000"), "{name}");
     let (data, stat) = c.get_data(&path).unwrap();
-    assert_eq!(
-        data,
-        c.default_data(),
-        "node data is the client's default (the host address)"
-    );
+    // The holder identity (README "Operating locks"), keeping the client's
+    // default data (Curator's: the host address) as its `addr`.
+    match zk_recipes::identity::HolderIdentity::parse(&data) {
+        zk_recipes::identity::HolderIdentity::Process(p) => assert_eq!(p.addr.as_bytes(), c.default_data()),
+        other => panic!("node data is not the holder identity: {other:?}"),
+    }
     assert_ne!(stat.ephemeral_owner, 0, "ephemeral");
     assert_eq!(stat.czxid, g.fencing_token());
     if let Some(e) = s.embedded() {

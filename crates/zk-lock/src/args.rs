@@ -6,7 +6,7 @@
 use std::ffi::OsString;
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
-use clap::{ArgAction, CommandFactory, FromArgMatches, Parser};
+use clap::{ArgAction, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::time::Duration;
 
 use zk_framework::proto::path::validate_path;
@@ -105,51 +105,107 @@ pub enum AclChoice {
     CreatorRead,
 }
 
-/// Everything a run needs.
+/// How to reach ZooKeeper: shared by every form of zk-lock (a run and the
+/// `status`, `break` and `wait` subcommands).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Options {
+pub struct Connection {
     /// The connect string (already resolved from `--connect`, `ZK_CONNECT` or
     /// the default; unused with `--embedded`).
     pub connect: String,
-    /// `None`: wait forever; `Some(0)`: a non-blocking try.
-    pub timeout: Option<Duration>,
-    /// The recipe.
-    pub kind: Kind,
     /// Curator namespace (a single path segment).
     pub namespace: Option<String>,
     /// Start a throwaway in-process server.
     pub embedded: bool,
-    /// Time between SIGTERM and SIGKILL after the lock is lost.
-    pub kill_grace: Duration,
     /// Requested session timeout.
     pub session_timeout: Duration,
     /// How long to wait for the first connection.
     pub connect_timeout: Duration,
-    /// Exit status when the lock is not acquired (`-E`, default 1).
-    pub conflict_exit_code: i32,
     /// `-v` count.
     pub verbose: u8,
-    /// The lock path.
-    pub path: String,
-    /// COMMAND and its arguments (never empty).
-    pub command: Vec<OsString>,
     /// Credentials sent on every connection (`--auth`, `--auth-file`, `ZK_LOCK_AUTH`).
     pub auth: Option<Credentials>,
     /// The ACL of the lock's nodes (`--acl`).
     pub acl: AclChoice,
 }
 
+/// Everything a run needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// How to reach ZooKeeper.
+    pub conn: Connection,
+    /// `None`: wait forever; `Some(0)`: a non-blocking try.
+    pub timeout: Option<Duration>,
+    /// The recipe.
+    pub kind: Kind,
+    /// Time between SIGTERM and SIGKILL after the lock is lost.
+    pub kill_grace: Duration,
+    /// Exit status when the lock is not acquired (`-E`, default 1).
+    pub conflict_exit_code: i32,
+    /// The lock path.
+    pub path: String,
+    /// COMMAND and its arguments (never empty).
+    pub command: Vec<OsString>,
+}
+
+/// `zk-lock status`, `break` or `wait`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    /// Show the holders and the queue.
+    Status {
+        /// The semaphore's number of leases, when known (`--semaphore N`).
+        leases: Option<u32>,
+    },
+    /// Delete the holder's node, or `node`.
+    Break {
+        /// The node to delete (a child name or a full path).
+        node: Option<String>,
+    },
+    /// Wait until the lock is free.
+    Wait {
+        /// `None`: wait forever.
+        timeout: Option<Duration>,
+        /// Exit status on timeout (`-E`, default 1).
+        timeout_exit_code: i32,
+    },
+}
+
+/// An operator's subcommand and its options.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpOptions {
+    /// How to reach ZooKeeper.
+    pub conn: Connection,
+    /// The lock path.
+    pub path: String,
+    /// JSON output (`--json`).
+    pub json: bool,
+    /// What to do.
+    pub op: Op,
+}
+
 /// What the command line asks for.
-// Made once per process: boxing the options would buy nothing.
-#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Parsed {
     /// Run COMMAND under the lock.
     Run(Options),
+    /// `status`, `break` or `wait`.
+    Op(OpOptions),
     /// Print the help.
     Help,
+    /// Print a subcommand's help (the text).
+    SubcommandHelp(String),
     /// Print the version.
     Version,
+}
+
+impl Parsed {
+    /// The `-v` count of a run or a subcommand (0 otherwise).
+    pub fn verbose(&self) -> u8 {
+        match self {
+            Parsed::Run(o) => o.conn.verbose,
+            Parsed::Op(o) => o.conn.verbose,
+            _ => 0,
+        }
+    }
 }
 
 /// A usage error: the message to print (exit 64).
@@ -242,6 +298,22 @@ process sharing a PATH must use the same lock kind: a mutex, a read/write lock
 and a semaphore on one path do not see each other.";
 
 const AFTER_HELP: &str = "\
+OPERATING A LOCK:
+    zk-lock status PATH [--json]       who holds PATH and who waits, in order
+    zk-lock break PATH [--node NAME] --yes
+                                       delete the holder's node: the holder is
+                                       told it lost the lock
+    zk-lock wait PATH [--timeout D]    wait until nobody holds PATH
+    The connection options (--connect, --namespace, --session-timeout,
+    --connect-timeout, -v, --auth, --auth-file, --acl) go before or after
+    the subcommand; --json prints
+    one JSON object. Exit statuses (more in `zk-lock status --help`, ...):
+      status  0 held, 1 free
+      break   0 deleted, 1 nothing to break (free, no such node)
+      wait    0 free, 1 --timeout passed first (or -E N)
+      all     64 usage error (break: --yes missing), 69 ZooKeeper unavailable,
+              77 permission denied (NoAuth, AuthFailed)
+
 Options may also be written --option=VALUE. Durations: 500ms, 2s, 1m, 1h, or
 plain seconds (1.5).
 
@@ -335,7 +407,8 @@ EXAMPLES:
     zk-lock --embedded -v /demo -- echo \"holding the lock\"";
 
 /// The first line of a usage error's hint, as `--help` shows it.
-pub const USAGE_LINE: &str = "zk-lock [OPTIONS] PATH -- COMMAND [ARGS...]";
+pub const USAGE_LINE: &str = "zk-lock [OPTIONS] PATH -- COMMAND [ARGS...]
+       zk-lock [OPTIONS] status|break|wait PATH [...]";
 
 /// The command line as clap sees it (everything before the first `--`, and
 /// COMMAND for the help only).
@@ -352,6 +425,12 @@ pub const USAGE_LINE: &str = "zk-lock [OPTIONS] PATH -- COMMAND [ARGS...]";
     help_template = "{about-with-newline}\nUsage: {usage}\n\n{all-args}\n\n{after-help}\n"
 )]
 struct Cli {
+    #[command(subcommand)]
+    op: Option<OpCommand>,
+
+    #[command(flatten)]
+    conn: ConnArgs,
+
     /// the lock's absolute ZooKeeper path, e.g. /locks/backup (relative to
     /// --namespace and to a chroot, if any)
     #[arg(verbatim_doc_comment, value_name = "PATH")]
@@ -364,17 +443,6 @@ struct Cli {
     /// the command to run, after `--`
     #[arg(verbatim_doc_comment, value_name = "COMMAND [ARGS...]", last = true)]
     command: Vec<OsString>,
-
-    // (The help is a string: rustdoc would read `[/chroot]` as a link.)
-    #[arg(
-        long,
-        value_name = "S",
-        value_parser = connect_string,
-        allow_hyphen_values = true,
-        help = "ZooKeeper connect string host:port[,host:port...][/chroot]\n\
-                [default: $ZK_CONNECT, else 127.0.0.1:2181]"
-    )]
-    connect: Option<String>,
 
     /// give up (exit 1) if the lock is not acquired within D; 0 tries once
     /// without waiting [default: wait forever]
@@ -405,34 +473,51 @@ struct Cli {
     #[arg(verbatim_doc_comment, long, value_name = "N", value_parser = leases, allow_hyphen_values = true)]
     semaphore: Option<u32>,
 
+    /// after the lock is lost, wait D between SIGTERM and SIGKILL to COMMAND
+    /// [default: 5s]
+    #[arg(verbatim_doc_comment, long, value_name = "D", value_parser = parse_duration, allow_hyphen_values = true)]
+    kill_grace: Option<Duration>,
+}
+
+/// The connection options, shared by a run and the subcommands (global: they
+/// go before or after a subcommand's name).
+#[derive(Debug, Args)]
+struct ConnArgs {
+    // (The help is a string: rustdoc would read `[/chroot]` as a link.)
+    #[arg(
+        global = true,
+        long,
+        value_name = "S",
+        value_parser = connect_string,
+        allow_hyphen_values = true,
+        help = "ZooKeeper connect string host:port[,host:port...][/chroot]\n\
+                [default: $ZK_CONNECT, else 127.0.0.1:2181]"
+    )]
+    connect: Option<String>,
+
     /// prefix PATH with /NS (Curator's namespace)
-    #[arg(verbatim_doc_comment, long, value_name = "NS", value_parser = namespace, allow_hyphen_values = true)]
+    #[arg(global = true, verbatim_doc_comment, long, value_name = "NS", value_parser = namespace, allow_hyphen_values = true)]
     namespace: Option<String>,
 
     /// start a throwaway in-process ZooKeeper server for this run only, to try
     /// zk-lock out: other zk-lock processes cannot see it, so it excludes
     /// nobody
-    #[arg(verbatim_doc_comment, long, hide = !cfg!(feature = "embedded"))]
+    #[arg(global = true, verbatim_doc_comment, long, hide = !cfg!(feature = "embedded"))]
     embedded: bool,
-
-    /// after the lock is lost, wait D between SIGTERM and SIGKILL to COMMAND
-    /// [default: 5s]
-    #[arg(verbatim_doc_comment, long, value_name = "D", value_parser = parse_duration, allow_hyphen_values = true)]
-    kill_grace: Option<Duration>,
 
     /// ZooKeeper session timeout: how long the server keeps the lock of a
     /// zk-lock that vanished (crash, network partition) before another
     /// process can take it [default: 30s; the server may clamp it]
-    #[arg(verbatim_doc_comment, long, value_name = "D", value_parser = positive_duration, allow_hyphen_values = true)]
+    #[arg(global = true, verbatim_doc_comment, long, value_name = "D", value_parser = positive_duration, allow_hyphen_values = true)]
     session_timeout: Option<Duration>,
 
     /// give up (exit 69) if ZooKeeper cannot be reached within D [default: 15s]
-    #[arg(verbatim_doc_comment, long, value_name = "D", value_parser = positive_duration, allow_hyphen_values = true)]
+    #[arg(global = true, verbatim_doc_comment, long, value_name = "D", value_parser = positive_duration, allow_hyphen_values = true)]
     connect_timeout: Option<Duration>,
 
     /// report progress on stderr (connect, acquire, release); -vv adds the
     /// ZooKeeper client's logs, -vvv debug logs
-    #[arg(verbatim_doc_comment, short = 'v', long, action = ArgAction::Count)]
+    #[arg(global = true, verbatim_doc_comment, short = 'v', long, action = ArgAction::Count)]
     verbose: u8,
 
     // ---- authentication and ACLs ----
@@ -440,6 +525,7 @@ struct Cli {
     /// digest:USER:PASSWORD. Visible to other users in `ps`: prefer
     /// --auth-file or $ZK_LOCK_AUTH [default: $ZK_LOCK_AUTH]
     #[arg(
+        global = true,
         verbatim_doc_comment,
         long,
         value_name = "SCHEME:CREDENTIALS",
@@ -452,6 +538,7 @@ struct Cli {
 
     /// read SCHEME:CREDENTIALS from the first line of FILE (keep it mode 0600)
     #[arg(
+        global = true,
         verbatim_doc_comment,
         long,
         value_name = "FILE",
@@ -464,6 +551,7 @@ struct Cli {
     /// open (anyone), creator (only sessions with the same credentials),
     /// creator-read (others may only read) [default: open]
     #[arg(
+        global = true,
         verbatim_doc_comment,
         long,
         value_name = "ACL",
@@ -474,30 +562,68 @@ struct Cli {
     acl: Option<AclChoice>,
 }
 
-/// The credentials from `--auth`, `--auth-file` or `ZK_LOCK_AUTH` (in that
-/// order); messages name the source, never the secret.
-fn credentials(
-    flag: Option<Credentials>,
-    file: Option<&std::path::Path>,
-    env: Option<String>,
-) -> Result<Option<Credentials>, UsageError> {
-    if flag.is_some() {
-        return Ok(flag);
-    }
-    if let Some(f) = file {
-        let text = std::fs::read_to_string(f)
-            .map_err(|e| UsageError(format!("--auth-file: cannot read {}: {e}", f.display())))?;
-        let line = text.lines().next().unwrap_or("");
-        return parse_credentials(line)
-            .map(Some)
-            .map_err(|e| UsageError(format!("--auth-file {}: {e}", f.display())));
-    }
-    match env.filter(|v| !v.is_empty()) {
-        Some(v) => parse_credentials(&v)
-            .map(Some)
-            .map_err(|e| UsageError(format!("{AUTH_ENV}: {e}"))),
-        None => Ok(None),
-    }
+/// The operator's subcommands.
+#[derive(Debug, Subcommand)]
+enum OpCommand {
+    /// show who holds PATH and who waits, in lock order: identity (process,
+    /// host; a Curator holder shows its address), age, fencing token, session
+    #[command(
+        after_help = "EXIT STATUS:\n    0   the lock is held\n    1   the lock is free\n   64   usage error\n   69   ZooKeeper unavailable, or another error\n   77   permission denied (NoAuth, AuthFailed)",
+        verbatim_doc_comment
+    )]
+    Status {
+        /// the lock's absolute path
+        #[arg(value_name = "PATH")]
+        path: String,
+        /// print JSON (one object) instead of a table
+        #[arg(long)]
+        json: bool,
+        /// the path is a semaphore with N leases (the number is not stored in
+        /// ZooKeeper: without it every lease node counts as holding)
+        #[arg(verbatim_doc_comment, long, value_name = "N", value_parser = leases)]
+        semaphore: Option<u32>,
+    },
+    /// delete the holder's lock node (or --node NAME): its holder is told it
+    /// lost the lock (zk-lock holders stop their COMMAND and exit 75); prints
+    /// what it deleted
+    #[command(
+        after_help = "EXIT STATUS:\n    0   a node was deleted\n    1   nothing to break: the lock is free, or --node names no participant\n   64   usage error (--yes missing; several holders and no --node)\n   69   ZooKeeper unavailable, or another error\n   77   permission denied (NoAuth, AuthFailed)",
+        verbatim_doc_comment
+    )]
+    Break {
+        /// the lock's absolute path
+        #[arg(value_name = "PATH")]
+        path: String,
+        /// the node to delete (a child name or full path, as status shows it)
+        /// instead of the holder's
+        #[arg(verbatim_doc_comment, long, value_name = "NAME")]
+        node: Option<String>,
+        /// really delete (without it nothing is deleted)
+        #[arg(long)]
+        yes: bool,
+        /// print JSON (one object) instead of text
+        #[arg(long)]
+        json: bool,
+    },
+    /// wait until nobody holds PATH (without queueing: no node of its own)
+    #[command(
+        after_help = "EXIT STATUS:\n    0   the lock is free\n    1   --timeout passed first (see -E)\n   64   usage error\n   69   ZooKeeper unavailable, or another error\n   77   permission denied (NoAuth, AuthFailed)",
+        verbatim_doc_comment
+    )]
+    Wait {
+        /// the lock's absolute path
+        #[arg(value_name = "PATH")]
+        path: String,
+        /// give up after D (exit 1) [default: wait forever]
+        #[arg(verbatim_doc_comment, short = 'w', long, value_name = "D", value_parser = parse_duration)]
+        timeout: Option<Duration>,
+        /// exit with N instead of 1 on timeout
+        #[arg(short = 'E', long, value_name = "N", value_parser = exit_status, default_value_t = 1)]
+        conflict_exit_code: i32,
+        /// print JSON (one object) when done
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn connect_string(v: &str) -> Result<String, String> {
@@ -543,6 +669,16 @@ pub fn help() -> String {
     Cli::command().render_long_help().to_string()
 }
 
+/// A subcommand's long help (`zk-lock status --help`).
+pub fn subcommand_help(name: &str) -> String {
+    let mut cmd = Cli::command();
+    cmd.build();
+    match cmd.find_subcommand_mut(name) {
+        Some(sub) => sub.render_long_help().to_string(),
+        None => help(),
+    }
+}
+
 /// The flag's name as the user knows it: `--timeout` from `--timeout <D>`,
 /// `-w` from `-w <D>`.
 fn flag_name(arg: &str) -> String {
@@ -558,11 +694,16 @@ fn context(e: &clap::Error, kind: ContextKind) -> Option<String> {
 }
 
 /// Turns clap's error into zk-lock's message (or the help / version request).
-fn from_clap(e: clap::Error) -> Result<Parsed, UsageError> {
+fn from_clap(e: clap::Error, subcommand: Option<&str>) -> Result<Parsed, UsageError> {
     let arg = context(&e, ContextKind::InvalidArg).unwrap_or_default();
     let name = flag_name(&arg);
     let msg = match e.kind() {
-        ErrorKind::DisplayHelp | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => return Ok(Parsed::Help),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            return Ok(match subcommand {
+                Some(name) => Parsed::SubcommandHelp(subcommand_help(name)),
+                None => Parsed::Help,
+            })
+        }
         ErrorKind::DisplayVersion => return Ok(Parsed::Version),
         ErrorKind::UnknownArgument => format!("unknown option {arg:?} (see zk-lock --help)"),
         ErrorKind::InvalidValue | ErrorKind::ValueValidation => {
@@ -583,6 +724,10 @@ fn from_clap(e: clap::Error) -> Result<Parsed, UsageError> {
         ErrorKind::NoEquals | ErrorKind::TooFewValues | ErrorKind::WrongNumberOfValues => {
             format!("{name} needs a value")
         }
+        ErrorKind::MissingRequiredArgument => match subcommand {
+            Some(sub) => format!("missing PATH: zk-lock {sub} PATH"),
+            None => "missing arguments".to_string(),
+        },
         ErrorKind::InvalidUtf8 => "an argument is not valid UTF-8 (only COMMAND, after `--`, may be)".to_string(),
         _ => {
             // Clap's own wording, first line only, without its "error: " prefix.
@@ -592,6 +737,32 @@ fn from_clap(e: clap::Error) -> Result<Parsed, UsageError> {
         }
     };
     Err(UsageError(msg))
+}
+
+/// The credentials from `--auth`, `--auth-file` or `ZK_LOCK_AUTH` (in that
+/// order); messages name the source, never the secret.
+fn credentials(
+    flag: Option<Credentials>,
+    file: Option<&std::path::Path>,
+    env: Option<String>,
+) -> Result<Option<Credentials>, UsageError> {
+    if flag.is_some() {
+        return Ok(flag);
+    }
+    if let Some(f) = file {
+        let text = std::fs::read_to_string(f)
+            .map_err(|e| UsageError(format!("--auth-file: cannot read {}: {e}", f.display())))?;
+        let line = text.lines().next().unwrap_or("");
+        return parse_credentials(line)
+            .map(Some)
+            .map_err(|e| UsageError(format!("--auth-file {}: {e}", f.display())));
+    }
+    match env.filter(|v| !v.is_empty()) {
+        Some(v) => parse_credentials(&v)
+            .map(Some)
+            .map_err(|e| UsageError(format!("{AUTH_ENV}: {e}"))),
+        None => Ok(None),
+    }
 }
 
 /// The environment variables zk-lock reads (passed in so that parsing does not
@@ -614,7 +785,8 @@ impl Env {
     }
 }
 
-/// Parses the arguments after the program name, with the environment `env`.
+/// Parses the arguments after the program name, with the environment `env`
+/// (passed in so that parsing does not read the process environment).
 /// `--auth-file` is read here.
 ///
 /// # Errors
@@ -634,15 +806,47 @@ pub fn parse(args: Vec<OsString>, env: &Env) -> Result<Parsed, UsageError> {
         args.pop();
         rest
     });
-    let argv = std::iter::once(OsString::from("zk-lock")).chain(args);
+    // The subcommand named, if any (for its own help).
+    let subcommand = args.iter().find_map(|a| match a.to_str() {
+        Some(n @ ("status" | "break" | "wait")) => Some(n),
+        _ => None,
+    });
+    let subcommand = subcommand.map(str::to_string);
+    let subcommand = subcommand.as_deref();
+    let argv = std::iter::once(OsString::from("zk-lock")).chain(args.clone());
     let matches = match Cli::command().try_get_matches_from(argv) {
         Ok(m) => m,
-        Err(e) => return from_clap(e),
+        Err(e) => return from_clap(e, subcommand),
     };
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(c) => c,
-        Err(e) => return from_clap(e),
+        Err(e) => return from_clap(e, subcommand),
     };
+    let conn = connection(&cli.conn, env)?;
+    if let Some(op) = cli.op {
+        let run_only = [
+            (cli.read, "--read"),
+            (cli.write, "--write"),
+            (cli.semaphore.is_some(), "--semaphore (before the subcommand)"),
+            (cli.timeout.is_some(), "--timeout (before the subcommand)"),
+            (cli.nonblock, "--nonblock"),
+            (cli.kill_grace.is_some(), "--kill-grace"),
+            (cli.conflict_exit_code != 1, "-E (before the subcommand)"),
+        ];
+        if let Some((_, name)) = run_only.iter().find(|(set, _)| *set) {
+            return usage(format!(
+                "{name} belongs to a run (zk-lock PATH -- COMMAND), not to {}",
+                subcommand.unwrap_or("a subcommand")
+            ));
+        }
+        if let Some(c) = command {
+            return usage(format!(
+                "unexpected `-- {}` after a subcommand: status, break and wait run no COMMAND",
+                c.first().map(|a| a.to_string_lossy().into_owned()).unwrap_or_default()
+            ));
+        }
+        return op_options(op, conn);
+    }
     if let Some(p) = &cli.path {
         if let Some(s) = cli.extra.first() {
             return usage(format!(
@@ -677,17 +881,34 @@ pub fn parse(args: Vec<OsString>, env: &Env) -> Result<Parsed, UsageError> {
     if command.is_empty() || command[0].is_empty() {
         return usage("missing COMMAND after `--`");
     }
-    if cli.embedded && cli.connect.is_some() {
+    Ok(Parsed::Run(Options {
+        conn,
+        timeout: if cli.nonblock {
+            Some(Duration::ZERO)
+        } else {
+            cli.timeout
+        },
+        kind: kinds.first().map_or(Kind::Mutex, |(k, _)| *k),
+        kill_grace: cli.kill_grace.unwrap_or(DEFAULT_KILL_GRACE),
+        conflict_exit_code: cli.conflict_exit_code,
+        path,
+        command,
+    }))
+}
+
+/// The connection options, checked and resolved.
+fn connection(a: &ConnArgs, env: &Env) -> Result<Connection, UsageError> {
+    if a.embedded && a.connect.is_some() {
         return usage("--embedded and --connect cannot be combined: --embedded starts its own server");
     }
-    if cli.embedded && !cfg!(feature = "embedded") {
+    if a.embedded && !cfg!(feature = "embedded") {
         return usage(
             "--embedded is not available: this zk-lock was built without the `embedded` feature \
              (no in-process test server); give --connect or ZK_CONNECT instead",
         );
     }
-    let auth = credentials(cli.auth, cli.auth_file.as_deref(), env.zk_lock_auth.clone())?;
-    let acl = cli.acl.unwrap_or(AclChoice::Open);
+    let auth = credentials(a.auth.clone(), a.auth_file.as_deref(), env.zk_lock_auth.clone())?;
+    let acl = a.acl.unwrap_or(AclChoice::Open);
     if acl != AclChoice::Open && auth.is_none() {
         return usage(format!(
             "--acl {} needs credentials: give --auth, --auth-file or {AUTH_ENV}",
@@ -698,30 +919,51 @@ pub fn parse(args: Vec<OsString>, env: &Env) -> Result<Parsed, UsageError> {
             }
         ));
     }
-    let connect = cli
+    let connect = a
         .connect
+        .clone()
         .or(env.zk_connect.clone().filter(|v| !v.trim().is_empty()))
         .unwrap_or_else(|| DEFAULT_CONNECT.to_string());
-    Ok(Parsed::Run(Options {
+    Ok(Connection {
         connect,
-        timeout: if cli.nonblock {
-            Some(Duration::ZERO)
-        } else {
-            cli.timeout
-        },
-        kind: kinds.first().map_or(Kind::Mutex, |(k, _)| *k),
-        namespace: cli.namespace,
-        embedded: cli.embedded,
-        kill_grace: cli.kill_grace.unwrap_or(DEFAULT_KILL_GRACE),
-        session_timeout: cli.session_timeout.unwrap_or(DEFAULT_SESSION_TIMEOUT),
-        connect_timeout: cli.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT),
-        conflict_exit_code: cli.conflict_exit_code,
-        verbose: cli.verbose,
-        path,
-        command,
+        namespace: a.namespace.clone(),
+        embedded: a.embedded,
+        session_timeout: a.session_timeout.unwrap_or(DEFAULT_SESSION_TIMEOUT),
+        connect_timeout: a.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT),
+        verbose: a.verbose,
         auth,
         acl,
-    }))
+    })
+}
+
+fn op_options(op: OpCommand, conn: Connection) -> Result<Parsed, UsageError> {
+    let (path, json, op) = match op {
+        OpCommand::Status { path, json, semaphore } => (path, json, Op::Status { leases: semaphore }),
+        OpCommand::Break { path, node, yes, json } => {
+            if !yes {
+                return usage(format!(
+                    "break deletes a lock node: its holder loses the lock. Add --yes to do it \
+                     (see `zk-lock status {path}` first)"
+                ));
+            }
+            (path, json, Op::Break { node })
+        }
+        OpCommand::Wait {
+            path,
+            timeout,
+            conflict_exit_code,
+            json,
+        } => (
+            path,
+            json,
+            Op::Wait {
+                timeout,
+                timeout_exit_code: conflict_exit_code,
+            },
+        ),
+    };
+    check_lock_path(&path).map_err(UsageError)?;
+    Ok(Parsed::Op(OpOptions { conn, path, json, op }))
 }
 
 #[cfg(test)]
@@ -779,9 +1021,9 @@ mod tests {
         assert_eq!(o.command, args(&["echo", "hi"]));
         assert_eq!(o.kind, Kind::Mutex);
         assert_eq!(o.timeout, None);
-        assert_eq!(o.connect, DEFAULT_CONNECT);
+        assert_eq!(o.conn.connect, DEFAULT_CONNECT);
         assert_eq!(o.kill_grace, DEFAULT_KILL_GRACE);
-        assert!(!o.embedded);
+        assert!(!o.conn.embedded);
     }
 
     #[test]
@@ -803,13 +1045,13 @@ mod tests {
             "-c",
             "exit 3",
         ]);
-        assert_eq!(o.connect, "zk1:2181");
+        assert_eq!(o.conn.connect, "zk1:2181");
         assert_eq!(o.timeout, Some(Duration::from_millis(300)));
         assert_eq!(o.kind, Kind::Read);
-        assert_eq!(o.verbose, 2);
-        assert_eq!(o.namespace.as_deref(), Some("ns"));
+        assert_eq!(o.conn.verbose, 2);
+        assert_eq!(o.conn.namespace.as_deref(), Some("ns"));
         assert_eq!(o.kill_grace, Duration::from_secs(1));
-        assert_eq!(o.session_timeout, Duration::from_secs(10));
+        assert_eq!(o.conn.session_timeout, Duration::from_secs(10));
         assert_eq!(o.command, args(&["sh", "-c", "exit 3"]));
         assert_eq!(run(&["-n", "/l", "--", "x"]).timeout, Some(Duration::ZERO));
         assert_eq!(
@@ -819,7 +1061,7 @@ mod tests {
         assert_eq!(run(&["--semaphore", "3", "/l", "--", "x"]).kind, Kind::Semaphore(3));
         assert_eq!(run(&["--write", "--write", "/l", "--", "x"]).kind, Kind::Write);
         #[cfg(feature = "embedded")]
-        assert!(run(&["--embedded", "/l", "--", "x"]).embedded);
+        assert!(run(&["--embedded", "/l", "--", "x"]).conn.embedded);
         #[cfg(not(feature = "embedded"))]
         assert!(err(&["--embedded", "/l", "--", "x"]).contains("not available"));
         // Everything after `--` belongs to COMMAND, options included.
@@ -839,20 +1081,28 @@ mod tests {
 
     #[test]
     fn connect_from_env() {
-        let env = Env {
-            zk_connect: Some("env:1".into()),
-            ..Env::default()
-        };
-        let o = match parse(args(&["/l", "--", "x"]), &env) {
+        let o = match parse(
+            args(&["/l", "--", "x"]),
+            &Env {
+                zk_connect: Some("env:1".into()),
+                ..Env::default()
+            },
+        ) {
             Ok(Parsed::Run(o)) => o,
             other => panic!("{other:?}"),
         };
-        assert_eq!(o.connect, "env:1");
-        let o = match parse(args(&["--connect", "cli:2", "/l", "--", "x"]), &env) {
+        assert_eq!(o.conn.connect, "env:1");
+        let o = match parse(
+            args(&["--connect", "cli:2", "/l", "--", "x"]),
+            &Env {
+                zk_connect: Some("env:1".into()),
+                ..Env::default()
+            },
+        ) {
             Ok(Parsed::Run(o)) => o,
             other => panic!("{other:?}"),
         };
-        assert_eq!(o.connect, "cli:2");
+        assert_eq!(o.conn.connect, "cli:2");
     }
 
     #[test]
@@ -879,6 +1129,60 @@ mod tests {
         }
     }
 
+    fn op(v: &[&str]) -> OpOptions {
+        match parse(args(v), &Env::default()) {
+            Ok(Parsed::Op(o)) => o,
+            other => panic!("{v:?} gave {other:?}"),
+        }
+    }
+
+    #[test]
+    fn subcommands() {
+        let o = op(&["status", "/l"]);
+        assert_eq!(
+            (o.path.as_str(), o.json, o.op),
+            ("/l", false, Op::Status { leases: None })
+        );
+        let o = op(&["--connect", "z:1", "status", "--json", "--semaphore", "3", "/l", "-v"]);
+        assert_eq!(o.conn.connect, "z:1");
+        assert_eq!(o.conn.verbose, 1);
+        assert_eq!((o.json, o.op), (true, Op::Status { leases: Some(3) }));
+        let o = op(&[
+            "break",
+            "/l",
+            "--node",
+            "_c_x-lock-0000000001",
+            "--yes",
+            "--namespace",
+            "ns",
+        ]);
+        assert_eq!(o.conn.namespace.as_deref(), Some("ns"));
+        assert_eq!(
+            o.op,
+            Op::Break {
+                node: Some("_c_x-lock-0000000001".into())
+            }
+        );
+        let o = op(&["wait", "/l", "-w", "2s", "-E", "9"]);
+        assert_eq!(
+            o.op,
+            Op::Wait {
+                timeout: Some(Duration::from_secs(2)),
+                timeout_exit_code: 9
+            }
+        );
+        // A lock path is never taken for a subcommand, and vice versa.
+        assert_eq!(run(&["/status", "--", "x"]).path, "/status");
+        assert!(err(&["break", "/l"]).contains("--yes"));
+        assert!(err(&["status"]).contains("missing PATH"));
+        assert!(err(&["--write", "wait", "/l"]).contains("belongs to a run"));
+        assert!(err(&["status", "/l", "--", "x"]).contains("no COMMAND"));
+        assert!(matches!(
+            parse(args(&["status", "--help"]), &Env::default()),
+            Ok(Parsed::SubcommandHelp(h)) if h.contains("EXIT STATUS")
+        ));
+    }
+
     #[test]
     fn auth_sources_and_acl() {
         let digest = |s: &str| Credentials {
@@ -886,12 +1190,14 @@ mod tests {
             secret: s.as_bytes().to_vec(),
         };
         let o = run(&["--auth", "digest:u:pw:with:colons", "--acl", "creator", "/l", "--", "x"]);
-        assert_eq!(o.auth, Some(digest("u:pw:with:colons")));
-        assert_eq!(o.acl, AclChoice::Creator);
-        assert_eq!(run(&["/l", "--", "x"]).acl, AclChoice::Open);
-        assert_eq!(run(&["/l", "--", "x"]).auth, None);
+        assert_eq!(o.conn.auth, Some(digest("u:pw:with:colons")));
+        assert_eq!(o.conn.acl, AclChoice::Creator);
+        assert_eq!(run(&["/l", "--", "x"]).conn.acl, AclChoice::Open);
+        assert_eq!(run(&["/l", "--", "x"]).conn.auth, None);
         assert_eq!(
-            run(&["--auth=digest:u:p", "--acl=creator-read", "/l", "--", "x"]).acl,
+            run(&["--auth=digest:u:p", "--acl=creator-read", "/l", "--", "x"])
+                .conn
+                .acl,
             AclChoice::CreatorRead
         );
         // The environment, and --auth over it.
@@ -903,9 +1209,9 @@ mod tests {
             Ok(Parsed::Run(o)) => o,
             other => panic!("{other:?}"),
         };
-        assert_eq!(from_env(&["/l", "--", "x"]).auth, Some(digest("env:pw")));
+        assert_eq!(from_env(&["/l", "--", "x"]).conn.auth, Some(digest("env:pw")));
         assert_eq!(
-            from_env(&["--auth", "digest:cli:pw", "/l", "--", "x"]).auth,
+            from_env(&["--auth", "digest:cli:pw", "/l", "--", "x"]).conn.auth,
             Some(digest("cli:pw"))
         );
         // A file: its first line.
@@ -915,7 +1221,7 @@ mod tests {
         std::fs::write(&f, "digest:file:pw\nignored\n").unwrap();
         let fs = f.to_str().unwrap();
         assert_eq!(
-            from_env(&["--auth-file", fs, "/l", "--", "x"]).auth,
+            from_env(&["--auth-file", fs, "/l", "--", "x"]).conn.auth,
             Some(digest("file:pw"))
         );
         std::fs::write(&f, "digest:nopassword-hunter2\n").unwrap();

@@ -8,6 +8,7 @@
 //! See `zk-lock --help` for options and exit codes.
 
 mod args;
+mod ops;
 mod run;
 mod signals;
 
@@ -15,6 +16,8 @@ use args::Parsed;
 
 /// Exit codes (flock(1) and sysexits.h where they have one).
 pub(crate) mod exit {
+    /// Success (`break` deleted a node, `wait` found the lock free).
+    pub const OK: i32 = 0;
     // 1, the lock was not acquired (flock's default conflict code), is
     // `Options::conflict_exit_code`: `-E` changes it.
     /// Usage error (EX_USAGE).
@@ -42,11 +45,15 @@ fn main() {
             print!("{}", args::help());
             return;
         }
+        Ok(Parsed::SubcommandHelp(text)) => {
+            print!("{text}");
+            return;
+        }
         Ok(Parsed::Version) => {
             println!("zk-lock {}", env!("CARGO_PKG_VERSION"));
             return;
         }
-        Ok(Parsed::Run(opts)) => opts,
+        Ok(p @ (Parsed::Run(_) | Parsed::Op(_))) => p,
         Err(e) => {
             eprintln!("zk-lock: {e}");
             eprintln!("Usage: {}", args::USAGE_LINE);
@@ -54,7 +61,7 @@ fn main() {
             std::process::exit(exit::USAGE);
         }
     };
-    let default_filter = match opts.verbose {
+    let default_filter = match opts.verbose() {
         0 => "error",
         1 => "error,zk_lock=info",
         2 => "info",
@@ -63,6 +70,10 @@ fn main() {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(default_filter))
         .format_timestamp_millis()
         .init();
-    let code = run::run(&opts);
+    let code = match &opts {
+        Parsed::Run(o) => run::run(o),
+        Parsed::Op(o) => ops::run(o),
+        _ => exit::OK,
+    };
     std::process::exit(code);
 }

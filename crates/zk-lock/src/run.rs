@@ -18,7 +18,7 @@ use zk_recipes::{
     ReadLockGuard, WriteLockGuard,
 };
 
-use crate::args::{AclChoice, Kind, Options};
+use crate::args::{AclChoice, Connection, Kind, Options};
 use crate::exit;
 use crate::signals::{self, Received};
 
@@ -135,46 +135,36 @@ pub fn run(opts: &Options) -> i32 {
     }
 
     // With --embedded the server lives as long as this function.
-    let (_server, connect) = match start_embedded(opts) {
+    let (_server, connect) = match start_embedded(&opts.conn) {
         Ok(v) => v,
         Err(code) => return code,
     };
+    // Holders show their COMMAND's program in their lock node (`zk-lock
+    // status`); never its arguments, which may hold secrets and the node is
+    // readable by anyone the ACL lets read the path.
+    let program = opts
+        .command
+        .first()
+        .map(|a| a.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut name = format!("zk-lock -- {program}");
+    if name.len() > 96 {
+        let mut cut = 93;
+        while !name.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        name.truncate(cut);
+        name.push_str("...");
+    }
+    zk_recipes::identity::set_process_name(name);
 
-    let mut builder = CuratorFramework::builder()
-        .connect_string(connect.clone())
-        .session_timeout(opts.session_timeout)
-        .connection_timeout(opts.connect_timeout)
-        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(500), 3));
-    if let Some(ns) = &opts.namespace {
-        builder = builder.namespace(ns.clone());
-    }
-    if let Some(c) = &opts.auth {
-        builder = builder.authorization(&c.scheme, &c.secret);
-    }
-    builder = match opts.acl {
-        AclChoice::Open => builder.acl_provider(OpenAclProvider),
-        AclChoice::Creator => builder.acl_provider(FixedAclProvider::creator_all()),
-        AclChoice::CreatorRead => builder.acl_provider(FixedAclProvider::creator_all_read_others()),
-    };
-    let built = builder.build();
+    let built = build_client(&opts.conn, &connect);
     if built.is_err() {
         set_phase(&shared, Phase::Finishing);
     }
     let client = match built {
         Ok(c) => c,
-        Err(zk_framework::Error::InvalidConnectString { input, reason }) if reason.contains("resolve") => {
-            eprintln!("zk-lock: ZooKeeper unavailable: no host of {input:?} resolves to an address");
-            return exit::UNAVAILABLE;
-        }
-        Err(e @ (zk_framework::Error::InvalidConnectString { .. } | zk_framework::Error::InvalidArgument(_))) => {
-            eprintln!("zk-lock: {e}");
-            eprintln!("Try 'zk-lock --help' for more information.");
-            return exit::USAGE;
-        }
-        Err(e) => {
-            eprintln!("zk-lock: cannot start the ZooKeeper client: {e}");
-            return exit::UNAVAILABLE;
-        }
+        Err(code) => return code,
     };
     shared.lock().unwrap_or_else(|p| p.into_inner()).client = Some(client.clone());
     let code = run_with_client(opts, &connect, &client, &shared, &events_rx);
@@ -183,11 +173,55 @@ pub fn run(opts: &Options) -> i32 {
     code
 }
 
+/// Builds the managed client from the connection options (not connected
+/// yet); on failure, prints why and returns the exit status.
+pub(crate) fn build_client(conn: &Connection, connect: &str) -> Result<CuratorFramework, i32> {
+    let mut builder = CuratorFramework::builder()
+        .connect_string(connect.to_string())
+        .session_timeout(conn.session_timeout)
+        .connection_timeout(conn.connect_timeout)
+        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(500), 3));
+    if let Some(ns) = &conn.namespace {
+        builder = builder.namespace(ns.clone());
+    }
+    if let Some(c) = &conn.auth {
+        builder = builder.authorization(&c.scheme, &c.secret);
+    }
+    builder = match conn.acl {
+        AclChoice::Open => builder.acl_provider(OpenAclProvider),
+        AclChoice::Creator => builder.acl_provider(FixedAclProvider::creator_all()),
+        AclChoice::CreatorRead => builder.acl_provider(FixedAclProvider::creator_all_read_others()),
+    };
+    match builder.build() {
+        Ok(c) => Ok(c),
+        Err(zk_framework::Error::InvalidConnectString { input, reason }) if reason.contains("resolve") => {
+            eprintln!("zk-lock: ZooKeeper unavailable: no host of {input:?} resolves to an address");
+            Err(exit::UNAVAILABLE)
+        }
+        Err(e @ (zk_framework::Error::InvalidConnectString { .. } | zk_framework::Error::InvalidArgument(_))) => {
+            eprintln!("zk-lock: {e}");
+            eprintln!("Try 'zk-lock --help' for more information.");
+            Err(exit::USAGE)
+        }
+        Err(e) => {
+            eprintln!("zk-lock: cannot start the ZooKeeper client: {e}");
+            Err(exit::UNAVAILABLE)
+        }
+    }
+}
+
+/// The embedded server's handle (or nothing).
+#[cfg(feature = "embedded")]
+pub(crate) type ServerHandle = Option<zk_testing::embedded::EmbeddedServer>;
+/// The embedded server's handle (or nothing).
+#[cfg(not(feature = "embedded"))]
+pub(crate) type ServerHandle = Option<()>;
+
 /// The embedded server (with `--embedded`) and the connect string to use.
 #[cfg(feature = "embedded")]
-fn start_embedded(opts: &Options) -> Result<(Option<zk_testing::embedded::EmbeddedServer>, String), i32> {
-    if !opts.embedded {
-        return Ok((None, opts.connect.clone()));
+pub(crate) fn start_embedded(conn: &Connection) -> Result<(ServerHandle, String), i32> {
+    if !conn.embedded {
+        return Ok((None, conn.connect.clone()));
     }
     match zk_testing::embedded::EmbeddedServer::start(Default::default()) {
         Ok(s) => {
@@ -204,12 +238,12 @@ fn start_embedded(opts: &Options) -> Result<(Option<zk_testing::embedded::Embedd
 
 /// Without the `embedded` feature `--embedded` is refused while parsing.
 #[cfg(not(feature = "embedded"))]
-fn start_embedded(opts: &Options) -> Result<(Option<()>, String), i32> {
-    if opts.embedded {
+pub(crate) fn start_embedded(conn: &Connection) -> Result<(ServerHandle, String), i32> {
+    if conn.embedded {
         eprintln!("zk-lock: --embedded is not available: built without the `embedded` feature");
         return Err(exit::USAGE);
     }
-    Ok((None, opts.connect.clone()))
+    Ok((None, conn.connect.clone()))
 }
 
 /// The signal thread's decisions.
@@ -259,11 +293,11 @@ fn run_with_client(
     shared: &Mutex<Shared>,
     events: &Receiver<Received>,
 ) -> i32 {
-    if client.block_until_connected(opts.connect_timeout).is_err() {
+    if client.block_until_connected(opts.conn.connect_timeout).is_err() {
         set_phase(shared, Phase::Finishing);
         eprintln!(
             "zk-lock: ZooKeeper unavailable: could not connect to {connect} within {}",
-            human(opts.connect_timeout)
+            human(opts.conn.connect_timeout)
         );
         return exit::UNAVAILABLE;
     }
@@ -444,7 +478,7 @@ fn not_acquired(r: zk_recipes::Result<()>, path: &str, opts: &Options) -> i32 {
             | zk_framework::Error::AuthFailed),
         )) => {
             let hint = match e {
-                zk_framework::Error::NoAuth { .. } if opts.auth.is_none() => {
+                zk_framework::Error::NoAuth { .. } if opts.conn.auth.is_none() => {
                     "the lock's nodes are protected by an ACL; give credentials with --auth-file, \
                      ZK_LOCK_AUTH or --auth"
                 }
@@ -601,7 +635,7 @@ fn finished(status: ExitStatus, lost: bool, path: &str) -> i32 {
 }
 
 /// `1.5s`, `300ms`.
-fn human(d: Duration) -> String {
+pub(crate) fn human(d: Duration) -> String {
     if d.subsec_nanos() == 0 {
         format!("{}s", d.as_secs())
     } else if d < Duration::from_secs(1) && d.subsec_nanos() % 1_000_000 == 0 {

@@ -62,6 +62,7 @@ impl Drop for Scratch {
 struct Run {
     child: Child,
     stderr: PathBuf,
+    stdout: PathBuf,
     started: Instant,
 }
 
@@ -94,6 +95,30 @@ impl Run {
     fn is_running(&mut self) -> bool {
         self.child.try_wait().unwrap().is_none()
     }
+
+    /// Waits (bounded) for exit; returns the status, stdout and stderr.
+    fn finish_out(self, timeout: Duration) -> (ExitStatus, String, String) {
+        let stdout = self.stdout.clone();
+        let keep = std::env::temp_dir().join(format!(
+            "{}-kept",
+            stdout.file_name().unwrap_or_default().to_string_lossy()
+        ));
+        std::fs::hard_link(&stdout, &keep).unwrap();
+        let (status, stderr) = self.finish(timeout);
+        let out = std::fs::read_to_string(&keep).unwrap_or_default();
+        let _ = std::fs::remove_file(&keep);
+        (status, out, stderr)
+    }
+
+    /// What it printed on stdout so far.
+    fn stdout(&self) -> String {
+        std::fs::read_to_string(&self.stdout).unwrap_or_default()
+    }
+
+    /// What it printed on stderr so far.
+    fn stderr_now(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
 }
 
 impl Drop for Run {
@@ -103,6 +128,7 @@ impl Drop for Run {
             let _ = self.child.wait();
         }
         let _ = std::fs::remove_file(&self.stderr);
+        let _ = std::fs::remove_file(&self.stdout);
     }
 }
 
@@ -117,6 +143,7 @@ fn spawn(connect: Option<&str>, args: &[&str]) -> Run {
 fn spawn_env(connect: Option<&str>, args: &[&str], env: &[(&str, &str)]) -> Run {
     let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let stderr = std::env::temp_dir().join(format!("zk-lock-test-{}-stderr-{n}", std::process::id()));
+    let stdout = std::env::temp_dir().join(format!("zk-lock-test-{}-stdout-{n}", std::process::id()));
     let mut cmd = Command::new(zk_lock_bin());
     if let Some(c) = connect {
         cmd.arg("--connect").arg(c);
@@ -127,12 +154,13 @@ fn spawn_env(connect: Option<&str>, args: &[&str], env: &[(&str, &str)]) -> Run 
         .env_remove("ZK_LOCK_AUTH")
         .envs(env.iter().copied())
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(std::fs::File::create(&stdout).unwrap())
         .stderr(std::fs::File::create(&stderr).unwrap());
     let child = cmd.spawn().expect("spawn zk-lock");
     Run {
         child,
         stderr,
+        stdout,
         started: Instant::now(),
     }
 }
@@ -146,6 +174,22 @@ fn run(connect: Option<&str>, args: &[&str]) -> (i32, String, Duration) {
         .code()
         .unwrap_or_else(|| panic!("zk-lock killed by a signal: {status}; {stderr}"));
     (code, stderr, started.elapsed())
+}
+
+/// Runs zk-lock to completion; (exit code, stdout, stderr).
+fn run_out(connect: Option<&str>, args: &[&str]) -> (i32, String, String) {
+    let mut r = spawn(connect, args);
+    let mut status = None;
+    let done = wait_until(timing().wait(), || {
+        status = r.child.try_wait().unwrap();
+        status.is_some()
+    });
+    assert!(done, "zk-lock {args:?} did not exit: {}", r.stderr_now());
+    let status = status.unwrap();
+    let code = status
+        .code()
+        .unwrap_or_else(|| panic!("zk-lock {args:?} killed by a signal: {status}"));
+    (code, r.stdout(), r.stderr_now())
 }
 
 fn client(server: &TestingServer) -> CuratorFramework {
@@ -707,6 +751,13 @@ fn usage_errors_exit_64() {
         &["--namespace", "a/b", "/locks/a", "--", "true"],
         &["--no-such-option", "/locks/a", "--", "true"],
         &["-E", "300", "/locks/a", "--", "true"],
+        &["status"],
+        &["status", "locks/a"],
+        &["status", "/locks/a", "--", "true"],
+        &["break", "/locks/a"],
+        &["--read", "status", "/locks/a"],
+        &["wait", "/locks/a", "--timeout", "soon"],
+        &["status", "--semaphore", "0", "/locks/a"],
     ];
     for args in cases {
         let (code, stderr, _) = run(None, args);
@@ -740,8 +791,24 @@ fn usage_errors_exit_64() {
         "126",
         "127",
         "EXAMPLES",
+        "zk-lock status PATH",
+        "zk-lock break PATH",
+        "zk-lock wait PATH",
     ] {
         assert!(help.contains(needle), "--help lacks {needle:?}");
+    }
+    // Each subcommand's help gives its exit statuses.
+    for (sub, needles) in [
+        ("status", &["--json", "the lock is held", "the lock is free"][..]),
+        ("break", &["--node", "--yes", "a node was deleted", "nothing to break"]),
+        ("wait", &["--timeout", "the lock is free", "--timeout passed first"]),
+    ] {
+        let out = Command::new(zk_lock_bin()).args([sub, "--help"]).output().unwrap();
+        assert!(out.status.success());
+        let help = String::from_utf8(out.stdout).unwrap();
+        for n in needles {
+            assert!(help.contains(n), "{sub} --help lacks {n:?}:\n{help}");
+        }
     }
 }
 
@@ -767,6 +834,19 @@ fn unreachable_server_exits_69() {
         cmd.status().unwrap()
     };
     assert_eq!(r.code(), Some(69));
+    // The subcommands too: never "free" when nothing could be asked.
+    for sub in [
+        &["status", "/locks/a"][..],
+        &["wait", "/locks/a"],
+        &["break", "/locks/a", "--yes"],
+    ] {
+        let mut args = vec!["--connect-timeout", "300ms"];
+        args.extend_from_slice(sub);
+        let (code, stderr, elapsed) = run(Some(&cs), &args);
+        assert_eq!(code, 69, "{sub:?}: {stderr}");
+        assert!(stderr.contains("ZooKeeper unavailable"), "{stderr}");
+        assert!(elapsed < timing().scale(Duration::from_secs(15)), "took {elapsed:?}");
+    }
 }
 
 #[test]
@@ -1291,4 +1371,315 @@ fn curator_with_the_same_digest_credentials_interoperates_on_a_creator_only_path
     java_wait(java, &java_err);
     assert_exclusive(&sections(&log));
     owner.close();
+}
+
+// ---- operating a lock: status, break, wait -----------------------------------------------------
+
+/// A zk-lock holding `path` until `go` appears; `ready` appears once COMMAND
+/// runs.
+fn gated_holder(cs: &str, path: &str, ready: &Path, go: &Path) -> Run {
+    let script = format!(
+        "touch '{ready}'; i=0; while [ ! -e '{go}' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done",
+        ready = ready.display(),
+        go = go.display()
+    );
+    spawn(Some(cs), &[path, "--", "sh", "-c", &script])
+}
+
+/// The participant objects of `status --json` output, in order.
+fn json_participants(json: &str) -> Vec<String> {
+    let list = json
+        .split_once("\"participants\":[")
+        .map(|(_, rest)| rest)
+        .unwrap_or_else(|| panic!("no participants in {json}"));
+    list.split("{\"node\":").skip(1).map(str::to_string).collect()
+}
+
+#[test]
+fn status_lists_holders_and_waiters_in_order() {
+    let server = TestingServer::start().unwrap();
+    let cs = server.connect_string();
+    let c = client(&server);
+    let dir = Scratch::new("op-status");
+    let path = "/locks/op-status";
+
+    let (code, out, stderr) = run_out(Some(&cs), &["status", path]);
+    assert_eq!(code, 1, "a free lock: {out} {stderr}");
+    assert!(out.contains("free"), "{out}");
+
+    let (ready, go) = (dir.path("ready"), dir.path("go"));
+    let holder = gated_holder(&cs, path, &ready, &go);
+    wait_for_file(&ready);
+    let waiter = spawn(Some(&cs), &[path, "--", "true"]);
+    assert!(wait_until(timing().wait(), || lock_nodes(&c, path).len() == 2));
+
+    let (code, json, stderr) = run_out(Some(&cs), &["status", "--json", path]);
+    assert_eq!(code, 0, "held: {stderr}");
+    assert!(
+        json.contains("\"layout\":\"mutex\",\"held\":true,\"holders\":1"),
+        "{json}"
+    );
+    let ps = json_participants(&json);
+    assert_eq!(ps.len(), 2, "{json}");
+    assert!(ps[0].contains("\"position\":0,\"holds\":true"), "{}", ps[0]);
+    assert!(ps[0].contains(&format!("\"pid\":{}", holder.pid())), "{}", ps[0]);
+    assert!(ps[0].contains("\"name\":\"zk-lock -- sh\""), "{}", ps[0]);
+    assert!(ps[1].contains("\"position\":1,\"holds\":false"), "{}", ps[1]);
+    assert!(ps[1].contains(&format!("\"pid\":{}", waiter.pid())), "{}", ps[1]);
+    // The fencing token is the node's czxid, as the holder's.
+    let node = format!("{path}/{}", lock_nodes(&c, path)[0]);
+    let token = c.check_exists(&node).unwrap().unwrap().czxid;
+    let first = format!("{path}/{}", {
+        let mut v = lock_nodes(&c, path);
+        zk_recipes::driver::Driver::MUTEX.sort(&mut v);
+        v[0].clone()
+    });
+    let first_token = c.check_exists(&first).unwrap().unwrap().czxid;
+    assert!(
+        ps[0].contains(&format!("\"fencing_token\":{first_token}")),
+        "{} {token}",
+        ps[0]
+    );
+
+    // The table, as an operator reads it (connection options after the subcommand too).
+    let (code, table, _) = run_out(None, &["status", path, "--connect", &cs]);
+    assert_eq!(code, 0);
+    println!("{table}");
+    assert!(
+        table.contains(&format!("{path}: mutex lock, held by 1, 1 waiting")),
+        "{table}"
+    );
+    let lines: Vec<&str> = table.lines().collect();
+    assert!(lines[1].starts_with("POS"), "{table}");
+    assert!(lines[2].starts_with("0") && lines[2].contains("holds"), "{table}");
+    assert!(lines[2].contains(&format!("[{}]@", holder.pid())), "{table}");
+    assert!(lines[3].starts_with("1") && lines[3].contains("waits"), "{table}");
+
+    std::fs::write(&go, b"").unwrap();
+    assert_eq!(holder.finish(timing().wait()).0.code(), Some(0));
+    assert_eq!(waiter.finish(timing().wait()).0.code(), Some(0));
+    assert_eq!(run_out(Some(&cs), &["status", path]).0, 1);
+}
+
+#[test]
+fn break_makes_the_holder_lose_and_kill_its_command() {
+    let server = TestingServer::start().unwrap();
+    let cs = server.connect_string();
+    let c = client(&server);
+    let dir = Scratch::new("op-break");
+    let t = timing();
+    let path = "/locks/op-break";
+
+    assert_eq!(run_out(Some(&cs), &["break", path, "--yes"]).0, 1, "nothing to break");
+
+    let pid_file = dir.path("sleep.pid");
+    let script = format!("echo $$ > '{}'; exec sleep 60", pid_file.display());
+    let holder = spawn(Some(&cs), &[path, "--", "sh", "-c", &script]);
+    let node = wait_for_single_node(&c, path);
+    let pid = wait_for_pid(&pid_file);
+
+    // Without --yes nothing is deleted.
+    let (code, _, stderr) = run_out(Some(&cs), &["break", path]);
+    assert_eq!(code, 64, "{stderr}");
+    assert!(stderr.contains("--yes"), "{stderr}");
+    assert_eq!(run_out(Some(&cs), &["break", path, "--node", "nosuch", "--yes"]).0, 1);
+    assert!(c.check_exists(&node).unwrap().is_some());
+
+    let (code, out, stderr) = run_out(Some(&cs), &["break", path, "--yes"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        out.starts_with(&format!("deleted {node} (mutex, holding, held by zk-lock -- sh")),
+        "{out}"
+    );
+    let broken = Instant::now();
+    let (status, stderr) = holder.finish(t.wait());
+    assert_eq!(status.code(), Some(75), "the holder learns it lost: {stderr}");
+    assert!(stderr.contains("lost"), "{stderr}");
+    assert!(process_gone(&pid), "COMMAND (pid {pid}) still runs");
+    println!("holder exited {:?} after the break", broken.elapsed());
+    assert!(lock_nodes(&c, path).is_empty());
+}
+
+#[test]
+fn wait_returns_when_the_holder_releases_and_times_out() {
+    let server = TestingServer::start().unwrap();
+    let cs = server.connect_string();
+    let c = client(&server);
+    let dir = Scratch::new("op-wait");
+    let t = timing();
+    let path = "/locks/op-wait";
+
+    let (code, out, _) = run_out(Some(&cs), &["wait", path]);
+    assert_eq!((code, out.contains("is free")), (0, true), "{out}");
+
+    let (ready, go) = (dir.path("ready"), dir.path("go"));
+    let holder = gated_holder(&cs, path, &ready, &go);
+    wait_for_file(&ready);
+
+    // Timeouts: exit 1 (or -E), within the deadline plus process start-up.
+    let started = Instant::now();
+    let (code, _, stderr) = run_out(Some(&cs), &["wait", path, "--timeout", "300ms"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("still held"), "{stderr}");
+    assert!(
+        started.elapsed() <= Duration::from_millis(300) + t.scale(Duration::from_secs(3)),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(run_out(Some(&cs), &["wait", path, "-w", "0", "-E", "7"]).0, 7);
+
+    // A waiter queues nothing; it returns when the holder releases.
+    let waiter = spawn(Some(&cs), &["-v", "wait", path, "--json"]);
+    assert!(
+        wait_until(t.wait(), || waiter.stderr_now().contains("waiting")),
+        "{}",
+        waiter.stderr_now()
+    );
+    assert_eq!(lock_nodes(&c, path).len(), 1, "wait created a node");
+    std::fs::write(&go, b"").unwrap();
+    let (status, out, stderr) = waiter.finish_out(t.wait());
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(
+        out.starts_with(&format!("{{\"path\":\"{path}\",\"free\":true")),
+        "{out}"
+    );
+    assert_eq!(holder.finish(t.wait()).0.code(), Some(0));
+}
+
+#[test]
+fn status_shows_a_curator_holder_and_our_waiter_in_order() {
+    let dir = Scratch::new("status-curator");
+    let cp = match compile_curator_contender(&dir.0) {
+        Ok(cp) => cp,
+        Err(why) => {
+            if std::env::var("ZK_TEST_REQUIRE_APACHE").as_deref() == Ok("1") {
+                panic!("ZK_TEST_REQUIRE_APACHE=1 but Curator cannot run: {why}");
+            }
+            println!("skipping the Curator status test: {why}");
+            return;
+        }
+    };
+    let server = TestingServer::start().unwrap();
+    let cs = server.connect_string();
+    let c = client(&server);
+    let t = timing();
+    let path = "/locks/status-curator";
+    let log = dir.path("sections.log");
+    let release = dir.path("release");
+    let java_err = dir.path("curator.err");
+    let java = java_holder(&cp, &cs, path, "curator", &log, &release)
+        .stderr(std::fs::File::create(&java_err).unwrap())
+        .spawn()
+        .unwrap();
+    assert!(
+        wait_until(t.wait() * 2, || std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("curator START")),
+        "the Curator holder never got the lock"
+    );
+    let waiter = spawn(Some(&cs), &[path, "--", "true"]);
+    assert!(wait_until(t.wait(), || lock_nodes(&c, path).len() == 2));
+
+    let (code, json, stderr) = run_out(Some(&cs), &["status", "--json", path]);
+    assert_eq!(code, 0, "{stderr}");
+    let ps = json_participants(&json);
+    assert_eq!(ps.len(), 2, "{json}");
+    // Curator's node: its data is the host address.
+    assert!(ps[0].contains("\"holds\":true"), "{}", ps[0]);
+    assert!(ps[0].contains("\"holder\":{\"type\":\"address\""), "{}", ps[0]);
+    assert!(ps[1].contains("\"holds\":false"), "{}", ps[1]);
+    assert!(ps[1].contains(&format!("\"pid\":{}", waiter.pid())), "{}", ps[1]);
+    let (_, table, _) = run_out(Some(&cs), &["status", path]);
+    println!("{table}");
+    assert!(table.contains("(address only)"), "{table}");
+
+    std::fs::write(&release, b"").unwrap();
+    java_wait(java, &java_err);
+    assert_eq!(waiter.finish(t.wait()).0.code(), Some(0));
+    if server.backend() == Backend::Apache {
+        println!("status with a Curator holder checked on Apache ZooKeeper");
+    }
+}
+
+#[test]
+fn break_a_one_lease_semaphore_frees_the_next_contender() {
+    let server = TestingServer::start().unwrap();
+    let cs = server.connect_string();
+    let c = client(&server);
+    let dir = Scratch::new("op-break-sem");
+    let t = timing();
+    let path = "/locks/op-break-sem";
+    let pid_file = dir.path("sleep.pid");
+    let script = format!("echo $$ > '{}'; exec sleep 60", pid_file.display());
+    let holder = spawn(Some(&cs), &["--semaphore", "1", path, "--", "sh", "-c", &script]);
+    let pid = wait_for_pid(&pid_file);
+    let done = dir.path("done");
+    let next = spawn(
+        Some(&cs),
+        &["--semaphore", "1", path, "--", "touch", done.to_str().unwrap()],
+    );
+    // The contender waits in the internal mutex's queue behind the holder.
+    assert!(wait_until(t.wait(), || lock_nodes(&c, &format!("{path}/locks")).len() == 2));
+
+    let (code, out, stderr) = run_out(Some(&cs), &["status", "--semaphore", "1", path]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(out.contains("semaphore lock, held by 1"), "{out}");
+
+    let (code, out, stderr) = run_out(Some(&cs), &["break", path, "--yes"]);
+    assert_eq!(code, 0, "{stderr}");
+    let deleted: Vec<&str> = out.lines().filter(|l| l.starts_with("deleted ")).collect();
+    assert_eq!(deleted.len(), 2, "the lease and the internal mutex node: {out}");
+    assert!(
+        deleted[0].contains("/leases/") && deleted[0].contains("(lease, holding"),
+        "{out}"
+    );
+    assert!(
+        deleted[1].contains("/locks/") && deleted[1].contains("(lease-queue"),
+        "{out}"
+    );
+    let (status, stderr) = holder.finish(t.wait());
+    assert_eq!(status.code(), Some(75), "{stderr}");
+    assert!(process_gone(&pid), "COMMAND (pid {pid}) still runs");
+    let (status, stderr) = next.finish(t.wait());
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(done.exists());
+}
+
+#[test]
+fn status_of_a_read_write_lock_shows_both_readers_and_the_queued_writer() {
+    let server = TestingServer::start().unwrap();
+    let cs = server.connect_string();
+    let c = client(&server);
+    let dir = Scratch::new("op-status-rw");
+    let path = "/locks/op-status-rw";
+    let go = dir.path("go");
+    let gate = format!(
+        "i=0; while [ ! -e '{go}' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done",
+        go = go.display()
+    );
+    let readers: Vec<Run> = (0..2)
+        .map(|_| spawn(Some(&cs), &["--read", path, "--", "sh", "-c", &gate]))
+        .collect();
+    assert!(wait_until(timing().wait(), || lock_nodes(&c, path).len() == 2));
+    let writer = spawn(Some(&cs), &["--write", path, "--", "true"]);
+    assert!(wait_until(timing().wait(), || lock_nodes(&c, path).len() == 3));
+
+    let (code, table, stderr) = run_out(Some(&cs), &["status", path]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(table.contains("read/write lock, held by 2, 1 waiting"), "{table}");
+    let rows: Vec<&str> = table.lines().skip(2).collect();
+    assert_eq!(rows.len(), 3, "{table}");
+    assert!(
+        rows[0].contains("holds  read") && rows[1].contains("holds  read"),
+        "{table}"
+    );
+    assert!(rows[2].contains("waits  write"), "{table}");
+    // Two holders: break wants to be told which.
+    assert_eq!(run_out(Some(&cs), &["break", path, "--yes"]).0, 64);
+
+    std::fs::write(&go, b"").unwrap();
+    for r in readers {
+        assert_eq!(r.finish(timing().wait()).0.code(), Some(0));
+    }
+    assert_eq!(writer.finish(timing().wait()).0.code(), Some(0));
 }

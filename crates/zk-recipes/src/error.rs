@@ -46,6 +46,14 @@ pub enum Error {
         /// The lock path.
         path: String,
     },
+    /// One of the caller's ops in a guarded transaction failed (the lock was
+    /// still held): nothing was written.
+    TransactionFailed {
+        /// The failing op's index among the caller's ops.
+        index: usize,
+        /// Its error.
+        error: zk_framework::Error,
+    },
     /// An argument is out of range (for example zero leases).
     InvalidArgument(String),
     /// Several errors, in order (for example every failed release of a
@@ -92,6 +100,12 @@ impl fmt::Display for Error {
                     "our lock node under {path} vanished (session lost?) and retries ran out"
                 )
             }
+            Error::TransactionFailed { index, error } => {
+                write!(
+                    f,
+                    "guarded transaction: op {index} failed ({error}); nothing was written"
+                )
+            }
             Error::InvalidArgument(what) => write!(f, "invalid argument: {what}"),
             Error::Multiple(errors) => {
                 write!(f, "{} errors: ", errors.len())?;
@@ -110,7 +124,7 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::ZooKeeper(e) => Some(e),
+            Error::ZooKeeper(e) | Error::TransactionFailed { error: e, .. } => Some(e),
             _ => None,
         }
     }

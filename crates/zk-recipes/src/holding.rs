@@ -29,6 +29,7 @@ use zk_framework::proto::EventType;
 use zk_framework::state::ConnectionState;
 
 use crate::error::{Error, Result};
+use crate::stats::{LossCause, PathStats};
 
 /// What a lock holder hears about its lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -77,10 +78,23 @@ pub(crate) struct HoldState {
     subscribers: Mutex<Vec<Sender<LockEvent>>>,
     listener: Mutex<Option<ListenerHandle>>,
     watching: AtomicBool,
+    /// The path's counters, when this holding is counted.
+    stats: Option<Arc<PathStats>>,
+    granted_at: Instant,
 }
 
 impl HoldState {
+    /// The lock is lost for certain, for `cause`.
+    fn lose(&self, cause: LossCause) {
+        self.publish_with(LockEvent::Lost, Some(cause));
+    }
+
     fn publish(&self, ev: LockEvent) {
+        debug_assert!(ev != LockEvent::Lost, "a loss has a cause: use lose()");
+        self.publish_with(ev, None);
+    }
+
+    fn publish_with(&self, ev: LockEvent, cause: Option<LossCause>) {
         let new = match ev {
             LockEvent::Suspended => UNCERTAIN,
             LockEvent::Reconnected => HELD,
@@ -102,6 +116,13 @@ impl HoldState {
         }
         if ev == LockEvent::Lost {
             log::warn!("the lock node {} was lost", self.node);
+            // The holding ends here (from held or uncertain): exactly once.
+            if let Some(stats) = &self.stats {
+                stats.ended(
+                    self.granted_at.elapsed(),
+                    Some(cause.unwrap_or(LossCause::SessionExpired)),
+                );
+            }
         }
         self.subscribers
             .lock()
@@ -113,14 +134,18 @@ impl HoldState {
             LOST | RELEASED => return LockStatus::Lost,
             _ => {}
         }
-        if self.client.session_generation() != self.generation || self.client.is_closed() {
-            self.publish(LockEvent::Lost);
+        if self.client.session_generation() != self.generation {
+            self.lose(LossCause::SessionExpired);
+            return LockStatus::Lost;
+        }
+        if self.client.is_closed() {
+            self.lose(LossCause::ClientClosed);
             return LockStatus::Lost;
         }
         // The state machine may be ahead of the listener dispatch.
         match self.client.state() {
             Some(ConnectionState::Lost) => {
-                self.publish(LockEvent::Lost);
+                self.lose(LossCause::SessionExpired);
                 return LockStatus::Lost;
             }
             Some(ConnectionState::Suspended | ConnectionState::ReadOnly) => {
@@ -190,6 +215,11 @@ impl HoldState {
         // Take the last look first: a lost session must not read as released.
         let lost = self.status() == LockStatus::Lost;
         let prev = self.status.swap(RELEASED, Ordering::SeqCst);
+        if prev == HELD || prev == UNCERTAIN {
+            if let Some(stats) = &self.stats {
+                stats.ended(self.granted_at.elapsed(), None);
+            }
+        }
         self.subscribers.lock().clear();
         *self.listener.lock() = None;
         lost || prev == LOST
@@ -233,7 +263,9 @@ impl Holding {
         token: i64,
         generation: u64,
         companion: Option<String>,
+        stats: &Arc<PathStats>,
     ) -> Holding {
+        let stats = stats.granted().then(|| stats.clone());
         let state = Arc::new(HoldState {
             client: client.clone(),
             base: base.to_string(),
@@ -245,16 +277,18 @@ impl Holding {
             subscribers: Mutex::new(Vec::new()),
             listener: Mutex::new(None),
             watching: AtomicBool::new(false),
+            stats,
+            granted_at: Instant::now(),
         });
         let weak = Arc::downgrade(&state);
         let handle = client.add_listener(move |s| {
             let Some(st) = weak.upgrade() else { return };
             match s {
                 ConnectionState::Suspended | ConnectionState::ReadOnly => st.publish(LockEvent::Suspended),
-                ConnectionState::Lost => st.publish(LockEvent::Lost),
+                ConnectionState::Lost => st.lose(LossCause::SessionExpired),
                 ConnectionState::Reconnected | ConnectionState::Connected => {
                     if st.client.session_generation() != st.generation {
-                        st.publish(LockEvent::Lost);
+                        st.lose(LossCause::SessionExpired);
                     } else {
                         st.publish(LockEvent::Reconnected);
                         if !st.watching.load(Ordering::SeqCst) {
@@ -447,7 +481,45 @@ impl Holding {
         }
     }
 
-    /// The lock's base path.
+    /// The single holdings behind this one (itself, or a multi-lock's
+    /// members), in acquisition order.
+    fn leaves(&self) -> Vec<&Arc<HoldState>> {
+        match &self.inner {
+            HoldingKind::One(s) => vec![s],
+            HoldingKind::Many(m) => m.iter().flat_map(Holding::leaves).collect(),
+        }
+    }
+
+    /// What a guarded write checks: the client of every member (they must
+    /// share one session) and each member's node as the server sees it.
+    pub(crate) fn check_targets(&self) -> Result<(CuratorFramework, Vec<String>)> {
+        let leaves = self.leaves();
+        let Some(first) = leaves.first() else {
+            return Err(Error::InvalidArgument("an empty holding".into()));
+        };
+        let client = first.client.clone();
+        if leaves.iter().any(|l| l.client.session_id() != client.session_id()) {
+            return Err(Error::InvalidArgument(
+                "a guarded transaction needs every lock of the set on one client (one session)".into(),
+            ));
+        }
+        Ok((client, leaves.iter().map(|l| l.client.fix_path(&l.node)).collect()))
+    }
+
+    /// The client of the first member.
+    pub(crate) fn first_client(&self) -> Option<CuratorFramework> {
+        self.leaves().first().map(|l| l.client.clone())
+    }
+
+    /// Marks member `i` (of [`Holding::check_targets`]) lost: a guarded write
+    /// found its node gone.
+    pub(crate) fn lose_member(&self, i: usize, cause: LossCause) {
+        if let Some(l) = self.leaves().get(i) {
+            l.lose(cause);
+        }
+    }
+
+    /// The lock's base path (a multi-lock's members', joined by `,`).
     pub(crate) fn base(&self) -> String {
         match &self.inner {
             HoldingKind::One(s) => s.base.clone(),
@@ -635,7 +707,7 @@ fn watch_own_node(st: &Arc<HoldState>) {
     st.watching.store(true, Ordering::SeqCst);
     let zk = st.client.zookeeper_client();
     if st.client.session_generation() != st.generation {
-        st.publish(LockEvent::Lost);
+        st.lose(LossCause::SessionExpired);
         return;
     }
     let (w1, w2) = (Arc::downgrade(st), Arc::downgrade(st));
@@ -644,7 +716,7 @@ fn watch_own_node(st: &Arc<HoldState>) {
         let Some(st) = w2.upgrade() else { return };
         match r {
             Ok(true) => {}
-            Ok(false) => st.publish(LockEvent::Lost),
+            Ok(false) => st.lose(LossCause::NodeDeleted),
             // Not registered (the connection broke first): the next
             // Reconnected sets it again.
             Err(_) => st.watching.store(false, Ordering::SeqCst),
@@ -659,7 +731,7 @@ fn watch_own_node(st: &Arc<HoldState>) {
 fn on_own_node_event(weak: &Weak<HoldState>, e: WatchedEvent) {
     let Some(st) = weak.upgrade() else { return };
     match e.event_type {
-        EventType::NodeDeleted => st.publish(LockEvent::Lost),
+        EventType::NodeDeleted => st.lose(LossCause::NodeDeleted),
         EventType::NodeDataChanged | EventType::NodeCreated => {
             // The watch is used up (a revocation request writes data). Setting
             // it again sends a request, which a watcher must not do on the

@@ -21,6 +21,8 @@ pub(crate) struct LockInternals {
     base_path: String,
     lock_name: &'static str,
     driver: Driver,
+    /// The path's counters, looked up at the first acquire.
+    stats: std::sync::OnceLock<std::sync::Arc<crate::stats::PathStats>>,
 }
 
 impl std::fmt::Debug for LockInternals {
@@ -77,7 +79,13 @@ impl LockInternals {
             base_path: base_path.to_string(),
             lock_name,
             driver,
+            stats: std::sync::OnceLock::new(),
         })
+    }
+
+    fn stats(&self) -> &std::sync::Arc<crate::stats::PathStats> {
+        self.stats
+            .get_or_init(|| crate::stats::for_path(&self.client.fix_path(&self.base_path)))
     }
 
     pub(crate) fn client(&self) -> &CuratorFramework {
@@ -127,9 +135,10 @@ impl LockInternals {
         data: Option<Vec<u8>>,
         sorting_sequence: Option<&str>,
     ) -> Result<Option<Holding>> {
-        Ok(self
-            .attempt_node(deadline, data, sorting_sequence)?
-            .map(|node| self.hold(node)))
+        let waiting = self.stats().start_wait();
+        let won = self.attempt_node(deadline, data, sorting_sequence);
+        waiting.finish_with(&won);
+        Ok(won?.map(|node| self.hold(node)))
     }
 
     /// As [`LockInternals::attempt_lock`], returning the won node's path
@@ -226,9 +235,7 @@ impl LockInternals {
             .create()
             .creating_parent_containers_if_needed()
             .with_protection();
-        if let Some(d) = data {
-            b = b.with_data(d);
-        }
+        b = b.with_data(data.unwrap_or_else(|| crate::identity::node_data(&self.client)));
         let (path, stat, siblings) = match sorting_sequence {
             Some(seq) => {
                 let (p, st) = b
@@ -350,6 +357,7 @@ impl LockInternals {
             node.stat.czxid,
             node.generation,
             None,
+            self.stats(),
         )
     }
 

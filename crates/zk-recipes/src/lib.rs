@@ -10,12 +10,16 @@
 //!   [`Holding`] whose [`LockStatus`] is true from the grant on; the raw layer is
 //!   [`InterProcessLock`].
 //! * [`Revoker`]: Curator's cooperative revocation.
+//! * [`inspect`]: who holds a lock and who waits (typed participants, for
+//!   any lock path); [`identity`]: the holder identity our lock nodes carry.
 //! * [`driver`]: the pure lock decision ("do I hold it; else which node do I
 //!   watch") for every lock kind, tested as tables with no server.
 
 pub mod driver;
 mod error;
 mod holding;
+pub mod identity;
+pub mod inspect;
 mod internals;
 mod lock;
 mod multi;
@@ -23,6 +27,8 @@ mod mutex;
 mod revoke;
 mod rwlock;
 mod semaphore;
+pub mod stats;
+mod transaction;
 
 pub use error::{Error, Result};
 pub use holding::{Holding, LockEvent, LockStatus, OWN_WATCH_DELAY};
@@ -32,3 +38,4 @@ pub use mutex::{InterProcessMutex, InterProcessMutexGuard};
 pub use revoke::{Revoker, REVOKE_MESSAGE};
 pub use rwlock::{InterProcessReadWriteLock, ReadLock, ReadLockGuard, WriteLock, WriteLockGuard};
 pub use semaphore::{InterProcessSemaphoreMutex, InterProcessSemaphoreMutexGuard, InterProcessSemaphoreV2, Lease};
+pub use transaction::GuardedTransaction;

@@ -271,6 +271,22 @@ macro_rules! guard_common {
             self.holding().node()
         }
 
+        /// Writes that commit only while this lock is held: a ZooKeeper multi
+        /// with a check of the lock node (see [`crate::GuardedTransaction`]).
+        ///
+        /// # Examples
+        ///
+        /// ```no_run
+        /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+        /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
+        /// let g = m.acquire()?;
+        /// g.transaction().set_data("/app/x", b"1".to_vec(), None).commit()?;
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        pub fn transaction(&self) -> $crate::GuardedTransaction<'_> {
+            self.holding().transaction()
+        }
+
         /// The holding behind this guard.
         ///
         /// # Examples

@@ -351,6 +351,32 @@ impl InterProcessMutex {
         self.internals.participant_nodes()
     }
 
+    /// Every node queued on the lock as a typed participant, in lock order:
+    /// kind, session, holder identity, position, whether it holds (by the
+    /// lock's own rule), fencing token (see [`crate::inspect`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZooKeeper`] when the listing or a read fails.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
+    /// for p in m.participants()? {
+    ///     println!("{} holds={} {}", p.position, p.holds, p.identity);
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn participants(&self) -> Result<Vec<crate::inspect::Participant>> {
+        crate::inspect::participants(
+            self.internals.client(),
+            self.base_path(),
+            crate::inspect::LockLayout::Mutex,
+        )
+    }
+
     /// The lock's base path.
     ///
     /// # Examples

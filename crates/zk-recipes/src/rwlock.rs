@@ -194,6 +194,32 @@ impl InterProcessReadWriteLock {
     pub fn base_path(&self) -> &str {
         self.read.shared.read.base_path()
     }
+
+    /// Every read and write node as a typed participant, in lock order, each
+    /// judged by its half's rule (see [`crate::inspect`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZooKeeper`] when the listing or a read fails.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let rw = zk_recipes::InterProcessReadWriteLock::new(&client, "/locks/a")?;
+    /// for p in rw.participants()? {
+    ///     println!("{} {} holds={}", p.position, p.kind.name(), p.holds);
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn participants(&self) -> Result<Vec<crate::inspect::Participant>> {
+        let m = &self.read.shared.read;
+        crate::inspect::participants(
+            m.internals().client(),
+            m.base_path(),
+            crate::inspect::LockLayout::ReadWrite,
+        )
+    }
 }
 
 /// Implements the shared query methods of both halves over one mutex field.
@@ -251,6 +277,38 @@ macro_rules! half_common {
             /// ```
             pub fn is_owned_by_current_thread(&self) -> bool {
                 self.shared.$field.is_owned_by_current_thread()
+            }
+
+            #[doc = concat!("The queued ", $name, " nodes as typed participants, in lock order (see")]
+            /// [`InterProcessReadWriteLock::participants`] for both kinds).
+            ///
+            /// # Errors
+            ///
+            /// [`Error::ZooKeeper`] when the listing or a read fails.
+            ///
+            /// # Examples
+            ///
+            /// ```no_run
+            /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+            /// # let rw = zk_recipes::InterProcessReadWriteLock::new(&client, "/locks/a")?;
+            #[doc = concat!("let holders = rw.", $acq, "().participants()?.into_iter().filter(|p| p.holds).count();")]
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub fn participants(&self) -> Result<Vec<crate::inspect::Participant>> {
+                let kind = if stringify!($field) == "read" {
+                    crate::inspect::ParticipantKind::Read
+                } else {
+                    crate::inspect::ParticipantKind::Write
+                };
+                let m = &self.shared.$field;
+                Ok(crate::inspect::participants(
+                    m.internals().client(),
+                    m.base_path(),
+                    crate::inspect::LockLayout::ReadWrite,
+                )?
+                .into_iter()
+                .filter(|p| p.kind == kind)
+                .collect())
             }
 
             #[doc = concat!("Full paths of the queued ", $name, " nodes, in lock order.")]

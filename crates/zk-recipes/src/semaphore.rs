@@ -142,6 +142,22 @@ impl Lease {
         self.holding().loss_receiver()
     }
 
+    /// Writes that commit only while this lease is held (see
+    /// [`crate::GuardedTransaction`]).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 2)?;
+    /// let lease = s.acquire()?;
+    /// lease.transaction().set_data("/app/x", b"1".to_vec(), None).commit()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn transaction(&self) -> crate::GuardedTransaction<'_> {
+        self.holding().transaction()
+    }
+
     /// Returns the lease now and reports the outcome.
     ///
     /// # Errors
@@ -182,6 +198,7 @@ struct PendingLease {
     generation: u64,
     lock_node: Option<String>,
     armed: bool,
+    stats: std::sync::Arc<crate::stats::PathStats>,
 }
 
 impl PendingLease {
@@ -194,6 +211,7 @@ impl PendingLease {
             self.czxid,
             self.generation,
             self.lock_node.take(),
+            &self.stats,
         );
         Lease {
             path: self.path.clone(),
@@ -235,6 +253,7 @@ pub struct InterProcessSemaphoreV2 {
     leases_path: String,
     max_leases: u32,
     data: Option<Vec<u8>>,
+    stats: std::sync::Arc<crate::stats::PathStats>,
 }
 
 impl std::fmt::Debug for InterProcessSemaphoreV2 {
@@ -284,6 +303,7 @@ impl InterProcessSemaphoreV2 {
             leases_path: join(path, "leases"),
             max_leases,
             data: None,
+            stats: crate::stats::for_path(&client.fix_path(path)),
         })
     }
 
@@ -435,7 +455,41 @@ impl InterProcessSemaphoreV2 {
         Ok(kids.into_iter().map(|k| join(&self.leases_path, &k)).collect())
     }
 
+    /// The lease nodes (holding ones first, judged with this semaphore's
+    /// number of leases) and the internal mutex's queue, as typed
+    /// participants (see [`crate::inspect`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZooKeeper`] when the listing or a read fails.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 3)?;
+    /// let out = s.participants()?.iter().filter(|p| p.holds).count();
+    /// assert!(out <= 3);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn participants(&self) -> Result<Vec<crate::inspect::Participant>> {
+        crate::inspect::participants(
+            &self.client,
+            &self.base_path,
+            crate::inspect::LockLayout::Semaphore {
+                max_leases: Some(self.max_leases),
+            },
+        )
+    }
+
     pub(crate) fn acquire_deadline(&self, deadline: Option<Instant>) -> Result<Option<Lease>> {
+        let waiting = self.stats.start_wait();
+        let r = self.acquire_counted(deadline);
+        waiting.finish_with(&r);
+        r
+    }
+
+    fn acquire_counted(&self, deadline: Option<Instant>) -> Result<Option<Lease>> {
         if self.max_leases == 1 {
             return self.acquire_single(deadline);
         }
@@ -486,9 +540,11 @@ impl InterProcessSemaphoreV2 {
             .creating_parent_containers_if_needed()
             .with_protection()
             .with_mode(CreateMode::EphemeralSequential);
-        if let Some(d) = &self.data {
-            b = b.with_data(d.clone());
-        }
+        b = b.with_data(
+            self.data
+                .clone()
+                .unwrap_or_else(|| crate::identity::node_data(&self.client)),
+        );
         let (path, stat) = b.for_path_with_stat(&join(&self.leases_path, LEASE_NAME))?;
         let generation = if stat.ephemeral_owner == self.client.session_id() {
             self.client.session_generation()
@@ -508,6 +564,7 @@ impl InterProcessSemaphoreV2 {
             generation,
             lock_node,
             armed: true,
+            stats: self.stats.clone(),
         }
     }
 
@@ -589,17 +646,15 @@ impl InterProcessSemaphoreV2 {
     /// protected create), with the two listings.
     fn create_pair(&self) -> Result<Pair> {
         let c = &self.client;
-        let lease_data = self.data.clone().unwrap_or_else(|| c.default_data().to_vec());
+        let identity = crate::identity::node_data(c);
+        let lease_data = self.data.clone().unwrap_or_else(|| identity.clone());
         let created = c
             .create()
             .creating_parent_containers_if_needed()
             .with_protection()
             .with_mode(CreateMode::EphemeralSequential)
             .for_paths_together(&[
-                (
-                    &join(self.lock.base_path(), crate::driver::MUTEX_LOCK_NAME),
-                    c.default_data().to_vec(),
-                ),
+                (&join(self.lock.base_path(), crate::driver::MUTEX_LOCK_NAME), identity),
                 (&join(&self.leases_path, LEASE_NAME), lease_data),
             ])?;
         // Nodes of an older session than the current one are not ours to hold:
@@ -885,6 +940,25 @@ impl InterProcessSemaphoreMutex {
     /// ```
     pub fn participant_nodes(&self) -> Result<Vec<String>> {
         self.semaphore.participant_nodes()
+    }
+
+    /// The lease nodes (the holder first) and the internal mutex's queue as
+    /// typed participants (see [`crate::inspect`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZooKeeper`] when the listing or a read fails.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
+    /// let holder = m.participants()?.into_iter().find(|p| p.holds);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn participants(&self) -> Result<Vec<crate::inspect::Participant>> {
+        self.semaphore.participants()
     }
 
     /// The fencing token of the held lease.

@@ -162,6 +162,35 @@ impl CuratorFramework {
         &self.inner.default_data
     }
 
+    /// The ACL provider's default ACL (the builder's `acl_provider(..)` or
+    /// `acl(..)`, else open).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// assert_eq!(c.default_acl(), zk_framework::Acl::open_unsafe());
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn default_acl(&self) -> Vec<crate::proto::Acl> {
+        self.inner.acl_provider.default_acl()
+    }
+
+    /// The ACL a node this client creates at `path` (relative to the
+    /// namespace, as every path given to this client) gets when no ACL is
+    /// given: the provider's ACL for the server path, else its default.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// assert_eq!(c.acl_for_path("/app/x"), zk_framework::Acl::open_unsafe());
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn acl_for_path(&self, path: &str) -> Vec<crate::proto::Acl> {
+        super::acl::acl_of(&*self.inner.acl_provider, &self.fix_path(path))
+    }
+
     /// The connection timeout.
     ///
     /// # Examples

@@ -1,0 +1,406 @@
+//! The operator's subcommands: `status` (who holds a lock and who waits),
+//! `break` (delete the holder's node) and `wait` (until the lock is free,
+//! without queueing). They read the lock the way the locks judge it
+//! (`zk_recipes::inspect`), for mutex, read/write and semaphore layouts,
+//! Curator's included.
+
+use std::time::{Duration, Instant};
+
+use zk_framework::framework::CuratorFramework;
+use zk_framework::proto::path::{basename, join};
+use zk_recipes::identity::HolderIdentity;
+use zk_recipes::inspect::{self, LockLayout, LockReport, Participant, ParticipantKind};
+
+use crate::args::{Op, OpOptions};
+use crate::exit;
+use crate::run::{build_client, human, start_embedded};
+
+/// `status`: the lock is held.
+pub const STATUS_HELD: i32 = 0;
+/// `status`: the lock is free.
+pub const STATUS_FREE: i32 = 1;
+/// `break`: nothing was deleted (the lock is free, or `--node` names no
+/// participant, or the node was already gone).
+pub const NOTHING_BROKEN: i32 = 1;
+
+/// Runs a subcommand and returns zk-lock's exit status.
+pub fn run(opts: &OpOptions) -> i32 {
+    let (_server, connect) = match start_embedded(&opts.conn) {
+        Ok(v) => v,
+        Err(code) => return code,
+    };
+    let client = match build_client(&opts.conn, &connect) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let code = if client.block_until_connected(opts.conn.connect_timeout).is_err() {
+        eprintln!(
+            "zk-lock: ZooKeeper unavailable: could not connect to {connect} within {}",
+            human(opts.conn.connect_timeout)
+        );
+        exit::UNAVAILABLE
+    } else {
+        log::info!("connected to {connect} (session 0x{:x})", client.session_id());
+        match &opts.op {
+            Op::Status { leases } => status(&client, opts, *leases),
+            Op::Break { node } => break_lock(&client, opts, node.as_deref()),
+            Op::Wait {
+                timeout,
+                timeout_exit_code,
+            } => wait(&client, opts, *timeout, *timeout_exit_code),
+        }
+    };
+    client.close();
+    code
+}
+
+fn report(client: &CuratorFramework, path: &str, leases: Option<u32>) -> zk_recipes::Result<LockReport> {
+    match leases {
+        Some(n) => inspect::inspect_as(client, path, LockLayout::Semaphore { max_leases: Some(n) }),
+        None => inspect::inspect(client, path),
+    }
+}
+
+fn failed(path: &str, e: &zk_recipes::Error) -> i32 {
+    eprintln!("zk-lock: cannot read the lock at {path}: {e}");
+    exit::UNAVAILABLE
+}
+
+fn status(client: &CuratorFramework, opts: &OpOptions, leases: Option<u32>) -> i32 {
+    let r = match report(client, &opts.path, leases) {
+        Ok(r) => r,
+        Err(e) => return failed(&opts.path, &e),
+    };
+    if opts.json {
+        println!("{}", report_json(&r));
+    } else {
+        print!("{}", report_table(&r));
+    }
+    if r.is_held() {
+        STATUS_HELD
+    } else {
+        STATUS_FREE
+    }
+}
+
+fn break_lock(client: &CuratorFramework, opts: &OpOptions, node: Option<&str>) -> i32 {
+    let path = opts.path.as_str();
+    let r = match report(client, path, None) {
+        Ok(r) => r,
+        Err(e) => return failed(path, &e),
+    };
+    let targets: Vec<&Participant> = match node {
+        Some(n) => match r.participants.iter().find(|p| p.node == n || basename(&p.node) == n) {
+            Some(p) => vec![p],
+            None => {
+                eprintln!("zk-lock: no node {n:?} among the participants of {path} (see zk-lock status {path})");
+                return NOTHING_BROKEN;
+            }
+        },
+        None => {
+            let holders: Vec<&Participant> = r.holders().collect();
+            match holders[..] {
+                [] => {
+                    eprintln!("zk-lock: nothing to break: {path} is free");
+                    return NOTHING_BROKEN;
+                }
+                [h] => {
+                    let mut t = vec![h];
+                    // Our one-lease semaphore holder keeps the internal mutex
+                    // while it holds the lease: break both, or the next
+                    // contender still waits for that mutex.
+                    if h.kind == ParticipantKind::Lease {
+                        t.extend(r.participants.iter().find(|p| {
+                            p.kind == ParticipantKind::LeaseQueue && p.position == 0 && p.session_id == h.session_id
+                        }));
+                    }
+                    t
+                }
+                _ => {
+                    eprintln!(
+                        "zk-lock: {path} has {} holders; choose one with --node NAME (zk-lock status {path} lists them)",
+                        holders.len()
+                    );
+                    return exit::USAGE;
+                }
+            }
+        }
+    };
+    let mut deleted = Vec::new();
+    // Several nodes (a lease and its internal-mutex node) go in one
+    // transaction: the holder, told at the first deletion, cannot race us.
+    if targets.len() > 1 {
+        let ops = targets
+            .iter()
+            .map(|p| zk_framework::Op::delete(client.fix_path(&p.node), None))
+            .collect();
+        if client.zookeeper_client().multi(ops).is_ok() {
+            deleted.extend(targets.iter().copied());
+        }
+    }
+    let left: Vec<&Participant> = if deleted.is_empty() { targets } else { Vec::new() };
+    for p in left {
+        match client.delete().for_path(&p.node) {
+            Ok(()) => deleted.push(p),
+            Err(zk_framework::Error::NoNode { .. }) => {
+                eprintln!("zk-lock: {} is already gone", p.node);
+            }
+            Err(e) => {
+                eprintln!("zk-lock: cannot delete {}: {e}", p.node);
+                return exit::UNAVAILABLE;
+            }
+        }
+    }
+    if opts.json {
+        let items: Vec<String> = deleted.iter().map(|p| participant_json(p)).collect();
+        println!("{{\"path\":{},\"deleted\":[{}]}}", json_string(path), items.join(","));
+    } else {
+        for p in &deleted {
+            println!(
+                "deleted {} ({}, {}, held by {}, session 0x{:x}, fencing token {}, age {})",
+                p.node,
+                p.kind.name(),
+                if p.holds { "holding" } else { "waiting" },
+                p.identity,
+                p.session_id,
+                p.fencing_token,
+                human_age(p.age())
+            );
+        }
+    }
+    if deleted.is_empty() {
+        NOTHING_BROKEN
+    } else {
+        exit::OK
+    }
+}
+
+fn wait(client: &CuratorFramework, opts: &OpOptions, timeout: Option<Duration>, timeout_code: i32) -> i32 {
+    let path = opts.path.as_str();
+    let started = Instant::now();
+    let deadline = timeout.and_then(|t| started.checked_add(t));
+    // Any connection-state change wakes the wait: watches may have been lost.
+    let (state_tx, states) = crossbeam_channel::bounded::<()>(1);
+    let _listener = client.add_listener(move |_| {
+        let _ = state_tx.try_send(());
+    });
+    loop {
+        let layout = match inspect::detect_layout(client, path) {
+            Ok(l) => l,
+            Err(e) => return failed(path, &e),
+        };
+        // A release deletes a node of the lock's queue (a semaphore's lease):
+        // watch that listing, then look, so that no release is missed.
+        let watched = match layout {
+            LockLayout::Semaphore { .. } => join(path, "leases"),
+            _ => path.to_string(),
+        };
+        let (tx, rx) = crossbeam_channel::bounded::<()>(1);
+        match client.get_children_w(&watched, move |_| {
+            let _ = tx.try_send(());
+        }) {
+            Ok(_) | Err(zk_framework::Error::NoNode { .. }) => {}
+            Err(e) => return failed(path, &zk_recipes::Error::ZooKeeper(e)),
+        }
+        let r = match inspect::participants(client, path, layout) {
+            Ok(p) => p,
+            Err(e) => return failed(path, &e),
+        };
+        let holders = r.iter().filter(|p| p.holds).count();
+        if holders == 0 {
+            let waited = started.elapsed();
+            if opts.json {
+                println!(
+                    "{{\"path\":{},\"free\":true,\"waited_ms\":{}}}",
+                    json_string(path),
+                    waited.as_millis()
+                );
+            } else {
+                println!("{path} is free (waited {})", human(waited));
+            }
+            return exit::OK;
+        }
+        log::info!("{path} has {holders} holder(s); waiting");
+        let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        if left == Some(Duration::ZERO) {
+            if opts.json {
+                println!(
+                    "{{\"path\":{},\"free\":false,\"waited_ms\":{}}}",
+                    json_string(path),
+                    started.elapsed().as_millis()
+                );
+            } else {
+                eprintln!(
+                    "zk-lock: {path} is still held after {}",
+                    human(timeout.unwrap_or_default())
+                );
+            }
+            return timeout_code;
+        }
+        crossbeam_channel::select! {
+            recv(rx) -> _ => {}
+            recv(states) -> _ => {}
+            default(left.unwrap_or(Duration::from_secs(60))) => {}
+        }
+    }
+}
+
+// ---- output ---------------------------------------------------------------------------------------
+
+/// `850ms`, `12.3s`, `4m05s`, `2h03m`.
+fn human_age(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else if ms < 60_000 {
+        format!("{:.1}s", d.as_secs_f64())
+    } else if ms < 3_600_000 {
+        format!("{}m{:02}s", ms / 60_000, (ms / 1000) % 60)
+    } else {
+        format!("{}h{:02}m", ms / 3_600_000, (ms / 60_000) % 60)
+    }
+}
+
+/// The human table `status` prints.
+pub fn report_table(r: &LockReport) -> String {
+    let holders = r.holders().count();
+    let waiting = r.participants.len() - holders;
+    let mut out = String::new();
+    if r.participants.is_empty() {
+        out.push_str(&format!("{}: free (no lock node)\n", r.path));
+        return out;
+    }
+    let state = if holders == 0 {
+        "free".to_string()
+    } else {
+        format!("held by {holders}")
+    };
+    out.push_str(&format!(
+        "{}: {} lock, {state}, {waiting} waiting\n",
+        r.path,
+        r.layout.name()
+    ));
+    if let LockLayout::Semaphore { max_leases: None } = r.layout {
+        out.push_str("(number of leases unknown: every lease counts as holding; --semaphore N tells)\n");
+    }
+    let header = ["POS", "STATE", "KIND", "AGE", "TOKEN", "SESSION", "HOLDER", "NODE"];
+    let rows: Vec<[String; 8]> = r
+        .participants
+        .iter()
+        .map(|p| {
+            [
+                p.position.to_string(),
+                if p.holds { "holds" } else { "waits" }.to_string(),
+                p.kind.name().to_string(),
+                human_age(p.age()),
+                p.fencing_token.to_string(),
+                format!("0x{:x}", p.session_id),
+                p.identity.to_string(),
+                basename(&p.node).to_string(),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(str::len);
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut l = String::new();
+        for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
+            if i + 1 == cells.len() {
+                l.push_str(c);
+            } else {
+                l.push_str(&format!("{c:<w$}  "));
+            }
+        }
+        l.trim_end().to_string() + "\n"
+    };
+    out.push_str(&line(header.to_vec()));
+    for row in &rows {
+        out.push_str(&line(row.iter().map(String::as_str).collect()));
+    }
+    out
+}
+
+/// The JSON `status --json` prints (one object).
+pub fn report_json(r: &LockReport) -> String {
+    let items: Vec<String> = r.participants.iter().map(participant_json).collect();
+    format!(
+        "{{\"path\":{},\"layout\":{},\"held\":{},\"holders\":{},\"participants\":[{}]}}",
+        json_string(&r.path),
+        json_string(r.layout.name()),
+        r.is_held(),
+        r.holders().count(),
+        items.join(",")
+    )
+}
+
+fn participant_json(p: &Participant) -> String {
+    let holder = match &p.identity {
+        HolderIdentity::Process(id) => format!(
+            "{{\"type\":\"process\",\"host\":{},\"addr\":{},\"pid\":{},\"name\":{},\"ts\":{}}}",
+            json_string(&id.host),
+            json_string(&id.addr),
+            id.pid,
+            json_string(&id.name),
+            id.created_ms
+        ),
+        HolderIdentity::Address(a) => format!("{{\"type\":\"address\",\"addr\":{}}}", json_string(a)),
+        HolderIdentity::Unknown(d) => format!(
+            "{{\"type\":\"unknown\",\"data\":{}}}",
+            json_string(&String::from_utf8_lossy(d))
+        ),
+        _ => "{\"type\":\"unknown\"}".to_string(),
+    };
+    format!(
+        "{{\"node\":{},\"name\":{},\"kind\":{},\"position\":{},\"holds\":{},\"session\":{},\"session_id\":{},\"fencing_token\":{},\"created_ms\":{},\"age_ms\":{},\"holder\":{holder}}}",
+        json_string(&p.node),
+        json_string(basename(&p.node)),
+        json_string(p.kind.name()),
+        p.position,
+        p.holds,
+        json_string(&format!("0x{:x}", p.session_id)),
+        p.session_id,
+        p.fencing_token,
+        p.created_ms,
+        p.age().as_millis()
+    )
+}
+
+fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_read_well() {
+        assert_eq!(human_age(Duration::from_millis(850)), "850ms");
+        assert_eq!(human_age(Duration::from_millis(12_340)), "12.3s");
+        assert_eq!(human_age(Duration::from_secs(245)), "4m05s");
+        assert_eq!(human_age(Duration::from_secs(7380)), "2h03m");
+    }
+
+    #[test]
+    fn json_strings_are_escaped() {
+        assert_eq!(json_string("a\"b\\c\nd\u{1}"), "\"a\\\"b\\\\c\\nd\\u0001\"");
+    }
+}

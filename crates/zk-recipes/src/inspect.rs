@@ -1,0 +1,428 @@
+//! Who holds a lock and who waits, for any lock path: typed participants read
+//! from the server, judged by the same pure rules the locks use
+//! ([`crate::driver`]), so that "holds" here is never a second copy of the
+//! lock rule.
+//!
+//! It needs no lock instance: `zk-lock status` inspects any path with
+//! [`inspect`] (the layout is detected: mutex, read/write lock, semaphore,
+//! Curator's included). The locks have `participants()` methods that call
+//! [`participants`] with their own layout.
+
+use std::time::Duration;
+
+use zk_framework::framework::CuratorFramework;
+use zk_framework::proto::path::join;
+
+use crate::driver::{Decision, Driver, LEASE_NAME, READ_LOCK_NAME, WRITE_LOCK_NAME};
+use crate::error::{Error, Result};
+use crate::identity::HolderIdentity;
+
+/// The node layout of a lock path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LockLayout {
+    /// `InterProcessMutex`: `<path>/_c_<uuid>-lock-<seq>`.
+    Mutex,
+    /// `InterProcessReadWriteLock`: `<path>/…__READ__<seq>`, `…__WRIT__<seq>`.
+    ReadWrite,
+    /// `InterProcessSemaphoreV2` / `InterProcessSemaphoreMutex`: lease nodes
+    /// under `<path>/leases`, the internal mutex's queue under `<path>/locks`.
+    /// The number of leases is not stored in ZooKeeper: with `None`, every
+    /// lease node counts as holding.
+    Semaphore {
+        /// The semaphore's number of leases, if known.
+        max_leases: Option<u32>,
+    },
+}
+
+impl LockLayout {
+    /// A short name: `mutex`, `read/write`, `semaphore`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(zk_recipes::inspect::LockLayout::ReadWrite.name(), "read/write");
+    /// ```
+    pub fn name(&self) -> &'static str {
+        match self {
+            LockLayout::Mutex => "mutex",
+            LockLayout::ReadWrite => "read/write",
+            LockLayout::Semaphore { .. } => "semaphore",
+        }
+    }
+}
+
+/// What a participant's node is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ParticipantKind {
+    /// A mutex node.
+    Mutex,
+    /// A read node of a read/write lock.
+    Read,
+    /// A write node of a read/write lock.
+    Write,
+    /// A semaphore lease node.
+    Lease,
+    /// A node in a semaphore's internal mutex queue (`<path>/locks`): a
+    /// contender on its way to a lease (our one-lease holders keep theirs
+    /// while they hold the lease; Curator's only while they get it). It never
+    /// counts as holding the semaphore.
+    LeaseQueue,
+}
+
+impl ParticipantKind {
+    /// `mutex`, `read`, `write`, `lease`, `lease-queue`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(zk_recipes::inspect::ParticipantKind::Write.name(), "write");
+    /// ```
+    pub fn name(&self) -> &'static str {
+        match self {
+            ParticipantKind::Mutex => "mutex",
+            ParticipantKind::Read => "read",
+            ParticipantKind::Write => "write",
+            ParticipantKind::Lease => "lease",
+            ParticipantKind::LeaseQueue => "lease-queue",
+        }
+    }
+}
+
+/// One node queued on (or holding) a lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Participant {
+    /// The node's full path (relative to the client's namespace).
+    pub node: String,
+    /// What the node is.
+    pub kind: ParticipantKind,
+    /// The session that owns it (the node's ephemeral owner).
+    pub session_id: i64,
+    /// Who created it, from its data.
+    pub identity: HolderIdentity,
+    /// Its place in its queue, from 0 (lock order; leases and the lease queue
+    /// are numbered separately).
+    pub position: usize,
+    /// Whether it holds the lock (a lease), by the lock's own rule.
+    pub holds: bool,
+    /// Its fencing token: the node's czxid, as the holder's
+    /// `fencing_token()`.
+    pub fencing_token: i64,
+    /// When the node was created (queued), in milliseconds since the Unix
+    /// epoch, by the server's clock.
+    pub created_ms: i64,
+}
+
+impl Participant {
+    /// How long ago the node was created (queued), by this host's clock
+    /// against the server's; zero if the clocks disagree the other way.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// for p in zk_recipes::inspect::inspect(&client, "/locks/a")?.participants {
+    ///     println!("{} queued {:?} ago", p.node, p.age());
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn age(&self) -> Duration {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        Duration::from_millis(now.saturating_sub(self.created_ms).max(0) as u64)
+    }
+}
+
+/// A lock path's layout and participants.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LockReport {
+    /// The path inspected.
+    pub path: String,
+    /// Its layout (detected, or given).
+    pub layout: LockLayout,
+    /// Every participant: holders and waiters in lock order (for a semaphore,
+    /// the leases, then the internal mutex's queue).
+    pub participants: Vec<Participant>,
+}
+
+impl LockReport {
+    /// The participants that hold the lock.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let report = zk_recipes::inspect::inspect(&client, "/locks/a")?;
+    /// for h in report.holders() {
+    ///     println!("held by {} since {} ms", h.identity, h.created_ms);
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn holders(&self) -> impl Iterator<Item = &Participant> {
+        self.participants.iter().filter(|p| p.holds)
+    }
+
+    /// Whether anyone holds the lock.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// if !zk_recipes::inspect::inspect(&client, "/locks/a")?.is_held() {
+    ///     println!("free");
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_held(&self) -> bool {
+        self.participants.iter().any(|p| p.holds)
+    }
+}
+
+/// Detects the layout of `path` from its children: `leases`/`locks` make a
+/// semaphore, `__READ__`/`__WRIT__` nodes a read/write lock; anything else
+/// (including no node at all) is read as a mutex.
+///
+/// # Errors
+///
+/// [`Error::ZooKeeper`] when the listing fails (a missing path is not an
+/// error: it is a free mutex); [`Error::InvalidArgument`] for a bad path.
+///
+/// # Examples
+///
+/// ```no_run
+/// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// let layout = zk_recipes::inspect::detect_layout(&client, "/locks/a")?;
+/// println!("{}", layout.name());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn detect_layout(client: &CuratorFramework, path: &str) -> Result<LockLayout> {
+    let kids = children(client, path)?;
+    Ok(layout_of(&kids))
+}
+
+fn layout_of(kids: &[String]) -> LockLayout {
+    if kids.iter().any(|k| k == "leases" || k == "locks") {
+        LockLayout::Semaphore { max_leases: None }
+    } else if kids
+        .iter()
+        .any(|k| k.contains(READ_LOCK_NAME) || k.contains(WRITE_LOCK_NAME))
+    {
+        LockLayout::ReadWrite
+    } else {
+        LockLayout::Mutex
+    }
+}
+
+/// Inspects `path`: detects its layout and reads its participants.
+///
+/// # Errors
+///
+/// As [`participants`].
+///
+/// # Examples
+///
+/// ```
+/// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
+/// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// # client.block_until_connected(std::time::Duration::from_secs(10))?;
+/// let lock = zk_recipes::InterProcessMutex::new(&client, "/locks/inspected")?;
+/// let _guard = lock.acquire()?;
+/// let report = zk_recipes::inspect::inspect(&client, "/locks/inspected")?;
+/// assert!(report.is_held());
+/// assert_eq!(report.participants[0].session_id, client.session_id());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn inspect(client: &CuratorFramework, path: &str) -> Result<LockReport> {
+    let kids = children(client, path)?;
+    let layout = layout_of(&kids);
+    let participants = read(client, path, layout, Some(kids))?;
+    Ok(LockReport {
+        path: path.to_string(),
+        layout,
+        participants,
+    })
+}
+
+/// As [`inspect`], with the layout given instead of detected (a semaphore's
+/// number of leases is known only to its users).
+///
+/// # Errors
+///
+/// As [`participants`].
+///
+/// # Examples
+///
+/// ```no_run
+/// use zk_recipes::inspect::{inspect_as, LockLayout};
+/// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// let report = inspect_as(&client, "/pools/db", LockLayout::Semaphore { max_leases: Some(3) })?;
+/// assert!(report.holders().count() <= 3);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn inspect_as(client: &CuratorFramework, path: &str, layout: LockLayout) -> Result<LockReport> {
+    Ok(LockReport {
+        path: path.to_string(),
+        layout,
+        participants: participants(client, path, layout)?,
+    })
+}
+
+/// The participants of the lock at `path` with the given layout, in lock
+/// order, each judged by the lock's own rule ([`crate::driver`]). Nodes that
+/// vanish while they are read are left out, and the rule is applied to those
+/// that remain. One listing and one read per node.
+///
+/// # Errors
+///
+/// [`Error::ZooKeeper`] when a listing or read fails (a missing path has no
+/// participants); [`Error::InvalidArgument`] for a bad path.
+///
+/// # Examples
+///
+/// ```no_run
+/// use zk_recipes::inspect::{participants, LockLayout};
+/// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// for p in participants(&client, "/pools/db", LockLayout::Semaphore { max_leases: Some(3) })? {
+///     println!("{} {} holds={} {}", p.position, p.kind.name(), p.holds, p.identity);
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn participants(client: &CuratorFramework, path: &str, layout: LockLayout) -> Result<Vec<Participant>> {
+    read(client, path, layout, None)
+}
+
+fn check_path(path: &str) -> Result<()> {
+    zk_framework::proto::path::validate_path(path, false).map_err(zk_framework::Error::from)?;
+    if path == "/" {
+        return Err(Error::InvalidArgument("a lock cannot live at the root path".into()));
+    }
+    Ok(())
+}
+
+fn children(client: &CuratorFramework, path: &str) -> Result<Vec<String>> {
+    check_path(path)?;
+    match client.get_children(path) {
+        Ok(k) => Ok(k),
+        Err(zk_framework::Error::NoNode { .. }) => Ok(Vec::new()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A node read back: its name, data and stat.
+struct Read {
+    name: String,
+    data: Vec<u8>,
+    stat: zk_framework::proto::Stat,
+}
+
+fn read_all(client: &CuratorFramework, base: &str, names: Vec<String>) -> Result<Vec<Read>> {
+    let mut out = Vec::with_capacity(names.len());
+    for name in names {
+        match client.get_data(&join(base, &name)) {
+            Ok((data, stat)) => out.push(Read { name, data, stat }),
+            Err(zk_framework::Error::NoNode { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(out)
+}
+
+fn read(
+    client: &CuratorFramework,
+    path: &str,
+    layout: LockLayout,
+    listing: Option<Vec<String>>,
+) -> Result<Vec<Participant>> {
+    let kids = match listing {
+        Some(k) => k,
+        None => children(client, path)?,
+    };
+    match layout {
+        LockLayout::Mutex => judge(client, path, kids, |_| (Driver::MUTEX, ParticipantKind::Mutex)),
+        LockLayout::ReadWrite => judge(client, path, kids, |name| {
+            if name.contains(WRITE_LOCK_NAME) {
+                (Driver::Write, ParticipantKind::Write)
+            } else {
+                (Driver::Read, ParticipantKind::Read)
+            }
+        }),
+        LockLayout::Semaphore { max_leases } => {
+            let leases_path = join(path, "leases");
+            let max = max_leases.map_or(usize::MAX, |n| n as usize);
+            let lease_driver = Driver::Standard {
+                lock_name: LEASE_NAME,
+                max_leases: max,
+            };
+            let mut out = judge(client, &leases_path, children(client, &leases_path)?, |_| {
+                (lease_driver, ParticipantKind::Lease)
+            })?;
+            let locks_path = join(path, "locks");
+            let mut queue = judge(client, &locks_path, children(client, &locks_path)?, |_| {
+                (Driver::MUTEX, ParticipantKind::LeaseQueue)
+            })?;
+            for p in &mut queue {
+                p.holds = false;
+            }
+            out.append(&mut queue);
+            Ok(out)
+        }
+    }
+}
+
+/// Reads the nodes, sorts the survivors the lock's way and asks the driver
+/// whether each holds.
+fn judge(
+    client: &CuratorFramework,
+    base: &str,
+    kids: Vec<String>,
+    rule: impl Fn(&str) -> (Driver, ParticipantKind),
+) -> Result<Vec<Participant>> {
+    let reads = read_all(client, base, kids)?;
+    let mut names: Vec<String> = reads.iter().map(|r| r.name.clone()).collect();
+    // Every node of one path sorts the same way (the mutex's, the read/write
+    // lock's or the lease's rule): sort with the first node's driver.
+    let sorter = names.first().map_or(Driver::MUTEX, |n| rule(n).0);
+    sorter.sort(&mut names);
+    let mut out = Vec::with_capacity(names.len());
+    for (position, name) in names.iter().enumerate() {
+        let Some(r) = reads.iter().find(|r| &r.name == name) else {
+            continue;
+        };
+        let (driver, kind) = rule(name);
+        let holds = matches!(driver.decide(&names, name), Ok(Decision::Acquired));
+        out.push(Participant {
+            node: join(base, name),
+            kind,
+            session_id: r.stat.ephemeral_owner,
+            identity: HolderIdentity::parse(&r.data),
+            position,
+            holds,
+            fencing_token: r.stat.czxid,
+            created_ms: r.stat.ctime,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_are_detected_from_names() {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(layout_of(&v(&[])), LockLayout::Mutex);
+        assert_eq!(layout_of(&v(&["_c_a-lock-0000000001"])), LockLayout::Mutex);
+        assert_eq!(layout_of(&v(&["_c_a-__READ__0000000001"])), LockLayout::ReadWrite);
+        assert_eq!(layout_of(&v(&["x-__WRIT__0000000001"])), LockLayout::ReadWrite);
+        assert_eq!(layout_of(&v(&["leases"])), LockLayout::Semaphore { max_leases: None });
+        assert_eq!(
+            layout_of(&v(&["locks", "leases"])),
+            LockLayout::Semaphore { max_leases: None }
+        );
+    }
+}

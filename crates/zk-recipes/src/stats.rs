@@ -1,0 +1,640 @@
+//! Lock metrics, per lock path: acquisitions, timeouts, errors, losses by
+//! cause, current holders and waiters, wait-time and hold-time distributions.
+//!
+//! Always kept, in atomics (no dependency): read them with [`snapshot`] or
+//! [`snapshot_of`]. With the cargo feature `metrics`, the same events also go
+//! to the [`metrics`](https://docs.rs/metrics) facade, so that any exporter
+//! (Prometheus and others) sees them:
+//!
+//! | metric | kind | labels |
+//! |---|---|---|
+//! | `zk_lock_acquisitions_total` | counter | `path` |
+//! | `zk_lock_timeouts_total` | counter | `path` |
+//! | `zk_lock_errors_total` | counter | `path` |
+//! | `zk_lock_losses_total` | counter | `path`, `cause` (`node_deleted`, `session_expired`, `client_closed`) |
+//! | `zk_lock_holders` | gauge | `path` |
+//! | `zk_lock_waiters` | gauge | `path` |
+//! | `zk_lock_wait_seconds` | histogram | `path` |
+//! | `zk_lock_hold_seconds` | histogram | `path` |
+//!
+//! What is counted: an *acquisition* is a grant of a lock node or lease (a
+//! reentrant acquire, which asks the server nothing, is not one); a
+//! *timeout* an acquire whose deadline passed first; an *error* an acquire
+//! that failed. A holding ends once, as a release or as a loss (the cause of
+//! [`crate::LockEvent::Lost`]); the hold time runs from the grant to that end.
+//! The wait time runs from the start of the acquire to the grant. The path is
+//! the lock's path as the server sees it (namespace included). A
+//! `MultiLock` counts in its members' paths.
+//!
+//! Each path registers its metrics with the recorder once, at its first
+//! event, and keeps the handles: install the exporter (the global recorder)
+//! before the first lock is taken, as exporters ask anyway.
+//!
+//! Figures are kept per path for the life of the process (and, with the
+//! feature, one `path` label value per path): for many short-lived paths,
+//! prune them with [`forget`].
+//!
+//! [`set_enabled`]`(false)` turns all of it off (the benchmark's baseline).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+/// Why a held lock was lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum LossCause {
+    /// The lock node was deleted by someone else (an operator breaking the
+    /// lock, `zk-lock break`), or found gone.
+    NodeDeleted,
+    /// The session expired or was replaced (connection state `Lost`).
+    SessionExpired,
+    /// The client was closed while the lock was held.
+    ClientClosed,
+}
+
+impl LossCause {
+    /// Every cause, in order.
+    pub const ALL: [LossCause; 3] = [
+        LossCause::NodeDeleted,
+        LossCause::SessionExpired,
+        LossCause::ClientClosed,
+    ];
+
+    /// `node_deleted`, `session_expired`, `client_closed` (the metric label).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(zk_recipes::stats::LossCause::NodeDeleted.name(), "node_deleted");
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            LossCause::NodeDeleted => "node_deleted",
+            LossCause::SessionExpired => "session_expired",
+            LossCause::ClientClosed => "client_closed",
+        }
+    }
+
+    fn index(self) -> usize {
+        match self {
+            LossCause::NodeDeleted => 0,
+            LossCause::SessionExpired => 1,
+            LossCause::ClientClosed => 2,
+        }
+    }
+}
+
+/// The upper bounds of the histogram buckets (a last bucket takes the rest).
+pub const BUCKETS: [Duration; 16] = [
+    Duration::from_micros(250),
+    Duration::from_micros(500),
+    Duration::from_millis(1),
+    Duration::from_micros(2500),
+    Duration::from_millis(5),
+    Duration::from_millis(10),
+    Duration::from_millis(25),
+    Duration::from_millis(50),
+    Duration::from_millis(100),
+    Duration::from_millis(250),
+    Duration::from_millis(500),
+    Duration::from_secs(1),
+    Duration::from_millis(2500),
+    Duration::from_secs(5),
+    Duration::from_secs(10),
+    Duration::from_secs(60),
+];
+
+#[derive(Default)]
+struct Histogram {
+    /// One count per bucket of [`BUCKETS`], then one for larger values.
+    counts: [AtomicU64; BUCKETS.len() + 1],
+    sum_nanos: AtomicU64,
+}
+
+impl Histogram {
+    fn record(&self, d: Duration) {
+        let i = BUCKETS.iter().position(|b| d <= *b).unwrap_or(BUCKETS.len());
+        self.counts[i].fetch_add(1, Ordering::Relaxed);
+        self.sum_nanos
+            .fetch_add(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
+    fn snapshot(&self) -> HistogramSnapshot {
+        HistogramSnapshot {
+            counts: self.counts.iter().map(|c| c.load(Ordering::Relaxed)).collect(),
+            sum: Duration::from_nanos(self.sum_nanos.load(Ordering::Relaxed)),
+        }
+    }
+}
+
+/// A histogram's counts at one moment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HistogramSnapshot {
+    /// One count per bucket of [`BUCKETS`] (values up to its bound), then one
+    /// for larger values.
+    pub counts: Vec<u64>,
+    /// The sum of the values.
+    pub sum: Duration,
+}
+
+impl HistogramSnapshot {
+    /// How many values were recorded.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = zk_recipes::stats::snapshot_of("/never/used").unwrap_or_default();
+    /// assert_eq!(s.wait_time.count(), 0);
+    /// ```
+    pub fn count(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// The mean, or zero with no values.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = zk_recipes::stats::snapshot_of("/never/used").unwrap_or_default();
+    /// assert_eq!(s.hold_time.mean(), std::time::Duration::ZERO);
+    /// ```
+    pub fn mean(&self) -> Duration {
+        match u32::try_from(self.count()) {
+            Ok(0) => Duration::ZERO,
+            Ok(n) => self.sum / n,
+            Err(_) => Duration::from_secs_f64(self.sum.as_secs_f64() / self.count() as f64),
+        }
+    }
+
+    /// The upper bound of the bucket holding the `q` quantile (0.0 to 1.0);
+    /// `None` with no values, or when it falls in the last, unbounded bucket.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = zk_recipes::stats::snapshot_of("/never/used").unwrap_or_default();
+    /// assert_eq!(s.wait_time.quantile_bound(0.5), None);
+    /// ```
+    pub fn quantile_bound(&self, q: f64) -> Option<Duration> {
+        let n = self.count();
+        if n == 0 {
+            return None;
+        }
+        let want = ((q.clamp(0.0, 1.0) * n as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (i, c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= want {
+                return BUCKETS.get(i).copied();
+            }
+        }
+        None
+    }
+}
+
+impl Default for HistogramSnapshot {
+    fn default() -> Self {
+        HistogramSnapshot {
+            counts: vec![0; BUCKETS.len() + 1],
+            sum: Duration::ZERO,
+        }
+    }
+}
+
+/// One lock path's figures at one moment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LockStats {
+    /// The lock path as the server sees it (namespace included).
+    pub path: String,
+    /// Grants of a lock node or lease.
+    pub acquisitions: u64,
+    /// Acquires whose deadline passed first.
+    pub timeouts: u64,
+    /// Acquires that failed.
+    pub errors: u64,
+    /// Holdings lost, by cause, in [`LossCause::ALL`] order.
+    pub losses: [u64; 3],
+    /// Holdings released normally.
+    pub releases: u64,
+    /// Holdings now held (granted, neither released nor lost).
+    pub holders: i64,
+    /// Acquires now waiting.
+    pub waiters: i64,
+    /// From the start of an acquire to its grant.
+    pub wait_time: HistogramSnapshot,
+    /// From a grant to its release or loss.
+    pub hold_time: HistogramSnapshot,
+}
+
+impl LockStats {
+    /// The losses of one cause.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_recipes::stats::{snapshot_of, LossCause};
+    /// let s = snapshot_of("/never/used").unwrap_or_default();
+    /// assert_eq!(s.losses_by(LossCause::NodeDeleted), 0);
+    /// ```
+    pub fn losses_by(&self, cause: LossCause) -> u64 {
+        self.losses[cause.index()]
+    }
+
+    /// Every loss.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(zk_recipes::stats::snapshot_of("/never/used").unwrap_or_default().total_losses(), 0);
+    /// ```
+    pub fn total_losses(&self) -> u64 {
+        self.losses.iter().sum()
+    }
+}
+
+/// The live counters of one path.
+pub(crate) struct PathStats {
+    path: String,
+    acquisitions: AtomicU64,
+    timeouts: AtomicU64,
+    errors: AtomicU64,
+    losses: [AtomicU64; 3],
+    releases: AtomicU64,
+    holders: AtomicI64,
+    waiters: AtomicI64,
+    wait_time: Histogram,
+    hold_time: Histogram,
+    /// The `metrics` facade's handles, registered at the first event.
+    facade: OnceLock<facade::Handles>,
+}
+
+static ENABLED: AtomicBool = AtomicBool::new(true);
+
+/// Turns the counting on or off for the whole process (on by default). Off,
+/// no figure moves and nothing goes to the `metrics` facade; a holding
+/// granted while it was on still ends in the figures.
+///
+/// # Examples
+///
+/// ```
+/// zk_recipes::stats::set_enabled(true);
+/// assert!(zk_recipes::stats::is_enabled());
+/// ```
+pub fn set_enabled(on: bool) {
+    ENABLED.store(on, Ordering::Relaxed);
+}
+
+/// Whether counting is on.
+///
+/// # Examples
+///
+/// ```
+/// let _ = zk_recipes::stats::is_enabled();
+/// ```
+pub fn is_enabled() -> bool {
+    ENABLED.load(Ordering::Relaxed)
+}
+
+fn registry() -> &'static Mutex<BTreeMap<String, Arc<PathStats>>> {
+    static REGISTRY: OnceLock<Mutex<BTreeMap<String, Arc<PathStats>>>> = OnceLock::new();
+    REGISTRY.get_or_init(Default::default)
+}
+
+/// The counters of `server_path` (created on first use; lock instances look
+/// theirs up once).
+pub(crate) fn for_path(server_path: &str) -> Arc<PathStats> {
+    registry()
+        .lock()
+        .entry(server_path.to_string())
+        .or_insert_with(|| {
+            Arc::new(PathStats {
+                path: server_path.to_string(),
+                acquisitions: AtomicU64::new(0),
+                timeouts: AtomicU64::new(0),
+                errors: AtomicU64::new(0),
+                losses: Default::default(),
+                releases: AtomicU64::new(0),
+                holders: AtomicI64::new(0),
+                waiters: AtomicI64::new(0),
+                wait_time: Histogram::default(),
+                hold_time: Histogram::default(),
+                facade: OnceLock::new(),
+            })
+        })
+        .clone()
+}
+
+/// Every lock path's figures (paths this process has used), by path.
+///
+/// # Examples
+///
+/// ```
+/// for s in zk_recipes::stats::snapshot() {
+///     println!("{}: {} acquisitions, {} held now", s.path, s.acquisitions, s.holders);
+/// }
+/// ```
+pub fn snapshot() -> Vec<LockStats> {
+    let all: Vec<Arc<PathStats>> = registry().lock().values().cloned().collect();
+    all.iter().map(|s| s.snapshot()).collect()
+}
+
+/// One lock path's figures (`server_path` as the server sees it, namespace
+/// included); `None` if this process never used it.
+///
+/// # Examples
+///
+/// ```
+/// assert!(zk_recipes::stats::snapshot_of("/never/used").is_none());
+/// ```
+pub fn snapshot_of(server_path: &str) -> Option<LockStats> {
+    let s = registry().lock().get(server_path).cloned();
+    s.map(|s| s.snapshot())
+}
+
+/// What the figures cost one lock cycle in CPU, measured without a server:
+/// runs the bookkeeping of `cycles` acquire/grant/release cycles (an acquire
+/// started and granted, a holding counted and released, with the `metrics`
+/// facade when the feature and a recorder are on) on the path
+/// `/zk-recipes/bookkeeping`, and returns the mean time per cycle.
+/// `zk-bench --only metrics` prints it next to the cycle it adds to.
+///
+/// # Examples
+///
+/// ```
+/// let per_cycle = zk_recipes::stats::bookkeeping_cost(1000);
+/// assert!(per_cycle < std::time::Duration::from_millis(1));
+/// ```
+pub fn bookkeeping_cost(cycles: u32) -> Duration {
+    let stats = for_path("/zk-recipes/bookkeeping");
+    let started = Instant::now();
+    for _ in 0..cycles {
+        let w = stats.start_wait();
+        w.finish(Outcome::Acquired);
+        let granted_at = Instant::now();
+        if stats.granted() {
+            stats.ended(granted_at.elapsed(), None);
+        }
+    }
+    started.elapsed() / cycles.max(1)
+}
+
+/// Drops the figures of `server_path` and returns them as they last were;
+/// `None` if there were none. The figures are kept per path for the life of
+/// the process: a service that locks many short-lived paths (one per order,
+/// per user) prunes them with this. A lock instance that goes on being used
+/// keeps counting into its old figures, which are no longer listed; a new
+/// instance on the path starts afresh.
+///
+/// # Examples
+///
+/// ```
+/// assert!(zk_recipes::stats::forget("/never/used").is_none());
+/// ```
+pub fn forget(server_path: &str) -> Option<LockStats> {
+    let s = registry().lock().remove(server_path);
+    s.map(|s| s.snapshot())
+}
+
+/// An acquire in progress: a waiter until dropped.
+pub(crate) struct Waiting {
+    stats: Arc<PathStats>,
+    started: Instant,
+    counted: bool,
+}
+
+/// How an acquire ended.
+pub(crate) enum Outcome {
+    Acquired,
+    TimedOut,
+    Failed,
+}
+
+impl PathStats {
+    fn facade(&self) -> &facade::Handles {
+        self.facade.get_or_init(|| facade::Handles::new(&self.path))
+    }
+
+    fn snapshot(&self) -> LockStats {
+        LockStats {
+            path: self.path.clone(),
+            acquisitions: self.acquisitions.load(Ordering::Relaxed),
+            timeouts: self.timeouts.load(Ordering::Relaxed),
+            errors: self.errors.load(Ordering::Relaxed),
+            losses: [0, 1, 2].map(|i| self.losses[i].load(Ordering::Relaxed)),
+            releases: self.releases.load(Ordering::Relaxed),
+            holders: self.holders.load(Ordering::Relaxed),
+            waiters: self.waiters.load(Ordering::Relaxed),
+            wait_time: self.wait_time.snapshot(),
+            hold_time: self.hold_time.snapshot(),
+        }
+    }
+
+    /// Starts an acquire: counts a waiter until the returned value ends.
+    pub(crate) fn start_wait(self: &Arc<Self>) -> Waiting {
+        let counted = is_enabled();
+        if counted {
+            self.waiters.fetch_add(1, Ordering::Relaxed);
+            self.facade().waiters(1.0);
+        }
+        Waiting {
+            stats: self.clone(),
+            started: Instant::now(),
+            counted,
+        }
+    }
+
+    /// A holding was granted: returns whether it is counted (so that its end
+    /// is counted exactly when its start was).
+    pub(crate) fn granted(&self) -> bool {
+        if !is_enabled() {
+            return false;
+        }
+        self.holders.fetch_add(1, Ordering::Relaxed);
+        self.facade().holders(1.0);
+        true
+    }
+
+    /// A counted holding ended: released (`None`) or lost.
+    pub(crate) fn ended(&self, held_for: Duration, lost: Option<LossCause>) {
+        self.holders.fetch_sub(1, Ordering::Relaxed);
+        self.facade().holders(-1.0);
+        self.hold_time.record(held_for);
+        self.facade().hold(held_for);
+        match lost {
+            None => {
+                self.releases.fetch_add(1, Ordering::Relaxed);
+            }
+            Some(cause) => {
+                self.losses[cause.index()].fetch_add(1, Ordering::Relaxed);
+                self.facade().loss(cause);
+            }
+        }
+    }
+}
+
+impl Waiting {
+    /// Ends the wait with its outcome.
+    pub(crate) fn finish(mut self, outcome: Outcome) {
+        if !self.counted {
+            return;
+        }
+        self.counted = false;
+        let s = &self.stats;
+        s.waiters.fetch_sub(1, Ordering::Relaxed);
+        s.facade().waiters(-1.0);
+        match outcome {
+            Outcome::Acquired => {
+                let waited = self.started.elapsed();
+                s.acquisitions.fetch_add(1, Ordering::Relaxed);
+                s.wait_time.record(waited);
+                s.facade().acquired(waited);
+            }
+            Outcome::TimedOut => {
+                s.timeouts.fetch_add(1, Ordering::Relaxed);
+                s.facade().timed_out();
+            }
+            Outcome::Failed => {
+                s.errors.fetch_add(1, Ordering::Relaxed);
+                s.facade().failed();
+            }
+        }
+    }
+
+    /// Ends the wait with the outcome of an acquire's result.
+    pub(crate) fn finish_with<T>(self, r: &crate::Result<Option<T>>) {
+        self.finish(match r {
+            Ok(Some(_)) => Outcome::Acquired,
+            Ok(None) => Outcome::TimedOut,
+            Err(e) if crate::internals::is_deadline(e) => Outcome::TimedOut,
+            Err(_) => Outcome::Failed,
+        });
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        // An acquire that unwound (a panic) is no longer waiting.
+        if self.counted {
+            self.stats.waiters.fetch_sub(1, Ordering::Relaxed);
+            self.stats.facade().waiters(-1.0);
+        }
+    }
+}
+
+/// The `metrics` facade, with the feature; nothing without it. Each path
+/// registers its metrics once, at its first event, and keeps the handles:
+/// an event then costs the recorder's handle update only.
+#[cfg(feature = "metrics")]
+mod facade {
+    use std::time::Duration;
+
+    use metrics::{Counter, Gauge, Histogram};
+
+    use super::LossCause;
+
+    pub(super) struct Handles {
+        acquisitions: Counter,
+        timeouts: Counter,
+        errors: Counter,
+        losses: [Counter; 3],
+        holders: Gauge,
+        waiters: Gauge,
+        wait: Histogram,
+        hold: Histogram,
+    }
+
+    impl Handles {
+        pub(super) fn new(path: &str) -> Handles {
+            let loss = |c: LossCause| metrics::counter!("zk_lock_losses_total", "path" => path.to_string(), "cause" => c.name());
+            Handles {
+                acquisitions: metrics::counter!("zk_lock_acquisitions_total", "path" => path.to_string()),
+                timeouts: metrics::counter!("zk_lock_timeouts_total", "path" => path.to_string()),
+                errors: metrics::counter!("zk_lock_errors_total", "path" => path.to_string()),
+                losses: LossCause::ALL.map(loss),
+                holders: metrics::gauge!("zk_lock_holders", "path" => path.to_string()),
+                waiters: metrics::gauge!("zk_lock_waiters", "path" => path.to_string()),
+                wait: metrics::histogram!("zk_lock_wait_seconds", "path" => path.to_string()),
+                hold: metrics::histogram!("zk_lock_hold_seconds", "path" => path.to_string()),
+            }
+        }
+
+        pub(super) fn waiters(&self, delta: f64) {
+            self.waiters.increment(delta);
+        }
+
+        pub(super) fn holders(&self, delta: f64) {
+            self.holders.increment(delta);
+        }
+
+        pub(super) fn acquired(&self, waited: Duration) {
+            self.acquisitions.increment(1);
+            self.wait.record(waited.as_secs_f64());
+        }
+
+        pub(super) fn timed_out(&self) {
+            self.timeouts.increment(1);
+        }
+
+        pub(super) fn failed(&self) {
+            self.errors.increment(1);
+        }
+
+        pub(super) fn hold(&self, held: Duration) {
+            self.hold.record(held.as_secs_f64());
+        }
+
+        pub(super) fn loss(&self, cause: LossCause) {
+            self.losses[cause.index()].increment(1);
+        }
+    }
+}
+
+#[cfg(not(feature = "metrics"))]
+mod facade {
+    use std::time::Duration;
+
+    use super::LossCause;
+
+    pub(super) struct Handles;
+
+    impl Handles {
+        pub(super) fn new(_: &str) -> Handles {
+            Handles
+        }
+        pub(super) fn waiters(&self, _: f64) {}
+        pub(super) fn holders(&self, _: f64) {}
+        pub(super) fn acquired(&self, _: Duration) {}
+        pub(super) fn timed_out(&self) {}
+        pub(super) fn failed(&self) {}
+        pub(super) fn hold(&self, _: Duration) {}
+        pub(super) fn loss(&self, _: LossCause) {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_buckets_and_quantiles() {
+        let h = Histogram::default();
+        for ms in [0.1, 0.3, 3.0, 3.0, 70_000.0] {
+            h.record(Duration::from_secs_f64(ms / 1000.0));
+        }
+        let s = h.snapshot();
+        assert_eq!(s.count(), 5);
+        assert_eq!(s.counts[0], 1); // <= 250 us
+        assert_eq!(s.counts[1], 1); // <= 500 us
+        assert_eq!(s.counts[4], 2); // <= 5 ms
+        assert_eq!(s.counts[BUCKETS.len()], 1); // > 60 s
+        assert_eq!(s.quantile_bound(0.5), Some(Duration::from_millis(5)));
+        assert_eq!(s.quantile_bound(1.0), None);
+        assert_eq!(s.quantile_bound(0.0), Some(Duration::from_micros(250)));
+    }
+}

@@ -1,0 +1,191 @@
+//! The `metrics` feature: every lock event reaches the `metrics` facade, so
+//! any exporter sees it. A recorder of our own (installed globally, as an
+//! exporter would be) counts what arrives; the counts must equal the
+//! operations run, and agree with `zk_recipes::stats`. Run with
+//! `cargo test -p zk-recipes --features metrics --test metrics` (embedded
+//! server; `ZK_TEST_SERVER=apache` for Apache ZooKeeper).
+#![cfg(feature = "metrics")]
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use metrics::{
+    Counter, CounterFn, Gauge, GaugeFn, Histogram, HistogramFn, Key, KeyName, Metadata, Recorder, SharedString, Unit,
+};
+use parking_lot::Mutex;
+use zk_framework::framework::CuratorFramework;
+use zk_recipes::stats::LossCause;
+use zk_recipes::{InterProcessMutex, InterProcessSemaphoreV2, LockEvent};
+use zk_testing::{wait_until, TestingServer, Timing};
+
+/// One metric's value: a counter, a gauge (f64 bits) and recorded samples.
+#[derive(Default)]
+struct Cell {
+    counter: AtomicU64,
+    gauge: Mutex<f64>,
+    samples: Mutex<Vec<f64>>,
+}
+
+impl CounterFn for Cell {
+    fn increment(&self, v: u64) {
+        self.counter.fetch_add(v, Ordering::SeqCst);
+    }
+    fn absolute(&self, v: u64) {
+        self.counter.store(v, Ordering::SeqCst);
+    }
+}
+
+impl GaugeFn for Cell {
+    fn increment(&self, v: f64) {
+        *self.gauge.lock() += v;
+    }
+    fn decrement(&self, v: f64) {
+        *self.gauge.lock() -= v;
+    }
+    fn set(&self, v: f64) {
+        *self.gauge.lock() = v;
+    }
+}
+
+impl HistogramFn for Cell {
+    fn record(&self, v: f64) {
+        self.samples.lock().push(v);
+    }
+}
+
+/// Metrics by `name{label=value,...}` (labels sorted).
+#[derive(Default, Clone)]
+struct TestRecorder {
+    cells: Arc<Mutex<HashMap<String, Arc<Cell>>>>,
+}
+
+fn key_text(key: &Key) -> String {
+    let mut labels: Vec<String> = key.labels().map(|l| format!("{}={}", l.key(), l.value())).collect();
+    labels.sort();
+    format!("{}{{{}}}", key.name(), labels.join(","))
+}
+
+impl TestRecorder {
+    fn cell(&self, key: &Key) -> Arc<Cell> {
+        self.cells.lock().entry(key_text(key)).or_default().clone()
+    }
+
+    fn get(&self, name: &str, labels: &str) -> Option<Arc<Cell>> {
+        self.cells.lock().get(&format!("{name}{{{labels}}}")).cloned()
+    }
+
+    fn counter(&self, name: &str, labels: &str) -> u64 {
+        self.get(name, labels).map_or(0, |c| c.counter.load(Ordering::SeqCst))
+    }
+
+    fn gauge(&self, name: &str, labels: &str) -> f64 {
+        self.get(name, labels).map_or(0.0, |c| *c.gauge.lock())
+    }
+
+    fn samples(&self, name: &str, labels: &str) -> usize {
+        self.get(name, labels).map_or(0, |c| c.samples.lock().len())
+    }
+}
+
+impl Recorder for TestRecorder {
+    fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+        Counter::from_arc(self.cell(key))
+    }
+    fn register_gauge(&self, key: &Key, _: &Metadata<'_>) -> Gauge {
+        Gauge::from_arc(self.cell(key))
+    }
+    fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
+        Histogram::from_arc(self.cell(key))
+    }
+}
+
+/// The process's recorder (an exporter is installed once, globally).
+fn recorder() -> &'static TestRecorder {
+    static R: OnceLock<TestRecorder> = OnceLock::new();
+    R.get_or_init(|| {
+        let r = TestRecorder::default();
+        metrics::set_global_recorder(r.clone()).expect("no other recorder");
+        r
+    })
+}
+
+fn client(server: &TestingServer) -> CuratorFramework {
+    let t = Timing::from_env();
+    let c = CuratorFramework::builder()
+        .connect_string(server.connect_string())
+        .session_timeout(t.session())
+        .connection_timeout(t.connection())
+        .build()
+        .unwrap();
+    c.block_until_connected(t.wait()).unwrap();
+    c
+}
+
+#[test]
+fn every_lock_event_reaches_the_metrics_facade() {
+    let rec = recorder();
+    let server = TestingServer::start().unwrap();
+    let (c, other) = (client(&server), client(&server));
+    let t = Timing::from_env();
+    let path = "/metrics/mutex";
+    let p = format!("path={path}");
+    let m = InterProcessMutex::new(&c, path).unwrap();
+    const N: u64 = 7;
+    for _ in 0..N {
+        m.acquire().unwrap().release().unwrap();
+    }
+    let busy = InterProcessMutex::new(&other, path).unwrap();
+    let held = busy.acquire().unwrap();
+    assert_eq!(rec.gauge("zk_lock_holders", &p), 1.0);
+    for _ in 0..3 {
+        assert!(m.try_acquire_for(Duration::from_millis(10)).unwrap().is_none());
+    }
+    assert_eq!(rec.gauge("zk_lock_waiters", &p), 0.0);
+    drop(held);
+    let g = m.acquire().unwrap();
+    let loss = g.loss_receiver();
+    other.delete().for_path(&g.lock_path()).unwrap();
+    assert_eq!(loss.recv_timeout(t.wait()), Ok(LockEvent::Lost));
+    drop(g);
+
+    assert_eq!(rec.counter("zk_lock_acquisitions_total", &p), N + 2);
+    assert_eq!(rec.counter("zk_lock_timeouts_total", &p), 3);
+    assert_eq!(rec.counter("zk_lock_errors_total", &p), 0);
+    assert_eq!(
+        rec.counter(
+            "zk_lock_losses_total",
+            &format!("cause={},{p}", LossCause::NodeDeleted.name())
+        ),
+        1
+    );
+    assert_eq!(rec.gauge("zk_lock_holders", &p), 0.0);
+    assert_eq!(rec.gauge("zk_lock_waiters", &p), 0.0);
+    assert_eq!(rec.samples("zk_lock_wait_seconds", &p) as u64, N + 2);
+    assert_eq!(rec.samples("zk_lock_hold_seconds", &p) as u64, N + 2);
+    // The plain snapshot says the same.
+    let s = zk_recipes::stats::snapshot_of(path).unwrap();
+    assert_eq!((s.acquisitions, s.timeouts, s.total_losses()), (N + 2, 3, 1));
+
+    // A semaphore's leases, and a waiter seen while it waits.
+    let spath = "/metrics/sem";
+    let sp = format!("path={spath}");
+    let sem = Arc::new(InterProcessSemaphoreV2::new(&c, spath, 1).unwrap());
+    let lease = sem.acquire().unwrap();
+    std::thread::scope(|s| {
+        let sem2 = sem.clone();
+        let waiter = s.spawn(move || sem2.acquire().map(|l| l.release()));
+        assert!(wait_until(t.wait(), || rec.gauge("zk_lock_waiters", &sp) == 1.0));
+        drop(lease);
+        waiter.join().unwrap().unwrap().unwrap();
+    });
+    assert_eq!(rec.counter("zk_lock_acquisitions_total", &sp), 2);
+    assert_eq!(rec.gauge("zk_lock_waiters", &sp), 0.0);
+    assert_eq!(rec.gauge("zk_lock_holders", &sp), 0.0);
+    c.close();
+    other.close();
+}

@@ -355,8 +355,14 @@ fn timeout_zero_and_timeout_give_exit_1_while_held() {
     // -E tells "not acquired" apart from COMMAND's own status.
     let (code, stderr, _) = run(Some(&cs), &["-n", "-E", "100", path, "--", "touch", marker_s]);
     assert_eq!(code, 100, "{stderr}");
-    // The queued nodes of the failed tries are gone; only the holder remains.
-    assert_eq!(lock_nodes(&c, path).len(), 1, "{:?}", lock_nodes(&c, path));
+    // The queued nodes of the failed tries are gone; only the holder remains
+    // (a node whose create reply came after the deadline is deleted in the
+    // background: wait for it, with a deadline).
+    assert!(
+        wait_until(timing().wait(), || lock_nodes(&c, path).len() == 1),
+        "{:?}",
+        lock_nodes(&c, path)
+    );
 
     drop(guard);
     let (code, stderr, _) = run(Some(&cs), &["-n", path, "--", "touch", marker_s]);

@@ -95,6 +95,7 @@ mod detached;
 mod events;
 mod inner;
 mod io;
+mod tls;
 mod types;
 mod watches;
 
@@ -107,6 +108,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Receiver;
 
 pub use connect_string::DEFAULT_PORT;
+pub use tls::{TlsConfig, TlsConfigBuilder, TlsError, TlsErrorKind};
 pub use types::{ClientConfig, ClientState, Op, OpResult, RegisteredWatches, SessionEvent, WatchedEvent, Watcher};
 
 use inner::{state_error, Inner, Reply, Settings, Worker};
@@ -307,6 +309,7 @@ impl Client {
                 max_frame: config.max_frame,
                 session: config.session,
                 auth: config.auth,
+                tls: config.tls,
             },
             etx,
         ));
@@ -351,8 +354,11 @@ impl Client {
     ///
     /// # Errors
     ///
-    /// [`Error::ConnectionLoss`] if still not connected at the deadline;
-    /// [`Error::SessionExpired`], [`Error::AuthFailed`] or [`Error::Closed`] on a
+    /// [`Error::ConnectionLoss`] if still not connected at the deadline, or
+    /// [`Error::Tls`] then if the latest connection attempt failed in TLS (an
+    /// unknown CA, a name mismatch, an expired certificate, a client certificate
+    /// required or refused, a port that does not speak TLS, or a plain client on
+    /// a TLS port); [`Error::SessionExpired`], [`Error::AuthFailed`] or [`Error::Closed`] on a
     /// dead handle.
     ///
     /// # Examples
@@ -378,12 +384,22 @@ impl Client {
                         if core.state.is_connected() {
                             return Ok(());
                         }
+                        if core.state == ClientState::Connecting {
+                            if let Some(e) = inner.last_tls_error.lock().clone() {
+                                return Err(Error::Tls(e));
+                            }
+                        }
                         return Err(state_error(core.state));
                     }
                 }
                 s => return Err(state_error(s)),
             }
         }
+    }
+
+    /// Why the latest finished connection attempt failed in TLS, if it did.
+    pub(crate) fn last_tls_error(&self) -> Option<TlsError> {
+        self.inner().last_tls_error.lock().clone()
     }
 
     /// [`Client::wait_connected`] with a timeout.

@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use zk_proto::frame::DEFAULT_MAX_FRAME;
 
+use crate::tls::ServerTls;
+
 /// Configuration of an [`EmbeddedServer`](super::EmbeddedServer).
 ///
 /// # Examples
@@ -37,6 +39,9 @@ pub struct ServerConfig {
     /// Whether every four-letter word is enabled (`4lw.commands.whitelist=*`). When false,
     /// only `srvr` is, as on a default 3.8 server. Default true.
     pub four_letter_words: bool,
+    /// Serve TLS on the port instead of plain TCP (ZooKeeper's secure client
+    /// port): see [`ServerTls`]. Default `None`.
+    pub tls: Option<ServerTls>,
 }
 
 impl Default for ServerConfig {
@@ -50,6 +55,7 @@ impl Default for ServerConfig {
             max_frame: DEFAULT_MAX_FRAME,
             extended_types: true,
             four_letter_words: true,
+            tls: None,
         }
     }
 }

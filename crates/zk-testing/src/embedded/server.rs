@@ -226,6 +226,8 @@ fn tls_handshake(
     mut stream: &TcpStream,
 ) -> std::io::Result<rustls::ServerConnection> {
     let mut tls = rustls::ServerConnection::new(config.clone()).map_err(std::io::Error::other)?;
+    // A reply may be bigger than rustls' default 64 KiB buffer: encrypt it whole.
+    tls.set_buffer_limit(None);
     let _ = stream.set_read_timeout(Some(READ_POLL));
     let started = Instant::now();
     while tls.is_handshaking() {
@@ -295,6 +297,7 @@ fn reader_loop(shared: &Arc<Shared>, conn: &Arc<ConnShared>, mut stream: TcpStre
     let started = Instant::now();
     let mut closing_since: Option<Instant> = None;
     let mut buf = vec![0u8; 64 * 1024];
+    let mut primed = tls.is_some();
     loop {
         if conn.is_closing() {
             let since = *closing_since.get_or_insert_with(Instant::now);
@@ -308,15 +311,23 @@ fn reader_loop(shared: &Arc<Shared>, conn: &Arc<ConnShared>, mut stream: TcpStre
                 st.close_conn(conn.id);
             }
         }
-        match stream.read(&mut buf) {
+        // Plaintext that came with the end of the TLS handshake is processed
+        // before the first read.
+        let read: std::io::Result<usize> = if std::mem::take(&mut primed) {
+            Ok(usize::MAX)
+        } else {
+            stream.read(&mut buf)
+        };
+        match read {
             Ok(0) => return,
             Ok(n) => {
                 if conn.is_closing() {
                     continue;
                 }
+                let raw = if n == usize::MAX { &buf[..0] } else { &buf[..n] };
                 match tls {
-                    None => fb.extend(&buf[..n]),
-                    Some(t) => match unseal(t, &buf[..n], &mut fb, &stream) {
+                    None => fb.extend(raw),
+                    Some(t) => match unseal(t, raw, &mut fb, &stream) {
                         Ok(true) => {}
                         Ok(false) => return,
                         Err(e) => {

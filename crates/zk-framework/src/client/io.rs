@@ -173,7 +173,10 @@ fn connect_host(inner: &Arc<Inner>, host: &HostPort, buf: &mut [u8]) -> Attempt 
                 *inner.last_tls_error.lock() = None;
                 return a;
             }
-            Err(f) => {
+            Err(mut f) => {
+                if let (Some(t), Some(config)) = (f.tls.take(), &inner.tls) {
+                    f.tls = Some(config.refine(t));
+                }
                 if let Some(t) = &f.tls {
                     log::warn!("connecting to {addr}: TLS: {t}");
                 }

@@ -242,6 +242,18 @@ impl TlsConfig {
         self.verify_hostname
     }
 
+    /// `e` in the light of this configuration: a server that rejects a client
+    /// which presented no certificate requires one.
+    pub(crate) fn refine(&self, e: TlsError) -> TlsError {
+        if e.kind == TlsErrorKind::ClientCertificateRejected && !self.client_cert {
+            return TlsError::new(
+                TlsErrorKind::ClientCertificateRequired,
+                format!("the server requires a client certificate (mutual TLS) and none was configured ({})", e.message),
+            );
+        }
+        e
+    }
+
     /// A new rustls connection to `host` (a name or an IP literal).
     pub(crate) fn connection(&self, host: &str) -> std::result::Result<ClientConnection, TlsError> {
         let name = ServerName::try_from(host.to_string())

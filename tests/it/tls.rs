@@ -125,7 +125,8 @@ fn plain_client_operations_and_watches_over_tls() {
     zk.set_data("/tls", &big, None).unwrap();
     assert_eq!(zk.get_data("/tls").unwrap().0, big);
     for i in 0..20 {
-        zk.create(&format!("/tls/c{i:02}"), b"", &open, CreateMode::Ephemeral).unwrap();
+        zk.create(&format!("/tls/c{i:02}"), b"", &open, CreateMode::Ephemeral)
+            .unwrap();
     }
     assert_eq!(zk.get_children("/tls").unwrap().len(), 20);
     // Pipelined callers share the one TLS connection.
@@ -151,7 +152,10 @@ fn lock_locker_and_two_clients_over_tls() {
     let tls = trust(&pki);
     let (c1, c2) = (managed(&s, &tls), managed(&s, &tls));
     let path = "/tls-locks/two";
-    let (l1, l2) = (InterProcessMutex::new(&c1, path).unwrap(), InterProcessMutex::new(&c2, path).unwrap());
+    let (l1, l2) = (
+        InterProcessMutex::new(&c1, path).unwrap(),
+        InterProcessMutex::new(&c2, path).unwrap(),
+    );
     {
         let g = l1.try_acquire_for(Duration::from_secs(10)).unwrap().expect("free lock");
         assert_eq!(g.status(), LockStatus::Held);
@@ -160,11 +164,17 @@ fn lock_locker_and_two_clients_over_tls() {
         let again = l1.acquire().unwrap();
         drop(again);
         assert!(l2.try_acquire_for(Duration::from_millis(200)).unwrap().is_none());
-        assert!(l2.try_acquire_for(Duration::ZERO).unwrap().is_none(), "zero timeout: a try");
+        assert!(
+            l2.try_acquire_for(Duration::ZERO).unwrap().is_none(),
+            "zero timeout: a try"
+        );
         let (tx, rx) = unbounded();
         std::thread::scope(|sc| {
             sc.spawn(|| {
-                let g = l2.try_acquire_for(timing().wait()).unwrap().expect("second client acquires");
+                let g = l2
+                    .try_acquire_for(timing().wait())
+                    .unwrap()
+                    .expect("second client acquires");
                 tx.send(Instant::now()).unwrap();
                 g.release().unwrap();
             });
@@ -175,13 +185,18 @@ fn lock_locker_and_two_clients_over_tls() {
             assert!(acquired >= released);
         });
     }
-    let g = l2.try_acquire_for(Duration::ZERO).unwrap().expect("free: a zero timeout acquires");
+    let g = l2
+        .try_acquire_for(Duration::ZERO)
+        .unwrap()
+        .expect("free: a zero timeout acquires");
     let loss = g.loss_receiver();
     g.release().unwrap();
     assert!(loss.recv_timeout(timing().wait()).is_err(), "a release is not a loss");
-    assert!(wait_until(timing().wait(), || tree(&c1, path)
-        .iter()
-        .all(|p| c1.check_exists(p).ok().flatten().map_or(true, |st| st.ephemeral_owner == 0))));
+    assert!(wait_until(timing().wait(), || tree(&c1, path).iter().all(|p| c1
+        .check_exists(p)
+        .ok()
+        .flatten()
+        .map_or(true, |st| st.ephemeral_owner == 0))));
 }
 
 #[test]
@@ -191,7 +206,10 @@ fn lock_lost_to_a_killed_session_over_tls() {
     let tls = trust(&pki);
     let (c1, c2) = (managed(&s, &tls), managed(&s, &tls));
     let path = "/tls-locks/killed";
-    let (l1, l2) = (InterProcessMutex::new(&c1, path).unwrap(), InterProcessMutex::new(&c2, path).unwrap());
+    let (l1, l2) = (
+        InterProcessMutex::new(&c1, path).unwrap(),
+        InterProcessMutex::new(&c2, path).unwrap(),
+    );
     std::thread::scope(|sc| {
         let g = l1.acquire().unwrap();
         let events = g.loss_receiver();
@@ -208,7 +226,10 @@ fn lock_lost_to_a_killed_session_over_tls() {
     });
     // The managed client made a new session, over TLS again, and locks with it.
     assert!(wait_until(timing().wait(), || c1.is_connected()));
-    let g = l1.try_acquire_for(timing().wait()).unwrap().expect("the new session locks");
+    let g = l1
+        .try_acquire_for(timing().wait())
+        .unwrap()
+        .expect("the new session locks");
     g.release().unwrap();
 }
 
@@ -225,7 +246,11 @@ fn lock_deadlines_hold_through_a_frozen_tls_connection() {
         .unwrap();
     c.block_until_connected(timing().wait()).unwrap();
     let lock = InterProcessMutex::new(&c, "/tls-locks/frozen").unwrap();
-    lock.try_acquire_for(timing().wait()).unwrap().expect("acquired").release().unwrap();
+    lock.try_acquire_for(timing().wait())
+        .unwrap()
+        .expect("acquired")
+        .release()
+        .unwrap();
     proxy.freeze(true);
     for timeout in [Duration::ZERO, Duration::from_millis(300)] {
         let start = Instant::now();
@@ -238,7 +263,10 @@ fn lock_deadlines_hold_through_a_frozen_tls_connection() {
         assert!(matches!(r, Ok(None)), "frozen: {r:?}");
     }
     proxy.freeze(false);
-    let g = lock.try_acquire_for(timing().wait() * 2).unwrap().expect("acquired after the freeze");
+    let g = lock
+        .try_acquire_for(timing().wait() * 2)
+        .unwrap()
+        .expect("acquired after the freeze");
     g.release().unwrap();
 }
 
@@ -305,7 +333,10 @@ fn a_server_signed_by_another_ca_is_refused_within_the_connection_timeout() {
     let start = Instant::now();
     let r = zk.wait_connected_timeout(t.connection());
     assert!(start.elapsed() <= t.connection() + margin());
-    assert!(matches!(&r, Err(Error::Tls(e)) if e.kind() == TlsErrorKind::UnknownIssuer), "{r:?}");
+    assert!(
+        matches!(&r, Err(Error::Tls(e)) if e.kind() == TlsErrorKind::UnknownIssuer),
+        "{r:?}"
+    );
 }
 
 #[test]
@@ -426,7 +457,11 @@ fn bad_tls_inputs_are_typed_errors_at_build_time() {
     let (k, m) = kind(TlsConfig::builder().ca_pem_file("/nonexistent/ca.pem").build());
     assert_eq!(k, TlsErrorKind::InvalidConfig);
     assert!(m.contains("/nonexistent/ca.pem"), "{m}");
-    let (k, m) = kind(TlsConfig::builder().ca_pem(b"-----BEGIN CERTIFICATE-----\ngarbage!\n").build());
+    let (k, m) = kind(
+        TlsConfig::builder()
+            .ca_pem(b"-----BEGIN CERTIFICATE-----\ngarbage!\n")
+            .build(),
+    );
     assert_eq!(k, TlsErrorKind::InvalidConfig);
     assert!(m.contains("CA"), "{m}");
     let (k, m) = kind(
@@ -456,18 +491,16 @@ fn bad_tls_inputs_are_typed_errors_at_build_time() {
 fn no_debug_output_shows_a_private_key() {
     let pki = pki();
     let alice = pki.client_cert("alice").unwrap();
-    let key_body: String = alice
-        .key_pem()
-        .lines()
-        .filter(|l| !l.starts_with("-----"))
-        .collect();
+    let key_body: String = alice.key_pem().lines().filter(|l| !l.starts_with("-----")).collect();
     let builder = TlsConfig::builder()
         .ca_pem(pki.ca_pem().as_bytes())
         .client_cert_pem(alice.cert_pem().as_bytes(), alice.key_pem().as_bytes());
     let shown_builder = format!("{builder:?}");
     let tls = builder.build().unwrap();
     let config = ClientConfig::default().with_tls(tls.clone());
-    let framework = CuratorFramework::builder().connect_string("127.0.0.1:1").tls(tls.clone());
+    let framework = CuratorFramework::builder()
+        .connect_string("127.0.0.1:1")
+        .tls(tls.clone());
     let server_tls = ServerTls::new(alice.cert_pem(), alice.key_pem());
     for shown in [
         shown_builder,

@@ -4,6 +4,7 @@
 //! Clap's errors are turned into zk-lock's own messages (exit 64).
 
 use std::ffi::OsString;
+use std::path::PathBuf;
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{ArgAction, CommandFactory, FromArgMatches, Parser};
@@ -73,6 +74,88 @@ pub struct Options {
     pub path: String,
     /// COMMAND and its arguments (never empty).
     pub command: Vec<OsString>,
+    /// TLS settings (`--tls-*`); `None` for plain TCP.
+    pub tls: Option<TlsFiles>,
+}
+
+// ---- TLS options (--tls-*) -----------------------------------------------------------------
+
+/// The `--tls-*` options: files, read when the client is built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// CA certificate(s), PEM: what the server's certificate must be signed by.
+    pub ca: PathBuf,
+    /// Client certificate and key (PEM) for mutual TLS.
+    pub client: Option<(PathBuf, PathBuf)>,
+    /// Whether the server's certificate must name the host connected to.
+    pub verify_hostname: bool,
+}
+
+/// The TLS options as clap sees them (a group of their own in the help).
+#[derive(Debug, clap::Args)]
+#[command(next_help_heading = "TLS (the server's secureClientPort)")]
+struct TlsArgs {
+    /// connect over TLS, verifying the server's certificate against the CA
+    /// certificate(s) in this PEM file [env: ZK_LOCK_TLS_CA]
+    #[arg(
+        verbatim_doc_comment,
+        long,
+        value_name = "FILE",
+        env = "ZK_LOCK_TLS_CA",
+        hide_env = true
+    )]
+    tls_ca: Option<PathBuf>,
+
+    /// client certificate (PEM) for mutual TLS; needs --tls-key
+    /// [env: ZK_LOCK_TLS_CERT]
+    #[arg(
+        verbatim_doc_comment,
+        long,
+        value_name = "FILE",
+        env = "ZK_LOCK_TLS_CERT",
+        hide_env = true
+    )]
+    tls_cert: Option<PathBuf>,
+
+    /// the client certificate's private key (PEM); needs --tls-cert. Give a
+    /// file, never the key itself [env: ZK_LOCK_TLS_KEY]
+    #[arg(
+        verbatim_doc_comment,
+        long,
+        value_name = "FILE",
+        env = "ZK_LOCK_TLS_KEY",
+        hide_env = true
+    )]
+    tls_key: Option<PathBuf>,
+
+    /// do not check that the server's certificate names the host connected to
+    /// (the chain and dates are still verified): for IP-only test setups
+    /// [env: ZK_LOCK_TLS_NO_HOSTNAME_VERIFY=1]
+    #[arg(verbatim_doc_comment, long, env = "ZK_LOCK_TLS_NO_HOSTNAME_VERIFY", hide_env = true, value_parser = clap::builder::BoolishValueParser::new(), action = ArgAction::SetTrue)]
+    tls_no_hostname_verify: bool,
+}
+
+impl TlsArgs {
+    /// Checks the combination: `Ok(None)` without `--tls-ca` and nothing else.
+    fn resolve(self) -> Result<Option<TlsFiles>, UsageError> {
+        let client = match (self.tls_cert, self.tls_key) {
+            (Some(c), Some(k)) => Some((c, k)),
+            (None, None) => None,
+            (Some(_), None) => return usage("--tls-cert needs --tls-key (the certificate's private key)"),
+            (None, Some(_)) => return usage("--tls-key needs --tls-cert (the certificate it belongs to)"),
+        };
+        match self.tls_ca {
+            Some(ca) => Ok(Some(TlsFiles {
+                ca,
+                client,
+                verify_hostname: !self.tls_no_hostname_verify,
+            })),
+            None if client.is_some() || self.tls_no_hostname_verify => usage(
+                "--tls-cert, --tls-key and --tls-no-hostname-verify need --tls-ca (the CA to verify the server with)",
+            ),
+            None => Ok(None),
+        }
+    }
 }
 
 /// What the command line asks for.
@@ -215,8 +298,8 @@ EXIT STATUS:
     COMMAND's status  COMMAND ran under the lock (128+N: killed by signal N)
       1               the lock was not acquired: --timeout passed, or --timeout 0
                       found it held (as flock(1); see --conflict-exit-code)
-     64               usage error: bad option, PATH, duration or connect string
-                      (EX_USAGE)
+     64               usage error: bad option, PATH, duration or connect string,
+                      or --tls-* files that cannot be read or used (EX_USAGE)
      69               ZooKeeper unavailable (not reachable within
                       --connect-timeout) or another lock error (EX_UNAVAILABLE)
      75               the lock was lost while COMMAND ran; COMMAND was terminated
@@ -227,6 +310,9 @@ EXIT STATUS:
 
 ENVIRONMENT:
     ZK_CONNECT          the connect string when --connect is not given
+    ZK_LOCK_TLS_CA, ZK_LOCK_TLS_CERT, ZK_LOCK_TLS_KEY,
+    ZK_LOCK_TLS_NO_HOSTNAME_VERIFY
+                        the --tls-* options when not given on the command line
     RUST_LOG            log filter (env_logger syntax, e.g. RUST_LOG=debug); it
                         overrides -v. Quiet by default: errors only.
 
@@ -254,6 +340,10 @@ EXAMPLES:
 
     # at most 3 concurrent downloads
     zk-lock --semaphore 3 /locks/downloads -- curl -O https://example.com/big.iso
+
+    # over TLS, with a client certificate (mutual TLS)
+    zk-lock --connect zk1:2281 --tls-ca ca.pem --tls-cert me.pem --tls-key me.key \\
+        /locks/backup -- ./backup.sh
 
     # try it without a ZooKeeper server
     zk-lock --embedded -v /demo -- echo \"holding the lock\"";
@@ -358,6 +448,9 @@ struct Cli {
     /// ZooKeeper client's logs, -vvv debug logs
     #[arg(verbatim_doc_comment, short = 'v', long, action = ArgAction::Count)]
     verbose: u8,
+
+    #[command(flatten)]
+    tls: TlsArgs,
 }
 
 fn connect_string(v: &str) -> Result<String, String> {
@@ -522,6 +615,10 @@ pub fn parse(args: Vec<OsString>, zk_connect_env: Option<String>) -> Result<Pars
              (no in-process test server); give --connect or ZK_CONNECT instead",
         );
     }
+    let tls = cli.tls.resolve()?;
+    if cli.embedded && tls.is_some() {
+        return usage("--embedded and --tls-* cannot be combined: the embedded server speaks plain TCP");
+    }
     let connect = cli
         .connect
         .or(zk_connect_env.filter(|v| !v.trim().is_empty()))
@@ -543,6 +640,7 @@ pub fn parse(args: Vec<OsString>, zk_connect_env: Option<String>) -> Result<Pars
         verbose: cli.verbose,
         path,
         command,
+        tls,
     }))
 }
 
@@ -721,5 +819,36 @@ mod tests {
         assert!(err(&["--session-timeout", "0", "/l", "--", "x"]).contains("greater than zero"));
         assert!(err(&["--embedded", "--connect", "h:1", "/l", "--", "x"]).contains("cannot be combined"));
         assert!(err(&["--connect", "", "/l", "--", "x"]).contains("empty"));
+    }
+
+    #[test]
+    fn tls_options() {
+        assert_eq!(run(&["/l", "--", "x"]).tls, None);
+        let o = run(&["--tls-ca", "ca.pem", "/l", "--", "x"]);
+        assert_eq!(
+            o.tls,
+            Some(TlsFiles {
+                ca: "ca.pem".into(),
+                client: None,
+                verify_hostname: true
+            })
+        );
+        let o = run(&[
+            "--tls-ca=ca.pem",
+            "--tls-cert",
+            "c.pem",
+            "--tls-key",
+            "c.key",
+            "--tls-no-hostname-verify",
+            "/l",
+            "--",
+            "x",
+        ]);
+        let tls = o.tls.unwrap();
+        assert_eq!(tls.client, Some(("c.pem".into(), "c.key".into())));
+        assert!(!tls.verify_hostname);
+        assert!(err(&["--tls-key", "k", "--tls-ca", "c", "/l", "--", "x"]).contains("--tls-key needs --tls-cert"));
+        assert!(err(&["--tls-no-hostname-verify", "/l", "--", "x"]).contains("need --tls-ca"));
+        assert!(err(&["--embedded", "--tls-ca", "c", "/l", "--", "x"]).contains("cannot be combined"));
     }
 }

@@ -147,6 +147,16 @@ pub fn run(opts: &Options) -> i32 {
     if let Some(ns) = &opts.namespace {
         builder = builder.namespace(ns.clone());
     }
+    if let Some(files) = &opts.tls {
+        match tls_config(files) {
+            Ok(tls) => builder = builder.tls(tls),
+            Err(e) => {
+                set_phase(&shared, Phase::Finishing);
+                eprintln!("zk-lock: {e}");
+                return exit::USAGE;
+            }
+        }
+    }
     let built = builder.build();
     if built.is_err() {
         set_phase(&shared, Phase::Finishing);
@@ -172,6 +182,17 @@ pub fn run(opts: &Options) -> i32 {
     client.close();
     log::info!("closed the ZooKeeper session");
     code
+}
+
+/// The client's TLS configuration from the `--tls-*` files.
+fn tls_config(files: &crate::args::TlsFiles) -> zk_framework::Result<zk_framework::TlsConfig> {
+    let mut b = zk_framework::TlsConfig::builder()
+        .ca_pem_file(&files.ca)
+        .verify_hostname(files.verify_hostname);
+    if let Some((cert, key)) = &files.client {
+        b = b.client_cert_pem_files(cert, key);
+    }
+    b.build()
 }
 
 /// The embedded server (with `--embedded`) and the connect string to use.
@@ -250,8 +271,12 @@ fn run_with_client(
     shared: &Mutex<Shared>,
     events: &Receiver<Received>,
 ) -> i32 {
-    if client.block_until_connected(opts.connect_timeout).is_err() {
+    if let Err(e) = client.block_until_connected(opts.connect_timeout) {
         set_phase(shared, Phase::Finishing);
+        if let zk_framework::Error::Tls(tls) = e {
+            eprintln!("zk-lock: ZooKeeper unavailable: TLS with {connect} failed: {tls}");
+            return exit::UNAVAILABLE;
+        }
         eprintln!(
             "zk-lock: ZooKeeper unavailable: could not connect to {connect} within {}",
             human(opts.connect_timeout)

@@ -667,7 +667,9 @@ impl TestingServer {
     /// assert_eq!(s.four_letter_word("ruok").unwrap(), "imok");
     /// ```
     pub fn four_letter_word(&self, cmd: &str) -> io::Result<String> {
-        let plain = self.plain_connect_string().ok_or_else(|| unsupported_tls("four-letter words"))?;
+        let plain = self
+            .plain_connect_string()
+            .ok_or_else(|| unsupported_tls("four-letter words"))?;
         crate::fourlw::four_letter_word(&plain, cmd, Duration::from_secs(5))
     }
 }

@@ -220,9 +220,7 @@ impl ServerTls {
                 let mut roots = RootCertStore::empty();
                 for c in CertificateDer::pem_slice_iter(ca.as_bytes()) {
                     let c = c.map_err(|e| invalid(format!("client CA PEM: {e}")))?;
-                    roots
-                        .add(c)
-                        .map_err(|e| invalid(format!("client CA: {e}")))?;
+                    roots.add(c).map_err(|e| invalid(format!("client CA: {e}")))?;
                 }
                 let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
                     .build()

@@ -24,7 +24,9 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::client::WebPkiServerVerifier;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::{AlertDescription, CertificateError, ClientConnection, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::{
+    AlertDescription, CertificateError, ClientConnection, DigitallySignedStruct, RootCertStore, SignatureScheme,
+};
 
 use crate::error::{Error, Result};
 use crate::proto::frame::FrameBuffer;
@@ -248,7 +250,10 @@ impl TlsConfig {
         if e.kind == TlsErrorKind::ClientCertificateRejected && !self.client_cert {
             return TlsError::new(
                 TlsErrorKind::ClientCertificateRequired,
-                format!("the server requires a client certificate (mutual TLS) and none was configured ({})", e.message),
+                format!(
+                    "the server requires a client certificate (mutual TLS) and none was configured ({})",
+                    e.message
+                ),
             );
         }
         e
@@ -256,8 +261,12 @@ impl TlsConfig {
 
     /// A new rustls connection to `host` (a name or an IP literal).
     pub(crate) fn connection(&self, host: &str) -> std::result::Result<ClientConnection, TlsError> {
-        let name = ServerName::try_from(host.to_string())
-            .map_err(|e| TlsError::new(TlsErrorKind::InvalidConfig, format!("{host:?} is not a TLS server name: {e}")))?;
+        let name = ServerName::try_from(host.to_string()).map_err(|e| {
+            TlsError::new(
+                TlsErrorKind::InvalidConfig,
+                format!("{host:?} is not a TLS server name: {e}"),
+            )
+        })?;
         let mut conn = ClientConnection::new(self.rustls.clone(), name).map_err(|e| classify(&e))?;
         // Frames are bounded by max_frame: let whole frames be encrypted at once.
         conn.set_buffer_limit(None);
@@ -709,7 +718,11 @@ pub(super) fn handshake(
                 )))
             }
             Ok(_) => {}
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
             Err(e) => {
                 return Err(match tls_error_of(&e) {
                     Some(t) => HandshakeError::Tls(t),

@@ -75,7 +75,7 @@ pub struct Options {
     /// COMMAND and its arguments (never empty).
     pub command: Vec<OsString>,
     /// TLS settings (`--tls-*`); `None` for plain TCP.
-    pub tls: Option<TlsFiles>,
+    pub tls: Option<Box<TlsFiles>>,
 }
 
 // ---- TLS options (--tls-*) -----------------------------------------------------------------
@@ -137,7 +137,7 @@ struct TlsArgs {
 
 impl TlsArgs {
     /// Checks the combination: `Ok(None)` without `--tls-ca` and nothing else.
-    fn resolve(self) -> Result<Option<TlsFiles>, UsageError> {
+    fn resolve(self) -> Result<Option<Box<TlsFiles>>, UsageError> {
         let client = match (self.tls_cert, self.tls_key) {
             (Some(c), Some(k)) => Some((c, k)),
             (None, None) => None,
@@ -145,11 +145,11 @@ impl TlsArgs {
             (None, Some(_)) => return usage("--tls-key needs --tls-cert (the certificate it belongs to)"),
         };
         match self.tls_ca {
-            Some(ca) => Ok(Some(TlsFiles {
+            Some(ca) => Ok(Some(Box::new(TlsFiles {
                 ca,
                 client,
                 verify_hostname: !self.tls_no_hostname_verify,
-            })),
+            }))),
             None if client.is_some() || self.tls_no_hostname_verify => usage(
                 "--tls-cert, --tls-key and --tls-no-hostname-verify need --tls-ca (the CA to verify the server with)",
             ),
@@ -827,11 +827,11 @@ mod tests {
         let o = run(&["--tls-ca", "ca.pem", "/l", "--", "x"]);
         assert_eq!(
             o.tls,
-            Some(TlsFiles {
+            Some(Box::new(TlsFiles {
                 ca: "ca.pem".into(),
                 client: None,
                 verify_hostname: true
-            })
+            }))
         );
         let o = run(&[
             "--tls-ca=ca.pem",

@@ -218,7 +218,7 @@ pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
 
 enum Inner {
     Embedded(EmbeddedServer),
-    Apache(Mutex<ApacheServer>),
+    Apache(Box<Mutex<ApacheServer>>),
 }
 
 /// A ZooKeeper server for tests: the embedded one or real Apache ZooKeeper,
@@ -340,7 +340,7 @@ impl TestingServer {
         let port = s.secure_port().unwrap_or(s.port());
         Ok(TestingServer {
             tls: s.secure_port().is_some(),
-            inner: Inner::Apache(Mutex::new(s)),
+            inner: Inner::Apache(Box::new(Mutex::new(s))),
             port,
         })
     }

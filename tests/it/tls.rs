@@ -305,6 +305,9 @@ fn mutual_tls_refuses_a_client_without_a_certificate_and_accepts_one_with() {
     assert!(tls.has_client_cert());
     let c = managed(&s, &tls);
     c.create().for_path("/mtls").unwrap();
+    // The same over a zks:// connect string.
+    let z = plain_client(&format!("zks://{}", s.connect_string()), &tls);
+    assert!(z.exists("/mtls").unwrap().is_some());
     let lock = InterProcessMutex::new(&c, "/tls-locks/mtls").unwrap();
     lock.acquire().unwrap().release().unwrap();
 }
@@ -394,6 +397,20 @@ fn a_plain_client_cannot_use_the_secure_port() {
         other => panic!("a plain client on the secure port: {other:?}"),
     }
     assert!(zk.connect_attempts() >= 1);
+}
+
+#[test]
+fn zks_without_tls_settings_is_an_invalid_connect_string() {
+    let e = Client::connect("zks://127.0.0.1:2281", ClientConfig::default()).unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidConnectString { reason, .. } if reason.contains("zks://")),
+        "{e:?}"
+    );
+    let e = CuratorFramework::builder()
+        .connect_string("zks://127.0.0.1:2281")
+        .build()
+        .unwrap_err();
+    assert!(matches!(e, Error::InvalidConnectString { .. }), "{e:?}");
 }
 
 #[test]

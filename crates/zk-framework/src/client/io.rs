@@ -174,8 +174,8 @@ fn connect_host(inner: &Arc<Inner>, host: &HostPort, buf: &mut [u8]) -> Attempt 
                 return a;
             }
             Err(mut f) => {
-                if let (Some(t), Some(config)) = (f.tls.take(), &inner.tls) {
-                    f.tls = Some(config.refine(t));
+                if let Some(config) = &inner.tls {
+                    f.tls = f.tls.map(|t| config.refine(t));
                 }
                 if let Some(t) = &f.tls {
                     log::warn!("connecting to {addr}: TLS: {t}");

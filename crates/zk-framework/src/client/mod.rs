@@ -248,13 +248,16 @@ impl Client {
     /// IPv4 literals, names, or bracketed IPv6 literals (`[::1]:2181`); the port
     /// defaults to 2181; whitespace around hosts and empty entries are ignored;
     /// the chroot must be a valid path (`/` means none). Hosts are shuffled.
+    /// A `zks://` prefix says the servers speak TLS: it requires
+    /// [`ClientConfig::with_tls`] (TLS settings alone are enough too).
     /// Names are resolved here once: at least one host must resolve. A host that
     /// does not resolve later is skipped (each attempt resolves again).
     ///
     /// # Errors
     ///
     /// * [`Error::InvalidConnectString`]: empty or malformed string, bad port (0,
-    ///   over 65535, not a number), bad chroot, or no host resolves.
+    ///   over 65535, not a number), bad chroot, no host resolves, or `zks://`
+    ///   without TLS settings.
     /// * [`Error::InvalidArgument`]: a zero timeout, a timeout over `i32::MAX`
     ///   ms, `max_frame` of 0 or over `i32::MAX`, or a resumed session id of 0.
     ///
@@ -272,7 +275,18 @@ impl Client {
     /// assert!(matches!(e, Error::InvalidConnectString { .. }));
     /// ```
     pub fn connect(connect_string: &str, config: ClientConfig) -> Result<Client> {
-        let cs = connect_string::parse(connect_string)?;
+        let cs = match connect_string.trim_start().strip_prefix("zks://") {
+            Some(_) if config.tls.is_none() => {
+                return Err(Error::InvalidConnectString {
+                    input: connect_string.to_string(),
+                    reason: "zks:// asks for TLS, and no TLS settings were given (ClientConfig::with_tls, \
+                             CuratorFrameworkBuilder::tls)"
+                        .into(),
+                })
+            }
+            Some(rest) => connect_string::parse(rest)?,
+            None => connect_string::parse(connect_string)?,
+        };
         let requested_timeout_ms = timeout_ms("session timeout", config.session_timeout)?;
         timeout_ms("connect timeout", config.connect_timeout)?;
         if config.max_frame == 0 || config.max_frame > i32::MAX as usize {

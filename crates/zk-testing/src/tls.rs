@@ -64,13 +64,7 @@ pub enum ClientAuth {
 
 impl ClientAuth {
     /// The value of ZooKeeper's `ssl.clientAuth`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(zk_testing::tls::ClientAuth::Need.zookeeper_value(), "need");
-    /// ```
-    pub fn zookeeper_value(&self) -> &'static str {
+    pub(crate) fn zookeeper_value(&self) -> &'static str {
         match self {
             ClientAuth::None => "none",
             ClientAuth::Need => "need",
@@ -160,45 +154,6 @@ impl ServerTls {
     /// ```
     pub fn client_auth(&self) -> ClientAuth {
         self.client_auth
-    }
-
-    /// The certificate chain (PEM).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let pki = zk_testing::tls::TestPki::new("ca")?;
-    /// assert!(pki.server_tls()?.cert_pem().contains("BEGIN CERTIFICATE"));
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
-    pub fn cert_pem(&self) -> &str {
-        &self.cert_pem
-    }
-
-    /// The private key (PEM).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let pki = zk_testing::tls::TestPki::new("ca")?;
-    /// assert!(pki.server_tls()?.key_pem().contains("PRIVATE KEY"));
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
-    pub fn key_pem(&self) -> &str {
-        &self.key_pem
-    }
-
-    /// The client CA (PEM), if client certificates are verified.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let pki = zk_testing::tls::TestPki::new("ca")?;
-    /// assert!(pki.server_tls()?.client_ca_pem().is_none());
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
-    pub fn client_ca_pem(&self) -> Option<&str> {
-        self.client_ca_pem.as_deref()
     }
 
     /// The rustls server configuration (ring provider).

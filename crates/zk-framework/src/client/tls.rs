@@ -36,9 +36,9 @@ use crate::proto::frame::FrameBuffer;
 /// # Examples
 ///
 /// ```
-/// use zk_framework::{TlsConfig, TlsErrorKind};
-/// let e = TlsConfig::builder().build().unwrap_err();
-/// assert_eq!(e.tls_kind(), Some(TlsErrorKind::InvalidConfig));
+/// use zk_framework::{Error, TlsConfig, TlsErrorKind};
+/// let Error::Tls(e) = TlsConfig::builder().build().unwrap_err() else { unreachable!() };
+/// assert_eq!(e.kind(), TlsErrorKind::InvalidConfig);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -203,19 +203,6 @@ impl TlsConfig {
             verify_hostname: true,
             error: None,
         }
-    }
-
-    /// Number of CA certificates the server is verified against.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// let tls = zk_framework::TlsConfig::builder().ca_pem_file("ca.pem").build()?;
-    /// assert!(tls.ca_certs() > 0);
-    /// # Ok::<(), zk_framework::Error>(())
-    /// ```
-    pub fn ca_certs(&self) -> usize {
-        self.ca_certs
     }
 
     /// Whether a client certificate is presented (mutual TLS).

@@ -460,6 +460,77 @@ fn a_cut_tls_connection_resumes_the_session_with_its_watches() {
     assert!(zk.exists(&eph).unwrap().is_some());
 }
 
+#[test]
+fn a_paused_tls_server_is_noticed_by_the_read_timeout_and_the_session_resumes() {
+    let pki = pki();
+    let s = tls_server(pki.server_tls().unwrap());
+    let t = timing();
+    let zk = Client::connect(
+        &s.connect_string(),
+        ClientConfig::default()
+            // Long enough that the server (whose clock runs while it is paused)
+            // keeps the session: resumed right after the read timeout.
+            .with_session_timeout(t.scale(Duration::from_secs(10)))
+            .with_connect_timeout(Duration::from_secs(1))
+            .with_tls(trust(&pki)),
+    )
+    .unwrap();
+    zk.wait_connected_timeout(t.wait()).unwrap();
+    let sid = zk.session_id();
+    let read_timeout = zk.negotiated_timeout().unwrap() * 2 / 3;
+    let events = zk.state_receiver();
+    let paused = Instant::now();
+    s.pause().unwrap();
+    crate::support::plain::expect_event(&events, SessionEvent::Disconnected);
+    let noticed = paused.elapsed();
+    s.resume().unwrap();
+    crate::support::plain::expect_event(&events, SessionEvent::SyncConnected);
+    eprintln!("dead connection noticed after {noticed:?} (read timeout {read_timeout:?})");
+    assert!(
+        noticed <= read_timeout + timing().scale(Duration::from_millis(500)),
+        "noticed after {noticed:?}, read timeout {read_timeout:?}"
+    );
+    assert_eq!(zk.session_id(), sid);
+    zk.exists("/").unwrap();
+}
+
+#[test]
+fn a_tls_handshake_nobody_answers_is_a_bounded_failed_attempt() {
+    // A port that accepts TCP (the kernel's backlog) and never says a word.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let cs = silent.local_addr().unwrap().to_string();
+    let pki = pki();
+    let connect_timeout = Duration::from_millis(500);
+    let zk = Client::connect(
+        &cs,
+        ClientConfig::default()
+            .with_connect_timeout(connect_timeout)
+            .with_tls(trust(&pki)),
+    )
+    .unwrap();
+    let wait = connect_timeout * 3;
+    let start = Instant::now();
+    let r = zk.wait_connected_timeout(wait);
+    let elapsed = start.elapsed();
+    assert!(elapsed <= wait + margin(), "took {elapsed:?}");
+    match &r {
+        Err(Error::Tls(e)) => {
+            assert_eq!(e.kind(), TlsErrorKind::Handshake, "{e}");
+            assert!(e.message().contains("did not finish"), "{e}");
+        }
+        other => panic!("a silent TLS port: {other:?}"),
+    }
+    // The client keeps trying, one bounded attempt after another.
+    assert!(zk.connect_attempts() >= 2, "attempts: {}", zk.connect_attempts());
+    let start = Instant::now();
+    zk.close();
+    assert!(
+        start.elapsed() <= Duration::from_secs(2) + margin(),
+        "close took {:?}",
+        start.elapsed()
+    );
+}
+
 // ---- inputs -------------------------------------------------------------------------------
 
 #[test]

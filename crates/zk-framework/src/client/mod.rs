@@ -63,6 +63,16 @@
 //! * A server that refuses the handshake because it has not seen the client's
 //!   last zxid is retried forever with backoff, as Java does.
 //!
+//! # TLS
+//!
+//! With [`ClientConfig::with_tls`] (or a `zks://` connect string plus TLS
+//! settings) every connection is TLS ([`TlsConfig`]: CA certificates, an
+//! optional client certificate, host name verification on by default). The TLS
+//! handshake is part of the connection attempt and shares its bound; a refused
+//! handshake is a failed attempt like any other, reported by
+//! [`Client::wait_connected`] as [`Error::Tls`]. Plain TCP connections are
+//! unchanged (no extra copy or lock).
+//!
 //! # Watches
 //!
 //! Watches are one-shot callbacks ([`Watcher`]) on nodes. A watch is registered

@@ -6,10 +6,14 @@
 //!
 //! Without `--connect` it starts the embedded server in-process; `--apache`
 //! starts Debian's ZooKeeper 3.8 instead. Scenarios (`--only` picks some):
-//! `floor`, `mutex`, `semaphore`, `reentrant`, `handoff`, `herd`, `rwlock`,
-//! `multilock`, `metrics` (the uncontended mutex cycle with the lock figures
-//! on and off, in alternating rounds; built with `--features metrics` the
-//! figures also go through the `metrics` facade to a counting recorder).
+//! `connect`, `floor`, `mutex`, `semaphore`, `reentrant`, `handoff`, `herd`,
+//! `rwlock`, `multilock`, `metrics` (the uncontended mutex cycle with the lock
+//! figures on and off, in alternating rounds; built with `--features metrics`
+//! the figures also go through the `metrics` facade to a counting recorder).
+//! `--tls` runs them all over TLS (the server started with a throw-away CA's
+//! certificate, every client verifying it).
+
+use std::sync::OnceLock;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
@@ -17,8 +21,9 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use zk_framework::proto::OpCode;
-use zk_framework::{Acl, CreateMode, CuratorFramework, ExponentialBackoffRetry};
+use zk_framework::{Acl, ClientConfig, CreateMode, CuratorFramework, ExponentialBackoffRetry, TlsConfig};
 use zk_recipes::{InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex, MultiLock};
+use zk_testing::tls::TestPki;
 use zk_testing::{Backend, TestingServer};
 
 /// Lock benchmarks on the embedded server (default), Apache ZooKeeper, or
@@ -26,7 +31,7 @@ use zk_testing::{Backend, TestingServer};
 #[derive(Debug, Parser)]
 #[command(
     name = "zk-bench",
-    override_usage = "zk-bench [--connect HOST:PORT | --apache] [--curator] [--seconds N] [--only NAMES]",
+    override_usage = "zk-bench [--connect HOST:PORT | --apache] [--tls] [--curator] [--seconds N] [--only NAMES]",
     args_override_self = true,
     disable_version_flag = true
 )]
@@ -37,13 +42,18 @@ struct Opts {
     /// Start Debian's Apache ZooKeeper 3.8 instead of the embedded server.
     #[arg(long)]
     apache: bool,
+    /// Serve and connect over TLS (the embedded server or Apache's
+    /// secureClientPort, with certificates made for this run; not with --connect or
+    /// --curator).
+    #[arg(long, conflicts_with_all = ["connect", "curator"])]
+    tls: bool,
     /// Also run Curator 5.4 (Debian jars) on the same server.
     #[arg(long)]
     curator: bool,
     /// Seconds per scenario.
     #[arg(long, value_name = "N", default_value_t = 3.0)]
     seconds: f64,
-    /// Only these scenarios, comma-separated: floor, mutex, semaphore,
+    /// Only these scenarios, comma-separated: connect, floor, mutex, semaphore,
     /// reentrant, handoff, herd, rwlock, multilock, metrics.
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     only: Option<Vec<String>>,
@@ -53,14 +63,19 @@ fn parse() -> Opts {
     Opts::parse()
 }
 
+/// The clients' TLS settings with `--tls`.
+static TLS: OnceLock<Option<TlsConfig>> = OnceLock::new();
+
 fn client(cs: &str) -> CuratorFramework {
-    let c = CuratorFramework::builder()
+    let mut b = CuratorFramework::builder()
         .connect_string(cs)
         .session_timeout(Duration::from_secs(30))
         .connection_timeout(Duration::from_secs(10))
-        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
-        .build()
-        .expect("client");
+        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3));
+    if let Some(tls) = TLS.get().cloned().flatten() {
+        b = b.tls(tls);
+    }
+    let c = b.build().expect("client");
     c.block_until_connected(Duration::from_secs(30)).expect("connected");
     c
 }
@@ -102,12 +117,20 @@ fn report_latency(key: &str, v: &[Duration]) {
 fn main() {
     let o = parse();
     let want = |name: &str| o.only.as_ref().map_or(true, |v| v.iter().any(|x| x == name));
+    let backend_kind = if o.apache { Backend::Apache } else { Backend::Embedded };
     let server = if o.connect.is_some() {
         None
-    } else if o.apache {
-        Some(TestingServer::start_backend(Backend::Apache).expect("start Apache ZooKeeper"))
+    } else if o.tls {
+        let pki = TestPki::new("zk-bench CA").expect("make a CA");
+        let tls = TlsConfig::builder()
+            .ca_pem(pki.ca_pem().as_bytes())
+            .build()
+            .expect("TLS config");
+        let _ = TLS.set(Some(tls));
+        let server_tls = pki.server_tls().expect("server certificate");
+        Some(TestingServer::start_backend_tls(backend_kind, server_tls).expect("start a TLS server"))
     } else {
-        Some(TestingServer::start_backend(Backend::Embedded).expect("start the embedded server"))
+        Some(TestingServer::start_backend(backend_kind).expect("start the server"))
     };
     let cs = o
         .connect
@@ -119,6 +142,7 @@ fn main() {
         (None, false) => "embedded",
     };
     println!("server={backend}");
+    println!("tls={}", o.tls);
     let run = Duration::from_secs_f64(o.seconds);
     let c = client(&cs);
     let zk = c.zookeeper_client();
@@ -127,6 +151,28 @@ fn main() {
         .creating_parent_containers_if_needed()
         .for_path("/bench/floor/keep")
         .ok();
+
+    if want("connect") {
+        // A new session: TCP connect, TLS handshake (with --tls), ConnectRequest,
+        // and the close.
+        let tls = TLS.get().cloned().flatten();
+        let mut v = Vec::new();
+        let end = Instant::now() + run;
+        while Instant::now() < end || v.len() < 20 {
+            let config = ClientConfig::default().with_session_timeout(Duration::from_secs(30));
+            let config = match &tls {
+                Some(t) => config.with_tls(t.clone()),
+                None => config,
+            };
+            let t = Instant::now();
+            let zk = zk_framework::Client::connect(&cs, config).expect("connect");
+            zk.wait_connected_timeout(Duration::from_secs(10)).expect("connected");
+            v.push(t.elapsed());
+            zk.close();
+        }
+        v.sort();
+        report_latency("connect.new_session", &v);
+    }
 
     if want("floor") {
         let v = latencies(run, || {

@@ -41,3 +41,6 @@ mod bad_input;
 mod conformance;
 mod ensemble;
 mod fuzz_decoders;
+
+// TLS (rustls) against the embedded server or Apache's secureClientPort.
+mod tls;

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::client::TlsError;
 use crate::proto::path::InvalidPath;
 use crate::proto::ErrorCode;
 
@@ -119,6 +120,12 @@ pub enum Error {
         /// How long the caller asked to wait.
         waited: Duration,
     },
+    /// TLS failed: a configuration that cannot be used (at build time), or a
+    /// handshake the server or the client refused (unknown CA, wrong name,
+    /// expired certificate, client certificate required, a port that does not
+    /// speak TLS). See [`TlsError::kind`]. Not retryable: the same
+    /// certificates fail the same way.
+    Tls(TlsError),
 }
 
 impl Error {
@@ -193,7 +200,8 @@ impl Error {
             | Error::DataTooLarge { .. }
             | Error::DeadlineExceeded
             | Error::Closed
-            | Error::ConnectTimeout { .. } => return None,
+            | Error::ConnectTimeout { .. }
+            | Error::Tls(_) => return None,
         })
     }
 
@@ -250,6 +258,7 @@ impl fmt::Display for Error {
             Error::DataTooLarge { len, max } => write!(f, "data too large: {len} bytes, the limit is {max}"),
             Error::Closed => f.write_str("client closed"),
             Error::ConnectTimeout { waited } => write!(f, "not connected within {waited:?}"),
+            Error::Tls(e) => write!(f, "TLS: {e}"),
         }
     }
 }
@@ -258,6 +267,7 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::InvalidPath(p) => Some(p),
+            Error::Tls(e) => Some(e),
             _ => None,
         }
     }

@@ -62,7 +62,10 @@ pub mod state;
 /// `zk_framework::proto::...` path keeps working.
 pub use zk_proto as proto;
 
-pub use client::{Client, ClientConfig, ClientState, Op, OpResult, SessionEvent, WatchedEvent, Watcher};
+pub use client::{
+    Client, ClientConfig, ClientState, Op, OpResult, SessionEvent, TlsConfig, TlsConfigBuilder, TlsError, TlsErrorKind,
+    WatchedEvent, Watcher,
+};
 pub use error::{Error, Result};
 pub use framework::{
     AclProvider, CreateBuilder, CreatedTogether, CreatedWithListing, CuratorFramework, CuratorFrameworkBuilder,

@@ -4,6 +4,7 @@
 //! Clap's errors are turned into zk-lock's own messages (exit 64).
 
 use std::ffi::OsString;
+use std::path::PathBuf;
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{ArgAction, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -126,6 +127,8 @@ pub struct Connection {
     pub auth: Option<Credentials>,
     /// The ACL of the lock's nodes (`--acl`).
     pub acl: AclChoice,
+    /// TLS settings (`--tls-*`); `None` for plain TCP.
+    pub tls: Option<Box<TlsFiles>>,
 }
 
 /// Everything a run needs.
@@ -145,6 +148,89 @@ pub struct Options {
     pub path: String,
     /// COMMAND and its arguments (never empty).
     pub command: Vec<OsString>,
+}
+
+// ---- TLS options (--tls-*) -----------------------------------------------------------------
+
+/// The `--tls-*` options: files, read when the client is built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// CA certificate(s), PEM: what the server's certificate must be signed by.
+    pub ca: PathBuf,
+    /// Client certificate and key (PEM) for mutual TLS.
+    pub client: Option<(PathBuf, PathBuf)>,
+    /// Whether the server's certificate must name the host connected to.
+    pub verify_hostname: bool,
+}
+
+/// The TLS options as clap sees them (a group of their own in the help).
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "TLS (the server's secureClientPort)")]
+struct TlsArgs {
+    /// connect over TLS, verifying the server's certificate against the CA
+    /// certificate(s) in this PEM file [env: ZK_LOCK_TLS_CA]
+    #[arg(
+        global = true,
+        verbatim_doc_comment,
+        long,
+        value_name = "FILE",
+        env = "ZK_LOCK_TLS_CA",
+        hide_env = true
+    )]
+    tls_ca: Option<PathBuf>,
+
+    /// client certificate (PEM) for mutual TLS; needs --tls-key
+    /// [env: ZK_LOCK_TLS_CERT]
+    #[arg(
+        global = true,
+        verbatim_doc_comment,
+        long,
+        value_name = "FILE",
+        env = "ZK_LOCK_TLS_CERT",
+        hide_env = true
+    )]
+    tls_cert: Option<PathBuf>,
+
+    /// the client certificate's private key (PEM); needs --tls-cert. Give a
+    /// file, never the key itself [env: ZK_LOCK_TLS_KEY]
+    #[arg(
+        global = true,
+        verbatim_doc_comment,
+        long,
+        value_name = "FILE",
+        env = "ZK_LOCK_TLS_KEY",
+        hide_env = true
+    )]
+    tls_key: Option<PathBuf>,
+
+    /// do not check that the server's certificate names the host connected to
+    /// (the chain and dates are still verified): for IP-only test setups
+    /// [env: ZK_LOCK_TLS_NO_HOSTNAME_VERIFY=1]
+    #[arg(global = true, verbatim_doc_comment, long, env = "ZK_LOCK_TLS_NO_HOSTNAME_VERIFY", hide_env = true, value_parser = clap::builder::BoolishValueParser::new(), action = ArgAction::SetTrue)]
+    tls_no_hostname_verify: bool,
+}
+
+impl TlsArgs {
+    /// Checks the combination: `Ok(None)` without `--tls-ca` and nothing else.
+    fn resolve(&self) -> Result<Option<Box<TlsFiles>>, UsageError> {
+        let client = match (self.tls_cert.clone(), self.tls_key.clone()) {
+            (Some(c), Some(k)) => Some((c, k)),
+            (None, None) => None,
+            (Some(_), None) => return usage("--tls-cert needs --tls-key (the certificate's private key)"),
+            (None, Some(_)) => return usage("--tls-key needs --tls-cert (the certificate it belongs to)"),
+        };
+        match self.tls_ca.clone() {
+            Some(ca) => Ok(Some(Box::new(TlsFiles {
+                ca,
+                client,
+                verify_hostname: !self.tls_no_hostname_verify,
+            }))),
+            None if client.is_some() || self.tls_no_hostname_verify => usage(
+                "--tls-cert, --tls-key and --tls-no-hostname-verify need --tls-ca (the CA to verify the server with)",
+            ),
+            None => Ok(None),
+        }
+    }
 }
 
 /// `zk-lock status`, `break` or `wait`.
@@ -353,8 +439,8 @@ EXIT STATUS:
     COMMAND's status  COMMAND ran under the lock (128+N: killed by signal N)
       1               the lock was not acquired: --timeout passed, or --timeout 0
                       found it held (as flock(1); see --conflict-exit-code)
-     64               usage error: bad option, PATH, duration or connect string
-                      (EX_USAGE)
+     64               usage error: bad option, PATH, duration or connect string,
+                      or --tls-* files that cannot be read or used (EX_USAGE)
      69               ZooKeeper unavailable (not reachable within
                       --connect-timeout) or another lock error (EX_UNAVAILABLE)
      75               the lock was lost while COMMAND ran; COMMAND was terminated
@@ -369,6 +455,9 @@ EXIT STATUS:
 
 ENVIRONMENT:
     ZK_CONNECT          the connect string when --connect is not given
+    ZK_LOCK_TLS_CA, ZK_LOCK_TLS_CERT, ZK_LOCK_TLS_KEY,
+    ZK_LOCK_TLS_NO_HOSTNAME_VERIFY
+                        the --tls-* options when not given on the command line
     RUST_LOG            log filter (env_logger syntax, e.g. RUST_LOG=debug); it
                         overrides -v. Quiet by default: errors only.
     ZK_LOCK_AUTH        SCHEME:CREDENTIALS when neither --auth nor --auth-file
@@ -402,6 +491,10 @@ EXAMPLES:
 
     # a lock only holders of the deployer credentials can take, join or break
     ZK_LOCK_AUTH=digest:deployer:s3cret zk-lock --acl creator /locks/deploy -- make deploy
+
+    # over TLS, with a client certificate (mutual TLS)
+    zk-lock --connect zk1:2281 --tls-ca ca.pem --tls-cert me.pem --tls-key me.key \\
+        /locks/backup -- ./backup.sh
 
     # try it without a ZooKeeper server
     zk-lock --embedded -v /demo -- echo \"holding the lock\"";
@@ -560,6 +653,9 @@ struct ConnArgs {
         help_heading = "Authentication and ACLs"
     )]
     acl: Option<AclChoice>,
+
+    #[command(flatten)]
+    tls: TlsArgs,
 }
 
 /// The operator's subcommands.
@@ -907,6 +1003,10 @@ fn connection(a: &ConnArgs, env: &Env) -> Result<Connection, UsageError> {
              (no in-process test server); give --connect or ZK_CONNECT instead",
         );
     }
+    let tls = a.tls.resolve()?;
+    if a.embedded && tls.is_some() {
+        return usage("--embedded and --tls-* cannot be combined: the embedded server speaks plain TCP");
+    }
     let auth = credentials(a.auth.clone(), a.auth_file.as_deref(), env.zk_lock_auth.clone())?;
     let acl = a.acl.unwrap_or(AclChoice::Open);
     if acl != AclChoice::Open && auth.is_none() {
@@ -933,6 +1033,7 @@ fn connection(a: &ConnArgs, env: &Env) -> Result<Connection, UsageError> {
         verbose: a.verbose,
         auth,
         acl,
+        tls,
     })
 }
 
@@ -1278,5 +1379,36 @@ mod tests {
         assert!(err(&["--session-timeout", "0", "/l", "--", "x"]).contains("greater than zero"));
         assert!(err(&["--embedded", "--connect", "h:1", "/l", "--", "x"]).contains("cannot be combined"));
         assert!(err(&["--connect", "", "/l", "--", "x"]).contains("empty"));
+    }
+
+    #[test]
+    fn tls_options() {
+        assert_eq!(run(&["/l", "--", "x"]).conn.tls, None);
+        let o = run(&["--tls-ca", "ca.pem", "/l", "--", "x"]);
+        assert_eq!(
+            o.conn.tls,
+            Some(Box::new(TlsFiles {
+                ca: "ca.pem".into(),
+                client: None,
+                verify_hostname: true
+            }))
+        );
+        let o = run(&[
+            "--tls-ca=ca.pem",
+            "--tls-cert",
+            "c.pem",
+            "--tls-key",
+            "c.key",
+            "--tls-no-hostname-verify",
+            "/l",
+            "--",
+            "x",
+        ]);
+        let tls = o.conn.tls.unwrap();
+        assert_eq!(tls.client, Some(("c.pem".into(), "c.key".into())));
+        assert!(!tls.verify_hostname);
+        assert!(err(&["--tls-key", "k", "--tls-ca", "c", "/l", "--", "x"]).contains("--tls-key needs --tls-cert"));
+        assert!(err(&["--tls-no-hostname-verify", "/l", "--", "x"]).contains("need --tls-ca"));
+        assert!(err(&["--embedded", "--tls-ca", "c", "/l", "--", "x"]).contains("cannot be combined"));
     }
 }

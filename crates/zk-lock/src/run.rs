@@ -192,6 +192,15 @@ pub(crate) fn build_client(conn: &Connection, connect: &str) -> Result<CuratorFr
         AclChoice::Creator => builder.acl_provider(FixedAclProvider::creator_all()),
         AclChoice::CreatorRead => builder.acl_provider(FixedAclProvider::creator_all_read_others()),
     };
+    if let Some(files) = &conn.tls {
+        match tls_config(files) {
+            Ok(tls) => builder = builder.tls(tls),
+            Err(e) => {
+                eprintln!("zk-lock: {e}");
+                return Err(exit::USAGE);
+            }
+        }
+    }
     match builder.build() {
         Ok(c) => Ok(c),
         Err(zk_framework::Error::InvalidConnectString { input, reason }) if reason.contains("resolve") => {
@@ -216,6 +225,17 @@ pub(crate) type ServerHandle = Option<zk_testing::embedded::EmbeddedServer>;
 /// The embedded server's handle (or nothing).
 #[cfg(not(feature = "embedded"))]
 pub(crate) type ServerHandle = Option<()>;
+
+/// The client's TLS configuration from the `--tls-*` files.
+fn tls_config(files: &crate::args::TlsFiles) -> zk_framework::Result<zk_framework::TlsConfig> {
+    let mut b = zk_framework::TlsConfig::builder()
+        .ca_pem_file(&files.ca)
+        .verify_hostname(files.verify_hostname);
+    if let Some((cert, key)) = &files.client {
+        b = b.client_cert_pem_files(cert, key);
+    }
+    b.build()
+}
 
 /// The embedded server (with `--embedded`) and the connect string to use.
 #[cfg(feature = "embedded")]
@@ -293,8 +313,12 @@ fn run_with_client(
     shared: &Mutex<Shared>,
     events: &Receiver<Received>,
 ) -> i32 {
-    if client.block_until_connected(opts.conn.connect_timeout).is_err() {
+    if let Err(e) = client.block_until_connected(opts.conn.connect_timeout) {
         set_phase(shared, Phase::Finishing);
+        if let zk_framework::Error::Tls(tls) = e {
+            eprintln!("zk-lock: ZooKeeper unavailable: TLS with {connect} failed: {tls}");
+            return exit::UNAVAILABLE;
+        }
         eprintln!(
             "zk-lock: ZooKeeper unavailable: could not connect to {connect} within {}",
             human(opts.conn.connect_timeout)

@@ -1689,3 +1689,158 @@ fn status_of_a_read_write_lock_shows_both_readers_and_the_queued_writer() {
     }
     assert_eq!(writer.finish(timing().wait()).0.code(), Some(0));
 }
+
+// ---- TLS (--tls-*) -------------------------------------------------------------------------
+
+/// zk-lock over TLS with a client certificate (the server requires one): the
+/// flags and the environment variables both work, a TLS holder excludes it,
+/// a wrong CA is exit 69 within --connect-timeout, bad TLS options are exit 64.
+#[test]
+fn locks_over_tls_with_flags_and_environment() {
+    use zk_testing::tls::TestPki;
+    let _ = env_logger::builder().is_test(true).try_init();
+    let pki = TestPki::new("zk-lock test CA").unwrap();
+    let server = TestingServer::start_tls(pki.server_tls().unwrap().require_client_cert(pki.ca_pem())).unwrap();
+    let dir = Scratch::new("tls");
+    let ca = dir.path("ca.pem");
+    std::fs::write(&ca, pki.ca_pem()).unwrap();
+    let (cert, key) = pki
+        .client_cert("zk-lock")
+        .unwrap()
+        .write_files(&dir.0, "client")
+        .unwrap();
+    let other_ca = dir.path("other-ca.pem");
+    std::fs::write(&other_ca, TestPki::new("other").unwrap().ca_pem()).unwrap();
+    let (ca, cert, key, other_ca) = (
+        ca.to_str().unwrap(),
+        cert.to_str().unwrap(),
+        key.to_str().unwrap(),
+        other_ca.to_str().unwrap(),
+    );
+    let cs = server.connect_string();
+    let out = dir.path("node");
+    let script = format!("echo \"$ZK_LOCK_NODE\" > {}", out.display());
+
+    // Flags.
+    let (code, stderr, _) = run(
+        Some(&cs),
+        &[
+            "--tls-ca",
+            ca,
+            "--tls-cert",
+            cert,
+            "--tls-key",
+            key,
+            "/tls/flags",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let node = std::fs::read_to_string(&out).unwrap();
+    assert!(node.starts_with("/tls/flags/"), "{node}");
+    assert!(!stderr.contains("PRIVATE KEY"), "{stderr}");
+
+    // Environment variables instead of flags.
+    let status = Command::new(zk_lock_bin())
+        .args(["--connect", &cs, "/tls/env", "--", "true"])
+        .env("ZK_LOCK_TLS_CA", ca)
+        .env("ZK_LOCK_TLS_CERT", cert)
+        .env("ZK_LOCK_TLS_KEY", key)
+        .env_remove("ZK_CONNECT")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+
+    // A holder connected over TLS excludes zk-lock (a non-blocking try: exit 1).
+    let tls = zk_framework::TlsConfig::builder()
+        .ca_pem(pki.ca_pem().as_bytes())
+        .client_cert_pem_files(cert, key)
+        .build()
+        .unwrap();
+    let t = timing();
+    let holder = CuratorFramework::builder()
+        .connect_string(cs.clone())
+        .session_timeout(t.session())
+        .connection_timeout(t.connection())
+        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
+        .tls(tls)
+        .build()
+        .unwrap();
+    holder.block_until_connected(t.wait()).unwrap();
+    let lock = InterProcessMutex::new(&holder, "/tls/held").unwrap();
+    let g = lock.acquire().unwrap();
+    let tls_args = ["--tls-ca", ca, "--tls-cert", cert, "--tls-key", key];
+    let mut args = tls_args.to_vec();
+    args.extend(["-n", "/tls/held", "--", "true"]);
+    let (code, stderr, _) = run(Some(&cs), &args);
+    assert_eq!(code, 1, "held elsewhere: {stderr}");
+    g.release().unwrap();
+    let (code, stderr, _) = run(Some(&cs), &args);
+    assert_eq!(code, 0, "free: {stderr}");
+
+    // A wrong CA: exit 69, a TLS message, within the connect timeout.
+    let (code, stderr, elapsed) = run(
+        Some(&cs),
+        &[
+            "--connect-timeout",
+            "2s",
+            "--tls-ca",
+            other_ca,
+            "--tls-cert",
+            cert,
+            "--tls-key",
+            key,
+            "/tls/wrong",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(code, 69, "{stderr}");
+    assert!(
+        stderr.contains("TLS") && stderr.contains("not signed by a trusted CA"),
+        "{stderr}"
+    );
+    assert!(
+        elapsed <= Duration::from_secs(2) + t.scale(Duration::from_secs(2)),
+        "{elapsed:?}"
+    );
+
+    // Without a client certificate the server refuses: exit 69 saying so.
+    let (code, stderr, _) = run(
+        Some(&cs),
+        &["--connect-timeout", "2s", "--tls-ca", ca, "/tls/nocert", "--", "true"],
+    );
+    assert_eq!(code, 69, "{stderr}");
+    assert!(stderr.contains("requires a client certificate"), "{stderr}");
+
+    // Bad TLS options: usage errors (64), nothing run.
+    for (args, want) in [
+        (
+            vec!["--tls-ca", ca, "--tls-cert", cert, "/x", "--", "true"],
+            "--tls-cert needs --tls-key",
+        ),
+        (
+            vec!["--tls-cert", cert, "--tls-key", key, "/x", "--", "true"],
+            "need --tls-ca",
+        ),
+        (
+            vec!["--tls-ca", "/nonexistent/ca.pem", "/x", "--", "true"],
+            "/nonexistent/ca.pem",
+        ),
+        (
+            vec!["--tls-ca", ca, "--tls-cert", cert, "--tls-key", ca, "/x", "--", "true"],
+            "private key",
+        ),
+    ] {
+        let (code, stderr, _) = run(Some(&cs), &args);
+        assert_eq!(code, 64, "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+    }
+}

@@ -40,6 +40,18 @@ const SERVER_JARS: &[&str] = &[
     "slf4j-api.jar",
     "slf4j-simple.jar",
 ];
+/// What the Netty connection factory (TLS) needs besides `SERVER_JARS`: Debian does not
+/// put Netty on zookeeper.jar's class path.
+const NETTY_JARS: &[&str] = &[
+    "netty-buffer.jar",
+    "netty-codec.jar",
+    "netty-common.jar",
+    "netty-handler.jar",
+    "netty-resolver.jar",
+    "netty-transport.jar",
+    "netty-transport-native-unix-common.jar",
+    "netty-transport-native-epoll.jar",
+];
 const STANDALONE_MAIN: &str = "org.apache.zookeeper.server.ZooKeeperServerMain";
 const QUORUM_MAIN: &str = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
 
@@ -126,6 +138,12 @@ pub struct ApacheConfig {
     /// (`-Dzookeeper.DigestAuthenticationProvider.superDigest`, e.g. from
     /// `zk_proto::digest::digest_id("super:test")`). Default none.
     pub super_digest: Option<String>,
+    /// Also serve TLS on a `secureClientPort` ([`ApacheServer::secure_port`]) with the
+    /// Netty connection factory, PEM key and trust stores written from this
+    /// ([`ServerTls`](crate::tls::ServerTls)), and `ssl.clientAuth` as it says. The plain
+    /// `clientPort` stays open (the harness polls it). Standalone servers only; an ensemble
+    /// ignores it. Default `None`.
+    pub tls: Option<crate::tls::ServerTls>,
 }
 
 impl Default for ApacheConfig {
@@ -138,6 +156,7 @@ impl Default for ApacheConfig {
             extended_types: true,
             heap: "256m".to_string(),
             super_digest: None,
+            tls: None,
         }
     }
 }
@@ -224,9 +243,11 @@ impl Node {
         format!("127.0.0.1:{}", self.client_port)
     }
 
-    fn classpath() -> String {
+    fn classpath(netty: bool) -> String {
+        let netty_jars: &[&str] = if netty { NETTY_JARS } else { &[] };
         let jars: Vec<String> = SERVER_JARS
             .iter()
+            .chain(netty_jars)
             .map(|j| Path::new(JAVA_LIB).join(j))
             .filter(|p| p.is_file())
             .map(|p| p.display().to_string())
@@ -270,7 +291,7 @@ impl Node {
             cmd.arg(format!("-Dzookeeper.DigestAuthenticationProvider.superDigest={d}"));
         }
         cmd.arg("-cp")
-            .arg(Self::classpath())
+            .arg(Self::classpath(c.tls.is_some()))
             .arg(self.main_class)
             .arg(&self.cfg_path)
             .current_dir(&self.dir)
@@ -487,6 +508,7 @@ impl Node {
 #[derive(Debug)]
 pub struct ApacheServer {
     node: Node,
+    secure_port: Option<u16>,
 }
 
 impl ApacheServer {
@@ -513,11 +535,17 @@ impl ApacheServer {
     pub fn start(config: ApacheConfig) -> io::Result<Self> {
         let dir = make_temp_dir("standalone")?;
         let result = (|| {
-            let port = free_ports(1)?[0];
-            let node = Node::create(dir.clone(), port, STANDALONE_MAIN, &config, "", None)?;
+            let ports = free_ports(if config.tls.is_some() { 2 } else { 1 })?;
+            let port = ports[0];
+            let secure_port = ports.get(1).copied();
+            let extra = match (&config.tls, secure_port) {
+                (Some(tls), Some(sport)) => tls_cfg(tls, &dir, sport)?,
+                _ => String::new(),
+            };
+            let node = Node::create(dir.clone(), port, STANDALONE_MAIN, &config, &extra, None)?;
             let deadline = Instant::now() + READY_TIMEOUT;
             node.start_and_wait(&["standalone"], deadline)?;
-            Ok(ApacheServer { node })
+            Ok(ApacheServer { node, secure_port })
         })();
         if result.is_err() && !keep_dirs() {
             let _ = fs::remove_dir_all(&dir);
@@ -541,6 +569,20 @@ impl ApacheServer {
     /// ```
     pub fn port(&self) -> u16 {
         self.node.client_port
+    }
+
+    /// The `secureClientPort` (TLS, on `127.0.0.1`) when started with
+    /// [`ApacheConfig::tls`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let server = zk_testing::apache::ApacheServer::start(Default::default())?;
+    /// assert_eq!(server.secure_port(), None);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn secure_port(&self) -> Option<u16> {
+        self.secure_port
     }
 
     /// The connect string for clients: `"127.0.0.1:PORT"`.
@@ -1255,6 +1297,25 @@ fn srvr_mode(addr: &str) -> Option<String> {
         .lines()
         .find_map(|l| l.strip_prefix("Mode:"))
         .map(|m| m.trim().to_string())
+}
+
+/// The `zoo.cfg` lines of a TLS server (`secureClientPort` with Netty, PEM stores written
+/// into `dir`).
+fn tls_cfg(tls: &crate::tls::ServerTls, dir: &Path, secure_port: u16) -> io::Result<String> {
+    let (ks, ts) = tls.write_stores(dir)?;
+    Ok(format!(
+        "secureClientPort={secure_port}\n\
+         secureClientPortAddress=127.0.0.1\n\
+         serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n\
+         ssl.keyStore.location={}\n\
+         ssl.keyStore.type=PEM\n\
+         ssl.trustStore.location={}\n\
+         ssl.trustStore.type=PEM\n\
+         ssl.clientAuth={}\n",
+        ks.display(),
+        ts.display(),
+        tls.client_auth().zookeeper_value(),
+    ))
 }
 
 fn find_java() -> Option<PathBuf> {

@@ -13,6 +13,7 @@ use parking_lot::Mutex;
 use crate::apache::{self, ApacheConfig, ApacheServer};
 use crate::embedded::{EmbeddedServer, ServerConfig};
 use crate::raw::RawConnection;
+use crate::tls::ServerTls;
 
 /// Which server implementation a test runs against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -217,7 +218,7 @@ pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
 
 enum Inner {
     Embedded(EmbeddedServer),
-    Apache(Mutex<ApacheServer>),
+    Apache(Box<Mutex<ApacheServer>>),
 }
 
 /// A ZooKeeper server for tests: the embedded one or real Apache ZooKeeper,
@@ -225,7 +226,9 @@ enum Inner {
 /// `Unsupported` on Apache.
 pub struct TestingServer {
     inner: Inner,
+    /// The port clients connect to (the secure port of a TLS server).
     port: u16,
+    tls: bool,
 }
 
 impl std::fmt::Debug for TestingServer {
@@ -233,6 +236,7 @@ impl std::fmt::Debug for TestingServer {
         f.debug_struct("TestingServer")
             .field("backend", &self.backend())
             .field("port", &self.port)
+            .field("tls", &self.tls)
             .finish()
     }
 }
@@ -241,6 +245,13 @@ fn unsupported(what: &str) -> io::Error {
     io::Error::new(
         io::ErrorKind::Unsupported,
         format!("{what} is only available on the embedded server"),
+    )
+}
+
+fn unsupported_tls(what: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!("{what} need a plain port, and an embedded TLS server has none"),
     )
 }
 
@@ -296,11 +307,13 @@ impl TestingServer {
     /// assert!(s.embedded().is_some());
     /// ```
     pub fn embedded_with(config: ServerConfig) -> io::Result<TestingServer> {
+        let tls = config.tls.is_some();
         let s = EmbeddedServer::start(config)?;
         let port = s.port();
         Ok(TestingServer {
             inner: Inner::Embedded(s),
             port,
+            tls,
         })
     }
 
@@ -324,11 +337,93 @@ impl TestingServer {
             ));
         }
         let s = ApacheServer::start(config)?;
-        let port = s.port();
+        let port = s.secure_port().unwrap_or(s.port());
         Ok(TestingServer {
-            inner: Inner::Apache(Mutex::new(s)),
+            tls: s.secure_port().is_some(),
+            inner: Inner::Apache(Box::new(Mutex::new(s))),
             port,
         })
+    }
+
+    /// Starts a TLS server on the backend chosen by `ZK_TEST_SERVER`: the
+    /// embedded server serving TLS on its port, or Apache ZooKeeper with a
+    /// `secureClientPort`. [`TestingServer::connect_string`] is then the TLS
+    /// address.
+    ///
+    /// # Errors
+    ///
+    /// As [`TestingServer::start`]; `InvalidInput` for TLS settings that cannot
+    /// be used.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_testing::{tls::TestPki, TestingServer};
+    /// let pki = TestPki::new("ca")?;
+    /// let s = TestingServer::start_backend_tls(zk_testing::Backend::Embedded, pki.server_tls()?)?;
+    /// assert!(s.is_tls());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn start_tls(tls: ServerTls) -> io::Result<TestingServer> {
+        TestingServer::start_backend_tls(Backend::from_env()?, tls)
+    }
+
+    /// [`TestingServer::start_tls`] on the given backend.
+    ///
+    /// # Errors
+    ///
+    /// As [`TestingServer::start_tls`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_testing::{tls::TestPki, Backend, TestingServer};
+    /// let pki = TestPki::new("ca")?;
+    /// let s = TestingServer::start_backend_tls(Backend::Embedded, pki.server_tls()?)?;
+    /// assert_eq!(s.plain_connect_string(), None);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn start_backend_tls(backend: Backend, tls: ServerTls) -> io::Result<TestingServer> {
+        match backend {
+            Backend::Embedded => TestingServer::embedded_with(ServerConfig {
+                tls: Some(tls),
+                ..ServerConfig::default()
+            }),
+            Backend::Apache => TestingServer::apache_with(ApacheConfig {
+                tls: Some(tls),
+                ..ApacheConfig::default()
+            }),
+        }
+    }
+
+    /// Whether clients must connect with TLS.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded).unwrap();
+    /// assert!(!s.is_tls());
+    /// ```
+    pub fn is_tls(&self) -> bool {
+        self.tls
+    }
+
+    /// A plain-TCP address of the server, if it has one: the connect string of a
+    /// plain server, the `clientPort` of an Apache TLS server, `None` for an
+    /// embedded TLS server (one port, TLS only).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded).unwrap();
+    /// assert_eq!(s.plain_connect_string(), Some(s.connect_string()));
+    /// ```
+    pub fn plain_connect_string(&self) -> Option<String> {
+        match &self.inner {
+            Inner::Apache(s) => Some(s.lock().connect_string()),
+            Inner::Embedded(_) if self.tls => None,
+            Inner::Embedded(_) => Some(self.connect_string()),
+        }
     }
 
     /// Which backend this is.
@@ -346,7 +441,7 @@ impl TestingServer {
         }
     }
 
-    /// The client port.
+    /// The client port (the secure port of a TLS server).
     ///
     /// # Examples
     ///
@@ -358,7 +453,7 @@ impl TestingServer {
         self.port
     }
 
-    /// `127.0.0.1:PORT`.
+    /// `127.0.0.1:PORT`: where clients connect (TLS for a TLS server).
     ///
     /// # Examples
     ///
@@ -480,8 +575,8 @@ impl TestingServer {
                 }
             }
             Inner::Apache(_) => {
-                let (mut c, resp) =
-                    RawConnection::connect(&self.connect_string(), 30_000, Some((session_id, password)))?;
+                let plain = self.plain_connect_string().unwrap_or_else(|| self.connect_string());
+                let (mut c, resp) = RawConnection::connect(&plain, 30_000, Some((session_id, password)))?;
                 if resp.timeout <= 0 {
                     return Ok(()); // already expired
                 }
@@ -562,7 +657,8 @@ impl TestingServer {
     ///
     /// # Errors
     ///
-    /// Connection or read failures.
+    /// Connection or read failures; `Unsupported` on an embedded TLS server (it
+    /// has no plain port).
     ///
     /// # Examples
     ///
@@ -571,6 +667,9 @@ impl TestingServer {
     /// assert_eq!(s.four_letter_word("ruok").unwrap(), "imok");
     /// ```
     pub fn four_letter_word(&self, cmd: &str) -> io::Result<String> {
-        crate::fourlw::four_letter_word(&self.connect_string(), cmd, Duration::from_secs(5))
+        let plain = self
+            .plain_connect_string()
+            .ok_or_else(|| unsupported_tls("four-letter words"))?;
+        crate::fourlw::four_letter_word(&plain, cmd, Duration::from_secs(5))
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! * an embedded, in-process ZooKeeper server that speaks the real wire protocol;
 //! * real Apache ZooKeeper backends (standalone and ensemble) as child processes;
-//! * fault injection and a timing multiplier for tests.
+//! * fault injection and a timing multiplier for tests;
+//! * TLS for both ([`tls`]: server settings and a throw-away CA).
 
 pub mod apache;
 pub mod embedded;
@@ -10,6 +11,7 @@ pub mod fourlw;
 pub mod harness;
 pub mod proxy;
 pub mod raw;
+pub mod tls;
 
 pub use harness::{wait_until, Backend, TestingServer, Timing};
 

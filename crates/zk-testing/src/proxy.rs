@@ -2,7 +2,9 @@
 //! embedded one or real ZooKeeper) to inject network faults on any backend: cut
 //! that client's connections, refuse new ones, freeze its traffic (a partition
 //! without resets: the server lives on and expires the session on its own
-//! clock), drop one reply, or send the client garbage.
+//! clock), drop one reply, or send the client garbage. TLS traffic (a server that
+//! answers with TLS records) is forwarded byte for byte: every fault but dropping a
+//! reply works on it.
 
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
@@ -293,13 +295,15 @@ fn pump_up(mut from: TcpStream, mut to: TcpStream, sh: Arc<Shared>) {
     let _ = to.shutdown(Shutdown::Both);
 }
 
-/// server → client, frame by frame (to drop a reply or inject garbage).
+/// server → client, frame by frame (to drop a reply or inject garbage); byte for
+/// byte when the server speaks TLS.
 fn pump_down(mut from: TcpStream, mut to: TcpStream, sh: Arc<Shared>) {
     let _ = from.set_read_timeout(Some(POLL));
     let mut buf = vec![0u8; 64 * 1024];
     let mut fb = FrameBuffer::new(64 * 1024 * 1024);
     let mut garbage_seen = sh.garbage.load(Ordering::Acquire);
     let mut first = true;
+    let mut raw = false;
     'outer: loop {
         if sh.stop.load(Ordering::Acquire) {
             break;
@@ -319,6 +323,15 @@ fn pump_down(mut from: TcpStream, mut to: TcpStream, sh: Arc<Shared>) {
         }
         match from.read(&mut buf) {
             Ok(0) => break,
+            Ok(n) if raw || (first && n >= 2 && matches!(buf[0], 0x15 | 0x16) && buf[1] == 0x03) => {
+                // TLS records, not frames: forwarded byte for byte (no reply can
+                // be dropped from an encrypted stream).
+                raw = true;
+                if !wait_thawed(&sh) || to.write_all(&buf[..n]).is_err() {
+                    break;
+                }
+                continue;
+            }
             Ok(n) => fb.extend(&buf[..n]),
             Err(e)
                 if matches!(

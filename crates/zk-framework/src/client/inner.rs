@@ -10,8 +10,7 @@
 //! ever runs under a lock or on the I/O thread.
 
 use std::collections::VecDeque;
-use std::io::Write;
-use std::net::{Shutdown, TcpStream};
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::{JoinHandle, ThreadId};
@@ -21,6 +20,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use super::connect_string::HostPort;
+use super::tls::{TlsConfig, TlsError, Transport};
 use super::types::{ClientState, SessionEvent, WatchedEvent, Watcher};
 use super::watches::{WatchReg, WatchRegistry};
 use crate::error::{Error, Result};
@@ -142,7 +142,7 @@ pub(super) enum EventMsg {
 /// requests go out in one syscall; alone, a request costs one write and no
 /// thread hop.
 pub(super) struct Wire {
-    pub stream: Option<Arc<TcpStream>>,
+    pub stream: Option<Arc<Transport>>,
     /// Generation of the current connection (incremented on each establishment).
     pub gen: u64,
     next_xid: i32,
@@ -228,6 +228,11 @@ pub(super) struct Inner {
     pub connect_timeout: Duration,
     pub read_only: bool,
     pub max_frame: usize,
+    /// TLS settings; `None` for plain TCP.
+    pub tls: Option<TlsConfig>,
+    /// Why the latest finished connection attempt failed in TLS (`None` when it
+    /// did not fail, or failed otherwise): what `wait_connected` reports.
+    pub last_tls_error: Mutex<Option<TlsError>>,
     pub wire: Mutex<Wire>,
     pub core: Mutex<Core>,
     pub cond: Condvar,
@@ -259,6 +264,7 @@ pub(super) struct Settings {
     pub max_frame: usize,
     pub session: Option<(i64, Vec<u8>)>,
     pub auth: Vec<(String, Vec<u8>)>,
+    pub tls: Option<TlsConfig>,
 }
 
 /// What ended a connection's read loop.
@@ -290,6 +296,8 @@ impl Inner {
             connect_timeout: s.connect_timeout,
             read_only: s.read_only,
             max_frame: s.max_frame,
+            tls: s.tls,
+            last_tls_error: Mutex::new(None),
             wire: Mutex::new(Wire {
                 stream: None,
                 gen: 0,
@@ -402,7 +410,7 @@ impl Inner {
         if let Some((g, s)) = k.as_ref() {
             if gen.map_or(true, |want| want == *g) {
                 log::debug!("dropping connection {g}: {reason}");
-                let _ = s.shutdown(Shutdown::Both);
+                let _ = s.shutdown(std::net::Shutdown::Both);
             }
         }
     }
@@ -549,13 +557,13 @@ impl Inner {
             }
         }
         loop {
-            let result = (&*stream).write_all(&buf);
+            let result = stream.write_all(&buf);
             buf.clear();
             match &result {
                 Ok(()) => self.touch_send(),
                 Err(e) => {
                     log::debug!("write failed: {e}");
-                    let _ = stream.shutdown(Shutdown::Both);
+                    stream.shutdown();
                 }
             }
             let mut wire = self.wire.lock();
@@ -653,8 +661,8 @@ impl Inner {
 
     /// The connection died (I/O thread): fail everything in flight with
     /// ConnectionLoss and report Disconnected (unless closing).
-    pub fn connection_lost(&self, stream: &TcpStream, reason: &str) {
-        let _ = stream.shutdown(Shutdown::Both);
+    pub fn connection_lost(&self, stream: &Transport, reason: &str) {
+        stream.shutdown();
         *self.killer.lock() = None;
         {
             let mut wire = self.wire.lock();
@@ -685,7 +693,7 @@ impl Inner {
         {
             let mut wire = self.wire.lock();
             if let Some(s) = wire.stream.take() {
-                let _ = s.shutdown(Shutdown::Both);
+                s.shutdown();
             }
             wire.outbuf.clear();
             wire.writing = false;

@@ -3,8 +3,8 @@
 //! detects dead connections with the read timeout.
 
 use std::collections::VecDeque;
-use std::io::{ErrorKind, Read, Write};
-use std::net::{Shutdown, TcpStream};
+use std::io::ErrorKind;
+use std::net::TcpStream;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,6 +14,7 @@ use backoff::ExponentialBackoff;
 
 use super::connect_string::HostPort;
 use super::inner::{read_timeout_of, Inner, Pending, Stop};
+use super::tls::{self, tls_error_of, HandshakeError, TlsError, TlsErrorKind, Transport};
 use super::types::{ClientState, SessionEvent};
 use crate::proto::frame::{frame, request_frame, FrameBuffer};
 use crate::proto::jute::{Decode, Encode, Reader};
@@ -33,7 +34,7 @@ const READ_BUF: usize = 64 * 1024;
 
 /// A connection that finished its handshake.
 struct Conn {
-    stream: TcpStream,
+    stream: Transport,
     fb: FrameBuffer,
     gen: u64,
 }
@@ -42,6 +43,42 @@ enum Attempt {
     Established(Conn),
     Failed(String),
     Terminal,
+}
+
+/// Why one connection attempt failed: a reason for the log, and the TLS error
+/// when TLS is why.
+struct Fail {
+    reason: String,
+    tls: Option<TlsError>,
+}
+
+impl From<String> for Fail {
+    fn from(reason: String) -> Fail {
+        Fail { reason, tls: None }
+    }
+}
+
+impl From<&str> for Fail {
+    fn from(reason: &str) -> Fail {
+        Fail::from(reason.to_string())
+    }
+}
+
+impl From<TlsError> for Fail {
+    fn from(e: TlsError) -> Fail {
+        Fail {
+            reason: format!("TLS: {e}"),
+            tls: Some(e),
+        }
+    }
+}
+
+/// A failed handshake read or write: the TLS error inside it if there is one.
+fn io_fail(what: &str, e: &std::io::Error) -> Fail {
+    match tls_error_of(e) {
+        Some(t) => Fail::from(t),
+        None => Fail::from(format!("{what}: {e}")),
+    }
 }
 
 /// The I/O thread's body.
@@ -118,18 +155,40 @@ fn connect_host(inner: &Arc<Inner>, host: &HostPort, buf: &mut [u8]) -> Attempt 
             Ok(s) => s,
             Err(e) => {
                 last = format!("{addr}: {e}");
+                *inner.last_tls_error.lock() = None;
                 continue;
             }
         };
-        match handshake(inner, stream, deadline, buf) {
-            Ok(a) => return a,
-            Err(e) => last = format!("{addr}: {e}"),
+        let transport = match &inner.tls {
+            None => Ok(Transport::Plain(stream)),
+            Some(config) => match tls::handshake(config, &host.host, stream, deadline) {
+                Ok(t) => Ok(t),
+                Err(HandshakeError::Tls(e)) => Err(Fail::from(e)),
+                Err(HandshakeError::Io(e)) => Err(Fail::from(format!("TLS handshake: {e}"))),
+            },
+        };
+        let result = transport.and_then(|t| handshake(inner, t, deadline, buf));
+        match result {
+            Ok(a) => {
+                *inner.last_tls_error.lock() = None;
+                return a;
+            }
+            Err(mut f) => {
+                if let Some(config) = &inner.tls {
+                    f.tls = f.tls.map(|t| config.refine(t));
+                }
+                if let Some(t) = &f.tls {
+                    log::warn!("connecting to {addr}: TLS: {t}");
+                }
+                last = format!("{addr}: {}", f.reason);
+                *inner.last_tls_error.lock() = f.tls;
+            }
         }
     }
     Attempt::Failed(last)
 }
 
-fn remaining(deadline: Instant) -> Result<Duration, String> {
+fn remaining(deadline: Instant) -> Result<Duration, Fail> {
     let now = Instant::now();
     if now >= deadline {
         Err("handshake timed out".into())
@@ -139,8 +198,8 @@ fn remaining(deadline: Instant) -> Result<Duration, String> {
 }
 
 /// Sends the ConnectRequest and reads the ConnectResponse before `deadline`.
-fn handshake(inner: &Arc<Inner>, stream: TcpStream, deadline: Instant, buf: &mut [u8]) -> Result<Attempt, String> {
-    let _ = stream.set_nodelay(true);
+fn handshake(inner: &Arc<Inner>, stream: Transport, deadline: Instant, buf: &mut [u8]) -> Result<Attempt, Fail> {
+    let _ = stream.socket().set_nodelay(true);
     let req = {
         let core = inner.core.lock();
         ConnectRequest {
@@ -154,47 +213,57 @@ fn handshake(inner: &Arc<Inner>, stream: TcpStream, deadline: Instant, buf: &mut
     };
     let bytes = frame(|out| req.encode(out));
     stream
+        .socket()
         .set_write_timeout(Some(remaining(deadline)?))
         .map_err(|e| e.to_string())?;
-    (&stream)
+    stream
         .write_all(&bytes)
-        .map_err(|e| format!("sending the handshake: {e}"))?;
+        .map_err(|e| io_fail("sending the handshake", &e))?;
     let mut fb = FrameBuffer::new(inner.max_frame.saturating_add(INCOMING_SLACK));
     let first = loop {
         match fb.next_frame() {
             Ok(Some(f)) => break f,
             Ok(None) => {}
-            Err(e) => return Err(format!("garbage handshake reply: {e}")),
+            Err(e) => {
+                if matches!(stream, Transport::Plain(_)) && fb.peek4().is_some_and(|w| is_tls_record(&w)) {
+                    return Err(Fail::from(TlsError::new(
+                        TlsErrorKind::ProtocolMismatch,
+                        "the server answered with TLS: this port needs a TLS client (ClientConfig::with_tls)",
+                    )));
+                }
+                return Err(format!("garbage handshake reply: {e}").into());
+            }
         }
         stream
+            .socket()
             .set_read_timeout(Some(remaining(deadline)?))
             .map_err(|e| e.to_string())?;
-        match (&stream).read(buf) {
+        match stream.read_into(buf, &mut fb) {
             Ok(0) => return Err("the server closed the connection during the handshake".into()),
-            Ok(n) => fb.extend(&buf[..n]),
+            Ok(_) => {}
             Err(e)
                 if matches!(
                     e.kind(),
                     ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
                 ) => {}
-            Err(e) => return Err(format!("reading the handshake reply: {e}")),
+            Err(e) => return Err(io_fail("reading the handshake reply", &e)),
         }
     };
-    let resp =
-        ConnectResponse::decode(&mut Reader::new(&first)).map_err(|e| format!("garbage ConnectResponse: {e}"))?;
+    let resp = ConnectResponse::decode(&mut Reader::new(&first))
+        .map_err(|e| Fail::from(format!("garbage ConnectResponse: {e}")))?;
     inner.touch_recv();
     establish(inner, stream, fb, resp)
 }
 
 /// Takes a ConnectResponse: expiry, or a connected session with auth and
 /// watches re-sent before any user request.
-fn establish(inner: &Arc<Inner>, stream: TcpStream, fb: FrameBuffer, resp: ConnectResponse) -> Result<Attempt, String> {
+fn establish(inner: &Arc<Inner>, stream: Transport, fb: FrameBuffer, resp: ConnectResponse) -> Result<Attempt, Fail> {
     if resp.timeout <= 0 {
         log::warn!(
             "session {:#x} has expired (told by the server)",
             inner.core.lock().session_id
         );
-        let _ = stream.shutdown(Shutdown::Both);
+        stream.shutdown();
         inner.terminate(ClientState::Expired);
         return Ok(Attempt::Terminal);
     }
@@ -202,11 +271,11 @@ fn establish(inner: &Arc<Inner>, stream: TcpStream, fb: FrameBuffer, resp: Conne
         return Err("the server gave session id 0 with a positive timeout".into());
     }
     let writer = stream.try_clone().map_err(|e| e.to_string())?;
-    let killer = stream.try_clone().map_err(|e| e.to_string())?;
+    let killer = stream.socket().try_clone().map_err(|e| e.to_string())?;
     let mut wire = inner.wire.lock();
     let mut core = inner.core.lock();
     if inner.is_closing() || core.state.is_terminal() {
-        let _ = stream.shutdown(Shutdown::Both);
+        stream.shutdown();
         return Ok(Attempt::Terminal);
     }
     if core.session_id != 0 && resp.session_id != core.session_id {
@@ -217,7 +286,7 @@ fn establish(inner: &Arc<Inner>, stream: TcpStream, fb: FrameBuffer, resp: Conne
         );
         drop(core);
         drop(wire);
-        let _ = stream.shutdown(Shutdown::Both);
+        stream.shutdown();
         inner.terminate(ClientState::Expired);
         return Ok(Attempt::Terminal);
     }
@@ -264,12 +333,12 @@ fn establish(inner: &Arc<Inner>, stream: TcpStream, fb: FrameBuffer, resp: Conne
         });
     }
     drop(core);
-    let _ = writer.set_write_timeout(Some(read_timeout));
+    let _ = writer.socket().set_write_timeout(Some(read_timeout));
     if !out.is_empty() {
-        if let Err(e) = (&writer).write_all(&out) {
+        if let Err(e) = writer.write_all(&out) {
             // The read loop sees the dead socket and cleans up.
             log::debug!("sending auth/SetWatches failed: {e}");
-            let _ = writer.shutdown(Shutdown::Both);
+            writer.shutdown();
         }
     }
     inner.touch_send();
@@ -309,7 +378,7 @@ fn run(inner: &Arc<Inner>, conn: Conn, buf: &mut [u8]) -> Stop {
     let read_timeout = inner.read_timeout();
     let ping_every = read_timeout / 3;
     let tick = (ping_every / 2).clamp(Duration::from_millis(10), Duration::from_millis(100));
-    let _ = stream.set_read_timeout(Some(tick));
+    let _ = stream.socket().set_read_timeout(Some(tick));
     let ping = request_frame(xid::PING, OpCode::Ping, None);
     let mut pings: VecDeque<u64> = VecDeque::new();
     let mut last_recv = Instant::now();
@@ -325,12 +394,11 @@ fn run(inner: &Arc<Inner>, conn: Conn, buf: &mut [u8]) -> Stop {
                 Err(e) => break 'conn Stop::Broken(format!("garbage frame: {e}")),
             }
         }
-        match (&stream).read(buf) {
+        match stream.read_into(buf, &mut fb) {
             Ok(0) => break Stop::Broken("the server closed the connection".into()),
-            Ok(n) => {
+            Ok(_) => {
                 last_recv = Instant::now();
                 inner.touch_recv();
-                fb.extend(&buf[..n]);
             }
             Err(e)
                 if matches!(
@@ -348,7 +416,7 @@ fn run(inner: &Arc<Inner>, conn: Conn, buf: &mut [u8]) -> Stop {
     };
     match stop {
         Stop::Terminal => {
-            let _ = stream.shutdown(Shutdown::Both);
+            stream.shutdown();
             Stop::Terminal
         }
         Stop::Broken(reason) => {
@@ -367,14 +435,20 @@ fn send_ping(inner: &Inner, gen: u64, ping: &[u8], pings: &mut VecDeque<u64>) {
         return;
     }
     let Some(s) = wire.stream.as_ref() else { return };
-    match (&**s).write_all(ping) {
+    match s.write_all(ping) {
         Ok(()) => {
             pings.push_back(wire.seq);
             inner.touch_send();
         }
         Err(e) => {
             log::debug!("ping failed: {e}");
-            let _ = s.shutdown(Shutdown::Both);
+            s.shutdown();
         }
     }
+}
+
+/// Whether 4 bytes start a TLS record (handshake or alert, TLS 1.x): what a TLS
+/// server answers a plain ConnectRequest with.
+fn is_tls_record(w: &[u8; 4]) -> bool {
+    matches!(w[0], 0x15 | 0x16) && w[1] == 0x03 && w[2] <= 0x04
 }

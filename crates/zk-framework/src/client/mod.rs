@@ -63,6 +63,16 @@
 //! * A server that refuses the handshake because it has not seen the client's
 //!   last zxid is retried forever with backoff, as Java does.
 //!
+//! # TLS
+//!
+//! With [`ClientConfig::with_tls`] (or a `zks://` connect string plus TLS
+//! settings) every connection is TLS ([`TlsConfig`]: CA certificates, an
+//! optional client certificate, host name verification on by default). The TLS
+//! handshake is part of the connection attempt and shares its bound; a refused
+//! handshake is a failed attempt like any other, reported by
+//! [`Client::wait_connected`] as [`Error::Tls`]. Plain TCP connections are
+//! unchanged (no extra copy or lock).
+//!
 //! # Watches
 //!
 //! Watches are one-shot callbacks ([`Watcher`]) on nodes. A watch is registered
@@ -95,6 +105,7 @@ mod detached;
 mod events;
 mod inner;
 mod io;
+mod tls;
 mod types;
 mod watches;
 
@@ -107,6 +118,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Receiver;
 
 pub use connect_string::DEFAULT_PORT;
+pub use tls::{TlsConfig, TlsConfigBuilder, TlsError, TlsErrorKind};
 pub use types::{ClientConfig, ClientState, Op, OpResult, RegisteredWatches, SessionEvent, WatchedEvent, Watcher};
 
 use inner::{state_error, Inner, Reply, Settings, Worker};
@@ -246,13 +258,16 @@ impl Client {
     /// IPv4 literals, names, or bracketed IPv6 literals (`[::1]:2181`); the port
     /// defaults to 2181; whitespace around hosts and empty entries are ignored;
     /// the chroot must be a valid path (`/` means none). Hosts are shuffled.
+    /// A `zks://` prefix says the servers speak TLS: it requires
+    /// [`ClientConfig::with_tls`] (TLS settings alone are enough too).
     /// Names are resolved here once: at least one host must resolve. A host that
     /// does not resolve later is skipped (each attempt resolves again).
     ///
     /// # Errors
     ///
     /// * [`Error::InvalidConnectString`]: empty or malformed string, bad port (0,
-    ///   over 65535, not a number), bad chroot, or no host resolves.
+    ///   over 65535, not a number), bad chroot, no host resolves, or `zks://`
+    ///   without TLS settings.
     /// * [`Error::InvalidArgument`]: a zero timeout, a timeout over `i32::MAX`
     ///   ms, `max_frame` of 0 or over `i32::MAX`, or a resumed session id of 0.
     ///
@@ -270,7 +285,18 @@ impl Client {
     /// assert!(matches!(e, Error::InvalidConnectString { .. }));
     /// ```
     pub fn connect(connect_string: &str, config: ClientConfig) -> Result<Client> {
-        let cs = connect_string::parse(connect_string)?;
+        let cs = match connect_string.trim_start().strip_prefix("zks://") {
+            Some(_) if config.tls.is_none() => {
+                return Err(Error::InvalidConnectString {
+                    input: connect_string.to_string(),
+                    reason: "zks:// asks for TLS, and no TLS settings were given (ClientConfig::with_tls, \
+                             CuratorFrameworkBuilder::tls)"
+                        .into(),
+                })
+            }
+            Some(rest) => connect_string::parse(rest)?,
+            None => connect_string::parse(connect_string)?,
+        };
         let requested_timeout_ms = timeout_ms("session timeout", config.session_timeout)?;
         timeout_ms("connect timeout", config.connect_timeout)?;
         if config.max_frame == 0 || config.max_frame > i32::MAX as usize {
@@ -307,6 +333,7 @@ impl Client {
                 max_frame: config.max_frame,
                 session: config.session,
                 auth: config.auth,
+                tls: config.tls,
             },
             etx,
         ));
@@ -351,8 +378,11 @@ impl Client {
     ///
     /// # Errors
     ///
-    /// [`Error::ConnectionLoss`] if still not connected at the deadline;
-    /// [`Error::SessionExpired`], [`Error::AuthFailed`] or [`Error::Closed`] on a
+    /// [`Error::ConnectionLoss`] if still not connected at the deadline, or
+    /// [`Error::Tls`] then if the latest connection attempt failed in TLS (an
+    /// unknown CA, a name mismatch, an expired certificate, a client certificate
+    /// required or refused, a port that does not speak TLS, or a plain client on
+    /// a TLS port); [`Error::SessionExpired`], [`Error::AuthFailed`] or [`Error::Closed`] on a
     /// dead handle.
     ///
     /// # Examples
@@ -378,12 +408,22 @@ impl Client {
                         if core.state.is_connected() {
                             return Ok(());
                         }
+                        if core.state == ClientState::Connecting {
+                            if let Some(e) = inner.last_tls_error.lock().clone() {
+                                return Err(Error::Tls(e));
+                            }
+                        }
                         return Err(state_error(core.state));
                     }
                 }
                 s => return Err(state_error(s)),
             }
         }
+    }
+
+    /// Why the latest finished connection attempt failed in TLS, if it did.
+    pub(crate) fn last_tls_error(&self) -> Option<TlsError> {
+        self.inner().last_tls_error.lock().clone()
     }
 
     /// [`Client::wait_connected`] with a timeout.

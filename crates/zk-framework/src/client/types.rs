@@ -18,6 +18,7 @@ use crate::proto::{Acl, CreateMode, EventType, KeeperState, Stat};
 /// | `max_frame` | 1 048 575 | largest request frame the client sends (`jute.maxbuffer`); bigger requests fail with [`Error::DataTooLarge`]. Replies may be up to `max_frame + 64 KiB` |
 /// | `session` | `None` | `Some((id, password))` resumes an existing session instead of creating one |
 /// | `auth` | empty | `(scheme, credentials)` pairs sent after every (re)connect, e.g. `("digest", b"user:pw")` |
+/// | `tls` | `None` | [`TlsConfig`](super::TlsConfig): connect over TLS (the server's secure client port); the TLS handshake is part of the connection attempt and bounded by `connect_timeout` |
 ///
 /// Timing derived from the negotiated session timeout `T`: the read timeout is
 /// `2T/3` (no byte received for that long ⇒ the connection is dead), and a ping is
@@ -56,6 +57,8 @@ pub struct ClientConfig {
     pub session: Option<(i64, Vec<u8>)>,
     /// Credentials sent after each (re)connect, as `(scheme, auth)` (default none).
     pub auth: Vec<(String, Vec<u8>)>,
+    /// TLS settings; `None` (the default) for plain TCP.
+    pub tls: Option<super::TlsConfig>,
 }
 
 impl Default for ClientConfig {
@@ -67,6 +70,7 @@ impl Default for ClientConfig {
             max_frame: DEFAULT_MAX_FRAME,
             session: None,
             auth: Vec::new(),
+            tls: None,
         }
     }
 }
@@ -81,6 +85,7 @@ impl std::fmt::Debug for ClientConfig {
             .field("max_frame", &self.max_frame)
             .field("session", &self.session.as_ref().map(|(id, _)| format!("{id:#x}")))
             .field("auth", &self.auth.iter().map(|(s, _)| s.as_str()).collect::<Vec<_>>())
+            .field("tls", &self.tls)
             .finish()
     }
 }
@@ -149,6 +154,22 @@ impl ClientConfig {
     /// ```
     pub fn with_read_only(mut self, read_only: bool) -> Self {
         self.read_only = read_only;
+        self
+    }
+
+    /// Connects over TLS with `tls` (see [`TlsConfig`](super::TlsConfig)).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use zk_framework::{ClientConfig, TlsConfig};
+    /// let tls = TlsConfig::builder().ca_pem_file("ca.pem").build()?;
+    /// let c = ClientConfig::default().with_tls(tls);
+    /// assert!(c.tls.is_some());
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn with_tls(mut self, tls: super::TlsConfig) -> Self {
+        self.tls = Some(tls);
         self
     }
 }

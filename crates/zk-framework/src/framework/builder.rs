@@ -37,6 +37,7 @@ pub struct CuratorFrameworkBuilder {
     container_parents: bool,
     acl_provider: Arc<dyn AclProvider>,
     listeners: Vec<Arc<StateListener>>,
+    tls: Option<crate::TlsConfig>,
 }
 
 impl fmt::Debug for CuratorFrameworkBuilder {
@@ -54,6 +55,7 @@ impl fmt::Debug for CuratorFrameworkBuilder {
             .field("container_parents", &self.container_parents)
             .field("acl_provider", &self.acl_provider)
             .field("listeners", &self.listeners.len())
+            .field("tls", &self.tls)
             .finish()
     }
 }
@@ -73,6 +75,7 @@ impl Default for CuratorFrameworkBuilder {
             container_parents: true,
             acl_provider: Arc::new(OpenAclProvider),
             listeners: Vec::new(),
+            tls: None,
         }
     }
 }
@@ -206,6 +209,22 @@ impl CuratorFrameworkBuilder {
         self
     }
 
+    /// Connects over TLS (the server's secure client port) with `tls`; every
+    /// connection of every session uses it. See [`TlsConfig`](crate::TlsConfig).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use zk_framework::{CuratorFramework, TlsConfig};
+    /// let tls = TlsConfig::builder().ca_pem_file("ca.pem").build()?;
+    /// let client = CuratorFramework::builder().connect_string("zk1:2281").tls(tls).build()?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn tls(mut self, tls: crate::TlsConfig) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
     /// Create missing parents as persistent nodes instead of containers.
     ///
     /// # Examples
@@ -309,6 +328,7 @@ impl CuratorFrameworkBuilder {
             connect_timeout: self.connection_timeout,
             read_only: self.can_be_read_only,
             auth: self.auth.clone(),
+            tls: self.tls.clone(),
             ..ClientConfig::default()
         };
         let client = Client::connect(&cs, client_config.clone())?;

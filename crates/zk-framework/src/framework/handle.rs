@@ -235,7 +235,9 @@ impl CuratorFramework {
     /// # Errors
     ///
     /// [`Error::ConnectTimeout`] (retryable, carrying `timeout`) when `timeout`
-    /// passes first; [`Error::Closed`] when the client is closed.
+    /// passes first, or [`Error::Tls`] then if the latest connection attempt
+    /// failed in TLS (see [`Client::wait_connected`]); [`Error::Closed`] when
+    /// the client is closed.
     ///
     /// # Examples
     ///
@@ -256,7 +258,14 @@ impl CuratorFramework {
             }
             let now = Instant::now();
             let wait = match deadline {
-                Some(d) if now >= d => return Err(Error::ConnectTimeout { waited: timeout }),
+                Some(d) if now >= d => {
+                    drop(c);
+                    // A TLS failure says more than a timeout (a wrong CA never heals).
+                    if let Some(e) = self.zookeeper_client().last_tls_error() {
+                        return Err(Error::Tls(e));
+                    }
+                    return Err(Error::ConnectTimeout { waited: timeout });
+                }
                 Some(d) => (d - now).min(Duration::from_millis(100)),
                 None => Duration::from_millis(100),
             };

@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use zk_proto::frame::DEFAULT_MAX_FRAME;
 
+use crate::tls::ServerTls;
+
 /// Configuration of an [`EmbeddedServer`](super::EmbeddedServer).
 ///
 /// # Examples
@@ -51,6 +53,9 @@ pub struct ServerConfig {
     /// connection. When false (the default, as on a plain ZooKeeper), `x509` ACLs
     /// are `InvalidACL` and `addauth x509` is `AuthFailed`.
     pub x509_auth: bool,
+    /// Serve TLS on the port instead of plain TCP (ZooKeeper's secure client
+    /// port): see [`ServerTls`]. Default `None`.
+    pub tls: Option<ServerTls>,
 }
 
 impl Default for ServerConfig {
@@ -66,6 +71,7 @@ impl Default for ServerConfig {
             four_letter_words: true,
             super_digest: None,
             x509_auth: false,
+            tls: None,
         }
     }
 }

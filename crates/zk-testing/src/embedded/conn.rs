@@ -101,8 +101,32 @@ impl ConnShared {
     }
 }
 
-/// Drains the outbound queue, batching everything queued into one write.
-pub(crate) fn writer_main(conn: Arc<ConnShared>, mut stream: TcpStream) {
+/// The TLS state of a connection, shared by its reader and writer (`None` for
+/// plain TCP).
+pub(crate) type Tls = Option<Arc<Mutex<rustls::ServerConnection>>>;
+
+/// Encrypts `plain` (nothing for a plain connection: `plain` is what goes out)
+/// and, when `close` is set, adds a TLS close_notify.
+fn seal<'a>(tls: &Tls, plain: &'a [u8], close: bool, out: &'a mut Vec<u8>) -> std::io::Result<&'a [u8]> {
+    let Some(t) = tls else { return Ok(plain) };
+    out.clear();
+    let mut c = t.lock();
+    if !plain.is_empty() {
+        c.writer().write_all(plain)?;
+    }
+    if close {
+        c.send_close_notify();
+    }
+    while c.wants_write() {
+        c.write_tls(out)?;
+    }
+    Ok(out)
+}
+
+/// Drains the outbound queue, batching everything queued into one write
+/// (encrypted first on a TLS connection).
+pub(crate) fn writer_main(conn: Arc<ConnShared>, mut stream: TcpStream, tls: Tls) {
+    let mut sealed = Vec::new();
     let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
     let mut batch = Vec::new();
     loop {
@@ -118,8 +142,9 @@ pub(crate) fn writer_main(conn: Arc<ConnShared>, mut stream: TcpStream) {
             std::mem::swap(&mut o.buf, &mut batch);
             close = o.close;
         }
-        if !batch.is_empty() {
-            if let Err(e) = stream.write_all(&batch) {
+        if !batch.is_empty() || (close && tls.is_some()) {
+            let written = seal(&tls, &batch, close, &mut sealed).and_then(|b| stream.write_all(b));
+            if let Err(e) = written {
                 log::debug!("embedded zk: conn {} write failed: {e}", conn.id);
                 let _ = stream.shutdown(Shutdown::Both);
                 conn.closing.store(true, Ordering::SeqCst);

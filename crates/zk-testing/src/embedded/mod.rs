@@ -232,7 +232,9 @@ impl EmbeddedServer {
     ///
     /// # Errors
     ///
-    /// The error of binding the port (for example `AddrInUse`), or of spawning a thread.
+    /// The error of binding the port (for example `AddrInUse`), or of spawning a thread;
+    /// `InvalidInput` for TLS settings that cannot be used (garbage PEM, a key that does
+    /// not match the certificate).
     ///
     /// # Examples
     ///
@@ -247,12 +249,14 @@ impl EmbeddedServer {
         let port = listener.local_addr()?.port();
         let sweep = config.container_check_interval;
         let max_frame = config.max_frame;
+        let tls = config.tls.as_ref().map(|t| t.rustls_config()).transpose()?;
         let shared = Arc::new(Shared {
             state: Mutex::new(State::new(config, port)),
             pause_cv: Condvar::new(),
             ticker_cv: Condvar::new(),
             threads: Mutex::new(Vec::new()),
             max_frame,
+            tls,
         });
         let ticker = server::spawn_ticker(shared.clone(), sweep)?;
         let acceptor = match server::spawn_acceptor(shared.clone(), listener) {

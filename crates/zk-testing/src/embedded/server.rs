@@ -2,7 +2,7 @@
 //! expires sessions, sweeps containers and ends timed pauses. The reader cuts frames
 //! and hands them to the handlers in `ops` (or to `fourlw`) under the state lock.
 
-use std::io::{ErrorKind, Read};
+use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use zk_proto::frame::{four_letter_word, FrameBuffer};
 
-use super::conn::{writer_main, ConnEntry, ConnShared};
+use super::conn::{writer_main, ConnEntry, ConnShared, Tls};
 use super::fourlw;
 use super::state::State;
 
@@ -36,6 +36,8 @@ pub(crate) struct Shared {
     /// Connection threads, joined on stop.
     pub threads: Mutex<Vec<JoinHandle<()>>>,
     pub max_frame: usize,
+    /// TLS settings: every connection speaks TLS when set.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl Shared {
@@ -183,10 +185,23 @@ pub(crate) fn spawn_ticker(shared: Arc<Shared>, sweep_every: Duration) -> std::i
 /// The connection thread: spawns the writer, reads frames until the connection ends,
 /// then unregisters the connection and joins the writer.
 fn conn_main(shared: Arc<Shared>, conn: Arc<ConnShared>, stream: TcpStream, writer_stream: TcpStream) {
+    let tls: Tls = match &shared.tls {
+        None => None,
+        Some(config) => match tls_handshake(config, &conn, &stream) {
+            Ok(t) => Some(Arc::new(Mutex::new(t))),
+            Err(e) => {
+                log::debug!("embedded zk: conn {}: TLS handshake failed: {e}", conn.id);
+                shared.state.lock().remove_conn(conn.id);
+                conn.abort();
+                return;
+            }
+        },
+    };
     let wconn = conn.clone();
+    let wtls = tls.clone();
     let writer = thread::Builder::new()
         .name(format!("zk-embedded-w{}", conn.id))
-        .spawn(move || writer_main(wconn, writer_stream));
+        .spawn(move || writer_main(wconn, writer_stream, wtls));
     let writer = match writer {
         Ok(w) => w,
         Err(e) => {
@@ -196,14 +211,89 @@ fn conn_main(shared: Arc<Shared>, conn: Arc<ConnShared>, stream: TcpStream, writ
             return;
         }
     };
-    reader_loop(&shared, &conn, stream);
+    reader_loop(&shared, &conn, stream, &tls);
     shared.state.lock().remove_conn(conn.id);
     conn.close();
     let _ = writer.join();
     log::debug!("embedded zk: conn {} finished", conn.id);
 }
 
-fn reader_loop(shared: &Arc<Shared>, conn: &Arc<ConnShared>, mut stream: TcpStream) {
+/// The server side of a TLS handshake, bounded by the handshake timeout. A
+/// failure's alert is sent before the error is returned.
+fn tls_handshake(
+    config: &Arc<rustls::ServerConfig>,
+    conn: &ConnShared,
+    mut stream: &TcpStream,
+) -> std::io::Result<rustls::ServerConnection> {
+    let mut tls = rustls::ServerConnection::new(config.clone()).map_err(std::io::Error::other)?;
+    // A reply may be bigger than rustls' default 64 KiB buffer: encrypt it whole.
+    tls.set_buffer_limit(None);
+    let _ = stream.set_read_timeout(Some(READ_POLL));
+    let started = Instant::now();
+    while tls.is_handshaking() {
+        if conn.is_closing() || started.elapsed() >= HANDSHAKE_TIMEOUT {
+            return Err(std::io::Error::new(ErrorKind::TimedOut, "no TLS handshake in time"));
+        }
+        match tls.complete_io(&mut stream) {
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    while tls.wants_write() {
+        tls.write_tls(&mut stream)?;
+    }
+    Ok(tls)
+}
+
+/// Feeds raw bytes to a TLS connection and appends the plaintext to `fb`. On a
+/// TLS error the alert is sent and the error returned; `Ok(false)` when the
+/// client sent close_notify.
+fn unseal(
+    t: &Mutex<rustls::ServerConnection>,
+    mut raw: &[u8],
+    fb: &mut FrameBuffer,
+    mut stream: &TcpStream,
+) -> std::io::Result<bool> {
+    let mut plain = [0u8; 16 * 1024];
+    let mut c = t.lock();
+    loop {
+        if !raw.is_empty() {
+            c.read_tls(&mut raw)?;
+        }
+        let state = match c.process_new_packets() {
+            Ok(s) => s,
+            Err(e) => {
+                let mut alert = Vec::new();
+                let _ = c.write_tls(&mut alert);
+                drop(c);
+                let _ = stream.write_all(&alert);
+                return Err(std::io::Error::new(ErrorKind::InvalidData, e));
+            }
+        };
+        let closed = state.peer_has_closed();
+        loop {
+            match c.reader().read(&mut plain) {
+                Ok(0) => return Ok(false),
+                Ok(k) => fb.extend(&plain[..k]),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e),
+            }
+        }
+        if closed {
+            return Ok(false);
+        }
+        if raw.is_empty() {
+            return Ok(true);
+        }
+    }
+}
+
+fn reader_loop(shared: &Arc<Shared>, conn: &Arc<ConnShared>, mut stream: TcpStream, tls: &Tls) {
     let _ = stream.set_read_timeout(Some(READ_POLL));
     let mut fb = FrameBuffer::new(shared.max_frame);
     let mut established = false;
@@ -211,6 +301,7 @@ fn reader_loop(shared: &Arc<Shared>, conn: &Arc<ConnShared>, mut stream: TcpStre
     let started = Instant::now();
     let mut closing_since: Option<Instant> = None;
     let mut buf = vec![0u8; 64 * 1024];
+    let mut primed = tls.is_some();
     loop {
         if conn.is_closing() {
             let since = *closing_since.get_or_insert_with(Instant::now);
@@ -224,13 +315,31 @@ fn reader_loop(shared: &Arc<Shared>, conn: &Arc<ConnShared>, mut stream: TcpStre
                 st.close_conn(conn.id);
             }
         }
-        match stream.read(&mut buf) {
+        // Plaintext that came with the end of the TLS handshake is processed
+        // before the first read.
+        let read: std::io::Result<usize> = if std::mem::take(&mut primed) {
+            Ok(usize::MAX)
+        } else {
+            stream.read(&mut buf)
+        };
+        match read {
             Ok(0) => return,
             Ok(n) => {
                 if conn.is_closing() {
                     continue;
                 }
-                fb.extend(&buf[..n]);
+                let raw = if n == usize::MAX { &buf[..0] } else { &buf[..n] };
+                match tls {
+                    None => fb.extend(raw),
+                    Some(t) => match unseal(t, raw, &mut fb, &stream) {
+                        Ok(true) => {}
+                        Ok(false) => return,
+                        Err(e) => {
+                            log::debug!("embedded zk: conn {}: TLS: {e}", conn.id);
+                            return;
+                        }
+                    },
+                }
                 if first {
                     let Some(w) = fb.peek4() else { continue };
                     first = false;

@@ -1,0 +1,736 @@
+//! TLS for the client (rustls with the `ring` provider, no OpenSSL): the public
+//! configuration ([`TlsConfig`], [`TlsError`]) and the transport under the
+//! connection (plain TCP or TLS).
+//!
+//! The transport is one of two shapes. Plain TCP is a `TcpStream` written by the
+//! callers and read by the I/O thread, exactly as before TLS existed (no extra
+//! copy, no extra lock). A TLS connection is one rustls state machine shared by
+//! both sides under a short mutex: the I/O thread reads raw bytes from the socket
+//! with no lock held and feeds them to the state machine under the mutex; a writer
+//! encrypts under the mutex into a buffer and writes that buffer to the socket
+//! after releasing it. Writers are serialised by the client's `wire` lock and
+//! `writing` flag, so records reach the socket in the order they were made.
+
+use std::fmt;
+use std::io::{self, ErrorKind, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{
+    AlertDescription, CertificateError, ClientConnection, DigitallySignedStruct, RootCertStore, SignatureScheme,
+};
+
+use crate::error::{Error, Result};
+use crate::proto::frame::FrameBuffer;
+
+/// What kind of TLS failure a [`TlsError`] is.
+///
+/// # Examples
+///
+/// ```
+/// use zk_framework::{Error, TlsConfig, TlsErrorKind};
+/// let Error::Tls(e) = TlsConfig::builder().build().unwrap_err() else { unreachable!() };
+/// assert_eq!(e.kind(), TlsErrorKind::InvalidConfig);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TlsErrorKind {
+    /// The configuration cannot be used: a missing or unreadable file, PEM with no
+    /// usable block, a private key that does not match its certificate, no CA.
+    InvalidConfig,
+    /// The server's certificate is not signed by any of the configured CAs.
+    UnknownIssuer,
+    /// The server's certificate is not valid for the host name (or IP) connected to.
+    NameMismatch,
+    /// The server's certificate has expired (or is not valid yet).
+    Expired,
+    /// The server's certificate was rejected for another reason (bad encoding,
+    /// wrong usage, revoked...).
+    BadCertificate,
+    /// The server requires a client certificate and none was given.
+    ClientCertificateRequired,
+    /// The server rejected the client certificate.
+    ClientCertificateRejected,
+    /// The peer does not speak TLS on this port, or speaks TLS where the client
+    /// expected plain TCP.
+    ProtocolMismatch,
+    /// Any other handshake failure (an alert, a timeout inside the handshake).
+    Handshake,
+}
+
+/// A TLS failure: what kind, and a message for people. Returned at
+/// configuration time ([`TlsErrorKind::InvalidConfig`]) and, inside
+/// [`Error::Tls`], by [`Client::wait_connected`](super::Client::wait_connected)
+/// when the last connection attempt failed in TLS.
+///
+/// # Examples
+///
+/// ```
+/// use zk_framework::{Error, TlsConfig, TlsErrorKind};
+/// let e = TlsConfig::builder().ca_pem(b"not a certificate").build().unwrap_err();
+/// let Error::Tls(tls) = &e else { panic!("{e:?}") };
+/// assert_eq!(tls.kind(), TlsErrorKind::InvalidConfig);
+/// assert!(e.to_string().starts_with("TLS: "));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsError {
+    kind: TlsErrorKind,
+    message: String,
+}
+
+impl TlsError {
+    pub(crate) fn new(kind: TlsErrorKind, message: impl Into<String>) -> TlsError {
+        TlsError {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// The kind of failure.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_framework::{Error, TlsConfig, TlsErrorKind};
+    /// let Error::Tls(e) = TlsConfig::builder().build().unwrap_err() else { unreachable!() };
+    /// assert_eq!(e.kind(), TlsErrorKind::InvalidConfig);
+    /// ```
+    pub fn kind(&self) -> TlsErrorKind {
+        self.kind
+    }
+
+    /// The message (also what `Display` prints).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_framework::{Error, TlsConfig};
+    /// let Error::Tls(e) = TlsConfig::builder().build().unwrap_err() else { unreachable!() };
+    /// assert!(e.message().contains("CA"));
+    /// ```
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for TlsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for TlsError {}
+
+fn config_error(message: impl Into<String>) -> Error {
+    Error::Tls(TlsError::new(TlsErrorKind::InvalidConfig, message))
+}
+
+/// The TLS settings of a client: CA certificates to verify the server with, an
+/// optional client certificate and key (mutual TLS, which ZooKeeper maps to the
+/// `x509` auth scheme), and whether the server's name is checked.
+///
+/// Built once with [`TlsConfig::builder`] (every input is checked then: PEM
+/// parsing, the key matching the certificate); cheap to clone; given to
+/// [`ClientConfig::with_tls`](super::ClientConfig::with_tls) or
+/// [`CuratorFrameworkBuilder::tls`](crate::CuratorFrameworkBuilder::tls). Host name
+/// verification is on by default: the server's certificate must name the host
+/// (or IP literal) of the connect string. For IP-only test setups whose
+/// certificates name no IP, [`TlsConfigBuilder::verify_hostname`]`(false)` still
+/// verifies the chain against the CAs (and the dates) but not the name.
+///
+/// `Debug` prints what was configured, never the private key.
+///
+/// # Examples
+///
+/// ```no_run
+/// use zk_framework::{Client, ClientConfig, TlsConfig};
+///
+/// let tls = TlsConfig::builder()
+///     .ca_pem_file("/etc/zookeeper/ca.pem")
+///     .client_cert_pem_files("/etc/zookeeper/client.pem", "/etc/zookeeper/client.key")
+///     .build()?;
+/// let zk = Client::connect("zk1.example.com:2281", ClientConfig::default().with_tls(tls))?;
+/// # Ok::<(), zk_framework::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct TlsConfig {
+    rustls: Arc<rustls::ClientConfig>,
+    ca_certs: usize,
+    client_cert: bool,
+    verify_hostname: bool,
+}
+
+impl PartialEq for TlsConfig {
+    /// Two configurations are equal when one is a clone of the other.
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.rustls, &other.rustls)
+    }
+}
+
+impl Eq for TlsConfig {}
+
+impl fmt::Debug for TlsConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TlsConfig")
+            .field("ca_certs", &self.ca_certs)
+            .field("client_cert", &self.client_cert)
+            .field("verify_hostname", &self.verify_hostname)
+            .finish()
+    }
+}
+
+impl TlsConfig {
+    /// A builder with no CA, no client certificate and host name verification on.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = zk_framework::TlsConfig::builder().verify_hostname(false);
+    /// assert!(b.build().is_err()); // no CA given
+    /// ```
+    pub fn builder() -> TlsConfigBuilder {
+        TlsConfigBuilder {
+            cas: Vec::new(),
+            client: None,
+            verify_hostname: true,
+            error: None,
+        }
+    }
+
+    /// Whether a client certificate is presented (mutual TLS).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// let tls = zk_framework::TlsConfig::builder().ca_pem_file("ca.pem").build()?;
+    /// assert!(!tls.has_client_cert());
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn has_client_cert(&self) -> bool {
+        self.client_cert
+    }
+
+    /// Whether the server's certificate must name the host connected to.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// let tls = zk_framework::TlsConfig::builder().ca_pem_file("ca.pem").build()?;
+    /// assert!(tls.verifies_hostname());
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn verifies_hostname(&self) -> bool {
+        self.verify_hostname
+    }
+
+    /// `e` in the light of this configuration: a server that rejects a client
+    /// which presented no certificate requires one.
+    pub(crate) fn refine(&self, e: TlsError) -> TlsError {
+        if e.kind == TlsErrorKind::ClientCertificateRejected && !self.client_cert {
+            return TlsError::new(
+                TlsErrorKind::ClientCertificateRequired,
+                format!(
+                    "the server requires a client certificate (mutual TLS) and none was configured ({})",
+                    e.message
+                ),
+            );
+        }
+        e
+    }
+
+    /// A new rustls connection to `host` (a name or an IP literal).
+    pub(crate) fn connection(&self, host: &str) -> std::result::Result<ClientConnection, TlsError> {
+        let name = ServerName::try_from(host.to_string()).map_err(|e| {
+            TlsError::new(
+                TlsErrorKind::InvalidConfig,
+                format!("{host:?} is not a TLS server name: {e}"),
+            )
+        })?;
+        let mut conn = ClientConnection::new(self.rustls.clone(), name).map_err(|e| classify(&e))?;
+        // Frames are bounded by max_frame: let whole frames be encrypted at once.
+        conn.set_buffer_limit(None);
+        Ok(conn)
+    }
+}
+
+/// Builds a [`TlsConfig`]; inputs are checked by [`TlsConfigBuilder::build`].
+///
+/// # Examples
+///
+/// ```no_run
+/// use zk_framework::TlsConfig;
+/// let tls = TlsConfig::builder()
+///     .ca_pem(&std::fs::read("ca.pem").unwrap())
+///     .client_cert_pem(&std::fs::read("client.pem").unwrap(), &std::fs::read("client.key").unwrap())
+///     .verify_hostname(false)
+///     .build()?;
+/// # Ok::<(), zk_framework::Error>(())
+/// ```
+pub struct TlsConfigBuilder {
+    cas: Vec<CertificateDer<'static>>,
+    client: Option<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)>,
+    verify_hostname: bool,
+    error: Option<Error>,
+}
+
+impl fmt::Debug for TlsConfigBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TlsConfigBuilder")
+            .field("ca_certs", &self.cas.len())
+            .field("client_cert", &self.client.is_some())
+            .field("verify_hostname", &self.verify_hostname)
+            .field("error", &self.error)
+            .finish()
+    }
+}
+
+fn read_file(what: &str, path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| config_error(format!("cannot read the {what} {}: {e}", path.display())))
+}
+
+fn parse_certs(what: &str, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>> {
+    let certs = CertificateDer::pem_slice_iter(pem)
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| config_error(format!("the {what} is not valid PEM: {e}")))?;
+    if certs.is_empty() {
+        return Err(config_error(format!("the {what} has no CERTIFICATE block")));
+    }
+    Ok(certs)
+}
+
+impl TlsConfigBuilder {
+    fn keep_first_error(&mut self, r: Result<()>) {
+        if let Err(e) = r {
+            self.error.get_or_insert(e);
+        }
+    }
+
+    /// Adds the CA certificate(s) of a PEM text (one or more `CERTIFICATE` blocks).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let e = zk_framework::TlsConfig::builder().ca_pem(b"").build().unwrap_err();
+    /// assert!(e.to_string().contains("no CERTIFICATE block"));
+    /// ```
+    pub fn ca_pem(mut self, pem: &[u8]) -> Self {
+        let r = parse_certs("CA PEM", pem).map(|c| self.cas.extend(c));
+        self.keep_first_error(r);
+        self
+    }
+
+    /// Adds the CA certificate(s) of a PEM file.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let e = zk_framework::TlsConfig::builder().ca_pem_file("/nonexistent/ca.pem").build().unwrap_err();
+    /// assert!(e.to_string().contains("/nonexistent/ca.pem"));
+    /// ```
+    pub fn ca_pem_file(mut self, path: impl AsRef<Path>) -> Self {
+        let r = read_file("CA file", path.as_ref())
+            .and_then(|pem| parse_certs(&format!("CA file {}", path.as_ref().display()), &pem))
+            .map(|c| self.cas.extend(c));
+        self.keep_first_error(r);
+        self
+    }
+
+    /// Sets the client certificate chain (PEM, the client's own certificate
+    /// first) and its private key (PEM: PKCS#8, PKCS#1 or SEC1), for mutual TLS.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let e = zk_framework::TlsConfig::builder().client_cert_pem(b"x", b"y").build().unwrap_err();
+    /// assert!(e.to_string().contains("client certificate"));
+    /// ```
+    pub fn client_cert_pem(mut self, cert_pem: &[u8], key_pem: &[u8]) -> Self {
+        let r = parse_certs("client certificate PEM", cert_pem).and_then(|chain| {
+            let key = PrivateKeyDer::from_pem_slice(key_pem)
+                .map_err(|e| config_error(format!("the client key PEM has no usable private key: {e}")))?;
+            self.client = Some((chain, key));
+            Ok(())
+        });
+        self.keep_first_error(r);
+        self
+    }
+
+    /// [`TlsConfigBuilder::client_cert_pem`] from files.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let e = zk_framework::TlsConfig::builder()
+    ///     .client_cert_pem_files("/nonexistent/c.pem", "/nonexistent/c.key")
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert!(e.to_string().contains("/nonexistent/c.pem"));
+    /// ```
+    pub fn client_cert_pem_files(self, cert: impl AsRef<Path>, key: impl AsRef<Path>) -> Self {
+        let files = read_file("client certificate file", cert.as_ref())
+            .and_then(|c| read_file("client key file", key.as_ref()).map(|k| (c, k)));
+        match files {
+            Ok((c, k)) => self.client_cert_pem(&c, &k),
+            Err(e) => {
+                let mut b = self;
+                b.keep_first_error(Err(e));
+                b
+            }
+        }
+    }
+
+    /// Whether the server's certificate must name the host connected to
+    /// (default `true`). `false` still verifies the chain against the CAs and
+    /// the validity dates, only not the name: for IP-only test setups.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = zk_framework::TlsConfig::builder().verify_hostname(false);
+    /// assert!(format!("{b:?}").contains("verify_hostname: false"));
+    /// ```
+    pub fn verify_hostname(mut self, on: bool) -> Self {
+        self.verify_hostname = on;
+        self
+    }
+
+    /// Checks everything and builds the configuration.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Tls`] of kind [`TlsErrorKind::InvalidConfig`]: a file that cannot
+    /// be read, PEM without a certificate or key, a CA certificate that is not
+    /// valid DER, no CA at all, or a private key that does not match the client
+    /// certificate (or that rustls cannot use).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let e = zk_framework::TlsConfig::builder().build().unwrap_err();
+    /// assert!(e.to_string().contains("no CA certificate"));
+    /// ```
+    pub fn build(self) -> Result<TlsConfig> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        if self.cas.is_empty() {
+            return Err(config_error(
+                "no CA certificate given to verify the server with (ca_pem or ca_pem_file)",
+            ));
+        }
+        let mut roots = RootCertStore::empty();
+        let ca_certs = self.cas.len();
+        for c in self.cas {
+            roots
+                .add(c)
+                .map_err(|e| config_error(format!("a CA certificate cannot be used: {e}")))?;
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+            .build()
+            .map_err(|e| config_error(format!("cannot build the certificate verifier: {e}")))?;
+        let builder = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| config_error(format!("no usable TLS version: {e}")))?;
+        let builder = if self.verify_hostname {
+            builder.with_webpki_verifier(webpki)
+        } else {
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(ChainOnlyVerifier(webpki)))
+        };
+        let client_cert = self.client.is_some();
+        let config = match self.client {
+            None => builder.with_no_client_auth(),
+            Some((chain, key)) => builder.with_client_auth_cert(chain, key).map_err(|e| {
+                config_error(format!(
+                    "the client key cannot be used with the client certificate: {e}"
+                ))
+            })?,
+        };
+        Ok(TlsConfig {
+            rustls: Arc::new(config),
+            ca_certs,
+            client_cert,
+            verify_hostname: self.verify_hostname,
+        })
+    }
+}
+
+/// Verifies the chain and dates like webpki, but accepts a certificate that
+/// does not name the host.
+#[derive(Debug)]
+struct ChainOnlyVerifier(Arc<WebPkiServerVerifier>);
+
+impl ServerCertVerifier for ChainOnlyVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> std::result::Result<ServerCertVerified, rustls::Error> {
+        match self
+            .0
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        {
+            // webpki checks the chain (and dates) before the name: a name error
+            // means everything else passed.
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            r => r,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+}
+
+/// A rustls error as a [`TlsError`] with a message for people.
+pub(crate) fn classify(e: &rustls::Error) -> TlsError {
+    use TlsErrorKind as K;
+    let (kind, msg) = match e {
+        rustls::Error::InvalidCertificate(c) => match c {
+            CertificateError::UnknownIssuer => (
+                K::UnknownIssuer,
+                "the server's certificate is not signed by a trusted CA (unknown issuer)".to_string(),
+            ),
+            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => (
+                K::NameMismatch,
+                format!("the server's certificate is not valid for the host connected to ({c:?}); check the connect string's host, or turn host name verification off for IP-only test setups"),
+            ),
+            CertificateError::Expired | CertificateError::ExpiredContext { .. } => {
+                (K::Expired, format!("the server's certificate has expired ({c:?})"))
+            }
+            CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => {
+                (K::Expired, format!("the server's certificate is not valid yet ({c:?})"))
+            }
+            other => (K::BadCertificate, format!("the server's certificate was rejected: {other:?}")),
+        },
+        rustls::Error::AlertReceived(AlertDescription::CertificateRequired) => (
+            K::ClientCertificateRequired,
+            "the server requires a client certificate (mutual TLS) and none was configured".to_string(),
+        ),
+        rustls::Error::AlertReceived(
+            a @ (AlertDescription::BadCertificate
+            | AlertDescription::UnknownCA
+            | AlertDescription::CertificateUnknown
+            | AlertDescription::CertificateExpired
+            | AlertDescription::UnsupportedCertificate
+            | AlertDescription::AccessDenied),
+        ) => (
+            K::ClientCertificateRejected,
+            format!("the server rejected the client's certificate or lack of one (alert {a:?})"),
+        ),
+        rustls::Error::InvalidMessage(m) => (
+            K::ProtocolMismatch,
+            format!("the server does not speak TLS on this port ({m:?}); is it the secure client port?"),
+        ),
+        other => (K::Handshake, format!("TLS handshake failed: {other}")),
+    };
+    TlsError::new(kind, msg)
+}
+
+/// The rustls error inside an I/O error made by the transport, if any.
+pub(crate) fn tls_error_of(e: &io::Error) -> Option<TlsError> {
+    e.get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        .map(classify)
+}
+
+fn tls_io(e: rustls::Error) -> io::Error {
+    io::Error::new(ErrorKind::InvalidData, e)
+}
+
+/// One TLS connection, shared by the reader and the writers.
+pub(super) struct TlsShared {
+    conn: Mutex<ClientConnection>,
+    /// The server's close_notify (or EOF) was seen; the next read reports EOF.
+    eof: AtomicBool,
+}
+
+/// The byte stream under a connection: plain TCP or TLS over TCP.
+pub(super) enum Transport {
+    Plain(TcpStream),
+    Tls(TcpStream, Arc<TlsShared>),
+}
+
+/// Size of the scratch buffer plaintext is read into from rustls.
+const PLAINTEXT_CHUNK: usize = 16 * 1024;
+
+impl Transport {
+    /// The socket (for timeouts, shutdown and the killer clone).
+    pub fn socket(&self) -> &TcpStream {
+        match self {
+            Transport::Plain(s) | Transport::Tls(s, _) => s,
+        }
+    }
+
+    /// Another handle on the same connection (the writer half).
+    pub fn try_clone(&self) -> io::Result<Transport> {
+        Ok(match self {
+            Transport::Plain(s) => Transport::Plain(s.try_clone()?),
+            Transport::Tls(s, t) => Transport::Tls(s.try_clone()?, t.clone()),
+        })
+    }
+
+    /// Shuts the socket down in both directions.
+    pub fn shutdown(&self) {
+        let _ = self.socket().shutdown(Shutdown::Both);
+    }
+
+    /// Writes all of `buf` (encrypted first over TLS). Callers serialise writes.
+    pub fn write_all(&self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            Transport::Plain(s) => (&*s).write_all(buf),
+            Transport::Tls(s, t) => {
+                let mut out = Vec::with_capacity(buf.len() + 64);
+                {
+                    let mut conn = t.conn.lock();
+                    conn.writer().write_all(buf)?;
+                    while conn.wants_write() {
+                        conn.write_tls(&mut out)?;
+                    }
+                }
+                (&*s).write_all(&out)
+            }
+        }
+    }
+
+    /// Reads what the socket has (blocking up to its read timeout) and appends
+    /// the plaintext to `fb`. Returns the number of bytes read from the socket:
+    /// 0 is EOF (or the server's close_notify). Errors of kind `WouldBlock` or
+    /// `TimedOut` are read timeouts; a TLS failure is `InvalidData` wrapping the
+    /// rustls error (see [`tls_error_of`]).
+    pub fn read_into(&self, buf: &mut [u8], fb: &mut FrameBuffer) -> io::Result<usize> {
+        match self {
+            Transport::Plain(s) => {
+                let n = (&*s).read(buf)?;
+                fb.extend(&buf[..n]);
+                Ok(n)
+            }
+            Transport::Tls(s, t) => {
+                if t.eof.load(Ordering::Relaxed) {
+                    return Ok(0);
+                }
+                let n = (&*s).read(buf)?;
+                if n == 0 {
+                    return Ok(0);
+                }
+                let mut plain = [0u8; PLAINTEXT_CHUNK];
+                let mut raw = &buf[..n];
+                let mut conn = t.conn.lock();
+                loop {
+                    if !raw.is_empty() {
+                        conn.read_tls(&mut raw)?;
+                    }
+                    let state = conn.process_new_packets().map_err(tls_io)?;
+                    loop {
+                        match conn.reader().read(&mut plain) {
+                            Ok(0) => {
+                                t.eof.store(true, Ordering::Relaxed);
+                                break;
+                            }
+                            Ok(k) => fb.extend(&plain[..k]),
+                            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                            Err(e) => return Err(e),
+                        }
+                    }
+                    if state.peer_has_closed() {
+                        t.eof.store(true, Ordering::Relaxed);
+                    }
+                    if raw.is_empty() {
+                        return Ok(n);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Connects TLS over `sock` to `host` and completes the handshake before
+/// `deadline`.
+pub(super) fn handshake(
+    config: &TlsConfig,
+    host: &str,
+    sock: TcpStream,
+    deadline: Instant,
+) -> std::result::Result<Transport, HandshakeError> {
+    let mut conn = config.connection(host).map_err(HandshakeError::Tls)?;
+    while conn.is_handshaking() {
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(HandshakeError::Tls(TlsError::new(
+                TlsErrorKind::Handshake,
+                "the TLS handshake did not finish within the connect timeout",
+            )));
+        }
+        let left = (deadline - now).max(Duration::from_millis(1));
+        sock.set_read_timeout(Some(left)).map_err(HandshakeError::Io)?;
+        sock.set_write_timeout(Some(left)).map_err(HandshakeError::Io)?;
+        match conn.complete_io(&mut &sock) {
+            Ok((0, 0)) if conn.is_handshaking() => {
+                return Err(HandshakeError::Tls(TlsError::new(
+                    TlsErrorKind::ProtocolMismatch,
+                    "the server closed the connection during the TLS handshake; is it the secure client port?",
+                )))
+            }
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
+            Err(e) => {
+                return Err(match tls_error_of(&e) {
+                    Some(t) => HandshakeError::Tls(t),
+                    None if e.kind() == ErrorKind::UnexpectedEof => HandshakeError::Tls(TlsError::new(
+                        TlsErrorKind::ProtocolMismatch,
+                        "the server closed the connection during the TLS handshake; is it the secure client port?",
+                    )),
+                    None => HandshakeError::Io(e),
+                })
+            }
+        }
+    }
+    let shared = TlsShared {
+        conn: Mutex::new(conn),
+        eof: AtomicBool::new(false),
+    };
+    Ok(Transport::Tls(sock, Arc::new(shared)))
+}
+
+/// Why a TLS handshake failed.
+pub(super) enum HandshakeError {
+    Tls(TlsError),
+    Io(io::Error),
+}

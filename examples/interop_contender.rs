@@ -192,18 +192,17 @@ fn lease_node(
     let first = leases
         .first()
         .ok_or("no lease node while holding the semaphore mutex")?;
-    let stat = client
-        .check_exists(first)?
-        .ok_or_else(|| format!("the first lease node {first} vanished while we hold the lock"))?;
-    if stat.czxid != guard.fencing_token() {
+    // The participant carries the node's czxid (its fencing token).
+    if first.fencing_token != guard.fencing_token() {
+        let nodes: Vec<&str> = leases.iter().map(|p| p.node.as_str()).collect();
         return Err(format!(
-            "the first lease node {first} (czxid {:#x}) is not ours (fencing token {:#x}); leases: {leases:?}",
-            stat.czxid,
+            "the first lease node {first} (czxid {:#x}) is not ours (fencing token {:#x}); leases: {nodes:?}",
+            first.fencing_token,
             guard.fencing_token()
         )
         .into());
     }
-    with_queue(client, first.clone())
+    with_queue(client, first.node.clone())
 }
 
 fn run(args: &Args) -> Result<(), BoxError> {

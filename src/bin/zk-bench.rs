@@ -520,7 +520,7 @@ fn notifications_per_release(cs: &str, e: &zk_testing::embedded::EmbeddedServer,
         })
         .collect();
     gate.wait();
-    while holder.participant_nodes().unwrap().len() < n + 1 {
+    while holder.participant_paths().unwrap().len() < n + 1 {
         std::thread::sleep(Duration::from_millis(5));
     }
     while e.stats().requests(OpCode::GetData) < n as u64 {
@@ -662,11 +662,11 @@ fn rw_release_notifications(cs: &str, e: &zk_testing::embedded::EmbeddedServer, 
             _ => 2 * half,
         };
         if stage == 1 {
-            while rw.write_lock().participant_nodes().unwrap().len() < 2 {
+            while rw.write_lock().participant_paths().unwrap().len() < 2 {
                 std::thread::sleep(Duration::from_millis(5));
             }
         } else {
-            while rw.read_lock().participant_nodes().unwrap().len() < want {
+            while rw.read_lock().participant_paths().unwrap().len() < want {
                 std::thread::sleep(Duration::from_millis(5));
             }
         }

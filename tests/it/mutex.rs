@@ -459,7 +459,7 @@ fn test_revoking() {
         assert!(wait_until(timing().wait(), || m
             .participant_nodes()
             .is_ok_and(|p| p.len() == 1)));
-        let node = m.participant_nodes().unwrap().remove(0);
+        let node = m.participant_nodes().unwrap().remove(0).node;
         let (data, _) = c.get_data(&node).unwrap();
         assert!(data.is_empty(), "revocable locks write empty data");
         let other = client(&s);

@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::support::{client, server, timing};
 use zk_framework::{CreateMode, OpResult};
 use zk_recipes::identity::HolderIdentity;
-use zk_recipes::inspect::{inspect, participants, LockLayout, ParticipantKind};
+use zk_recipes::inspect::{inspect, inspect_as, participants, LockLayout, ParticipantKind};
 use zk_recipes::stats::{snapshot_of, LossCause};
 use zk_recipes::{
     Error, InterProcessLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
@@ -85,8 +85,16 @@ fn mutex_participants_are_the_queue_in_order() {
             waiters.push(sc.spawn(move || l.acquire().map(|g| g.release())));
             wait_children(&clients[0], path, i + 1);
         }
-        let ps = locks[0].participants().unwrap();
+        let ps = locks[0].participant_nodes().unwrap();
         assert_eq!(ps.len(), 3, "{ps:?}");
+        // Every instance sees the same queue, in sequence order (Curator's
+        // getParticipantNodes order), each participant displayed as its node path.
+        assert_eq!(locks[2].participant_nodes().unwrap(), ps);
+        let mut kids = crate::support::lock_children(&clients[0], path);
+        kids.sort_by_key(|k| k[k.len() - 10..].to_string());
+        let paths: Vec<String> = kids.iter().map(|k| format!("{path}/{k}")).collect();
+        assert_eq!(ps.iter().map(|p| p.to_string()).collect::<Vec<_>>(), paths);
+        assert_eq!(locks[1].participant_paths().unwrap(), paths);
         for (i, p) in ps.iter().enumerate() {
             assert_eq!(p.position, i);
             assert_eq!(p.kind, ParticipantKind::Mutex);
@@ -129,7 +137,7 @@ fn read_write_participants_follow_the_read_write_rule() {
         let r = rws[3].clone();
         let reader = sc.spawn(move || r.read_lock().acquire().map(|g| g.release()));
         wait_children(&c[0], path, 4);
-        let ps = rws[0].participants().unwrap();
+        let ps = rws[0].participant_nodes().unwrap();
         let got: Vec<(ParticipantKind, bool, i64)> = ps.iter().map(|p| (p.kind, p.holds, p.session_id)).collect();
         assert_eq!(
             got,
@@ -141,8 +149,22 @@ fn read_write_participants_follow_the_read_write_rule() {
             ]
         );
         assert_eq!(inspect(&c[3], path).unwrap().layout, LockLayout::ReadWrite);
-        assert_eq!(rws[0].write_lock().participants().unwrap().len(), 1);
-        assert_eq!(rws[0].read_lock().participants().unwrap().len(), 3);
+        assert_eq!(ps.iter().map(|p| p.position).collect::<Vec<_>>(), [0, 1, 2, 3]);
+        // Each half gives its own kind, numbered in the whole queue.
+        let writes = rws[0].write_lock().participant_nodes().unwrap();
+        assert_eq!(writes, [ps[2].clone()]);
+        assert_eq!(rws[3].write_lock().participant_paths().unwrap(), [ps[2].node.clone()]);
+        let reads = rws[1].read_lock().participant_nodes().unwrap();
+        assert_eq!(reads, [ps[0].clone(), ps[1].clone(), ps[3].clone()]);
+        assert_eq!(
+            rws[3].read_lock().participant_paths().unwrap(),
+            reads.iter().map(|p| p.node.clone()).collect::<Vec<_>>()
+        );
+        let writ = crate::support::lock_children(&c[0], path)
+            .into_iter()
+            .find(|k| k.contains("__WRIT__"))
+            .unwrap();
+        assert_eq!(writes[0], format!("{path}/{writ}"), "a participant compares as its node path");
         drop(r0);
         drop(r1);
         writer.join().unwrap().unwrap().unwrap();
@@ -171,14 +193,22 @@ fn semaphore_participants_show_leases_and_the_queue() {
             .unwrap()
             .len()
             == 3));
-        let ps = sems[0].participants().unwrap();
-        let leases: Vec<_> = ps.iter().filter(|p| p.kind == ParticipantKind::Lease).collect();
+        let leases = sems[0].participant_nodes().unwrap();
+        assert!(leases.iter().all(|p| p.kind == ParticipantKind::Lease), "{leases:?}");
         assert_eq!(leases.iter().map(|p| p.holds).collect::<Vec<_>>(), [true, true, false]);
+        assert_eq!(leases.iter().map(|p| p.position).collect::<Vec<_>>(), [0, 1, 2]);
+        assert_eq!(leases[0].fencing_token, l0.fencing_token());
+        assert_eq!(leases[1].fencing_token, l1.fencing_token());
         assert_eq!(leases[2].session_id, c[2].session_id());
-        assert!(ps
+        assert!(leases.iter().all(|p| ours(&p.identity)), "{leases:?}");
+        assert_eq!(sems[2].participant_paths().unwrap(), leases);
+        let queue = sems[1].lease_queue().unwrap();
+        assert!(queue
             .iter()
-            .filter(|p| p.kind == ParticipantKind::LeaseQueue)
-            .all(|p| !p.holds));
+            .all(|p| p.kind == ParticipantKind::LeaseQueue && !p.holds));
+        // The report of the path with the number of leases is the two together.
+        let report = inspect_as(&c[1], path, LockLayout::Semaphore { max_leases: Some(2) }).unwrap();
+        assert_eq!(report.participants, [leases.clone(), queue].concat());
         // Without the number of leases, every lease node counts as holding.
         let report = inspect(&c[0], path).unwrap();
         assert_eq!(report.layout, LockLayout::Semaphore { max_leases: None });
@@ -198,15 +228,20 @@ fn semaphore_participants_show_leases_and_the_queue() {
         assert!(wait_until(timing().wait(), || {
             crate::support::lock_children(&c[0], "/ops/queue/semmutex/locks").len() == 2
         }));
-        let ps = m0.participants().unwrap();
-        let holders: Vec<_> = ps.iter().filter(|p| p.holds).collect();
-        assert_eq!(holders.len(), 1, "{ps:?}");
-        assert_eq!(holders[0].kind, ParticipantKind::Lease);
-        assert_eq!(holders[0].session_id, c[0].session_id());
-        assert_eq!(holders[0].fencing_token, g.fencing_token());
-        let queue: Vec<_> = ps.iter().filter(|p| p.kind == ParticipantKind::LeaseQueue).collect();
-        assert_eq!(queue.len(), 2);
+        let ps = m0.participant_nodes().unwrap();
+        assert_eq!(ps.len(), 1, "only the holder's lease: {ps:?}");
+        assert_eq!((ps[0].kind, ps[0].position, ps[0].holds), (ParticipantKind::Lease, 0, true));
+        assert_eq!(ps[0].session_id, c[0].session_id());
+        assert_eq!(ps[0].fencing_token, g.fencing_token());
+        assert_eq!(m1.participant_paths().unwrap(), ps);
+        let queue = m1.lease_queue().unwrap();
+        assert_eq!(queue.len(), 2, "{queue:?}");
+        assert!(queue
+            .iter()
+            .all(|p| p.kind == ParticipantKind::LeaseQueue && !p.holds));
+        assert_eq!(queue[0].session_id, c[0].session_id());
         assert_eq!(queue[1].session_id, c[1].session_id());
+        assert_eq!(queue.iter().map(|p| p.position).collect::<Vec<_>>(), [0, 1]);
         drop(g);
         waiter.join().unwrap().unwrap().unwrap();
     });

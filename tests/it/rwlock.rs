@@ -130,10 +130,10 @@ fn test_get_participant_nodes() {
         assert_eq!(rw.read_lock().participant_nodes().unwrap().len(), READERS);
         assert_eq!(rw.write_lock().participant_nodes().unwrap().len(), WRITERS);
         for p in rw.read_lock().participant_nodes().unwrap() {
-            assert!(p.starts_with("/lock/_c_") && p.contains(READ_LOCK_NAME), "{p}");
+            assert!(p.node.starts_with("/lock/_c_") && p.node.contains(READ_LOCK_NAME), "{p}");
         }
         for p in rw.write_lock().participant_nodes().unwrap() {
-            assert!(p.starts_with("/lock/_c_") && p.contains(WRITE_LOCK_NAME), "{p}");
+            assert!(p.node.starts_with("/lock/_c_") && p.node.contains(WRITE_LOCK_NAME), "{p}");
         }
         // No writer gets in while the readers hold.
         assert!(ev_rx.try_recv().is_err());
@@ -874,7 +874,13 @@ fn participant_nodes_filter_on_node_names() {
     let rw = InterProcessReadWriteLock::new(&client, "/odd__WRIT__path").unwrap();
     let r = rw.read_lock().acquire().unwrap();
     assert_eq!(rw.read_lock().participant_nodes().unwrap().len(), 1);
-    assert_eq!(rw.write_lock().participant_nodes().unwrap(), Vec::<String>::new());
+    assert!(rw.write_lock().participant_nodes().unwrap().is_empty());
+    assert_eq!(rw.read_lock().participant_paths().unwrap().len(), 1);
+    assert_eq!(rw.write_lock().participant_paths().unwrap(), Vec::<String>::new());
+    let p = &rw.read_lock().participant_nodes().unwrap()[0];
+    assert_eq!(p.kind, zk_recipes::inspect::ParticipantKind::Read);
+    assert!(p.holds);
+    assert_eq!(rw.participant_nodes().unwrap(), [p.clone()]);
     r.release().unwrap();
 }
 

@@ -73,7 +73,7 @@ fn test_no_orphaned_nodes() {
             .into_iter()
             .find(|p| leases.iter().all(|l| l.path() != p))
             .unwrap();
-        c1.delete().for_path(&theirs).unwrap();
+        c1.delete().for_path(&theirs.node).unwrap();
         assert!(wait_until(timing().wait(), || {
             let p = sem1.participant_nodes().unwrap_or_default();
             p.len() == 3 && !p.contains(&theirs)

@@ -5,7 +5,7 @@
 //!
 //! It needs no lock instance: `zk-lock status` inspects any path with
 //! [`inspect`] (the layout is detected: mutex, read/write lock, semaphore,
-//! Curator's included). The locks have `participants()` methods that call
+//! Curator's included). The locks' `participant_nodes()` methods call
 //! [`participants`] with their own layout.
 
 use std::time::Duration;
@@ -133,6 +133,87 @@ impl Participant {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64);
         Duration::from_millis(now.saturating_sub(self.created_ms).max(0) as u64)
+    }
+}
+
+/// The node path, so that a participant reads as the path Curator's
+/// `getParticipantNodes` gives (`println!("{p}")`, `format!`).
+///
+/// # Examples
+///
+/// ```
+/// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
+/// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// # client.block_until_connected(std::time::Duration::from_secs(10))?;
+/// let m = zk_recipes::InterProcessMutex::new(&client, "/locks/shown")?;
+/// let g = m.acquire()?;
+/// let p = &m.participant_nodes()?[0];
+/// assert_eq!(p.to_string(), g.lock_path());
+/// // Compared with, and borrowed as, its node path.
+/// assert_eq!(*p, g.lock_path());
+/// assert_eq!(*p, g.lock_path().as_str());
+/// assert!(*p != *"/locks/other");
+/// assert_eq!(g.lock_path(), *p);
+/// assert_eq!(g.lock_path().as_str(), *p);
+/// let path: &str = p.as_ref();
+/// assert!(path.starts_with("/locks/shown/"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+impl std::fmt::Display for Participant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.node)
+    }
+}
+
+/// The node path (see the [`Display`](#impl-Display-for-Participant) example).
+impl AsRef<str> for Participant {
+    fn as_ref(&self) -> &str {
+        &self.node
+    }
+}
+
+/// Equal when the node path is (see the
+/// [`Display`](#impl-Display-for-Participant) example).
+impl PartialEq<str> for Participant {
+    fn eq(&self, other: &str) -> bool {
+        self.node == other
+    }
+}
+
+/// Equal when the node path is (see the
+/// [`Display`](#impl-Display-for-Participant) example).
+impl PartialEq<&str> for Participant {
+    fn eq(&self, other: &&str) -> bool {
+        self.node == *other
+    }
+}
+
+/// Equal when the node path is (see the
+/// [`Display`](#impl-Display-for-Participant) example).
+impl PartialEq<String> for Participant {
+    fn eq(&self, other: &String) -> bool {
+        self.node == *other
+    }
+}
+
+/// Equal when the node path is (the same comparison the other way round).
+impl PartialEq<Participant> for str {
+    fn eq(&self, other: &Participant) -> bool {
+        *self == other.node
+    }
+}
+
+/// Equal when the node path is (the same comparison the other way round).
+impl PartialEq<Participant> for &str {
+    fn eq(&self, other: &Participant) -> bool {
+        **self == other.node
+    }
+}
+
+/// Equal when the node path is (the same comparison the other way round).
+impl PartialEq<Participant> for String {
+    fn eq(&self, other: &Participant) -> bool {
+        *self == other.node
     }
 }
 
@@ -351,26 +432,41 @@ fn read(
             }
         }),
         LockLayout::Semaphore { max_leases } => {
-            let leases_path = join(path, "leases");
-            let max = max_leases.map_or(usize::MAX, |n| n as usize);
-            let lease_driver = Driver::Standard {
-                lock_name: LEASE_NAME,
-                max_leases: max,
-            };
-            let mut out = judge(client, &leases_path, children(client, &leases_path)?, |_| {
-                (lease_driver, ParticipantKind::Lease)
-            })?;
-            let locks_path = join(path, "locks");
-            let mut queue = judge(client, &locks_path, children(client, &locks_path)?, |_| {
-                (Driver::MUTEX, ParticipantKind::LeaseQueue)
-            })?;
-            for p in &mut queue {
-                p.holds = false;
-            }
-            out.append(&mut queue);
+            let mut out = semaphore_leases(client, path, max_leases)?;
+            out.append(&mut semaphore_queue(client, path)?);
             Ok(out)
         }
     }
+}
+
+/// A semaphore's lease nodes (`<path>/leases`) in sequence order, judged with
+/// `max_leases` (`None`: every lease holds).
+pub(crate) fn semaphore_leases(
+    client: &CuratorFramework,
+    path: &str,
+    max_leases: Option<u32>,
+) -> Result<Vec<Participant>> {
+    let leases_path = join(path, "leases");
+    let lease_driver = Driver::Standard {
+        lock_name: LEASE_NAME,
+        max_leases: max_leases.map_or(usize::MAX, |n| n as usize),
+    };
+    judge(client, &leases_path, children(client, &leases_path)?, |_| {
+        (lease_driver, ParticipantKind::Lease)
+    })
+}
+
+/// A semaphore's internal mutex queue (`<path>/locks`), in lock order; none
+/// of it holds the semaphore.
+pub(crate) fn semaphore_queue(client: &CuratorFramework, path: &str) -> Result<Vec<Participant>> {
+    let locks_path = join(path, "locks");
+    let mut queue = judge(client, &locks_path, children(client, &locks_path)?, |_| {
+        (Driver::MUTEX, ParticipantKind::LeaseQueue)
+    })?;
+    for p in &mut queue {
+        p.holds = false;
+    }
+    Ok(queue)
 }
 
 /// Reads the nodes, sorts the survivors the lock's way and asks the driver

@@ -109,7 +109,7 @@ impl LockInternals {
     }
 
     /// Full paths of the sorted children.
-    pub(crate) fn participant_nodes(&self) -> Result<Vec<String>> {
+    pub(crate) fn participant_paths(&self) -> Result<Vec<String>> {
         Ok(self
             .sorted_children()?
             .into_iter()

@@ -330,8 +330,53 @@ impl InterProcessMutex {
             .map_or(0, |h| h.count)
     }
 
-    /// Full paths of every node queued on the lock, in lock order (the holder
-    /// first).
+    /// Every node queued on the lock, in lock order (the holder first), as
+    /// typed participants: the node's full path (as Curator's
+    /// `getParticipantNodes`; a [`Participant`](crate::inspect::Participant)
+    /// displays as, compares with and borrows as that path), its kind
+    /// ([`ParticipantKind::Mutex`](crate::inspect::ParticipantKind::Mutex)),
+    /// owning session, holder identity, position, whether it holds (by the
+    /// lock's own rule, [`crate::driver`]), fencing token and creation time
+    /// (see [`crate::inspect`]). One listing and one read per node; a node
+    /// that vanishes while it is read is left out.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZooKeeper`] when the listing or a read fails (a missing base
+    /// path has no participants).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+    /// # client.block_until_connected(std::time::Duration::from_secs(10))?;
+    /// use zk_recipes::inspect::ParticipantKind;
+    ///
+    /// let m = zk_recipes::InterProcessMutex::new(&client, "/locks/typed")?;
+    /// let guard = m.acquire()?;
+    /// let ps = m.participant_nodes()?;
+    /// assert_eq!(ps.len(), 1);
+    /// let p = &ps[0];
+    /// assert_eq!(p.node, guard.lock_path());
+    /// assert_eq!((p.kind, p.position, p.holds), (ParticipantKind::Mutex, 0, true));
+    /// assert_eq!(p.session_id, client.session_id());
+    /// assert_eq!(p.fencing_token, guard.fencing_token());
+    /// println!("{p} held by {} for {:?}", p.identity, p.age());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn participant_nodes(&self) -> Result<Vec<crate::inspect::Participant>> {
+        crate::inspect::participants(
+            self.internals.client(),
+            self.base_path(),
+            crate::inspect::LockLayout::Mutex,
+        )
+    }
+
+    /// Only the full paths of [`participant_nodes`](Self::participant_nodes),
+    /// in the same order: one listing and no read, for counting a queue
+    /// cheaply (a poll that must not add reads, as the benchmarks' waits
+    /// before they count requests).
     ///
     /// # Errors
     ///
@@ -342,39 +387,11 @@ impl InterProcessMutex {
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
-    /// for node in m.participant_nodes()? {
-    ///     println!("{node}");
-    /// }
+    /// let queued = m.participant_paths()?.len();
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn participant_nodes(&self) -> Result<Vec<String>> {
-        self.internals.participant_nodes()
-    }
-
-    /// Every node queued on the lock as a typed participant, in lock order:
-    /// kind, session, holder identity, position, whether it holds (by the
-    /// lock's own rule), fencing token (see [`crate::inspect`]).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::ZooKeeper`] when the listing or a read fails.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
-    /// for p in m.participants()? {
-    ///     println!("{} holds={} {}", p.position, p.holds, p.identity);
-    /// }
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn participants(&self) -> Result<Vec<crate::inspect::Participant>> {
-        crate::inspect::participants(
-            self.internals.client(),
-            self.base_path(),
-            crate::inspect::LockLayout::Mutex,
-        )
+    pub fn participant_paths(&self) -> Result<Vec<String>> {
+        self.internals.participant_paths()
     }
 
     /// The lock's base path.

@@ -100,8 +100,8 @@ impl Revoker {
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
-    /// for node in m.participant_nodes()? {
-    ///     zk_recipes::Revoker::attempt_revoke(&client, &node)?;
+    /// for p in m.participant_nodes()? {
+    ///     zk_recipes::Revoker::attempt_revoke(&client, &p.node)?;
     /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

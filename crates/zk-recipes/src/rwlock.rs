@@ -195,24 +195,29 @@ impl InterProcessReadWriteLock {
         self.read.shared.read.base_path()
     }
 
-    /// Every read and write node as a typed participant, in lock order, each
-    /// judged by its half's rule (see [`crate::inspect`]).
+    /// Every read and write node, in lock order, as typed participants (node
+    /// path, [`Read`](crate::inspect::ParticipantKind::Read) or
+    /// [`Write`](crate::inspect::ParticipantKind::Write), session, holder
+    /// identity, position, whether it holds by its half's rule, fencing
+    /// token; see [`crate::inspect`]). Each half's `participant_nodes()` gives
+    /// its own kind only. One listing and one read per node.
     ///
     /// # Errors
     ///
-    /// [`Error::ZooKeeper`] when the listing or a read fails.
+    /// [`Error::ZooKeeper`] when the listing or a read fails (a missing base
+    /// path has no participants).
     ///
     /// # Examples
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let rw = zk_recipes::InterProcessReadWriteLock::new(&client, "/locks/a")?;
-    /// for p in rw.participants()? {
-    ///     println!("{} {} holds={}", p.position, p.kind.name(), p.holds);
+    /// for p in rw.participant_nodes()? {
+    ///     println!("{} {} holds={} session={:#x} {} {}", p.position, p.kind.name(), p.holds, p.session_id, p.identity, p.node);
     /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn participants(&self) -> Result<Vec<crate::inspect::Participant>> {
+    pub fn participant_nodes(&self) -> Result<Vec<crate::inspect::Participant>> {
         let m = &self.read.shared.read;
         crate::inspect::participants(
             m.internals().client(),
@@ -279,39 +284,51 @@ macro_rules! half_common {
                 self.shared.$field.is_owned_by_current_thread()
             }
 
-            #[doc = concat!("The queued ", $name, " nodes as typed participants, in lock order (see")]
-            /// [`InterProcessReadWriteLock::participants`] for both kinds).
+            #[doc = concat!("The queued ", $name, " nodes, in lock order, as typed participants: node")]
+            /// path (Curator's `getParticipantNodes`, which filters on the node
+            /// name: so does this, even when the base path contains a lock name),
+            /// kind, session, holder identity, position in the whole read/write
+            /// queue (readers and writers numbered together, in lock order),
+            /// whether it holds by the read/write rule, fencing token (see
+            /// [`InterProcessReadWriteLock::participant_nodes`] for both kinds,
+            /// and [`crate::inspect`]). One listing and one read per node.
             ///
             /// # Errors
             ///
-            /// [`Error::ZooKeeper`] when the listing or a read fails.
+            /// [`Error::ZooKeeper`] when the listing or a read fails (a missing
+            /// base path has no participants).
             ///
             /// # Examples
             ///
             /// ```no_run
             /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
             /// # let rw = zk_recipes::InterProcessReadWriteLock::new(&client, "/locks/a")?;
-            #[doc = concat!("let holders = rw.", $acq, "().participants()?.into_iter().filter(|p| p.holds).count();")]
+            #[doc = concat!("for p in rw.", $acq, "().participant_nodes()? {")]
+            ///     println!("{} {} holds={} {} {}", p.position, p.kind.name(), p.holds, p.identity, p.node);
+            /// }
+            #[doc = concat!("let holders = rw.", $acq, "().participant_nodes()?.into_iter().filter(|p| p.holds).count();")]
             /// # Ok::<(), Box<dyn std::error::Error>>(())
             /// ```
-            pub fn participants(&self) -> Result<Vec<crate::inspect::Participant>> {
-                let kind = if stringify!($field) == "read" {
-                    crate::inspect::ParticipantKind::Read
+            pub fn participant_nodes(&self) -> Result<Vec<crate::inspect::Participant>> {
+                let tag = if stringify!($field) == "read" {
+                    READ_LOCK_NAME
                 } else {
-                    crate::inspect::ParticipantKind::Write
+                    WRITE_LOCK_NAME
                 };
                 let m = &self.shared.$field;
+                // Curator filters on the node name; the base path may contain the tag.
                 Ok(crate::inspect::participants(
                     m.internals().client(),
                     m.base_path(),
                     crate::inspect::LockLayout::ReadWrite,
                 )?
                 .into_iter()
-                .filter(|p| p.kind == kind)
+                .filter(|p| zk_framework::proto::path::basename(&p.node).contains(tag))
                 .collect())
             }
 
-            #[doc = concat!("Full paths of the queued ", $name, " nodes, in lock order.")]
+            /// Only the full paths of `participant_nodes()`, in the same order:
+            /// one listing and no read, for counting a queue cheaply.
             ///
             /// # Errors
             ///
@@ -322,11 +339,11 @@ macro_rules! half_common {
             /// ```no_run
             /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
             /// # let rw = zk_recipes::InterProcessReadWriteLock::new(&client, "/locks/a")?;
-            #[doc = concat!("let nodes = rw.", $acq, "().participant_nodes()?;")]
+            #[doc = concat!("let queued = rw.", $acq, "().participant_paths()?.len();")]
             /// # Ok::<(), Box<dyn std::error::Error>>(())
             /// ```
-            pub fn participant_nodes(&self) -> Result<Vec<String>> {
-                let all = self.shared.$field.participant_nodes()?;
+            pub fn participant_paths(&self) -> Result<Vec<String>> {
+                let all = self.shared.$field.participant_paths()?;
                 let tag = if stringify!($field) == "read" {
                     READ_LOCK_NAME
                 } else {

@@ -431,7 +431,41 @@ impl InterProcessSemaphoreV2 {
         Ok(Some(leases))
     }
 
-    /// Full paths of the lease nodes (held and pending), in sequence order.
+    /// The lease nodes (held and pending), in sequence order, as typed
+    /// participants: the node's full path (Curator's `getParticipantNodes`
+    /// set; a [`Participant`](crate::inspect::Participant) displays as,
+    /// compares with and borrows as that path), kind
+    /// [`Lease`](crate::inspect::ParticipantKind::Lease), owning session,
+    /// holder identity, position among the leases, whether it holds (judged
+    /// with this semaphore's number of leases), fencing token (see
+    /// [`crate::inspect`]). The contenders still in the internal mutex's
+    /// queue, on their way to a lease node, are [`lease_queue`](Self::lease_queue).
+    /// One listing and one read per node.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZooKeeper`] when the listing or a read fails (a missing path
+    /// has no participants).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 3)?;
+    /// let leases = s.participant_nodes()?;
+    /// assert!(leases.iter().filter(|p| p.holds).count() <= 3);
+    /// for p in &leases {
+    ///     println!("{} holds={} session={:#x} {} {p}", p.position, p.holds, p.session_id, p.identity);
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn participant_nodes(&self) -> Result<Vec<crate::inspect::Participant>> {
+        crate::inspect::semaphore_leases(&self.client, &self.base_path, Some(self.max_leases))
+    }
+
+    /// Only the full paths of [`participant_nodes`](Self::participant_nodes),
+    /// in the same order: one listing and no read, for counting leases
+    /// cheaply.
     ///
     /// # Errors
     ///
@@ -442,10 +476,10 @@ impl InterProcessSemaphoreV2 {
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 3)?;
-    /// println!("{:?}", s.participant_nodes()?);
+    /// let leases = s.participant_paths()?.len();
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn participant_nodes(&self) -> Result<Vec<String>> {
+    pub fn participant_paths(&self) -> Result<Vec<String>> {
         let mut kids = match self.client.get_children(&self.leases_path) {
             Ok(k) => k,
             Err(zk_framework::Error::NoNode { .. }) => Vec::new(),
@@ -455,31 +489,31 @@ impl InterProcessSemaphoreV2 {
         Ok(kids.into_iter().map(|k| join(&self.leases_path, &k)).collect())
     }
 
-    /// The lease nodes (holding ones first, judged with this semaphore's
-    /// number of leases) and the internal mutex's queue, as typed
-    /// participants (see [`crate::inspect`]).
+    /// The internal mutex's queue (`<path>/locks`), in lock order, as typed
+    /// participants of kind
+    /// [`LeaseQueue`](crate::inspect::ParticipantKind::LeaseQueue): the
+    /// contenders on their way to a lease node (Curator's acquirers while
+    /// they get a lease; ours also while they hold one). None of them counts
+    /// as holding. With [`participant_nodes`](Self::participant_nodes) it is
+    /// what [`crate::inspect::inspect_as`] reports for a semaphore.
     ///
     /// # Errors
     ///
-    /// [`Error::ZooKeeper`] when the listing or a read fails.
+    /// [`Error::ZooKeeper`] when the listing or a read fails (a missing path
+    /// has an empty queue).
     ///
     /// # Examples
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 3)?;
-    /// let out = s.participants()?.iter().filter(|p| p.holds).count();
-    /// assert!(out <= 3);
+    /// for p in s.lease_queue()? {
+    ///     println!("{} queued {:?} ago by {}", p.position, p.age(), p.identity);
+    /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn participants(&self) -> Result<Vec<crate::inspect::Participant>> {
-        crate::inspect::participants(
-            &self.client,
-            &self.base_path,
-            crate::inspect::LockLayout::Semaphore {
-                max_leases: Some(self.max_leases),
-            },
-        )
+    pub fn lease_queue(&self) -> Result<Vec<crate::inspect::Participant>> {
+        crate::inspect::semaphore_queue(&self.client, &self.base_path)
     }
 
     pub(crate) fn acquire_deadline(&self, deadline: Option<Instant>) -> Result<Option<Lease>> {
@@ -924,26 +958,10 @@ impl InterProcessSemaphoreMutex {
         self.semaphore.client.fix_path(&self.base_path)
     }
 
-    /// The lease nodes, in order.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::ZooKeeper`] when the listing fails.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
-    /// let nodes = m.participant_nodes()?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn participant_nodes(&self) -> Result<Vec<String>> {
-        self.semaphore.participant_nodes()
-    }
-
-    /// The lease nodes (the holder first) and the internal mutex's queue as
-    /// typed participants (see [`crate::inspect`]).
+    /// The lease nodes, in sequence order, as typed participants (the
+    /// holder's first; see [`InterProcessSemaphoreV2::participant_nodes`]).
+    /// A waiter still in the internal mutex's queue, before it creates its
+    /// lease node, is in [`lease_queue`](Self::lease_queue).
     ///
     /// # Errors
     ///
@@ -954,11 +972,51 @@ impl InterProcessSemaphoreMutex {
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
-    /// let holder = m.participants()?.into_iter().find(|p| p.holds);
+    /// if let Some(h) = m.participant_nodes()?.into_iter().find(|p| p.holds) {
+    ///     println!("held by {} (session {:#x}, token {}) at {h}", h.identity, h.session_id, h.fencing_token);
+    /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn participants(&self) -> Result<Vec<crate::inspect::Participant>> {
-        self.semaphore.participants()
+    pub fn participant_nodes(&self) -> Result<Vec<crate::inspect::Participant>> {
+        self.semaphore.participant_nodes()
+    }
+
+    /// Only the full paths of the lease nodes, in the same order (see
+    /// [`InterProcessSemaphoreV2::participant_paths`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZooKeeper`] when the listing fails.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
+    /// let leases = m.participant_paths()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn participant_paths(&self) -> Result<Vec<String>> {
+        self.semaphore.participant_paths()
+    }
+
+    /// The internal mutex's queue, as typed participants (see
+    /// [`InterProcessSemaphoreV2::lease_queue`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZooKeeper`] when the listing or a read fails.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
+    /// let waiting = m.lease_queue()?.len();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn lease_queue(&self) -> Result<Vec<crate::inspect::Participant>> {
+        self.semaphore.lease_queue()
     }
 
     /// The fencing token of the held lease.

@@ -152,7 +152,7 @@ fn read_write_participants_follow_the_read_write_rule() {
         assert_eq!(ps.iter().map(|p| p.position).collect::<Vec<_>>(), [0, 1, 2, 3]);
         // Each half gives its own kind, numbered in the whole queue.
         let writes = rws[0].write_lock().participant_nodes().unwrap();
-        assert_eq!(writes, [ps[2].clone()]);
+        assert_eq!(writes, ps[2..3]);
         assert_eq!(rws[3].write_lock().participant_paths().unwrap(), [ps[2].node.clone()]);
         let reads = rws[1].read_lock().participant_nodes().unwrap();
         assert_eq!(reads, [ps[0].clone(), ps[1].clone(), ps[3].clone()]);
@@ -164,7 +164,11 @@ fn read_write_participants_follow_the_read_write_rule() {
             .into_iter()
             .find(|k| k.contains("__WRIT__"))
             .unwrap();
-        assert_eq!(writes[0], format!("{path}/{writ}"), "a participant compares as its node path");
+        assert_eq!(
+            writes[0],
+            format!("{path}/{writ}"),
+            "a participant compares as its node path"
+        );
         drop(r0);
         drop(r1);
         writer.join().unwrap().unwrap().unwrap();
@@ -203,9 +207,7 @@ fn semaphore_participants_show_leases_and_the_queue() {
         assert!(leases.iter().all(|p| ours(&p.identity)), "{leases:?}");
         assert_eq!(sems[2].participant_paths().unwrap(), leases);
         let queue = sems[1].lease_queue().unwrap();
-        assert!(queue
-            .iter()
-            .all(|p| p.kind == ParticipantKind::LeaseQueue && !p.holds));
+        assert!(queue.iter().all(|p| p.kind == ParticipantKind::LeaseQueue && !p.holds));
         // The report of the path with the number of leases is the two together.
         let report = inspect_as(&c[1], path, LockLayout::Semaphore { max_leases: Some(2) }).unwrap();
         assert_eq!(report.participants, [leases.clone(), queue].concat());
@@ -230,15 +232,16 @@ fn semaphore_participants_show_leases_and_the_queue() {
         }));
         let ps = m0.participant_nodes().unwrap();
         assert_eq!(ps.len(), 1, "only the holder's lease: {ps:?}");
-        assert_eq!((ps[0].kind, ps[0].position, ps[0].holds), (ParticipantKind::Lease, 0, true));
+        assert_eq!(
+            (ps[0].kind, ps[0].position, ps[0].holds),
+            (ParticipantKind::Lease, 0, true)
+        );
         assert_eq!(ps[0].session_id, c[0].session_id());
         assert_eq!(ps[0].fencing_token, g.fencing_token());
         assert_eq!(m1.participant_paths().unwrap(), ps);
         let queue = m1.lease_queue().unwrap();
         assert_eq!(queue.len(), 2, "{queue:?}");
-        assert!(queue
-            .iter()
-            .all(|p| p.kind == ParticipantKind::LeaseQueue && !p.holds));
+        assert!(queue.iter().all(|p| p.kind == ParticipantKind::LeaseQueue && !p.holds));
         assert_eq!(queue[0].session_id, c[0].session_id());
         assert_eq!(queue[1].session_id, c[1].session_id());
         assert_eq!(queue.iter().map(|p| p.position).collect::<Vec<_>>(), [0, 1]);

@@ -130,10 +130,16 @@ fn test_get_participant_nodes() {
         assert_eq!(rw.read_lock().participant_nodes().unwrap().len(), READERS);
         assert_eq!(rw.write_lock().participant_nodes().unwrap().len(), WRITERS);
         for p in rw.read_lock().participant_nodes().unwrap() {
-            assert!(p.node.starts_with("/lock/_c_") && p.node.contains(READ_LOCK_NAME), "{p}");
+            assert!(
+                p.node.starts_with("/lock/_c_") && p.node.contains(READ_LOCK_NAME),
+                "{p}"
+            );
         }
         for p in rw.write_lock().participant_nodes().unwrap() {
-            assert!(p.node.starts_with("/lock/_c_") && p.node.contains(WRITE_LOCK_NAME), "{p}");
+            assert!(
+                p.node.starts_with("/lock/_c_") && p.node.contains(WRITE_LOCK_NAME),
+                "{p}"
+            );
         }
         // No writer gets in while the readers hold.
         assert!(ev_rx.try_recv().is_err());
@@ -880,7 +886,7 @@ fn participant_nodes_filter_on_node_names() {
     let p = &rw.read_lock().participant_nodes().unwrap()[0];
     assert_eq!(p.kind, zk_recipes::inspect::ParticipantKind::Read);
     assert!(p.holds);
-    assert_eq!(rw.participant_nodes().unwrap(), [p.clone()]);
+    assert_eq!(rw.participant_nodes().unwrap(), std::slice::from_ref(p));
     r.release().unwrap();
 }
 

@@ -247,6 +247,9 @@ fn main() {
         });
         println!("multilock3.handoffs_per_s.sessions_8={rate:.0}");
     }
+    if want("clients") {
+        client_cost(&cs, 16);
+    }
     if o.curator {
         curator(&cs, &server, &o, run);
     }
@@ -636,4 +639,99 @@ fn rw_release_notifications(cs: &str, e: &zk_testing::embedded::EmbeddedServer, 
     }
     writer.close();
     after - before
+}
+
+/// A number from `/proc/self/status` (`VmRSS` in KiB, `Threads`), 0 elsewhere.
+fn proc_status(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field) && l[field.len()..].starts_with(':'))
+                .and_then(|l| l[field.len() + 1..].split_whitespace().next()?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Threads of this process, counted in `/proc/self/task`, except the
+/// embedded server's own (`zk-embedded-*`).
+fn task_count() -> usize {
+    std::fs::read_dir("/proc/self/task").map_or(0, |d| {
+        d.flatten()
+            .filter(|e| {
+                let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+                !comm.starts_with("zk-embedded")
+            })
+            .count()
+    })
+}
+
+/// What a client costs: threads (idle, then after using a lock), resident
+/// memory, connect-to-ready and `close()` time, over `n` clients.
+fn client_cost(cs: &str, n: usize) {
+    // One client first, so that process-wide one-offs (the lock watch timer,
+    // allocator arenas) are not charged to the clients measured.
+    let warm = client(cs);
+    drop(
+        InterProcessMutex::new(&warm, "/bench/clients/warm")
+            .unwrap()
+            .acquire()
+            .unwrap(),
+    );
+    let (t0, rss0) = (task_count(), proc_status("VmRSS"));
+    let mut ready = Vec::new();
+    let mut clients = Vec::new();
+    for _ in 0..n {
+        let t = Instant::now();
+        clients.push(client(cs));
+        ready.push(t.elapsed());
+    }
+    let (t1, rss1) = (task_count(), proc_status("VmRSS"));
+    if std::env::var_os("ZK_BENCH_THREAD_NAMES").is_some() {
+        let mut names = std::collections::BTreeMap::<String, usize>::new();
+        for e in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+            let n = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+            *names.entry(n.trim().to_string()).or_default() += 1;
+        }
+        eprintln!("threads: {names:?}");
+    }
+    for (i, c) in clients.iter().enumerate() {
+        let m = InterProcessMutex::new(c, &format!("/bench/clients/l{i}")).unwrap();
+        let g = m.acquire().unwrap();
+        std::thread::sleep(Duration::from_millis(20)); // the own-node watch goes out
+        drop(g);
+    }
+    let t2 = task_count();
+    let mut closes = Vec::new();
+    for c in clients {
+        let t = Instant::now();
+        c.close();
+        closes.push(t.elapsed());
+    }
+    let t3 = task_count();
+    ready.sort();
+    closes.sort();
+    println!("clients.threads_per_client.idle={:.2}", (t1 - t0) as f64 / n as f64);
+    println!(
+        "clients.threads_per_client.after_lock={:.2}",
+        (t2 - t0) as f64 / n as f64
+    );
+    println!("clients.threads_left_after_close={}", t3.saturating_sub(t0));
+    println!(
+        "clients.rss_kib_per_client={:.0}",
+        rss1.saturating_sub(rss0) as f64 / n as f64
+    );
+    println!(
+        "clients.connect_to_ready_ms.median={:.2}",
+        percentile(&ready, 0.5).as_secs_f64() * 1e3
+    );
+    println!(
+        "clients.close_ms.median={:.2}",
+        percentile(&closes, 0.5).as_secs_f64() * 1e3
+    );
+    println!(
+        "clients.close_ms.max={:.2}",
+        percentile(&closes, 1.0).as_secs_f64() * 1e3
+    );
+    warm.close();
 }

@@ -308,6 +308,7 @@ impl CuratorFramework {
                 let _ = t.join();
             }
         }
+        self.inner.stop_dispatch();
     }
 
     /// The server path for a user path (namespace applied).

@@ -7,7 +7,11 @@
 //! Without `--connect` it starts the embedded server in-process; `--apache`
 //! starts Debian's ZooKeeper 3.8 instead. Scenarios (`--only` picks some):
 //! `floor`, `mutex`, `semaphore`, `reentrant`, `handoff`, `herd`, `rwlock`,
-//! `multilock`.
+//! `multilock`, `clients` by default; the scale scenarios `latency` (release
+//! to next grant, and its floor), `deep` (1,000 waiters on one mutex), `many`
+//! (10,000 locks held at once) only when named (`--only scale` names them all
+//! with `clients`). With `--curator`, Curator 5.4 runs the same scenarios on
+//! the same server, paths, window and warm-up (see BENCHMARKS.md).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
@@ -24,7 +28,7 @@ use zk_testing::{Backend, TestingServer};
 #[derive(Debug, Parser)]
 #[command(
     name = "zk-bench",
-    override_usage = "zk-bench [--connect HOST:PORT | --apache] [--curator] [--seconds N] [--only NAMES]",
+    override_usage = "zk-bench [--connect HOST:PORT | --apache] [--curator] [--seconds N] [--warmup N] [--only NAMES]",
     args_override_self = true,
     disable_version_flag = true
 )]
@@ -38,17 +42,35 @@ struct Opts {
     /// Also run Curator 5.4 (Debian jars) on the same server.
     #[arg(long)]
     curator: bool,
-    /// Seconds per scenario.
+    /// Seconds per timed window.
     #[arg(long, value_name = "N", default_value_t = 3.0)]
     seconds: f64,
+    /// Seconds of the same work before every timed window, ours and Curator's
+    /// alike (the JVM's JIT warm-up).
+    #[arg(long, value_name = "N", default_value_t = 5.0)]
+    warmup: f64,
     /// Only these scenarios, comma-separated: floor, mutex, semaphore,
-    /// reentrant, handoff, herd, rwlock, multilock.
+    /// reentrant, handoff, herd, rwlock, multilock, clients (the default set),
+    /// and the scale scenarios latency, deep, many (run only when named;
+    /// `--only scale` names latency, deep, many and clients).
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     only: Option<Vec<String>>,
 }
 
 fn parse() -> Opts {
     Opts::parse()
+}
+
+/// The scenarios run only when named.
+const SCALE: [&str; 3] = ["latency", "deep", "many"];
+
+fn wanted(o: &Opts, name: &str) -> bool {
+    match &o.only {
+        None => !SCALE.contains(&name),
+        Some(v) => v
+            .iter()
+            .any(|x| x == name || (x == "scale" && (SCALE.contains(&name) || name == "clients"))),
+    }
 }
 
 fn client(cs: &str) -> CuratorFramework {
@@ -75,10 +97,15 @@ fn us(d: Duration) -> String {
     format!("{:.1}", d.as_secs_f64() * 1e6)
 }
 
-/// Runs `f` repeatedly for `run`, returning per-call latencies (sorted).
-fn latencies(run: Duration, mut f: impl FnMut()) -> Vec<Duration> {
-    for _ in 0..20 {
-        f(); // warm-up
+/// Runs `f` for `warmup` (at least 20 calls), then repeatedly for `run`,
+/// returning per-call latencies (sorted).
+fn latencies(warmup: Duration, run: Duration, mut f: impl FnMut()) -> Vec<Duration> {
+    let end = Instant::now() + warmup;
+    for i in 0.. {
+        f();
+        if i >= 20 && Instant::now() >= end {
+            break;
+        }
     }
     let mut v = Vec::new();
     let end = Instant::now() + run;
@@ -99,7 +126,7 @@ fn report_latency(key: &str, v: &[Duration]) {
 
 fn main() {
     let o = parse();
-    let want = |name: &str| o.only.as_ref().map_or(true, |v| v.iter().any(|x| x == name));
+    let want = |name: &str| wanted(&o, name);
     let server = if o.connect.is_some() {
         None
     } else if o.apache {
@@ -118,6 +145,7 @@ fn main() {
     };
     println!("server={backend}");
     let run = Duration::from_secs_f64(o.seconds);
+    let warmup = Duration::from_secs_f64(o.warmup);
     let c = client(&cs);
     let zk = c.zookeeper_client();
     let acl = Acl::open_unsafe();
@@ -127,14 +155,14 @@ fn main() {
         .ok();
 
     if want("floor") {
-        let v = latencies(run, || {
+        let v = latencies(warmup, run, || {
             let p = zk
                 .create("/bench/floor/n-", &[], &acl, CreateMode::EphemeralSequential)
                 .unwrap();
             zk.delete(&p, None).unwrap();
         });
         report_latency("floor.create_delete", &v);
-        let v = latencies(run, || {
+        let v = latencies(warmup, run, || {
             let p = zk
                 .create("/bench/floor/n-", &[], &acl, CreateMode::EphemeralSequential)
                 .unwrap();
@@ -146,7 +174,7 @@ fn main() {
 
     if want("mutex") {
         let m = InterProcessMutex::new(&c, "/bench/mutex").unwrap();
-        let v = latencies(run, || drop(m.acquire().unwrap()));
+        let v = latencies(warmup, run, || drop(m.acquire().unwrap()));
         report_latency("mutex.uncontended_acquire_release", &v);
         let counted = count_requests(&server, || drop(m.acquire().unwrap()));
         if let Some(n) = counted {
@@ -156,7 +184,7 @@ fn main() {
 
     if want("semaphore") {
         let m = InterProcessSemaphoreMutex::new(&c, "/bench/sem").unwrap();
-        let v = latencies(run, || drop(m.acquire().unwrap()));
+        let v = latencies(warmup, run, || drop(m.acquire().unwrap()));
         report_latency("semaphore_mutex.uncontended_acquire_release", &v);
         if let Some(n) = count_requests(&server, || drop(m.acquire().unwrap())) {
             println!("semaphore_mutex.requests_per_cycle={n}");
@@ -194,17 +222,17 @@ fn main() {
 
     if want("handoff") {
         for sessions in [8usize, 32, 128] {
-            let rate = handoffs(&cs, sessions, run, |c| {
+            let h = handoffs(&cs, sessions, warmup, run, |c| {
                 let m = InterProcessMutex::new(c, "/bench/handoff").unwrap();
-                Box::new(move || drop(m.acquire().unwrap()))
+                Box::new(move |l: &Latch| l.granted(m.acquire().unwrap()))
             });
-            println!("mutex.handoffs_per_s.sessions_{sessions}={rate:.0}");
+            h.report("mutex", sessions);
         }
-        let rate = handoffs(&cs, 8, run, |c| {
+        let h = handoffs(&cs, 8, warmup, run, |c| {
             let m = InterProcessSemaphoreMutex::new(c, "/bench/sem-handoff").unwrap();
-            Box::new(move || drop(m.acquire().unwrap()))
+            Box::new(move |l: &Latch| l.granted(m.acquire().unwrap()))
         });
-        println!("semaphore_mutex.handoffs_per_s.sessions_8={rate:.0}");
+        h.report("semaphore_mutex", 8);
     }
 
     if want("herd") {
@@ -224,11 +252,11 @@ fn main() {
             println!("rwlock.read_acquires_per_s.readers_{readers}_writers_1={r:.0}");
             println!("rwlock.write_acquires_per_s.readers_{readers}_writers_1={w:.0}");
         }
-        let rate = handoffs(&cs, 8, run, |c| {
+        let h = handoffs(&cs, 8, warmup, run, |c| {
             let rw = InterProcessReadWriteLock::new(c, "/bench/rw-handoff").unwrap();
-            Box::new(move || drop(rw.write_lock().acquire().unwrap()))
+            Box::new(move |l: &Latch| l.granted(rw.write_lock().acquire().unwrap()))
         });
-        println!("rwlock.write_handoffs_per_s.sessions_8={rate:.0}");
+        println!("rwlock.write_handoffs_per_s.sessions_8={:.0}", h.rate);
         if let Some(s) = &server {
             if let Some(e) = s.embedded() {
                 let n = rw_release_notifications(&cs, e, 100);
@@ -239,13 +267,37 @@ fn main() {
 
     if want("multilock") {
         let m = MultiLock::from_paths(&c, &["/bench/m/a", "/bench/m/b", "/bench/m/c"]).unwrap();
-        let v = latencies(run, || drop(m.acquire().unwrap()));
+        let v = latencies(warmup, run, || drop(m.acquire().unwrap()));
         report_latency("multilock3.uncontended_acquire_release", &v);
-        let rate = handoffs(&cs, 8, run, |c| {
+        let h = handoffs(&cs, 8, warmup, run, |c| {
             let m = MultiLock::from_paths(c, &["/bench/m/a", "/bench/m/b", "/bench/m/c"]).unwrap();
-            Box::new(move || drop(m.acquire().unwrap()))
+            Box::new(move |l: &Latch| l.granted(m.acquire().unwrap()))
         });
-        println!("multilock3.handoffs_per_s.sessions_8={rate:.0}");
+        println!("multilock3.handoffs_per_s.sessions_8={:.0}", h.rate);
+    }
+    if want("latency") {
+        let v = floor_latencies(&cs, warmup, run);
+        println!("floor.write_plus_notification.p50_us={}", us(percentile(&v, 0.5)));
+        println!("floor.write_plus_notification.p99_us={}", us(percentile(&v, 0.99)));
+        let h = handoffs(&cs, 8, warmup, run, |c| {
+            let m = InterProcessMutex::new(c, "/bench/handoff").unwrap();
+            Box::new(move |l: &Latch| l.granted(m.acquire().unwrap()))
+        });
+        h.report("mutex", 8);
+    }
+    if want("deep") {
+        let deep: usize = std::env::var("ZK_BENCH_DEEP")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(DEEP);
+        for (threads, sessions) in [(deep, 1), (deep, DEEP_SESSIONS.min(deep))] {
+            let d = deep_queue(&cs, server.as_ref(), threads, sessions);
+            d.report("", threads, sessions);
+        }
+    }
+    if want("many") {
+        many_locks(&c, MANY_WARMUP, MANY_THREADS, "/bench/many-ours-warmup", false);
+        many_locks(&c, MANY, MANY_THREADS, "/bench/many-ours", true);
     }
     if want("clients") {
         client_cost(&cs, 16);
@@ -260,7 +312,7 @@ fn main() {
 fn curator(cs: &str, server: &Option<TestingServer>, o: &Opts, run: Duration) {
     use std::io::{BufRead, BufReader, Write};
     use std::process::{Command, Stdio};
-    let want = |name: &str| o.only.as_ref().map_or(true, |v| v.iter().any(|x| x == name));
+    let want = |name: &str| wanted(o, name);
     let j = "/usr/share/java";
     let jars = [
         "curator-recipes",
@@ -303,22 +355,70 @@ fn curator(cs: &str, server: &Option<TestingServer>, o: &Opts, run: Duration) {
         print!("{}", String::from_utf8_lossy(&out.stdout));
     };
     let secs = format!("{}", run.as_secs_f64());
+    let warm = format!("{}", o.warmup);
+    let a = |v: &[&str]| -> Vec<String> { v.iter().map(|s| s.to_string()).collect() };
     if want("mutex") {
-        print_all(java(&["latency".into(), "mutex".into(), secs.clone()]));
+        print_all(java(&a(&["latency", "mutex", &secs, &warm, "/bench/mutex"])));
     }
     if want("semaphore") {
-        print_all(java(&["latency".into(), "semaphore".into(), secs.clone()]));
+        print_all(java(&a(&["latency", "semaphore", &secs, &warm, "/bench/sem"])));
     }
     if want("handoff") {
         for sessions in [8, 32, 128] {
-            print_all(java(&[
-                "handoff".into(),
-                "mutex".into(),
-                sessions.to_string(),
-                secs.clone(),
-            ]));
+            let n = sessions.to_string();
+            print_all(java(&a(&["handoff", "mutex", &n, &secs, &warm, "/bench/handoff"])));
         }
-        print_all(java(&["handoff".into(), "semaphore".into(), "8".into(), secs.clone()]));
+        print_all(java(&a(&[
+            "handoff",
+            "semaphore",
+            "8",
+            &secs,
+            &warm,
+            "/bench/sem-handoff",
+        ])));
+    }
+    if want("latency") {
+        print_all(java(&a(&["handoff", "mutex", "8", &secs, &warm, "/bench/handoff"])));
+    }
+    if want("deep") {
+        for (threads, sessions) in [(DEEP, 1), (DEEP, DEEP_SESSIONS)] {
+            let mut child = java(&a(&[
+                "deep",
+                &threads.to_string(),
+                &sessions.to_string(),
+                "/bench/deep",
+            ]));
+            let mut stdin = child.stdin.take().unwrap();
+            let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+            assert_eq!(lines.next().unwrap().unwrap(), "ready");
+            // Every waiter has set its watch.
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while wchs(cs).map_or(0, |(w, _)| w) < threads as u64 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let queued_watches = wchs(cs);
+            let n0 = notifications(server.as_ref());
+            writeln!(stdin).unwrap();
+            let drain_line = lines.next().unwrap().unwrap();
+            let ms: f64 = drain_line.strip_prefix("drain_ms=").unwrap().parse().unwrap();
+            assert_eq!(lines.next().unwrap().unwrap(), "done");
+            let n1 = notifications(server.as_ref());
+            writeln!(stdin).unwrap();
+            let _ = child.wait();
+            Deep {
+                drain: Duration::from_secs_f64(ms / 1e3),
+                notifications: n0.zip(n1).map(|(a, b)| b - a),
+                queued_watches,
+            }
+            .report("curator.", threads, sessions);
+        }
+    }
+    if want("many") {
+        let (n, t, w) = (MANY.to_string(), MANY_THREADS.to_string(), MANY_WARMUP.to_string());
+        print_all(java(&a(&["many", &n, &t, "/bench/many-curator", &w])));
+    }
+    if want("clients") {
+        print_all(java(&a(&["clients", "16"])));
     }
     let Some(e) = server.as_ref().and_then(|s| s.embedded()) else {
         return;
@@ -409,45 +509,134 @@ fn count_requests(server: &Option<TestingServer>, mut f: impl FnMut()) -> Option
     Some((total(e) - before + n / 2) / n)
 }
 
-/// Contended acquisitions per second: `sessions` clients, each in its own thread,
-/// loop `acquire+release` on one lock.
+/// Marks grants and releases in a handoff run: the time from one holder's
+/// release to the next holder's grant is measured across sessions (one
+/// process, one clock).
+struct Latch {
+    epoch: Instant,
+    /// When the last holder began its release, in ns since `epoch` (0: none yet).
+    last_release: AtomicU64,
+    timing: AtomicBool,
+}
+
+impl Latch {
+    /// Called with a fresh guard: records the wait since the last release,
+    /// then releases (dropping the guard) and marks the release.
+    fn granted<G>(&self, guard: G) -> Option<Duration> {
+        let granted = self.epoch.elapsed().as_nanos() as u64;
+        let prev = self.last_release.load(Ordering::SeqCst);
+        let lat = (self.timing.load(Ordering::Relaxed) && prev != 0)
+            .then(|| Duration::from_nanos(granted.saturating_sub(prev)));
+        self.last_release
+            .store(self.epoch.elapsed().as_nanos() as u64, Ordering::SeqCst);
+        drop(guard);
+        lat
+    }
+}
+
+/// A handoff run's figures.
+struct Handoff {
+    rate: f64,
+    per_client: Vec<u64>,
+    latencies: Vec<Duration>,
+}
+
+impl Handoff {
+    /// Jain's fairness index of the acquisitions per client: 1 when equal, 1/n
+    /// when one client had them all.
+    fn jain(&self) -> f64 {
+        let n = self.per_client.len() as f64;
+        let sum: f64 = self.per_client.iter().map(|&x| x as f64).sum();
+        let sq: f64 = self.per_client.iter().map(|&x| (x as f64) * (x as f64)).sum();
+        if sq == 0.0 {
+            0.0
+        } else {
+            sum * sum / (n * sq)
+        }
+    }
+
+    fn report(&self, key: &str, sessions: usize) {
+        println!("{key}.handoffs_per_s.sessions_{sessions}={:.0}", self.rate);
+        let min = self.per_client.iter().min().copied().unwrap_or(0);
+        let max = self.per_client.iter().max().copied().unwrap_or(0);
+        println!("{key}.handoffs.min_per_client.sessions_{sessions}={min}");
+        println!("{key}.handoffs.max_per_client.sessions_{sessions}={max}");
+        println!("{key}.handoffs.jain.sessions_{sessions}={:.3}", self.jain());
+        if !self.latencies.is_empty() {
+            println!(
+                "{key}.handoff_latency.p50_us.sessions_{sessions}={}",
+                us(percentile(&self.latencies, 0.5))
+            );
+            println!(
+                "{key}.handoff_latency.p99_us.sessions_{sessions}={}",
+                us(percentile(&self.latencies, 0.99))
+            );
+        }
+    }
+}
+
+/// Contended acquisitions: `sessions` clients, each in its own thread, loop
+/// `acquire+release` on one lock; `warmup` of that, then a timed window of
+/// `run`. Each loop body gets the latch and returns its release-to-grant time.
 fn handoffs(
     cs: &str,
     sessions: usize,
+    warmup: Duration,
     run: Duration,
-    make: impl Fn(&CuratorFramework) -> Box<dyn FnMut() + Send>,
-) -> f64 {
+    make: impl Fn(&CuratorFramework) -> Box<dyn FnMut(&Latch) -> Option<Duration> + Send>,
+) -> Handoff {
     let clients: Vec<_> = (0..sessions).map(|_| client(cs)).collect();
     let stop = Arc::new(AtomicBool::new(false));
-    let count = Arc::new(AtomicU64::new(0));
+    let latch = Arc::new(Latch {
+        epoch: Instant::now(),
+        last_release: AtomicU64::new(0),
+        timing: AtomicBool::new(false),
+    });
+    let counts: Arc<Vec<AtomicU64>> = Arc::new((0..sessions).map(|_| AtomicU64::new(0)).collect());
     let gate = Arc::new(Barrier::new(sessions + 1));
     let threads: Vec<_> = clients
         .iter()
-        .map(|c| {
+        .enumerate()
+        .map(|(i, c)| {
             let mut f = make(c);
-            let (stop, count, gate) = (stop.clone(), count.clone(), gate.clone());
+            let (stop, counts, gate, latch) = (stop.clone(), counts.clone(), gate.clone(), latch.clone());
             std::thread::spawn(move || {
+                let mut lat = Vec::new();
                 gate.wait();
                 while !stop.load(Ordering::Relaxed) {
-                    f();
-                    count.fetch_add(1, Ordering::Relaxed);
+                    if let Some(d) = f(&latch) {
+                        lat.push(d);
+                    }
+                    counts[i].fetch_add(1, Ordering::Relaxed);
                 }
+                lat
             })
         })
         .collect();
     gate.wait();
+    std::thread::sleep(warmup);
+    let before: Vec<u64> = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
     let t = Instant::now();
+    latch.timing.store(true, Ordering::Relaxed);
     std::thread::sleep(run);
-    stop.store(true, Ordering::Relaxed);
-    let n = count.load(Ordering::Relaxed);
+    latch.timing.store(false, Ordering::Relaxed);
+    let after: Vec<u64> = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
     let elapsed = t.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    let mut latencies = Vec::new();
     for t in threads {
-        t.join().unwrap();
+        latencies.extend(t.join().unwrap());
     }
     for c in clients {
         c.close();
     }
-    n as f64 / elapsed.as_secs_f64()
+    latencies.sort();
+    let per_client: Vec<u64> = after.iter().zip(&before).map(|(a, b)| a - b).collect();
+    Handoff {
+        rate: per_client.iter().sum::<u64>() as f64 / elapsed.as_secs_f64(),
+        per_client,
+        latencies,
+    }
 }
 
 /// Average watch notifications the server sends per mutex release with `n`
@@ -734,4 +923,198 @@ fn client_cost(cs: &str, n: usize) {
         percentile(&closes, 1.0).as_secs_f64() * 1e3
     );
     warm.close();
+}
+
+/// Waiters in the deep-queue scenario, and the sessions of its second run.
+const DEEP: usize = 1000;
+const DEEP_SESSIONS: usize = 100;
+/// Locks held at once in the many-locks scenario, from this many threads;
+/// the warm-up round takes fewer, under another root.
+const MANY: usize = 10_000;
+const MANY_THREADS: usize = 64;
+const MANY_WARMUP: usize = 1_000;
+
+/// One write round trip plus one notification: a client watches a node, a
+/// second one deletes it; the time from the delete call to the watch event.
+fn floor_latencies(cs: &str, warmup: Duration, run: Duration) -> Vec<Duration> {
+    let (a, b) = (client(cs), client(cs));
+    let (za, zb) = (a.zookeeper_client(), b.zookeeper_client());
+    let acl = Acl::open_unsafe();
+    let path = "/bench/floor-notify";
+    let once = || {
+        zb.create(path, &[], &acl, CreateMode::Ephemeral).unwrap();
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        za.exists_w(path, move |_| {
+            let _ = tx.send(());
+        })
+        .unwrap();
+        let t0 = Instant::now();
+        zb.delete(path, None).unwrap();
+        // Timed where the event is received, by a thread that waited for it
+        // (as a lock waiter does), not in the watcher.
+        rx.recv_timeout(Duration::from_secs(10)).expect("the watch fires");
+        t0.elapsed()
+    };
+    let end = Instant::now() + warmup;
+    while Instant::now() < end {
+        once();
+    }
+    let mut v = Vec::new();
+    let end = Instant::now() + run;
+    while Instant::now() < end {
+        v.push(once());
+    }
+    v.sort();
+    a.close();
+    b.close();
+    v
+}
+
+/// The server's watch table: (total watches, watched paths), from `wchs`.
+fn wchs(cs: &str) -> Option<(u64, u64)> {
+    let addr = cs.split(',').next()?;
+    let text = zk_testing::fourlw::four_letter_word(addr, "wchs", Duration::from_secs(5)).ok()?;
+    let total = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Total watches:"))?
+        .trim()
+        .parse()
+        .ok()?;
+    let paths = text.lines().next()?.split_whitespace().rev().nth(1)?.parse().ok()?;
+    Some((total, paths))
+}
+
+/// A deep queue's figures.
+struct Deep {
+    drain: Duration,
+    /// Notifications the server sent from the first release to the last
+    /// (embedded server only).
+    notifications: Option<u64>,
+    /// `wchs` with every waiter queued: total watches and watched paths.
+    queued_watches: Option<(u64, u64)>,
+}
+
+impl Deep {
+    fn report(&self, prefix: &str, threads: usize, sessions: usize) {
+        let k = format!("{prefix}deep.threads_{threads}.sessions_{sessions}");
+        println!("{k}.drain_ms={:.1}", self.drain.as_secs_f64() * 1e3);
+        println!("{k}.handoffs_per_s={:.0}", threads as f64 / self.drain.as_secs_f64());
+        if let Some(n) = self.notifications {
+            println!("{k}.notifications_per_release={:.3}", n as f64 / threads as f64);
+        }
+        if let Some((w, p)) = self.queued_watches {
+            println!("{k}.queued.server_watches={w}");
+            println!("{k}.queued.server_watched_paths={p}");
+        }
+    }
+}
+
+fn notifications(server: Option<&TestingServer>) -> Option<u64> {
+    Some(server?.embedded()?.stats().watch_notifications)
+}
+
+/// A holder and `threads` waiters (spread over `sessions` clients) on one
+/// mutex; once all are queued the holder releases and each waiter releases as
+/// soon as it holds. The drain is from the holder's release to the last one.
+fn deep_queue(cs: &str, server: Option<&TestingServer>, threads: usize, sessions: usize) -> Deep {
+    let path = "/bench/deep";
+    let holder_client = client(cs);
+    let holder = InterProcessMutex::new(&holder_client, path).unwrap();
+    let g = holder.acquire().unwrap();
+    let clients: Vec<_> = (0..sessions).map(|_| client(cs)).collect();
+    let epoch = Instant::now();
+    let last = Arc::new(AtomicU64::new(0));
+    let workers: Vec<_> = (0..threads)
+        .map(|i| {
+            let (c, last) = (clients[i % sessions].clone(), last.clone());
+            std::thread::Builder::new()
+                .stack_size(256 * 1024)
+                .spawn(move || {
+                    let m = InterProcessMutex::new(&c, path).unwrap();
+                    drop(m.acquire().unwrap());
+                    last.fetch_max(epoch.elapsed().as_nanos() as u64, Ordering::SeqCst);
+                })
+                .unwrap()
+        })
+        .collect();
+    while holder.participant_nodes().unwrap().len() < threads + 1 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Every waiter has set its watch (the own-node watch of the holder too).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while wchs(cs).map_or(0, |(w, _)| w) < threads as u64 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let queued_watches = wchs(cs);
+    let n0 = notifications(server);
+    let t0 = epoch.elapsed();
+    drop(g);
+    for w in workers {
+        w.join().unwrap();
+    }
+    let drain = Duration::from_nanos(last.load(Ordering::SeqCst)) - t0;
+    let n1 = notifications(server);
+    for c in clients {
+        c.close();
+    }
+    holder_client.close();
+    Deep {
+        drain,
+        notifications: n0.zip(n1).map(|(a, b)| b - a),
+        queued_watches,
+    }
+}
+
+/// `threads` threads of one client take `locks` distinct mutexes under
+/// `root` and hold them all at once, then release them; prints acquires/s,
+/// releases/s and resident memory per held lock (`report`).
+fn many_locks(c: &CuratorFramework, locks: usize, threads: usize, root: &str, report: bool) {
+    let held = Arc::new(Barrier::new(threads + 1));
+    let release = Arc::new(Barrier::new(threads + 1));
+    let released = Arc::new(Barrier::new(threads + 1));
+    let rss0 = proc_status("VmRSS");
+    let t0 = Instant::now();
+    let workers: Vec<_> = (0..threads)
+        .map(|t| {
+            let (c, held, release, released) = (c.clone(), held.clone(), release.clone(), released.clone());
+            let root = root.to_string();
+            std::thread::spawn(move || {
+                let mutexes: Vec<_> = (t..locks)
+                    .step_by(threads)
+                    .map(|i| InterProcessMutex::new(&c, &format!("{root}/l{i}")).unwrap())
+                    .collect();
+                let guards: Vec<_> = mutexes.iter().map(|m| m.acquire().unwrap()).collect();
+                held.wait();
+                release.wait();
+                drop(guards);
+                released.wait();
+            })
+        })
+        .collect();
+    held.wait();
+    let acquired = t0.elapsed();
+    // The own-node watches go out OWN_WATCH_DELAY after each grant: count them in.
+    std::thread::sleep(Duration::from_millis(50));
+    let rss1 = proc_status("VmRSS");
+    let t1 = Instant::now();
+    release.wait();
+    released.wait();
+    let releasing = t1.elapsed();
+    for w in workers {
+        w.join().unwrap();
+    }
+    if report {
+        println!(
+            "many.acquires_per_s.locks_{locks}={:.0}",
+            locks as f64 / acquired.as_secs_f64()
+        );
+        println!(
+            "many.releases_per_s.locks_{locks}={:.0}",
+            locks as f64 / releasing.as_secs_f64()
+        );
+        println!(
+            "many.rss_bytes_per_held_lock={:.0}",
+            rss1.saturating_sub(rss0) as f64 * 1024.0 / locks as f64
+        );
+    }
 }

@@ -33,6 +33,48 @@ impl std::fmt::Debug for LockInternals {
     }
 }
 
+/// The lock nodes of single-holder queues (mutexes) granted in this process,
+/// the most recent [`Granted::CAPACITY`] of them. A waiter whose predecessor is
+/// deleted after its grant holds the lock: when the predecessor was granted,
+/// every node before it was gone, and sequence numbers only grow, so none can
+/// appear again. So a waiter behind a holder of this process (a thread of the
+/// same client or another session of the process) takes the lock on the
+/// deletion event alone, without listing the queue again, which is what makes
+/// a deep queue drain at one round trip per handoff. A node not found (older,
+/// or granted in another process) costs the listing, as before.
+struct Granted {
+    #[allow(clippy::type_complexity)]
+    inner: std::sync::Mutex<Option<(std::collections::HashSet<String>, std::collections::VecDeque<String>)>>,
+}
+
+static GRANTED: Granted = Granted {
+    inner: std::sync::Mutex::new(None),
+};
+
+impl Granted {
+    /// Enough for the waiters of any realistic queue; bounded, so that a
+    /// long-lived process keeps no more than this many names.
+    const CAPACITY: usize = 4096;
+
+    fn record(&self, node: String) {
+        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let (set, order) = g.get_or_insert_with(Default::default);
+        if set.insert(node.clone()) {
+            order.push_back(node);
+            if order.len() > Self::CAPACITY {
+                if let Some(old) = order.pop_front() {
+                    set.remove(&old);
+                }
+            }
+        }
+    }
+
+    fn contains(&self, node: &str) -> bool {
+        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        g.as_ref().is_some_and(|(set, _)| set.contains(node))
+    }
+}
+
 /// Our freshly created node, with the listing that came back with it.
 struct Node {
     path: String,
@@ -266,8 +308,11 @@ impl LockInternals {
         let (_states_listener, states) = state_changes(&self.client);
         // A plain mutex queue only grows at its tail: once the head we watched is
         // deleted, the node right behind it holds the lock, with no new listing.
-        // (A read/write queue may gain a downgraded read node at the head's
-        // sequence, so it always lists again.)
+        // The same holds when the predecessor we watched was granted the lock
+        // (in this process, as `GRANTED` remembers): at its grant every node
+        // before it was gone, and none can come back. (A read/write queue may
+        // gain a downgraded read node at the head's sequence, so it always
+        // lists again.)
         let shortcut = matches!(self.driver, Driver::Standard { max_leases: 1, .. });
         loop {
             if self.client.is_closed() {
@@ -293,7 +338,12 @@ impl LockInternals {
             }
             let pred = match decision {
                 Err(NodeMissing) => return Err(LoopError::NodeMissing),
-                Ok(Decision::Acquired) => return Ok(true),
+                Ok(Decision::Acquired) => {
+                    if shortcut {
+                        GRANTED.record(self.client.fix_path(&node.path));
+                    }
+                    return Ok(true);
+                }
                 Ok(Decision::Watch(p)) => p,
             };
             let pred_is_head = children.first() == Some(&pred);
@@ -320,10 +370,11 @@ impl LockInternals {
             crossbeam_channel::select! {
                 recv(rx) -> ev => {
                     if shortcut
-                        && pred_is_head
                         && ev == Ok(zk_framework::proto::EventType::NodeDeleted)
                         && self.client.session_generation() == generation
+                        && (pred_is_head || GRANTED.contains(&self.client.fix_path(&join(&self.base_path, &pred))))
                     {
+                        GRANTED.record(self.client.fix_path(&node.path));
                         return Ok(true);
                     }
                 }

@@ -109,6 +109,7 @@ public class CuratorBench {
         for (Thread th : ts) th.start();
         allHeld.await();
         long t1 = System.nanoTime();
+        System.gc();
         long rss1 = rss();
         release.await();
         long t2 = System.nanoTime();
@@ -298,6 +299,7 @@ public class CuratorBench {
                     clients.add(client(cs));
                     ready.add(System.nanoTime() - t);
                 }
+                System.gc();
                 long t1 = tasks(), rss1 = rss();
                 for (int i = 0; i < n; i++) {
                     InterProcessMutex m = new InterProcessMutex(clients.get(i), "/bench/clients/l" + i);

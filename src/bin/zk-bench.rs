@@ -25,10 +25,10 @@ use zk_testing::{Backend, TestingServer};
 
 /// Lock benchmarks on the embedded server (default), Apache ZooKeeper, or
 /// a server of yours; one `key=value` line per figure.
-#[derive(Debug, Parser)]
+#[derive(Debug, Clone, Parser)]
 #[command(
     name = "zk-bench",
-    override_usage = "zk-bench [--connect HOST:PORT | --apache] [--curator] [--seconds N] [--warmup N] [--only NAMES]",
+    override_usage = "zk-bench [--connect HOST:PORT | --apache | --ensemble] [--curator] [--seconds N] [--warmup N] [--only NAMES]",
     args_override_self = true,
     disable_version_flag = true
 )]
@@ -39,6 +39,9 @@ struct Opts {
     /// Start Debian's Apache ZooKeeper 3.8 instead of the embedded server.
     #[arg(long)]
     apache: bool,
+    /// Start a 3-node Apache ZooKeeper 3.8 ensemble instead.
+    #[arg(long, conflicts_with = "apache")]
+    ensemble: bool,
     /// Also run Curator 5.4 (Debian jars) on the same server.
     #[arg(long)]
     curator: bool,
@@ -127,7 +130,11 @@ fn report_latency(key: &str, v: &[Duration]) {
 fn main() {
     let o = parse();
     let want = |name: &str| wanted(&o, name);
-    let server = if o.connect.is_some() {
+    let cluster = (o.connect.is_none() && o.ensemble).then(|| {
+        zk_testing::apache::ApacheCluster::start(3, zk_testing::apache::ApacheConfig::default())
+            .expect("start a 3-node Apache ZooKeeper ensemble")
+    });
+    let server = if o.connect.is_some() || o.ensemble {
         None
     } else if o.apache {
         Some(TestingServer::start_backend(Backend::Apache).expect("start Apache ZooKeeper"))
@@ -137,15 +144,27 @@ fn main() {
     let cs = o
         .connect
         .clone()
+        .or_else(|| cluster.as_ref().map(|c| c.connect_string()))
         .unwrap_or_else(|| server.as_ref().unwrap().connect_string());
-    let backend = match (&o.connect, o.apache) {
-        (Some(_), _) => "external",
-        (None, true) => "apache",
-        (None, false) => "embedded",
+    let backend = match (&o.connect, o.apache, o.ensemble) {
+        (Some(_), _, _) => "external",
+        (None, _, true) => "ensemble3",
+        (None, true, _) => "apache",
+        (None, false, false) => "embedded",
     };
     println!("server={backend}");
     let run = Duration::from_secs_f64(o.seconds);
     let warmup = Duration::from_secs_f64(o.warmup);
+    // Curator's figures for a scenario right after ours, on the same server.
+    let side_by_side = |name: &str| {
+        if o.curator && want(name) {
+            let one = Opts {
+                only: Some(vec![name.to_string()]),
+                ..o.clone()
+            };
+            curator(&cs, &server, &one, run);
+        }
+    };
     let c = client(&cs);
     let zk = c.zookeeper_client();
     let acl = Acl::open_unsafe();
@@ -171,6 +190,7 @@ fn main() {
         });
         report_latency("floor.create_getchildren_delete", &v);
     }
+    side_by_side("floor");
 
     if want("mutex") {
         let m = InterProcessMutex::new(&c, "/bench/mutex").unwrap();
@@ -181,6 +201,7 @@ fn main() {
             println!("mutex.requests_per_cycle={n}");
         }
     }
+    side_by_side("mutex");
 
     if want("semaphore") {
         let m = InterProcessSemaphoreMutex::new(&c, "/bench/sem").unwrap();
@@ -204,6 +225,7 @@ fn main() {
             1.0 / percentile(&v, 0.5).as_secs_f64()
         );
     }
+    side_by_side("semaphore");
 
     if want("reentrant") {
         let m = InterProcessMutex::new(&c, "/bench/reentrant").unwrap();
@@ -219,6 +241,7 @@ fn main() {
         }
         drop(outer);
     }
+    side_by_side("reentrant");
 
     if want("handoff") {
         for sessions in [8usize, 32, 128] {
@@ -234,6 +257,7 @@ fn main() {
         });
         h.report("semaphore_mutex", 8);
     }
+    side_by_side("handoff");
 
     if want("herd") {
         if let Some(s) = &server {
@@ -245,6 +269,7 @@ fn main() {
             }
         }
     }
+    side_by_side("herd");
 
     if want("rwlock") {
         for readers in [1usize, 4, 16] {
@@ -264,6 +289,7 @@ fn main() {
             }
         }
     }
+    side_by_side("rwlock");
 
     if want("multilock") {
         let m = MultiLock::from_paths(&c, &["/bench/m/a", "/bench/m/b", "/bench/m/c"]).unwrap();
@@ -275,16 +301,20 @@ fn main() {
         });
         println!("multilock3.handoffs_per_s.sessions_8={:.0}", h.rate);
     }
+    side_by_side("multilock");
     if want("latency") {
         let v = floor_latencies(&cs, warmup, run);
         println!("floor.write_plus_notification.p50_us={}", us(percentile(&v, 0.5)));
         println!("floor.write_plus_notification.p99_us={}", us(percentile(&v, 0.99)));
-        let h = handoffs(&cs, 8, warmup, run, |c| {
-            let m = InterProcessMutex::new(c, "/bench/handoff").unwrap();
-            Box::new(move |l: &Latch| l.granted(m.acquire().unwrap()))
-        });
-        h.report("mutex", 8);
+        for sessions in [2usize, 8] {
+            let h = handoffs(&cs, sessions, warmup, run, |c| {
+                let m = InterProcessMutex::new(c, "/bench/handoff").unwrap();
+                Box::new(move |l: &Latch| l.granted(m.acquire().unwrap()))
+            });
+            h.report("mutex", sessions);
+        }
     }
+    side_by_side("latency");
     if want("deep") {
         let deep: usize = std::env::var("ZK_BENCH_DEEP")
             .ok()
@@ -295,17 +325,38 @@ fn main() {
             d.report("", threads, sessions);
         }
     }
+    side_by_side("deep");
     if want("many") {
         many_locks(&c, MANY_WARMUP, MANY_THREADS, "/bench/many-ours-warmup", false);
         many_locks(&c, MANY, MANY_THREADS, "/bench/many-ours", true);
     }
+    side_by_side("many");
     if want("clients") {
         client_cost(&cs, 16);
     }
-    if o.curator {
-        curator(&cs, &server, &o, run);
-    }
+    side_by_side("clients");
+    let _ = std::fs::remove_dir_all(java_dir());
     c.close();
+}
+
+/// Compiles `CuratorBench.java` once per run; its class path.
+fn java_classpath(jars: &[String]) -> Option<String> {
+    use std::process::Command;
+    static CP: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    CP.get_or_init(|| {
+        let out_dir = java_dir();
+        std::fs::create_dir_all(&out_dir).ok()?;
+        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/bench/CuratorBench.java");
+        let status = Command::new("javac")
+            .args(["-d", out_dir.to_str()?, "-cp", &jars.join(":"), src])
+            .status();
+        matches!(status, Ok(s) if s.success()).then(|| format!("{}:{}", out_dir.display(), jars.join(":")))
+    })
+    .clone()
+}
+
+fn java_dir() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("zk-bench-java-{}", std::process::id()))
 }
 
 /// Runs Curator 5.4 (Debian's jars) on the same server and prints its figures.
@@ -329,17 +380,10 @@ fn curator(cs: &str, server: &Option<TestingServer>, o: &Opts, run: Duration) {
         println!("curator.error=Curator jars missing (apt-get install libcurator-recipes-java)");
         return;
     }
-    let out_dir = std::env::temp_dir().join(format!("zk-bench-java-{}", std::process::id()));
-    std::fs::create_dir_all(&out_dir).unwrap();
-    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/bench/CuratorBench.java");
-    let status = Command::new("javac")
-        .args(["-d", out_dir.to_str().unwrap(), "-cp", &cp_jars.join(":"), src])
-        .status();
-    if !matches!(status, Ok(s) if s.success()) {
+    let Some(cp) = java_classpath(&cp_jars) else {
         println!("curator.error=javac failed");
         return;
-    }
-    let cp = format!("{}:{}", out_dir.display(), cp_jars.join(":"));
+    };
     let java = |args: &[String]| -> std::process::Child {
         Command::new("java")
             .args(["-Xmx256m", "-cp", &cp, "CuratorBench", cs])
@@ -378,7 +422,9 @@ fn curator(cs: &str, server: &Option<TestingServer>, o: &Opts, run: Duration) {
         ])));
     }
     if want("latency") {
-        print_all(java(&a(&["handoff", "mutex", "8", &secs, &warm, "/bench/handoff"])));
+        for sessions in ["2", "8"] {
+            print_all(java(&a(&["handoff", "mutex", sessions, &secs, &warm, "/bench/handoff"])));
+        }
     }
     if want("deep") {
         for (threads, sessions) in [(DEEP, 1), (DEEP, DEEP_SESSIONS)] {
@@ -486,7 +532,6 @@ fn curator(cs: &str, server: &Option<TestingServer>, o: &Opts, run: Duration) {
             n1 - n0
         );
     }
-    let _ = std::fs::remove_dir_all(&out_dir);
 }
 
 /// Server requests made by one call of `f` (embedded server only; pings excluded).
@@ -970,18 +1015,22 @@ fn floor_latencies(cs: &str, warmup: Duration, run: Duration) -> Vec<Duration> {
     v
 }
 
-/// The server's watch table: (total watches, watched paths), from `wchs`.
+/// The servers' watch tables: (total watches, watched paths), from `wchs`,
+/// summed over every server of the connect string.
 fn wchs(cs: &str) -> Option<(u64, u64)> {
-    let addr = cs.split(',').next()?;
-    let text = zk_testing::fourlw::four_letter_word(addr, "wchs", Duration::from_secs(5)).ok()?;
-    let total = text
-        .lines()
-        .find_map(|l| l.strip_prefix("Total watches:"))?
-        .trim()
-        .parse()
-        .ok()?;
-    let paths = text.lines().next()?.split_whitespace().rev().nth(1)?.parse().ok()?;
-    Some((total, paths))
+    let mut sum = (0, 0);
+    for addr in cs.split('/').next()?.split(',') {
+        let text = zk_testing::fourlw::four_letter_word(addr, "wchs", Duration::from_secs(5)).ok()?;
+        let total: u64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix("Total watches:"))?
+            .trim()
+            .parse()
+            .ok()?;
+        let paths: u64 = text.lines().next()?.split_whitespace().rev().nth(1)?.parse().ok()?;
+        sum = (sum.0 + total, sum.1 + paths);
+    }
+    Some(sum)
 }
 
 /// A deep queue's figures.

@@ -6,7 +6,7 @@
 //
 // usage: java -cp ... CuratorBench CONNECT MODE ARGS...
 //   latency mutex|semaphore SECONDS WARMUP PATH   uncontended acquire+release latency
-//   handoff mutex|semaphore SESSIONS SECONDS WARMUP PATH
+//   handoff mutex|semaphore SESSIONS SECONDS WARMUP PATH [KEY]
 //                                       contended acquisitions per second, per-client
 //                                       fairness (min/max, Jain's index) and the
 //                                       release -> next grant latency (p50/p99)
@@ -69,6 +69,13 @@ public class CuratorBench {
         return l == null ? 0 : l.length;
     }
 
+    /** Java heap in use after a collection, in bytes. */
+    static long heap() {
+        System.gc();
+        Runtime r = Runtime.getRuntime();
+        return r.totalMemory() - r.freeMemory();
+    }
+
     /** A field of /proc/self/status in KiB (VmRSS). */
     static long rss() throws Exception {
         for (String line : Files.readAllLines(Paths.get("/proc/self/status"))) {
@@ -82,7 +89,7 @@ public class CuratorBench {
         CyclicBarrier allHeld = new CyclicBarrier(threads + 1);
         CyclicBarrier release = new CyclicBarrier(threads + 1);
         CyclicBarrier released = new CyclicBarrier(threads + 1);
-        System.gc();
+        long h0 = heap();
         long rss0 = rss();
         List<Thread> ts = new ArrayList<>();
         for (int t = 0; t < threads; t++) {
@@ -109,7 +116,7 @@ public class CuratorBench {
         for (Thread th : ts) th.start();
         allHeld.await();
         long t1 = System.nanoTime();
-        System.gc();
+        long h1 = heap();
         long rss1 = rss();
         release.await();
         long t2 = System.nanoTime();
@@ -120,6 +127,7 @@ public class CuratorBench {
             System.out.printf("curator.many.acquires_per_s.locks_%d=%.0f%n", locks, locks / ((t1 - t0) / 1e9));
             System.out.printf("curator.many.releases_per_s.locks_%d=%.0f%n", locks, locks / ((t3 - t2) / 1e9));
             System.out.printf("curator.many.rss_bytes_per_held_lock=%.0f%n", (rss1 - rss0) * 1024.0 / locks);
+            System.out.printf("curator.many.java_heap_bytes_per_held_lock=%.0f%n", (h1 - h0) / (double) locks);
         }
     }
 
@@ -205,7 +213,7 @@ public class CuratorBench {
                 double secs = (System.nanoTime() - t0) / 1e9;
                 stop.set(true);
                 for (Thread t : ts) t.join();
-                String key = kind.equals("semaphore") ? "semaphore_mutex" : "mutex";
+                String key = args.length > 7 ? args[7] : kind.equals("semaphore") ? "semaphore_mutex" : "mutex";
                 long n = 0, min = Long.MAX_VALUE, max = 0;
                 double sq = 0;
                 for (int i = 0; i < sessions; i++) {
@@ -290,7 +298,7 @@ public class CuratorBench {
                 InterProcessMutex wm = new InterProcessMutex(warm, "/bench/clients/warm");
                 wm.acquire();
                 wm.release();
-                System.gc();
+                long h0 = heap();
                 long t0 = tasks(), rss0 = rss();
                 List<CuratorFramework> clients = new ArrayList<>();
                 List<Long> ready = new ArrayList<>();
@@ -299,7 +307,7 @@ public class CuratorBench {
                     clients.add(client(cs));
                     ready.add(System.nanoTime() - t);
                 }
-                System.gc();
+                long h1 = heap();
                 long t1 = tasks(), rss1 = rss();
                 for (int i = 0; i < n; i++) {
                     InterProcessMutex m = new InterProcessMutex(clients.get(i), "/bench/clients/l" + i);
@@ -322,6 +330,7 @@ public class CuratorBench {
                 System.out.printf("curator.clients.threads_per_client.after_lock=%.2f%n", (t2 - t0) / (double) n);
                 System.out.printf("curator.clients.threads_left_after_close=%d%n", Math.max(0, t3 - t0));
                 System.out.printf("curator.clients.rss_kib_per_client=%.0f%n", (rss1 - rss0) / (double) n);
+                System.out.printf("curator.clients.java_heap_kib_per_client=%.0f%n", (h1 - h0) / 1024.0 / n);
                 System.out.printf("curator.clients.connect_to_ready_ms.median=%.2f%n", ready.get(n / 2) / 1e6);
                 System.out.printf("curator.clients.close_ms.median=%.2f%n", closes.get(n / 2) / 1e6);
                 System.out.printf("curator.clients.close_ms.max=%.2f%n", closes.get(n - 1) / 1e6);

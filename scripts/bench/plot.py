@@ -6,7 +6,7 @@ usage: scripts/bench/plot.py OUT_DIR RUN.txt [RUN.txt ...]
 Each RUN.txt is the stdout of one `zk-bench --apache --curator ...` run (key=value
 lines). With several runs, a plot shows the median and a bar from the lowest to
 the highest value. Writes handoffs.svg (acquisitions/s against sessions),
-latency.svg (release -> next grant, p50 and p99, against sessions) and
+latency-p50.svg and latency-p99.svg (release -> next grant against sessions) and
 deep.svg (the deep queue's drain time), and prints a Markdown table of every
 figure the runs share (median, min-max, and Curator's / ours where both exist).
 """
@@ -107,11 +107,16 @@ def legend(svg, items, x=90, y=50):
         svg.text(x + 30, yy + 4, name, anchor="start")
 
 
-def series_plot(path, title, ylabel, xlabels, series):
-    """series: list of (name, color, dash, [(median, lo, hi) or None per x])."""
+def series_plot(path, title, ylabel, xlabels, series, floor=None):
+    """series: list of (name, color, dash, [(median, lo, hi) or None per x]);
+    floor: a (median, lo, hi) drawn as a grey horizontal line."""
     top = max((s[2] for _, _, _, pts in series for s in pts if s), default=1)
     svg = Svg(title=title)
     x_of, y_of = frame(svg, xlabels, nice_max(top * 1.1), ylabel)
+    if floor:
+        y = y_of(floor[0])
+        svg.line(70, y, svg.w - 20, y, color="#888888", width=1.5, dash="2,3")
+        svg.text(74, y - 4, f"floor: one write + one notification, p50 {floor[0]:,.0f}", anchor="start", size=10)
     for name, color, dash, pts in series:
         prev = None
         for i, p in enumerate(pts):
@@ -170,15 +175,18 @@ def main():
         [(name, COLORS[name], None, [stats(runs, f"{p}mutex.handoffs_per_s.sessions_{s}") for s in sessions])
          for name, p in both],
     )
-    series_plot(
-        os.path.join(out, "latency.svg"),
-        "Release to next grant, p50 (solid) and p99 (dashed), µs",
-        "microseconds",
-        labels,
-        [(f"{name} {q}", COLORS[name], dash,
-          [stats(runs, f"{p}mutex.handoff_latency.{q}_us.sessions_{s}") for s in sessions])
-         for name, p in both for q, dash in (("p50", None), ("p99", "6,4"))],
-    )
+    floor = stats(runs, "floor.write_plus_notification.p50_us")
+    for q, fl in (("p50", floor), ("p99", None)):
+        series_plot(
+            os.path.join(out, f"latency-{q}.svg"),
+            f"Mutex release to next grant, {q} (µs, lower is better)",
+            "microseconds",
+            labels,
+            [(name, COLORS[name], None,
+              [stats(runs, f"{p}mutex.handoff_latency.{q}_us.sessions_{s}") for s in sessions])
+             for name, p in both],
+            floor=fl,
+        )
     deep = [(1000, 1), (1000, 100)]
     bar_plot(
         os.path.join(out, "deep.svg"),
@@ -190,14 +198,22 @@ def main():
     )
     # Every figure the runs have, ours beside Curator's.
     keys = sorted({k for r in runs for k in r if not k.startswith("curator.")})
-    print("| figure | ours (median, min-max) | Curator 5.4 | Curator / ours |")
+    print(f"{len(runs)} run(s): median (lowest-highest). \"ours better\": Curator's time / ours, "
+          "or our rate / Curator's (above 1: ours is better).")
+    print()
+    print("| figure | ours | Curator 5.4 | ours better |")
     print("|---|---:|---:|---:|")
     for k in keys:
         o = stats(runs, k)
         c = stats(runs, "curator." + k)
-        fo = f"{o[0]:,.1f} ({o[1]:,.1f}-{o[2]:,.1f})"
-        fc = f"{c[0]:,.1f} ({c[1]:,.1f}-{c[2]:,.1f})" if c else "-"
-        ratio = f"{c[0] / o[0]:.2f}" if c and o[0] else "-"
+        fo = f"{o[0]:,.1f} ({o[1]:,.1f}-{o[2]:,.1f})" if o[1] != o[2] else f"{o[0]:,.1f}"
+        fc = (f"{c[0]:,.1f} ({c[1]:,.1f}-{c[2]:,.1f})" if c[1] != c[2] else f"{c[0]:,.1f}") if c else "-"
+        ratio = "-"
+        if c and o[0] and c[0]:
+            if "per_s" in k:
+                ratio = f"{o[0] / c[0]:.2f}x"
+            elif k.endswith(("_us", "_ms", "_ms.median", "_ms.max", "drain_ms")) or "_us." in k:
+                ratio = f"{c[0] / o[0]:.2f}x"
         print(f"| {k} | {fo} | {fc} | {ratio} |")
 
 

@@ -311,7 +311,7 @@ fn main() {
                 let m = InterProcessMutex::new(c, "/bench/handoff").unwrap();
                 Box::new(move |l: &Latch| l.granted(m.acquire().unwrap()))
             });
-            h.report("mutex", sessions);
+            h.report("latency.mutex", sessions);
         }
     }
     side_by_side("latency");
@@ -423,7 +423,15 @@ fn curator(cs: &str, server: &Option<TestingServer>, o: &Opts, run: Duration) {
     }
     if want("latency") {
         for sessions in ["2", "8"] {
-            print_all(java(&a(&["handoff", "mutex", sessions, &secs, &warm, "/bench/handoff"])));
+            print_all(java(&a(&[
+                "handoff",
+                "mutex",
+                sessions,
+                &secs,
+                &warm,
+                "/bench/handoff",
+                "latency.mutex",
+            ])));
         }
     }
     if want("deep") {

@@ -2,6 +2,7 @@
 //! retry on a vanished node, queue again on a new session (Curator's
 //! `LockInternals`). A win becomes a [`Holding`].
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
@@ -34,7 +35,7 @@ impl std::fmt::Debug for LockInternals {
 }
 
 /// The lock nodes of single-holder queues (mutexes) granted in this process,
-/// the most recent [`Granted::CAPACITY`] of them. A waiter whose predecessor is
+/// the most recent `Granted::CAPACITY` of them. A waiter whose predecessor is
 /// deleted after its grant holds the lock: when the predecessor was granted,
 /// every node before it was gone, and sequence numbers only grow, so none can
 /// appear again. So a waiter behind a holder of this process (a thread of the
@@ -44,19 +45,30 @@ impl std::fmt::Debug for LockInternals {
 /// or granted in another process) costs the listing, as before.
 struct Granted {
     #[allow(clippy::type_complexity)]
-    inner: std::sync::Mutex<Option<(std::collections::HashSet<String>, std::collections::VecDeque<String>)>>,
+    inner: std::sync::Mutex<
+        Option<(
+            std::collections::HashSet<Arc<str>>,
+            std::collections::VecDeque<Arc<str>>,
+        )>,
+    >,
 }
 
-static GRANTED: Granted = Granted {
-    inner: std::sync::Mutex::new(None),
-};
+static GRANTED: Granted = Granted::new();
 
 impl Granted {
-    /// Enough for the waiters of any realistic queue; bounded, so that a
-    /// long-lived process keeps no more than this many names.
-    const CAPACITY: usize = 4096;
+    /// Far more than a waiter needs (its predecessor's grant is recent), and
+    /// bounded, so that a long-lived process keeps at most this many names
+    /// (about 150 KiB).
+    const CAPACITY: usize = 1024;
+
+    const fn new() -> Granted {
+        Granted {
+            inner: std::sync::Mutex::new(None),
+        }
+    }
 
     fn record(&self, node: String) {
+        let node: Arc<str> = node.into();
         let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let (set, order) = g.get_or_insert_with(Default::default);
         if set.insert(node.clone()) {
@@ -72,6 +84,32 @@ impl Granted {
     fn contains(&self, node: &str) -> bool {
         let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         g.as_ref().is_some_and(|(set, _)| set.contains(node))
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        g.as_ref().map_or(0, |(set, order)| set.len().max(order.len()))
+    }
+}
+
+#[cfg(test)]
+mod granted_tests {
+    use super::Granted;
+
+    #[test]
+    fn granted_keeps_the_most_recent_names_and_no_more() {
+        let g = Granted::new();
+        for i in 0..3 * Granted::CAPACITY {
+            g.record(format!("/l/_c_{i}-lock-{i:010}"));
+        }
+        assert_eq!(g.len(), Granted::CAPACITY);
+        let last = 3 * Granted::CAPACITY - 1;
+        assert!(g.contains(&format!("/l/_c_{last}-lock-{last:010}")));
+        assert!(!g.contains("/l/_c_0-lock-0000000000"));
+        // A name recorded twice is kept once.
+        g.record(format!("/l/_c_{last}-lock-{last:010}"));
+        assert_eq!(g.len(), Granted::CAPACITY);
     }
 }
 

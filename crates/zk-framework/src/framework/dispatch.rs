@@ -14,7 +14,7 @@ use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use super::inner::Inner;
 use crate::state::ConnectionState;
@@ -180,8 +180,19 @@ fn dispatch_loop(weak: &Weak<Inner>, shared: &(Mutex<Queue>, Condvar)) {
                 if let Some(s) = q.states.pop_front() {
                     break s;
                 }
-                let gone = weak.upgrade().map_or(true, |i| i.closed.load(Ordering::SeqCst));
-                if gone || cv.wait_for(&mut q, IDLE).timed_out() && q.states.is_empty() {
+                let inner = weak.upgrade();
+                if inner.as_ref().map_or(true, |i| i.closed.load(Ordering::SeqCst)) {
+                    q.running = false;
+                    drop(q);
+                    return;
+                }
+                // Never hold the client while waiting (its last handle going
+                // closes it), nor drop it under the queue's lock.
+                MutexGuard::unlocked(&mut q, || drop(inner));
+                if !q.states.is_empty() {
+                    continue;
+                }
+                if cv.wait_for(&mut q, IDLE).timed_out() && q.states.is_empty() {
                     q.running = false;
                     return;
                 }

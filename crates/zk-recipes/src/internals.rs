@@ -93,26 +93,6 @@ impl Granted {
     }
 }
 
-#[cfg(test)]
-mod granted_tests {
-    use super::Granted;
-
-    #[test]
-    fn granted_keeps_the_most_recent_names_and_no_more() {
-        let g = Granted::new();
-        for i in 0..3 * Granted::CAPACITY {
-            g.record(format!("/l/_c_{i}-lock-{i:010}"));
-        }
-        assert_eq!(g.len(), Granted::CAPACITY);
-        let last = 3 * Granted::CAPACITY - 1;
-        assert!(g.contains(&format!("/l/_c_{last}-lock-{last:010}")));
-        assert!(!g.contains("/l/_c_0-lock-0000000000"));
-        // A name recorded twice is kept once.
-        g.record(format!("/l/_c_{last}-lock-{last:010}"));
-        assert_eq!(g.len(), Granted::CAPACITY);
-    }
-}
-
 /// Our freshly created node, with the listing that came back with it.
 struct Node {
     path: String,
@@ -499,4 +479,24 @@ pub(crate) fn state_changes(client: &CuratorFramework) -> (ListenerHandle, Recei
         let _ = tx.try_send(());
     });
     (handle, rx)
+}
+
+#[cfg(test)]
+mod granted_tests {
+    use super::Granted;
+
+    #[test]
+    fn granted_keeps_the_most_recent_names_and_no_more() {
+        let g = Granted::new();
+        for i in 0..3 * Granted::CAPACITY {
+            g.record(format!("/l/_c_{i}-lock-{i:010}"));
+        }
+        assert_eq!(g.len(), Granted::CAPACITY);
+        let last = 3 * Granted::CAPACITY - 1;
+        assert!(g.contains(&format!("/l/_c_{last}-lock-{last:010}")));
+        assert!(!g.contains("/l/_c_0-lock-0000000000"));
+        // A name recorded twice is kept once.
+        g.record(format!("/l/_c_{last}-lock-{last:010}"));
+        assert_eq!(g.len(), Granted::CAPACITY);
+    }
 }

@@ -10,6 +10,7 @@ latency-p50.svg and latency-p99.svg (release -> next grant against sessions) and
 deep.svg (the deep queue's drain time), and prints a Markdown table of every
 figure the runs share (median, min-max, and Curator's / ours where both exist).
 """
+import math
 import os
 import statistics
 import sys
@@ -67,10 +68,11 @@ class Svg:
 
 
 def nice_max(v):
+    """The smallest round number (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8 x 10^k) >= v."""
     if v <= 0:
         return 1
-    e = 10 ** len(str(int(v))) / 10
-    for m in (1, 2, 2.5, 5, 10):
+    e = 10 ** math.floor(math.log10(v))
+    for m in (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
         if m * e >= v:
             return m * e
     return 10 * e
@@ -93,7 +95,7 @@ def frame(svg, xlabels, ymax, ylabel, left=70, right=20, top=40, bottom=50):
         v = ymax * k / 5
         y = y_of(v)
         svg.line(left, y, left + pw, y, color="#dddddd")
-        svg.text(left - 6, y + 4, f"{v:,.0f}", anchor="end")
+        svg.text(left - 6, y + 4, f"{v:,.0f}" if ymax >= 50 else f"{v:,.1f}", anchor="end")
     for i, lab in enumerate(xlabels):
         svg.text(x_of(i), top + ph + 18, lab)
     svg.text(16, top + ph / 2, ylabel, rotate=-90)

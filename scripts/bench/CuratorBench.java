@@ -1,9 +1,24 @@
 // Curator 5.4 lock benchmarks, run by zk-bench beside our own figures on the same
 // server. Prints key=value lines prefixed with "curator.".
 //
+// Every timed window is preceded by WARMUP seconds of the same work (JIT warm-up;
+// zk-bench passes the same window, warm-up and lock paths it uses for its own run).
+//
 // usage: java -cp ... CuratorBench CONNECT MODE ARGS...
-//   latency mutex|semaphore SECONDS     uncontended acquire+release latency
-//   handoff mutex|semaphore SESSIONS SECONDS   contended acquisitions per second
+//   latency mutex|semaphore SECONDS WARMUP PATH   uncontended acquire+release latency
+//   handoff mutex|semaphore SESSIONS SECONDS WARMUP PATH [KEY]
+//                                       contended acquisitions per second, per-client
+//                                       fairness (min/max, Jain's index) and the
+//                                       release -> next grant latency (p50/p99)
+//   deep THREADS SESSIONS PATH          a holder and THREADS waiters over SESSIONS
+//                                       sessions on one mutex; prints "ready" once all
+//                                       queued, waits for a stdin line, releases; each
+//                                       waiter acquires and releases at once; prints the
+//                                       drain time, then "done", waits for a line
+//   many LOCKS THREADS PATH WARMUP_LOCKS one client, THREADS threads acquire LOCKS distinct
+//                                       mutexes (held all at once), then release them
+//   clients N                           what a client costs: threads, memory,
+//                                       connect-to-ready and close() time
 //   cycles mutex|semaphore N            N uncontended cycles (zk-bench counts requests)
 //   chain mutex|semaphore N             N waiters queued behind a holder, released in turn
 //   rwherd READERS                      writer W1 holds; READERS/2 readers, a writer W2,
@@ -19,6 +34,10 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.concurrent.CyclicBarrier;
+import java.nio.file.Files;
+import java.nio.file.Paths;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
@@ -44,6 +63,74 @@ public class CuratorBench {
         return kind.equals("semaphore") ? new InterProcessSemaphoreMutex(c, path) : new InterProcessMutex(c, path);
     }
 
+    /** Threads of this process, from /proc/self/task. */
+    static long tasks() {
+        String[] l = new java.io.File("/proc/self/task").list();
+        return l == null ? 0 : l.length;
+    }
+
+    /** Java heap in use after a collection, in bytes. */
+    static long heap() {
+        System.gc();
+        Runtime r = Runtime.getRuntime();
+        return r.totalMemory() - r.freeMemory();
+    }
+
+    /** A field of /proc/self/status in KiB (VmRSS). */
+    static long rss() throws Exception {
+        for (String line : Files.readAllLines(Paths.get("/proc/self/status"))) {
+            if (line.startsWith("VmRSS:")) return Long.parseLong(line.replaceAll("[^0-9]", ""));
+        }
+        return 0;
+    }
+
+    /** THREADS threads take LOCKS distinct mutexes under ROOT, hold them all, then release. */
+    static void manyRound(CuratorFramework c, int locks, int threads, String root, boolean report) throws Exception {
+        CyclicBarrier allHeld = new CyclicBarrier(threads + 1);
+        CyclicBarrier release = new CyclicBarrier(threads + 1);
+        CyclicBarrier released = new CyclicBarrier(threads + 1);
+        long h0 = heap();
+        long rss0 = rss();
+        List<Thread> ts = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            final int me = t;
+            Thread th = new Thread(() -> {
+                try {
+                    List<InterProcessMutex> mine = new ArrayList<>();
+                    for (int i = me; i < locks; i += threads) {
+                        InterProcessMutex m = new InterProcessMutex(c, root + "/l" + i);
+                        m.acquire();
+                        mine.add(m);
+                    }
+                    allHeld.await();
+                    release.await();
+                    for (InterProcessMutex m : mine) m.release();
+                    released.await();
+                } catch (Exception e) {
+                    throw new RuntimeException(e);
+                }
+            });
+            ts.add(th);
+        }
+        long t0 = System.nanoTime();
+        for (Thread th : ts) th.start();
+        allHeld.await();
+        long t1 = System.nanoTime();
+        long h1 = heap();
+        long rss1 = rss();
+        release.await();
+        long t2 = System.nanoTime();
+        released.await();
+        long t3 = System.nanoTime();
+        for (Thread th : ts) th.join();
+        if (report) {
+            System.out.printf("curator.many.acquires_per_s.locks_%d=%.0f%n", locks, locks / ((t1 - t0) / 1e9));
+            System.out.printf("curator.many.releases_per_s.locks_%d=%.0f%n", locks, locks / ((t3 - t2) / 1e9));
+            System.out.printf("curator.many.rss_bytes_per_held_lock=%.0f%n", (rss1 - rss0) * 1024.0 / locks);
+            System.out.printf("curator.many.java_heap_bytes_per_held_lock=%.0f%n", (h1 - h0) / (double) locks);
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         String cs = args[0];
         String mode = args[1];
@@ -51,9 +138,12 @@ public class CuratorBench {
             case "latency": {
                 String kind = args[2];
                 double seconds = Double.parseDouble(args[3]);
+                double warmup = Double.parseDouble(args[4]);
+                String path = args[5];
                 CuratorFramework c = client(cs);
-                InterProcessLock l = lock(c, kind, "/curator-bench/" + kind);
-                for (int i = 0; i < 50; i++) { l.acquire(); l.release(); }
+                InterProcessLock l = lock(c, kind, path);
+                long wend = System.nanoTime() + (long) (warmup * 1e9);
+                do { l.acquire(); l.release(); } while (System.nanoTime() < wend);
                 List<Long> lat = new ArrayList<>();
                 long end = System.nanoTime() + (long) (seconds * 1e9);
                 while (System.nanoTime() < end) {
@@ -75,21 +165,33 @@ public class CuratorBench {
                 String kind = args[2];
                 int sessions = Integer.parseInt(args[3]);
                 double seconds = Double.parseDouble(args[4]);
+                double warmup = Double.parseDouble(args[5]);
+                String path = args[6];
                 List<CuratorFramework> clients = new ArrayList<>();
                 for (int i = 0; i < sessions; i++) clients.add(client(cs));
                 AtomicBoolean stop = new AtomicBoolean(false);
-                AtomicLong count = new AtomicLong();
+                AtomicBoolean timing = new AtomicBoolean(false);
+                AtomicLongArray counts = new AtomicLongArray(sessions);
+                AtomicLong lastRelease = new AtomicLong(0);
+                List<List<Long>> lats = new ArrayList<>();
                 CountDownLatch go = new CountDownLatch(1);
                 List<Thread> ts = new ArrayList<>();
-                for (CuratorFramework c : clients) {
-                    InterProcessLock l = lock(c, kind, "/curator-bench/handoff-" + kind);
+                for (int i = 0; i < sessions; i++) {
+                    final int me = i;
+                    InterProcessLock l = lock(clients.get(i), kind, path);
+                    List<Long> mine = new ArrayList<>();
+                    lats.add(mine);
                     Thread t = new Thread(() -> {
                         try {
                             go.await();
                             while (!stop.get()) {
                                 l.acquire();
+                                long granted = System.nanoTime();
+                                long prev = lastRelease.get();
+                                if (timing.get() && prev != 0) mine.add(granted - prev);
+                                counts.incrementAndGet(me);
+                                lastRelease.set(System.nanoTime());
                                 l.release();
-                                count.incrementAndGet();
                             }
                         } catch (Exception e) {
                             throw new RuntimeException(e);
@@ -98,17 +200,142 @@ public class CuratorBench {
                     t.start();
                     ts.add(t);
                 }
-                long t0 = System.nanoTime();
                 go.countDown();
+                Thread.sleep((long) (warmup * 1000));
+                long[] before = new long[sessions];
+                for (int i = 0; i < sessions; i++) before[i] = counts.get(i);
+                long t0 = System.nanoTime();
+                timing.set(true);
                 Thread.sleep((long) (seconds * 1000));
-                stop.set(true);
-                long n = count.get();
+                timing.set(false);
+                long[] after = new long[sessions];
+                for (int i = 0; i < sessions; i++) after[i] = counts.get(i);
                 double secs = (System.nanoTime() - t0) / 1e9;
+                stop.set(true);
                 for (Thread t : ts) t.join();
-                String key = kind.equals("semaphore") ? "semaphore_mutex" : "mutex";
+                String key = args.length > 7 ? args[7] : kind.equals("semaphore") ? "semaphore_mutex" : "mutex";
+                long n = 0, min = Long.MAX_VALUE, max = 0;
+                double sq = 0;
+                for (int i = 0; i < sessions; i++) {
+                    long d = after[i] - before[i];
+                    n += d; min = Math.min(min, d); max = Math.max(max, d); sq += (double) d * d;
+                }
+                String k = "curator." + key + ".handoffs";
                 System.out.printf("curator.%s.handoffs_per_s.sessions_%d=%.0f%n", key, sessions, n / secs);
+                System.out.printf("%s.min_per_client.sessions_%d=%d%n", k, sessions, min);
+                System.out.printf("%s.max_per_client.sessions_%d=%d%n", k, sessions, max);
+                System.out.printf("%s.jain.sessions_%d=%.3f%n", k, sessions, sq == 0 ? 0 : (double) n * n / (sessions * sq));
+                List<Long> all = new ArrayList<>();
+                for (List<Long> m : lats) all.addAll(m);
+                Collections.sort(all);
+                if (!all.isEmpty()) {
+                    System.out.printf("curator.%s.handoff_latency.p50_us.sessions_%d=%.1f%n", key, sessions, all.get(all.size() / 2) / 1e3);
+                    System.out.printf("curator.%s.handoff_latency.p99_us.sessions_%d=%.1f%n", key, sessions,
+                            all.get((int) Math.round((all.size() - 1) * 0.99)) / 1e3);
+                }
                 for (CuratorFramework c : clients) c.close();
                 break;
+            }
+            case "deep": {
+                int threads = Integer.parseInt(args[2]);
+                int sessions = Integer.parseInt(args[3]);
+                String path = args[4];
+                CuratorFramework hc = client(cs);
+                InterProcessMutex holder = new InterProcessMutex(hc, path);
+                holder.acquire();
+                List<CuratorFramework> clients = new ArrayList<>();
+                for (int i = 0; i < sessions; i++) clients.add(client(cs));
+                CountDownLatch all = new CountDownLatch(threads);
+                AtomicLong lastDone = new AtomicLong();
+                List<Thread> ts = new ArrayList<>();
+                for (int i = 0; i < threads; i++) {
+                    CuratorFramework c = clients.get(i % sessions);
+                    Thread t = new Thread(() -> {
+                        try {
+                            InterProcessMutex l = new InterProcessMutex(c, path);
+                            l.acquire();
+                            l.release();
+                            lastDone.accumulateAndGet(System.nanoTime(), Math::max);
+                            all.countDown();
+                        } catch (Exception e) {
+                            throw new RuntimeException(e);
+                        }
+                    });
+                    t.start();
+                    ts.add(t);
+                }
+                while (holder.getParticipantNodes().size() < threads + 1) Thread.sleep(5);
+                BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+                System.out.println("ready");
+                System.out.flush();
+                in.readLine();
+                long t0 = System.nanoTime();
+                holder.release();
+                all.await();
+                System.out.printf("drain_ms=%.1f%n", (lastDone.get() - t0) / 1e6);
+                System.out.println("done");
+                System.out.flush();
+                in.readLine();
+                for (CuratorFramework c : clients) c.close();
+                hc.close();
+                System.exit(0);
+            }
+            case "many": {
+                int locks = Integer.parseInt(args[2]);
+                int threads = Integer.parseInt(args[3]);
+                String path = args[4];
+                int warmLocks = Integer.parseInt(args[5]);
+                CuratorFramework c = client(cs);
+                // Warm-up: the same work on fewer locks, under another root.
+                manyRound(c, warmLocks, threads, path + "-warmup", false);
+                manyRound(c, locks, threads, path, true);
+                c.close();
+                System.exit(0);
+            }
+            case "clients": {
+                int n = Integer.parseInt(args[2]);
+                CuratorFramework warm = client(cs);
+                InterProcessMutex wm = new InterProcessMutex(warm, "/bench/clients/warm");
+                wm.acquire();
+                wm.release();
+                long h0 = heap();
+                long t0 = tasks(), rss0 = rss();
+                List<CuratorFramework> clients = new ArrayList<>();
+                List<Long> ready = new ArrayList<>();
+                for (int i = 0; i < n; i++) {
+                    long t = System.nanoTime();
+                    clients.add(client(cs));
+                    ready.add(System.nanoTime() - t);
+                }
+                long h1 = heap();
+                long t1 = tasks(), rss1 = rss();
+                for (int i = 0; i < n; i++) {
+                    InterProcessMutex m = new InterProcessMutex(clients.get(i), "/bench/clients/l" + i);
+                    m.acquire();
+                    Thread.sleep(20);
+                    m.release();
+                }
+                long t2 = tasks();
+                List<Long> closes = new ArrayList<>();
+                for (CuratorFramework c : clients) {
+                    long t = System.nanoTime();
+                    c.close();
+                    closes.add(System.nanoTime() - t);
+                }
+                Thread.sleep(200);
+                long t3 = tasks();
+                Collections.sort(ready);
+                Collections.sort(closes);
+                System.out.printf("curator.clients.threads_per_client.idle=%.2f%n", (t1 - t0) / (double) n);
+                System.out.printf("curator.clients.threads_per_client.after_lock=%.2f%n", (t2 - t0) / (double) n);
+                System.out.printf("curator.clients.threads_left_after_close=%d%n", Math.max(0, t3 - t0));
+                System.out.printf("curator.clients.rss_kib_per_client=%.0f%n", (rss1 - rss0) / (double) n);
+                System.out.printf("curator.clients.java_heap_kib_per_client=%.0f%n", (h1 - h0) / 1024.0 / n);
+                System.out.printf("curator.clients.connect_to_ready_ms.median=%.2f%n", ready.get(n / 2) / 1e6);
+                System.out.printf("curator.clients.close_ms.median=%.2f%n", closes.get(n / 2) / 1e6);
+                System.out.printf("curator.clients.close_ms.max=%.2f%n", closes.get(n - 1) / 1e6);
+                warm.close();
+                System.exit(0);
             }
             case "cycles": {
                 String kind = args[2];

@@ -7,11 +7,16 @@
 //! Without `--connect` it starts the embedded server in-process; `--apache`
 //! starts Debian's ZooKeeper 3.8 instead. Scenarios (`--only` picks some):
 //! `connect`, `floor`, `mutex`, `semaphore`, `reentrant`, `handoff`, `herd`,
-//! `rwlock`, `multilock`, `metrics` (the uncontended mutex cycle with the lock
-//! figures on and off, in alternating rounds; built with `--features metrics`
-//! the figures also go through the `metrics` facade to a counting recorder).
-//! `--tls` runs them all over TLS (the server started with a throw-away CA's
-//! certificate, every client verifying it).
+//! `rwlock`, `multilock`, `clients` and `metrics` (the uncontended mutex cycle
+//! with the lock figures on and off, in alternating rounds; built with
+//! `--features metrics` the figures also go through the `metrics` facade to a
+//! counting recorder) by default; the scale scenarios `latency` (release to
+//! next grant, and its floor), `deep` (1,000 waiters on one mutex), `many`
+//! (10,000 locks held at once) only when named (`--only scale` names them all
+//! with `clients`). With `--curator`, Curator 5.4 runs the same scenarios on
+//! the same server, paths, window and warm-up (see BENCHMARKS.md). `--tls` runs
+//! them over TLS (the server started with a throw-away CA's certificate, every
+//! client verifying it).
 
 use std::sync::OnceLock;
 
@@ -28,10 +33,10 @@ use zk_testing::{Backend, TestingServer};
 
 /// Lock benchmarks on the embedded server (default), Apache ZooKeeper, or
 /// a server of yours; one `key=value` line per figure.
-#[derive(Debug, Parser)]
+#[derive(Debug, Clone, Parser)]
 #[command(
     name = "zk-bench",
-    override_usage = "zk-bench [--connect HOST:PORT | --apache] [--tls] [--curator] [--seconds N] [--only NAMES]",
+    override_usage = "zk-bench [--connect HOST:PORT | --apache | --ensemble] [--tls] [--curator] [--seconds N] [--warmup N] [--only NAMES]",
     args_override_self = true,
     disable_version_flag = true
 )]
@@ -47,14 +52,23 @@ struct Opts {
     /// --curator).
     #[arg(long, conflicts_with_all = ["connect", "curator"])]
     tls: bool,
+    /// Start a 3-node Apache ZooKeeper 3.8 ensemble instead.
+    #[arg(long, conflicts_with = "apache")]
+    ensemble: bool,
     /// Also run Curator 5.4 (Debian jars) on the same server.
     #[arg(long)]
     curator: bool,
-    /// Seconds per scenario.
+    /// Seconds per timed window.
     #[arg(long, value_name = "N", default_value_t = 3.0)]
     seconds: f64,
+    /// Seconds of the same work before every timed window, ours and Curator's
+    /// alike (the JVM's JIT warm-up).
+    #[arg(long, value_name = "N", default_value_t = 5.0)]
+    warmup: f64,
     /// Only these scenarios, comma-separated: connect, floor, mutex, semaphore,
-    /// reentrant, handoff, herd, rwlock, multilock, metrics.
+    /// reentrant, handoff, herd, rwlock, multilock, clients, metrics (the
+    /// default set), and the scale scenarios latency, deep, many (run only when
+    /// named; `--only scale` names latency, deep, many and clients).
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     only: Option<Vec<String>>,
 }
@@ -65,6 +79,18 @@ fn parse() -> Opts {
 
 /// The clients' TLS settings with `--tls`.
 static TLS: OnceLock<Option<TlsConfig>> = OnceLock::new();
+
+/// The scenarios run only when named.
+const SCALE: [&str; 3] = ["latency", "deep", "many"];
+
+fn wanted(o: &Opts, name: &str) -> bool {
+    match &o.only {
+        None => !SCALE.contains(&name),
+        Some(v) => v
+            .iter()
+            .any(|x| x == name || (x == "scale" && (SCALE.contains(&name) || name == "clients"))),
+    }
+}
 
 fn client(cs: &str) -> CuratorFramework {
     let mut b = CuratorFramework::builder()
@@ -92,10 +118,15 @@ fn us(d: Duration) -> String {
     format!("{:.1}", d.as_secs_f64() * 1e6)
 }
 
-/// Runs `f` repeatedly for `run`, returning per-call latencies (sorted).
-fn latencies(run: Duration, mut f: impl FnMut()) -> Vec<Duration> {
-    for _ in 0..20 {
-        f(); // warm-up
+/// Runs `f` for `warmup` (at least 20 calls), then repeatedly for `run`,
+/// returning per-call latencies (sorted).
+fn latencies(warmup: Duration, run: Duration, mut f: impl FnMut()) -> Vec<Duration> {
+    let end = Instant::now() + warmup;
+    for i in 0.. {
+        f();
+        if i >= 20 && Instant::now() >= end {
+            break;
+        }
     }
     let mut v = Vec::new();
     let end = Instant::now() + run;
@@ -116,9 +147,13 @@ fn report_latency(key: &str, v: &[Duration]) {
 
 fn main() {
     let o = parse();
-    let want = |name: &str| o.only.as_ref().map_or(true, |v| v.iter().any(|x| x == name));
+    let want = |name: &str| wanted(&o, name);
     let backend_kind = if o.apache { Backend::Apache } else { Backend::Embedded };
-    let server = if o.connect.is_some() {
+    let cluster = (o.connect.is_none() && o.ensemble).then(|| {
+        zk_testing::apache::ApacheCluster::start(3, zk_testing::apache::ApacheConfig::default())
+            .expect("start a 3-node Apache ZooKeeper ensemble")
+    });
+    let server = if o.connect.is_some() || o.ensemble {
         None
     } else if o.tls {
         let pki = TestPki::new("zk-bench CA").expect("make a CA");
@@ -135,15 +170,28 @@ fn main() {
     let cs = o
         .connect
         .clone()
+        .or_else(|| cluster.as_ref().map(|c| c.connect_string()))
         .unwrap_or_else(|| server.as_ref().unwrap().connect_string());
-    let backend = match (&o.connect, o.apache) {
-        (Some(_), _) => "external",
-        (None, true) => "apache",
-        (None, false) => "embedded",
+    let backend = match (&o.connect, o.apache, o.ensemble) {
+        (Some(_), _, _) => "external",
+        (None, _, true) => "ensemble3",
+        (None, true, _) => "apache",
+        (None, false, false) => "embedded",
     };
     println!("server={backend}");
     println!("tls={}", o.tls);
     let run = Duration::from_secs_f64(o.seconds);
+    let warmup = Duration::from_secs_f64(o.warmup);
+    // Curator's figures for a scenario right after ours, on the same server.
+    let side_by_side = |name: &str| {
+        if o.curator && want(name) {
+            let one = Opts {
+                only: Some(vec![name.to_string()]),
+                ..o.clone()
+            };
+            curator(&cs, &server, &one, run);
+        }
+    };
     let c = client(&cs);
     let zk = c.zookeeper_client();
     let acl = Acl::open_unsafe();
@@ -175,14 +223,14 @@ fn main() {
     }
 
     if want("floor") {
-        let v = latencies(run, || {
+        let v = latencies(warmup, run, || {
             let p = zk
                 .create("/bench/floor/n-", &[], &acl, CreateMode::EphemeralSequential)
                 .unwrap();
             zk.delete(&p, None).unwrap();
         });
         report_latency("floor.create_delete", &v);
-        let v = latencies(run, || {
+        let v = latencies(warmup, run, || {
             let p = zk
                 .create("/bench/floor/n-", &[], &acl, CreateMode::EphemeralSequential)
                 .unwrap();
@@ -191,20 +239,22 @@ fn main() {
         });
         report_latency("floor.create_getchildren_delete", &v);
     }
+    side_by_side("floor");
 
     if want("mutex") {
         let m = InterProcessMutex::new(&c, "/bench/mutex").unwrap();
-        let v = latencies(run, || drop(m.acquire().unwrap()));
+        let v = latencies(warmup, run, || drop(m.acquire().unwrap()));
         report_latency("mutex.uncontended_acquire_release", &v);
         let counted = count_requests(&server, || drop(m.acquire().unwrap()));
         if let Some(n) = counted {
             println!("mutex.requests_per_cycle={n}");
         }
     }
+    side_by_side("mutex");
 
     if want("semaphore") {
         let m = InterProcessSemaphoreMutex::new(&c, "/bench/sem").unwrap();
-        let v = latencies(run, || drop(m.acquire().unwrap()));
+        let v = latencies(warmup, run, || drop(m.acquire().unwrap()));
         report_latency("semaphore_mutex.uncontended_acquire_release", &v);
         if let Some(n) = count_requests(&server, || drop(m.acquire().unwrap())) {
             println!("semaphore_mutex.requests_per_cycle={n}");
@@ -224,6 +274,7 @@ fn main() {
             1.0 / percentile(&v, 0.5).as_secs_f64()
         );
     }
+    side_by_side("semaphore");
 
     if want("metrics") {
         metrics_overhead(&c, run);
@@ -243,21 +294,23 @@ fn main() {
         }
         drop(outer);
     }
+    side_by_side("reentrant");
 
     if want("handoff") {
         for sessions in [8usize, 32, 128] {
-            let rate = handoffs(&cs, sessions, run, |c| {
+            let h = handoffs(&cs, sessions, warmup, run, |c| {
                 let m = InterProcessMutex::new(c, "/bench/handoff").unwrap();
-                Box::new(move || drop(m.acquire().unwrap()))
+                Box::new(move |l: &Latch| l.granted(m.acquire().unwrap()))
             });
-            println!("mutex.handoffs_per_s.sessions_{sessions}={rate:.0}");
+            h.report("mutex", sessions);
         }
-        let rate = handoffs(&cs, 8, run, |c| {
+        let h = handoffs(&cs, 8, warmup, run, |c| {
             let m = InterProcessSemaphoreMutex::new(c, "/bench/sem-handoff").unwrap();
-            Box::new(move || drop(m.acquire().unwrap()))
+            Box::new(move |l: &Latch| l.granted(m.acquire().unwrap()))
         });
-        println!("semaphore_mutex.handoffs_per_s.sessions_8={rate:.0}");
+        h.report("semaphore_mutex", 8);
     }
+    side_by_side("handoff");
 
     if want("herd") {
         if let Some(s) = &server {
@@ -269,6 +322,7 @@ fn main() {
             }
         }
     }
+    side_by_side("herd");
 
     if want("rwlock") {
         for readers in [1usize, 4, 16] {
@@ -276,11 +330,11 @@ fn main() {
             println!("rwlock.read_acquires_per_s.readers_{readers}_writers_1={r:.0}");
             println!("rwlock.write_acquires_per_s.readers_{readers}_writers_1={w:.0}");
         }
-        let rate = handoffs(&cs, 8, run, |c| {
+        let h = handoffs(&cs, 8, warmup, run, |c| {
             let rw = InterProcessReadWriteLock::new(c, "/bench/rw-handoff").unwrap();
-            Box::new(move || drop(rw.write_lock().acquire().unwrap()))
+            Box::new(move |l: &Latch| l.granted(rw.write_lock().acquire().unwrap()))
         });
-        println!("rwlock.write_handoffs_per_s.sessions_8={rate:.0}");
+        println!("rwlock.write_handoffs_per_s.sessions_8={:.0}", h.rate);
         if let Some(s) = &server {
             if let Some(e) = s.embedded() {
                 let n = rw_release_notifications(&cs, e, 100);
@@ -288,28 +342,81 @@ fn main() {
             }
         }
     }
+    side_by_side("rwlock");
 
     if want("multilock") {
         let m = MultiLock::from_paths(&c, &["/bench/m/a", "/bench/m/b", "/bench/m/c"]).unwrap();
-        let v = latencies(run, || drop(m.acquire().unwrap()));
+        let v = latencies(warmup, run, || drop(m.acquire().unwrap()));
         report_latency("multilock3.uncontended_acquire_release", &v);
-        let rate = handoffs(&cs, 8, run, |c| {
+        let h = handoffs(&cs, 8, warmup, run, |c| {
             let m = MultiLock::from_paths(c, &["/bench/m/a", "/bench/m/b", "/bench/m/c"]).unwrap();
-            Box::new(move || drop(m.acquire().unwrap()))
+            Box::new(move |l: &Latch| l.granted(m.acquire().unwrap()))
         });
-        println!("multilock3.handoffs_per_s.sessions_8={rate:.0}");
+        println!("multilock3.handoffs_per_s.sessions_8={:.0}", h.rate);
     }
-    if o.curator {
-        curator(&cs, &server, &o, run);
+    side_by_side("multilock");
+    if want("latency") {
+        let v = floor_latencies(&cs, warmup, run);
+        println!("floor.write_plus_notification.p50_us={}", us(percentile(&v, 0.5)));
+        println!("floor.write_plus_notification.p99_us={}", us(percentile(&v, 0.99)));
+        for sessions in [2usize, 8] {
+            let h = handoffs(&cs, sessions, warmup, run, |c| {
+                let m = InterProcessMutex::new(c, "/bench/handoff").unwrap();
+                Box::new(move |l: &Latch| l.granted(m.acquire().unwrap()))
+            });
+            h.report("latency.mutex", sessions);
+        }
     }
+    side_by_side("latency");
+    if want("deep") {
+        let deep: usize = std::env::var("ZK_BENCH_DEEP")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(DEEP);
+        for (threads, sessions) in [(deep, 1), (deep, DEEP_SESSIONS.min(deep))] {
+            let d = deep_queue(&cs, server.as_ref(), threads, sessions);
+            d.report("", threads, sessions);
+        }
+    }
+    side_by_side("deep");
+    if want("many") {
+        many_locks(&c, MANY_WARMUP, MANY_THREADS, "/bench/many-ours-warmup", false);
+        many_locks(&c, MANY, MANY_THREADS, "/bench/many-ours", true);
+    }
+    side_by_side("many");
+    if want("clients") {
+        client_cost(&cs, 16);
+    }
+    side_by_side("clients");
+    let _ = std::fs::remove_dir_all(java_dir());
     c.close();
+}
+
+/// Compiles `CuratorBench.java` once per run; its class path.
+fn java_classpath(jars: &[String]) -> Option<String> {
+    use std::process::Command;
+    static CP: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    CP.get_or_init(|| {
+        let out_dir = java_dir();
+        std::fs::create_dir_all(&out_dir).ok()?;
+        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/bench/CuratorBench.java");
+        let status = Command::new("javac")
+            .args(["-d", out_dir.to_str()?, "-cp", &jars.join(":"), src])
+            .status();
+        matches!(status, Ok(s) if s.success()).then(|| format!("{}:{}", out_dir.display(), jars.join(":")))
+    })
+    .clone()
+}
+
+fn java_dir() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("zk-bench-java-{}", std::process::id()))
 }
 
 /// Runs Curator 5.4 (Debian's jars) on the same server and prints its figures.
 fn curator(cs: &str, server: &Option<TestingServer>, o: &Opts, run: Duration) {
     use std::io::{BufRead, BufReader, Write};
     use std::process::{Command, Stdio};
-    let want = |name: &str| o.only.as_ref().map_or(true, |v| v.iter().any(|x| x == name));
+    let want = |name: &str| wanted(o, name);
     let j = "/usr/share/java";
     let jars = [
         "curator-recipes",
@@ -326,17 +433,10 @@ fn curator(cs: &str, server: &Option<TestingServer>, o: &Opts, run: Duration) {
         println!("curator.error=Curator jars missing (apt-get install libcurator-recipes-java)");
         return;
     }
-    let out_dir = std::env::temp_dir().join(format!("zk-bench-java-{}", std::process::id()));
-    std::fs::create_dir_all(&out_dir).unwrap();
-    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/bench/CuratorBench.java");
-    let status = Command::new("javac")
-        .args(["-d", out_dir.to_str().unwrap(), "-cp", &cp_jars.join(":"), src])
-        .status();
-    if !matches!(status, Ok(s) if s.success()) {
+    let Some(cp) = java_classpath(&cp_jars) else {
         println!("curator.error=javac failed");
         return;
-    }
-    let cp = format!("{}:{}", out_dir.display(), cp_jars.join(":"));
+    };
     let java = |args: &[String]| -> std::process::Child {
         Command::new("java")
             .args(["-Xmx256m", "-cp", &cp, "CuratorBench", cs])
@@ -352,22 +452,80 @@ fn curator(cs: &str, server: &Option<TestingServer>, o: &Opts, run: Duration) {
         print!("{}", String::from_utf8_lossy(&out.stdout));
     };
     let secs = format!("{}", run.as_secs_f64());
+    let warm = format!("{}", o.warmup);
+    let a = |v: &[&str]| -> Vec<String> { v.iter().map(|s| s.to_string()).collect() };
     if want("mutex") {
-        print_all(java(&["latency".into(), "mutex".into(), secs.clone()]));
+        print_all(java(&a(&["latency", "mutex", &secs, &warm, "/bench/mutex"])));
     }
     if want("semaphore") {
-        print_all(java(&["latency".into(), "semaphore".into(), secs.clone()]));
+        print_all(java(&a(&["latency", "semaphore", &secs, &warm, "/bench/sem"])));
     }
     if want("handoff") {
         for sessions in [8, 32, 128] {
-            print_all(java(&[
-                "handoff".into(),
-                "mutex".into(),
-                sessions.to_string(),
-                secs.clone(),
-            ]));
+            let n = sessions.to_string();
+            print_all(java(&a(&["handoff", "mutex", &n, &secs, &warm, "/bench/handoff"])));
         }
-        print_all(java(&["handoff".into(), "semaphore".into(), "8".into(), secs.clone()]));
+        print_all(java(&a(&[
+            "handoff",
+            "semaphore",
+            "8",
+            &secs,
+            &warm,
+            "/bench/sem-handoff",
+        ])));
+    }
+    if want("latency") {
+        for sessions in ["2", "8"] {
+            print_all(java(&a(&[
+                "handoff",
+                "mutex",
+                sessions,
+                &secs,
+                &warm,
+                "/bench/handoff",
+                "latency.mutex",
+            ])));
+        }
+    }
+    if want("deep") {
+        for (threads, sessions) in [(DEEP, 1), (DEEP, DEEP_SESSIONS)] {
+            let mut child = java(&a(&[
+                "deep",
+                &threads.to_string(),
+                &sessions.to_string(),
+                "/bench/deep",
+            ]));
+            let mut stdin = child.stdin.take().unwrap();
+            let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+            assert_eq!(lines.next().unwrap().unwrap(), "ready");
+            // Every waiter has set its watch.
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while wchs(cs).map_or(0, |(w, _)| w) < threads as u64 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let queued_watches = wchs(cs);
+            let n0 = notifications(server.as_ref());
+            writeln!(stdin).unwrap();
+            let drain_line = lines.next().unwrap().unwrap();
+            let ms: f64 = drain_line.strip_prefix("drain_ms=").unwrap().parse().unwrap();
+            assert_eq!(lines.next().unwrap().unwrap(), "done");
+            let n1 = notifications(server.as_ref());
+            writeln!(stdin).unwrap();
+            let _ = child.wait();
+            Deep {
+                drain: Duration::from_secs_f64(ms / 1e3),
+                notifications: n0.zip(n1).map(|(a, b)| b - a),
+                queued_watches,
+            }
+            .report("curator.", threads, sessions);
+        }
+    }
+    if want("many") {
+        let (n, t, w) = (MANY.to_string(), MANY_THREADS.to_string(), MANY_WARMUP.to_string());
+        print_all(java(&a(&["many", &n, &t, "/bench/many-curator", &w])));
+    }
+    if want("clients") {
+        print_all(java(&a(&["clients", "16"])));
     }
     let Some(e) = server.as_ref().and_then(|s| s.embedded()) else {
         return;
@@ -435,7 +593,6 @@ fn curator(cs: &str, server: &Option<TestingServer>, o: &Opts, run: Duration) {
             n1 - n0
         );
     }
-    let _ = std::fs::remove_dir_all(&out_dir);
 }
 
 /// Server requests made by one call of `f` (embedded server only; pings excluded).
@@ -458,45 +615,134 @@ fn count_requests(server: &Option<TestingServer>, mut f: impl FnMut()) -> Option
     Some((total(e) - before + n / 2) / n)
 }
 
-/// Contended acquisitions per second: `sessions` clients, each in its own thread,
-/// loop `acquire+release` on one lock.
+/// Marks grants and releases in a handoff run: the time from one holder's
+/// release to the next holder's grant is measured across sessions (one
+/// process, one clock).
+struct Latch {
+    epoch: Instant,
+    /// When the last holder began its release, in ns since `epoch` (0: none yet).
+    last_release: AtomicU64,
+    timing: AtomicBool,
+}
+
+impl Latch {
+    /// Called with a fresh guard: records the wait since the last release,
+    /// then releases (dropping the guard) and marks the release.
+    fn granted<G>(&self, guard: G) -> Option<Duration> {
+        let granted = self.epoch.elapsed().as_nanos() as u64;
+        let prev = self.last_release.load(Ordering::SeqCst);
+        let lat = (self.timing.load(Ordering::Relaxed) && prev != 0)
+            .then(|| Duration::from_nanos(granted.saturating_sub(prev)));
+        self.last_release
+            .store(self.epoch.elapsed().as_nanos() as u64, Ordering::SeqCst);
+        drop(guard);
+        lat
+    }
+}
+
+/// A handoff run's figures.
+struct Handoff {
+    rate: f64,
+    per_client: Vec<u64>,
+    latencies: Vec<Duration>,
+}
+
+impl Handoff {
+    /// Jain's fairness index of the acquisitions per client: 1 when equal, 1/n
+    /// when one client had them all.
+    fn jain(&self) -> f64 {
+        let n = self.per_client.len() as f64;
+        let sum: f64 = self.per_client.iter().map(|&x| x as f64).sum();
+        let sq: f64 = self.per_client.iter().map(|&x| (x as f64) * (x as f64)).sum();
+        if sq == 0.0 {
+            0.0
+        } else {
+            sum * sum / (n * sq)
+        }
+    }
+
+    fn report(&self, key: &str, sessions: usize) {
+        println!("{key}.handoffs_per_s.sessions_{sessions}={:.0}", self.rate);
+        let min = self.per_client.iter().min().copied().unwrap_or(0);
+        let max = self.per_client.iter().max().copied().unwrap_or(0);
+        println!("{key}.handoffs.min_per_client.sessions_{sessions}={min}");
+        println!("{key}.handoffs.max_per_client.sessions_{sessions}={max}");
+        println!("{key}.handoffs.jain.sessions_{sessions}={:.3}", self.jain());
+        if !self.latencies.is_empty() {
+            println!(
+                "{key}.handoff_latency.p50_us.sessions_{sessions}={}",
+                us(percentile(&self.latencies, 0.5))
+            );
+            println!(
+                "{key}.handoff_latency.p99_us.sessions_{sessions}={}",
+                us(percentile(&self.latencies, 0.99))
+            );
+        }
+    }
+}
+
+/// Contended acquisitions: `sessions` clients, each in its own thread, loop
+/// `acquire+release` on one lock; `warmup` of that, then a timed window of
+/// `run`. Each loop body gets the latch and returns its release-to-grant time.
 fn handoffs(
     cs: &str,
     sessions: usize,
+    warmup: Duration,
     run: Duration,
-    make: impl Fn(&CuratorFramework) -> Box<dyn FnMut() + Send>,
-) -> f64 {
+    make: impl Fn(&CuratorFramework) -> Box<dyn FnMut(&Latch) -> Option<Duration> + Send>,
+) -> Handoff {
     let clients: Vec<_> = (0..sessions).map(|_| client(cs)).collect();
     let stop = Arc::new(AtomicBool::new(false));
-    let count = Arc::new(AtomicU64::new(0));
+    let latch = Arc::new(Latch {
+        epoch: Instant::now(),
+        last_release: AtomicU64::new(0),
+        timing: AtomicBool::new(false),
+    });
+    let counts: Arc<Vec<AtomicU64>> = Arc::new((0..sessions).map(|_| AtomicU64::new(0)).collect());
     let gate = Arc::new(Barrier::new(sessions + 1));
     let threads: Vec<_> = clients
         .iter()
-        .map(|c| {
+        .enumerate()
+        .map(|(i, c)| {
             let mut f = make(c);
-            let (stop, count, gate) = (stop.clone(), count.clone(), gate.clone());
+            let (stop, counts, gate, latch) = (stop.clone(), counts.clone(), gate.clone(), latch.clone());
             std::thread::spawn(move || {
+                let mut lat = Vec::new();
                 gate.wait();
                 while !stop.load(Ordering::Relaxed) {
-                    f();
-                    count.fetch_add(1, Ordering::Relaxed);
+                    if let Some(d) = f(&latch) {
+                        lat.push(d);
+                    }
+                    counts[i].fetch_add(1, Ordering::Relaxed);
                 }
+                lat
             })
         })
         .collect();
     gate.wait();
+    std::thread::sleep(warmup);
+    let before: Vec<u64> = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
     let t = Instant::now();
+    latch.timing.store(true, Ordering::Relaxed);
     std::thread::sleep(run);
-    stop.store(true, Ordering::Relaxed);
-    let n = count.load(Ordering::Relaxed);
+    latch.timing.store(false, Ordering::Relaxed);
+    let after: Vec<u64> = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
     let elapsed = t.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    let mut latencies = Vec::new();
     for t in threads {
-        t.join().unwrap();
+        latencies.extend(t.join().unwrap());
     }
     for c in clients {
         c.close();
     }
-    n as f64 / elapsed.as_secs_f64()
+    latencies.sort();
+    let per_client: Vec<u64> = after.iter().zip(&before).map(|(a, b)| a - b).collect();
+    Handoff {
+        rate: per_client.iter().sum::<u64>() as f64 / elapsed.as_secs_f64(),
+        per_client,
+        latencies,
+    }
 }
 
 /// Average watch notifications the server sends per mutex release with `n`
@@ -831,4 +1077,297 @@ fn install_recorder() -> bool {
 #[cfg(not(feature = "metrics"))]
 fn install_recorder() -> bool {
     false
+}
+
+/// A number from `/proc/self/status` (`VmRSS` in KiB, `Threads`), 0 elsewhere.
+fn proc_status(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field) && l[field.len()..].starts_with(':'))
+                .and_then(|l| l[field.len() + 1..].split_whitespace().next()?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Threads of this process, counted in `/proc/self/task`, except the
+/// embedded server's own (`zk-embedded-*`).
+fn task_count() -> usize {
+    std::fs::read_dir("/proc/self/task").map_or(0, |d| {
+        d.flatten()
+            .filter(|e| {
+                let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+                !comm.starts_with("zk-embedded")
+            })
+            .count()
+    })
+}
+
+/// What a client costs: threads (idle, then after using a lock), resident
+/// memory, connect-to-ready and `close()` time, over `n` clients.
+fn client_cost(cs: &str, n: usize) {
+    // One client first, so that process-wide one-offs (the lock watch timer,
+    // allocator arenas) are not charged to the clients measured.
+    let warm = client(cs);
+    drop(
+        InterProcessMutex::new(&warm, "/bench/clients/warm")
+            .unwrap()
+            .acquire()
+            .unwrap(),
+    );
+    let (t0, rss0) = (task_count(), proc_status("VmRSS"));
+    let mut ready = Vec::new();
+    let mut clients = Vec::new();
+    for _ in 0..n {
+        let t = Instant::now();
+        clients.push(client(cs));
+        ready.push(t.elapsed());
+    }
+    let (t1, rss1) = (task_count(), proc_status("VmRSS"));
+    if std::env::var_os("ZK_BENCH_THREAD_NAMES").is_some() {
+        let mut names = std::collections::BTreeMap::<String, usize>::new();
+        for e in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+            let n = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+            *names.entry(n.trim().to_string()).or_default() += 1;
+        }
+        eprintln!("threads: {names:?}");
+    }
+    for (i, c) in clients.iter().enumerate() {
+        let m = InterProcessMutex::new(c, &format!("/bench/clients/l{i}")).unwrap();
+        let g = m.acquire().unwrap();
+        std::thread::sleep(Duration::from_millis(20)); // the own-node watch goes out
+        drop(g);
+    }
+    let t2 = task_count();
+    let mut closes = Vec::new();
+    for c in clients {
+        let t = Instant::now();
+        c.close();
+        closes.push(t.elapsed());
+    }
+    let t3 = task_count();
+    ready.sort();
+    closes.sort();
+    println!("clients.threads_per_client.idle={:.2}", (t1 - t0) as f64 / n as f64);
+    println!(
+        "clients.threads_per_client.after_lock={:.2}",
+        (t2 - t0) as f64 / n as f64
+    );
+    println!("clients.threads_left_after_close={}", t3.saturating_sub(t0));
+    println!(
+        "clients.rss_kib_per_client={:.0}",
+        rss1.saturating_sub(rss0) as f64 / n as f64
+    );
+    println!(
+        "clients.connect_to_ready_ms.median={:.2}",
+        percentile(&ready, 0.5).as_secs_f64() * 1e3
+    );
+    println!(
+        "clients.close_ms.median={:.2}",
+        percentile(&closes, 0.5).as_secs_f64() * 1e3
+    );
+    println!(
+        "clients.close_ms.max={:.2}",
+        percentile(&closes, 1.0).as_secs_f64() * 1e3
+    );
+    warm.close();
+}
+
+/// Waiters in the deep-queue scenario, and the sessions of its second run.
+const DEEP: usize = 1000;
+const DEEP_SESSIONS: usize = 100;
+/// Locks held at once in the many-locks scenario, from this many threads;
+/// the warm-up round takes fewer, under another root.
+const MANY: usize = 10_000;
+const MANY_THREADS: usize = 64;
+const MANY_WARMUP: usize = 1_000;
+
+/// One write round trip plus one notification: a client watches a node, a
+/// second one deletes it; the time from the delete call to the watch event.
+fn floor_latencies(cs: &str, warmup: Duration, run: Duration) -> Vec<Duration> {
+    let (a, b) = (client(cs), client(cs));
+    let (za, zb) = (a.zookeeper_client(), b.zookeeper_client());
+    let acl = Acl::open_unsafe();
+    let path = "/bench/floor-notify";
+    let once = || {
+        zb.create(path, &[], &acl, CreateMode::Ephemeral).unwrap();
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        za.exists_w(path, move |_| {
+            let _ = tx.send(());
+        })
+        .unwrap();
+        let t0 = Instant::now();
+        zb.delete(path, None).unwrap();
+        // Timed where the event is received, by a thread that waited for it
+        // (as a lock waiter does), not in the watcher.
+        rx.recv_timeout(Duration::from_secs(10)).expect("the watch fires");
+        t0.elapsed()
+    };
+    let end = Instant::now() + warmup;
+    while Instant::now() < end {
+        once();
+    }
+    let mut v = Vec::new();
+    let end = Instant::now() + run;
+    while Instant::now() < end {
+        v.push(once());
+    }
+    v.sort();
+    a.close();
+    b.close();
+    v
+}
+
+/// The servers' watch tables: (total watches, watched paths), from `wchs`,
+/// summed over every server of the connect string.
+fn wchs(cs: &str) -> Option<(u64, u64)> {
+    let mut sum = (0, 0);
+    for addr in cs.split('/').next()?.split(',') {
+        let text = zk_testing::fourlw::four_letter_word(addr, "wchs", Duration::from_secs(5)).ok()?;
+        let total: u64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix("Total watches:"))?
+            .trim()
+            .parse()
+            .ok()?;
+        let paths: u64 = text.lines().next()?.split_whitespace().rev().nth(1)?.parse().ok()?;
+        sum = (sum.0 + total, sum.1 + paths);
+    }
+    Some(sum)
+}
+
+/// A deep queue's figures.
+struct Deep {
+    drain: Duration,
+    /// Notifications the server sent from the first release to the last
+    /// (embedded server only).
+    notifications: Option<u64>,
+    /// `wchs` with every waiter queued: total watches and watched paths.
+    queued_watches: Option<(u64, u64)>,
+}
+
+impl Deep {
+    fn report(&self, prefix: &str, threads: usize, sessions: usize) {
+        let k = format!("{prefix}deep.threads_{threads}.sessions_{sessions}");
+        println!("{k}.drain_ms={:.1}", self.drain.as_secs_f64() * 1e3);
+        println!("{k}.handoffs_per_s={:.0}", threads as f64 / self.drain.as_secs_f64());
+        if let Some(n) = self.notifications {
+            println!("{k}.notifications_per_release={:.3}", n as f64 / threads as f64);
+        }
+        if let Some((w, p)) = self.queued_watches {
+            println!("{k}.queued.server_watches={w}");
+            println!("{k}.queued.server_watched_paths={p}");
+        }
+    }
+}
+
+fn notifications(server: Option<&TestingServer>) -> Option<u64> {
+    Some(server?.embedded()?.stats().watch_notifications)
+}
+
+/// A holder and `threads` waiters (spread over `sessions` clients) on one
+/// mutex; once all are queued the holder releases and each waiter releases as
+/// soon as it holds. The drain is from the holder's release to the last one.
+fn deep_queue(cs: &str, server: Option<&TestingServer>, threads: usize, sessions: usize) -> Deep {
+    let path = "/bench/deep";
+    let holder_client = client(cs);
+    let holder = InterProcessMutex::new(&holder_client, path).unwrap();
+    let g = holder.acquire().unwrap();
+    let clients: Vec<_> = (0..sessions).map(|_| client(cs)).collect();
+    let epoch = Instant::now();
+    let last = Arc::new(AtomicU64::new(0));
+    let workers: Vec<_> = (0..threads)
+        .map(|i| {
+            let (c, last) = (clients[i % sessions].clone(), last.clone());
+            std::thread::Builder::new()
+                .stack_size(256 * 1024)
+                .spawn(move || {
+                    let m = InterProcessMutex::new(&c, path).unwrap();
+                    drop(m.acquire().unwrap());
+                    last.fetch_max(epoch.elapsed().as_nanos() as u64, Ordering::SeqCst);
+                })
+                .unwrap()
+        })
+        .collect();
+    while holder.participant_nodes().unwrap().len() < threads + 1 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Every waiter has set its watch (the own-node watch of the holder too).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while wchs(cs).map_or(0, |(w, _)| w) < threads as u64 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let queued_watches = wchs(cs);
+    let n0 = notifications(server);
+    let t0 = epoch.elapsed();
+    drop(g);
+    for w in workers {
+        w.join().unwrap();
+    }
+    let drain = Duration::from_nanos(last.load(Ordering::SeqCst)) - t0;
+    let n1 = notifications(server);
+    for c in clients {
+        c.close();
+    }
+    holder_client.close();
+    Deep {
+        drain,
+        notifications: n0.zip(n1).map(|(a, b)| b - a),
+        queued_watches,
+    }
+}
+
+/// `threads` threads of one client take `locks` distinct mutexes under
+/// `root` and hold them all at once, then release them; prints acquires/s,
+/// releases/s and resident memory per held lock (`report`).
+fn many_locks(c: &CuratorFramework, locks: usize, threads: usize, root: &str, report: bool) {
+    let held = Arc::new(Barrier::new(threads + 1));
+    let release = Arc::new(Barrier::new(threads + 1));
+    let released = Arc::new(Barrier::new(threads + 1));
+    let rss0 = proc_status("VmRSS");
+    let t0 = Instant::now();
+    let workers: Vec<_> = (0..threads)
+        .map(|t| {
+            let (c, held, release, released) = (c.clone(), held.clone(), release.clone(), released.clone());
+            let root = root.to_string();
+            std::thread::spawn(move || {
+                let mutexes: Vec<_> = (t..locks)
+                    .step_by(threads)
+                    .map(|i| InterProcessMutex::new(&c, &format!("{root}/l{i}")).unwrap())
+                    .collect();
+                let guards: Vec<_> = mutexes.iter().map(|m| m.acquire().unwrap()).collect();
+                held.wait();
+                release.wait();
+                drop(guards);
+                released.wait();
+            })
+        })
+        .collect();
+    held.wait();
+    let acquired = t0.elapsed();
+    // The own-node watches go out OWN_WATCH_DELAY after each grant: count them in.
+    std::thread::sleep(Duration::from_millis(50));
+    let rss1 = proc_status("VmRSS");
+    let t1 = Instant::now();
+    release.wait();
+    released.wait();
+    let releasing = t1.elapsed();
+    for w in workers {
+        w.join().unwrap();
+    }
+    if report {
+        println!(
+            "many.acquires_per_s.locks_{locks}={:.0}",
+            locks as f64 / acquired.as_secs_f64()
+        );
+        println!(
+            "many.releases_per_s.locks_{locks}={:.0}",
+            locks as f64 / releasing.as_secs_f64()
+        );
+        println!(
+            "many.rss_bytes_per_held_lock={:.0}",
+            rss1.saturating_sub(rss0) as f64 * 1024.0 / locks as f64
+        );
+    }
 }

@@ -208,10 +208,12 @@ fn listeners_run_on_one_thread_in_order() {
             .connection_state_listener(move |s| l1.lock().push((1, thread::current().id(), s)))
             .connection_state_listener(move |s| l2.lock().push((2, thread::current().id(), s))),
     );
-    let l3 = log.clone();
-    let _h = r
-        .client
-        .add_listener(move |s| l3.lock().push((3, thread::current().id(), s)));
+    let (l3, names) = (log.clone(), Arc::new(Mutex::new(Vec::<String>::new())));
+    let n3 = names.clone();
+    let _h = r.client.add_listener(move |s| {
+        n3.lock().push(thread::current().name().unwrap_or("").to_string());
+        l3.lock().push((3, thread::current().id(), s));
+    });
     expect_states(&r.states, &[Connected]);
     server.stop().unwrap();
     expect_states(&r.states, &[Suspended]);
@@ -221,9 +223,22 @@ fn listeners_run_on_one_thread_in_order() {
     assert!(zk_testing::wait_until(timing().wait(), || log.lock().len() == 9));
     let log = log.lock().clone();
     let me = thread::current().id();
-    let tid = log[0].1;
-    assert_ne!(tid, me, "listeners do not run on the caller's thread");
-    assert!(log.iter().all(|(_, t, _)| *t == tid), "one dispatch thread: {log:?}");
+    assert!(
+        log.iter().all(|(_, t, _)| *t != me),
+        "listeners do not run on the caller's thread"
+    );
+    // One dispatch thread at a time: the listeners of one state change all run
+    // on the same thread (a thread ends after a second with nothing to tell, so
+    // a later change may be told by a new one; the names prove it is neither
+    // the I/O, event nor session thread).
+    for burst in log.chunks(3) {
+        assert!(
+            burst.iter().all(|(_, t, _)| *t == burst[0].1),
+            "one dispatch thread: {log:?}"
+        );
+    }
+    let names = names.lock().clone();
+    assert!(names.iter().all(|n| n == "zk-framework-states"), "{names:?}");
     let order: Vec<(usize, ConnectionState)> = log.iter().map(|(i, _, s)| (*i, *s)).collect();
     assert_eq!(
         order,

@@ -11,6 +11,7 @@
 mod support;
 
 // The plain client (`zk_framework::client`).
+mod client_cost;
 mod client_embedded_faults;
 mod client_faults;
 mod client_inputs;

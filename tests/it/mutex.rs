@@ -354,6 +354,112 @@ fn fencing_tokens_increase_in_grant_order() {
     assert!(m.acquire().unwrap().fencing_token() > *grants.last().unwrap());
 }
 
+/// A deep queue whose waiters all live in this process (threads of a few
+/// clients): each waiter behind a holder of this process takes the lock on its
+/// predecessor's deletion alone, so the drain lists the queue no more and each
+/// release notifies one waiter. Exclusion and FIFO order hold throughout.
+#[test]
+fn deep_queue_in_one_process_hands_over_without_listing_again() {
+    const WAITERS: usize = 200;
+    let s = server();
+    let clients: Vec<_> = (0..10).map(|_| client(&s)).collect();
+    let holder = InterProcessMutex::new(&clients[0], "/locks/deep").unwrap();
+    let g = holder.acquire().unwrap();
+    let inside = AtomicBool::new(false);
+    let order = Mutex::new(Vec::new());
+    std::thread::scope(|sc| {
+        for i in 0..WAITERS {
+            let (c, inside, order) = (&clients[i % 10], &inside, &order);
+            sc.spawn(move || {
+                let m = InterProcessMutex::new(c, "/locks/deep").unwrap();
+                // Queue one at a time, so that the queue's order is known.
+                let g = m.try_acquire_for(timing().wait() * 8).unwrap().expect("acquired");
+                assert!(!inside.swap(true, Ordering::SeqCst), "two holders at once");
+                order.lock().push((i, g.fencing_token()));
+                inside.store(false, Ordering::SeqCst);
+                drop(g);
+            });
+            assert!(wait_until(timing().wait(), || holder
+                .participant_nodes()
+                .is_ok_and(|p| p.len() == i + 2)));
+        }
+        let e = s.embedded();
+        if let Some(e) = e {
+            // Every waiter has set its watch.
+            assert!(wait_until(timing().wait(), || e.stats().requests(OpCode::GetData)
+                >= WAITERS as u64));
+        }
+        let before = e.map(|e| (e.stats().requests(OpCode::GetChildren), e.stats().watch_notifications));
+        drop(g);
+        assert!(wait_until(timing().wait() * 8, || order.lock().len() == WAITERS));
+        if let (Some(e), Some((lists, notes))) = (e, before) {
+            let lists = e.stats().requests(OpCode::GetChildren) - lists;
+            let notes = e.stats().watch_notifications - notes;
+            assert_eq!(lists, 0, "listings during the drain");
+            // One per handoff, plus an own-node watch for a holder slow
+            // enough to set one (OWN_WATCH_DELAY after its grant).
+            assert!(
+                (WAITERS as u64..=2 * WAITERS as u64).contains(&notes),
+                "{notes} notifications for {WAITERS} handoffs"
+            );
+        }
+    });
+    // Granted in queue order, tokens increasing.
+    let order = order.into_inner();
+    assert_eq!(
+        order.iter().map(|(i, _)| *i).collect::<Vec<_>>(),
+        (0..WAITERS).collect::<Vec<_>>()
+    );
+    assert!(order.windows(2).all(|w| w[0].1 < w[1].1));
+    for c in clients {
+        c.close();
+    }
+}
+
+/// A predecessor that gives up (its timed acquire ends) was never granted:
+/// the waiter behind it lists the queue again and keeps waiting for the holder.
+#[test]
+fn a_waiter_behind_one_that_gave_up_keeps_waiting() {
+    let s = server();
+    let (a, b, c) = (client(&s), client(&s), client(&s));
+    let holder = InterProcessMutex::new(&a, "/locks/gave-up").unwrap();
+    let g = holder.acquire().unwrap();
+    let released = AtomicBool::new(false);
+    let got = AtomicBool::new(false);
+    std::thread::scope(|sc| {
+        let quitter = sc.spawn(|| {
+            let m = InterProcessMutex::new(&b, "/locks/gave-up").unwrap();
+            let timed_out = m.try_acquire_for(Duration::from_millis(500)).unwrap().is_none();
+            timed_out
+        });
+        assert!(wait_until(timing().wait(), || holder
+            .participant_nodes()
+            .is_ok_and(|p| p.len() == 2)));
+        sc.spawn(|| {
+            let m = InterProcessMutex::new(&c, "/locks/gave-up").unwrap();
+            let g = m.try_acquire_for(timing().wait() * 4).unwrap().expect("acquired");
+            assert!(released.load(Ordering::SeqCst), "acquired while the holder held");
+            got.store(true, Ordering::SeqCst);
+            drop(g);
+        });
+        assert!(wait_until(timing().wait(), || holder
+            .participant_nodes()
+            .is_ok_and(|p| p.len() == 3)));
+        assert!(quitter.join().unwrap(), "the quitter timed out");
+        // Its node is gone; the last waiter heard it and must still wait.
+        assert!(wait_until(timing().wait(), || holder
+            .participant_nodes()
+            .is_ok_and(|p| p.len() == 2)));
+        assert!(!wait_until(Duration::from_millis(300), || got.load(Ordering::SeqCst)));
+        released.store(true, Ordering::SeqCst);
+        drop(g);
+        assert!(wait_until(timing().wait(), || got.load(Ordering::SeqCst)));
+    });
+    for c in [a, b, c] {
+        c.close();
+    }
+}
+
 /// With 100 waiters queued, each release wakes exactly one of them.
 #[test]
 fn herd_each_release_notifies_exactly_one_waiter() {

@@ -196,7 +196,15 @@ pub fn fix_for_sorting<'a>(name: &'a str, lock_name: &str) -> &'a str {
 /// assert_eq!(v[0], "_c_a-lock-0000000001");
 /// ```
 pub fn sort_by_sequence(children: &mut [String], lock_name: &str) {
-    children.sort_by(|a, b| fix_for_sorting(a, lock_name).cmp(fix_for_sorting(b, lock_name)));
+    // Each key once, not twice per comparison (long listings).
+    let mut keyed: Vec<(usize, String)> = children
+        .iter_mut()
+        .map(|c| (c.len() - fix_for_sorting(c, lock_name).len(), std::mem::take(c)))
+        .collect();
+    keyed.sort_by(|(i, a), (j, b)| a[*i..].cmp(&b[*j..]));
+    for (slot, (_, name)) in children.iter_mut().zip(keyed) {
+        *slot = name;
+    }
 }
 
 #[cfg(test)]

@@ -133,7 +133,16 @@ impl Driver {
     /// assert_eq!(v[0], "b-__WRIT__0000000001");
     /// ```
     pub fn sort(&self, children: &mut [String]) {
-        children.sort_by(|a, b| self.sort_key(a).cmp(self.sort_key(b)));
+        // Each key once (a search in the name), not twice per comparison: a
+        // deep queue's listings are long.
+        let mut keyed: Vec<(usize, String)> = children
+            .iter_mut()
+            .map(|c| (c.len() - self.sort_key(c).len(), std::mem::take(c)))
+            .collect();
+        keyed.sort_by(|(i, a), (j, b)| a[*i..].cmp(&b[*j..]));
+        for (slot, (_, name)) in children.iter_mut().zip(keyed) {
+            *slot = name;
+        }
     }
 
     /// Decides for `ours` given the children, already sorted.

@@ -2,6 +2,7 @@
 //! retry on a vanished node, queue again on a new session (Curator's
 //! `LockInternals`). A win becomes a [`Holding`].
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
@@ -32,6 +33,65 @@ impl std::fmt::Debug for LockInternals {
             .field("lock_name", &self.lock_name)
             .field("driver", &self.driver)
             .finish()
+    }
+}
+
+/// The lock nodes of single-holder queues (mutexes) granted in this process,
+/// the most recent `Granted::CAPACITY` of them. A waiter whose predecessor is
+/// deleted after its grant holds the lock: when the predecessor was granted,
+/// every node before it was gone, and sequence numbers only grow, so none can
+/// appear again. So a waiter behind a holder of this process (a thread of the
+/// same client or another session of the process) takes the lock on the
+/// deletion event alone, without listing the queue again, which is what makes
+/// a deep queue drain at one round trip per handoff. A node not found (older,
+/// or granted in another process) costs the listing, as before.
+struct Granted {
+    #[allow(clippy::type_complexity)]
+    inner: std::sync::Mutex<
+        Option<(
+            std::collections::HashSet<Arc<str>>,
+            std::collections::VecDeque<Arc<str>>,
+        )>,
+    >,
+}
+
+static GRANTED: Granted = Granted::new();
+
+impl Granted {
+    /// Far more than a waiter needs (its predecessor's grant is recent), and
+    /// bounded, so that a long-lived process keeps at most this many names
+    /// (about 150 KiB).
+    const CAPACITY: usize = 1024;
+
+    const fn new() -> Granted {
+        Granted {
+            inner: std::sync::Mutex::new(None),
+        }
+    }
+
+    fn record(&self, node: String) {
+        let node: Arc<str> = node.into();
+        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let (set, order) = g.get_or_insert_with(Default::default);
+        if set.insert(node.clone()) {
+            order.push_back(node);
+            if order.len() > Self::CAPACITY {
+                if let Some(old) = order.pop_front() {
+                    set.remove(&old);
+                }
+            }
+        }
+    }
+
+    fn contains(&self, node: &str) -> bool {
+        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        g.as_ref().is_some_and(|(set, _)| set.contains(node))
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        g.as_ref().map_or(0, |(set, order)| set.len().max(order.len()))
     }
 }
 
@@ -273,8 +333,11 @@ impl LockInternals {
         let (_states_listener, states) = state_changes(&self.client);
         // A plain mutex queue only grows at its tail: once the head we watched is
         // deleted, the node right behind it holds the lock, with no new listing.
-        // (A read/write queue may gain a downgraded read node at the head's
-        // sequence, so it always lists again.)
+        // The same holds when the predecessor we watched was granted the lock
+        // (in this process, as `GRANTED` remembers): at its grant every node
+        // before it was gone, and none can come back. (A read/write queue may
+        // gain a downgraded read node at the head's sequence, so it always
+        // lists again.)
         let shortcut = matches!(self.driver, Driver::Standard { max_leases: 1, .. });
         loop {
             if self.client.is_closed() {
@@ -300,7 +363,12 @@ impl LockInternals {
             }
             let pred = match decision {
                 Err(NodeMissing) => return Err(LoopError::NodeMissing),
-                Ok(Decision::Acquired) => return Ok(true),
+                Ok(Decision::Acquired) => {
+                    if shortcut {
+                        GRANTED.record(self.client.fix_path(&node.path));
+                    }
+                    return Ok(true);
+                }
                 Ok(Decision::Watch(p)) => p,
             };
             let pred_is_head = children.first() == Some(&pred);
@@ -327,10 +395,11 @@ impl LockInternals {
             crossbeam_channel::select! {
                 recv(rx) -> ev => {
                     if shortcut
-                        && pred_is_head
                         && ev == Ok(zk_framework::proto::EventType::NodeDeleted)
                         && self.client.session_generation() == generation
+                        && (pred_is_head || GRANTED.contains(&self.client.fix_path(&join(&self.base_path, &pred))))
                     {
+                        GRANTED.record(self.client.fix_path(&node.path));
                         return Ok(true);
                     }
                 }
@@ -418,4 +487,24 @@ pub(crate) fn state_changes(client: &CuratorFramework) -> (ListenerHandle, Recei
         let _ = tx.try_send(());
     });
     (handle, rx)
+}
+
+#[cfg(test)]
+mod granted_tests {
+    use super::Granted;
+
+    #[test]
+    fn granted_keeps_the_most_recent_names_and_no_more() {
+        let g = Granted::new();
+        for i in 0..3 * Granted::CAPACITY {
+            g.record(format!("/l/_c_{i}-lock-{i:010}"));
+        }
+        assert_eq!(g.len(), Granted::CAPACITY);
+        let last = 3 * Granted::CAPACITY - 1;
+        assert!(g.contains(&format!("/l/_c_{last}-lock-{last:010}")));
+        assert!(!g.contains("/l/_c_0-lock-0000000000"));
+        // A name recorded twice is kept once.
+        g.record(format!("/l/_c_{last}-lock-{last:010}"));
+        assert_eq!(g.len(), Granted::CAPACITY);
+    }
 }

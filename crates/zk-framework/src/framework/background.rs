@@ -1,6 +1,10 @@
 //! Background cleanup: guaranteed deletes and the find-and-delete of protected
 //! nodes whose create failed. Tasks are retried with backoff until they succeed
 //! or the client is closed; NoNode counts as success.
+//!
+//! The worker thread exists only while there is work: the first task starts
+//! it, and it ends once the queue has been empty for [`IDLE`] (a client that
+//! never needs a cleanup never runs one).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -27,9 +31,20 @@ struct Item {
     attempts: u32,
 }
 
+/// How long the worker thread waits for more work before it ends.
+const IDLE: Duration = Duration::from_secs(1);
+
+#[derive(Default)]
+struct Queue {
+    items: VecDeque<Item>,
+    /// Whether a worker thread is running (it clears this under the lock as
+    /// it ends, so a task pushed later starts a new one).
+    running: bool,
+}
+
 #[derive(Default)]
 struct Shared {
-    queue: Mutex<VecDeque<Item>>,
+    queue: Mutex<Queue>,
     cv: Condvar,
     stopped: AtomicBool,
     pending: AtomicUsize,
@@ -37,23 +52,20 @@ struct Shared {
 
 pub(super) struct Background {
     shared: Arc<Shared>,
+    inner: Mutex<Weak<Inner>>,
 }
 
 impl Background {
     pub(super) fn new() -> Self {
         Background {
             shared: Arc::new(Shared::default()),
+            inner: Mutex::new(Weak::new()),
         }
     }
 
-    pub(super) fn start(&self, inner: Weak<Inner>) {
-        let shared = self.shared.clone();
-        let spawned = std::thread::Builder::new()
-            .name("zk-framework-background".into())
-            .spawn(move || worker(shared, inner));
-        if let Err(e) = spawned {
-            log::error!("cannot start the background cleanup thread: {e}");
-        }
+    /// Tells the queue which client it works for; no thread starts yet.
+    pub(super) fn attach(&self, inner: Weak<Inner>) {
+        *self.inner.lock() = inner;
     }
 
     fn push(&self, task: Task) {
@@ -61,12 +73,26 @@ impl Background {
             return;
         }
         self.shared.pending.fetch_add(1, Ordering::SeqCst);
-        self.shared.queue.lock().push_back(Item {
+        let mut q = self.shared.queue.lock();
+        q.items.push_back(Item {
             task,
             due: Instant::now(),
             attempts: 0,
         });
-        self.shared.cv.notify_all();
+        if q.running {
+            self.shared.cv.notify_all();
+            return;
+        }
+        let shared = self.shared.clone();
+        let inner = self.inner.lock().clone();
+        let spawned = std::thread::Builder::new()
+            .name("zk-framework-background".into())
+            .spawn(move || worker(shared, inner));
+        match spawned {
+            Ok(_) => q.running = true,
+            // The next task tries again.
+            Err(e) => log::error!("cannot start the background cleanup thread: {e}"),
+        }
     }
 
     pub(super) fn delete(&self, path: String, version: Option<i32>) {
@@ -94,23 +120,30 @@ fn backoff(attempts: u32) -> Duration {
 }
 
 fn worker(shared: Arc<Shared>, inner: Weak<Inner>) {
+    let mut idle_since = Instant::now();
     loop {
         let item = {
             let mut q = shared.queue.lock();
             loop {
-                if shared.stopped.load(Ordering::SeqCst) {
+                let now = Instant::now();
+                if shared.stopped.load(Ordering::SeqCst)
+                    || (q.items.is_empty() && now >= idle_since + IDLE)
+                    || inner.strong_count() == 0
+                {
+                    q.running = false;
                     return;
                 }
-                let now = Instant::now();
-                if let Some(i) = q.iter().position(|it| it.due <= now) {
-                    break q.remove(i).expect("index is in range");
+                if let Some(i) = q.items.iter().position(|it| it.due <= now) {
+                    break q.items.remove(i).expect("index is in range");
                 }
-                let next = q.iter().map(|it| it.due).min();
-                let wait = next.map_or(Duration::from_millis(200), |d| d.saturating_duration_since(now));
-                shared.cv.wait_for(&mut q, wait.min(Duration::from_millis(200)));
+                let next = q.items.iter().map(|it| it.due).min().unwrap_or(idle_since + IDLE);
+                shared.cv.wait_until(&mut q, next.min(now + Duration::from_millis(200)));
             }
         };
-        let Some(inner) = inner.upgrade() else { return };
+        let Some(inner) = inner.upgrade() else {
+            shared.queue.lock().running = false;
+            return;
+        };
         let (client, _) = inner.current();
         let result = if !client.state().is_connected() {
             Err(Error::ConnectionLoss)
@@ -145,7 +178,7 @@ fn worker(shared: Arc<Shared>, inner: Weak<Inner>) {
             Err(e) if e.is_retryable() || matches!(e, Error::Closed) => {
                 let attempts = item.attempts + 1;
                 log::debug!("background task {:?} failed ({e}); retry {attempts}", item.task);
-                shared.queue.lock().push_back(Item {
+                shared.queue.lock().items.push_back(Item {
                     task: item.task,
                     due: Instant::now() + backoff(attempts),
                     attempts,
@@ -156,5 +189,6 @@ fn worker(shared: Arc<Shared>, inner: Weak<Inner>) {
                 shared.pending.fetch_sub(1, Ordering::SeqCst);
             }
         }
+        idle_since = Instant::now();
     }
 }

@@ -11,7 +11,7 @@ use parking_lot::{Condvar, Mutex};
 
 use super::acl::{AclProvider, FixedAclProvider, OpenAclProvider};
 use super::background::Background;
-use super::dispatch::{dispatch_loop, StateListener};
+use super::dispatch::{Dispatch, StateListener};
 use super::inner::{ConnInner, Handle, Inner};
 use super::session::session_monitor;
 use super::CuratorFramework;
@@ -332,7 +332,6 @@ impl CuratorFrameworkBuilder {
             ..ClientConfig::default()
         };
         let client = Client::connect(&cs, client_config.clone())?;
-        let (dispatch_tx, dispatch_rx) = crossbeam_channel::unbounded();
         let inner = Arc::new(Inner {
             connect_string: cs,
             client_config,
@@ -358,7 +357,7 @@ impl CuratorFrameworkBuilder {
             ),
             subscribers: Mutex::new(Vec::new()),
             next_listener_id: AtomicU64::new(self.listeners.len() as u64 + 1),
-            dispatch_tx,
+            dispatch: Dispatch::default(),
             closed: AtomicBool::new(false),
             namespace_ready: AtomicBool::new(false),
             background: Background::new(),
@@ -370,13 +369,10 @@ impl CuratorFrameworkBuilder {
             .name("zk-framework-session".into())
             .spawn(move || session_monitor(weak))
             .map_err(|e| Error::InvalidArgument(format!("cannot spawn thread: {e}")))?;
-        let weak = Arc::downgrade(&inner);
-        let dispatch = std::thread::Builder::new()
-            .name("zk-framework-states".into())
-            .spawn(move || dispatch_loop(weak, dispatch_rx))
-            .map_err(|e| Error::InvalidArgument(format!("cannot spawn thread: {e}")))?;
-        inner.background.start(Arc::downgrade(&inner));
-        inner.threads.lock().extend([monitor, dispatch]);
+        // The dispatch and background threads start when there is work for them.
+        inner.dispatch.attach(Arc::downgrade(&inner));
+        inner.background.attach(Arc::downgrade(&inner));
+        inner.threads.lock().push(monitor);
         Ok(fw)
     }
 }

@@ -1,12 +1,20 @@
-//! The dispatch thread: connection states reach listeners and subscribers on
-//! one thread, in order, never on the I/O or event thread.
+//! The dispatch thread: connection states reach listeners one at a time, in
+//! order, never on the I/O, event or session thread. Subscribers' channels
+//! get them straight from the session thread (a send never blocks).
+//!
+//! The thread exists only while there is something to tell: a state change
+//! with listeners registered starts it, and it ends once it has had nothing to
+//! do for [`IDLE`], so an idle client, or one whose connection never changes,
+//! runs no dispatch thread.
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, RecvTimeoutError};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use super::inner::Inner;
 use crate::state::ConnectionState;
@@ -14,6 +22,94 @@ use crate::state::ConnectionState;
 /// A listener for connection-state changes. It runs on the client's dispatch
 /// thread, in order, never on the I/O or event thread, and may call the client.
 pub type StateListener = dyn Fn(ConnectionState) + Send + Sync + 'static;
+
+/// How long the dispatch thread waits for another state before it ends.
+const IDLE: Duration = Duration::from_secs(1);
+
+#[derive(Default)]
+struct Queue {
+    states: VecDeque<ConnectionState>,
+    /// Whether a dispatch thread is running (it clears this under the lock as
+    /// it ends, so a state queued later starts a new one).
+    running: bool,
+    /// The last dispatch thread started, for `close()` to join.
+    thread: Option<JoinHandle<()>>,
+}
+
+/// The queue between the session thread and the dispatch thread.
+#[derive(Default)]
+pub(super) struct Dispatch {
+    shared: Arc<(Mutex<Queue>, Condvar)>,
+    /// The client it works for (set once built).
+    inner: Mutex<Weak<Inner>>,
+}
+
+impl Dispatch {
+    /// Tells the queue which client it works for; no thread starts yet.
+    pub(super) fn attach(&self, inner: Weak<Inner>) {
+        *self.inner.lock() = inner;
+    }
+}
+
+impl Inner {
+    /// Hands `states` to the subscribers at once and to the listeners through
+    /// the dispatch thread, starting it if none runs.
+    pub(super) fn dispatch(&self, states: &[ConnectionState]) {
+        if states.is_empty() {
+            return;
+        }
+        let (lock, cv) = &*self.dispatch.shared;
+        let mut q = lock.lock();
+        // Under the queue's lock, so that two posts reach everyone in one order.
+        self.subscribers
+            .lock()
+            .retain(|tx| states.iter().all(|s| tx.send(*s).is_ok()));
+        if self.listeners.lock().is_empty() {
+            return;
+        }
+        q.states.extend(states.iter().copied());
+        if q.running {
+            cv.notify_all();
+            return;
+        }
+        let shared = self.dispatch.shared.clone();
+        let weak = self.dispatch.inner.lock().clone();
+        match std::thread::Builder::new()
+            .name("zk-framework-states".into())
+            .spawn(move || dispatch_loop(&weak, &shared))
+        {
+            Ok(t) => {
+                q.running = true;
+                q.thread = Some(t);
+            }
+            Err(e) => {
+                // Tell the listeners here rather than never.
+                log::error!("cannot start the connection-state dispatch thread: {e}");
+                let pending: Vec<_> = q.states.drain(..).collect();
+                drop(q);
+                for s in pending {
+                    run_listeners(&self.listeners(), s);
+                }
+            }
+        }
+    }
+
+    /// Wakes the dispatch thread so that it ends (after telling what is queued)
+    /// and joins it, unless called from it.
+    pub(super) fn stop_dispatch(&self) {
+        let (lock, cv) = &*self.dispatch.shared;
+        let t = {
+            let mut q = lock.lock();
+            cv.notify_all();
+            q.thread.take()
+        };
+        if let Some(t) = t {
+            if t.thread().id() != std::thread::current().id() {
+                let _ = t.join();
+            }
+        }
+    }
+}
 
 /// The registration of a connection-state listener (from
 /// [`CuratorFramework::add_listener`](super::CuratorFramework::add_listener)). Dropping it unsubscribes the listener at
@@ -75,24 +171,53 @@ impl Drop for ListenerHandle {
     }
 }
 
-pub(super) fn dispatch_loop(weak: Weak<Inner>, rx: Receiver<ConnectionState>) {
+fn dispatch_loop(weak: &Weak<Inner>, shared: &(Mutex<Queue>, Condvar)) {
+    let (lock, cv) = shared;
     loop {
-        let state = match rx.recv_timeout(Duration::from_millis(200)) {
-            Ok(s) => s,
-            Err(RecvTimeoutError::Timeout) => match weak.upgrade() {
-                Some(inner) if !inner.closed.load(Ordering::SeqCst) => continue,
-                _ => return,
-            },
-            Err(RecvTimeoutError::Disconnected) => return,
-        };
-        let Some(inner) = weak.upgrade() else { return };
-        let listeners: Vec<Arc<StateListener>> = inner.listeners.lock().iter().map(|(_, l)| l.clone()).collect();
-        inner.subscribers.lock().retain(|tx| tx.send(state).is_ok());
-        drop(inner);
-        for l in listeners {
-            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| l(state))).is_err() {
-                log::error!("a connection-state listener panicked on {state}");
+        let state = {
+            let mut q = lock.lock();
+            loop {
+                if let Some(s) = q.states.pop_front() {
+                    break s;
+                }
+                let inner = weak.upgrade();
+                if inner.as_ref().map_or(true, |i| i.closed.load(Ordering::SeqCst)) {
+                    q.running = false;
+                    drop(q);
+                    return;
+                }
+                // Never hold the client while waiting (its last handle going
+                // closes it), nor drop it under the queue's lock.
+                MutexGuard::unlocked(&mut q, || drop(inner));
+                if !q.states.is_empty() {
+                    continue;
+                }
+                if cv.wait_for(&mut q, IDLE).timed_out() && q.states.is_empty() {
+                    q.running = false;
+                    return;
+                }
             }
+        };
+        let Some(inner) = weak.upgrade() else {
+            lock.lock().running = false;
+            return;
+        };
+        let listeners = inner.listeners();
+        drop(inner);
+        run_listeners(&listeners, state);
+    }
+}
+
+impl Inner {
+    fn listeners(&self) -> Vec<Arc<StateListener>> {
+        self.listeners.lock().iter().map(|(_, l)| l.clone()).collect()
+    }
+}
+
+fn run_listeners(listeners: &[Arc<StateListener>], state: ConnectionState) {
+    for l in listeners {
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| l(state))).is_err() {
+            log::error!("a connection-state listener panicked on {state}");
         }
     }
 }

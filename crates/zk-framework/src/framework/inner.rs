@@ -13,7 +13,7 @@ use parking_lot::{Condvar, Mutex};
 
 use super::acl::AclProvider;
 use super::background::Background;
-use super::dispatch::StateListener;
+use super::dispatch::{Dispatch, StateListener};
 use crate::client::{Client, ClientConfig};
 use crate::retry::RetryPolicy;
 use crate::state::{ConnectionState, StateMachine};
@@ -47,7 +47,7 @@ pub(crate) struct Inner {
     pub(super) listeners: Mutex<Vec<(u64, Arc<StateListener>)>>,
     pub(super) subscribers: Mutex<Vec<Sender<ConnectionState>>>,
     pub(super) next_listener_id: AtomicU64,
-    pub(super) dispatch_tx: Sender<ConnectionState>,
+    pub(super) dispatch: Dispatch,
     pub(super) closed: AtomicBool,
     pub(super) namespace_ready: AtomicBool,
     pub(super) background: Background,

@@ -2,10 +2,15 @@
 //!
 //! It owns the current [`Client`](crate::Client) handle and builds a new one (a new session)
 //! after expiry; turns session events into Curator's [`ConnectionState`](crate::ConnectionState)s,
-//! delivered in order on one dispatch thread; retries what can be retried with a
+//! delivered in order, one at a time, on a dispatch thread; retries what can be retried with a
 //! [`RetryPolicy`](crate::RetryPolicy); and offers the building blocks recipes need: creates with
 //! container parents, protected ephemeral-sequential creates, and guaranteed
 //! deletes.
+//!
+//! A client runs three threads: the connection's I/O and event threads and a
+//! session thread. A dispatch thread (listeners) and a cleanup thread
+//! (guaranteed deletes that failed) run only while they have work, and end
+//! after a second idle.
 //!
 //! # Examples
 //!

@@ -472,18 +472,17 @@ type Created = (String, Stat, Option<Vec<String>>);
 
 impl CreateSpec {
     /// One attempt: create; on NoNode with parent creation, make the parents and
-    /// create once more. With `list_parent`, the first try pipelines a listing
-    /// of the parent.
+    /// create once more. With `list_parent`, every try pipelines a listing of
+    /// the parent (a lock on a fresh path decides right after its parent is
+    /// made, with no listing of its own).
     fn create(&self, c: &Client, path: &str) -> Result<Created> {
-        if self.list_parent {
-            let parent_path = parent(path).unwrap_or("/");
-            match c.create2_then_get_children(path, &self.data, &self.acl, self.mode, parent_path) {
-                Ok(((p, stat), kids)) => return Ok((p, stat, kids.ok())),
-                Err(Error::NoNode { .. }) if self.parents != Parents::None => {}
-                Err(e) => return Err(e),
-            }
-        }
         let once = || {
+            if self.list_parent {
+                let parent_path = parent(path).unwrap_or("/");
+                return c
+                    .create2_then_get_children(path, &self.data, &self.acl, self.mode, parent_path)
+                    .map(|((p, stat), kids)| (p, stat, kids.ok()));
+            }
             match self.ttl {
                 Some(ttl) => c.create_ttl(path, &self.data, &self.acl, self.mode, ttl),
                 None => c.create2(path, &self.data, &self.acl, self.mode),
@@ -515,10 +514,22 @@ impl CreateSpec {
 /// container parent may be reaped between our creating it and using it).
 const PARENT_ATTEMPTS: u32 = 5;
 
-/// Creates every ancestor of `path` in `mode` (existing ones are fine), each
-/// with the ACL `provider` gives its path.
+/// Creates every missing ancestor of `path` in `mode` (existing ones are
+/// fine), each with the ACL `provider` gives its path. The deepest first:
+/// usually only the parent is missing, and that is one request; on NoNode it
+/// goes up until a create succeeds (or finds the node there), then back down.
 fn make_parents(c: &Client, path: &str, provider: &dyn AclProvider, mode: CreateMode) -> Result<()> {
-    for p in ancestors(path) {
+    let all = ancestors(path);
+    let mut made = all.len();
+    while made > 0 {
+        let p = all[made - 1];
+        match c.create(p, &[], &acl_of(provider, p), mode) {
+            Ok(_) | Err(Error::NodeExists { .. }) => break,
+            Err(Error::NoNode { .. }) => made -= 1,
+            Err(e) => return Err(e),
+        }
+    }
+    for p in &all[made..] {
         match c.create(p, &[], &acl_of(provider, p), mode) {
             Ok(_) | Err(Error::NodeExists { .. }) | Err(Error::NoNode { .. }) => {}
             Err(e) => return Err(e),

@@ -56,10 +56,10 @@ impl Inner {
             self.conn_cv.notify_all();
             states
         };
-        for s in states {
+        for s in &states {
             log::info!("state change: {s}");
-            let _ = self.dispatch_tx.send(s);
         }
+        self.dispatch(&states);
     }
 }
 

@@ -90,6 +90,7 @@ mod stats;
 mod tree;
 mod util;
 mod watch;
+mod x509;
 
 use std::collections::HashMap;
 use std::io;

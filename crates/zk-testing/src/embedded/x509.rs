@@ -1,0 +1,349 @@
+//! The subject of a DER X.509 certificate as ZooKeeper's
+//! `X509AuthenticationProvider` names a client:
+//! `X509Certificate.getSubjectX500Principal().getName()`, Java's RFC 2253 form.
+//!
+//! * RDNs last to first, joined by `,`; the attributes of a multi-valued RDN in
+//!   their encoded order, joined by `+`;
+//! * the RFC 2253 keywords `CN`, `C`, `L`, `ST`, `O`, `OU`, `STREET`, `DC`, `UID`
+//!   when the value is a directory string (UTF8String, PrintableString,
+//!   TeletexString, IA5String, GeneralString, BMPString); any other attribute
+//!   (e.g. `emailAddress`) by its dotted OID; a value that is not a directory
+//!   string, or of such an attribute, as `#hex` of the value's DER encoding
+//!   (lower-case hex, as Java prints it);
+//! * in string values, `, = + < > # ; " \` are escaped with `\` wherever they
+//!   are, and so are leading and trailing spaces (Java's `AVA.toRFC2253String`).
+//!
+//! A small DER reader, not a certificate validator: rustls has verified the
+//! chain before this runs. Malformed input is `None`, never a panic.
+
+/// One DER element: its tag, its contents and its whole encoding.
+struct Tlv<'a> {
+    tag: u8,
+    content: &'a [u8],
+    raw: &'a [u8],
+}
+
+/// Reads one DER element off the front of `input` (low tag numbers and definite
+/// lengths up to 4 bytes only).
+fn next<'a>(input: &mut &'a [u8]) -> Option<Tlv<'a>> {
+    let all: &'a [u8] = input;
+    let (&tag, rest) = all.split_first()?;
+    if tag & 0x1f == 0x1f {
+        return None;
+    }
+    let (&first, mut rest) = rest.split_first()?;
+    let len = if first < 0x80 {
+        usize::from(first)
+    } else {
+        let n = usize::from(first & 0x7f);
+        if n == 0 || n > 4 || rest.len() < n {
+            return None;
+        }
+        let (bytes, after) = rest.split_at(n);
+        rest = after;
+        bytes.iter().fold(0usize, |acc, &b| (acc << 8) | usize::from(b))
+    };
+    if rest.len() < len {
+        return None;
+    }
+    let header = all.len() - rest.len();
+    let raw = &all[..header + len];
+    let content = &rest[..len];
+    *input = &rest[len..];
+    Some(Tlv { tag, content, raw })
+}
+
+/// Reads an element that must have `tag`.
+fn expect<'a>(input: &mut &'a [u8], tag: u8) -> Option<Tlv<'a>> {
+    next(input).filter(|t| t.tag == tag)
+}
+
+const SEQUENCE: u8 = 0x30;
+const SET: u8 = 0x31;
+const OID: u8 = 0x06;
+
+/// The subject of a DER certificate in RFC 2253 form, as Java prints it, or
+/// `None` if the certificate cannot be read.
+pub(crate) fn subject_dn(cert_der: &[u8]) -> Option<String> {
+    let mut input = cert_der;
+    let cert = expect(&mut input, SEQUENCE)?;
+    let mut c = cert.content;
+    let tbs = expect(&mut c, SEQUENCE)?;
+    let mut t = tbs.content;
+    if t.first() == Some(&0xa0) {
+        next(&mut t)?; // [0] EXPLICIT version
+    }
+    expect(&mut t, 0x02)?; // serialNumber
+    expect(&mut t, SEQUENCE)?; // signature
+    expect(&mut t, SEQUENCE)?; // issuer
+    expect(&mut t, SEQUENCE)?; // validity
+    let subject = expect(&mut t, SEQUENCE)?;
+    name_rfc2253(subject.content)
+}
+
+/// A Name's contents (a SEQUENCE OF RelativeDistinguishedName) in RFC 2253 form.
+fn name_rfc2253(mut name: &[u8]) -> Option<String> {
+    let mut rdns = Vec::new();
+    while !name.is_empty() {
+        let set = expect(&mut name, SET)?;
+        let mut atvs = set.content;
+        let mut parts = Vec::new();
+        while !atvs.is_empty() {
+            let atv = expect(&mut atvs, SEQUENCE)?;
+            let mut a = atv.content;
+            let oid = expect(&mut a, OID)?;
+            let value = next(&mut a)?;
+            if !a.is_empty() {
+                return None;
+            }
+            parts.push(attribute(&oid_string(oid.content)?, &value));
+        }
+        if parts.is_empty() {
+            return None;
+        }
+        rdns.push(parts.join("+"));
+    }
+    rdns.reverse();
+    Some(rdns.join(","))
+}
+
+/// An OID's contents in dotted form.
+fn oid_string(content: &[u8]) -> Option<String> {
+    let mut arcs: Vec<u64> = Vec::new();
+    let mut v: u64 = 0;
+    let mut pending = false;
+    for &b in content {
+        if v > (u64::MAX >> 7) {
+            return None;
+        }
+        v = (v << 7) | u64::from(b & 0x7f);
+        pending = b & 0x80 != 0;
+        if !pending {
+            if arcs.is_empty() {
+                let first = (v / 40).min(2);
+                arcs.push(first);
+                arcs.push(v - first * 40);
+            } else {
+                arcs.push(v);
+            }
+            v = 0;
+        }
+    }
+    if pending || arcs.is_empty() {
+        return None;
+    }
+    Some(arcs.iter().map(u64::to_string).collect::<Vec<_>>().join("."))
+}
+
+/// The RFC 2253 keyword of an attribute type (the ones Java prints by name).
+fn keyword(oid: &str) -> Option<&'static str> {
+    Some(match oid {
+        "2.5.4.3" => "CN",
+        "2.5.4.6" => "C",
+        "2.5.4.7" => "L",
+        "2.5.4.8" => "ST",
+        "2.5.4.9" => "STREET",
+        "2.5.4.10" => "O",
+        "2.5.4.11" => "OU",
+        "0.9.2342.19200300.100.1.25" => "DC",
+        "0.9.2342.19200300.100.1.1" => "UID",
+        _ => return None,
+    })
+}
+
+/// A directory string's text, if `v` is one.
+fn directory_string(v: &Tlv<'_>) -> Option<String> {
+    match v.tag {
+        0x0c => Some(String::from_utf8_lossy(v.content).into_owned()), // UTF8String
+        0x14 => Some(v.content.iter().map(|&b| char::from(b)).collect()), // TeletexString: ISO-8859-1
+        0x13 | 0x16 | 0x1b => Some(
+            // PrintableString, IA5String, GeneralString: ASCII
+            v.content
+                .iter()
+                .map(|&b| {
+                    if b.is_ascii() {
+                        char::from(b)
+                    } else {
+                        char::REPLACEMENT_CHARACTER
+                    }
+                })
+                .collect(),
+        ),
+        0x1e if v.content.len() % 2 == 0 => {
+            // BMPString: UTF-16BE
+            let units: Vec<u16> = v
+                .content
+                .chunks_exact(2)
+                .map(|p| u16::from_be_bytes([p[0], p[1]]))
+                .collect();
+            Some(String::from_utf16_lossy(&units))
+        }
+        _ => None,
+    }
+}
+
+/// One `type=value` in RFC 2253 form.
+fn attribute(oid: &str, value: &Tlv<'_>) -> String {
+    match (keyword(oid), directory_string(value)) {
+        (Some(k), Some(text)) => format!("{k}={}", escape(&text)),
+        (k, _) => {
+            let hex: String = value.raw.iter().map(|b| format!("{b:02x}")).collect();
+            format!("{}=#{hex}", k.unwrap_or(oid))
+        }
+    }
+}
+
+/// Java's RFC 2253 escaping: the special characters anywhere, and leading and
+/// trailing spaces (and carriage returns).
+fn escape(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let blank = |c: &char| *c == ' ' || *c == '\r';
+    let lead = chars.iter().take_while(|c| blank(c)).count();
+    let trail = chars.len() - chars.iter().rev().take_while(|c| blank(c)).count();
+    let mut out = String::with_capacity(text.len() + 4);
+    for (i, &c) in chars.iter().enumerate() {
+        if ",=+<>#;\"\\".contains(c) || i < lead || i >= trail {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tlv(tag: u8, content: &[u8]) -> Vec<u8> {
+        let mut v = vec![tag];
+        let n = content.len();
+        if n < 0x80 {
+            v.push(n as u8);
+        } else if n < 0x100 {
+            v.extend([0x81, n as u8]);
+        } else {
+            v.extend([0x82, (n >> 8) as u8, n as u8]);
+        }
+        v.extend_from_slice(content);
+        v
+    }
+
+    fn atv(oid: &[u8], tag: u8, value: &[u8]) -> Vec<u8> {
+        tlv(SEQUENCE, &[tlv(OID, oid), tlv(tag, value)].concat())
+    }
+
+    const CN: &[u8] = &[0x55, 0x04, 0x03];
+    const O: &[u8] = &[0x55, 0x04, 0x0a];
+    const C: &[u8] = &[0x55, 0x04, 0x06];
+    const DC: &[u8] = &[0x09, 0x92, 0x26, 0x89, 0x93, 0xf2, 0x2c, 0x64, 0x01, 0x19];
+    const EMAIL: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x09, 0x01];
+
+    /// A certificate whose subject is these RDNs (each a list of ATVs).
+    fn cert(rdns: &[Vec<Vec<u8>>]) -> Vec<u8> {
+        let name: Vec<u8> = rdns.iter().flat_map(|r| tlv(SET, &r.concat())).collect();
+        let tbs = [
+            tlv(0xa0, &tlv(0x02, &[2])),
+            tlv(0x02, &[0x01, 0x02]),
+            tlv(SEQUENCE, &tlv(OID, &[0x2a, 0x03])),
+            tlv(SEQUENCE, &[]),
+            tlv(SEQUENCE, &[]),
+            tlv(SEQUENCE, &name),
+            tlv(SEQUENCE, &[]),
+        ]
+        .concat();
+        tlv(
+            SEQUENCE,
+            &[tlv(SEQUENCE, &tbs), tlv(SEQUENCE, &[]), tlv(0x03, &[0])].concat(),
+        )
+    }
+
+    #[test]
+    fn rdns_are_printed_last_first() {
+        let c = cert(&[
+            vec![atv(C, 0x13, b"US")],
+            vec![atv(O, 0x0c, b"Example")],
+            vec![atv(CN, 0x0c, b"app")],
+        ]);
+        assert_eq!(subject_dn(&c).as_deref(), Some("CN=app,O=Example,C=US"));
+    }
+
+    #[test]
+    fn special_characters_and_edge_spaces_are_escaped() {
+        let c = cert(&[
+            vec![atv(O, 0x0c, b"Example, Inc.")],
+            vec![atv(CN, 0x0c, b" a+b=c<d>e#f;g\"h\\i ")],
+        ]);
+        assert_eq!(
+            subject_dn(&c).as_deref(),
+            Some(r#"CN=\ a\+b\=c\<d\>e\#f\;g\"h\\i\ ,O=Example\, Inc."#)
+        );
+    }
+
+    #[test]
+    fn unknown_attributes_and_non_string_values_are_hex() {
+        let c = cert(&[
+            vec![atv(DC, 0x16, b"org")],
+            vec![atv(EMAIL, 0x16, b"a@b"), atv(CN, 0x02, &[5])],
+        ]);
+        assert_eq!(
+            subject_dn(&c).as_deref(),
+            Some("1.2.840.113549.1.9.1=#1603614062+CN=#020105,DC=org")
+        );
+    }
+
+    #[test]
+    fn bmp_teletex_and_utf8_strings_decode() {
+        let c = cert(&[vec![
+            atv(CN, 0x1e, &[0x00, 0xe9, 0x00, 0x41]),
+            atv(O, 0x14, &[0xe9]),
+            atv(C, 0x0c, "é".as_bytes()),
+        ]]);
+        assert_eq!(subject_dn(&c).as_deref(), Some("CN=éA+O=é+C=é"));
+    }
+
+    #[test]
+    fn long_lengths_and_an_empty_subject() {
+        let long = "x".repeat(300);
+        let c = cert(&[vec![atv(CN, 0x0c, long.as_bytes())]]);
+        assert_eq!(subject_dn(&c), Some(format!("CN={long}")));
+        assert_eq!(subject_dn(&cert(&[])).as_deref(), Some(""));
+    }
+
+    #[test]
+    fn oids_decode_with_large_arcs() {
+        assert_eq!(oid_string(&[0x55, 0x04, 0x03]).as_deref(), Some("2.5.4.3"));
+        assert_eq!(oid_string(DC).as_deref(), Some("0.9.2342.19200300.100.1.25"));
+        assert_eq!(oid_string(&[0x88, 0x37]).as_deref(), Some("2.999"));
+        assert_eq!(oid_string(&[0x55, 0x84]), None, "a last byte with the continuation bit");
+        assert_eq!(oid_string(&[]), None);
+        assert_eq!(oid_string(&[0xff; 12]), None, "an arc too large for u64");
+    }
+
+    #[test]
+    fn malformed_input_is_none_never_a_panic() {
+        let good = cert(&[vec![atv(CN, 0x0c, b"app")]]);
+        // Every truncation and every single-byte corruption of a good certificate.
+        for n in 0..good.len() {
+            let _ = subject_dn(&good[..n]);
+            for flip in [0x00, 0x80, 0xff, 0x1f] {
+                let mut bad = good.clone();
+                bad[n] ^= flip;
+                let _ = subject_dn(&bad);
+            }
+        }
+        assert_eq!(subject_dn(&good[..good.len() - 1]), None);
+        assert_eq!(subject_dn(&[]), None);
+        assert_eq!(subject_dn(&[0x30, 0x80]), None, "indefinite length");
+        assert_eq!(subject_dn(&[0x30, 0x85, 1, 1, 1, 1, 1]), None, "a 5-byte length");
+        assert_eq!(
+            subject_dn(&[0x30, 0x84, 0xff, 0xff, 0xff, 0xff]),
+            None,
+            "longer than the input"
+        );
+        assert_eq!(subject_dn(&[0x3f, 0x01, 0x00]), None, "a high tag number");
+        // An RDN with no attributes, an attribute with trailing data.
+        assert_eq!(subject_dn(&cert(&[vec![]])), None);
+        let extra = tlv(SEQUENCE, &[tlv(OID, CN), tlv(0x0c, b"a"), tlv(0x0c, b"b")].concat());
+        assert_eq!(subject_dn(&cert(&[vec![extra]])), None);
+    }
+}

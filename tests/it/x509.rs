@@ -12,6 +12,8 @@
 //!   connection;
 //! * a subject with several attributes, escaped characters and an attribute
 //!   printed as a dotted OID with hex;
+//! * `x509` ACL ids must be X.500 names as Java parses them (`InvalidACL`
+//!   otherwise), a table of 44 ids;
 //! * a configured x509 super user passes every ACL;
 //! * a lock whose nodes carry an `x509` ACL: a session with another
 //!   certificate cannot delete the held node or join the queue (typed
@@ -268,4 +270,77 @@ fn an_x509_acl_keeps_a_lock_from_sessions_with_another_certificate() {
         only_app
     );
     g.release().unwrap();
+}
+
+#[test]
+fn x509_acl_ids_are_checked_as_x500_names_as_zookeeper_does() {
+    // X509AuthenticationProvider.isValid is `new X500Principal(id)`; these
+    // answers are Apache ZooKeeper 3.8's (Java 17).
+    let valid = [
+        "",
+        "CN=app",
+        "cn = a",
+        "CN=",
+        "CN=a;O=b",
+        "CN=a+O=b",
+        "CN=a, O=b",
+        " CN=a",
+        r#"CN="a,b""#,
+        r"CN=a\,b",
+        r"CN=a\41",
+        "2.5.4.3=a",
+        "OID.2.5.4.3=a",
+        "oid.2.5.4.3=a",
+        "1.2.3=#0c0161",
+        "CN=a=b",
+        r#"CN="a"  "#,
+        "EMAILADDRESS=a@b",
+        "SERIALNUMBER=1",
+        "T=x",
+        "CN=a\n",
+    ];
+    let invalid = [
+        "garbage",
+        "CN=a,garbage",
+        "=a",
+        "XX=a",
+        "1.2.3=#0c01",
+        r"CN=a\",
+        "CN=a,",
+        "CN=#zz",
+        r"CN=a\q",
+        r"CN=a\4",
+        "1.2.3=#0c0161 ",
+        r#"CN="a" b"#,
+        r#"CN="a"#,
+        "CN=a<b",
+        r#"CN=a"b"#,
+        " ",
+        "CN=a,,O=b",
+        "OID.2=a",
+        "3.1=a",
+        "1.40=a",
+        "CN=#0c01",
+        "CN=a+",
+        "XYZ.1=a",
+    ];
+    let pki = pki();
+    let s = server(&pki, None);
+    let app = client(&s, &pki, &pki.client_cert("app").unwrap(), open());
+    let zk = app.zookeeper_client();
+    let mut wrong = Vec::new();
+    for (i, (id, ok)) in valid
+        .iter()
+        .map(|v| (v, true))
+        .chain(invalid.iter().map(|v| (v, false)))
+        .enumerate()
+    {
+        let acl = [Acl::x509(id, perms::ALL)];
+        let got = zk.create(&format!("/x509-valid-{i}"), b"", &acl, CreateMode::Persistent);
+        match (ok, &got) {
+            (true, Ok(_)) | (false, Err(ZkError::InvalidAcl { .. })) => {}
+            _ => wrong.push(format!("{id:?}: {:?}", got.map(|_| ()))),
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
 }

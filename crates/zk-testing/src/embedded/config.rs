@@ -48,8 +48,8 @@ pub struct ServerConfig {
     /// `authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider`,
     /// which ZooKeeper 3.8 registers by itself when it has a `secureClientPort`;
     /// [`TestingServer::start_tls`](crate::TestingServer::start_tls) sets this
-    /// for the same reason). When true, `x509` ACL entries are valid (any
-    /// non-empty id) and match, by equality, an `x509` identity of the
+    /// for the same reason). When true, `x509` ACL entries are valid (an id
+    /// Java's `X500Principal` accepts, e.g. `CN=app,O=Example`) and match, by equality, an `x509` identity of the
     /// connection: when [`ServerConfig::tls`] requires a client certificate, the
     /// verified certificate's subject, formatted as ZooKeeper does
     /// (`X509Certificate.getSubjectX500Principal().getName()`, RFC 2253, e.g.

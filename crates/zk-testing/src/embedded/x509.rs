@@ -210,6 +210,135 @@ fn escape(text: &str) -> String {
     out
 }
 
+/// Whether ZooKeeper accepts `id` as an `x509` ACL id:
+/// `X509AuthenticationProvider.isValid` is `new X500Principal(id)` not
+/// throwing. This follows the parts of Java's (non-strict) distinguished-name
+/// parser that decide validity: the empty name; RDNs split at unquoted,
+/// unescaped `,` and `;`, attributes at `+`, none empty; a type that is a known
+/// keyword (any case) or a dotted OID (optionally `OID.`-prefixed); a value that
+/// is `#` and the hex of one DER element, a quoted string followed by nothing
+/// but spaces, or a string whose escapes are `\` and a special character or a
+/// hex pair and which has no bare `<`, `>` or `"`.
+pub(crate) fn valid_x500_name(id: &str) -> bool {
+    id.is_empty()
+        || split_unquoted(id, &[',', ';'])
+            .into_iter()
+            .all(|rdn| split_unquoted(rdn, &['+']).into_iter().all(valid_ava))
+}
+
+/// `s` split at the `seps` outside quotes and not escaped.
+fn split_unquoted<'a>(s: &'a str, seps: &[char]) -> Vec<&'a str> {
+    let mut parts = Vec::new();
+    let (mut start, mut quoted, mut escaped) = (0, false, false);
+    for (i, c) in s.char_indices() {
+        if escaped {
+            escaped = false;
+        } else if c == '\\' {
+            escaped = true;
+        } else if c == '"' {
+            quoted = !quoted;
+        } else if !quoted && seps.contains(&c) {
+            parts.push(&s[start..i]);
+            start = i + c.len_utf8();
+        }
+    }
+    parts.push(&s[start..]);
+    parts
+}
+
+/// Java's keywords for attribute types (`AVAKeyword`, any case).
+const KEYWORDS: &[&str] = &[
+    "CN",
+    "C",
+    "L",
+    "S",
+    "ST",
+    "O",
+    "OU",
+    "T",
+    "IP",
+    "STREET",
+    "DC",
+    "DNQUALIFIER",
+    "DNQ",
+    "SURNAME",
+    "GIVENNAME",
+    "INITIALS",
+    "GENERATION",
+    "EMAIL",
+    "EMAILADDRESS",
+    "UID",
+    "SERIALNUMBER",
+];
+
+fn valid_ava(ava: &str) -> bool {
+    let Some((ty, value)) = ava.split_once('=') else {
+        return false;
+    };
+    let ty = ty.trim_matches(|c: char| c <= ' ').to_ascii_uppercase();
+    let type_ok = KEYWORDS.contains(&ty.as_str()) || {
+        let (oid, prefixed) = match ty.strip_prefix("OID.") {
+            Some(rest) => (rest, true),
+            None => (ty.as_str(), false),
+        };
+        (prefixed || oid.starts_with(|c: char| c.is_ascii_digit())) && valid_dotted_oid(oid)
+    };
+    type_ok && valid_value(value.trim_start_matches([' ', '\n']))
+}
+
+fn valid_dotted_oid(oid: &str) -> bool {
+    let arcs: Option<Vec<u64>> = oid
+        .split('.')
+        .map(|a| {
+            if a.is_empty() || !a.bytes().all(|b| b.is_ascii_digit()) {
+                None
+            } else {
+                a.parse().ok()
+            }
+        })
+        .collect();
+    match arcs.as_deref() {
+        Some([first, second, ..]) => *first <= 2 && (*first == 2 || *second < 40),
+        _ => false,
+    }
+}
+
+fn valid_value(v: &str) -> bool {
+    if let Some(hex) = v.strip_prefix('#') {
+        if hex.is_empty() || hex.len() % 2 != 0 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return false;
+        }
+        let bytes: Vec<u8> = (0..hex.len())
+            .step_by(2)
+            .filter_map(|i| u8::from_str_radix(&hex[i..i + 2], 16).ok())
+            .collect();
+        let mut rest = bytes.as_slice();
+        return next(&mut rest).is_some() && rest.is_empty();
+    }
+    let mut chars = v.chars();
+    let quoted = v.starts_with('"');
+    if quoted {
+        chars.next();
+    }
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some(h) if h.is_ascii_hexdigit() => {
+                    if !chars.next().is_some_and(|l| l.is_ascii_hexdigit()) {
+                        return false;
+                    }
+                }
+                Some(s) if ",=\n+<>#;\\\" ".contains(s) => {}
+                _ => return false,
+            },
+            '"' if quoted => return chars.all(|c| c == ' ' || c == '\n'),
+            '<' | '>' | '"' if !quoted => return false,
+            _ => {}
+        }
+    }
+    !quoted
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -345,5 +474,59 @@ mod tests {
         assert_eq!(subject_dn(&cert(&[vec![]])), None);
         let extra = tlv(SEQUENCE, &[tlv(OID, CN), tlv(0x0c, b"a"), tlv(0x0c, b"b")].concat());
         assert_eq!(subject_dn(&cert(&[vec![extra]])), None);
+    }
+    #[test]
+    fn x500_names_as_java_accepts_them() {
+        for ok in [
+            "",
+            "CN=app",
+            "cn = a",
+            "CN=",
+            "CN=a;O=b",
+            "CN=a+O=b",
+            "CN=a, O=b",
+            " CN=a",
+            r#"CN="a,b""#,
+            r"CN=a\,b",
+            r"CN=a\41",
+            "2.5.4.3=a",
+            "OID.2.5.4.3=a",
+            "oid.2.5.4.3=a",
+            "1.2.3=#0c0161",
+            "CN=a=b",
+            r#"CN="a"  "#,
+            "EMAILADDRESS=a@b",
+            "SERIALNUMBER=1",
+            "CN=a\n",
+        ] {
+            assert!(valid_x500_name(ok), "{ok:?}");
+        }
+        for bad in [
+            "garbage",
+            "CN=a,garbage",
+            "=a",
+            "XX=a",
+            "1.2.3=#0c01",
+            r"CN=a\",
+            "CN=a,",
+            "CN=#zz",
+            r"CN=a\q",
+            r"CN=a\4",
+            "1.2.3=#0c0161 ",
+            r#"CN="a" b"#,
+            r#"CN="a"#,
+            "CN=a<b",
+            r#"CN=a"b"#,
+            " ",
+            "CN=a,,O=b",
+            "OID.2=a",
+            "3.1=a",
+            "1.40=a",
+            "CN=#0c01",
+            "CN=a+",
+            "XYZ.1=a",
+        ] {
+            assert!(!valid_x500_name(bad), "{bad:?}");
+        }
     }
 }

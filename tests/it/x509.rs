@@ -14,7 +14,10 @@
 //!   printed as a dotted OID with hex;
 //! * `x509` ACL ids must be X.500 names as Java parses them (`InvalidACL`
 //!   otherwise), a table of 44 ids;
-//! * a configured x509 super user passes every ACL;
+//! * `CREATOR_ALL_ACL` on a session whose only credential is its certificate
+//!   is the `x509` id;
+//! * a configured x509 super user passes every ACL (and is not part of what
+//!   `CREATOR_ALL_ACL` expands to);
 //! * a lock whose nodes carry an `x509` ACL: a session with another
 //!   certificate cannot delete the held node or join the queue (typed
 //!   `NoAuth`, at once), a session with the owner's certificate locks.
@@ -209,8 +212,40 @@ fn an_x509_super_user_passes_every_acl() {
     .unwrap();
     let su = admin.zookeeper_client();
     assert!(su.get_data("/x509-su").is_ok());
+    // CREATOR_ALL expands to the x509 id only (the super id is not one).
+    su.create("/x509-su/mine", b"", &Acl::creator_all(), CreateMode::Persistent)
+        .unwrap();
+    assert_eq!(
+        su.get_acl("/x509-su/mine").unwrap().0,
+        vec![Acl::x509("CN=admin,O=Ops", perms::ALL)]
+    );
+    su.delete("/x509-su/mine", None).unwrap();
     su.delete("/x509-su/digest", None).unwrap();
     su.delete("/x509-su", None).unwrap();
+}
+
+#[test]
+fn creator_all_with_only_a_client_certificate_is_the_x509_id() {
+    let pki = pki();
+    let s = server(&pki, None);
+    // No authorization(..): the certificate is the only credential.
+    let app = client(&s, &pki, &pki.client_cert("app").unwrap(), Acl::creator_all());
+    let other = client(&s, &pki, &pki.client_cert("other").unwrap(), open());
+    app.create()
+        .creating_parents_if_needed()
+        .for_path("/x509-creator/a")
+        .unwrap();
+    for p in ["/x509-creator", "/x509-creator/a"] {
+        assert_eq!(
+            app.zookeeper_client().get_acl(p).unwrap().0,
+            vec![Acl::x509("CN=app", perms::ALL)],
+            "{p}"
+        );
+    }
+    assert!(matches!(
+        other.zookeeper_client().delete("/x509-creator/a", None),
+        Err(ZkError::NoAuth { .. })
+    ));
 }
 
 #[test]

@@ -217,7 +217,9 @@ pub(crate) fn fixup_acl(acl: &[Acl], ids: &[Id], x509: bool) -> Result<Vec<Acl>,
             _ if world_anyone(&a.id) => out.push(a.clone()),
             "auth" => {
                 let mut any = false;
-                for id in ids.iter().filter(|i| i.scheme != "ip") {
+                // Ids of providers that say isAuthenticated (digest, x509); `ip`
+                // does not, and `super` has no provider.
+                for id in ids.iter().filter(|i| i.scheme != "ip" && i.scheme != "super") {
                     any = true;
                     out.push(Acl {
                         perms: a.perms,

@@ -166,6 +166,10 @@ fn the_x509_id_is_the_subject_in_rfc_2253_form_as_zookeeper_writes_it() {
         r"O=Example\, Inc.,",
         "ST=Some State,C=US,DC=org"
     );
+    // The client computes the same id from its certificate.
+    assert_eq!(tls_with(&pki, &cert).client_x509_id(), Some(subject));
+    let no_cert = TlsConfig::builder().ca_pem(pki.ca_pem().as_bytes()).build().unwrap();
+    assert_eq!(no_cert.client_x509_id(), None);
     let me = client(&s, &pki, &cert, open());
     let app = client(&s, &pki, &pki.client_cert("app").unwrap(), open());
     let acl = vec![Acl::x509(subject, perms::ALL)];

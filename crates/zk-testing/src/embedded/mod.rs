@@ -90,7 +90,6 @@ mod stats;
 mod tree;
 mod util;
 mod watch;
-mod x509;
 
 use std::collections::HashMap;
 use std::io;

@@ -271,7 +271,7 @@ fn add_x509_identity(shared: &Shared, conn: &ConnShared, tls: &rustls::ServerCon
     if !st.cfg.x509_auth {
         return true;
     }
-    let Some(subject) = super::x509::subject_dn(cert.as_ref()) else {
+    let Some(subject) = zk_proto::x509::subject_id(cert.as_ref()) else {
         log::warn!(
             "embedded zk: conn {}: cannot read the client certificate's subject",
             conn.id

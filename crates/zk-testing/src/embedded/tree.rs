@@ -233,7 +233,7 @@ pub(crate) fn fixup_acl(acl: &[Acl], ids: &[Id], x509: bool) -> Result<Vec<Acl>,
             "digest" if java_split_len(&a.id.id, ':') == 2 => out.push(a.clone()),
             "ip" if util::valid_ip_expr(&a.id.id) => out.push(a.clone()),
             // X509AuthenticationProvider.isValid: `new X500Principal(id)` does not throw.
-            "x509" if x509 && super::x509::valid_x500_name(&a.id.id) => out.push(a.clone()),
+            "x509" if x509 && zk_proto::x509::valid_id(&a.id.id) => out.push(a.clone()),
             _ => return Err(ErrorCode::InvalidAcl),
         }
     }

@@ -1,6 +1,9 @@
-//! The subject of a DER X.509 certificate as ZooKeeper's
-//! `X509AuthenticationProvider` names a client:
-//! `X509Certificate.getSubjectX500Principal().getName()`, Java's RFC 2253 form.
+//! ZooKeeper's `x509` ids: the id `X509AuthenticationProvider` gives a client
+//! with a TLS client certificate ([`subject_id`]), and which ids it accepts in
+//! an `x509` ACL entry ([`valid_id`]).
+//!
+//! [`subject_id`] prints the certificate's subject as Java's
+//! `X509Certificate.getSubjectX500Principal().getName()` does (RFC 2253):
 //!
 //! * RDNs last to first, joined by `,`; the attributes of a multi-valued RDN in
 //!   their encoded order, joined by `+`;
@@ -13,8 +16,16 @@
 //! * in string values, `, = + < > # ; " \` are escaped with `\` wherever they
 //!   are, and so are leading and trailing spaces (Java's `AVA.toRFC2253String`).
 //!
-//! A small DER reader, not a certificate validator: rustls has verified the
-//! chain before this runs. Malformed input is `None`, never a panic.
+//! A small DER reader, not a certificate validator (the TLS layer verifies
+//! certificates). Malformed input is `None` or `false`, never a panic.
+//!
+//! # Examples
+//!
+//! ```
+//! use zk_proto::x509::valid_id;
+//! assert!(valid_id("CN=app,O=Example"));
+//! assert!(!valid_id("app"));
+//! ```
 
 /// One DER element: its tag, its contents and its whole encoding.
 struct Tlv<'a> {
@@ -62,9 +73,24 @@ const SEQUENCE: u8 = 0x30;
 const SET: u8 = 0x31;
 const OID: u8 = 0x06;
 
-/// The subject of a DER certificate in RFC 2253 form, as Java prints it, or
-/// `None` if the certificate cannot be read.
-pub(crate) fn subject_dn(cert_der: &[u8]) -> Option<String> {
+/// The `x509` id ZooKeeper gives a client presenting the DER certificate
+/// `cert_der`: its subject in RFC 2253 form as Java prints it (see the module
+/// documentation), or `None` if the certificate cannot be read.
+///
+/// # Examples
+///
+/// ```
+/// // A certificate whose subject is O=Example, CN=app (in that order).
+/// # let tlv = |tag: u8, c: &[u8]| [&[tag, c.len() as u8][..], c].concat();
+/// # let atv = |oid: &[u8], v: &[u8]| tlv(0x31, &tlv(0x30, &[tlv(0x06, oid), tlv(0x0c, v)].concat()));
+/// # let name = [atv(&[0x55, 4, 10], b"Example"), atv(&[0x55, 4, 3], b"app")].concat();
+/// # let e = tlv(0x30, &[]);
+/// # let tbs = [tlv(0x02, &[1]), e.clone(), e.clone(), e.clone(), tlv(0x30, &name), e.clone()].concat();
+/// # let cert_der = tlv(0x30, &[tlv(0x30, &tbs), e.clone(), tlv(0x03, &[0])].concat());
+/// assert_eq!(zk_proto::x509::subject_id(&cert_der).as_deref(), Some("CN=app,O=Example"));
+/// assert_eq!(zk_proto::x509::subject_id(b"not a certificate"), None);
+/// ```
+pub fn subject_id(cert_der: &[u8]) -> Option<String> {
     let mut input = cert_der;
     let cert = expect(&mut input, SEQUENCE)?;
     let mut c = cert.content;
@@ -210,7 +236,7 @@ fn escape(text: &str) -> String {
     out
 }
 
-/// Whether ZooKeeper accepts `id` as an `x509` ACL id:
+/// Whether ZooKeeper accepts `id` in an `x509` ACL entry:
 /// `X509AuthenticationProvider.isValid` is `new X500Principal(id)` not
 /// throwing. This follows the parts of Java's (non-strict) distinguished-name
 /// parser that decide validity: the empty name; RDNs split at unquoted,
@@ -219,7 +245,15 @@ fn escape(text: &str) -> String {
 /// is `#` and the hex of one DER element, a quoted string followed by nothing
 /// but spaces, or a string whose escapes are `\` and a special character or a
 /// hex pair and which has no bare `<`, `>` or `"`.
-pub(crate) fn valid_x500_name(id: &str) -> bool {
+///
+/// # Examples
+///
+/// ```
+/// use zk_proto::x509::valid_id;
+/// assert!(valid_id("CN=app,O=Example") && valid_id("") && valid_id("1.2.3=#0c0161"));
+/// assert!(!valid_id("garbage") && !valid_id("CN=a,") && !valid_id("XX=a"));
+/// ```
+pub fn valid_id(id: &str) -> bool {
     id.is_empty()
         || split_unquoted(id, &[',', ';'])
             .into_iter()
@@ -393,7 +427,7 @@ mod tests {
             vec![atv(O, 0x0c, b"Example")],
             vec![atv(CN, 0x0c, b"app")],
         ]);
-        assert_eq!(subject_dn(&c).as_deref(), Some("CN=app,O=Example,C=US"));
+        assert_eq!(subject_id(&c).as_deref(), Some("CN=app,O=Example,C=US"));
     }
 
     #[test]
@@ -403,7 +437,7 @@ mod tests {
             vec![atv(CN, 0x0c, b" a+b=c<d>e#f;g\"h\\i ")],
         ]);
         assert_eq!(
-            subject_dn(&c).as_deref(),
+            subject_id(&c).as_deref(),
             Some(r#"CN=\ a\+b\=c\<d\>e\#f\;g\"h\\i\ ,O=Example\, Inc."#)
         );
     }
@@ -415,7 +449,7 @@ mod tests {
             vec![atv(EMAIL, 0x16, b"a@b"), atv(CN, 0x02, &[5])],
         ]);
         assert_eq!(
-            subject_dn(&c).as_deref(),
+            subject_id(&c).as_deref(),
             Some("1.2.840.113549.1.9.1=#1603614062+CN=#020105,DC=org")
         );
     }
@@ -427,15 +461,15 @@ mod tests {
             atv(O, 0x14, &[0xe9]),
             atv(C, 0x0c, "é".as_bytes()),
         ]]);
-        assert_eq!(subject_dn(&c).as_deref(), Some("CN=éA+O=é+C=é"));
+        assert_eq!(subject_id(&c).as_deref(), Some("CN=éA+O=é+C=é"));
     }
 
     #[test]
     fn long_lengths_and_an_empty_subject() {
         let long = "x".repeat(300);
         let c = cert(&[vec![atv(CN, 0x0c, long.as_bytes())]]);
-        assert_eq!(subject_dn(&c), Some(format!("CN={long}")));
-        assert_eq!(subject_dn(&cert(&[])).as_deref(), Some(""));
+        assert_eq!(subject_id(&c), Some(format!("CN={long}")));
+        assert_eq!(subject_id(&cert(&[])).as_deref(), Some(""));
     }
 
     #[test]
@@ -453,27 +487,27 @@ mod tests {
         let good = cert(&[vec![atv(CN, 0x0c, b"app")]]);
         // Every truncation and every single-byte corruption of a good certificate.
         for n in 0..good.len() {
-            let _ = subject_dn(&good[..n]);
+            let _ = subject_id(&good[..n]);
             for flip in [0x00, 0x80, 0xff, 0x1f] {
                 let mut bad = good.clone();
                 bad[n] ^= flip;
-                let _ = subject_dn(&bad);
+                let _ = subject_id(&bad);
             }
         }
-        assert_eq!(subject_dn(&good[..good.len() - 1]), None);
-        assert_eq!(subject_dn(&[]), None);
-        assert_eq!(subject_dn(&[0x30, 0x80]), None, "indefinite length");
-        assert_eq!(subject_dn(&[0x30, 0x85, 1, 1, 1, 1, 1]), None, "a 5-byte length");
+        assert_eq!(subject_id(&good[..good.len() - 1]), None);
+        assert_eq!(subject_id(&[]), None);
+        assert_eq!(subject_id(&[0x30, 0x80]), None, "indefinite length");
+        assert_eq!(subject_id(&[0x30, 0x85, 1, 1, 1, 1, 1]), None, "a 5-byte length");
         assert_eq!(
-            subject_dn(&[0x30, 0x84, 0xff, 0xff, 0xff, 0xff]),
+            subject_id(&[0x30, 0x84, 0xff, 0xff, 0xff, 0xff]),
             None,
             "longer than the input"
         );
-        assert_eq!(subject_dn(&[0x3f, 0x01, 0x00]), None, "a high tag number");
+        assert_eq!(subject_id(&[0x3f, 0x01, 0x00]), None, "a high tag number");
         // An RDN with no attributes, an attribute with trailing data.
-        assert_eq!(subject_dn(&cert(&[vec![]])), None);
+        assert_eq!(subject_id(&cert(&[vec![]])), None);
         let extra = tlv(SEQUENCE, &[tlv(OID, CN), tlv(0x0c, b"a"), tlv(0x0c, b"b")].concat());
-        assert_eq!(subject_dn(&cert(&[vec![extra]])), None);
+        assert_eq!(subject_id(&cert(&[vec![extra]])), None);
     }
     #[test]
     fn x500_names_as_java_accepts_them() {
@@ -499,7 +533,7 @@ mod tests {
             "SERIALNUMBER=1",
             "CN=a\n",
         ] {
-            assert!(valid_x500_name(ok), "{ok:?}");
+            assert!(valid_id(ok), "{ok:?}");
         }
         for bad in [
             "garbage",
@@ -526,7 +560,7 @@ mod tests {
             "CN=a+",
             "XYZ.1=a",
         ] {
-            assert!(!valid_x500_name(bad), "{bad:?}");
+            assert!(!valid_id(bad), "{bad:?}");
         }
     }
 }

@@ -562,5 +562,11 @@ mod tests {
         ] {
             assert!(!valid_id(bad), "{bad:?}");
         }
+        // Every prefix of tricky ids: an answer, never a panic.
+        for id in [r#"CN=\ a\41"é\"+OID.2.5.4.3=#0c02c3a9;O="x,y"  ,DC=é\"#, "1.2.3=#0c81"] {
+            for (i, _) in id.char_indices() {
+                let _ = valid_id(&id[..i]);
+            }
+        }
     }
 }

@@ -45,3 +45,4 @@ mod fuzz_decoders;
 
 // TLS (rustls) against the embedded server or Apache's secureClientPort.
 mod tls;
+mod x509;

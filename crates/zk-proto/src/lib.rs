@@ -12,6 +12,7 @@
 //! * [`frame`]: length-prefixed framing and four-letter-word detection.
 //! * [`path`]: ZooKeeper's path rules.
 //! * [`digest`]: the `digest` auth scheme's ids (`user:base64(sha1(user:password))`).
+//! * [`x509`]: the `x509` auth scheme's ids (a client certificate's subject, RFC 2253).
 //!
 //! Decoding never panics: every malformed input is a [`DecodeError`].
 //!
@@ -32,6 +33,7 @@ pub mod frame;
 pub mod jute;
 pub mod path;
 pub mod records;
+pub mod x509;
 
 pub use codes::{add_watch_mode, perms, watcher_type, xid, CreateMode, ErrorCode, EventType, KeeperState, OpCode};
 pub use jute::{Decode, DecodeError, Encode};

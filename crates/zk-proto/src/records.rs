@@ -73,6 +73,26 @@ impl Id {
             id: expr.into(),
         }
     }
+
+    /// `x509:<subject>`: matches clients whose TLS client certificate has this
+    /// subject, written as ZooKeeper writes it (Java's RFC 2253 form of the
+    /// certificate's subject: RDNs last first, e.g. `CN=app,O=Example`, with
+    /// `,` `+` `=` `"` `\` `<` `>` `#` `;` escaped by `\`). Needs TLS with client
+    /// certificates and the `x509` auth provider on the server (ZooKeeper 3.8
+    /// registers it when it has a `secureClientPort`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let id = zk_proto::Id::x509("CN=app,O=Example");
+    /// assert_eq!((id.scheme.as_str(), id.id.as_str()), ("x509", "CN=app,O=Example"));
+    /// ```
+    pub fn x509(subject: &str) -> Id {
+        Id {
+            scheme: "x509".into(),
+            id: subject.into(),
+        }
+    }
 }
 
 record! {
@@ -138,6 +158,23 @@ impl Acl {
         Acl {
             perms,
             id: Id::digest(user, password),
+        }
+    }
+
+    /// `perms` for the clients whose TLS client certificate has `subject` (see
+    /// [`Id::x509`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_proto::{perms, Acl};
+    /// let acl = Acl::x509("CN=app", perms::ALL);
+    /// assert_eq!((acl.id.scheme.as_str(), acl.id.id.as_str()), ("x509", "CN=app"));
+    /// ```
+    pub fn x509(subject: &str, perms: i32) -> Acl {
+        Acl {
+            perms,
+            id: Id::x509(subject),
         }
     }
 

@@ -138,6 +138,9 @@ pub struct ApacheConfig {
     /// (`-Dzookeeper.DigestAuthenticationProvider.superDigest`, e.g. from
     /// `zk_proto::digest::digest_id("super:test")`). Default none.
     pub super_digest: Option<String>,
+    /// The subject (RFC 2253) of the client certificate that is a super user
+    /// (`-Dzookeeper.X509AuthenticationProvider.superUser`). Default none.
+    pub x509_super_user: Option<String>,
     /// Also serve TLS on a `secureClientPort` ([`ApacheServer::secure_port`]) with the
     /// Netty connection factory, PEM key and trust stores written from this
     /// ([`ServerTls`](crate::tls::ServerTls)), and `ssl.clientAuth` as it says. The plain
@@ -156,6 +159,7 @@ impl Default for ApacheConfig {
             extended_types: true,
             heap: "256m".to_string(),
             super_digest: None,
+            x509_super_user: None,
             tls: None,
         }
     }
@@ -289,6 +293,9 @@ impl Node {
         }
         if let Some(d) = &c.super_digest {
             cmd.arg(format!("-Dzookeeper.DigestAuthenticationProvider.superDigest={d}"));
+        }
+        if let Some(u) = &c.x509_super_user {
+            cmd.arg(format!("-Dzookeeper.X509AuthenticationProvider.superUser={u}"));
         }
         cmd.arg("-cp")
             .arg(Self::classpath(c.tls.is_some()))

@@ -348,7 +348,10 @@ impl TestingServer {
     /// Starts a TLS server on the backend chosen by `ZK_TEST_SERVER`: the
     /// embedded server serving TLS on its port, or Apache ZooKeeper with a
     /// `secureClientPort`. [`TestingServer::connect_string`] is then the TLS
-    /// address.
+    /// address. Both register the `x509` auth scheme, as ZooKeeper 3.8 does with
+    /// a `secureClientPort`: when `tls` requires client certificates, a client's
+    /// certificate gives its connection the identity `x509:<subject>` (RFC 2253,
+    /// e.g. `CN=app`), which `x509` ACL entries match.
     ///
     /// # Errors
     ///
@@ -387,6 +390,8 @@ impl TestingServer {
         match backend {
             Backend::Embedded => TestingServer::embedded_with(ServerConfig {
                 tls: Some(tls),
+                // ZooKeeper 3.8 registers the x509 provider with a secureClientPort.
+                x509_auth: true,
                 ..ServerConfig::default()
             }),
             Backend::Apache => TestingServer::apache_with(ApacheConfig {

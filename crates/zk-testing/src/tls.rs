@@ -28,7 +28,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
 };
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -361,10 +362,16 @@ impl TestPki {
     }
 
     fn issue(&self, common_name: &str, sans: &[&str], validity: Validity) -> io::Result<CertKey> {
+        let mut dn = DistinguishedName::new();
+        dn.push(DnType::CommonName, common_name);
+        self.issue_dn(dn, sans, validity)
+    }
+
+    fn issue_dn(&self, dn: DistinguishedName, sans: &[&str], validity: Validity) -> io::Result<CertKey> {
         let key = KeyPair::generate().map_err(rcgen_err)?;
         let sans: Vec<String> = sans.iter().map(|s| s.to_string()).collect();
         let mut params = CertificateParams::new(sans).map_err(rcgen_err)?;
-        params.distinguished_name.push(DnType::CommonName, common_name);
+        params.distinguished_name = dn;
         params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth];
         set_validity(&mut params, validity);
@@ -446,6 +453,57 @@ impl TestPki {
     /// ```
     pub fn client_cert(&self, name: &str) -> io::Result<CertKey> {
         self.issue(name, &["localhost", "127.0.0.1"], Validity::Current)
+    }
+
+    /// A client certificate whose subject is `subject`: `(attribute, value)`
+    /// pairs, encoded in this order (so ZooKeeper's RFC 2253 `x509` id lists them
+    /// last first), each its own RDN with a UTF8String value. An attribute is
+    /// `CN`, `O`, `OU`, `C`, `ST`, `L`, `DC` or a dotted OID (e.g.
+    /// `1.2.840.113549.1.9.1`, emailAddress); each at most once. Also valid for
+    /// `localhost`/`127.0.0.1`.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidInput` for an unknown attribute name, a malformed OID or an
+    /// attribute given twice; signing fails (not expected).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pki = zk_testing::tls::TestPki::new("ca")?;
+    /// // ZooKeeper names this client x509:CN=app,O=Example
+    /// let c = pki.client_cert_with_subject(&[("O", "Example"), ("CN", "app")])?;
+    /// assert!(c.cert_pem().contains("CERTIFICATE"));
+    /// assert!(pki.client_cert_with_subject(&[("XX", "a")]).is_err());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn client_cert_with_subject(&self, subject: &[(&str, &str)]) -> io::Result<CertKey> {
+        let mut dn = DistinguishedName::new();
+        let mut seen = Vec::new();
+        for &(attr, value) in subject {
+            let ty = match attr {
+                "CN" => DnType::CommonName,
+                "O" => DnType::OrganizationName,
+                "OU" => DnType::OrganizationalUnitName,
+                "C" => DnType::CountryName,
+                "ST" => DnType::StateOrProvinceName,
+                "L" => DnType::LocalityName,
+                "DC" => DnType::CustomDnType(vec![0, 9, 2342, 19_200_300, 100, 1, 25]),
+                oid => {
+                    let arcs: Option<Vec<u64>> = oid.split('.').map(|a| a.parse().ok()).collect();
+                    match arcs {
+                        Some(arcs) if arcs.len() >= 2 && arcs[0] <= 2 => DnType::CustomDnType(arcs),
+                        _ => return Err(invalid(format!("unknown subject attribute {attr:?}"))),
+                    }
+                }
+            };
+            if seen.contains(&ty) {
+                return Err(invalid(format!("subject attribute {attr:?} given twice")));
+            }
+            seen.push(ty.clone());
+            dn.push(ty, value);
+        }
+        self.issue_dn(dn, &["localhost", "127.0.0.1"], Validity::Current)
     }
 
     /// [`ServerTls`] with a fresh [`TestPki::server_cert`].

@@ -165,6 +165,7 @@ pub struct TlsConfig {
     rustls: Arc<rustls::ClientConfig>,
     ca_certs: usize,
     client_cert: bool,
+    client_x509_id: Option<String>,
     verify_hostname: bool,
 }
 
@@ -216,6 +217,31 @@ impl TlsConfig {
     /// ```
     pub fn has_client_cert(&self) -> bool {
         self.client_cert
+    }
+
+    /// The `x509` id ZooKeeper gives a connection presenting this
+    /// configuration's client certificate: the certificate's subject as
+    /// ZooKeeper's `X509AuthenticationProvider` writes it (Java's RFC 2253
+    /// form, last attribute first, e.g. `CN=app,O=Example`; see
+    /// [`zk_proto::x509::subject_id`]). Use it in `x509` ACL entries
+    /// ([`crate::Acl::x509`]). `None` without a client certificate (or if its
+    /// subject cannot be read).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use zk_framework::{perms, Acl, FixedAclProvider, TlsConfig};
+    /// let tls = TlsConfig::builder()
+    ///     .ca_pem_file("ca.pem")
+    ///     .client_cert_pem_files("app.pem", "app.key")
+    ///     .build()?;
+    /// let me = tls.client_x509_id().expect("a client certificate");
+    /// let only_me = FixedAclProvider::new(vec![Acl::x509(me, perms::ALL)]);
+    /// # let _ = only_me;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn client_x509_id(&self) -> Option<&str> {
+        self.client_x509_id.as_deref()
     }
 
     /// Whether the server's certificate must name the host connected to.
@@ -448,6 +474,11 @@ impl TlsConfigBuilder {
                 .with_custom_certificate_verifier(Arc::new(ChainOnlyVerifier(webpki)))
         };
         let client_cert = self.client.is_some();
+        let client_x509_id = self
+            .client
+            .as_ref()
+            .and_then(|(chain, _)| chain.first())
+            .and_then(|c| zk_proto::x509::subject_id(c.as_ref()));
         let config = match self.client {
             None => builder.with_no_client_auth(),
             Some((chain, key)) => builder.with_client_auth_cert(chain, key).map_err(|e| {
@@ -460,6 +491,7 @@ impl TlsConfigBuilder {
             rustls: Arc::new(config),
             ca_certs,
             client_cert,
+            client_x509_id,
             verify_hostname: self.verify_hostname,
         })
     }

@@ -45,14 +45,25 @@ pub struct ServerConfig {
     /// with matching `digest` credentials passes every ACL check. Default none.
     pub super_digest: Option<String>,
     /// Whether the `x509` auth scheme is registered (ZooKeeper's
-    /// `authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider`).
-    /// When true, `x509` ACL entries are valid (any non-empty id) and match, by
-    /// equality, an `x509` identity of the connection: a TLS listener that verifies
-    /// a client certificate adds the certificate's subject to the connection's
-    /// identities (`ConnEntry::ids`), and `addauth x509` succeeds only on such a
-    /// connection. When false (the default, as on a plain ZooKeeper), `x509` ACLs
-    /// are `InvalidACL` and `addauth x509` is `AuthFailed`.
+    /// `authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider`,
+    /// which ZooKeeper 3.8 registers by itself when it has a `secureClientPort`;
+    /// [`TestingServer::start_tls`](crate::TestingServer::start_tls) sets this
+    /// for the same reason). When true, `x509` ACL entries are valid (an id
+    /// Java's `X500Principal` accepts, e.g. `CN=app,O=Example`) and match, by equality, an `x509` identity of the
+    /// connection: when [`ServerConfig::tls`] requires a client certificate, the
+    /// verified certificate's subject, formatted as ZooKeeper does
+    /// (`X509Certificate.getSubjectX500Principal().getName()`, RFC 2253, e.g.
+    /// `CN=app,O=Example`), is added to the connection's identities at the
+    /// handshake, and `addauth x509` succeeds only on such a connection. When
+    /// false (the default, as on a plain ZooKeeper), `x509` ACLs are
+    /// `InvalidACL`, `addauth x509` is `AuthFailed`, and client certificates
+    /// give no identity.
     pub x509_auth: bool,
+    /// The subject (RFC 2253, as in an `x509` id) of the client certificate that
+    /// is a super user (`-Dzookeeper.X509AuthenticationProvider.superUser`): a
+    /// connection with that certificate also gets the `super` identity and
+    /// passes every ACL check. Needs [`ServerConfig::x509_auth`]. Default none.
+    pub x509_super_user: Option<String>,
     /// Serve TLS on the port instead of plain TCP (ZooKeeper's secure client
     /// port): see [`ServerTls`]. Default `None`.
     pub tls: Option<ServerTls>,
@@ -71,6 +82,7 @@ impl Default for ServerConfig {
             four_letter_words: true,
             super_digest: None,
             x509_auth: false,
+            x509_super_user: None,
             tls: None,
         }
     }

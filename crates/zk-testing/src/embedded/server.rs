@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 use zk_proto::frame::{four_letter_word, FrameBuffer};
+use zk_proto::Id;
 
 use super::conn::{writer_main, ConnEntry, ConnShared, Tls};
 use super::fourlw;
@@ -188,7 +189,14 @@ fn conn_main(shared: Arc<Shared>, conn: Arc<ConnShared>, stream: TcpStream, writ
     let tls: Tls = match &shared.tls {
         None => None,
         Some(config) => match tls_handshake(config, &conn, &stream) {
-            Ok(t) => Some(Arc::new(Mutex::new(t))),
+            Ok(t) => {
+                if !add_x509_identity(&shared, &conn, &t) {
+                    shared.state.lock().remove_conn(conn.id);
+                    conn.abort();
+                    return;
+                }
+                Some(Arc::new(Mutex::new(t)))
+            }
             Err(e) => {
                 log::debug!("embedded zk: conn {}: TLS handshake failed: {e}", conn.id);
                 shared.state.lock().remove_conn(conn.id);
@@ -248,6 +256,43 @@ fn tls_handshake(
         tls.write_tls(&mut stream)?;
     }
     Ok(tls)
+}
+
+/// NettyServerCnxnFactory's CertificateVerifier with X509AuthenticationProvider:
+/// when the `x509` scheme is registered and the client presented a (verified)
+/// certificate, its subject becomes the connection's `x509` identity (and
+/// `super` too for the configured super user). False when the subject cannot be
+/// read (ZooKeeper's "Authentication failed": the connection is closed).
+fn add_x509_identity(shared: &Shared, conn: &ConnShared, tls: &rustls::ServerConnection) -> bool {
+    let Some(cert) = tls.peer_certificates().and_then(|c| c.first()) else {
+        return true;
+    };
+    let mut st = shared.state.lock();
+    if !st.cfg.x509_auth {
+        return true;
+    }
+    let Some(subject) = zk_proto::x509::subject_id(cert.as_ref()) else {
+        log::warn!(
+            "embedded zk: conn {}: cannot read the client certificate's subject",
+            conn.id
+        );
+        return false;
+    };
+    log::debug!("embedded zk: conn {}: x509 identity {subject:?}", conn.id);
+    let is_super = st.cfg.x509_super_user.as_deref() == Some(subject.as_str());
+    if let Some(e) = st.conns.get_mut(&conn.id) {
+        if is_super {
+            e.ids.push(Id {
+                scheme: "super".into(),
+                id: subject.clone(),
+            });
+        }
+        e.ids.push(Id {
+            scheme: "x509".into(),
+            id: subject,
+        });
+    }
+    true
 }
 
 /// Feeds raw bytes to a TLS connection and appends the plaintext to `fb`. On a

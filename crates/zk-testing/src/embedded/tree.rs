@@ -217,7 +217,9 @@ pub(crate) fn fixup_acl(acl: &[Acl], ids: &[Id], x509: bool) -> Result<Vec<Acl>,
             _ if world_anyone(&a.id) => out.push(a.clone()),
             "auth" => {
                 let mut any = false;
-                for id in ids.iter().filter(|i| i.scheme != "ip") {
+                // Ids of providers that say isAuthenticated (digest, x509); `ip`
+                // does not, and `super` has no provider.
+                for id in ids.iter().filter(|i| i.scheme != "ip" && i.scheme != "super") {
                     any = true;
                     out.push(Acl {
                         perms: a.perms,
@@ -230,8 +232,8 @@ pub(crate) fn fixup_acl(acl: &[Acl], ids: &[Id], x509: bool) -> Result<Vec<Acl>,
             }
             "digest" if java_split_len(&a.id.id, ':') == 2 => out.push(a.clone()),
             "ip" if util::valid_ip_expr(&a.id.id) => out.push(a.clone()),
-            // X509AuthenticationProvider.isValid: an X.500 name; any non-empty text here.
-            "x509" if x509 && !a.id.id.is_empty() => out.push(a.clone()),
+            // X509AuthenticationProvider.isValid: `new X500Principal(id)` does not throw.
+            "x509" if x509 && zk_proto::x509::valid_id(&a.id.id) => out.push(a.clone()),
             _ => return Err(ErrorCode::InvalidAcl),
         }
     }

@@ -99,10 +99,12 @@ pub fn parse_credentials(v: &str) -> Result<Credentials, String> {
 pub enum AclChoice {
     /// world:anyone, all permissions (ZooKeeper's OPEN_ACL_UNSAFE; the default).
     Open,
-    /// Only sessions with the same credentials (CREATOR_ALL_ACL); needs --auth.
+    /// Only sessions with the same credentials (CREATOR_ALL_ACL); needs --auth
+    /// (or a TLS client certificate: its x509 identity).
     Creator,
     /// The creator may do anything, everyone else may read (and so see who
-    /// holds the lock, but not join, delete or break it); needs --auth.
+    /// holds the lock, but not join, delete or break it); needs --auth (or a
+    /// TLS client certificate).
     CreatorRead,
 }
 
@@ -1009,9 +1011,11 @@ fn connection(a: &ConnArgs, env: &Env) -> Result<Connection, UsageError> {
     }
     let auth = credentials(a.auth.clone(), a.auth_file.as_deref(), env.zk_lock_auth.clone())?;
     let acl = a.acl.unwrap_or(AclChoice::Open);
-    if acl != AclChoice::Open && auth.is_none() {
+    let has_client_cert = tls.as_ref().is_some_and(|t| t.client.is_some());
+    if acl != AclChoice::Open && auth.is_none() && !has_client_cert {
         return usage(format!(
-            "--acl {} needs credentials: give --auth, --auth-file or {AUTH_ENV}",
+            "--acl {} needs credentials: give --auth, --auth-file or {AUTH_ENV} (or a TLS client \
+             certificate: --tls-cert, whose x509 identity then owns the nodes)",
             if acl == AclChoice::Creator {
                 "creator"
             } else {
@@ -1346,6 +1350,21 @@ mod tests {
         let m = err(&["--auth", "digest:a:b", "--auth-file", "f", "/l", "--", "x"]);
         assert!(m.contains("cannot be combined") && !m.contains("digest:a:b"), "{m}");
         assert!(err(&["--acl", "creator", "/l", "--", "x"]).contains("needs credentials"));
+        // A TLS client certificate is a credential too (its x509 identity).
+        let o = run(&[
+            "--acl",
+            "creator",
+            "--tls-ca",
+            "ca.pem",
+            "--tls-cert",
+            "c.pem",
+            "--tls-key",
+            "c.key",
+            "/l",
+            "--",
+            "x",
+        ]);
+        assert_eq!((o.conn.acl, o.conn.auth.is_none()), (AclChoice::Creator, true));
         assert!(err(&["--acl", "everyone", "/l", "--", "x"]).contains("--acl"));
         // Debug output (and so any log of the options) hides the secret.
         let o = run(&["--auth", "digest:u:hunter2", "/l", "--", "x"]);

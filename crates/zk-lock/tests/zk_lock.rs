@@ -1785,6 +1785,59 @@ fn locks_over_tls_with_flags_and_environment() {
     let (code, stderr, _) = run(Some(&cs), &args);
     assert_eq!(code, 0, "free: {stderr}");
 
+    // `--acl creator` with a client certificate and no --auth: the nodes belong
+    // to the certificate's x509 identity; another certificate is refused (77).
+    let gate = dir.path("x509-go");
+    let ready = dir.path("x509-ready");
+    let hold = format!(
+        "touch '{ready}'; i=0; while [ ! -e '{go}' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done",
+        ready = ready.display(),
+        go = gate.display()
+    );
+    let mut args = tls_args.to_vec();
+    args.extend(["--acl", "creator", "/tls/x509", "--", "sh", "-c", &hold]);
+    let x509_holder = spawn(Some(&cs), &args);
+    wait_for_file(&ready);
+    let nodes = lock_nodes(&holder, "/tls/x509");
+    assert_eq!(nodes.len(), 1, "{nodes:?}");
+    let (acl, _) = holder
+        .zookeeper_client()
+        .get_acl(&format!("/tls/x509/{}", nodes[0]))
+        .unwrap();
+    let me = zk_framework::TlsConfig::builder()
+        .ca_pem(pki.ca_pem().as_bytes())
+        .client_cert_pem_files(cert, key)
+        .build()
+        .unwrap()
+        .client_x509_id()
+        .expect("the client certificate's x509 id")
+        .to_string();
+    assert_eq!(acl, vec![zk_framework::Acl::x509(&me, zk_framework::perms::ALL)]);
+    let (other_cert, other_key) = pki
+        .client_cert("someone-else")
+        .unwrap()
+        .write_files(&dir.0, "other")
+        .unwrap();
+    let (code, stderr, _) = run(
+        Some(&cs),
+        &[
+            "--tls-ca",
+            ca,
+            "--tls-cert",
+            other_cert.to_str().unwrap(),
+            "--tls-key",
+            other_key.to_str().unwrap(),
+            "-n",
+            "/tls/x509",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(code, 77, "another certificate: {stderr}");
+    std::fs::write(&gate, b"").unwrap();
+    let (status, stderr) = x509_holder.finish(t.wait());
+    assert_eq!(status.code(), Some(0), "{stderr}");
+
     // A wrong CA: exit 69, a TLS message, within the connect timeout.
     let (code, stderr, elapsed) = run(
         Some(&cs),

@@ -11,7 +11,7 @@
 //! with the lock figures on and off, in alternating rounds; built with
 //! `--features metrics` the figures also go through the `metrics` facade to a
 //! counting recorder) by default; the scale scenarios `latency` (release to
-//! next grant, and its floor), `deep` (1,000 waiters on one mutex), `many`
+//! next grant, and its floor, alone and with the server kept busy), `deep` (1,000 waiters on one mutex), `many`
 //! (10,000 locks held at once) only when named (`--only scale` names them all
 //! with `clients`). With `--curator`, Curator 5.4 runs the same scenarios on
 //! the same server, paths, window and warm-up (see BENCHMARKS.md). `--tls` runs
@@ -356,9 +356,20 @@ fn main() {
     }
     side_by_side("multilock");
     if want("latency") {
-        let v = floor_latencies(&cs, warmup, run);
+        let v = floor_latencies(&cs, warmup, run, false);
         println!("floor.write_plus_notification.p50_us={}", us(percentile(&v, 0.5)));
         println!("floor.write_plus_notification.p99_us={}", us(percentile(&v, 0.99)));
+        // The same with the server as busy as in a handoff run (see
+        // BENCHMARKS.md "Handoff latency and its floor").
+        let v = floor_latencies(&cs, warmup, run, true);
+        println!(
+            "floor.write_plus_notification.busy_server.p50_us={}",
+            us(percentile(&v, 0.5))
+        );
+        println!(
+            "floor.write_plus_notification.busy_server.p99_us={}",
+            us(percentile(&v, 0.99))
+        );
         for sessions in [2usize, 8] {
             let h = handoffs(&cs, sessions, warmup, run, |c| {
                 let m = InterProcessMutex::new(c, "/bench/handoff").unwrap();
@@ -1185,7 +1196,9 @@ const MANY_WARMUP: usize = 1_000;
 
 /// One write round trip plus one notification: a client watches a node, a
 /// second one deletes it; the time from the delete call to the watch event.
-fn floor_latencies(cs: &str, warmup: Duration, run: Duration) -> Vec<Duration> {
+/// With `busy`, a third session keeps the server about as busy as a handoff
+/// run's re-queueing holders do (create, list, read, delete, in a loop).
+fn floor_latencies(cs: &str, warmup: Duration, run: Duration, busy: bool) -> Vec<Duration> {
     let (a, b) = (client(cs), client(cs));
     let (za, zb) = (a.zookeeper_client(), b.zookeeper_client());
     let acl = Acl::open_unsafe();
@@ -1204,6 +1217,23 @@ fn floor_latencies(cs: &str, warmup: Duration, run: Duration) -> Vec<Duration> {
         rx.recv_timeout(Duration::from_secs(10)).expect("the watch fires");
         t0.elapsed()
     };
+    let stop_load = Arc::new(AtomicBool::new(false));
+    let load = busy.then(|| {
+        let (c, stop) = (client(cs), stop_load.clone());
+        std::thread::spawn(move || {
+            let z = c.zookeeper_client();
+            let acl = Acl::open_unsafe();
+            while !stop.load(Ordering::Relaxed) {
+                let p = z
+                    .create("/bench/floor/busy-", &[], &acl, CreateMode::EphemeralSequential)
+                    .unwrap();
+                z.get_children("/bench/floor").unwrap();
+                z.get_data(&p).unwrap();
+                z.delete(&p, None).unwrap();
+            }
+            c.close();
+        })
+    });
     let end = Instant::now() + warmup;
     while Instant::now() < end {
         once();
@@ -1212,6 +1242,10 @@ fn floor_latencies(cs: &str, warmup: Duration, run: Duration) -> Vec<Duration> {
     let end = Instant::now() + run;
     while Instant::now() < end {
         v.push(once());
+    }
+    stop_load.store(true, Ordering::Relaxed);
+    if let Some(t) = load {
+        t.join().unwrap();
     }
     v.sort();
     a.close();

@@ -244,6 +244,9 @@ fn client_session_fails_over_when_its_server_is_killed() {
     let survivors: Vec<usize> = (0..cluster.len()).filter(|&i| i != victim).collect();
     let other = Client::connect(&connect_of(&cluster, &survivors), client_config(t.session())).expect("connect");
     other.wait_connected_timeout(t.wait()).expect("other connected");
+    // `other` may be on a follower that has not applied every committed
+    // transaction yet (a ZooKeeper read is not linearizable): a sync first.
+    other.sync("/failover").expect("sync");
     let stat = other
         .exists(&eph)
         .expect("exists")
@@ -285,8 +288,16 @@ fn client_session_fails_over_when_its_server_is_killed() {
     assert!(!drain(&session_events).contains(&SessionEvent::Expired));
 
     zk.close();
-    // Closing the session deletes its ephemeral node.
-    assert!(other.exists(&eph).expect("exists").is_none());
+    // Closing the session deletes its ephemeral node. The close is committed
+    // through the leader and `other`'s server may not have applied it yet
+    // (seen under load): each read follows a sync, which makes that server
+    // catch up with the leader; and `close` waits at most 1 s for its reply,
+    // so the closeSession may still be on its way: poll, with a deadline.
+    let gone = wait_until(t.wait(), || {
+        other.sync("/failover").expect("sync after the close");
+        other.exists(&eph).expect("exists").is_none()
+    });
+    assert!(gone, "the closed session's ephemeral node {eph} is still there");
     other.close();
 }
 

@@ -839,7 +839,10 @@ fn expire_session_wins_against_a_client_that_reattaches_at_once() {
                     Ok((_, r)) if r.timeout <= 0 => break,
                     Ok((mut c, _)) => {
                         n += 1;
-                        while !stop.load(Ordering::SeqCst) && !c.is_closed_by_peer(Duration::from_millis(1)) {}
+                        // Each check blocks for up to 1 ms on a read.
+                        while !(stop.load(Ordering::SeqCst) || c.is_closed_by_peer(Duration::from_millis(1))) {
+                            std::hint::spin_loop();
+                        }
                     }
                     Err(_) => {}
                 }
@@ -853,5 +856,9 @@ fn expire_session_wins_against_a_client_that_reattaches_at_once() {
     });
     // The session is gone: a reattach is refused.
     let (_c, again) = RawConnection::connect(&cs, 30_000, Some((sid, &pw))).unwrap();
-    assert_eq!((again.timeout, again.session_id), (0, 0), "reattached {reattached} times");
+    assert_eq!(
+        (again.timeout, again.session_id),
+        (0, 0),
+        "reattached {reattached} times"
+    );
 }

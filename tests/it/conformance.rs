@@ -812,3 +812,53 @@ fn zookeeper_crate_clients_take_turns_on_a_lock() {
     assert_eq!(max_seen.load(std::sync::atomic::Ordering::SeqCst), 1);
     assert!(setup.get_children("/lock", false).unwrap().is_empty());
 }
+
+/// `TestingServer::expire_session` ends a session even when its client takes
+/// it back at once. On Apache the harness attaches a second connection to the
+/// session and closes it; the server closes the client's connection on that
+/// attach, and a client that reconnects at once (ours does after a stable
+/// connection) closes the harness's connection in turn, losing the
+/// closeSession or its reply (a lock-contract expiry test failed with
+/// `UnexpectedEof` under load). Here an eager client reattaches in a loop.
+#[test]
+fn expire_session_wins_against_a_client_that_reattaches_at_once() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let s = server();
+    let cs = s.connect_string();
+    let (first, resp) = RawConnection::connect(&cs, 30_000, None).unwrap();
+    drop(first);
+    let (sid, pw) = (resp.session_id, resp.passwd.clone());
+    let stop = AtomicBool::new(false);
+    let reattached = std::thread::scope(|sc| {
+        let eager = sc.spawn(|| {
+            // Reattach whenever the connection is closed, until the server
+            // says the session is gone.
+            let mut n = 0u32;
+            while !stop.load(Ordering::SeqCst) {
+                match RawConnection::connect(&cs, 30_000, Some((sid, &pw))) {
+                    Ok((_, r)) if r.timeout <= 0 => break,
+                    Ok((mut c, _)) => {
+                        n += 1;
+                        // Each check blocks for up to 1 ms on a read.
+                        while !(stop.load(Ordering::SeqCst) || c.is_closed_by_peer(Duration::from_millis(1))) {
+                            std::hint::spin_loop();
+                        }
+                    }
+                    Err(_) => {}
+                }
+            }
+            n
+        });
+        let r = s.expire_session(sid, &pw);
+        stop.store(true, Ordering::SeqCst);
+        r.expect("expire_session");
+        eager.join().unwrap()
+    });
+    // The session is gone: a reattach is refused.
+    let (_c, again) = RawConnection::connect(&cs, 30_000, Some((sid, &pw))).unwrap();
+    assert_eq!(
+        (again.timeout, again.session_id),
+        (0, 0),
+        "reattached {reattached} times"
+    );
+}

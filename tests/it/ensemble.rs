@@ -225,13 +225,20 @@ fn client_session_fails_over_when_its_server_is_killed() {
     assert_eq!(zk.session_id(), sid, "the session id changed");
     println!("session {sid:#x} moved from node {victim} to node {now_on} in {took:?}");
 
-    let events = drain(&session_events);
+    // The session events are delivered apart from the state the wait above saw
+    // (a state of Connected with only [Disconnected] received yet, seen under
+    // load): wait for SyncConnected, with a deadline.
+    let mut events = drain(&session_events);
+    let resumed = wait_until(t.wait(), || {
+        events.extend(drain(&session_events));
+        events.contains(&SessionEvent::SyncConnected)
+    });
     assert_eq!(
         events.first(),
         Some(&SessionEvent::Disconnected),
         "session events after the kill: {events:?}"
     );
-    assert!(events.contains(&SessionEvent::SyncConnected), "{events:?}");
+    assert!(resumed, "no SyncConnected after the failover: {events:?}");
     assert!(!events.contains(&SessionEvent::Expired), "{events:?}");
 
     // An operation succeeds, and the session's ephemeral node survived (seen by another
@@ -244,6 +251,9 @@ fn client_session_fails_over_when_its_server_is_killed() {
     let survivors: Vec<usize> = (0..cluster.len()).filter(|&i| i != victim).collect();
     let other = Client::connect(&connect_of(&cluster, &survivors), client_config(t.session())).expect("connect");
     other.wait_connected_timeout(t.wait()).expect("other connected");
+    // `other` may be on a follower that has not applied every committed
+    // transaction yet (a ZooKeeper read is not linearizable): a sync first.
+    other.sync("/failover").expect("sync");
     let stat = other
         .exists(&eph)
         .expect("exists")
@@ -285,8 +295,16 @@ fn client_session_fails_over_when_its_server_is_killed() {
     assert!(!drain(&session_events).contains(&SessionEvent::Expired));
 
     zk.close();
-    // Closing the session deletes its ephemeral node.
-    assert!(other.exists(&eph).expect("exists").is_none());
+    // Closing the session deletes its ephemeral node. The close is committed
+    // through the leader and `other`'s server may not have applied it yet
+    // (seen under load): each read follows a sync, which makes that server
+    // catch up with the leader; and `close` waits at most 1 s for its reply,
+    // so the closeSession may still be on its way: poll, with a deadline.
+    let gone = wait_until(t.wait(), || {
+        other.sync("/failover").expect("sync after the close");
+        other.exists(&eph).expect("exists").is_none()
+    });
+    assert!(gone, "the closed session's ephemeral node {eph} is still there");
     other.close();
 }
 

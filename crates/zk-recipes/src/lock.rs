@@ -462,7 +462,11 @@ macro_rules! lock_methods {
         /// Waits at most `timeout`: `Ok(None)` when it passes first. The whole
         /// acquire (the wait for a connection, retries, replies) is bounded by
         /// it; a zero timeout makes one attempt and never waits for a
-        /// connection. Nothing is left behind on a timeout.
+        /// connection. That attempt's replies get
+        /// [`zk_framework::deadline::GRACE`] (20 ms) in all, so a server slower
+        /// than that (a loaded machine) makes it `Ok(None)` even on a free
+        /// lock. Nothing is left behind on a timeout (a node whose create
+        /// reply came too late is deleted in the background).
         ///
         /// # Errors
         ///

@@ -553,12 +553,19 @@ impl TestingServer {
     /// Expires a session the way the server itself would: its ephemerals go, and
     /// its client learns of the expiry when it reconnects. On Apache this
     /// attaches a second connection with the same id and password and closes
-    /// the session.
+    /// the session. The server closes the client's connection when the second
+    /// one attaches, and a client that reconnects at once takes the session
+    /// back, closing the second connection in turn: the closeSession or its
+    /// reply is then lost, so this attaches again (for up to 30 s) until the
+    /// session is closed or the server says it is gone (seen under load: a
+    /// lock-contract expiry test failed with `UnexpectedEof`).
     ///
     /// # Errors
     ///
-    /// Apache: the connection or closeSession fails; `NotFound` when the
-    /// embedded server does not know the session.
+    /// Apache: the connection or closeSession error (for a connection the
+    /// server closed: the last one, when the session could not be closed
+    /// within 30 s); `NotFound` when the embedded server does not know the
+    /// session.
     ///
     /// # Examples
     ///
@@ -581,11 +588,32 @@ impl TestingServer {
             }
             Inner::Apache(_) => {
                 let plain = self.plain_connect_string().unwrap_or_else(|| self.connect_string());
-                let (mut c, resp) = RawConnection::connect(&plain, 30_000, Some((session_id, password)))?;
-                if resp.timeout <= 0 {
-                    return Ok(()); // already expired
+                let deadline = Instant::now() + Duration::from_secs(30);
+                loop {
+                    let err = match RawConnection::connect(&plain, 30_000, Some((session_id, password))) {
+                        // The server does not know the session: expired, or
+                        // closed by an earlier round whose reply was lost.
+                        Ok((_, resp)) if resp.timeout <= 0 => return Ok(()),
+                        Ok((mut c, _)) => match c.close_session() {
+                            Ok(_) => return Ok(()),
+                            Err(e) => e,
+                        },
+                        Err(e) => e,
+                    };
+                    // Only a connection the server closed under us is the race
+                    // above; anything else (no server) fails at once.
+                    let closed = matches!(
+                        err.kind(),
+                        io::ErrorKind::UnexpectedEof
+                            | io::ErrorKind::ConnectionReset
+                            | io::ErrorKind::ConnectionAborted
+                            | io::ErrorKind::BrokenPipe
+                    );
+                    if !closed || Instant::now() >= deadline {
+                        return Err(err);
+                    }
+                    log::debug!("closing session {session_id:#x}: {err}; its client took it back? again");
                 }
-                c.close_session().map(|_| ())
             }
         }
     }

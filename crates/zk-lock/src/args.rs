@@ -440,7 +440,8 @@ WHILE COMMAND RUNS:
 EXIT STATUS:
     COMMAND's status  COMMAND ran under the lock (128+N: killed by signal N)
       1               the lock was not acquired: --timeout passed, or --timeout 0
-                      found it held (as flock(1); see --conflict-exit-code)
+                      found it held or ZooKeeper did not answer within its 20 ms
+                      (as flock(1); see --conflict-exit-code)
      64               usage error: bad option, PATH, duration or connect string,
                       or --tls-* files that cannot be read or used (EX_USAGE)
      69               ZooKeeper unavailable (not reachable within

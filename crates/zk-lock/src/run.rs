@@ -490,7 +490,10 @@ fn not_acquired(r: zk_recipes::Result<()>, path: &str, opts: &Options) -> i32 {
     match r {
         Ok(()) => {
             match opts.timeout {
-                Some(Duration::ZERO) => eprintln!("zk-lock: {path} is held by someone else (not waiting: --timeout 0)"),
+                Some(Duration::ZERO) => eprintln!(
+                    "zk-lock: {path} was not acquired (not waiting: --timeout 0): it is held, or \
+                     ZooKeeper did not answer within the 20 ms a non-blocking try allows"
+                ),
                 Some(t) => eprintln!("zk-lock: could not get the lock on {path} within {}", human(t)),
                 None => eprintln!("zk-lock: could not get the lock on {path}"),
             }

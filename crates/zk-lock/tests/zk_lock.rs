@@ -342,6 +342,11 @@ fn timeout_zero_and_timeout_give_exit_1_while_held() {
 
     let (code, stderr, elapsed) = run(Some(&cs), &["--timeout", "0", path, "--", "touch", marker_s]);
     assert_eq!(code, 1, "{stderr}");
+    // The message does not claim more than it knows: held, or not answered in time.
+    assert!(
+        stderr.contains("was not acquired") && stderr.contains("it is held, or"),
+        "{stderr}"
+    );
     assert!(
         elapsed < timing().scale(Duration::from_secs(5)),
         "--timeout 0 took {elapsed:?}"

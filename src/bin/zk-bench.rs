@@ -937,11 +937,14 @@ fn rw_release_notifications(cs: &str, e: &zk_testing::embedded::EmbeddedServer, 
     std::thread::sleep(Duration::from_millis(300)); // late notifications would show here
     let after = e.stats().watch_notifications;
     finish.store(true, Ordering::SeqCst);
-    for c in &clients {
-        c.close();
-    }
+    // Every holder releases before its client closes (a release after the
+    // close is, rightly, LockLost); the queued writer and the readers behind
+    // it take the lock in turn and release it, since `finish` is set.
     for t in threads {
         let _ = t.join();
+    }
+    for c in &clients {
+        c.close();
     }
     writer.close();
     after - before

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use zk_framework::framework::CuratorFramework;
 use zk_framework::proto::path::{basename, join};
-use zk_recipes::identity::HolderIdentity;
+use zk_recipes::identity::{json_string, HolderIdentity};
 use zk_recipes::inspect::{self, LockLayout, LockReport, Participant, ParticipantKind};
 
 use crate::args::{Op, OpOptions};
@@ -367,24 +367,6 @@ fn participant_json(p: &Participant) -> String {
         p.created_ms,
         p.age().as_millis()
     )
-}
-
-fn json_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]

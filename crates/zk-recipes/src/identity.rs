@@ -217,6 +217,20 @@ pub(crate) fn node_data(client: &CuratorFramework) -> Vec<u8> {
 }
 
 fn push_json_string(out: &mut String, s: &str) {
+    out.push_str(&json_string(s));
+}
+
+/// `s` as a JSON string literal, quotes included: the escaping the identity
+/// data uses, for tools that print participants as JSON (`zk-lock status
+/// --json`).
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(zk_recipes::identity::json_string("a\"b\n"), r#""a\"b\n""#);
+/// ```
+pub fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
         match c {
@@ -230,6 +244,7 @@ fn push_json_string(out: &mut String, s: &str) {
         }
     }
     out.push('"');
+    out
 }
 
 /// A flat JSON object's value: a string or an integer.

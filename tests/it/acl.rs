@@ -17,18 +17,18 @@ use zk_recipes::{
 use zk_testing::proxy::FaultProxy;
 use zk_testing::{wait_until, TestingServer};
 
-use crate::support::{server, timing};
+use crate::support::{server, timing, Client as Closing};
 
 const ALICE: &[u8] = b"alice:alice-secret";
 const MALLORY: &[u8] = b"mallory:guess";
 
 /// A connected managed client with `auth` credentials (if any) and `provider`.
-fn secure_client(s: &TestingServer, auth: Option<&[u8]>, provider: impl AclProvider + 'static) -> Client0 {
+fn secure_client(s: &TestingServer, auth: Option<&[u8]>, provider: impl AclProvider + 'static) -> Closing {
     secure_client_to(&s.connect_string(), auth, provider)
 }
 
 /// As [`secure_client`], to `connect_string`.
-fn secure_client_to(connect_string: &str, auth: Option<&[u8]>, provider: impl AclProvider + 'static) -> Client0 {
+fn secure_client_to(connect_string: &str, auth: Option<&[u8]>, provider: impl AclProvider + 'static) -> Closing {
     let t = timing();
     let mut b = CuratorFramework::builder()
         .connect_string(connect_string)
@@ -41,21 +41,7 @@ fn secure_client_to(connect_string: &str, auth: Option<&[u8]>, provider: impl Ac
     }
     let c = b.build().expect("build client");
     c.block_until_connected(t.wait()).expect("client connects");
-    Client0(c)
-}
-
-/// A managed client closed when dropped.
-struct Client0(CuratorFramework);
-impl std::ops::Deref for Client0 {
-    type Target = CuratorFramework;
-    fn deref(&self) -> &CuratorFramework {
-        &self.0
-    }
-}
-impl Drop for Client0 {
-    fn drop(&mut self) {
-        self.0.close();
-    }
+    Closing(c)
 }
 
 /// A plain client with `auth` credentials (if any).
@@ -319,7 +305,7 @@ fn a_session_without_the_credentials_cannot_touch_a_creator_only_lock() {
         if let Some(a) = auth {
             b = b.authorization("digest", a);
         }
-        let other = Client0(b.build().unwrap());
+        let other = Closing(b.build().unwrap());
         other.block_until_connected(t.wait()).unwrap();
         // It cannot delete the held node...
         let zk = other.zookeeper_client();

@@ -31,7 +31,7 @@ use zk_testing::embedded::ServerConfig;
 use zk_testing::tls::{CertKey, TestPki};
 use zk_testing::{Backend, TestingServer};
 
-use crate::support::{init_log, timing};
+use crate::support::{init_log, timing, Client as Closing};
 
 fn pki() -> TestPki {
     init_log();
@@ -71,7 +71,7 @@ fn tls_with(pki: &TestPki, cert: &CertKey) -> TlsConfig {
 /// A connected managed client presenting `cert`, with a fixed `acl` for what it
 /// creates, and a retry policy that sleeps 2 s before any retry (an operation
 /// that retried a `NoAuth` could not meet the bounds below).
-fn client(s: &TestingServer, pki: &TestPki, cert: &CertKey, acl: Vec<Acl>) -> Client0 {
+fn client(s: &TestingServer, pki: &TestPki, cert: &CertKey, acl: Vec<Acl>) -> Closing {
     let t = timing();
     let c = CuratorFramework::builder()
         .connect_string(s.connect_string())
@@ -84,21 +84,7 @@ fn client(s: &TestingServer, pki: &TestPki, cert: &CertKey, acl: Vec<Acl>) -> Cl
         .unwrap();
     c.block_until_connected(t.wait())
         .expect("connects over TLS with a client certificate");
-    Client0(c)
-}
-
-/// A managed client closed when dropped.
-struct Client0(CuratorFramework);
-impl std::ops::Deref for Client0 {
-    type Target = CuratorFramework;
-    fn deref(&self) -> &CuratorFramework {
-        &self.0
-    }
-}
-impl Drop for Client0 {
-    fn drop(&mut self) {
-        self.0.close();
-    }
+    Closing(c)
 }
 
 fn open() -> Vec<Acl> {

@@ -21,7 +21,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::support::{closed_port, timing};
+use crate::support::{closed_port, timing, zero_timeout_acquires_free};
 use zk_framework::client::{Client, ClientConfig, Op, WatchedEvent};
 use zk_framework::framework::CuratorFramework;
 use zk_framework::proto::{Acl, CreateMode};
@@ -471,30 +471,12 @@ fn build_cases(server: &TestingServer) -> Vec<(String, CaseFn)> {
         // server starved by an Apache suite running alongside).
         fn timed_free<G: Debug>(
             name: &str,
-            mut attempt: impl FnMut() -> Result<Option<G>, LockError>,
+            attempt: impl FnMut() -> Result<Option<G>, LockError>,
         ) -> Result<String, String> {
-            let mut tries = 0;
-            let mut last = None;
-            let done = wait_until(timing().scale(Duration::from_secs(5)), || {
-                tries += 1;
-                match attempt() {
-                    Ok(Some(g)) => {
-                        drop(g);
-                        last = None;
-                        true
-                    }
-                    Ok(None) => false,
-                    Err(e) => {
-                        last = Some(e);
-                        true
-                    }
-                }
-            });
-            match (done, last) {
-                (true, None) if tries == 1 => Ok(format!("{name}: acquired")),
-                (true, None) => Ok(format!("{name}: acquired (try {tries})")),
-                (_, Some(e)) => Err(format!("{name}: {}", short(&format!("{e:?}")))),
-                (false, None) => Err(format!("{name}: Ok(None) on a free lock, {tries} tries")),
+            match zero_timeout_acquires_free(timing().scale(Duration::from_secs(5)), attempt) {
+                Ok((_, 1)) => Ok(format!("{name}: acquired")),
+                Ok((_, tries)) => Ok(format!("{name}: acquired (try {tries})")),
+                Err(e) => Err(format!("{name}: {}", short(&e))),
             }
         }
         let c = fw.clone();

@@ -17,7 +17,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::support::{client, closed_port, timing, tree};
+use crate::support::{client, closed_port, timing, tree, zero_timeout_acquires_free};
 use crossbeam_channel::RecvTimeoutError;
 use zk_framework::framework::CuratorFramework;
 use zk_framework::retry::ExponentialBackoffRetry;
@@ -278,16 +278,8 @@ macro_rules! contract {
                 // or a semaphore needs several); a loaded machine can answer
                 // later, and the try then says `None` and cleans up, so try
                 // again, with a deadline (seen on Apache under load 12).
-                let mut tries = 0;
-                let mut g2 = None;
-                assert!(
-                    wait_until(timing().wait(), || {
-                        tries += 1;
-                        g2 = l2.try_acquire_for(Duration::ZERO).unwrap();
-                        g2.is_some()
-                    }),
-                    "a zero timeout never acquired the free lock ({tries} tries)"
-                );
+                let (g2, tries) = zero_timeout_acquires_free(timing().wait(), || l2.try_acquire_for(Duration::ZERO))
+                    .unwrap_or_else(|e| panic!("a zero timeout never acquired the free lock: {e}"));
                 eprintln!("a zero timeout acquired the free lock on try {tries}");
                 drop(g2);
                 no_orphans(&c1, &path);

@@ -27,7 +27,7 @@ use zk_testing::proxy::FaultProxy;
 use zk_testing::tls::{ServerTls, TestPki};
 use zk_testing::{wait_until, Backend, TestingServer};
 
-use crate::support::{init_log, timing, tree};
+use crate::support::{init_log, timing, tree, zero_timeout_acquires_free};
 
 /// How far past the connection timeout a refused connect may return.
 fn margin() -> Duration {
@@ -206,15 +206,8 @@ fn lock_locker_and_two_clients_over_tls() {
     // Free: a zero timeout acquires. Its replies get the deadline's 20 ms
     // grace, which a loaded machine can exceed (the try then cleanly says
     // `None` and cleans up): try again, with a deadline.
-    let mut g = None;
-    assert!(
-        wait_until(timing().wait(), || {
-            g = l2.try_acquire_for(Duration::ZERO).unwrap();
-            g.is_some()
-        }),
-        "free: a zero timeout acquires"
-    );
-    let g = g.unwrap();
+    let (g, _) = zero_timeout_acquires_free(timing().wait(), || l2.try_acquire_for(Duration::ZERO))
+        .unwrap_or_else(|e| panic!("free: a zero timeout acquires: {e}"));
     let loss = g.loss_receiver();
     g.release().unwrap();
     assert!(loss.recv_timeout(timing().wait()).is_err(), "a release is not a loss");

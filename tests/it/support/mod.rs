@@ -176,3 +176,38 @@ pub fn in_own_process(test: &str) -> bool {
     );
     true
 }
+
+/// Repeats a zero-timeout try on a lock that is free until it acquires, within
+/// `limit`. A zero timeout gives its replies the deadline's grace
+/// (`zk_framework::deadline::GRACE`, 20 ms, shared by every request of the
+/// try); a loaded machine can answer later, and the try then cleanly says
+/// `Ok(None)` and deletes its node in the background, so the caller tries again.
+/// Any error ends the tries at once.
+///
+/// Returns the guard and the number of tries, or a description of the failure.
+pub fn zero_timeout_acquires_free<G, E: std::fmt::Debug>(
+    limit: Duration,
+    mut attempt: impl FnMut() -> Result<Option<G>, E>,
+) -> Result<(G, u32), String> {
+    let mut tries = 0u32;
+    let mut outcome: Option<Result<G, E>> = None;
+    wait_until(limit, || {
+        tries += 1;
+        match attempt() {
+            Ok(None) => false,
+            Ok(Some(g)) => {
+                outcome = Some(Ok(g));
+                true
+            }
+            Err(e) => {
+                outcome = Some(Err(e));
+                true
+            }
+        }
+    });
+    match outcome {
+        Some(Ok(g)) => Ok((g, tries)),
+        Some(Err(e)) => Err(format!("{e:?}")),
+        None => Err(format!("Ok(None) on a free lock, {tries} tries")),
+    }
+}

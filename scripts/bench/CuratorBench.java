@@ -6,7 +6,7 @@
 //
 // usage: java -cp ... CuratorBench CONNECT MODE ARGS...
 //   latency mutex|semaphore SECONDS WARMUP PATH   uncontended acquire+release latency
-//   handoff mutex|semaphore SESSIONS SECONDS WARMUP PATH [KEY]
+//   handoff mutex|semaphore SESSIONS SECONDS WARMUP PATH [KEY [HOLD_US [THINK_US]]]
 //                                       contended acquisitions per second, per-client
 //                                       fairness (min/max, Jain's index) and the
 //                                       release -> next grant latency (p50/p99)
@@ -167,6 +167,8 @@ public class CuratorBench {
                 double seconds = Double.parseDouble(args[4]);
                 double warmup = Double.parseDouble(args[5]);
                 String path = args[6];
+                long holdUs = args.length > 8 ? Long.parseLong(args[8]) : 0;
+                long thinkUs = args.length > 9 ? Long.parseLong(args[9]) : 0;
                 List<CuratorFramework> clients = new ArrayList<>();
                 for (int i = 0; i < sessions; i++) clients.add(client(cs));
                 AtomicBoolean stop = new AtomicBoolean(false);
@@ -190,8 +192,10 @@ public class CuratorBench {
                                 long prev = lastRelease.get();
                                 if (timing.get() && prev != 0) mine.add(granted - prev);
                                 counts.incrementAndGet(me);
+                                if (holdUs > 0) Thread.sleep(holdUs / 1000, (int) (holdUs % 1000) * 1000);
                                 lastRelease.set(System.nanoTime());
                                 l.release();
+                                if (thinkUs > 0) Thread.sleep(thinkUs / 1000, (int) (thinkUs % 1000) * 1000);
                             }
                         } catch (Exception e) {
                             throw new RuntimeException(e);

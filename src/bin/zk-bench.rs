@@ -81,6 +81,11 @@ fn parse() -> Opts {
 static TLS: OnceLock<Option<TlsConfig>> = OnceLock::new();
 
 /// The scenarios run only when named.
+/// The critical section of the `latency` scenario's `hold_2ms` handoff runs.
+const HOLD: Duration = Duration::from_millis(2);
+/// The work outside the lock in its `think_1ms` run.
+const THINK: Duration = Duration::from_millis(1);
+
 const SCALE: [&str; 3] = ["latency", "deep", "many"];
 
 fn wanted(o: &Opts, name: &str) -> bool {
@@ -356,26 +361,56 @@ fn main() {
     }
     side_by_side("multilock");
     if want("latency") {
-        let v = floor_latencies(&cs, warmup, run, false);
-        println!("floor.write_plus_notification.p50_us={}", us(percentile(&v, 0.5)));
-        println!("floor.write_plus_notification.p99_us={}", us(percentile(&v, 0.99)));
-        // The same with the server as busy as in a handoff run (see
-        // BENCHMARKS.md "Handoff latency and its floor").
-        let v = floor_latencies(&cs, warmup, run, true);
-        println!(
-            "floor.write_plus_notification.busy_server.p50_us={}",
-            us(percentile(&v, 0.5))
-        );
-        println!(
-            "floor.write_plus_notification.busy_server.p99_us={}",
-            us(percentile(&v, 0.99))
-        );
+        // The floors: one write plus one notification to a blocked thread, in
+        // three rhythms (see BENCHMARKS.md "Handoff latency and its floor").
+        let floor = |key: &str, busy: bool, pause: Duration| {
+            let f = floor_latencies(&cs, warmup, run, busy, pause);
+            let p50 = percentile(&f.notified, 0.5);
+            println!("{key}.p50_us={}", us(p50));
+            println!("{key}.p99_us={}", us(percentile(&f.notified, 0.99)));
+            println!("{key}.write_round_trip_p50_us={}", us(percentile(&f.round_trip, 0.5)));
+            p50
+        };
+        // Back to back, nothing else on the server.
+        let hot = floor("floor.write_plus_notification", false, Duration::ZERO);
+        // With a third session as busy as a handoff run's re-queueing holders.
+        let busy = floor("floor.write_plus_notification.busy_server", true, Duration::ZERO);
+        // After the same pause as a holder's critical section below.
+        let paused = floor("floor.write_plus_notification.after_2ms_pause", false, HOLD);
+        let ratio = |key: &str, h: &Handoff, name: &str, floor: Duration| {
+            println!(
+                "{key}.handoff_latency.p50_over_{name}.sessions_8={:.2}",
+                percentile(&h.latencies, 0.5).as_secs_f64() / floor.as_secs_f64()
+            );
+        };
+        let mutex = |c: &CuratorFramework| -> LoopBody {
+            let m = InterProcessMutex::new(c, "/bench/handoff").unwrap();
+            Box::new(move |l: &Latch| l.granted(m.acquire().unwrap()))
+        };
+        // Zero hold time: each holder releases at once and queues again, so
+        // the server re-queues one holder while it hands over to the next.
         for sessions in [2usize, 8] {
-            let h = handoffs(&cs, sessions, warmup, run, |c| {
-                let m = InterProcessMutex::new(c, "/bench/handoff").unwrap();
-                Box::new(move |l: &Latch| l.granted(m.acquire().unwrap()))
-            });
+            let h = handoffs(&cs, sessions, warmup, run, mutex);
             h.report("latency.mutex", sessions);
+            if sessions == 8 {
+                ratio("latency.mutex", &h, "floor", hot);
+                ratio("latency.mutex", &h, "busy_floor", busy);
+            }
+        }
+        // A 2 ms critical section: the holder released before has queued
+        // again by the time of the next release, so the server has only the
+        // delete to do, as in the floor after the same pause. The released
+        // holder queues again at once (while the next one is being woken), or
+        // after 1 ms of work outside the lock.
+        for (key, think) in [
+            ("latency_hold_2ms", Duration::ZERO),
+            ("latency_hold_2ms_think_1ms", THINK),
+        ] {
+            let h = handoffs_holding(&cs, 8, warmup, run, (HOLD, think), mutex);
+            let key = format!("{key}.mutex");
+            h.report(&key, 8);
+            ratio(&key, &h, "paused_floor", paused);
+            ratio(&key, &h, "floor", hot);
         }
     }
     side_by_side("latency");
@@ -495,6 +530,23 @@ fn curator(cs: &str, server: &Option<TestingServer>, o: &Opts, run: Duration) {
                 &warm,
                 "/bench/handoff",
                 "latency.mutex",
+            ])));
+        }
+        let hold = HOLD.as_micros().to_string();
+        for (key, think) in [
+            ("latency_hold_2ms.mutex", Duration::ZERO),
+            ("latency_hold_2ms_think_1ms.mutex", THINK),
+        ] {
+            print_all(java(&a(&[
+                "handoff",
+                "mutex",
+                "8",
+                &secs,
+                &warm,
+                "/bench/handoff",
+                key,
+                &hold,
+                &think.as_micros().to_string(),
             ])));
         }
     }
@@ -634,6 +686,10 @@ struct Latch {
     /// When the last holder began its release, in ns since `epoch` (0: none yet).
     last_release: AtomicU64,
     timing: AtomicBool,
+    /// How long each holder holds before releasing (its critical section).
+    hold: Duration,
+    /// How long each holder works after its release before it queues again.
+    think: Duration,
 }
 
 impl Latch {
@@ -644,12 +700,22 @@ impl Latch {
         let prev = self.last_release.load(Ordering::SeqCst);
         let lat = (self.timing.load(Ordering::Relaxed) && prev != 0)
             .then(|| Duration::from_nanos(granted.saturating_sub(prev)));
+        if !self.hold.is_zero() {
+            std::thread::sleep(self.hold);
+        }
         self.last_release
             .store(self.epoch.elapsed().as_nanos() as u64, Ordering::SeqCst);
         drop(guard);
+        if !self.think.is_zero() {
+            std::thread::sleep(self.think);
+        }
         lat
     }
 }
+
+/// One holder's loop body in a handoff run: acquires, then hands the guard to
+/// the latch; returns the release-to-grant time when timing.
+type LoopBody = Box<dyn FnMut(&Latch) -> Option<Duration> + Send>;
 
 /// A handoff run's figures.
 struct Handoff {
@@ -700,7 +766,21 @@ fn handoffs(
     sessions: usize,
     warmup: Duration,
     run: Duration,
-    make: impl Fn(&CuratorFramework) -> Box<dyn FnMut(&Latch) -> Option<Duration> + Send>,
+    make: impl Fn(&CuratorFramework) -> LoopBody,
+) -> Handoff {
+    handoffs_holding(cs, sessions, warmup, run, (Duration::ZERO, Duration::ZERO), make)
+}
+
+/// [`handoffs`] with each holder holding the lock for `hold.0` before it
+/// releases (the clock is not running meanwhile) and queueing again `hold.1`
+/// after its release.
+fn handoffs_holding(
+    cs: &str,
+    sessions: usize,
+    warmup: Duration,
+    run: Duration,
+    (hold, think): (Duration, Duration),
+    make: impl Fn(&CuratorFramework) -> LoopBody,
 ) -> Handoff {
     let clients: Vec<_> = (0..sessions).map(|_| client(cs)).collect();
     let stop = Arc::new(AtomicBool::new(false));
@@ -708,6 +788,8 @@ fn handoffs(
         epoch: Instant::now(),
         last_release: AtomicU64::new(0),
         timing: AtomicBool::new(false),
+        hold,
+        think,
     });
     let counts: Arc<Vec<AtomicU64>> = Arc::new((0..sessions).map(|_| AtomicU64::new(0)).collect());
     let gate = Arc::new(Barrier::new(sessions + 1));
@@ -1197,28 +1279,55 @@ const MANY: usize = 10_000;
 const MANY_THREADS: usize = 64;
 const MANY_WARMUP: usize = 1_000;
 
+/// The floor's samples.
+struct Floor {
+    /// From the delete call to the moment a thread blocked on the watch (as a
+    /// lock waiter is) runs again.
+    notified: Vec<Duration>,
+    /// The delete's own round trip, in the same cycles.
+    round_trip: Vec<Duration>,
+}
+
 /// One write round trip plus one notification: a client watches a node, a
-/// second one deletes it; the time from the delete call to the watch event.
-/// With `busy`, a third session keeps the server about as busy as a handoff
-/// run's re-queueing holders do (create, list, read, delete, in a loop).
-fn floor_latencies(cs: &str, warmup: Duration, run: Duration, busy: bool) -> Vec<Duration> {
+/// second one deletes it; the time from the delete call to the moment a
+/// thread of the first client's, blocked until the watch fires (as a lock
+/// waiter is), runs again. With `busy`, a third session keeps the server
+/// about as busy as a handoff run's re-queueing holders do (create, list,
+/// read, delete, in a loop).
+fn floor_latencies(cs: &str, warmup: Duration, run: Duration, busy: bool, pause: Duration) -> Floor {
     let (a, b) = (client(cs), client(cs));
     let (za, zb) = (a.zookeeper_client(), b.zookeeper_client());
     let acl = Acl::open_unsafe();
     let path = "/bench/floor-notify";
+    // The waiting thread: blocks until the watcher signals, then reports when
+    // it ran again.
+    let (event_tx, event_rx) = std::sync::mpsc::sync_channel::<()>(1);
+    let (woke_tx, woke_rx) = std::sync::mpsc::sync_channel::<Instant>(1);
+    let waiter = std::thread::spawn(move || {
+        while event_rx.recv().is_ok() {
+            if woke_tx.send(Instant::now()).is_err() {
+                break;
+            }
+        }
+    });
     let once = || {
         zb.create(path, &[], &acl, CreateMode::Ephemeral).unwrap();
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let tx = event_tx.clone();
         za.exists_w(path, move |_| {
-            let _ = tx.send(());
+            let _ = tx.try_send(());
         })
         .unwrap();
+        // Two round trips since the waiter last ran: it is blocked again.
+        // As long as a holder holds before its release in the handoff run
+        // with a critical section: the machine idles as it does there.
+        if !pause.is_zero() {
+            std::thread::sleep(pause);
+        }
         let t0 = Instant::now();
         zb.delete(path, None).unwrap();
-        // Timed where the event is received, by a thread that waited for it
-        // (as a lock waiter does), not in the watcher.
-        rx.recv_timeout(Duration::from_secs(10)).expect("the watch fires");
-        t0.elapsed()
+        let round_trip = t0.elapsed();
+        let woke = woke_rx.recv_timeout(Duration::from_secs(10)).expect("the watch fires");
+        (woke.saturating_duration_since(t0), round_trip)
     };
     let stop_load = Arc::new(AtomicBool::new(false));
     let load = busy.then(|| {
@@ -1241,19 +1350,24 @@ fn floor_latencies(cs: &str, warmup: Duration, run: Duration, busy: bool) -> Vec
     while Instant::now() < end {
         once();
     }
-    let mut v = Vec::new();
+    let (mut notified, mut round_trip) = (Vec::new(), Vec::new());
     let end = Instant::now() + run;
     while Instant::now() < end {
-        v.push(once());
+        let (n, r) = once();
+        notified.push(n);
+        round_trip.push(r);
     }
     stop_load.store(true, Ordering::Relaxed);
     if let Some(t) = load {
         t.join().unwrap();
     }
-    v.sort();
+    drop(event_tx);
+    waiter.join().unwrap();
+    notified.sort();
+    round_trip.sort();
     a.close();
     b.close();
-    v
+    Floor { notified, round_trip }
 }
 
 /// The servers' watch tables: (total watches, watched paths), from `wchs`,

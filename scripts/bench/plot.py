@@ -6,7 +6,9 @@ usage: scripts/bench/plot.py OUT_DIR RUN.txt [RUN.txt ...]
 Each RUN.txt is the stdout of one `zk-bench --apache --curator ...` run (key=value
 lines). With several runs, a plot shows the median and a bar from the lowest to
 the highest value. Writes handoffs.svg (acquisitions/s against sessions),
-latency-p50.svg and latency-p99.svg (release -> next grant against sessions) and
+latency-p50.svg and latency-p99.svg (release -> next grant against sessions),
+latency-rhythms.svg (release -> next grant with and without a critical section,
+beside the floor measured in the same rhythm) and
 deep.svg (the deep queue's drain time), and prints a Markdown table of every
 figure the runs share (median, min-max, and Curator's / ours where both exist).
 """
@@ -189,6 +191,20 @@ def main():
              for name, p in both],
             floor=fl,
         )
+    # Release to next grant at 8 sessions in three rhythms, beside the floor
+    # measured in the same rhythm (BENCHMARKS.md "Handoff latency and its floor").
+    regimes = [("latency", "floor.write_plus_notification.busy_server"),
+               ("latency_hold_2ms", "floor.write_plus_notification.after_2ms_pause"),
+               ("latency_hold_2ms_think_1ms", "floor.write_plus_notification.after_2ms_pause")]
+    bar_plot(
+        os.path.join(out, "latency-rhythms.svg"),
+        "Release to next grant, p50 at 8 sessions (µs, lower is better)",
+        "microseconds",
+        ["no hold, queue again at once", "2 ms hold", "2 ms hold, 1 ms outside"],
+        [(name, COLORS[name], [stats(runs, f"{p}{r}.mutex.handoff_latency.p50_us.sessions_8") for r, _ in regimes])
+         for name, p in both]
+        + [("floor, same rhythm", "#888888", [stats(runs, f"{f}.p50_us") for _, f in regimes])],
+    )
     deep = [(1000, 1), (1000, 100)]
     bar_plot(
         os.path.join(out, "deep.svg"),

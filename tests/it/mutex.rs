@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use crate::support::{client, server, timing};
+use crate::support::{client, lock_children, server, timing};
 use crossbeam_channel::unbounded;
 use parking_lot::Mutex;
 use zk_framework::proto::OpCode;
@@ -81,6 +81,47 @@ fn reentrant_reacquire_is_cheap_and_makes_no_request() {
         "nested acquires sent requests: {before} -> {after}"
     );
     drop(outer);
+}
+
+/// A lock on a path this client has not used makes its parent in the same
+/// round trip as its node and listing; a second acquire sends no parent
+/// create; a parent deleted behind the client's back is made again.
+#[test]
+fn a_fresh_path_costs_one_round_trip_and_a_deleted_parent_is_made_again() {
+    let s = TestingServer::start_backend(Backend::Embedded).unwrap();
+    let e = s.embedded().unwrap();
+    let c = client(&s);
+    let admin = client(&s);
+    admin
+        .create()
+        .creating_parents_if_needed()
+        .for_path("/fresh/root")
+        .unwrap();
+    let path = "/fresh/root/lock";
+    let m = InterProcessMutex::new(&c, path).unwrap();
+    let count = |op| e.stats().requests(op);
+    let writes = || count(OpCode::Create) + count(OpCode::CreateContainer) + count(OpCode::Create2);
+    let (w0, l0) = (writes(), count(OpCode::GetChildren) + count(OpCode::GetChildren2));
+    let g = m.acquire().unwrap();
+    let (w1, l1) = (writes(), count(OpCode::GetChildren) + count(OpCode::GetChildren2));
+    assert_eq!((w1 - w0, l1 - l0), (2, 1), "the parent, the node and one listing");
+    assert_eq!(count(OpCode::CreateContainer), 1);
+    g.release().unwrap();
+    // Known now: a node and a listing, no parent.
+    let other = InterProcessMutex::new(&c, path).unwrap();
+    let g = other.acquire().unwrap();
+    assert_eq!(count(OpCode::CreateContainer), 1, "no second parent create");
+    assert_eq!(writes() - w1, 1);
+    g.release().unwrap();
+    // The parent goes (as an empty container does); the next acquire makes it again.
+    admin.delete().for_path(path).unwrap();
+    let g = m
+        .try_acquire_for(timing().wait())
+        .unwrap()
+        .expect("acquired under a parent made again");
+    assert!(admin.check_exists(path).unwrap().is_some());
+    g.release().unwrap();
+    assert!(lock_children(&admin, path).is_empty());
 }
 
 #[test]

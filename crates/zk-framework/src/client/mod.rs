@@ -578,6 +578,23 @@ impl Client {
         mode: CreateMode,
         children_of: &str,
     ) -> Result<((String, Stat), Result<Vec<String>>)> {
+        self.pipelined_create(None, path, data, acl, mode, children_of)
+    }
+
+    /// [`Client::create2_then_get_children`] with, first, a create of `parent`
+    /// (path, ACL, mode) in the same round trip, whose own outcome (made, or
+    /// there already) is not reported: a lock on a path this process has not
+    /// used decides in one round trip whether or not the path exists.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn pipelined_create(
+        &self,
+        parent: Option<(&str, &[Acl], CreateMode)>,
+        path: &str,
+        data: &[u8],
+        acl: &[Acl],
+        mode: CreateMode,
+        children_of: &str,
+    ) -> Result<((String, Stat), Result<Vec<String>>)> {
         if mode.is_ttl() || mode.is_container() {
             return Err(Error::InvalidArgument(format!(
                 "{mode:?} cannot be pipelined with a listing"
@@ -594,7 +611,36 @@ impl Client {
             flags: mode.code(),
         };
         let inner = self.inner();
-        let created = inner.submit(OpCode::Create2, Some(&req), None, false, None)?;
+        let parent_made = match parent {
+            Some((parent_path, parent_acl, parent_mode)) if !parent_mode.is_ttl() && !parent_mode.is_sequential() => {
+                let psp = self.server_path(parent_path, false)?;
+                Self::check_acl(parent_acl, parent_path)?;
+                let preq = CreateRequestRef {
+                    path: &psp,
+                    data: &[],
+                    acl: parent_acl,
+                    flags: parent_mode.code(),
+                };
+                let op = if parent_mode.is_container() {
+                    OpCode::CreateContainer
+                } else {
+                    OpCode::Create
+                };
+                Some(inner.submit(op, Some(&preq), None, false, None)?)
+            }
+            _ => None,
+        };
+        let created = inner.submit(OpCode::Create2, Some(&req), None, false, None);
+        // The parent's outcome does not matter (made, or there already; any
+        // other failure fails the create after it too), but its reply is
+        // awaited so that nothing is left in flight.
+        let created = match (parent_made, created) {
+            (Some(p), created) => {
+                let _ = inner.await_reply(p);
+                created?
+            }
+            (None, created) => created?,
+        };
         let listing = inner.submit(
             OpCode::GetChildren,
             Some(&PathWatchRequest {

@@ -342,6 +342,7 @@ impl CuratorFrameworkBuilder {
             container_parents: self.container_parents,
             acl_provider: self.acl_provider,
             simulated_expiration_percent: self.simulated_expiration_percent,
+            known_parents: Arc::default(),
             handle: Mutex::new(Handle {
                 client: Arc::new(client),
                 generation: 1,

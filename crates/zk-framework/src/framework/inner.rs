@@ -52,6 +52,42 @@ pub(crate) struct Inner {
     pub(super) namespace_ready: AtomicBool,
     pub(super) background: Background,
     pub(super) threads: Mutex<Vec<JoinHandle<()>>>,
+    pub(super) known_parents: Arc<KnownParents>,
+}
+
+/// Parents (server paths) that a create under them found lately: a lock's
+/// create under a parent not in it makes the parent in the same round trip
+/// (one wasted `NodeExists` if it was there already) instead of failing with
+/// `NoNode` and making it afterwards (two more round trips). Bounded: it
+/// starts over when full. A stale entry (a container parent the server
+/// reaped) costs what a miss cost before: `NoNode`, then the parents.
+#[derive(Default)]
+pub(crate) struct KnownParents {
+    set: Mutex<std::collections::HashSet<String>>,
+}
+
+/// How many parents [`KnownParents`] remembers before it starts over.
+const KNOWN_PARENTS_MAX: usize = 8192;
+
+impl KnownParents {
+    pub(crate) fn contains(&self, parent: &str) -> bool {
+        self.set.lock().contains(parent)
+    }
+
+    pub(crate) fn insert(&self, parent: &str) {
+        let mut set = self.set.lock();
+        if set.contains(parent) {
+            return;
+        }
+        if set.len() >= KNOWN_PARENTS_MAX {
+            set.clear();
+        }
+        set.insert(parent.to_string());
+    }
+
+    pub(crate) fn remove(&self, parent: &str) {
+        self.set.lock().remove(parent);
+    }
 }
 
 impl Inner {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::acl::{acl_of, AclProvider};
+use super::inner::KnownParents;
 use super::CuratorFramework;
 use crate::client::Client;
 use crate::paths::{ancestors, new_protected_id, protected_name, PROTECTED_PREFIX};
@@ -397,6 +398,7 @@ impl<'a> CreateBuilder<'a> {
             parents,
             ttl: self.ttl,
             list_parent: list_parent && self.ttl.is_none() && !self.mode.is_container(),
+            known_parents: fw.inner().known_parents.clone(),
         };
         let result = if self.protected {
             protected_create(fw, &server_path, &spec)
@@ -466,6 +468,8 @@ struct CreateSpec {
     parents: Parents,
     ttl: Option<Duration>,
     list_parent: bool,
+    /// Parents a create found lately (see [`KnownParents`]).
+    known_parents: Arc<KnownParents>,
 }
 
 type Created = (String, Stat, Option<Vec<String>>);
@@ -476,11 +480,28 @@ impl CreateSpec {
     /// the parent (a lock on a fresh path decides right after its parent is
     /// made, with no listing of its own).
     fn create(&self, c: &Client, path: &str) -> Result<Created> {
-        let once = || {
+        let parent_path = parent(path).unwrap_or("/");
+        let mode = if self.parents == Parents::Containers {
+            CreateMode::Container
+        } else {
+            CreateMode::Persistent
+        };
+        // A listing create under a parent not known to exist makes the parent
+        // in the same round trip.
+        let mut make_parent = self.list_parent
+            && self.parents != Parents::None
+            && parent_path != "/"
+            && !self.known_parents.contains(parent_path);
+        let parent_acl = if make_parent {
+            acl_of(&*self.provider, parent_path)
+        } else {
+            Vec::new()
+        };
+        let once = |make_parent: bool| {
             if self.list_parent {
-                let parent_path = parent(path).unwrap_or("/");
+                let made = make_parent.then_some((parent_path, parent_acl.as_slice(), mode));
                 return c
-                    .create2_then_get_children(path, &self.data, &self.acl, self.mode, parent_path)
+                    .pipelined_create(made, path, &self.data, &self.acl, self.mode, parent_path)
                     .map(|((p, stat), kids)| (p, stat, kids.ok()));
             }
             match self.ttl {
@@ -489,20 +510,23 @@ impl CreateSpec {
             }
             .map(|(p, st)| (p, st, None))
         };
-        let mode = if self.parents == Parents::Containers {
-            CreateMode::Container
-        } else {
-            CreateMode::Persistent
-        };
         // An empty container parent may be reaped by the server between our
         // creating it and creating under it; that race shows up as NoNode and is
         // retried a bounded number of times.
         let mut attempts = 0;
         loop {
-            match once() {
+            match once(make_parent) {
                 Err(Error::NoNode { .. }) if self.parents != Parents::None && attempts < PARENT_ATTEMPTS => {
                     attempts += 1;
+                    self.known_parents.remove(parent_path);
                     make_parents(c, path, &*self.provider, mode)?;
+                    make_parent = false;
+                }
+                Ok(created) => {
+                    if self.list_parent {
+                        self.known_parents.insert(parent_path);
+                    }
+                    return Ok(created);
                 }
                 r => return r,
             }

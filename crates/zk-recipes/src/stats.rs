@@ -30,9 +30,12 @@
 //! event, and keeps the handles: install the exporter (the global recorder)
 //! before the first lock is taken, as exporters ask anyway.
 //!
-//! Figures are kept per path for the life of the process (and, with the
-//! feature, one `path` label value per path): for many short-lived paths,
-//! prune them with [`forget`].
+//! Figures are kept per path (and, with the feature, one `path` label value
+//! per path) while a lock instance on the path exists, and after that until
+//! more than [`KEPT_PATHS`] paths are known: then the figures of every path
+//! no instance uses and nobody holds or waits for are dropped, so that a
+//! service locking many short-lived paths (one per order, per user) does not
+//! grow without bound. [`forget`] drops one path's figures at once.
 //!
 //! [`set_enabled`]`(false)` turns all of it off (the benchmark's baseline).
 
@@ -301,32 +304,76 @@ pub fn is_enabled() -> bool {
     ENABLED.load(Ordering::Relaxed)
 }
 
-fn registry() -> &'static Mutex<BTreeMap<String, Arc<PathStats>>> {
-    static REGISTRY: OnceLock<Mutex<BTreeMap<String, Arc<PathStats>>>> = OnceLock::new();
-    REGISTRY.get_or_init(Default::default)
+/// How many paths' figures are kept before those of paths no lock instance
+/// uses any more are dropped (see the [module](self) documentation).
+///
+/// # Examples
+///
+/// ```
+/// assert!(zk_recipes::stats::KEPT_PATHS >= 1_000);
+/// ```
+pub const KEPT_PATHS: usize = 10_000;
+
+/// The figures by path, and the size at which the next sweep runs.
+struct Registry {
+    paths: BTreeMap<String, Arc<PathStats>>,
+    sweep_at: usize,
+}
+
+impl Registry {
+    /// Drops the figures nobody can count into any more (only the registry
+    /// holds them; no holder, no waiter) once there are more than `sweep_at`
+    /// paths; the next sweep then runs at twice what is left (at least
+    /// `kept`), so that sweeping stays linear however many paths stay in use.
+    fn sweep(&mut self, kept: usize) {
+        if self.paths.len() <= self.sweep_at {
+            return;
+        }
+        self.paths.retain(|_, s| {
+            Arc::strong_count(s) > 1 || s.holders.load(Ordering::Relaxed) > 0 || s.waiters.load(Ordering::Relaxed) > 0
+        });
+        self.sweep_at = (self.paths.len() * 2).max(kept);
+    }
+}
+
+fn registry() -> &'static Mutex<Registry> {
+    static REGISTRY: OnceLock<Mutex<Registry>> = OnceLock::new();
+    REGISTRY.get_or_init(|| {
+        Mutex::new(Registry {
+            paths: BTreeMap::new(),
+            sweep_at: KEPT_PATHS,
+        })
+    })
+}
+
+impl PathStats {
+    fn new(server_path: &str) -> PathStats {
+        PathStats {
+            path: server_path.to_string(),
+            acquisitions: AtomicU64::new(0),
+            timeouts: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+            losses: Default::default(),
+            releases: AtomicU64::new(0),
+            holders: AtomicI64::new(0),
+            waiters: AtomicI64::new(0),
+            wait_time: Histogram::default(),
+            hold_time: Histogram::default(),
+            facade: OnceLock::new(),
+        }
+    }
 }
 
 /// The counters of `server_path` (created on first use; lock instances look
 /// theirs up once).
 pub(crate) fn for_path(server_path: &str) -> Arc<PathStats> {
-    registry()
-        .lock()
+    let mut r = registry().lock();
+    if !r.paths.contains_key(server_path) {
+        r.sweep(KEPT_PATHS);
+    }
+    r.paths
         .entry(server_path.to_string())
-        .or_insert_with(|| {
-            Arc::new(PathStats {
-                path: server_path.to_string(),
-                acquisitions: AtomicU64::new(0),
-                timeouts: AtomicU64::new(0),
-                errors: AtomicU64::new(0),
-                losses: Default::default(),
-                releases: AtomicU64::new(0),
-                holders: AtomicI64::new(0),
-                waiters: AtomicI64::new(0),
-                wait_time: Histogram::default(),
-                hold_time: Histogram::default(),
-                facade: OnceLock::new(),
-            })
-        })
+        .or_insert_with(|| Arc::new(PathStats::new(server_path)))
         .clone()
 }
 
@@ -340,7 +387,7 @@ pub(crate) fn for_path(server_path: &str) -> Arc<PathStats> {
 /// }
 /// ```
 pub fn snapshot() -> Vec<LockStats> {
-    let all: Vec<Arc<PathStats>> = registry().lock().values().cloned().collect();
+    let all: Vec<Arc<PathStats>> = registry().lock().paths.values().cloned().collect();
     all.iter().map(|s| s.snapshot()).collect()
 }
 
@@ -353,7 +400,7 @@ pub fn snapshot() -> Vec<LockStats> {
 /// assert!(zk_recipes::stats::snapshot_of("/never/used").is_none());
 /// ```
 pub fn snapshot_of(server_path: &str) -> Option<LockStats> {
-    let s = registry().lock().get(server_path).cloned();
+    let s = registry().lock().paths.get(server_path).cloned();
     s.map(|s| s.snapshot())
 }
 
@@ -385,9 +432,9 @@ pub fn bookkeeping_cost(cycles: u32) -> Duration {
 }
 
 /// Drops the figures of `server_path` and returns them as they last were;
-/// `None` if there were none. The figures are kept per path for the life of
-/// the process: a service that locks many short-lived paths (one per order,
-/// per user) prunes them with this. A lock instance that goes on being used
+/// `None` if there were none. Figures of paths nobody uses are dropped
+/// anyway once more than [`KEPT_PATHS`] paths are known (see the
+/// [module](self) documentation); this drops one at once. A lock instance that goes on being used
 /// keeps counting into its old figures, which are no longer listed; a new
 /// instance on the path starts afresh.
 ///
@@ -397,7 +444,7 @@ pub fn bookkeeping_cost(cycles: u32) -> Duration {
 /// assert!(zk_recipes::stats::forget("/never/used").is_none());
 /// ```
 pub fn forget(server_path: &str) -> Option<LockStats> {
-    let s = registry().lock().remove(server_path);
+    let s = registry().lock().paths.remove(server_path);
     s.map(|s| s.snapshot())
 }
 
@@ -620,6 +667,46 @@ mod facade {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn figures_nobody_uses_are_dropped_past_the_bound_and_the_rest_kept() {
+        let mut r = Registry {
+            paths: BTreeMap::new(),
+            sweep_at: 10,
+        };
+        let in_use: Vec<Arc<PathStats>> = (0..4)
+            .map(|i| {
+                let s = Arc::new(PathStats::new(&format!("/used/{i}")));
+                r.paths.insert(s.path.clone(), s.clone());
+                s
+            })
+            .collect();
+        // Held or waited for, with no instance left: kept too.
+        let held = PathStats::new("/held");
+        held.holders.store(1, Ordering::Relaxed);
+        r.paths.insert("/held".into(), Arc::new(held));
+        let waited = PathStats::new("/waited");
+        waited.waiters.store(1, Ordering::Relaxed);
+        r.paths.insert("/waited".into(), Arc::new(waited));
+        for i in 0..4 {
+            r.paths
+                .insert(format!("/gone/{i}"), Arc::new(PathStats::new(&format!("/gone/{i}"))));
+            r.sweep(10);
+        }
+        assert_eq!(r.paths.len(), 10, "no sweep at or under the bound");
+        r.paths.insert("/gone/4".into(), Arc::new(PathStats::new("/gone/4")));
+        r.sweep(10);
+        let left: Vec<&str> = r.paths.keys().map(String::as_str).collect();
+        assert_eq!(left, ["/held", "/used/0", "/used/1", "/used/2", "/used/3", "/waited"]);
+        assert_eq!(r.sweep_at, 12, "next sweep at twice what is left");
+        drop(in_use);
+        for i in 0..7 {
+            r.paths.insert(format!("/more/{i}"), Arc::new(PathStats::new("/more")));
+        }
+        r.sweep(10);
+        assert_eq!(r.paths.len(), 2, "instances gone: only the held and waited paths stay");
+        assert_eq!(r.sweep_at, 10, "never under the bound");
+    }
 
     #[test]
     fn histogram_buckets_and_quantiles() {

@@ -205,6 +205,12 @@ impl<'a> CreateBuilder<'a> {
     /// listing shows the new node). Lock recipes use it so that an uncontended
     /// acquire needs no separate listing. Not for containers or TTL nodes.
     ///
+    /// With parent creation, a parent this client has not seen a create under
+    /// lately (it remembers up to 8,192) is created in the same round trip,
+    /// just ahead of the node (a `NodeExists` for it is ignored), so that a
+    /// lock on a fresh path costs one round trip; a parent that has gone since
+    /// (an empty container reaped) is made again after the create's `NoNode`.
+    ///
     /// # Errors
     ///
     /// As [`CreateBuilder::for_path`]. A failed listing is not an error: the

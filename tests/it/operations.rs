@@ -227,8 +227,12 @@ fn semaphore_participants_show_leases_and_the_queue() {
     std::thread::scope(|sc| {
         let m = m1.clone();
         let waiter = sc.spawn(move || m.acquire().map(|g| g.release()));
+        // The waiter creates its queue node and a lease together, and, not
+        // first in the queue, drops the lease at once: wait for that settled
+        // state (a waiter that kept its lease fails the wait and the asserts).
         assert!(wait_until(timing().wait(), || {
             crate::support::lock_children(&c[0], "/ops/queue/semmutex/locks").len() == 2
+                && crate::support::lock_children(&c[0], "/ops/queue/semmutex/leases").len() == 1
         }));
         let ps = m0.participant_nodes().unwrap();
         assert_eq!(ps.len(), 1, "only the holder's lease: {ps:?}");

@@ -630,16 +630,20 @@ impl Client {
             }
             _ => None,
         };
-        let created = inner.submit(OpCode::Create2, Some(&req), None, false, None);
         // The parent's outcome does not matter (made, or there already; any
         // other failure fails the create after it too), but its reply is
-        // awaited so that nothing is left in flight.
-        let created = match (parent_made, created) {
-            (Some(p), created) => {
+        // awaited, after all three are sent, so that nothing is left in flight.
+        let parent_reply = |parent_made: Option<_>| {
+            if let Some(p) = parent_made {
                 let _ = inner.await_reply(p);
-                created?
             }
-            (None, created) => created?,
+        };
+        let created = match inner.submit(OpCode::Create2, Some(&req), None, false, None) {
+            Ok(c) => c,
+            Err(e) => {
+                parent_reply(parent_made);
+                return Err(e);
+            }
         };
         let listing = inner.submit(
             OpCode::GetChildren,
@@ -651,6 +655,7 @@ impl Client {
             false,
             None,
         );
+        parent_reply(parent_made);
         let created = inner.await_reply(created);
         let listing = listing.and_then(|l| inner.await_reply(l));
         let c = self.finish(created?, path, crate::proto::Create2Response::decode)?;

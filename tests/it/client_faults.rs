@@ -647,3 +647,41 @@ fn server_restart_keeps_the_session() {
     zk.set_data(&eph, b"after", None).unwrap();
     assert_eq!(rx.recv_timeout(WAIT).unwrap().event_type, EventType::NodeDataChanged);
 }
+
+/// A reply that arrives late (held up on the way, as the replies a resumed
+/// process reads to requests sent before its pause) confirms the session only
+/// as of when its request was sent: `since_last_confirmed` stays large while
+/// `since_last_receive` is reset by the late bytes. A lock holder's `check()`
+/// relies on the former.
+#[test]
+fn a_reply_read_late_confirms_the_session_only_as_of_its_request() {
+    let Some(server) = TestServer::start() else { return };
+    let proxy = Proxy::start(&server.connect_string()).unwrap();
+    // A long session: no ping is due, and the connection is not declared dead,
+    // while the proxy holds the request for 1.5 s.
+    let zk = Arc::new(connect(&proxy.connect_string(), config(Duration::from_secs(30))));
+    assert!(zk.since_last_confirmed() < Duration::from_secs(2));
+    let held = Duration::from_millis(1500);
+    proxy.freeze(true);
+    let sent = Instant::now();
+    let caller = {
+        let zk = zk.clone();
+        thread::spawn(move || zk.exists("/"))
+    };
+    assert!(wait_until(held * 2, || sent.elapsed() >= held));
+    proxy.freeze(false);
+    assert!(caller.join().unwrap().unwrap().is_some());
+    assert!(
+        zk.since_last_receive() < held / 2,
+        "the late reply was just read: {:?}",
+        zk.since_last_receive()
+    );
+    assert!(
+        zk.since_last_confirmed() >= held - Duration::from_millis(100),
+        "confirmed as of the request, not of the late reply: {:?}",
+        zk.since_last_confirmed()
+    );
+    // A request answered at once confirms the session as of now.
+    zk.exists("/").unwrap();
+    assert!(zk.since_last_confirmed() < held / 2);
+}

@@ -177,9 +177,11 @@ impl HoldState {
             LockStatus::Held => {}
         }
         // A process that was paused may not have noticed yet that its
-        // connection died: nothing heard for a read timeout is uncertain.
+        // connection died: no request answered that was sent within a read
+        // timeout is uncertain. (Counting any byte received would be fooled
+        // by replies read late, on resuming, to pings sent before the pause.)
         let zk = self.client.zookeeper_client();
-        if zk.since_last_receive() > zk.read_timeout() {
+        if zk.since_last_confirmed() > zk.read_timeout() {
             return Err(Error::LockUncertain {
                 path: self.base.clone(),
             });

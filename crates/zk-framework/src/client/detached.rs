@@ -86,6 +86,25 @@ impl Client {
         self.inner().idle_recv()
     }
 
+    /// How long ago the latest request that a server has answered (a ping
+    /// included) was sent: its reply proves the session was alive then.
+    /// Unlike [`Client::since_last_receive`], this is not made small by
+    /// replies read late: a process resumed after a pause reads what the
+    /// server sent before the pause (and may have expired the session since),
+    /// but those replies answer requests sent before the pause.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # use zk_framework::{Client, ClientConfig};
+    /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
+    /// assert!(zk.since_last_confirmed() < zk.read_timeout() * 2);
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn since_last_confirmed(&self) -> Duration {
+        self.inner().idle_confirmed()
+    }
+
     /// The read timeout: two thirds of the negotiated session timeout (the
     /// requested one before the first connection). A connection that hears
     /// nothing for this long is declared dead.

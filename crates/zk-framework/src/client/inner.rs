@@ -117,6 +117,9 @@ pub(super) struct Pending {
     pub xid: i32,
     /// Write sequence number on this connection (for the ping-order check).
     pub seq: u64,
+    /// When it was queued for sending (ms since `Inner::base`): its reply
+    /// proves the session was alive then.
+    pub sent_ms: u64,
     /// Where the reply goes; `None` for internal requests (SetWatches).
     pub slot: Option<Arc<Slot>>,
     /// The watch to register when the reply says the server set it.
@@ -246,6 +249,8 @@ pub(super) struct Inner {
     base: Instant,
     last_send_ms: AtomicU64,
     last_recv_ms: AtomicU64,
+    /// When the latest answered request was sent (see `Inner::confirm`).
+    pub last_confirmed_ms: AtomicU64,
     /// Read timeout in ms (2/3 of the negotiated or requested session timeout).
     pub read_timeout_ms: AtomicU64,
     pub closing: AtomicBool,
@@ -327,6 +332,7 @@ impl Inner {
             base: Instant::now(),
             last_send_ms: AtomicU64::new(0),
             last_recv_ms: AtomicU64::new(0),
+            last_confirmed_ms: AtomicU64::new(0),
             read_timeout_ms: AtomicU64::new(read_timeout_of(s.requested_timeout_ms).as_millis() as u64),
             closing: AtomicBool::new(false),
             workers: Mutex::new(Vec::new()),
@@ -349,6 +355,26 @@ impl Inner {
     pub fn idle_recv(&self) -> Duration {
         let last = self.last_recv_ms.load(Ordering::Relaxed);
         Duration::from_millis((self.base.elapsed().as_millis() as u64).saturating_sub(last))
+    }
+
+    /// Milliseconds since `base`.
+    pub fn now_ms(&self) -> u64 {
+        self.base.elapsed().as_millis() as u64
+    }
+
+    /// A reply arrived to a request sent at `sent_ms`: the session was alive
+    /// at the server no earlier than then.
+    pub fn confirm(&self, sent_ms: u64) {
+        self.last_confirmed_ms.fetch_max(sent_ms, Ordering::Relaxed);
+    }
+
+    /// Time since the sending of the latest request that has been answered.
+    /// Unlike [`Inner::idle_recv`], replies read late (a process resumed
+    /// after a pause reads what the server sent before the pause) do not make
+    /// it small.
+    pub fn idle_confirmed(&self) -> Duration {
+        let last = self.last_confirmed_ms.load(Ordering::Relaxed);
+        Duration::from_millis(self.now_ms().saturating_sub(last))
     }
 
     pub fn touch_send(&self) {
@@ -487,6 +513,7 @@ impl Inner {
                 core.pending.push_back(Pending {
                     xid,
                     seq,
+                    sent_ms: self.now_ms(),
                     slot: Some(slot.clone()),
                     watch,
                     op,
@@ -580,13 +607,22 @@ impl Inner {
     }
 
     /// Handles one frame read from an established connection (I/O thread).
-    pub fn dispatch(&self, frame: Vec<u8>, gen: u64, pings: &mut VecDeque<u64>) -> std::result::Result<(), Stop> {
+    pub fn dispatch(
+        &self,
+        frame: Vec<u8>,
+        gen: u64,
+        pings: &mut VecDeque<(u64, u64)>,
+    ) -> std::result::Result<(), Stop> {
         let header = ReplyHeader::decode(&mut Reader::new(&frame))
             .map_err(|e| Stop::Broken(format!("garbage reply header: {e}")))?;
         match header.xid {
             xid::NOTIFICATION => self.notification(&frame),
             xid::PING => {
-                let ping_seq = pings.pop_front();
+                let ping = pings.pop_front();
+                if let Some((_, sent_ms)) = ping {
+                    self.confirm(sent_ms);
+                }
+                let ping_seq = ping.map(|(seq, _)| seq);
                 let core = self.core.lock();
                 match (core.pending.front(), ping_seq) {
                     (Some(front), Some(s)) if front.seq <= s => Err(Stop::Broken(format!(
@@ -618,6 +654,7 @@ impl Inner {
                     Some(_) => {}
                 }
                 let p = core.pending.pop_front().expect("front checked");
+                self.confirm(p.sent_ms);
                 if header.zxid > core.last_zxid {
                     core.last_zxid = header.zxid;
                 }

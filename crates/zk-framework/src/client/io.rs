@@ -212,6 +212,7 @@ fn handshake(inner: &Arc<Inner>, stream: Transport, deadline: Instant, buf: &mut
         }
     };
     let bytes = frame(|out| req.encode(out));
+    let sent_ms = inner.now_ms();
     stream
         .socket()
         .set_write_timeout(Some(remaining(deadline)?))
@@ -252,6 +253,7 @@ fn handshake(inner: &Arc<Inner>, stream: Transport, deadline: Instant, buf: &mut
     let resp = ConnectResponse::decode(&mut Reader::new(&first))
         .map_err(|e| Fail::from(format!("garbage ConnectResponse: {e}")))?;
     inner.touch_recv();
+    inner.confirm(sent_ms);
     establish(inner, stream, fb, resp)
 }
 
@@ -327,6 +329,7 @@ fn establish(inner: &Arc<Inner>, stream: Transport, fb: FrameBuffer, resp: Conne
         core.pending.push_back(Pending {
             xid: x,
             seq: wire.seq,
+            sent_ms: inner.now_ms(),
             slot: None,
             watch: None,
             op: OpCode::SetWatches,
@@ -380,7 +383,7 @@ fn run(inner: &Arc<Inner>, conn: Conn, buf: &mut [u8]) -> Stop {
     let tick = (ping_every / 2).clamp(Duration::from_millis(10), Duration::from_millis(100));
     let _ = stream.socket().set_read_timeout(Some(tick));
     let ping = request_frame(xid::PING, OpCode::Ping, None);
-    let mut pings: VecDeque<u64> = VecDeque::new();
+    let mut pings: VecDeque<(u64, u64)> = VecDeque::new();
     let mut last_recv = Instant::now();
     let stop = 'conn: loop {
         loop {
@@ -427,7 +430,7 @@ fn run(inner: &Arc<Inner>, conn: Conn, buf: &mut [u8]) -> Stop {
 }
 
 /// Sends a ping unless a writer holds the connection (it is sending anyway).
-fn send_ping(inner: &Inner, gen: u64, ping: &[u8], pings: &mut VecDeque<u64>) {
+fn send_ping(inner: &Inner, gen: u64, ping: &[u8], pings: &mut VecDeque<(u64, u64)>) {
     let Some(wire) = inner.wire.try_lock() else { return };
     if wire.gen != gen || wire.writing {
         // A caller is writing: the connection is not idle, and a ping must not
@@ -435,9 +438,10 @@ fn send_ping(inner: &Inner, gen: u64, ping: &[u8], pings: &mut VecDeque<u64>) {
         return;
     }
     let Some(s) = wire.stream.as_ref() else { return };
+    let sent_ms = inner.now_ms();
     match s.write_all(ping) {
         Ok(()) => {
-            pings.push_back(wire.seq);
+            pings.push_back((wire.seq, sent_ms));
             inner.touch_send();
         }
         Err(e) => {

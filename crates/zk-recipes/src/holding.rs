@@ -379,9 +379,10 @@ impl Holding {
     /// # Errors
     ///
     /// [`Error::LockLost`] once the lock is lost; [`Error::LockUncertain`] while
-    /// the connection is suspended or read-only, and when nothing has been
-    /// heard from the server for longer than the read timeout (a process that
-    /// was paused gets this before its connection thread has noticed).
+    /// the connection is suspended or read-only, and when no request that the
+    /// server has answered was sent within the read timeout (a process that
+    /// was paused gets this before its connection thread has noticed, even
+    /// after reading replies the server sent before the pause).
     ///
     /// # Examples
     ///

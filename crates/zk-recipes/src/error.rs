@@ -34,9 +34,9 @@ pub enum Error {
         /// The lock path.
         path: String,
     },
-    /// The lock may be lost: the connection is suspended or read-only, or
-    /// nothing has been heard from the server for longer than the read
-    /// timeout. Stop work that needs exclusion until it is held again.
+    /// The lock may be lost: the connection is suspended or read-only, or no
+    /// request answered by the server was sent within the read timeout. Stop
+    /// work that needs exclusion until it is held again.
     LockUncertain {
         /// The lock path.
         path: String,

@@ -250,7 +250,7 @@ pub(super) struct Inner {
     last_send_ms: AtomicU64,
     last_recv_ms: AtomicU64,
     /// When the latest answered request was sent (see `Inner::confirm`).
-    pub last_confirmed_ms: AtomicU64,
+    last_confirmed_ms: AtomicU64,
     /// Read timeout in ms (2/3 of the negotiated or requested session timeout).
     pub read_timeout_ms: AtomicU64,
     pub closing: AtomicBool,
@@ -345,16 +345,15 @@ impl Inner {
         self.closing.load(Ordering::Acquire)
     }
 
-    /// Records that something was just sent.
+    /// Records that something was just received.
     pub fn touch_recv(&self) {
-        self.last_recv_ms
-            .store(self.base.elapsed().as_millis() as u64, Ordering::Relaxed);
+        self.last_recv_ms.store(self.now_ms(), Ordering::Relaxed);
     }
 
     /// Time since a byte was last received from a server.
     pub fn idle_recv(&self) -> Duration {
         let last = self.last_recv_ms.load(Ordering::Relaxed);
-        Duration::from_millis((self.base.elapsed().as_millis() as u64).saturating_sub(last))
+        Duration::from_millis(self.now_ms().saturating_sub(last))
     }
 
     /// Milliseconds since `base`.
@@ -378,14 +377,13 @@ impl Inner {
     }
 
     pub fn touch_send(&self) {
-        self.last_send_ms
-            .store(self.base.elapsed().as_millis() as u64, Ordering::Relaxed);
+        self.last_send_ms.store(self.now_ms(), Ordering::Relaxed);
     }
 
     /// Time since something was last sent.
     pub fn idle_send(&self) -> Duration {
         let last = self.last_send_ms.load(Ordering::Relaxed);
-        Duration::from_millis((self.base.elapsed().as_millis() as u64).saturating_sub(last))
+        Duration::from_millis(self.now_ms().saturating_sub(last))
     }
 
     pub fn read_timeout(&self) -> Duration {

@@ -529,7 +529,9 @@ impl CreateSpec {
                     make_parent = false;
                 }
                 Ok(created) => {
-                    if self.list_parent {
+                    // Remember the parent unless it was known all along (the
+                    // usual acquire: no second lock on the hot path).
+                    if self.list_parent && (make_parent || attempts > 0) {
                         self.known_parents.insert(parent_path);
                     }
                     return Ok(created);

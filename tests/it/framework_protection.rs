@@ -329,3 +329,72 @@ fn protected_group_with_a_lost_reply_is_found_not_duplicated() {
         Err(Error::InvalidArgument(_))
     ));
 }
+
+/// A listing create under a parent this client does not know: when it makes
+/// the parent and its node is the first child, the listing is known without a
+/// read; when the parent was there already (with a holder, or emptied after
+/// children came and went), the listing is read, in a second round trip.
+#[test]
+fn a_listing_create_lists_only_when_its_node_may_not_be_the_first_child() {
+    let server = embedded_server();
+    let e = server.embedded().unwrap();
+    let listings = || e.stats().requests(OpCode::GetChildren) + e.stats().requests(OpCode::GetChildren2);
+    let a = connected(builder(&server));
+    let other = connected(builder(&server));
+    let create = |c: &zk_framework::CuratorFramework, path: &str| {
+        c.create()
+            .creating_parent_containers_if_needed()
+            .with_protection()
+            .with_mode(CreateMode::EphemeralSequential)
+            .for_path_listing_parent(path)
+            .unwrap()
+    };
+    let names = |v: &[String]| {
+        v.iter()
+            .map(|n| zk_framework::paths::normalize(n).to_string())
+            .collect::<Vec<_>>()
+    };
+
+    // A fresh parent (its own parent there): made by this create, the node is
+    // its first child.
+    a.client.create().for_path("/fresh").unwrap();
+    let l0 = listings();
+    let first = create(&a.client, "/fresh/a/lock-");
+    assert_eq!(listings(), l0, "no listing sent");
+    let first_name = first.path.rsplit('/').next().unwrap().to_string();
+    assert_eq!(first.siblings, Some(vec![first_name.clone()]));
+    assert!(first.path.ends_with("lock-0000000000"), "{}", first.path);
+
+    // The parent exists, with another session's node in it, unknown to this
+    // client: the listing is read and shows both.
+    let l1 = listings();
+    let second = create(&other.client, "/fresh/a/lock-");
+    assert_eq!(listings(), l1 + 1, "one listing");
+    let mut seen = names(second.siblings.as_deref().unwrap());
+    seen.sort();
+    assert_eq!(seen, vec!["lock-0000000000", "lock-0000000001"]);
+
+    // Persistent parents follow the same rule. A fresh one: no listing.
+    let persistent = |c: &zk_framework::CuratorFramework| {
+        c.create()
+            .creating_parents_if_needed()
+            .with_mode(CreateMode::PersistentSequential)
+            .for_path_listing_parent("/fresh/p/n-")
+            .unwrap()
+    };
+    let l2 = listings();
+    let p = persistent(&a.client);
+    assert_eq!(listings(), l2);
+    assert_eq!(p.siblings, Some(vec!["n-0000000000".to_string()]));
+
+    // A parent that had a child which is gone now (empty, its counter at 1),
+    // unknown to a third client: its parent create finds the parent there, and
+    // the listing is read.
+    a.client.delete().for_path(&p.path).unwrap();
+    let third = connected(builder(&server));
+    let (l3, parents) = (listings(), e.stats().requests(OpCode::Create));
+    let n = persistent(&third.client);
+    assert_eq!(e.stats().requests(OpCode::Create), parents + 1, "the parent create");
+    assert_eq!(listings(), l3 + 1);
+    assert_eq!(n.siblings, Some(vec!["n-0000000001".to_string()]));
+}

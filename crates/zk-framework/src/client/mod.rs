@@ -121,7 +121,7 @@ pub use connect_string::DEFAULT_PORT;
 pub use tls::{TlsConfig, TlsConfigBuilder, TlsError, TlsErrorKind};
 pub use types::{ClientConfig, ClientState, Op, OpResult, RegisteredWatches, SessionEvent, WatchedEvent, Watcher};
 
-use inner::{state_error, Inner, Reply, Settings, Worker};
+use inner::{state_error, Inner, Reply, Settings, Submitted, Worker};
 use watches::{WatchMode, WatchReg};
 
 use crate::error::{Error, Result};
@@ -583,8 +583,17 @@ impl Client {
 
     /// [`Client::create2_then_get_children`] with, first, a create of `parent`
     /// (path, ACL, mode) in the same round trip, whose own outcome (made, or
-    /// there already) is not reported: a lock on a path this process has not
-    /// used decides in one round trip whether or not the path exists.
+    /// there already) is not reported.
+    ///
+    /// With a parent to make, the listing is not pipelined: when this call
+    /// made the parent (it was not there) and the sequential node got suffix
+    /// `0000000000`, the node is the first child the parent has had (the
+    /// suffix is the parent's creation counter, which starts at 0 with the
+    /// parent and counts every create under it), so the listing at the
+    /// create is known without a read: the node alone. Otherwise (the parent
+    /// was there already, or another session's create came first) the
+    /// listing follows in a second round trip. A lock on a fresh path so
+    /// costs one round trip and two writes.
     #[allow(clippy::type_complexity)]
     pub(crate) fn pipelined_create(
         &self,
@@ -645,25 +654,45 @@ impl Client {
                 return Err(e);
             }
         };
-        let listing = inner.submit(
-            OpCode::GetChildren,
-            Some(&PathWatchRequest {
-                path: list_sp,
-                watch: false,
-            }),
-            None,
-            false,
-            None,
-        );
-        parent_reply(parent_made);
-        let created = inner.await_reply(created);
-        let listing = listing.and_then(|l| inner.await_reply(l));
-        let c = self.finish(created?, path, crate::proto::Create2Response::decode)?;
-        let kids = listing.and_then(|r| {
-            self.finish(r, children_of, |rd| {
-                crate::proto::GetChildrenResponse::decode(rd).map(|g| g.children)
+        let list = || {
+            inner.submit(
+                OpCode::GetChildren,
+                Some(&PathWatchRequest {
+                    path: list_sp.clone(),
+                    watch: false,
+                }),
+                None,
+                false,
+                None,
+            )
+        };
+        let decode_listing = |listing: Result<Submitted>| {
+            listing.and_then(|l| inner.await_reply(l)).and_then(|r| {
+                self.finish(r, children_of, |rd| {
+                    crate::proto::GetChildrenResponse::decode(rd).map(|g| g.children)
+                })
             })
-        });
+        };
+        // The first child of a parent made just now needs no listing (see
+        // above); only a sequential create under that parent can tell.
+        let may_be_first = parent_made.is_some() && mode.is_sequential() && parent_of(path) == Some(children_of);
+        let listing = (!may_be_first).then(list);
+        let parent_made = match parent_made {
+            Some(p) => inner.await_reply(p).is_ok_and(|r| r.header.err == 0),
+            None => false,
+        };
+        let created = inner.await_reply(created);
+        // Awaited before the create's outcome is looked at: nothing is left
+        // in flight.
+        let listed = listing.map(decode_listing);
+        let c = self.finish(created?, path, crate::proto::Create2Response::decode)?;
+        let kids = match listed {
+            Some(kids) => kids,
+            None if parent_made && c.path.ends_with(FIRST_SEQUENCE) => {
+                Ok(vec![c.path.rsplit('/').next().unwrap_or_default().to_string()])
+            }
+            None => decode_listing(list()),
+        };
         Ok(((self.inner().client_path(&c.path), c.stat), kids))
     }
 
@@ -1656,6 +1685,19 @@ fn check_ttl(mode: CreateMode, ttl: Option<Duration>) -> Result<Option<i64>> {
     }
 }
 
+/// The sequential suffix of a parent's first child (its creation counter
+/// starts at 0 with the parent).
+const FIRST_SEQUENCE: &str = "0000000000";
+
+/// The parent of a client path (`/` for a top-level node).
+fn parent_of(path: &str) -> Option<&str> {
+    match path.rfind('/') {
+        Some(0) => Some("/"),
+        Some(i) => Some(&path[..i]),
+        None => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1702,6 +1744,14 @@ mod tests {
         let mut s = v.clone();
         s.sort();
         assert_eq!(s, (0..50).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn parent_of_a_client_path() {
+        assert_eq!(parent_of("/a/b/lock-"), Some("/a/b"));
+        assert_eq!(parent_of("/seq/"), Some("/seq"));
+        assert_eq!(parent_of("/a"), Some("/"));
+        assert_eq!(parent_of("a"), None);
     }
 
     #[test]

@@ -42,8 +42,10 @@ pub struct CreatedWithListing {
     pub path: String,
     /// The new node's Stat.
     pub stat: Stat,
-    /// The parent's children, read in the same round trip as the create; `None`
-    /// when the create had to take a slower path (parents created, or a retry).
+    /// The parent's children, read in the same round trip as the create (or,
+    /// for a sequential node that is the first child of a parent this create
+    /// made, known without a read: the node alone); `None` when the create had
+    /// to take a slower path (a retry).
     pub siblings: Option<Vec<String>>,
 }
 
@@ -207,9 +209,16 @@ impl<'a> CreateBuilder<'a> {
     ///
     /// With parent creation, a parent this client has not seen a create under
     /// lately (it remembers up to 8,192) is created in the same round trip,
-    /// just ahead of the node (a `NodeExists` for it is ignored), so that a
-    /// lock on a fresh path costs one round trip; a parent that has gone since
-    /// (an empty container reaped) is made again after the create's `NoNode`.
+    /// just ahead of the node (a `NodeExists` for it is ignored); a parent that
+    /// has gone since (an empty container reaped) is made again after the
+    /// create's `NoNode`. The listing then waits for the two replies: if this
+    /// create made the parent and a sequential node got suffix `0000000000`,
+    /// the node is the first child the parent has had (the suffix is the
+    /// parent's creation counter), and the listing is the node alone, with no
+    /// read; otherwise (the parent was there, or another session's create came
+    /// first) it is read in a second round trip. So a lock on a fresh path
+    /// costs one round trip and two writes; one on a path that exists but is
+    /// new to this client, two round trips, once.
     ///
     /// # Errors
     ///
@@ -482,9 +491,9 @@ type Created = (String, Stat, Option<Vec<String>>);
 
 impl CreateSpec {
     /// One attempt: create; on NoNode with parent creation, make the parents and
-    /// create once more. With `list_parent`, every try pipelines a listing of
-    /// the parent (a lock on a fresh path decides right after its parent is
-    /// made, with no listing of its own).
+    /// create once more. With `list_parent`, every try lists the parent too
+    /// (pipelined, or, under a parent it makes, only if the node is not the
+    /// parent's first child).
     fn create(&self, c: &Client, path: &str) -> Result<Created> {
         let parent_path = parent(path).unwrap_or("/");
         let mode = if self.parents == Parents::Containers {

@@ -317,15 +317,14 @@ fn main() {
     }
     side_by_side("handoff");
 
-    if want("herd") {
-        if let Some(s) = &server {
-            if let Some(e) = s.embedded() {
-                let per = notifications_per_release(&cs, e, 20);
-                println!("mutex.notifications_per_release={per:.2}");
-                let per = chain_notifications(&cs, e, 20, true);
-                println!("semaphore_mutex.notifications_per_release={per:.2}");
-            }
-        }
+    // Notifications are counted by the server: the embedded server's count,
+    // or Apache ZooKeeper's own `mntr` counters.
+    let sent = || notifications(server.as_ref(), &cs);
+    if want("herd") && sent().is_some() {
+        let per = notifications_per_release(&cs, &sent, 20);
+        println!("mutex.notifications_per_release={per:.2}");
+        let per = chain_notifications(&cs, &sent, 20, true);
+        println!("semaphore_mutex.notifications_per_release={per:.2}");
     }
     side_by_side("herd");
 
@@ -340,11 +339,9 @@ fn main() {
             Box::new(move |l: &Latch| l.granted(rw.write_lock().acquire().unwrap()))
         });
         println!("rwlock.write_handoffs_per_s.sessions_8={:.0}", h.rate);
-        if let Some(s) = &server {
-            if let Some(e) = s.embedded() {
-                let n = rw_release_notifications(&cs, e, 100);
-                println!("rwlock.notifications_per_writer_release.queued_readers_100={n}");
-            }
+        if sent().is_some() {
+            let n = rw_release_notifications(&cs, &sent, 100);
+            println!("rwlock.notifications_per_writer_release.queued_readers_100={n}");
         }
     }
     side_by_side("rwlock");
@@ -567,12 +564,12 @@ fn curator(cs: &str, server: &Option<TestingServer>, o: &Opts, run: Duration) {
                 std::thread::sleep(Duration::from_millis(5));
             }
             let queued_watches = wchs(cs);
-            let n0 = notifications(server.as_ref());
+            let n0 = notifications(server.as_ref(), cs);
             writeln!(stdin).unwrap();
             let drain_line = lines.next().unwrap().unwrap();
             let ms: f64 = drain_line.strip_prefix("drain_ms=").unwrap().parse().unwrap();
             assert_eq!(lines.next().unwrap().unwrap(), "done");
-            let n1 = notifications(server.as_ref());
+            let n1 = notifications(server.as_ref(), cs);
             writeln!(stdin).unwrap();
             let _ = child.wait();
             Deep {
@@ -589,6 +586,43 @@ fn curator(cs: &str, server: &Option<TestingServer>, o: &Opts, run: Duration) {
     }
     if want("clients") {
         print_all(java(&a(&["clients", "16"])));
+    }
+    // Notifications counted by the server: the embedded server's count, or
+    // Apache ZooKeeper's own `mntr` counters.
+    let sent = || notifications(server.as_ref(), cs);
+    if sent().is_some() {
+        if want("herd") {
+            for kind in ["mutex", "semaphore"] {
+                let mut child = java(&["chain".into(), kind.into(), "20".into()]);
+                let mut stdin = child.stdin.take().unwrap();
+                let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+                assert_eq!(lines.next().unwrap().unwrap(), "ready");
+                let n0 = sent().unwrap_or(0);
+                writeln!(stdin).unwrap();
+                assert_eq!(lines.next().unwrap().unwrap(), "done");
+                let n1 = sent().unwrap_or(0);
+                writeln!(stdin).unwrap();
+                let _ = child.wait();
+                let key = if kind == "mutex" { "mutex" } else { "semaphore_mutex" };
+                println!("curator.{key}.notifications_per_release={:.2}", (n1 - n0) as f64 / 21.0);
+            }
+        }
+        if want("rwlock") {
+            let mut child = java(&["rwherd".into(), "100".into()]);
+            let mut stdin = child.stdin.take().unwrap();
+            let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+            assert_eq!(lines.next().unwrap().unwrap(), "ready");
+            let n0 = sent().unwrap_or(0);
+            writeln!(stdin).unwrap();
+            assert_eq!(lines.next().unwrap().unwrap(), "released");
+            let n1 = sent().unwrap_or(0);
+            writeln!(stdin).unwrap();
+            let _ = child.wait();
+            println!(
+                "curator.rwlock.notifications_per_writer_release.queued_readers_100={}",
+                n1 - n0
+            );
+        }
     }
     let Some(e) = server.as_ref().and_then(|s| s.embedded()) else {
         return;
@@ -622,38 +656,6 @@ fn curator(cs: &str, server: &Option<TestingServer>, o: &Opts, run: Duration) {
         println!(
             "curator.{key}.notifications_per_cycle={:.1}",
             (n1 - n0) as f64 / n as f64
-        );
-    }
-    if want("herd") {
-        for kind in ["mutex", "semaphore"] {
-            let mut child = java(&["chain".into(), kind.into(), "20".into()]);
-            let mut stdin = child.stdin.take().unwrap();
-            let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-            assert_eq!(lines.next().unwrap().unwrap(), "ready");
-            let n0 = e.stats().watch_notifications;
-            writeln!(stdin).unwrap();
-            assert_eq!(lines.next().unwrap().unwrap(), "done");
-            let n1 = e.stats().watch_notifications;
-            writeln!(stdin).unwrap();
-            let _ = child.wait();
-            let key = if kind == "mutex" { "mutex" } else { "semaphore_mutex" };
-            println!("curator.{key}.notifications_per_release={:.2}", (n1 - n0) as f64 / 21.0);
-        }
-    }
-    if want("rwlock") {
-        let mut child = java(&["rwherd".into(), "100".into()]);
-        let mut stdin = child.stdin.take().unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        assert_eq!(lines.next().unwrap().unwrap(), "ready");
-        let n0 = e.stats().watch_notifications;
-        writeln!(stdin).unwrap();
-        assert_eq!(lines.next().unwrap().unwrap(), "released");
-        let n1 = e.stats().watch_notifications;
-        writeln!(stdin).unwrap();
-        let _ = child.wait();
-        println!(
-            "curator.rwlock.notifications_per_writer_release.queued_readers_100={}",
-            n1 - n0
         );
     }
 }
@@ -840,7 +842,7 @@ fn handoffs_holding(
 
 /// Average watch notifications the server sends per mutex release with `n`
 /// waiters queued.
-fn notifications_per_release(cs: &str, e: &zk_testing::embedded::EmbeddedServer, n: usize) -> f64 {
+fn notifications_per_release(cs: &str, sent: &dyn Fn() -> Option<u64>, n: usize) -> f64 {
     let clients: Vec<_> = (0..4).map(|_| client(cs)).collect();
     let total = Arc::new(AtomicU64::new(0));
     let gate = Arc::new(Barrier::new(n + 1));
@@ -862,15 +864,17 @@ fn notifications_per_release(cs: &str, e: &zk_testing::embedded::EmbeddedServer,
     while holder.participant_paths().unwrap().len() < n + 1 {
         std::thread::sleep(Duration::from_millis(5));
     }
-    while e.stats().requests(OpCode::GetData) < n as u64 {
+    // Every waiter has set its watch.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while wchs(cs).map_or(0, |(w, _)| w) < n as u64 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));
     }
-    let before = e.stats().watch_notifications;
+    let before = sent().unwrap_or(0);
     drop(g);
     for t in threads {
         t.join().unwrap();
     }
-    let after = e.stats().watch_notifications;
+    let after = sent().unwrap_or(0);
     for c in clients {
         c.close();
     }
@@ -879,7 +883,7 @@ fn notifications_per_release(cs: &str, e: &zk_testing::embedded::EmbeddedServer,
 
 /// Notifications per release when `n` waiters (one session each) queue behind a
 /// holder and each releases right after acquiring.
-fn chain_notifications(cs: &str, e: &zk_testing::embedded::EmbeddedServer, n: usize, semaphore: bool) -> f64 {
+fn chain_notifications(cs: &str, sent: &dyn Fn() -> Option<u64>, n: usize, semaphore: bool) -> f64 {
     let holder_client = client(cs);
     let hold = |c: &CuratorFramework| -> Box<dyn FnOnce() + Send> {
         if semaphore {
@@ -912,13 +916,13 @@ fn chain_notifications(cs: &str, e: &zk_testing::embedded::EmbeddedServer, n: us
         })
         .collect();
     std::thread::sleep(Duration::from_millis(1000)); // every waiter queued and watching
-    let before = e.stats().watch_notifications;
+    let before = sent().unwrap_or(0);
     release_holder();
     for t in threads {
         t.join().unwrap();
     }
     std::thread::sleep(Duration::from_millis(200));
-    let after = e.stats().watch_notifications;
+    let after = sent().unwrap_or(0);
     for c in clients {
         c.close();
     }
@@ -967,7 +971,7 @@ fn rw_throughput(cs: &str, readers: usize, run: Duration) -> (f64, f64) {
 /// Notifications sent when writer W1 releases with `n/2` readers, a writer W2 and
 /// `n/2` more readers queued behind it (one session each): only the first half
 /// can proceed.
-fn rw_release_notifications(cs: &str, e: &zk_testing::embedded::EmbeddedServer, n: usize) -> u64 {
+fn rw_release_notifications(cs: &str, sent: &dyn Fn() -> Option<u64>, n: usize) -> u64 {
     let half = n / 2;
     let writer = client(cs);
     let rw = InterProcessReadWriteLock::new(&writer, "/bench/rw-herd").unwrap();
@@ -1011,13 +1015,13 @@ fn rw_release_notifications(cs: &str, e: &zk_testing::embedded::EmbeddedServer, 
         }
     }
     std::thread::sleep(Duration::from_millis(300)); // every waiter sets its watch
-    let before = e.stats().watch_notifications;
+    let before = sent().unwrap_or(0);
     drop(w);
     while first_half.load(Ordering::SeqCst) < half as u64 {
         std::thread::sleep(Duration::from_millis(5));
     }
     std::thread::sleep(Duration::from_millis(300)); // late notifications would show here
-    let after = e.stats().watch_notifications;
+    let after = sent().unwrap_or(0);
     finish.store(true, Ordering::SeqCst);
     // Every holder releases before its client closes (a release after the
     // close is, rightly, LockLost); the queued writer and the readers behind
@@ -1391,8 +1395,9 @@ fn wchs(cs: &str) -> Option<(u64, u64)> {
 /// A deep queue's figures.
 struct Deep {
     drain: Duration,
-    /// Notifications the server sent from the first release to the last
-    /// (embedded server only).
+    /// Notifications the servers sent from the first release to the last
+    /// (the embedded server's count, or Apache ZooKeeper's own `mntr`
+    /// counters).
     notifications: Option<u64>,
     /// `wchs` with every waiter queued: total watches and watched paths.
     queued_watches: Option<(u64, u64)>,
@@ -1413,8 +1418,33 @@ impl Deep {
     }
 }
 
-fn notifications(server: Option<&TestingServer>) -> Option<u64> {
-    Some(server?.embedded()?.stats().watch_notifications)
+/// Watch notifications sent so far: the embedded server's count; for Apache
+/// ZooKeeper its own `mntr` counters (`zk_sum_node_{created,deleted,changed,
+/// children}_watch_count`: the watchers each change triggered), summed over
+/// every server of the connect string.
+fn notifications(server: Option<&TestingServer>, cs: &str) -> Option<u64> {
+    if let Some(e) = server.and_then(|s| s.embedded()) {
+        return Some(e.stats().watch_notifications);
+    }
+    let mut sum = 0;
+    for addr in cs.split('/').next()?.split(',') {
+        let text = zk_testing::fourlw::four_letter_word(addr, "mntr", Duration::from_secs(5)).ok()?;
+        let triggered: Vec<u64> = text
+            .lines()
+            .filter_map(|l| {
+                let (k, v) = l.split_once('\t')?;
+                let kind = k.strip_prefix("zk_sum_node_")?.strip_suffix("_watch_count")?;
+                ["created", "deleted", "changed", "children"]
+                    .contains(&kind)
+                    .then(|| v.trim().parse().ok())?
+            })
+            .collect();
+        if triggered.len() != 4 {
+            return None;
+        }
+        sum += triggered.iter().sum::<u64>();
+    }
+    Some(sum)
 }
 
 /// A holder and `threads` waiters (spread over `sessions` clients) on one
@@ -1450,14 +1480,14 @@ fn deep_queue(cs: &str, server: Option<&TestingServer>, threads: usize, sessions
         std::thread::sleep(Duration::from_millis(5));
     }
     let queued_watches = wchs(cs);
-    let n0 = notifications(server);
+    let n0 = notifications(server, cs);
     let t0 = epoch.elapsed();
     drop(g);
     for w in workers {
         w.join().unwrap();
     }
     let drain = Duration::from_nanos(last.load(Ordering::SeqCst)) - t0;
-    let n1 = notifications(server);
+    let n1 = notifications(server, cs);
     for c in clients {
         c.close();
     }

@@ -590,38 +590,33 @@ fn curator(cs: &str, server: &Option<TestingServer>, o: &Opts, run: Duration) {
     // Notifications counted by the server: the embedded server's count, or
     // Apache ZooKeeper's own `mntr` counters.
     let sent = || notifications(server.as_ref(), cs);
+    // Runs a CuratorBench step that prints `ready`, waits for a line, prints
+    // `done_line` when its releases are over, waits for a line and exits: the
+    // notifications sent in between.
+    let counted = |args: &[String], done_line: &str| -> u64 {
+        let mut child = java(args);
+        let mut stdin = child.stdin.take().unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        assert_eq!(lines.next().unwrap().unwrap(), "ready");
+        let n0 = sent().unwrap_or(0);
+        writeln!(stdin).unwrap();
+        assert_eq!(lines.next().unwrap().unwrap(), done_line);
+        let n1 = sent().unwrap_or(0);
+        writeln!(stdin).unwrap();
+        let _ = child.wait();
+        n1 - n0
+    };
     if sent().is_some() {
         if want("herd") {
             for kind in ["mutex", "semaphore"] {
-                let mut child = java(&["chain".into(), kind.into(), "20".into()]);
-                let mut stdin = child.stdin.take().unwrap();
-                let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-                assert_eq!(lines.next().unwrap().unwrap(), "ready");
-                let n0 = sent().unwrap_or(0);
-                writeln!(stdin).unwrap();
-                assert_eq!(lines.next().unwrap().unwrap(), "done");
-                let n1 = sent().unwrap_or(0);
-                writeln!(stdin).unwrap();
-                let _ = child.wait();
+                let n = counted(&["chain".into(), kind.into(), "20".into()], "done");
                 let key = if kind == "mutex" { "mutex" } else { "semaphore_mutex" };
-                println!("curator.{key}.notifications_per_release={:.2}", (n1 - n0) as f64 / 21.0);
+                println!("curator.{key}.notifications_per_release={:.2}", n as f64 / 21.0);
             }
         }
         if want("rwlock") {
-            let mut child = java(&["rwherd".into(), "100".into()]);
-            let mut stdin = child.stdin.take().unwrap();
-            let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-            assert_eq!(lines.next().unwrap().unwrap(), "ready");
-            let n0 = sent().unwrap_or(0);
-            writeln!(stdin).unwrap();
-            assert_eq!(lines.next().unwrap().unwrap(), "released");
-            let n1 = sent().unwrap_or(0);
-            writeln!(stdin).unwrap();
-            let _ = child.wait();
-            println!(
-                "curator.rwlock.notifications_per_writer_release.queued_readers_100={}",
-                n1 - n0
-            );
+            let n = counted(&["rwherd".into(), "100".into()], "released");
+            println!("curator.rwlock.notifications_per_writer_release.queued_readers_100={n}");
         }
     }
     let Some(e) = server.as_ref().and_then(|s| s.embedded()) else {

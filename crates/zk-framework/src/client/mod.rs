@@ -675,7 +675,8 @@ impl Client {
         };
         // The first child of a parent made just now needs no listing (see
         // above); only a sequential create under that parent can tell.
-        let may_be_first = parent_made.is_some() && mode.is_sequential() && parent_of(path) == Some(children_of);
+        let may_be_first =
+            parent_made.is_some() && mode.is_sequential() && crate::proto::path::parent(path) == Some(children_of);
         let listing = (!may_be_first).then(list);
         let parent_made = match parent_made {
             Some(p) => inner.await_reply(p).is_ok_and(|r| r.header.err == 0),
@@ -689,7 +690,7 @@ impl Client {
         let kids = match listed {
             Some(kids) => kids,
             None if parent_made && c.path.ends_with(FIRST_SEQUENCE) => {
-                Ok(vec![c.path.rsplit('/').next().unwrap_or_default().to_string()])
+                Ok(vec![crate::proto::path::basename(&c.path).to_string()])
             }
             None => decode_listing(list()),
         };
@@ -1689,15 +1690,6 @@ fn check_ttl(mode: CreateMode, ttl: Option<Duration>) -> Result<Option<i64>> {
 /// starts at 0 with the parent).
 const FIRST_SEQUENCE: &str = "0000000000";
 
-/// The parent of a client path (`/` for a top-level node).
-fn parent_of(path: &str) -> Option<&str> {
-    match path.rfind('/') {
-        Some(0) => Some("/"),
-        Some(i) => Some(&path[..i]),
-        None => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1744,14 +1736,6 @@ mod tests {
         let mut s = v.clone();
         s.sort();
         assert_eq!(s, (0..50).collect::<Vec<_>>());
-    }
-
-    #[test]
-    fn parent_of_a_client_path() {
-        assert_eq!(parent_of("/a/b/lock-"), Some("/a/b"));
-        assert_eq!(parent_of("/seq/"), Some("/seq"));
-        assert_eq!(parent_of("/a"), Some("/"));
-        assert_eq!(parent_of("a"), None);
     }
 
     #[test]

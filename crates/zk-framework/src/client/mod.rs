@@ -639,13 +639,13 @@ impl Client {
             }
             _ => None,
         };
-        // The parent's outcome does not matter (made, or there already; any
-        // other failure fails the create after it too), but its reply is
-        // awaited, after all three are sent, so that nothing is left in flight.
-        let parent_reply = |parent_made: Option<_>| {
-            if let Some(p) = parent_made {
-                let _ = inner.await_reply(p);
-            }
+        // The parent's reply is awaited after the create (and the listing, if
+        // pipelined) is sent, so that nothing is left in flight. Whether it
+        // made the parent matters only to the first-child rule (see above):
+        // any other failure fails the create after it too.
+        let parent_reply = |parent_made: Option<_>| match parent_made {
+            Some(p) => inner.await_reply(p).is_ok_and(|r| r.header.err == 0),
+            None => false,
         };
         let created = match inner.submit(OpCode::Create2, Some(&req), None, false, None) {
             Ok(c) => c,
@@ -678,10 +678,7 @@ impl Client {
         let may_be_first =
             parent_made.is_some() && mode.is_sequential() && crate::proto::path::parent(path) == Some(children_of);
         let listing = (!may_be_first).then(list);
-        let parent_made = match parent_made {
-            Some(p) => inner.await_reply(p).is_ok_and(|r| r.header.err == 0),
-            None => false,
-        };
+        let parent_made = parent_reply(parent_made);
         let created = inner.await_reply(created);
         // Awaited before the create's outcome is looked at: nothing is left
         // in flight.
@@ -694,7 +691,7 @@ impl Client {
             }
             None => decode_listing(list()),
         };
-        Ok(((self.inner().client_path(&c.path), c.stat), kids))
+        Ok(((inner.client_path(&c.path), c.stat), kids))
     }
 
     /// Creates a node and returns its actual path and its Stat (create2, opcode

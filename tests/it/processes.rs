@@ -209,10 +209,13 @@ fn paused_holder(connect: &str) {
     let m = InterProcessMutex::new(&client, "/paused/lock").unwrap();
     let g = m.acquire().unwrap();
     g.check().unwrap();
+    let events = g.loss_receiver();
+    // Start the clock before announcing HOLDING: the parent stops this
+    // process as soon as it reads the line, and a stop that landed before
+    // the first reading of the clock would show no jump at all.
+    let mut last = Instant::now();
     println!("HOLDING");
     std::io::stdout().flush().unwrap();
-    let events = g.loss_receiver();
-    let mut last = Instant::now();
     loop {
         let _ = events.recv_timeout(Duration::from_millis(2));
         let now = Instant::now();

@@ -246,6 +246,33 @@ fn close_ends_a_retry_loop_promptly() {
     assert_eq!(r.client.create().for_path("/x"), Err(Error::Closed));
 }
 
+/// A policy's pause of `Duration::MAX` (longer than the clock can represent)
+/// neither panics nor outlives the client: `close()` ends it.
+#[test]
+fn a_retry_pause_of_duration_max_ends_on_close() {
+    let server = server();
+    let r = connected(builder(&server).retry_policy(RetryNTimes::new(1, Duration::MAX)));
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let (done_tx, done) = crossbeam_channel::bounded(1);
+    let c = r.client.clone();
+    // Not a scoped thread: a pause that outlived the client would hang the
+    // test instead of failing it.
+    thread::spawn(move || {
+        let res = c.call_with_retry(|_| -> zk_framework::Result<()> {
+            let _ = tx.try_send(());
+            Err(Error::ConnectionLoss)
+        });
+        let _ = done_tx.send(res);
+    });
+    rx.recv_timeout(timing().wait()).expect("the loop runs");
+    assert!(done.is_empty(), "pausing");
+    let start = Instant::now();
+    r.client.close();
+    let res = done.recv_timeout(timing().wait()).expect("close() ends the pause");
+    assert_eq!(res, Err(Error::Closed));
+    assert!(start.elapsed() < timing().scale(Duration::from_secs(2)));
+}
+
 #[test]
 fn test_exponential_backoff_retry_limit() {
     let p = ExponentialBackoffRetry::with_max_sleep(Duration::from_millis(1), u32::MAX, Duration::from_millis(100));

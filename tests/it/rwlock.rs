@@ -977,3 +977,69 @@ fn queued_writer_blocks_later_readers() {
         th.join().unwrap();
     }
 }
+
+/// A retry policy that always pauses `Duration::MAX` and says when asked.
+#[derive(Debug)]
+struct PauseForever(Sender<()>);
+
+impl zk_framework::retry::RetryPolicy for PauseForever {
+    fn next_retry(&self, _retry_count: u32, _elapsed: Duration) -> zk_framework::retry::RetryDecision {
+        let _ = self.0.try_send(());
+        zk_framework::retry::RetryDecision::RetryAfter(Duration::MAX)
+    }
+}
+
+/// A waiter whose node is deleted under it queues again after the retry
+/// policy's pause (for every lock kind: the write lock here). A pause the clock
+/// cannot represent (`Duration::MAX`) neither panics nor outlives the client:
+/// `close()` ends the untimed `acquire()` with `Closed`, promptly, and no node
+/// is left behind.
+#[test]
+fn a_requeue_pause_of_duration_max_ends_when_the_client_closes() {
+    let s = server();
+    let t = Timing::from_env();
+    let path = "/rw/requeue-max";
+    let admin = connect(&s.connect_string());
+    let (asked_tx, asked) = crossbeam_channel::bounded(1);
+    let waiting = CuratorFramework::builder()
+        .connect_string(s.connect_string())
+        .session_timeout(t.session())
+        .connection_timeout(t.connection())
+        .retry_policy(PauseForever(asked_tx))
+        .build()
+        .unwrap();
+    waiting.block_until_connected(t.wait()).unwrap();
+    let holder = InterProcessReadWriteLock::new(&admin, path).unwrap();
+    let waiter = InterProcessReadWriteLock::new(&waiting, path).unwrap();
+    let g = holder.write_lock().acquire().unwrap();
+    // Not a scoped thread: a pause that outlived the client would hang the
+    // test instead of failing it.
+    let (done_tx, done) = crossbeam_channel::bounded(1);
+    let w = std::thread::spawn(move || {
+        let _ = done_tx.send(waiter.write_lock().acquire().map(drop));
+    });
+    assert!(wait_until(t.wait(), || lock_children(&admin, path).len() == 2));
+    let mut nodes = lock_children(&admin, path);
+    nodes.sort_by_key(|n| n[n.len() - 10..].to_string());
+    admin.delete().for_path(&format!("{path}/{}", nodes[1])).unwrap();
+    // The holder releases: the waiter lists, finds its node gone and asks the
+    // policy, which pauses it for ever.
+    drop(g);
+    asked.recv_timeout(t.wait()).expect("the waiter asked its retry policy");
+    assert!(done.is_empty(), "still pausing");
+    assert!(lock_children(&admin, path).is_empty(), "no node while pausing");
+    let closed_at = Instant::now();
+    waiting.close();
+    let r = done.recv_timeout(t.wait()).expect("close() ends the pause");
+    assert!(
+        matches!(r, Err(Error::ZooKeeper(zk_framework::Error::Closed))),
+        "a closed client ends the pause: {r:?}"
+    );
+    assert!(
+        closed_at.elapsed() <= t.scale(Duration::from_secs(2)),
+        "ended {:?} after close",
+        closed_at.elapsed()
+    );
+    w.join().unwrap();
+    assert!(lock_children(&admin, path).is_empty(), "no node is left");
+}

@@ -438,10 +438,14 @@ impl LockInternals {
     }
 }
 
+/// How often a requeue pause looks whether the client was closed.
+const CLOSE_POLL: Duration = Duration::from_millis(50);
+
 /// Queueing again after our node vanished (deleted, or gone with its session):
 /// the retry policy's pauses, never past the deadline. Shared by every lock
 /// kind's acquire loop.
 pub(crate) struct Requeue {
+    client: CuratorFramework,
     policy: std::sync::Arc<dyn zk_framework::retry::RetryPolicy>,
     start: Instant,
     retries: u32,
@@ -451,6 +455,7 @@ pub(crate) struct Requeue {
 impl Requeue {
     pub(crate) fn new(client: &CuratorFramework, deadline: Option<Instant>) -> Self {
         Requeue {
+            client: client.clone(),
             policy: client.retry_policy(),
             start: Instant::now(),
             retries: 0,
@@ -460,7 +465,8 @@ impl Requeue {
 
     /// Sleeps as the policy says: `Ok(true)` to try again, `Ok(false)` when the
     /// deadline leaves no time for it, [`Error::NodeVanished`] (for `path`) when
-    /// the policy gives up.
+    /// the policy gives up. A closed client ends the sleep with `Closed`, so
+    /// a policy's long (even `Duration::MAX`) pause never outlives `close()`.
     pub(crate) fn pause(&mut self, path: &str) -> Result<bool> {
         let left = self.deadline.map(|d| d.saturating_duration_since(Instant::now()));
         if left == Some(Duration::ZERO) {
@@ -470,8 +476,17 @@ impl Requeue {
             RetryDecision::RetryAfter(d) if left.is_some_and(|l| l <= d) => Ok(false),
             RetryDecision::RetryAfter(d) => {
                 self.retries += 1;
-                std::thread::sleep(d);
-                Ok(true)
+                let end = Instant::now().checked_add(d);
+                loop {
+                    if self.client.is_closed() {
+                        return Err(Error::ZooKeeper(zk_framework::Error::Closed));
+                    }
+                    let left = end.map_or(Duration::MAX, |e| e.saturating_duration_since(Instant::now()));
+                    if left.is_zero() {
+                        return Ok(true);
+                    }
+                    std::thread::sleep(left.min(CLOSE_POLL));
+                }
             }
             RetryDecision::GiveUp => Err(Error::NodeVanished { path: path.to_string() }),
         }

@@ -113,17 +113,22 @@ pub(super) fn call_with_retry<T>(fw: &CuratorFramework, mut op: impl FnMut(&Clie
     }
 }
 
-/// Sleeps `d` in slices, returning false as soon as the client is closed.
+/// Sleeps `d` in slices, returning false as soon as the client is closed. A
+/// sleep too long for the clock (a policy's `Duration::MAX`) lasts until the
+/// client is closed.
 fn sleep_unless_closed(fw: &CuratorFramework, d: Duration) -> bool {
-    let end = Instant::now() + d;
+    let end = Instant::now().checked_add(d);
     loop {
         if fw.inner().closed.load(Ordering::SeqCst) {
             return false;
         }
-        let now = Instant::now();
-        if now >= end {
+        let left = match end {
+            Some(end) => end.saturating_duration_since(Instant::now()),
+            None => Duration::MAX,
+        };
+        if left.is_zero() {
             return true;
         }
-        std::thread::sleep((end - now).min(Duration::from_millis(50)));
+        std::thread::sleep(left.min(Duration::from_millis(50)));
     }
 }

@@ -859,9 +859,9 @@ fn notifications_per_release(cs: &str, sent: &dyn Fn() -> Option<u64>, n: usize)
     while holder.participant_paths().unwrap().len() < n + 1 {
         std::thread::sleep(Duration::from_millis(5));
     }
-    // Every waiter has set its watch.
+    // Every waiter has set its watches: on the node ahead and on its own.
     let deadline = Instant::now() + Duration::from_secs(30);
-    while wchs(cs).map_or(0, |(w, _)| w) < n as u64 && Instant::now() < deadline {
+    while wchs(cs).map_or(0, |(w, _)| w) < 2 * n as u64 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));
     }
     let before = sent().unwrap_or(0);
@@ -1469,9 +1469,10 @@ fn deep_queue(cs: &str, server: Option<&TestingServer>, threads: usize, sessions
     while holder.participant_nodes().unwrap().len() < threads + 1 {
         std::thread::sleep(Duration::from_millis(5));
     }
-    // Every waiter has set its watch (the own-node watch of the holder too).
+    // Every waiter has set its watches, on the node ahead and on its own (and
+    // the holder its own-node watch).
     let deadline = Instant::now() + Duration::from_secs(30);
-    while wchs(cs).map_or(0, |(w, _)| w) < threads as u64 && Instant::now() < deadline {
+    while wchs(cs).map_or(0, |(w, _)| w) < 2 * threads as u64 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));
     }
     let queued_watches = wchs(cs);

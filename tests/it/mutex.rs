@@ -438,10 +438,11 @@ fn deep_queue_in_one_process_hands_over_without_listing_again() {
             let lists = e.stats().requests(OpCode::GetChildren) - lists;
             let notes = e.stats().watch_notifications - notes;
             assert_eq!(lists, 0, "listings during the drain");
-            // One per handoff, plus an own-node watch for a holder slow
-            // enough to set one (OWN_WATCH_DELAY after its grant).
+            // Two per handoff: the next waiter's, and the releaser's own-node
+            // watch (set while it waited) on its own delete. The last
+            // release may come after the count.
             assert!(
-                (WAITERS as u64..=2 * WAITERS as u64).contains(&notes),
+                (2 * WAITERS as u64..=2 * WAITERS as u64 + 1).contains(&notes),
                 "{notes} notifications for {WAITERS} handoffs"
             );
         }
@@ -644,4 +645,153 @@ fn waiter_session_expiry_requeues_without_orphans() {
         assert!(w.join().unwrap(), "the waiter acquired on its new session");
     });
     assert!(holder.participant_nodes().unwrap().is_empty(), "no orphan");
+}
+
+/// Breaks a waiting node (`zk-lock break --node`, or any other client's
+/// delete) and then releases the lock ahead of it. The waiter must not be
+/// granted a lock whose node is gone: it queues again with a new node, behind
+/// a contender that queued meanwhile, and the two never hold at once. With
+/// `behind_a_granted_waiter`, the broken waiter watches another waiter of this
+/// process that is granted first (the grant a waiter may infer without a
+/// listing); otherwise it watches the holder at the head of the queue.
+fn a_broken_waiter_queues_again(behind_a_granted_waiter: bool) {
+    let s = server();
+    let t = timing();
+    let (admin, cw, cx) = (client(&s), client(&s), client(&s));
+    let head = InterProcessMutex::new(&admin, LOCK).unwrap();
+    let nodes = || head.participant_nodes().unwrap_or_default();
+    let mut first = Some(head.acquire().unwrap());
+    let (granted_tx, granted_rx) = crossbeam_channel::unbounded::<(&str, String)>();
+    let (go_tx, go_rx) = crossbeam_channel::unbounded::<()>();
+    std::thread::scope(|sc| {
+        let waiter = |c: &zk_framework::CuratorFramework, name: &'static str| {
+            let m = InterProcessMutex::new(c, LOCK).unwrap();
+            let (granted_tx, go_rx) = (granted_tx.clone(), go_rx.clone());
+            sc.spawn(move || {
+                let g = m.try_acquire_for(t.wait()).unwrap().expect("granted in time");
+                g.check().unwrap();
+                let node = m.participant_nodes().unwrap()[0].node.clone();
+                granted_tx.send((name, node)).unwrap();
+                let _ = go_rx.recv_timeout(t.wait());
+                g.check().expect("held until released");
+                g.release().unwrap();
+            })
+        };
+        let cp = client(&s);
+        let mut p = None;
+        if behind_a_granted_waiter {
+            p = Some(waiter(&cp, "P"));
+            assert!(wait_until(t.wait(), || nodes().len() == 2));
+        }
+        let w = waiter(&cw, "W");
+        let queued = if behind_a_granted_waiter { 3 } else { 2 };
+        assert!(wait_until(t.wait(), || nodes().len() == queued));
+        let broken = nodes()[queued - 1].node.clone();
+        admin.delete().for_path(&broken).unwrap();
+        if behind_a_granted_waiter {
+            // The holder goes; P holds next.
+            drop(first.take());
+            let (who, _) = granted_rx.recv_timeout(t.wait()).unwrap();
+            assert_eq!(who, "P");
+        }
+        // X queues behind the current holder, where W's node was.
+        let x = waiter(&cx, "X");
+        assert!(wait_until(t.wait(), || nodes().len() == 2));
+        // The holder ahead of both releases.
+        if behind_a_granted_waiter {
+            go_tx.send(()).unwrap();
+        } else {
+            drop(first.take());
+        }
+        let (who, node) = granted_rx.recv_timeout(t.wait()).unwrap();
+        assert_eq!(who, "X", "the broken waiter was granted first");
+        assert!(nodes().iter().any(|n| n.node == node), "X holds a live node");
+        // W queues again behind X with a new node, and is not granted meanwhile.
+        assert!(
+            wait_until(t.wait(), || {
+                let n = nodes();
+                n.len() == 2 && n[1].node != broken || !granted_rx.is_empty()
+            }),
+            "W neither queued again nor was granted"
+        );
+        assert!(
+            granted_rx.is_empty(),
+            "W was granted while X holds: {:?}",
+            granted_rx.try_recv()
+        );
+        go_tx.send(()).unwrap();
+        let (who, node) = granted_rx.recv_timeout(t.wait()).unwrap();
+        assert_eq!(who, "W");
+        assert_ne!(node, broken);
+        go_tx.send(()).unwrap();
+        for h in [Some(w), Some(x), p].into_iter().flatten() {
+            h.join().unwrap();
+        }
+    });
+    assert!(nodes().is_empty(), "no node is left");
+}
+
+#[test]
+fn a_broken_waiter_behind_the_head_queues_again() {
+    a_broken_waiter_queues_again(false);
+}
+
+#[test]
+fn a_broken_waiter_behind_a_granted_waiter_queues_again() {
+    a_broken_waiter_queues_again(true);
+}
+
+/// A waiter watches its own node while it waits (so that a grant on its
+/// predecessor's deletion, made without a listing, is never the grant of a
+/// deleted node), and that watch becomes its holding's: the holding sends no
+/// second one (counted on the embedded server) and reports the node's
+/// deletion as `Lost`.
+#[test]
+fn a_waiters_own_node_watch_becomes_its_holdings() {
+    let s = server();
+    let t = timing();
+    let e = s.embedded();
+    let exists = || e.map(|e| e.stats().requests(OpCode::Exists));
+    let (a, b, admin) = (client(&s), client(&s), client(&s));
+    let head = InterProcessMutex::new(&a, LOCK).unwrap();
+    let h = head.acquire().unwrap();
+    if let Some(e) = e {
+        // The first holder's own-node watch (OWN_WATCH_DELAY after its grant).
+        assert!(wait_until(t.wait(), || e.stats().requests(OpCode::Exists) >= 1));
+    }
+    let before = exists();
+    let (lost_tx, lost_rx) = crossbeam_channel::bounded(1);
+    std::thread::scope(|sc| {
+        let w = sc.spawn(|| {
+            let m = InterProcessMutex::new(&b, LOCK).unwrap();
+            let g = m.acquire().unwrap();
+            let loss = g.loss_receiver();
+            lost_tx.send(()).unwrap();
+            let event = loss.recv_timeout(t.wait());
+            (event, g.check(), g.release())
+        });
+        assert!(wait_until(t.wait(), || head
+            .participant_nodes()
+            .is_ok_and(|p| p.len() == 2)));
+        let node = head.participant_nodes().unwrap()[1].node.clone();
+        drop(h);
+        lost_rx.recv_timeout(t.wait()).expect("the waiter is granted");
+        if let Some(before) = before {
+            // Well past the grant's OWN_WATCH_DELAY: still only the waiter's
+            // own watch, sent while it waited.
+            let granted = Instant::now();
+            assert!(wait_until(t.wait(), || granted.elapsed() > zk_recipes::OWN_WATCH_DELAY * 10));
+            assert_eq!(
+                exists().unwrap() - before,
+                1,
+                "one own-node watch per waiter, waiting or holding"
+            );
+        }
+        admin.delete().for_path(&node).unwrap();
+        let (event, check, release) = w.join().unwrap();
+        assert_eq!(event, Ok(LockEvent::Lost));
+        assert!(matches!(check, Err(Error::LockLost { .. })), "{check:?}");
+        assert!(matches!(release, Err(Error::LockLost { .. })), "{release:?}");
+    });
+    assert!(head.participant_nodes().unwrap().is_empty(), "no node is left");
 }

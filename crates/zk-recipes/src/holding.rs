@@ -2,11 +2,14 @@
 //!
 //! From the moment a node is granted, its [`Holding`] tracks, whether or not
 //! anyone subscribed:
-//! * the deletion of its own node (an exists-watch sent [`OWN_WATCH_DELAY`]
+//! * the deletion of its own node: a mutex waiter watches its node while it
+//!   waits (it must, to be granted without a listing) and the holding takes
+//!   that watch over; otherwise an exists-watch is sent [`OWN_WATCH_DELAY`]
 //!   after the grant, from a shared timer thread and without waiting for its
-//!   reply: the acquire gains no round trip, and a lock released sooner costs
-//!   no request and no notification; a node deleted before the watch is set is
-//!   reported when the watch finds it gone);
+//!   reply: the acquire gains no round trip, and a lock granted without
+//!   waiting and released sooner costs no request and no notification; a
+//!   node deleted before the watch is set is reported when the watch finds it
+//!   gone;
 //! * a session change (the managed client's session generation);
 //! * connection states: `Suspended` and `ReadOnly` make it uncertain,
 //!   `Reconnected` on the same session makes it held again, `Lost` is final.
@@ -255,18 +258,35 @@ impl std::fmt::Debug for Holding {
     }
 }
 
+/// A node as granted: what a [`Holding`] starts from.
+pub(crate) struct GrantedNode {
+    /// The node's path.
+    pub(crate) path: String,
+    /// Its czxid (the fencing token).
+    pub(crate) token: i64,
+    /// The session generation it was created on.
+    pub(crate) generation: u64,
+    /// Its exists-watch on itself, if it waited (see [`WaiterWatch`]).
+    pub(crate) waited: Option<Arc<WaiterWatch>>,
+}
+
 impl Holding {
     /// Starts tracking a granted node: a state listener and an exists-watch
-    /// on the node (sent without waiting for its reply).
+    /// on the node (the one it set while it waited, or one sent shortly after
+    /// the grant without waiting for its reply).
     pub(crate) fn granted(
         client: &CuratorFramework,
         base: &str,
-        node: String,
-        token: i64,
-        generation: u64,
+        granted: GrantedNode,
         companion: Option<String>,
         stats: &Arc<PathStats>,
     ) -> Holding {
+        let GrantedNode {
+            path: node,
+            token,
+            generation,
+            waited,
+        } = granted;
         let stats = stats.granted().then(|| stats.clone());
         let state = Arc::new(HoldState {
             client: client.clone(),
@@ -303,10 +323,14 @@ impl Holding {
         *state.listener.lock() = Some(handle);
         // The state may have changed before the listener existed.
         let _ = state.status();
-        // The own-node watch goes out shortly after the grant, so that a lock
-        // held for less than that (an uncontended cycle, a quick handoff) costs
-        // no extra request and no notification at its release.
-        schedule_own_watch(&state);
+        // A waiter already watches its own node (it had to, to be granted
+        // without a listing): that watch now reports to the holding. Otherwise
+        // the own-node watch goes out shortly after the grant, so that a lock
+        // held for less than that (an uncontended cycle) costs no extra request
+        // and no notification at its release.
+        if !waited.is_some_and(|w| w.hand_over(&state)) {
+            schedule_own_watch(&state);
+        }
         Holding {
             inner: HoldingKind::One(state),
         }
@@ -620,7 +644,8 @@ fn worst(a: LockStatus, b: LockStatus) -> LockStatus {
 /// How long after a grant a holding's own-node watch is sent (and, after a
 /// revocation request used it up, set again); at most 5 ms more, as the timer
 /// works in batches. A node deleted within it is
-/// reported as soon as the watch finds it gone.
+/// reported as soon as the watch finds it gone. A mutex holder that waited
+/// for its lock sends none: it has watched its node since it queued.
 ///
 /// # Examples
 ///
@@ -698,6 +723,120 @@ fn own_watch_timer(q: &WatchQueue) {
                 due = q.due.lock();
             }
         }
+    }
+}
+
+/// A waiting node's exists-watch on itself. A mutex waiter is granted without
+/// a listing when the node it watches is deleted; that is only right while its
+/// own node still exists, which a listing would have shown and this watch
+/// shows instead: a deletion of our node (another client's delete, `zk-lock
+/// break --node`) is notified to this session before the deletion of any node
+/// that happened after it, so when the watched node's deletion arrives, ours
+/// has already been heard of. Granted, the watch carries on as the holding's
+/// own-node watch (no second request).
+pub(crate) struct WaiterWatch {
+    state: Mutex<WaiterWatchState>,
+}
+
+struct WaiterWatchState {
+    /// `Some(true)` once the server said the node exists (the watch is set),
+    /// `Some(false)` once the node is known gone or the watch unusable (not
+    /// set, or used up by a data change); `None` until the reply.
+    present: Option<bool>,
+    /// The node's deletion was notified.
+    deleted: bool,
+    /// The holding the watch reports to, once granted.
+    holder: Option<Weak<HoldState>>,
+}
+
+impl WaiterWatch {
+    /// Sends the exists-watch on `node` (a full client path) without waiting;
+    /// its reply is read before the reply of any request sent after it.
+    pub(crate) fn send(client: &CuratorFramework, node: &str) -> Arc<WaiterWatch> {
+        let w = Arc::new(WaiterWatch {
+            state: Mutex::new(WaiterWatchState {
+                present: None,
+                deleted: false,
+                holder: None,
+            }),
+        });
+        let (on_event, on_reply) = (w.clone(), w.clone());
+        let watcher = move |e: WatchedEvent| on_event.event(e);
+        let reply = move |r: zk_framework::Result<bool>| on_reply.reply(r);
+        if let Err(e) = client
+            .zookeeper_client()
+            .exists_w_detached(&client.fix_path(node), watcher, reply)
+        {
+            log::debug!("could not watch waiting lock node {node}: {e}");
+            w.state.lock().present = Some(false);
+        }
+        w
+    }
+
+    /// Whether the node is known to exist and is being watched: a deletion of
+    /// it would have been reported before any later event of this session.
+    pub(crate) fn present(&self) -> bool {
+        self.state.lock().present == Some(true)
+    }
+
+    /// Whether the watch can still tell (it is set or its reply is pending).
+    pub(crate) fn usable(&self) -> bool {
+        self.state.lock().present != Some(false)
+    }
+
+    fn reply(&self, r: zk_framework::Result<bool>) {
+        let mut s = self.state.lock();
+        match r {
+            Ok(true) => {
+                if s.present.is_none() {
+                    s.present = Some(true);
+                }
+            }
+            Ok(false) => {
+                s.present = Some(false);
+                s.deleted = true;
+                if let Some(st) = s.holder.take().and_then(|h| h.upgrade()) {
+                    drop(s);
+                    st.lose(LossCause::NodeDeleted);
+                }
+            }
+            Err(_) => {
+                s.present = Some(false);
+                if let Some(st) = s.holder.take().and_then(|h| h.upgrade()) {
+                    // Not registered: the holding's next Reconnected sets it.
+                    st.watching.store(false, Ordering::SeqCst);
+                }
+            }
+        }
+    }
+
+    fn event(&self, e: WatchedEvent) {
+        let mut s = self.state.lock();
+        s.present = Some(false);
+        s.deleted |= e.event_type == EventType::NodeDeleted;
+        let holder = s.holder.take().and_then(|h| h.upgrade());
+        drop(s);
+        if let Some(st) = holder {
+            on_own_node_event(&Arc::downgrade(&st), e);
+        }
+    }
+
+    /// Makes `st` the watch's holding: `true` if the watch is set and now
+    /// reports to it (or the node's deletion was already heard of, and `st`
+    /// is lost); `false` if the holding must watch its node itself.
+    fn hand_over(&self, st: &Arc<HoldState>) -> bool {
+        let mut s = self.state.lock();
+        if s.deleted {
+            drop(s);
+            st.lose(LossCause::NodeDeleted);
+            return true;
+        }
+        if s.present != Some(true) {
+            return false;
+        }
+        s.holder = Some(Arc::downgrade(st));
+        st.watching.store(true, Ordering::SeqCst);
+        true
     }
 }
 

@@ -13,7 +13,7 @@ use zk_framework::retry::RetryDecision;
 
 use crate::driver::{Decision, Driver, NodeMissing};
 use crate::error::{Error, Result};
-use crate::holding::Holding;
+use crate::holding::{GrantedNode, Holding, WaiterWatch};
 
 /// One lock kind on one path: the algorithm shared by every recipe.
 #[derive(Clone)]
@@ -101,6 +101,8 @@ struct Node {
     generation: u64,
     stat: Stat,
     siblings: Option<Vec<String>>,
+    /// The exists-watch on this node, once it had to wait (mutexes only).
+    waited: Option<Arc<WaiterWatch>>,
 }
 
 enum LoopError {
@@ -276,6 +278,7 @@ impl LockInternals {
             generation,
             stat,
             siblings: None,
+            waited: None,
         };
         match self.wait_loop(&mut node, deadline) {
             Ok(won) => Ok(won),
@@ -324,6 +327,7 @@ impl LockInternals {
             generation,
             stat,
             siblings,
+            waited: None,
         })
     }
 
@@ -376,6 +380,11 @@ impl LockInternals {
             if deadline.is_some_and(|d| d <= Instant::now()) {
                 return Ok(false);
             }
+            // A grant without a listing needs to know that our node is still
+            // there: watch it, in the same round trip as the predecessor.
+            if shortcut && !node.waited.as_ref().is_some_and(|w| w.usable()) {
+                node.waited = Some(WaiterWatch::send(&self.client, &node.path));
+            }
             // One channel per watch: an event of an earlier watch (set before a
             // reconnect, on the same predecessor or another) must never be read
             // as news about this predecessor.
@@ -394,9 +403,14 @@ impl LockInternals {
             }
             crossbeam_channel::select! {
                 recv(rx) -> ev => {
+                    // Our node's deletion, had it come before this one, was
+                    // heard of first (the session's events arrive in order),
+                    // unless the connection changed meanwhile: then list.
                     if shortcut
                         && ev == Ok(zk_framework::proto::EventType::NodeDeleted)
                         && self.client.session_generation() == generation
+                        && states.is_empty()
+                        && node.waited.as_ref().is_some_and(|w| w.present())
                         && (pred_is_head || GRANTED.contains(&self.client.fix_path(&join(&self.base_path, &pred))))
                     {
                         GRANTED.record(self.client.fix_path(&node.path));
@@ -407,6 +421,9 @@ impl LockInternals {
                     if s.is_err() {
                         return Err(LoopError::Other(Error::ZooKeeper(zk_framework::Error::Closed)));
                     }
+                    // Watch our node again after a connection change: the
+                    // events of re-registered watches need not come in order.
+                    node.waited = None;
                 }
                 default(timeout.unwrap_or(Duration::from_secs(3600))) => {
                     if deadline.is_some() {
@@ -422,9 +439,12 @@ impl LockInternals {
         Holding::granted(
             &self.client,
             &self.base_path,
-            node.path,
-            node.stat.czxid,
-            node.generation,
+            GrantedNode {
+                path: node.path,
+                token: node.stat.czxid,
+                generation: node.generation,
+                waited: node.waited,
+            },
             None,
             self.stats(),
         )

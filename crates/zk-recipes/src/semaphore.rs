@@ -13,7 +13,7 @@ use zk_framework::proto::{CreateMode, Stat};
 
 use crate::driver::LEASE_NAME;
 use crate::error::{Error, Result};
-use crate::holding::{Holding, LockEvent, LockStatus};
+use crate::holding::{GrantedNode, Holding, LockEvent, LockStatus};
 use crate::internals::is_deadline;
 use crate::lock::{deadline_after, InterProcessLock, LockGuard, RawLock};
 use crate::mutex::InterProcessMutex;
@@ -207,9 +207,12 @@ impl PendingLease {
         let holding = Holding::granted(
             &self.client,
             &self.base,
-            self.path.clone(),
-            self.czxid,
-            self.generation,
+            GrantedNode {
+                path: self.path.clone(),
+                token: self.czxid,
+                generation: self.generation,
+                waited: None,
+            },
             self.lock_node.take(),
             &self.stats,
         );

@@ -33,6 +33,7 @@
 //! | `pause-short` / `pause-long` | the server paused for 0.3–0.7 × / 1.5 × the session timeout (Apache: SIGSTOP/SIGCONT; ensemble: the leader) |
 //! | `restart` | the server stopped and restarted (standalone) |
 //! | `kill-worker` | `kill -9` of a worker process; a replacement starts |
+//! | `break-waiter` | a waiting node of the mutex or of the semaphore's internal mutex deleted by another client (as `zk-lock break --node`), atomically with a check that the queue's head is still there, so that it is never a holder's node: its owner must queue again, never be granted |
 //! | `stop-leader`, `kill-leader`, `stop-follower`, `kill-follower` | ensemble only: SIGTERM / SIGKILL of a node, then a restart |
 //!
 //! Every acquire is a timed `try_acquire_for`: most with `--acquire-timeout-ms`,
@@ -975,6 +976,7 @@ const STANDALONE_KINDS: &[&str] = &[
     "pause-long",
     "restart",
     "kill-worker",
+    "break-waiter",
 ];
 
 const ENSEMBLE_KINDS: &[&str] = &[
@@ -989,6 +991,7 @@ const ENSEMBLE_KINDS: &[&str] = &[
     "stop-follower",
     "kill-follower",
     "kill-worker",
+    "break-waiter",
 ];
 
 impl Server {
@@ -1200,6 +1203,8 @@ struct Faults<'a> {
     session: Duration,
     sessions: &'a Sessions,
     rng: Rng,
+    /// A client of the coordinator's own (for `break-waiter`), made when needed.
+    admin: Option<CuratorFramework>,
 }
 
 impl Faults<'_> {
@@ -1270,6 +1275,52 @@ impl Faults<'_> {
             if kill { "killed" } else { "stopped" },
             down.as_millis()
         ))
+    }
+
+    /// Deletes a waiting node (any but the first in its queue) of the mutex or
+    /// of the semaphore's internal mutex, in one transaction with a check
+    /// that the first node still exists: while it does, nothing behind it is
+    /// granted, so the deleted node was a waiter's. Tries for a few seconds
+    /// to find a queue with a waiter.
+    fn break_waiter(&mut self) -> io::Result<String> {
+        if self.admin.is_none() {
+            let c = CuratorFramework::builder()
+                .connect_string(self.server.connect_string())
+                .session_timeout(Duration::from_secs(20))
+                .connection_timeout(Duration::from_secs(5))
+                .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
+                .build()
+                .map_err(io::Error::other)?;
+            self.admin = Some(c);
+        }
+        let c = self.admin.as_ref().expect("just set");
+        c.block_until_connected(Duration::from_secs(10))
+            .map_err(io::Error::other)?;
+        let mut queues = [MUTEX_PATH.to_string(), format!("{SEM_PATH}/locks")];
+        if self.rng.below(2) == 1 {
+            queues.swap(0, 1);
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            for base in &queues {
+                let Ok(mut kids) = c.get_children(base) else { continue };
+                if kids.len() < 2 {
+                    continue;
+                }
+                let seq = |n: &String| n.get(n.len().saturating_sub(10)..).unwrap_or_default().to_string();
+                kids.sort_by_key(seq);
+                let i = 1 + self.rng.below(kids.len() as u64 - 1) as usize;
+                let (head, node) = (format!("{base}/{}", kids[0]), format!("{base}/{}", kids[i]));
+                let ops = vec![zk_framework::Op::check(head, -1), zk_framework::Op::delete(&node, None)];
+                if c.zookeeper_client().multi(ops).is_ok() {
+                    return Ok(format!("waiting node {node} deleted (place {i} of {})", kids.len()));
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(io::Error::other("no waiter to break"));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     fn inject(&mut self, kind: &str) -> io::Result<String> {
@@ -1411,6 +1462,7 @@ impl Faults<'_> {
                 let new = self.fleet.spawn(slot)?;
                 Ok(format!("worker {slot} pid {old:?} killed -9, replaced by pid {new}"))
             }
+            "break-waiter" => self.break_waiter(),
             other => Err(io::Error::other(format!("unknown fault {other}"))),
         }
     }
@@ -1452,6 +1504,9 @@ impl Faults<'_> {
             }
             let gap = self.rng.ms(300, 1500);
             sleep_checked(gap);
+        }
+        if let Some(c) = self.admin.take() {
+            c.close();
         }
     }
 }
@@ -1638,6 +1693,7 @@ fn coordinator_main(o: &Opts) -> ExitCode {
                 session,
                 sessions: &sessions,
                 rng: Rng::new(seed ^ 0x00FA_0175),
+                admin: None,
             };
             f.run(&stop_faults);
         });

@@ -115,6 +115,7 @@ fn short_campaign_on_the_embedded_server_is_clean() {
         "pause-long",
         "restart",
         "kill-worker",
+        "break-waiter",
     ] {
         let n: usize = faults
             .split(['(', ',', ')'])

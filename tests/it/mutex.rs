@@ -795,3 +795,48 @@ fn a_waiters_own_node_watch_becomes_its_holdings() {
     });
     assert!(head.participant_nodes().unwrap().is_empty(), "no node is left");
 }
+
+/// A waiter behind another process's waiter (not the head of the queue) lists
+/// the queue again when that node goes, so it does not watch its own node
+/// meanwhile: no request is spent on it. Once it waits right behind the head,
+/// it does (counted on the embedded server), and it is granted on the head's
+/// deletion.
+#[test]
+fn a_waiter_behind_another_processs_waiter_does_not_watch_its_own_node() {
+    let s = TestingServer::start_backend(Backend::Embedded).unwrap();
+    let e = s.embedded().unwrap();
+    let t = timing();
+    let count = |op| e.stats().requests(op);
+    let (a, b, other) = (client(&s), client(&s), client(&s));
+    let head = InterProcessMutex::new(&a, LOCK).unwrap();
+    let h = head.acquire().unwrap();
+    // The holder's own-node watch (OWN_WATCH_DELAY after its grant).
+    assert!(wait_until(t.wait(), || count(OpCode::Exists) >= 1));
+    // Another process's waiter: a node of the same shape, made by hand.
+    let foreign = other
+        .create()
+        .with_mode(zk_framework::proto::CreateMode::EphemeralSequential)
+        .for_path(&format!("{LOCK}/_c_00000000-0000-0000-0000-000000000000-lock-"))
+        .unwrap();
+    let (exists, data) = (count(OpCode::Exists), count(OpCode::GetData));
+    std::thread::scope(|sc| {
+        let w = sc.spawn(|| {
+            let m = InterProcessMutex::new(&b, LOCK).unwrap();
+            m.try_acquire_for(t.wait()).unwrap().map(drop).is_some()
+        });
+        // Its watch on the foreign node is counted; an exists-watch sent
+        // with it would have been counted first.
+        assert!(wait_until(t.wait(), || count(OpCode::GetData) > data));
+        assert_eq!(
+            count(OpCode::Exists),
+            exists,
+            "no own-node watch behind a foreign waiter"
+        );
+        other.delete().for_path(&foreign).unwrap();
+        assert!(wait_until(t.wait(), || count(OpCode::Exists) > exists));
+        assert_eq!(count(OpCode::Exists), exists + 1, "one own-node watch behind the head");
+        drop(h);
+        assert!(w.join().unwrap(), "granted");
+    });
+    assert!(head.participant_nodes().unwrap().is_empty(), "no node is left");
+}

@@ -36,8 +36,16 @@ impl std::fmt::Debug for LockInternals {
     }
 }
 
-/// A bounded set of node paths: the most recent `CAPACITY` recorded.
-struct RecentNodes {
+/// The lock nodes of single-holder queues (mutexes) granted in this process,
+/// the most recent `Granted::CAPACITY` of them. A waiter whose predecessor is
+/// deleted after its grant holds the lock: when the predecessor was granted,
+/// every node before it was gone, and sequence numbers only grow, so none can
+/// appear again. So a waiter behind a holder of this process (a thread of the
+/// same client or another session of the process) takes the lock on the
+/// deletion event alone, without listing the queue again, which is what makes
+/// a deep queue drain at one round trip per handoff. A node not found (older,
+/// or granted in another process) costs the listing, as before.
+struct Granted {
     #[allow(clippy::type_complexity)]
     inner: std::sync::Mutex<
         Option<(
@@ -47,33 +55,16 @@ struct RecentNodes {
     >,
 }
 
-/// The lock nodes of single-holder queues (mutexes) granted in this process,
-/// the most recent `RecentNodes::CAPACITY` of them. A waiter whose predecessor is
-/// deleted after its grant holds the lock: when the predecessor was granted,
-/// every node before it was gone, and sequence numbers only grow, so none can
-/// appear again. So a waiter behind a holder of this process (a thread of the
-/// same client or another session of the process) takes the lock on the
-/// deletion event alone, without listing the queue again, which is what makes
-/// a deep queue drain at one round trip per handoff. A node not found (older,
-/// or granted in another process) costs the listing, as before.
-static GRANTED: RecentNodes = RecentNodes::new();
+static GRANTED: Granted = Granted::new();
 
-/// The lock nodes of single-holder queues created in this process (the most
-/// recent ones). A waiter watches its own node only when it may be granted on
-/// its predecessor's deletion alone: when that predecessor is the head of the
-/// queue, or a node of this process (which may be in `GRANTED` by then).
-/// Behind another process's waiter it lists the queue again anyway, so its
-/// own node needs no watch.
-static QUEUED: RecentNodes = RecentNodes::new();
-
-impl RecentNodes {
+impl Granted {
     /// Far more than a waiter needs (its predecessor's grant is recent), and
     /// bounded, so that a long-lived process keeps at most this many names
     /// (about 150 KiB).
     const CAPACITY: usize = 1024;
 
-    const fn new() -> RecentNodes {
-        RecentNodes {
+    const fn new() -> Granted {
+        Granted {
             inner: std::sync::Mutex::new(None),
         }
     }
@@ -352,9 +343,6 @@ impl LockInternals {
         // gain a downgraded read node at the head's sequence, so it always
         // lists again.)
         let shortcut = matches!(self.driver, Driver::Standard { max_leases: 1, .. });
-        if shortcut {
-            QUEUED.record(self.client.fix_path(&node.path));
-        }
         loop {
             if self.client.is_closed() {
                 return Err(LoopError::Other(Error::ZooKeeper(zk_framework::Error::Closed)));
@@ -394,11 +382,7 @@ impl LockInternals {
             }
             // A grant without a listing needs to know that our node is still
             // there: watch it, in the same round trip as the predecessor.
-            let pred_path = self.client.fix_path(&join(&self.base_path, &pred));
-            if shortcut
-                && (pred_is_head || QUEUED.contains(&pred_path))
-                && !node.waited.as_ref().is_some_and(|w| w.usable())
-            {
+            if shortcut && !node.waited.as_ref().is_some_and(|w| w.usable()) {
                 node.waited = Some(WaiterWatch::send(&self.client, &node.path));
             }
             // One channel per watch: an event of an earlier watch (set before a
@@ -427,7 +411,7 @@ impl LockInternals {
                         && self.client.session_generation() == generation
                         && states.is_empty()
                         && node.waited.as_ref().is_some_and(|w| w.present())
-                        && (pred_is_head || GRANTED.contains(&pred_path))
+                        && (pred_is_head || GRANTED.contains(&self.client.fix_path(&join(&self.base_path, &pred))))
                     {
                         GRANTED.record(self.client.fix_path(&node.path));
                         return Ok(true);
@@ -542,20 +526,20 @@ pub(crate) fn state_changes(client: &CuratorFramework) -> (ListenerHandle, Recei
 
 #[cfg(test)]
 mod granted_tests {
-    use super::RecentNodes;
+    use super::Granted;
 
     #[test]
     fn granted_keeps_the_most_recent_names_and_no_more() {
-        let g = RecentNodes::new();
-        for i in 0..3 * RecentNodes::CAPACITY {
+        let g = Granted::new();
+        for i in 0..3 * Granted::CAPACITY {
             g.record(format!("/l/_c_{i}-lock-{i:010}"));
         }
-        assert_eq!(g.len(), RecentNodes::CAPACITY);
-        let last = 3 * RecentNodes::CAPACITY - 1;
+        assert_eq!(g.len(), Granted::CAPACITY);
+        let last = 3 * Granted::CAPACITY - 1;
         assert!(g.contains(&format!("/l/_c_{last}-lock-{last:010}")));
         assert!(!g.contains("/l/_c_0-lock-0000000000"));
         // A name recorded twice is kept once.
         g.record(format!("/l/_c_{last}-lock-{last:010}"));
-        assert_eq!(g.len(), RecentNodes::CAPACITY);
+        assert_eq!(g.len(), Granted::CAPACITY);
     }
 }

@@ -146,7 +146,7 @@ fn test_kill_session() {
     server
         .expire_session(old_sid, &r.client.zookeeper_client().session_password())
         .unwrap();
-    expect_states(&r.states, &[Suspended, Lost, Reconnected]);
+    expect_expiry_states(&r.states);
     assert!(r.client.session_generation() > generation);
     assert_ne!(r.client.session_id(), old_sid);
     // testSessionKilled: persistent data survives, the ephemeral is gone.
@@ -191,8 +191,7 @@ fn connected_is_sent_exactly_once_over_many_faults() {
     server
         .expire_session(r.client.session_id(), &r.client.zookeeper_client().session_password())
         .unwrap();
-    expect_states(&r.states, &[Suspended, Lost, Reconnected]);
-    all.extend([Suspended, Lost, Reconnected]);
+    all.extend(expect_expiry_states(&r.states));
     expect_quiet(&r.states, quiet());
     assert_eq!(all.iter().filter(|s| **s == Connected).count(), 1);
 }
@@ -448,5 +447,42 @@ fn test_block_until_connected_tight_loop() {
         // client's start-up.
         expect_states(&r.states, &[Connected]);
         expect_quiet(&r.states, Duration::from_millis(50));
+    }
+}
+
+/// The expiry helper accepts the sequences an Apache expiry can give (the
+/// client taking its session back first), and only those.
+#[test]
+fn expiry_states_allow_the_session_taken_back_first() {
+    let feed = |states: &[ConnectionState]| {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        for s in states {
+            tx.send(*s).unwrap();
+        }
+        rx
+    };
+    let all = [
+        Suspended,
+        Reconnected,
+        Suspended,
+        Reconnected,
+        Suspended,
+        Lost,
+        Reconnected,
+    ];
+    assert_eq!(expect_expiry_states(&feed(&all)), all.to_vec());
+    assert_eq!(
+        expect_expiry_states(&feed(&[Suspended, Lost, Reconnected])),
+        vec![Suspended, Lost, Reconnected]
+    );
+    for bad in [
+        &[Suspended, Reconnected, Lost][..],
+        &[Reconnected][..],
+        &[Suspended, Suspended][..],
+        &[Connected][..],
+    ] {
+        let rx = feed(bad);
+        let r = std::panic::catch_unwind(|| expect_expiry_states(&rx));
+        assert!(r.is_err(), "{bad:?} was accepted");
     }
 }

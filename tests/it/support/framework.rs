@@ -95,6 +95,35 @@ pub fn expect_states_within(
     at
 }
 
+/// The states of a session expired by `TestingServer::expire_session`:
+/// `Suspended, Lost, Reconnected`. On Apache ZooKeeper the expiry attaches a
+/// second connection to the session, which disconnects the client; a client
+/// that reconnects at once takes the session back before it is closed (the
+/// harness then attaches again), so `Suspended, Reconnected` pairs may come
+/// first. Any other state fails the test. Returns every state received.
+pub fn expect_expiry_states(rx: &Receiver<ConnectionState>) -> Vec<ConnectionState> {
+    let deadline = Instant::now() + timing().wait();
+    let mut seen = Vec::new();
+    loop {
+        let s = rx
+            .recv_deadline(deadline)
+            .unwrap_or_else(|_| panic!("timed out waiting for an expiry's states; saw {seen:?}"));
+        seen.push(s);
+        // (Suspended, Reconnected)* then Suspended, Lost, Reconnected.
+        let n = seen.len();
+        let ok = match s {
+            Suspended => n % 2 == 1 && seen[..n - 1].chunks(2).all(|p| p == [Suspended, Reconnected]),
+            Lost => n >= 2 && seen[n - 2] == Suspended,
+            Reconnected => n >= 2 && (seen[n - 2] == Suspended || seen[n - 2] == Lost),
+            _ => false,
+        };
+        assert!(ok, "unexpected states for an expiry: {seen:?}");
+        if n >= 3 && seen[n - 2] == Lost {
+            return seen;
+        }
+    }
+}
+
 /// Asserts that no state arrives for `d`.
 pub fn expect_quiet(rx: &Receiver<ConnectionState>, d: Duration) {
     match rx.recv_timeout(d) {

@@ -1307,8 +1307,7 @@ impl Faults<'_> {
                 if kids.len() < 2 {
                     continue;
                 }
-                let seq = |n: &String| n.get(n.len().saturating_sub(10)..).unwrap_or_default().to_string();
-                kids.sort_by_key(seq);
+                zk_framework::paths::sort_by_sequence(&mut kids, "lock-");
                 let i = 1 + self.rng.below(kids.len() as u64 - 1) as usize;
                 let (head, node) = (format!("{base}/{}", kids[0]), format!("{base}/{}", kids[i]));
                 let ops = vec![zk_framework::Op::check(head, -1), zk_framework::Op::delete(&node, None)];

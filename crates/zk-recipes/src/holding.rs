@@ -739,14 +739,23 @@ pub(crate) struct WaiterWatch {
 }
 
 struct WaiterWatchState {
-    /// `Some(true)` once the server said the node exists (the watch is set),
-    /// `Some(false)` once the node is known gone or the watch unusable (not
-    /// set, or used up by a data change); `None` until the reply.
-    present: Option<bool>,
-    /// The node's deletion was notified.
-    deleted: bool,
+    watched: Watched,
     /// The holding the watch reports to, once granted.
     holder: Option<Weak<HoldState>>,
+}
+
+/// Where a [`WaiterWatch`] stands.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Watched {
+    /// Sent; no reply yet.
+    Pending,
+    /// The server said the node exists: the watch is set.
+    Set,
+    /// The node is gone (the reply said so, or its deletion was notified).
+    Deleted,
+    /// The watch tells nothing more: not sent, failed, or used up by a data
+    /// change.
+    Unusable,
 }
 
 impl WaiterWatch {
@@ -755,8 +764,7 @@ impl WaiterWatch {
     pub(crate) fn send(client: &CuratorFramework, node: &str) -> Arc<WaiterWatch> {
         let w = Arc::new(WaiterWatch {
             state: Mutex::new(WaiterWatchState {
-                present: None,
-                deleted: false,
+                watched: Watched::Pending,
                 holder: None,
             }),
         });
@@ -768,7 +776,7 @@ impl WaiterWatch {
             .exists_w_detached(&client.fix_path(node), watcher, reply)
         {
             log::debug!("could not watch waiting lock node {node}: {e}");
-            w.state.lock().present = Some(false);
+            w.state.lock().watched = Watched::Unusable;
         }
         w
     }
@@ -776,44 +784,34 @@ impl WaiterWatch {
     /// Whether the node is known to exist and is being watched: a deletion of
     /// it would have been reported before any later event of this session.
     pub(crate) fn present(&self) -> bool {
-        self.state.lock().present == Some(true)
+        self.state.lock().watched == Watched::Set
     }
 
     /// Whether the watch can still tell (it is set or its reply is pending).
     pub(crate) fn usable(&self) -> bool {
-        self.state.lock().present != Some(false)
+        matches!(self.state.lock().watched, Watched::Pending | Watched::Set)
     }
 
+    /// The reply comes before any grant (a grant needs `Set`), so there is no
+    /// holding to tell yet.
     fn reply(&self, r: zk_framework::Result<bool>) {
         let mut s = self.state.lock();
-        match r {
-            Ok(true) => {
-                if s.present.is_none() {
-                    s.present = Some(true);
-                }
-            }
-            Ok(false) => {
-                s.present = Some(false);
-                s.deleted = true;
-                if let Some(st) = s.holder.take().and_then(|h| h.upgrade()) {
-                    drop(s);
-                    st.lose(LossCause::NodeDeleted);
-                }
-            }
-            Err(_) => {
-                s.present = Some(false);
-                if let Some(st) = s.holder.take().and_then(|h| h.upgrade()) {
-                    // Not registered: the holding's next Reconnected sets it.
-                    st.watching.store(false, Ordering::SeqCst);
-                }
-            }
+        if s.watched == Watched::Pending {
+            s.watched = match r {
+                Ok(true) => Watched::Set,
+                Ok(false) => Watched::Deleted,
+                Err(_) => Watched::Unusable,
+            };
         }
     }
 
     fn event(&self, e: WatchedEvent) {
         let mut s = self.state.lock();
-        s.present = Some(false);
-        s.deleted |= e.event_type == EventType::NodeDeleted;
+        s.watched = if e.event_type == EventType::NodeDeleted {
+            Watched::Deleted
+        } else {
+            Watched::Unusable
+        };
         let holder = s.holder.take().and_then(|h| h.upgrade());
         drop(s);
         if let Some(st) = holder {
@@ -826,17 +824,19 @@ impl WaiterWatch {
     /// is lost); `false` if the holding must watch its node itself.
     fn hand_over(&self, st: &Arc<HoldState>) -> bool {
         let mut s = self.state.lock();
-        if s.deleted {
-            drop(s);
-            st.lose(LossCause::NodeDeleted);
-            return true;
+        match s.watched {
+            Watched::Deleted => {
+                drop(s);
+                st.lose(LossCause::NodeDeleted);
+                true
+            }
+            Watched::Set => {
+                s.holder = Some(Arc::downgrade(st));
+                st.watching.store(true, Ordering::SeqCst);
+                true
+            }
+            Watched::Pending | Watched::Unusable => false,
         }
-        if s.present != Some(true) {
-            return false;
-        }
-        s.holder = Some(Arc::downgrade(st));
-        st.watching.store(true, Ordering::SeqCst);
-        true
     }
 }
 

@@ -120,6 +120,15 @@ pub enum Error {
         /// How long the caller asked to wait.
         waited: Duration,
     },
+    /// No connection could be made: every connection attempt since the last
+    /// connection failed, the latest for `reason` (for example
+    /// `127.0.0.1:2181: Connection refused (os error 111)` or `handshake timed
+    /// out`). What a call that could not be served reports when its retry
+    /// policy is spent or its deadline has come. Retryable.
+    ConnectFailed {
+        /// Why the latest attempt failed, with the address tried.
+        reason: String,
+    },
     /// TLS failed: a configuration that cannot be used (at build time), or a
     /// handshake the server or the client refused (unknown CA, wrong name,
     /// expired certificate, client certificate required, a port that does not
@@ -201,13 +210,15 @@ impl Error {
             | Error::DeadlineExceeded
             | Error::Closed
             | Error::ConnectTimeout { .. }
+            | Error::ConnectFailed { .. }
             | Error::Tls(_) => return None,
         })
     }
 
     /// Whether Curator's retry loop retries this error: ConnectionLoss,
     /// OperationTimeout, SessionMoved and SessionExpired; and
-    /// [`Error::ConnectTimeout`], where a later wait may connect.
+    /// [`Error::ConnectTimeout`] and [`Error::ConnectFailed`], where a later
+    /// attempt may connect.
     ///
     /// # Examples
     ///
@@ -225,6 +236,7 @@ impl Error {
                 | Error::SessionMoved
                 | Error::SessionExpired
                 | Error::ConnectTimeout { .. }
+                | Error::ConnectFailed { .. }
         )
     }
 }
@@ -258,6 +270,7 @@ impl fmt::Display for Error {
             Error::DataTooLarge { len, max } => write!(f, "data too large: {len} bytes, the limit is {max}"),
             Error::Closed => f.write_str("client closed"),
             Error::ConnectTimeout { waited } => write!(f, "not connected within {waited:?}"),
+            Error::ConnectFailed { reason } => write!(f, "cannot connect to ZooKeeper: {reason}"),
             Error::Tls(e) => write!(f, "TLS: {e}"),
         }
     }

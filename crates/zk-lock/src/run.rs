@@ -112,6 +112,15 @@ impl Held<'_> {
         }
     }
 
+    fn safe_until(&self) -> Option<Instant> {
+        match self {
+            Held::Mutex(g) => g.safe_until(),
+            Held::Read(g) => g.safe_until(),
+            Held::Write(g) => g.safe_until(),
+            Held::Lease(l) => l.safe_until(),
+        }
+    }
+
     fn release(self) -> zk_recipes::Result<()> {
         match self {
             Held::Mutex(g) => g.release(),
@@ -326,6 +335,7 @@ fn run_with_client(
         return exit::UNAVAILABLE;
     }
     log::info!("connected to {connect} (session 0x{:x})", client.session_id());
+    let grace = fit_grace(client, opts.kill_grace);
 
     let path = opts.path.as_str();
     let lock = match Lock::new(client, path, opts.kind) {
@@ -389,7 +399,7 @@ fn run_with_client(
     drop(st);
     let (code, lost) = match spawned {
         Ok(child) => {
-            let outcome = supervise(child, own_group, &loss, events, opts);
+            let outcome = supervise(child, own_group, &held, &loss, events, opts, grace);
             set_phase(shared, Phase::Finishing);
             outcome
         }
@@ -534,14 +544,60 @@ fn spawn_failure(program: &std::ffi::OsStr, e: &io::Error) -> i32 {
     }
 }
 
-/// Waits for COMMAND, forwarding signals and acting on loss events. Returns
-/// zk-lock's exit status and whether the lock was lost.
+/// How long before the lock's safe horizon the SIGKILL is sent: room for the
+/// kernel to end COMMAND and for this thread to wake late on a busy machine.
+/// The horizon itself already keeps a margin before the server can expire the
+/// session (see `zk_framework::CuratorFramework::session_horizon`).
+const KILL_SLACK: Duration = Duration::from_millis(100);
+
+/// The grace that fits the negotiated session: COMMAND gets SIGTERM at the
+/// safe horizon minus the grace (minus [`KILL_SLACK`]), and the horizon runs
+/// ahead of now by between `T - margin` (just after a ping's answer) and about
+/// two ninths of `T` less (when the next ping is due). A grace that does not
+/// fit below that would stop COMMAND on a healthy connection: it is cut, and
+/// zk-lock says so at start-up.
+fn fit_grace(client: &CuratorFramework, grace: Duration) -> Duration {
+    let (Some(t), Some(horizon)) = (client.negotiated_session_timeout(), client.session_horizon()) else {
+        return grace;
+    };
+    let lead = horizon.saturating_duration_since(Instant::now());
+    let fits = lead
+        .saturating_sub(t * 2 / 9)
+        .saturating_sub(Duration::from_millis(100))
+        .saturating_sub(KILL_SLACK);
+    if grace <= fits {
+        return grace;
+    }
+    eprintln!(
+        "zk-lock: warning: the session timeout ({}) is too short for --kill-grace {}: if the connection \
+         is lost, COMMAND gets SIGTERM and then SIGKILL {} later, before ZooKeeper may expire the session \
+         (use a longer --session-timeout for more)",
+        human(t),
+        human(grace),
+        human(fits)
+    );
+    fits
+}
+
+/// Waits for COMMAND, forwarding signals and acting on loss events and on the
+/// lock's safe horizon. Returns zk-lock's exit status and whether COMMAND was
+/// stopped because the lock was lost or could no longer be guaranteed.
+///
+/// The horizon is the instant until which ZooKeeper cannot have expired the
+/// session (the lock's `safe_until`). While the connection is healthy it
+/// moves ahead with every answer; when the connection is lost it stops, and
+/// COMMAND gets SIGTERM at `horizon - grace - KILL_SLACK` and SIGKILL at
+/// `horizon - KILL_SLACK`, so that it is gone before the next holder can be
+/// granted. A reconnect before the SIGTERM moves the horizon on and cancels
+/// it.
 fn supervise(
     mut child: Child,
     own_group: bool,
+    held: &Held<'_>,
     loss: &Receiver<LockEvent>,
     events: &Receiver<Received>,
     opts: &Options,
+    grace: Duration,
 ) -> (i32, bool) {
     let pid = Pid::from_raw(child.id() as i32);
     let target = Target { pid, group: own_group };
@@ -550,6 +606,14 @@ fn supervise(
     let mut suspended = false;
     let mut lost = false;
     let mut kill_at: Option<Instant> = None;
+    let stop = |why: &str, kill_at: Instant| {
+        eprintln!(
+            "zk-lock: {why}; sending SIGTERM to {}, SIGKILL in {}",
+            target.describe(),
+            human(kill_at.saturating_duration_since(Instant::now()))
+        );
+        let _ = target.signal(Signal::SIGTERM);
+    };
     loop {
         // Only this thread reaps COMMAND, so `pid` cannot be reused while we
         // might still signal it.
@@ -564,21 +628,51 @@ fn supervise(
                 return (exit::UNAVAILABLE, lost);
             }
         }
+        let now = Instant::now();
         if let Some(at) = kill_at {
-            if Instant::now() >= at {
+            if now >= at {
                 eprintln!(
-                    "zk-lock: COMMAND (pid {pid}) did not exit within {} of SIGTERM; sending SIGKILL to {}",
-                    human(opts.kill_grace),
+                    "zk-lock: COMMAND (pid {pid}) did not exit after SIGTERM; sending SIGKILL to {}",
                     target.describe()
                 );
                 let _ = target.signal(Signal::SIGKILL);
                 kill_at = None;
             }
         }
-        let tick = kill_at.map_or(Duration::from_millis(250), |at| {
-            at.saturating_duration_since(Instant::now())
-                .min(Duration::from_millis(250))
-        });
+        // The next moment to look again: the SIGKILL, or the SIGTERM that
+        // the horizon calls for.
+        let mut next = kill_at;
+        if !lost {
+            match held.safe_until() {
+                None => {
+                    lost = true;
+                    let at = now + grace;
+                    stop(&format!("the lock on {path} was lost"), at);
+                    kill_at = Some(at);
+                    next = kill_at;
+                }
+                Some(horizon) => {
+                    let term_at = horizon.checked_sub(grace + KILL_SLACK).unwrap_or(now);
+                    if now >= term_at {
+                        lost = true;
+                        let at = horizon.checked_sub(KILL_SLACK).unwrap_or(now).max(now);
+                        stop(
+                            &format!(
+                                "ZooKeeper has not answered in time: the lock on {path} is certain only for {} more \
+                                 (the session may expire then and another holder start)",
+                                human(horizon.saturating_duration_since(now))
+                            ),
+                            at,
+                        );
+                        kill_at = Some(at);
+                        next = kill_at;
+                    } else {
+                        next = Some(next.map_or(term_at, |k| k.min(term_at)));
+                    }
+                }
+            }
+        }
+        let timer = next.map_or_else(crossbeam_channel::never, crossbeam_channel::at);
         crossbeam_channel::select! {
             recv(events) -> r => {
                 if let Ok(r) = r {
@@ -591,9 +685,13 @@ fn supervise(
                 Ok(LockEvent::Suspended) => {
                     if !suspended && !lost {
                         suspended = true;
+                        let left = held
+                            .safe_until()
+                            .map_or(Duration::ZERO, |h| h.saturating_duration_since(Instant::now()));
                         eprintln!(
                             "zk-lock: warning: lost the connection to ZooKeeper; the lock on {path} may be lost \
-                             (COMMAND keeps running; it is terminated if the session expires)"
+                             (COMMAND keeps running; it gets SIGTERM in {} unless the connection comes back)",
+                            human(left.saturating_sub(grace + KILL_SLACK))
                         );
                     }
                 }
@@ -606,19 +704,18 @@ fn supervise(
                 Ok(LockEvent::Lost) => {
                     if !lost {
                         lost = true;
-                        eprintln!(
-                            "zk-lock: the lock on {path} was lost (session expired or lock node deleted); \
-                             sending SIGTERM to {}, SIGKILL after {}",
-                            target.describe(),
-                            human(opts.kill_grace)
-                        );
-                        let _ = target.signal(Signal::SIGTERM);
-                        kill_at = Some(Instant::now() + opts.kill_grace);
+                        let at = Instant::now() + grace;
+                        stop(&format!("the lock on {path} was lost (session expired or lock node deleted)"), at);
+                        kill_at = Some(at);
                     }
                 }
+                Ok(_) => {}
                 Err(_) => loss = crossbeam_channel::never(),
             },
-            default(tick) => {}
+            recv(timer) -> _ => {}
+            // COMMAND's exit comes as SIGCHLD on `events`; a slow tick is
+            // only a safety net.
+            default(Duration::from_millis(250)) => {}
         }
     }
 }
@@ -649,7 +746,8 @@ fn finished(status: ExitStatus, lost: bool, path: &str) -> i32 {
         .unwrap_or_else(|| status.signal().map_or(exit::UNAVAILABLE, |s| 128 + s));
     if lost {
         eprintln!(
-            "zk-lock: COMMAND was terminated because the lock on {path} was lost; exiting with {}",
+            "zk-lock: COMMAND was terminated because the lock on {path} was lost or could no longer be \
+             guaranteed; exiting with {}",
             exit::LOCK_LOST
         );
         return exit::LOCK_LOST;

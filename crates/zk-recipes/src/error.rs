@@ -56,6 +56,17 @@ pub enum Error {
     },
     /// An argument is out of range (for example zero leases).
     InvalidArgument(String),
+    /// The deadline came while a request of the acquire was unanswered (a
+    /// frozen connection, a partition the client has not noticed yet, a
+    /// server too slow for the time given): whether the lock was free is
+    /// unknown. Nothing of the acquire is left behind (a node it may have
+    /// created is deleted in the background). Unlike `Ok(None)`, which
+    /// means the lock was held by someone else, this is not a verdict about
+    /// the lock. Retryable.
+    NoAnswer {
+        /// The lock's path.
+        path: String,
+    },
     /// Several errors, in order (for example every failed release of a
     /// multi-lock).
     Multiple(Vec<Error>),
@@ -74,7 +85,10 @@ impl Error {
     pub fn is_retryable(&self) -> bool {
         match self {
             Error::ZooKeeper(e) => e.is_retryable(),
-            Error::NodeVanished { .. } | Error::LockLost { .. } | Error::LockUncertain { .. } => true,
+            Error::NodeVanished { .. }
+            | Error::LockLost { .. }
+            | Error::LockUncertain { .. }
+            | Error::NoAnswer { .. } => true,
             _ => false,
         }
     }
@@ -107,6 +121,11 @@ impl fmt::Display for Error {
                 )
             }
             Error::InvalidArgument(what) => write!(f, "invalid argument: {what}"),
+            Error::NoAnswer { path } => write!(
+                f,
+                "ZooKeeper did not answer before the deadline (is the connection frozen or partitioned?): \
+                 whether the lock at {path} is free is unknown"
+            ),
             Error::Multiple(errors) => {
                 write!(f, "{} errors: ", errors.len())?;
                 for (i, e) in errors.iter().enumerate() {

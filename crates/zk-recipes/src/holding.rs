@@ -30,17 +30,28 @@ use zk_framework::client::WatchedEvent;
 use zk_framework::framework::{CuratorFramework, ListenerHandle};
 use zk_framework::proto::EventType;
 use zk_framework::state::ConnectionState;
+use zk_framework::SessionHealth;
 
 use crate::error::{Error, Result};
 use crate::stats::{LossCause, PathStats};
 
 /// What a lock holder hears about its lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum LockEvent {
-    /// The connection was lost (or is read-only): the lock may be lost. Stop
-    /// work that needs exclusion until `Reconnected`.
+    /// The lock may be lost: the connection was lost or is read-only, or no
+    /// request has been answered for a read timeout. Sent at the moment
+    /// [`Holding::check`] first fails. Stop work that needs exclusion until
+    /// `Reconnected`; the lock is still certainly held until
+    /// [`Holding::safe_until`].
     Suspended,
-    /// The connection is back on the same session: the lock is still held.
+    /// The safe horizon ([`Holding::safe_until`]) has passed while the lock
+    /// was uncertain: the server may have expired the session, and another
+    /// may hold the lock now. `Reconnected` (the session survived) or `Lost`
+    /// follows.
+    HorizonPassed,
+    /// The connection is back on the same session and answering: the lock is
+    /// still held.
     Reconnected,
     /// The lock is certainly lost: the session expired or was replaced, or the
     /// lock node was deleted.
@@ -53,8 +64,8 @@ pub enum LockStatus {
     /// Held: connected on the session that created the lock node, and the node
     /// has not been seen deleted.
     Held,
-    /// Uncertain: the connection is suspended or read-only; the session may
-    /// still be alive.
+    /// Uncertain: the connection is suspended or read-only, or no request has
+    /// been answered for a read timeout; the session may still be alive.
     Uncertain,
     /// Lost for certain.
     Lost,
@@ -78,8 +89,13 @@ pub(crate) struct HoldState {
     token: i64,
     generation: u64,
     status: AtomicU8,
-    subscribers: Mutex<Vec<Sender<LockEvent>>>,
-    listener: Mutex<Option<ListenerHandle>>,
+    subscribers: Mutex<Vec<Subscriber>>,
+    /// The connection-state and session-health listeners.
+    listeners: Mutex<Vec<ListenerHandle>>,
+    /// Whether `HorizonPassed` was told in the current uncertain spell.
+    horizon_told: AtomicBool,
+    /// How long a release waits for its delete (`0`: the default rule).
+    release_bound_ms: std::sync::atomic::AtomicU64,
     watching: AtomicBool,
     /// The path's counters, when this holding is counted.
     stats: Option<Arc<PathStats>>,
@@ -87,8 +103,14 @@ pub(crate) struct HoldState {
 }
 
 impl HoldState {
-    /// The lock is lost for certain, for `cause`.
+    /// The lock is lost for certain, for `cause` (a closed client's, when the
+    /// client was closed: closing deletes the node and ends the session).
     fn lose(&self, cause: LossCause) {
+        let cause = if self.client.is_closed() {
+            LossCause::ClientClosed
+        } else {
+            cause
+        };
         self.publish_with(LockEvent::Lost, Some(cause));
     }
 
@@ -97,12 +119,28 @@ impl HoldState {
         self.publish_with(ev, None);
     }
 
+    /// Tells that the horizon passed, once per uncertain spell (the status
+    /// stays uncertain).
+    fn horizon_passed(&self) {
+        let mut subs = self.subscribers.lock();
+        if self.status.load(Ordering::SeqCst) != UNCERTAIN || self.horizon_told.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        send_all(&mut subs, LockEvent::HorizonPassed);
+    }
+
+    /// Changes the status and tells the subscribers, under their lock, so
+    /// that events from different threads (connection states, session
+    /// health, own-node watch, a caller's `check()`) reach them in the order
+    /// of the changes.
     fn publish_with(&self, ev: LockEvent, cause: Option<LossCause>) {
         let new = match ev {
             LockEvent::Suspended => UNCERTAIN,
             LockEvent::Reconnected => HELD,
             LockEvent::Lost => LOST,
+            LockEvent::HorizonPassed => return self.horizon_passed(),
         };
+        let mut subs = self.subscribers.lock();
         let mut cur = self.status.load(Ordering::SeqCst);
         loop {
             // Lost and released are final.
@@ -117,6 +155,9 @@ impl HoldState {
                 Err(c) => cur = c,
             }
         }
+        if ev == LockEvent::Reconnected {
+            self.horizon_told.store(false, Ordering::SeqCst);
+        }
         if ev == LockEvent::Lost {
             log::warn!("the lock node {} was lost", self.node);
             // The holding ends here (from held or uncertain): exactly once.
@@ -127,9 +168,27 @@ impl HoldState {
                 );
             }
         }
-        self.subscribers
-            .lock()
-            .retain(|tx| !matches!(tx.try_send(ev), Err(crossbeam_channel::TrySendError::Disconnected(_))));
+        send_all(&mut subs, ev);
+    }
+
+    /// Back to held if the connection is up on our session and answering.
+    fn maybe_reconnected(&self) {
+        if self.client.session_generation() != self.generation {
+            self.lose(LossCause::SessionExpired);
+        } else if self.client.is_connected() && self.client.session_health() == SessionHealth::Confirmed {
+            self.publish(LockEvent::Reconnected);
+        }
+    }
+
+    /// The instant until which the lock is certainly held (`None`: lost or
+    /// released).
+    fn safe_until(&self) -> Option<Instant> {
+        if matches!(self.status.load(Ordering::SeqCst), LOST | RELEASED)
+            || self.client.session_generation() != self.generation
+        {
+            return None;
+        }
+        self.client.session_horizon()
     }
 
     fn status(&self) -> LockStatus {
@@ -158,6 +217,20 @@ impl HoldState {
             }
             _ => {}
         }
+        // A process that was paused may not have noticed yet that its
+        // connection died: no request answered that was sent within a read
+        // timeout is uncertain. (Counting any byte received would be fooled
+        // by replies read late, on resuming, to pings sent before the pause.)
+        match self.client.session_health() {
+            SessionHealth::Confirmed => {}
+            health => {
+                self.publish(LockEvent::Suspended);
+                if health == SessionHealth::PastHorizon {
+                    self.horizon_passed();
+                }
+                return LockStatus::Uncertain;
+            }
+        }
         match self.status.load(Ordering::SeqCst) {
             HELD => LockStatus::Held,
             UNCERTAIN => LockStatus::Uncertain,
@@ -179,12 +252,10 @@ impl HoldState {
             }
             LockStatus::Held => {}
         }
-        // A process that was paused may not have noticed yet that its
-        // connection died: no request answered that was sent within a read
-        // timeout is uncertain. (Counting any byte received would be fooled
-        // by replies read late, on resuming, to pings sent before the pause.)
-        let zk = self.client.zookeeper_client();
-        if zk.since_last_confirmed() > zk.read_timeout() {
+        // Never past the horizon, whatever margin the client was given.
+        if self.safe_until().map_or(true, |h| Instant::now() >= h) {
+            self.publish(LockEvent::Suspended);
+            self.horizon_passed();
             return Err(Error::LockUncertain {
                 path: self.base.clone(),
             });
@@ -192,23 +263,26 @@ impl HoldState {
         Ok(())
     }
 
-    fn subscribe_with(&self, tx: Sender<LockEvent>) {
+    fn subscribe_with(&self, sub: Subscriber) {
         // `status()` may publish, which takes the subscriber lock: ask first.
-        let derived = self.status();
+        let _ = self.status();
         let mut subs = self.subscribers.lock();
-        // Read again under the lock: a publish after this read finds `tx` in
-        // the list (an event may then arrive twice, never not at all).
+        // Read again under the lock: every change after this read is
+        // published under it, after `sub` is in the list.
         match self.status.load(Ordering::SeqCst) {
-            RELEASED => {} // `tx` is dropped: the channel has ended
+            RELEASED => {} // `sub` is dropped: the channel has ended
             LOST => {
-                let _ = tx.try_send(LockEvent::Lost);
-                subs.push(tx);
+                sub.send(LockEvent::Lost);
+                subs.push(sub);
             }
             raw => {
-                if raw == UNCERTAIN || derived != LockStatus::Held {
-                    let _ = tx.try_send(LockEvent::Suspended);
+                if raw == UNCERTAIN {
+                    sub.send(LockEvent::Suspended);
+                    if self.horizon_told.load(Ordering::SeqCst) {
+                        sub.send(LockEvent::HorizonPassed);
+                    }
                 }
-                subs.push(tx);
+                subs.push(sub);
             }
         }
     }
@@ -226,8 +300,100 @@ impl HoldState {
             }
         }
         self.subscribers.lock().clear();
-        *self.listener.lock() = None;
+        self.listeners.lock().clear();
         lost || prev == LOST
+    }
+
+    /// How long a release waits for its delete: what the caller set, else a
+    /// tenth of the session timeout, between 100 ms and 2 s (well under the
+    /// session timeout, far over a healthy round trip).
+    fn release_bound(&self) -> Duration {
+        match self.release_bound_ms.load(Ordering::Relaxed) {
+            0 => {
+                let t = self
+                    .client
+                    .negotiated_session_timeout()
+                    .unwrap_or(Duration::from_secs(30));
+                (t / 10).clamp(Duration::from_millis(100), Duration::from_secs(2))
+            }
+            ms => Duration::from_millis(ms),
+        }
+    }
+}
+
+/// Someone told of a holding's events: a loss channel, or a multi-lock's set,
+/// which tells its own channel once per change of the whole set.
+enum Subscriber {
+    Channel(Sender<LockEvent>),
+    Set(Arc<SetEvents>),
+}
+
+impl Subscriber {
+    /// Tells `ev`; `false` when the subscriber is gone.
+    fn send(&self, ev: LockEvent) -> bool {
+        match self {
+            Subscriber::Channel(tx) => {
+                !matches!(tx.try_send(ev), Err(crossbeam_channel::TrySendError::Disconnected(_)))
+            }
+            Subscriber::Set(set) => set.member_changed(ev),
+        }
+    }
+}
+
+fn send_all(subs: &mut Vec<Subscriber>, ev: LockEvent) {
+    subs.retain(|s| s.send(ev));
+}
+
+/// A multi-lock's loss channel: the set is as held as its worst member, and
+/// its channel hears each change of that once, not once per member.
+struct SetEvents {
+    members: Vec<Weak<HoldState>>,
+    tx: Sender<LockEvent>,
+    /// What the channel was last told: the set's status and whether the
+    /// horizon passed in this uncertain spell.
+    told: Mutex<(u8, bool)>,
+}
+
+impl SetEvents {
+    /// The worst status among the members still held or lost (released ones
+    /// are leaving the set).
+    fn worst(&self) -> u8 {
+        self.members
+            .iter()
+            .filter_map(Weak::upgrade)
+            .map(|m| m.status.load(Ordering::SeqCst))
+            .filter(|s| *s != RELEASED)
+            .max()
+            .unwrap_or(HELD)
+    }
+
+    fn member_changed(&self, ev: LockEvent) -> bool {
+        let mut told = self.told.lock();
+        let worst = self.worst();
+        let send = |e| {
+            !matches!(
+                self.tx.try_send(e),
+                Err(crossbeam_channel::TrySendError::Disconnected(_))
+            )
+        };
+        let mut alive = true;
+        if worst != told.0 {
+            let e = match worst {
+                LOST => LockEvent::Lost,
+                UNCERTAIN => LockEvent::Suspended,
+                _ => LockEvent::Reconnected,
+            };
+            if worst == HELD {
+                told.1 = false;
+            }
+            told.0 = worst;
+            alive = send(e);
+        }
+        if ev == LockEvent::HorizonPassed && worst == UNCERTAIN && !told.1 {
+            told.1 = true;
+            alive = send(LockEvent::HorizonPassed);
+        }
+        alive
     }
 }
 
@@ -297,7 +463,9 @@ impl Holding {
             generation,
             status: AtomicU8::new(HELD),
             subscribers: Mutex::new(Vec::new()),
-            listener: Mutex::new(None),
+            listeners: Mutex::new(Vec::new()),
+            horizon_told: AtomicBool::new(false),
+            release_bound_ms: std::sync::atomic::AtomicU64::new(0),
             watching: AtomicBool::new(false),
             stats,
             granted_at: Instant::now(),
@@ -309,18 +477,33 @@ impl Holding {
                 ConnectionState::Suspended | ConnectionState::ReadOnly => st.publish(LockEvent::Suspended),
                 ConnectionState::Lost => st.lose(LossCause::SessionExpired),
                 ConnectionState::Reconnected | ConnectionState::Connected => {
-                    if st.client.session_generation() != st.generation {
-                        st.lose(LossCause::SessionExpired);
-                    } else {
-                        st.publish(LockEvent::Reconnected);
-                        if !st.watching.load(Ordering::SeqCst) {
-                            watch_own_node(&st);
-                        }
+                    st.maybe_reconnected();
+                    if st.client.session_generation() == st.generation && !st.watching.load(Ordering::SeqCst) {
+                        watch_own_node(&st);
                     }
                 }
             }
         });
-        *state.listener.lock() = Some(handle);
+        // The session's health by the clock: uncertain at the moment a read
+        // timeout passes without an answer, the horizon when it passes, held
+        // again when answers come back (a process resumed after a pause).
+        let weak = Arc::downgrade(&state);
+        let health = client.add_health_listener(move |h| {
+            let Some(st) = weak.upgrade() else { return };
+            match h {
+                SessionHealth::Confirmed => st.maybe_reconnected(),
+                SessionHealth::Stale => st.publish(LockEvent::Suspended),
+                SessionHealth::PastHorizon => {
+                    if st.client.session_generation() != st.generation {
+                        st.lose(LossCause::SessionExpired);
+                    } else {
+                        st.publish(LockEvent::Suspended);
+                        st.horizon_passed();
+                    }
+                }
+            }
+        });
+        state.listeners.lock().extend([handle, health]);
         // The state may have changed before the listener existed.
         let _ = state.status();
         // A waiter already watches its own node (it had to, to be granted
@@ -441,14 +624,60 @@ impl Holding {
     /// ```
     pub fn loss_receiver(&self) -> Receiver<LockEvent> {
         let (tx, rx) = crossbeam_channel::bounded(16);
-        self.subscribe_with(&tx);
+        match &self.inner {
+            HoldingKind::One(s) => s.subscribe_with(Subscriber::Channel(tx)),
+            HoldingKind::Many(_) => {
+                let leaves = self.leaves();
+                let set = Arc::new(SetEvents {
+                    members: leaves.iter().map(|l| Arc::downgrade(l)).collect(),
+                    tx,
+                    told: Mutex::new((HELD, false)),
+                });
+                for l in leaves {
+                    l.subscribe_with(Subscriber::Set(set.clone()));
+                }
+            }
+        }
         rx
     }
 
-    fn subscribe_with(&self, tx: &Sender<LockEvent>) {
-        match &self.inner {
-            HoldingKind::One(s) => s.subscribe_with(tx.clone()),
-            HoldingKind::Many(m) => m.iter().for_each(|h| h.subscribe_with(tx)),
+    /// The instant until which the lock is certainly still held: the server
+    /// cannot have expired the session that holds it before then, whatever
+    /// the network does (the send time of the latest request the server
+    /// answered, plus the negotiated session timeout, minus a margin: see
+    /// [`CuratorFramework::session_horizon`]). A multi-lock's is its earliest
+    /// member's. `None` once lost or released. On a healthy connection it
+    /// stays about seven ninths of the session timeout ahead; when the
+    /// connection is lost it stops moving, and work that needs exclusion must
+    /// have stopped by then. [`Holding::check`] fails past it, and the loss
+    /// channel says [`LockEvent::HorizonPassed`] when it passes.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
+    /// let g = m.acquire()?;
+    /// let until = g.holding().safe_until().expect("held");
+    /// assert!(until > std::time::Instant::now());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn safe_until(&self) -> Option<Instant> {
+        let mut earliest: Option<Instant> = None;
+        for l in self.leaves() {
+            let h = l.safe_until()?;
+            earliest = Some(earliest.map_or(h, |e| e.min(h)));
+        }
+        earliest
+    }
+
+    /// Sets how long the release waits for its delete (every member's, for a
+    /// multi-lock) before handing it to the background; see
+    /// [`Holding::release_node`].
+    pub(crate) fn set_release_bound(&self, bound: Duration) {
+        let ms = u64::try_from(bound.as_millis()).unwrap_or(u64::MAX).max(1);
+        for l in self.leaves() {
+            l.release_bound_ms.store(ms, Ordering::Relaxed);
         }
     }
 
@@ -555,76 +784,124 @@ impl Holding {
     }
 
     /// Releases a single holding: marks it released, then deletes its node
-    /// (and companion) with a guaranteed delete. A lost holding deletes only
-    /// its own node (its protected name is unique to it), in the background,
-    /// and reports [`Error::LockLost`]. While disconnected the delete is handed
-    /// to the background at once, so a release never waits for a connection.
+    /// (and companion), waiting for the delete no longer than the release
+    /// bound ([`HoldState::release_bound`]); a delete not answered by then,
+    /// or that could not be sent, goes on in the background (the guaranteed
+    /// delete), and the session's end removes the node anyway. A lost
+    /// holding's nodes (protected names: ours alone) are deleted in the
+    /// background.
+    ///
+    /// The result says whether the lock was held until the release began:
+    /// `Ok` when it was held then (or the delete found our node still there);
+    /// [`Error::LockLost`] when it had been lost (or the delete found it
+    /// gone); [`Error::LockUncertain`] when it was uncertain and the delete
+    /// could not tell.
     pub(crate) fn release_node(self) -> Result<()> {
+        let Some(s) = self.one() else {
+            return Err(Error::InvalidArgument("not a single holding".into()));
+        };
+        let held_at_start = s.status() == LockStatus::Held;
+        self.release_node_as(held_at_start)
+    }
+
+    /// [`Holding::release_node`] with the holding's state at the start of the
+    /// release taken by the caller (a multi-lock takes every member's before
+    /// its first delete).
+    pub(crate) fn release_node_as(self, held_at_start: bool) -> Result<()> {
         let Some(s) = self.one() else {
             return Err(Error::InvalidArgument("not a single holding".into()));
         };
         let s = s.clone();
         let client = &s.client;
-        let held_at_start = s.status() == LockStatus::Held;
+        let bound = s.release_bound();
         let lost = s.mark_released();
         let nodes: Vec<&str> = std::iter::once(s.node.as_str()).chain(s.companion.as_deref()).collect();
-        let to_background = || -> Result<()> {
-            for n in &nodes {
-                client.delete_in_background(n)?;
+        let to_background = |n: &str| {
+            if let Err(e) = client.delete_in_background(n) {
+                log::warn!("cannot hand the delete of {n} to the background: {e}");
             }
-            Ok(())
         };
         let lost_error = || Error::LockLost { path: s.base.clone() };
         if lost {
-            to_background()?;
+            nodes.iter().for_each(|n| to_background(n));
             return Err(lost_error());
         }
-        // Never wait for a connection. Under a caller's deadline (a multi-lock
-        // giving back its members at its deadline) the delete gets what is
-        // left of the deadline's grace, then goes on in the background.
-        if !client.is_connected() {
-            to_background()?;
-            return Err(Error::ZooKeeper(zk_framework::Error::ConnectionLoss));
+        // The deletes go out together without waiting (one round trip for a
+        // node and its companion); their replies are awaited until the bound.
+        let zk = client.zookeeper_client();
+        let (tx, rx) = crossbeam_channel::bounded(nodes.len());
+        let mut outcomes: Vec<Option<zk_framework::Result<()>>> = Vec::with_capacity(nodes.len());
+        for (i, n) in nodes.iter().enumerate() {
+            let tx = tx.clone();
+            let sent = if client.session_generation() == s.generation {
+                zk.delete_detached(&client.fix_path(n), None, move |r| {
+                    let _ = tx.try_send((i, r));
+                })
+            } else {
+                Err(zk_framework::Error::SessionExpired)
+            };
+            outcomes.push(sent.err().map(Err));
         }
-        // The session may end while the release waits (a paused server, a
-        // partition): the node goes with it. A holding that was held when the
-        // release began was given up with nothing overlapping it: released. One
-        // that was already uncertain may have been lost before the release:
-        // lost.
-        let session_ended = || client.session_generation() != s.generation;
-        let outcome = |r: zk_framework::Result<()>| -> Result<()> {
-            match r {
-                Err(e) if !(matches!(e, zk_framework::Error::SessionExpired) || session_ended()) => {
-                    Err(Error::ZooKeeper(e))
-                }
-                _ if session_ended() && !held_at_start => Err(lost_error()),
-                Err(_) if held_at_start => Ok(()),
-                Err(_) => Err(lost_error()),
-                Ok(()) => Ok(()),
-            }
+        drop(tx);
+        // Under a caller's deadline (a multi-lock giving back its members at
+        // its deadline) the deletes get what is left of the deadline's grace.
+        let end = match (
+            Instant::now().checked_add(bound),
+            zk_framework::deadline::request_bound(),
+        ) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         };
-        if nodes.len() == 2 {
-            let ops = nodes
-                .iter()
-                .map(|n| zk_framework::client::Op::delete(client.fix_path(n), None))
-                .collect::<Vec<_>>();
-            match client.call_with_retry(|c| c.multi(ops.clone())) {
-                Ok(_) => return outcome(Ok(())),
-                // One of them is gone already: delete the other on its own.
-                Err(zk_framework::Error::NoNode { .. }) => {}
-                Err(e) => {
-                    to_background()?;
-                    return outcome(Err(e));
+        while outcomes.iter().any(Option::is_none) {
+            let left = end.map_or(Duration::MAX, |e| e.saturating_duration_since(Instant::now()));
+            match rx.recv_timeout(left) {
+                Ok((i, r)) => outcomes[i] = Some(r),
+                Err(_) => break,
+            }
+        }
+        // What the deletes say: our node was there (deleted), was gone, or
+        // nothing could be learnt (not sent, no answer in time, connection
+        // lost); anything unfinished goes on in the background.
+        let mut found_gone = false;
+        let mut unknown = false;
+        let mut failure = None;
+        for (n, outcome) in nodes.iter().zip(outcomes) {
+            match outcome {
+                Some(Ok(())) => {}
+                Some(Err(zk_framework::Error::NoNode { .. })) => found_gone = true,
+                Some(Err(
+                    zk_framework::Error::ConnectionLoss
+                    | zk_framework::Error::SessionExpired
+                    | zk_framework::Error::OperationTimeout
+                    | zk_framework::Error::Closed,
+                ))
+                | None => {
+                    unknown = true;
+                    to_background(n);
+                }
+                Some(Err(e)) => {
+                    to_background(n);
+                    failure = Some(e);
                 }
             }
         }
-        let mut result = Ok(());
-        for n in &nodes {
-            if let Err(e) = client.delete().guaranteed().for_path(n) {
-                result = Err(e);
-            }
+        if let Some(e) = failure {
+            return Err(Error::ZooKeeper(e));
         }
-        outcome(result)
+        // Held when the release began: given up with nothing overlapping it,
+        // whatever happens to the delete (the node goes with the session).
+        if held_at_start {
+            return Ok(());
+        }
+        // It was uncertain: the delete's answer tells. Our own node deleted
+        // means the session never ended and nobody removed it: held all along.
+        if found_gone {
+            Err(lost_error())
+        } else if unknown {
+            Err(Error::LockUncertain { path: s.base.clone() })
+        } else {
+            Ok(())
+        }
     }
 }
 

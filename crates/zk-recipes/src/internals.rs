@@ -120,9 +120,26 @@ impl From<zk_framework::Error> for LoopError {
     }
 }
 
-/// Whether an error means "the caller's deadline passed" (a timeout, not a failure).
+/// Whether an error means "the caller's deadline passed while a request was
+/// unanswered" (what [`Error::NoAnswer`] reports to the caller).
 pub(crate) fn is_deadline(e: &Error) -> bool {
-    matches!(e, Error::ZooKeeper(zk_framework::Error::DeadlineExceeded))
+    matches!(
+        e,
+        Error::ZooKeeper(zk_framework::Error::DeadlineExceeded) | Error::NoAnswer { .. }
+    )
+}
+
+/// What an acquire whose deadline came while it waited returns: `Ok(None)`
+/// (the lock was held by someone else) only while connected; a client that is
+/// not connected cannot know, and says why it is not (the latest connection
+/// attempt's failure: refused, TLS, ...).
+pub(crate) fn timed_out<T>(client: &CuratorFramework) -> Result<Option<T>> {
+    if client.is_connected() {
+        return Ok(None);
+    }
+    Err(Error::ZooKeeper(
+        client.connect_failure().unwrap_or(zk_framework::Error::ConnectionLoss),
+    ))
 }
 
 impl LockInternals {
@@ -221,11 +238,10 @@ impl LockInternals {
         loop {
             let mut node = match self.create_node(data.clone(), sorting_sequence) {
                 Ok(n) => n,
-                Err(e) if is_deadline(&e) => return Ok(None),
                 // The create ran into an expiry: queue on the new session.
                 Err(Error::ZooKeeper(zk_framework::Error::SessionExpired)) if sorting_sequence.is_none() => {
                     if !requeue.pause(&self.base_path)? {
-                        return Ok(None);
+                        return timed_out(&self.client);
                     }
                     continue;
                 }
@@ -240,20 +256,17 @@ impl LockInternals {
                 Ok(true) => return Ok(Some(node)),
                 Ok(false) => {
                     self.delete_node(&node.path);
-                    return Ok(None);
+                    return timed_out(&self.client);
                 }
                 Err(LoopError::NodeMissing) => {
                     self.delete_node(&node.path);
                     log::debug!("lock node {} vanished while waiting; queueing again", node.path);
                     if !requeue.pause(&self.base_path)? {
-                        return Ok(None);
+                        return timed_out(&self.client);
                     }
                 }
                 Err(LoopError::Other(e)) => {
                     self.delete_node(&node.path);
-                    if is_deadline(&e) {
-                        return Ok(None);
-                    }
                     return Err(e);
                 }
             }
@@ -286,7 +299,6 @@ impl LockInternals {
                 *vanished = true;
                 Ok(false)
             }
-            Err(LoopError::Other(e)) if is_deadline(&e) => Ok(false),
             Err(LoopError::Other(e)) => Err(e),
         }
     }

@@ -131,15 +131,26 @@ pub trait RawLock: InterProcessLock {
 pub type NotSend = PhantomData<*const ()>;
 
 /// The one slow path of every timed acquire: the whole acquire runs under
-/// `deadline`, and a deadline that passes is `Ok(None)`, never an error.
+/// `deadline`. A deadline that passes while the lock is held by someone else
+/// is `Ok(None)`; one that passes while ZooKeeper does not answer is
+/// [`Error::NoAnswer`], and one that passes while the client cannot connect
+/// is the reason it cannot.
 pub(crate) fn acquire_until<L: InterProcessLock + ?Sized>(
     lock: &L,
     deadline: Option<Instant>,
 ) -> Result<Option<Holding>> {
     match zk_framework::deadline::with_deadline(deadline, || lock.acquire_holding(deadline)) {
-        Err(e) if deadline.is_some() && is_deadline(&e) => Ok(None),
+        Err(e) if is_deadline(&e) => Err(no_answer(e, || lock.order_key().0)),
         Ok(None) if deadline.is_none() => Err(Error::ZooKeeper(zk_framework::Error::Closed)),
         r => r,
+    }
+}
+
+/// A request left unanswered at the deadline, as the caller is told it.
+pub(crate) fn no_answer(e: Error, path: impl FnOnce() -> String) -> Error {
+    match e {
+        Error::ZooKeeper(zk_framework::Error::DeadlineExceeded) => Error::NoAnswer { path: path() },
+        e => e,
     }
 }
 
@@ -209,7 +220,45 @@ macro_rules! guard_common {
             self.holding().check()
         }
 
-        /// Loss events (`Suspended`, `Reconnected`, `Lost`); the channel ends
+        /// The instant until which the lock is certainly still held (see
+        /// [`Holding::safe_until`]); `None` once lost or released.
+        ///
+        /// # Examples
+        ///
+        /// ```no_run
+        /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+        /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
+        /// let g = m.acquire()?;
+        /// assert!(g.safe_until().expect("held") > std::time::Instant::now());
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        pub fn safe_until(&self) -> Option<std::time::Instant> {
+            self.holding().safe_until()
+        }
+
+        /// Releases now, waiting for the lock node's delete at most `bound`
+        /// (instead of the default: a tenth of the session timeout, between
+        /// 100 ms and 2 s); a delete not answered by then goes on in the
+        /// background. The result is [`release`](Self::release)'s.
+        ///
+        /// # Errors
+        ///
+        /// As [`release`](Self::release).
+        ///
+        /// # Examples
+        ///
+        /// ```no_run
+        /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+        /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
+        /// m.acquire()?.release_within(std::time::Duration::from_millis(200))?;
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        pub fn release_within(self, bound: std::time::Duration) -> Result<()> {
+            self.holding().set_release_bound(bound);
+            self.release()
+        }
+
+        /// Loss events (`Suspended`, `HorizonPassed`, `Reconnected`, `Lost`); the channel ends
         /// at a normal release (see [`Holding::loss_receiver`]).
         ///
         /// # Examples
@@ -305,13 +354,19 @@ macro_rules! guard_common {
         }
 
         /// Releases now and reports the outcome (dropping the guard releases
-        /// too, but can only log a failure).
+        /// too, but can only log a failure). It returns within the release
+        /// bound (see [`release_within`](Self::release_within)) plus
+        /// scheduling noise, whatever the connection does: a delete not
+        /// answered by then goes on in the background. `Ok` means the lock
+        /// was held until the release began.
         ///
         /// # Errors
         ///
-        /// [`Error::LockLost`] when the lock had been lost (the closure's work
-        /// may have overlapped another holder); [`Error::ZooKeeper`] when the
-        /// delete failed (it goes on in the background).
+        /// [`Error::LockLost`] when the lock had been lost (the work done
+        /// under it may have overlapped another holder);
+        /// [`Error::LockUncertain`] when it was uncertain when the release
+        /// began and the delete could not tell; [`Error::ZooKeeper`] when the
+        /// server refused the delete (it goes on in the background).
         ///
         /// # Examples
         ///

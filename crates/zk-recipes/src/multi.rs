@@ -234,12 +234,20 @@ impl MultiLock {
             }
         }
         let members = holding.members();
+        // Every member's state before the first delete: a member held then
+        // was held until the release began, whatever its delete meets after
+        // the others' (a connection that dies during the release).
+        let held: Vec<bool> = members.iter().map(|h| h.status() == LockStatus::Held).collect();
         let errors: Vec<Error> = self
             .locks
             .iter()
             .zip(members)
+            .zip(held)
             .rev()
-            .filter_map(|(l, h)| l.release_holding(h).err())
+            .filter_map(|((l, h), held)| match l.release_holding(h) {
+                Err(Error::LockLost { .. } | Error::LockUncertain { .. }) if held => None,
+                r => r.err(),
+            })
             .collect();
         if errors.is_empty() {
             Ok(())

@@ -126,7 +126,7 @@ impl Lease {
         self.holding().check()
     }
 
-    /// Loss events for this lease: `Suspended`, `Reconnected`, `Lost`; the
+    /// Loss events for this lease: `Suspended`, `HorizonPassed`, `Reconnected`, `Lost`; the
     /// channel ends when the lease is returned.
     ///
     /// # Examples
@@ -158,12 +158,53 @@ impl Lease {
         self.holding().transaction()
     }
 
-    /// Returns the lease now and reports the outcome.
+    /// The instant until which the lease is certainly still held (see
+    /// [`Holding::safe_until`]); `None` once lost.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 2)?;
+    /// let lease = s.acquire()?;
+    /// assert!(lease.safe_until().expect("held") > std::time::Instant::now());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn safe_until(&self) -> Option<Instant> {
+        self.holding().safe_until()
+    }
+
+    /// Returns the lease, waiting for its delete at most `bound` (see the
+    /// guards' `release_within`).
     ///
     /// # Errors
     ///
-    /// [`Error::LockLost`] when the lease had been lost; [`Error::ZooKeeper`]
-    /// when the delete failed (it goes on in the background).
+    /// As [`Lease::release`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 2)?;
+    /// s.acquire()?.release_within(std::time::Duration::from_millis(200))?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn release_within(self, bound: Duration) -> Result<()> {
+        self.holding().set_release_bound(bound);
+        self.release()
+    }
+
+    /// Returns the lease now and reports the outcome, within the release
+    /// bound (a tenth of the session timeout, between 100 ms and 2 s, or
+    /// [`Lease::release_within`]'s); `Ok` means it was held until the release
+    /// began.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LockLost`] when the lease had been lost;
+    /// [`Error::LockUncertain`] when it was uncertain and the delete could
+    /// not tell; [`Error::ZooKeeper`] when the server refused the delete (it
+    /// goes on in the background).
     ///
     /// # Examples
     ///
@@ -397,7 +438,7 @@ impl InterProcessSemaphoreV2 {
     /// being `Ok(None)`.
     fn lease_until(&self, deadline: Option<Instant>) -> Result<Option<Lease>> {
         match zk_framework::deadline::with_deadline(deadline, || self.acquire_deadline(deadline)) {
-            Err(e) if deadline.is_some() && is_deadline(&e) => Ok(None),
+            Err(e) if is_deadline(&e) => Err(crate::lock::no_answer(e, || self.base_path.clone())),
             r => r,
         }
     }
@@ -559,10 +600,10 @@ impl InterProcessSemaphoreV2 {
             };
             match outcome {
                 Attempt::Got(l) => return Ok(Some(l.grant())),
-                Attempt::TimedOut => return Ok(None),
+                Attempt::TimedOut => return crate::internals::timed_out(&self.client),
                 Attempt::Missing => {
                     if !requeue.pause(&self.leases_path)? {
-                        return Ok(None);
+                        return crate::internals::timed_out(&self.client);
                     }
                 }
             }

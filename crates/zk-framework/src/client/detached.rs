@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::watches::{WatchMode, WatchReg};
 use super::{Client, Watcher};
 use crate::error::{Error, Result};
-use crate::proto::{ErrorCode, OpCode, PathWatchRequest};
+use crate::proto::{DeleteRequest, ErrorCode, OpCode, PathWatchRequest};
 
 impl Client {
     /// Sets an exists-watch on `path` without waiting for the reply: the
@@ -60,6 +60,60 @@ impl Client {
                 on_reply(match r {
                     Ok(reply) if reply.header.err == 0 => Ok(true),
                     Ok(reply) if reply.header.err == ErrorCode::NoNode.code() => Ok(false),
+                    Ok(reply) => Err(Error::from_raw(reply.header.err, &p)),
+                    Err(e) => Err(e.clone()),
+                })
+            }),
+        );
+        Ok(())
+    }
+
+    /// Deletes `path` (at `version`, or any) without waiting for the reply:
+    /// the request is written and this returns. `on_reply` is called once, on
+    /// the client's I/O thread (so it must only signal), with `Ok(())`, the
+    /// server's error (`NoNode`, ...), or `ConnectionLoss` when the connection
+    /// broke first (the delete may or may not have been applied).
+    ///
+    /// A lock's release uses it to wait for its delete no longer than a bound
+    /// of its own.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`], and the immediate connection errors of
+    /// [`Client`] (`ConnectionLoss` while disconnected, `SessionExpired`,
+    /// `Closed`): nothing was sent then and `on_reply` is not called.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use zk_framework::{Client, ClientConfig};
+    /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
+    /// let (tx, rx) = crossbeam_channel::bounded(1);
+    /// zk.delete_detached("/lock/n", None, move |r| {
+    ///     let _ = tx.try_send(r);
+    /// })?;
+    /// println!("deleted: {:?}", rx.recv_timeout(std::time::Duration::from_secs(1)));
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn delete_detached(
+        &self,
+        path: &str,
+        version: Option<i32>,
+        on_reply: impl FnOnce(Result<()>) + Send + 'static,
+    ) -> Result<()> {
+        let sp = self.server_path(path, false)?;
+        let req = DeleteRequest {
+            path: sp,
+            version: version.unwrap_or(-1),
+        };
+        let inner = self.inner();
+        let submitted = inner.submit(OpCode::Delete, Some(&req), None, false, None)?;
+        let p = path.to_string();
+        inner.on_reply(
+            submitted,
+            Box::new(move |r| {
+                on_reply(match r {
+                    Ok(reply) if reply.header.err == 0 => Ok(()),
                     Ok(reply) => Err(Error::from_raw(reply.header.err, &p)),
                     Err(e) => Err(e.clone()),
                 })

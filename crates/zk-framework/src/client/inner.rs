@@ -236,6 +236,13 @@ pub(super) struct Inner {
     /// Why the latest finished connection attempt failed in TLS (`None` when it
     /// did not fail, or failed otherwise): what `wait_connected` reports.
     pub last_tls_error: Mutex<Option<TlsError>>,
+    /// Why the latest finished connection attempt failed (`None` when it did
+    /// not fail): the cause reported to a caller that could not be served.
+    pub last_connect_failure: Mutex<Option<String>>,
+    /// Set when every server of a whole round refused the TLS handshake for a
+    /// reason that retrying cannot mend (an unknown CA, a wrong name, an
+    /// expired certificate...); cleared by a connection.
+    pub certain_refusal: Mutex<Option<TlsError>>,
     pub wire: Mutex<Wire>,
     pub core: Mutex<Core>,
     pub cond: Condvar,
@@ -303,6 +310,8 @@ impl Inner {
             max_frame: s.max_frame,
             tls: s.tls,
             last_tls_error: Mutex::new(None),
+            last_connect_failure: Mutex::new(None),
+            certain_refusal: Mutex::new(None),
             wire: Mutex::new(Wire {
                 stream: None,
                 gen: 0,
@@ -365,6 +374,11 @@ impl Inner {
     /// at the server no earlier than then.
     pub fn confirm(&self, sent_ms: u64) {
         self.last_confirmed_ms.fetch_max(sent_ms, Ordering::Relaxed);
+    }
+
+    /// When the latest request that has been answered was sent.
+    pub fn confirmed_at(&self) -> Instant {
+        self.base + Duration::from_millis(self.last_confirmed_ms.load(Ordering::Relaxed))
     }
 
     /// Time since the sending of the latest request that has been answered.

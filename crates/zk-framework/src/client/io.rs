@@ -86,6 +86,7 @@ pub(super) fn io_main(inner: Arc<Inner>) {
     let n = inner.hosts.len();
     let mut next = 0usize;
     let mut failures = 0usize;
+    let mut refused_in_a_row = 0usize;
     let mut backoff = ExponentialBackoff {
         current_interval: BACKOFF_INITIAL,
         initial_interval: BACKOFF_INITIAL,
@@ -114,10 +115,28 @@ pub(super) fn io_main(inner: Arc<Inner>) {
         match connect_host(&inner, host, &mut buf) {
             Attempt::Failed(reason) => {
                 log::debug!("connecting to {host} failed: {reason}");
+                *inner.last_connect_failure.lock() = Some(reason);
                 failures += 1;
+                // A refusal that no retry can mend, from every server in a row:
+                // callers are told at once instead of at their timeout.
+                let tls = inner.last_tls_error.lock().clone();
+                match tls.filter(|t| t.kind().is_certain()) {
+                    Some(t) => {
+                        refused_in_a_row += 1;
+                        if refused_in_a_row >= n {
+                            *inner.certain_refusal.lock() = Some(t);
+                            let _core = inner.core.lock();
+                            inner.cond.notify_all();
+                        }
+                    }
+                    None => refused_in_a_row = 0,
+                }
             }
             Attempt::Terminal => break,
             Attempt::Established(conn) => {
+                refused_in_a_row = 0;
+                *inner.last_connect_failure.lock() = None;
+                *inner.certain_refusal.lock() = None;
                 let started = Instant::now();
                 match run(&inner, conn, &mut buf) {
                     Stop::Terminal => break,

@@ -404,6 +404,10 @@ impl Client {
             match core.state {
                 s if s.is_connected() => return Ok(()),
                 ClientState::Connecting => {
+                    // Every server refused in a way no retry mends: say so now.
+                    if let Some(e) = inner.certain_refusal.lock().clone() {
+                        return Err(Error::Tls(e));
+                    }
                     if inner.cond.wait_until(&mut core, deadline).timed_out() {
                         if core.state.is_connected() {
                             return Ok(());
@@ -424,6 +428,31 @@ impl Client {
     /// Why the latest finished connection attempt failed in TLS, if it did.
     pub(crate) fn last_tls_error(&self) -> Option<TlsError> {
         self.inner().last_tls_error.lock().clone()
+    }
+
+    /// Why the client is not connected, if a connection attempt has failed
+    /// since the last connection: the TLS error, or [`Error::ConnectFailed`]
+    /// with the attempt's reason (for example `127.0.0.1:2181: Connection
+    /// refused`).
+    pub(crate) fn connect_failure(&self) -> Option<Error> {
+        let inner = self.inner();
+        if let Some(t) = inner.last_tls_error.lock().clone() {
+            return Some(Error::Tls(t));
+        }
+        let reason = inner.last_connect_failure.lock().clone()?;
+        Some(Error::ConnectFailed { reason })
+    }
+
+    /// A TLS refusal that every server gave in the latest round and that no
+    /// retry can mend (see [`TlsErrorKind::is_certain`]).
+    pub(crate) fn certain_refusal(&self) -> Option<TlsError> {
+        self.inner().certain_refusal.lock().clone()
+    }
+
+    /// When the latest request that a server answered was sent (see
+    /// [`Client::since_last_confirmed`]).
+    pub(crate) fn confirmed_at(&self) -> Instant {
+        self.inner().confirmed_at()
     }
 
     /// [`Client::wait_connected`] with a timeout.

@@ -66,6 +66,25 @@ pub enum TlsErrorKind {
     Handshake,
 }
 
+impl TlsErrorKind {
+    /// Whether the same configuration fails the same way on every retry (a
+    /// certificate or protocol refusal), as opposed to a handshake that may
+    /// pass next time ([`TlsErrorKind::Handshake`]). A client whose every
+    /// server refused with a certain kind reports it at once instead of at its
+    /// connection timeout.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_framework::TlsErrorKind;
+    /// assert!(TlsErrorKind::UnknownIssuer.is_certain());
+    /// assert!(!TlsErrorKind::Handshake.is_certain());
+    /// ```
+    pub fn is_certain(self) -> bool {
+        !matches!(self, TlsErrorKind::Handshake)
+    }
+}
+
 /// A TLS failure: what kind, and a message for people. Returned at
 /// configuration time ([`TlsErrorKind::InvalidConfig`]) and, inside
 /// [`Error::Tls`], by [`Client::wait_connected`](super::Client::wait_connected)

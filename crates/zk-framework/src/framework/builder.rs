@@ -33,6 +33,7 @@ pub struct CuratorFrameworkBuilder {
     default_data: Option<Vec<u8>>,
     can_be_read_only: bool,
     simulated_expiration_percent: u32,
+    horizon_margin: Option<Duration>,
     auth: Vec<(String, Vec<u8>)>,
     container_parents: bool,
     acl_provider: Arc<dyn AclProvider>,
@@ -71,6 +72,7 @@ impl Default for CuratorFrameworkBuilder {
             default_data: None,
             can_be_read_only: false,
             simulated_expiration_percent: 100,
+            horizon_margin: None,
             auth: Vec::new(),
             container_parents: true,
             acl_provider: Arc::new(OpenAclProvider),
@@ -188,6 +190,26 @@ impl CuratorFrameworkBuilder {
     /// ```
     pub fn simulated_session_expiration_percent(mut self, percent: u32) -> Self {
         self.simulated_expiration_percent = percent;
+        self
+    }
+
+    /// The margin taken off the session's safe horizon
+    /// ([`CuratorFramework::session_horizon`]): by default a twentieth of
+    /// the negotiated session timeout, at least 50 ms. Give more where a
+    /// server may answer for a session its leader has expired already (a
+    /// follower cut off from its quorum answers until its `syncLimit` ×
+    /// `tickTime` has passed). A margin at or above the session timeout makes
+    /// the horizon the last answered request's send time.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let b = zk_framework::CuratorFramework::builder().session_horizon_margin(Duration::from_secs(2));
+    /// # let _ = b;
+    /// ```
+    pub fn session_horizon_margin(mut self, margin: Duration) -> Self {
+        self.horizon_margin = Some(margin);
         self
     }
 
@@ -342,6 +364,9 @@ impl CuratorFrameworkBuilder {
             container_parents: self.container_parents,
             acl_provider: self.acl_provider,
             simulated_expiration_percent: self.simulated_expiration_percent,
+            horizon_margin: self.horizon_margin,
+            health: Mutex::new(super::horizon::SessionHealth::PastHorizon),
+            health_listeners: Mutex::new(Vec::new()),
             known_parents: Arc::default(),
             handle: Mutex::new(Handle {
                 client: Arc::new(client),

@@ -167,6 +167,7 @@ impl Drop for ListenerHandle {
     fn drop(&mut self) {
         if let Some(inner) = self.inner.upgrade() {
             inner.listeners.lock().retain(|(id, _)| *id != self.id);
+            inner.health_listeners.lock().retain(|(id, _)| *id != self.id);
         }
     }
 }

@@ -10,7 +10,7 @@ use parking_lot::Mutex;
 
 use super::dispatch::ListenerHandle;
 use super::inner::Inner;
-use super::{retry_loop, CreateBuilder, CuratorFrameworkBuilder, DeleteBuilder};
+use super::{retry_loop, CreateBuilder, CuratorFrameworkBuilder, DeleteBuilder, SessionHealth};
 use crate::client::{Client, WatchedEvent, Watcher};
 use crate::paths::{fix_for_namespace, unfix_for_namespace};
 use crate::proto::Stat;
@@ -289,6 +289,92 @@ impl CuratorFramework {
         let id = self.inner.next_listener_id.fetch_add(1, Ordering::Relaxed);
         self.inner.listeners.lock().push((id, Arc::new(f)));
         ListenerHandle::new(id, Arc::downgrade(&self.inner))
+    }
+
+    /// The instant until which the current session is certainly alive at
+    /// the server: the send time of the latest request a server answered,
+    /// plus the negotiated session timeout, minus a margin (see
+    /// [`CuratorFrameworkBuilder::session_horizon_margin`](super::CuratorFrameworkBuilder::session_horizon_margin)).
+    /// The server cannot have expired the session before it, whatever the
+    /// network does; after it, it may have. A healthy connection keeps it
+    /// about seven ninths of the session timeout ahead (a ping is answered
+    /// at least every two ninths). `None` before the first connection and
+    /// after the session ended (expired or closed). Answered locally.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// c.block_until_connected(std::time::Duration::from_secs(5))?;
+    /// let horizon = c.session_horizon().expect("connected");
+    /// assert!(horizon > std::time::Instant::now());
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn session_horizon(&self) -> Option<Instant> {
+        let (client, _) = self.inner.current();
+        self.inner.horizon_of(&client)
+    }
+
+    /// The session's health by the client's clock: a request sent within the
+    /// read timeout answered, none answered for a read timeout (stale), or
+    /// the horizon passed ([`CuratorFramework::session_horizon`]). Answered
+    /// locally.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// c.block_until_connected(std::time::Duration::from_secs(5))?;
+    /// assert_eq!(c.session_health(), zk_framework::SessionHealth::Confirmed);
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn session_health(&self) -> SessionHealth {
+        self.inner.health_now().0
+    }
+
+    /// Registers a listener for changes of [`CuratorFramework::session_health`],
+    /// called at the moment of the change (the client's session thread wakes
+    /// for it: a read timeout without an answer, the horizon passing, an
+    /// answer after either). It runs on that thread, so it must only signal
+    /// (a `try_send`, an atomic): no blocking, no calls into the client.
+    /// Dropping the handle removes it.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let (tx, rx) = crossbeam_channel::bounded(8);
+    /// let _h = c.add_health_listener(move |h| {
+    ///     let _ = tx.try_send(h);
+    /// });
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn add_health_listener(&self, f: impl Fn(SessionHealth) + Send + Sync + 'static) -> ListenerHandle {
+        let id = self.inner.next_listener_id.fetch_add(1, Ordering::Relaxed);
+        self.inner.health_listeners.lock().push((id, Arc::new(f)));
+        ListenerHandle::new(id, Arc::downgrade(&self.inner))
+    }
+
+    /// Why the client is not connected, when a connection attempt has failed
+    /// since its last connection: [`Error::Tls`] for a refused handshake,
+    /// otherwise [`Error::ConnectFailed`] with the attempt's reason (`None`
+    /// while connected, or before any attempt ended).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:1").build()?;
+    /// if let Some(e) = c.connect_failure() {
+    ///     eprintln!("ZooKeeper unreachable: {e}");
+    /// }
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn connect_failure(&self) -> Option<Error> {
+        let client = self.zookeeper_client();
+        if client.state().is_connected() {
+            return None;
+        }
+        client.connect_failure()
     }
 
     /// Every connection state from now on, on a channel. Dropping the receiver

@@ -41,6 +41,11 @@ pub(crate) struct Inner {
     pub(super) container_parents: bool,
     pub(super) acl_provider: Arc<dyn AclProvider>,
     pub(super) simulated_expiration_percent: u32,
+    /// The safe horizon's margin (`None`: the default rule).
+    pub(super) horizon_margin: Option<Duration>,
+    /// The session health last told to the health listeners.
+    pub(super) health: Mutex<super::horizon::SessionHealth>,
+    pub(super) health_listeners: Mutex<Vec<(u64, Arc<super::horizon::HealthListener>)>>,
     pub(super) handle: Mutex<Handle>,
     pub(super) conn: Mutex<ConnInner>,
     pub(super) conn_cv: Condvar,

@@ -40,6 +40,7 @@ mod background;
 mod builder;
 mod dispatch;
 mod handle;
+mod horizon;
 mod inner;
 mod ops;
 mod retry_loop;
@@ -49,6 +50,7 @@ pub use acl::{AclProvider, FixedAclProvider, OpenAclProvider};
 pub use builder::CuratorFrameworkBuilder;
 pub use dispatch::{ListenerHandle, StateListener};
 pub use handle::CuratorFramework;
+pub use horizon::{HealthListener, SessionHealth};
 pub use ops::{CreateBuilder, CreatedTogether, CreatedWithListing, DeleteBuilder};
 
 // `background.rs` reaches the shared state as `super::Inner`.

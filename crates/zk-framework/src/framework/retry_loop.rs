@@ -49,11 +49,13 @@ pub(super) fn call_with_retry<T>(fw: &CuratorFramework, mut op: impl FnMut(&Clie
         if !fw.is_connected() {
             let wait = crate::deadline::bound(fw.connection_timeout());
             if wait.is_zero() && crate::deadline::expired() {
-                return Err(Error::DeadlineExceeded);
+                return Err(unreachable(fw, Error::DeadlineExceeded));
             }
             match fw.block_until_connected(wait) {
                 Err(Error::Closed) => return Err(Error::Closed),
-                Err(_) if crate::deadline::expired() => return Err(Error::DeadlineExceeded),
+                // Every server refused in a way no retry mends.
+                Err(e @ Error::Tls(_)) if fw.zookeeper_client().certain_refusal().is_some() => return Err(e),
+                Err(_) if crate::deadline::expired() => return Err(unreachable(fw, Error::DeadlineExceeded)),
                 _ => {}
             }
         }
@@ -84,18 +86,30 @@ pub(super) fn call_with_retry<T>(fw: &CuratorFramework, mut op: impl FnMut(&Clie
         if !policy.allows(&err) {
             return Err(err);
         }
+        if let Some(t) = client.certain_refusal() {
+            return Err(Error::Tls(t));
+        }
         if crate::deadline::expired() {
-            return Err(Error::DeadlineExceeded);
+            return Err(unreachable(fw, Error::DeadlineExceeded));
         }
         let state = CURRENT.with(|c| *c.borrow()).unwrap_or(LoopState {
             start: Instant::now(),
             retries: 0,
         });
         match policy.next_retry(state.retries, state.start.elapsed()) {
-            RetryDecision::GiveUp => return Err(err),
-            // Never sleep past the caller's deadline.
+            RetryDecision::GiveUp => return Err(unreachable(fw, err)),
+            // Never sleep past the caller's deadline: wait for a connection
+            // until then, and try once more if one comes.
             RetryDecision::RetryAfter(d) if crate::deadline::remaining().is_some_and(|r| r < d) => {
-                return Err(Error::DeadlineExceeded);
+                let left = crate::deadline::remaining().unwrap_or_default();
+                match fw.zookeeper_client().wait_connected_timeout(left) {
+                    Ok(()) if !crate::deadline::expired() => {
+                        retrying = true;
+                        continue;
+                    }
+                    _ if fw.inner().closed.load(Ordering::SeqCst) => return Err(Error::Closed),
+                    _ => return Err(unreachable(fw, Error::DeadlineExceeded)),
+                }
             }
             RetryDecision::RetryAfter(d) => {
                 CURRENT.with(|c| {
@@ -111,6 +125,25 @@ pub(super) fn call_with_retry<T>(fw: &CuratorFramework, mut op: impl FnMut(&Clie
             }
         }
     }
+}
+
+/// What a call that could not be served reports: while the client is not
+/// connected, why it is not (the latest connection attempt's failure, or
+/// `ConnectionLoss` when no attempt has ended yet) rather than a bare
+/// deadline or connection loss, so that a caller never reads an unreachable
+/// server as a timeout. Connected, `err` as it is.
+fn unreachable(fw: &CuratorFramework, err: Error) -> Error {
+    if !matches!(
+        err,
+        Error::ConnectionLoss | Error::ConnectTimeout { .. } | Error::DeadlineExceeded
+    ) {
+        return err;
+    }
+    let client = fw.zookeeper_client();
+    if client.state().is_connected() {
+        return err;
+    }
+    client.connect_failure().unwrap_or(Error::ConnectionLoss)
 }
 
 /// Sleeps `d` in slices, returning false as soon as the client is closed. A

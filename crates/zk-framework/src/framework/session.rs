@@ -102,7 +102,13 @@ pub(super) fn session_monitor(weak: Weak<Inner>) {
                 lose_and_reset(&inner, generation);
                 break;
             }
+            // Wake when the session's health may change by the clock alone
+            // (the read timeout, the horizon), so that its listeners hear it
+            // at that moment.
             let wait = simulated_expiry_wait(&inner);
+            let wait = inner
+                .follow_health()
+                .map_or(wait, |h| wait.min(h.max(Duration::from_millis(1))));
             match rx.recv_timeout(wait) {
                 Ok(SessionEvent::SyncConnected) => on_connected(&inner, &client, generation, false),
                 Ok(SessionEvent::ConnectedReadOnly) => on_connected(&inner, &client, generation, true),

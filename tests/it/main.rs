@@ -36,6 +36,7 @@ mod operations;
 mod processes;
 mod rwlock;
 mod semaphore;
+mod uncertainty;
 
 // Servers and protocol: foreign clients, a real ensemble, bad bytes and bad input.
 mod bad_input;

@@ -382,8 +382,10 @@ impl Client {
     /// [`Error::Tls`] then if the latest connection attempt failed in TLS (an
     /// unknown CA, a name mismatch, an expired certificate, a client certificate
     /// required or refused, a port that does not speak TLS, or a plain client on
-    /// a TLS port); [`Error::SessionExpired`], [`Error::AuthFailed`] or [`Error::Closed`] on a
-    /// dead handle.
+    /// a TLS port). [`Error::Tls`] at once, before the deadline, when every
+    /// server of a whole round refused the handshake in a way no retry mends
+    /// ([`TlsErrorKind::is_certain`]). [`Error::SessionExpired`],
+    /// [`Error::AuthFailed`] or [`Error::Closed`] on a dead handle.
     ///
     /// # Examples
     ///

@@ -236,8 +236,10 @@ impl CuratorFramework {
     ///
     /// [`Error::ConnectTimeout`] (retryable, carrying `timeout`) when `timeout`
     /// passes first, or [`Error::Tls`] then if the latest connection attempt
-    /// failed in TLS (see [`Client::wait_connected`]); [`Error::Closed`] when
-    /// the client is closed.
+    /// failed in TLS (see [`Client::wait_connected`]); [`Error::Tls`] at once
+    /// when every server refused the handshake in a way no retry mends
+    /// ([`TlsErrorKind::is_certain`](crate::TlsErrorKind::is_certain));
+    /// [`Error::Closed`] when the client is closed.
     ///
     /// # Examples
     ///
@@ -255,6 +257,10 @@ impl CuratorFramework {
             }
             if c.machine.current().is_some_and(ConnectionState::is_connected) {
                 return Ok(());
+            }
+            // Every server refused in a way no retry mends: say so now.
+            if let Some(e) = self.zookeeper_client().certain_refusal() {
+                return Err(Error::Tls(e));
             }
             let now = Instant::now();
             let wait = match deadline {

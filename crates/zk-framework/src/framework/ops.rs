@@ -376,7 +376,13 @@ impl<'a> CreateBuilder<'a> {
                 if self.protected
                     && matches!(
                         e,
-                        Error::ConnectionLoss | Error::OperationTimeout | Error::DeadlineExceeded | Error::Closed
+                        Error::ConnectionLoss
+                            | Error::ConnectFailed { .. }
+                            | Error::ConnectTimeout { .. }
+                            | Error::Tls(_)
+                            | Error::OperationTimeout
+                            | Error::DeadlineExceeded
+                            | Error::Closed
                     )
                 {
                     for (parent_sp, _) in &targets {
@@ -628,7 +634,13 @@ fn protected_create(fw: &CuratorFramework, server_path: &str, spec: &CreateSpec)
     if let Err(e) = &result {
         if matches!(
             e,
-            Error::ConnectionLoss | Error::OperationTimeout | Error::DeadlineExceeded | Error::Closed
+            Error::ConnectionLoss
+                | Error::ConnectFailed { .. }
+                | Error::ConnectTimeout { .. }
+                | Error::Tls(_)
+                | Error::OperationTimeout
+                | Error::DeadlineExceeded
+                | Error::Closed
         ) {
             fw.inner().background.find_and_delete(parent_path, prefix);
         }

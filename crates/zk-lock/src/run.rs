@@ -554,8 +554,9 @@ const KILL_SLACK: Duration = Duration::from_millis(100);
 /// safe horizon minus the grace (minus [`KILL_SLACK`]), and the horizon runs
 /// ahead of now by between `T - margin` (just after a ping's answer) and about
 /// two ninths of `T` less (when the next ping is due). A grace that does not
-/// fit below that would stop COMMAND on a healthy connection: it is cut, and
-/// zk-lock says so at start-up.
+/// fit below that would stop COMMAND on a healthy connection: it is cut to half
+/// of what fits (the other half is what a blip may last before COMMAND is
+/// stopped), and zk-lock says so at start-up.
 fn fit_grace(client: &CuratorFramework, grace: Duration) -> Duration {
     let (Some(t), Some(horizon)) = (client.negotiated_session_timeout(), client.session_horizon()) else {
         return grace;
@@ -568,15 +569,16 @@ fn fit_grace(client: &CuratorFramework, grace: Duration) -> Duration {
     if grace <= fits {
         return grace;
     }
+    let cut = fits / 2;
     eprintln!(
         "zk-lock: warning: the session timeout ({}) is too short for --kill-grace {}: if the connection \
          is lost, COMMAND gets SIGTERM and then SIGKILL {} later, before ZooKeeper may expire the session \
          (use a longer --session-timeout for more)",
         human(t),
         human(grace),
-        human(fits)
+        human(cut)
     );
-    fits
+    cut
 }
 
 /// Waits for COMMAND, forwarding signals and acting on loss events and on the

@@ -71,22 +71,27 @@ impl std::fmt::Debug for Credentials {
     }
 }
 
-/// Parses `SCHEME:CREDENTIALS` (e.g. `digest:user:password`). Messages never
-/// repeat the input.
+/// Parses `SCHEME:CREDENTIALS` (e.g. `digest:user:password`). Whitespace
+/// around the whole value (a trailing newline or CR of a file, a leading
+/// space) is ignored; the scheme and credentials are then checked by the
+/// library's rule ([`zk_framework::ClientConfig::validate_auth`]), the one
+/// every managed client applies. Messages never repeat the input.
 ///
 /// # Errors
 ///
-/// A message naming what is missing.
+/// A message naming what is missing or wrong.
 pub fn parse_credentials(v: &str) -> Result<Credentials, String> {
-    let v = v.trim_end_matches(['\n', '\r']);
+    let v = v.trim();
     let Some((scheme, secret)) = v.split_once(':') else {
         return Err("expected SCHEME:CREDENTIALS, e.g. digest:USER:PASSWORD".into());
     };
     if scheme.is_empty() || secret.is_empty() {
         return Err("expected SCHEME:CREDENTIALS, e.g. digest:USER:PASSWORD".into());
     }
-    if scheme == "digest" && !secret.split_once(':').is_some_and(|(u, _)| !u.is_empty()) {
-        return Err("digest credentials must be USER:PASSWORD, e.g. digest:deployer:s3cret".into());
+    match zk_framework::ClientConfig::validate_auth(scheme, secret.as_bytes()) {
+        Ok(()) => {}
+        Err(zk_framework::Error::InvalidArgument(m)) => return Err(m),
+        Err(e) => return Err(e.to_string()),
     }
     Ok(Credentials {
         scheme: scheme.to_string(),
@@ -632,7 +637,8 @@ struct ConnArgs {
     )]
     auth: Option<Credentials>,
 
-    /// read SCHEME:CREDENTIALS from the first line of FILE (keep it mode 0600)
+    /// read SCHEME:CREDENTIALS from the first line of FILE (keep it mode 0600;
+    /// whitespace around the line, a CR included, is ignored)
     #[arg(
         global = true,
         verbatim_doc_comment,
@@ -1330,6 +1336,25 @@ mod tests {
             from_env(&["--auth-file", fs, "/l", "--", "x"]).conn.auth,
             Some(digest("file:pw"))
         );
+        // Whitespace around the line (CRLF, a leading space, a trailing tab)
+        // belongs to neither the scheme nor the password.
+        for line in [
+            "digest:file:pw\r\n",
+            " digest:file:pw \n",
+            "\tdigest:file:pw\t\r\nnext\n",
+        ] {
+            std::fs::write(&f, line).unwrap();
+            assert_eq!(
+                from_env(&["--auth-file", fs, "/l", "--", "x"]).conn.auth,
+                Some(digest("file:pw")),
+                "{line:?}"
+            );
+        }
+        // A scheme with a space inside is refused at once (not sent, which
+        // would end in AuthFailed).
+        std::fs::write(&f, "dig est:file:pw\n").unwrap();
+        let m = err(&["--auth-file", fs, "/l", "--", "x"]);
+        assert!(m.contains("scheme") && !m.contains("file:pw"), "{m}");
         std::fs::write(&f, "digest:nopassword-hunter2\n").unwrap();
         let m = err(&["--auth-file", fs, "/l", "--", "x"]);
         assert!(m.contains("USER:PASSWORD") && !m.contains("hunter2"), "{m}");

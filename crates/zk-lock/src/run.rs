@@ -20,6 +20,7 @@ use zk_recipes::{
 
 use crate::args::{AclChoice, Connection, Kind, Options};
 use crate::exit;
+use crate::failure;
 use crate::signals::{self, Received};
 
 /// Where the run is, as the signal thread needs to know.
@@ -227,7 +228,7 @@ pub(crate) type ServerHandle = Option<zk_testing::embedded::EmbeddedServer>;
 pub(crate) type ServerHandle = Option<()>;
 
 /// The client's TLS configuration from the `--tls-*` files.
-fn tls_config(files: &crate::args::TlsFiles) -> zk_framework::Result<zk_framework::TlsConfig> {
+pub(crate) fn tls_config(files: &crate::args::TlsFiles) -> zk_framework::Result<zk_framework::TlsConfig> {
     let mut b = zk_framework::TlsConfig::builder()
         .ca_pem_file(&files.ca)
         .verify_hostname(files.verify_hostname);
@@ -315,15 +316,7 @@ fn run_with_client(
 ) -> i32 {
     if let Err(e) = client.block_until_connected(opts.conn.connect_timeout) {
         set_phase(shared, Phase::Finishing);
-        if let zk_framework::Error::Tls(tls) = e {
-            eprintln!("zk-lock: ZooKeeper unavailable: TLS with {connect} failed: {tls}");
-            return exit::UNAVAILABLE;
-        }
-        eprintln!(
-            "zk-lock: ZooKeeper unavailable: could not connect to {connect} within {}",
-            human(opts.conn.connect_timeout)
-        );
-        return exit::UNAVAILABLE;
+        return failure::not_connected(&e, connect, &opts.conn);
     }
     log::info!("connected to {connect} (session 0x{:x})", client.session_id());
 
@@ -353,7 +346,7 @@ fn run_with_client(
         other => {
             st.phase = Phase::Finishing;
             drop(st);
-            return not_acquired(other.map(|_| ()), path, opts);
+            return not_acquired(client, other.map(|_| ()), path, opts);
         }
     };
     let node = held.node();
@@ -485,8 +478,10 @@ impl Target {
     }
 }
 
-/// Reports a lock that was not acquired (`Ok(())`: timed out) and returns the exit status.
-fn not_acquired(r: zk_recipes::Result<()>, path: &str, opts: &Options) -> i32 {
+/// Reports a lock that was not acquired (`Ok(())`: timed out) and returns the
+/// exit status; errors go through the one mapping of every mode
+/// ([`failure::report`]).
+fn not_acquired(client: &CuratorFramework, r: zk_recipes::Result<()>, path: &str, opts: &Options) -> i32 {
     match r {
         Ok(()) => {
             match opts.timeout {
@@ -499,27 +494,14 @@ fn not_acquired(r: zk_recipes::Result<()>, path: &str, opts: &Options) -> i32 {
             }
             opts.conflict_exit_code
         }
-        Err(zk_recipes::Error::ZooKeeper(
-            e @ (zk_framework::Error::NoAuth { .. }
-            | zk_framework::Error::InvalidAcl { .. }
-            | zk_framework::Error::AuthFailed),
-        )) => {
-            let hint = match e {
-                zk_framework::Error::NoAuth { .. } if opts.conn.auth.is_none() => {
-                    "the lock's nodes are protected by an ACL; give credentials with --auth-file, \
-                     ZK_LOCK_AUTH or --auth"
-                }
-                zk_framework::Error::NoAuth { .. } => "these credentials do not pass the ACL of the lock's nodes",
-                zk_framework::Error::InvalidAcl { .. } => "the server refused the ACL of the new lock node",
-                _ => "ZooKeeper refused the credentials (an unknown scheme?)",
-            };
-            eprintln!("zk-lock: permission denied: could not take the lock on {path}: {e} ({hint})");
-            exit::NO_PERMISSION
-        }
-        Err(e) => {
-            eprintln!("zk-lock: could not take the lock on {path}: {e}");
-            exit::UNAVAILABLE
-        }
+        Err(e) => failure::report(
+            client,
+            &opts.conn,
+            path,
+            failure::Doing::Locking,
+            &format!("could not take the lock on {path}"),
+            &e,
+        ),
     }
 }
 

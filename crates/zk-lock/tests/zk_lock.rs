@@ -1921,3 +1921,185 @@ fn locks_over_tls_with_flags_and_environment() {
         assert!(stderr.contains(want), "{args:?}: {stderr}");
     }
 }
+
+// ---- refusals: one exit status and a fitting hint in every mode -------------------------
+
+/// A client with digest credentials `user:pw` whose nodes get `provider`'s ACL.
+fn owner_with(
+    server: &TestingServer,
+    user_pw: &str,
+    provider: impl zk_framework::AclProvider + 'static,
+) -> CuratorFramework {
+    let t = timing();
+    let c = CuratorFramework::builder()
+        .connect_string(server.connect_string())
+        .session_timeout(t.session())
+        .connection_timeout(t.connection())
+        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
+        .authorization("digest", user_pw.as_bytes())
+        .acl_provider(provider)
+        .build()
+        .unwrap();
+    c.block_until_connected(t.wait()).unwrap();
+    c
+}
+
+/// `status`, `break` and `wait` on a lock whose nodes have a digest ACL the
+/// caller does not pass exit 77, as a run does, with the hint for the way
+/// the caller authenticates (none, other digest credentials, an unknown
+/// scheme); a read-only ACL lets `status` read and refuses
+/// `break`'s delete, naming the node that refused.
+#[test]
+fn subcommands_refused_by_a_digest_acl_exit_77() {
+    let server = TestingServer::start().unwrap();
+    let cs = server.connect_string();
+    let path = "/acl-ops/private";
+    let owner = owner_with(
+        &server,
+        &format!("owner:{SECRET}"),
+        zk_framework::FixedAclProvider::creator_all(),
+    );
+    let lock = InterProcessMutex::new(&owner, path).unwrap();
+    let g = lock.acquire().unwrap();
+
+    let ops: [&[&str]; 4] = [
+        &["status", path],
+        &["break", path, "--yes"],
+        &["wait", path, "-w", "1s"],
+        &["-n", path, "--", "true"],
+    ];
+    for op in ops {
+        // No credentials: told to give some.
+        let (code, out, stderr) = run_out(Some(&cs), op);
+        assert_eq!(code, 77, "{op:?}: {out} {stderr}");
+        assert!(
+            stderr.contains("permission denied")
+                && stderr.contains("not authorised")
+                && stderr.contains(&format!("{path} refused"))
+                && stderr.contains("--auth-file"),
+            "{op:?}: {stderr}"
+        );
+        // Other digest credentials: told these do not pass, not to add --auth.
+        let mut args = vec!["--auth", "digest:intruder:guess"];
+        args.extend_from_slice(op);
+        let (code, _, stderr) = run_out(Some(&cs), &args);
+        assert_eq!(code, 77, "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("does not admit these digest credentials") && !stderr.contains("--auth"),
+            "{args:?}: {stderr}"
+        );
+        // An unknown scheme: AuthFailed, 77 too.
+        let mut args = vec!["--auth", "nope:x"];
+        args.extend_from_slice(op);
+        let (code, _, stderr) = run_out(Some(&cs), &args);
+        assert_eq!(code, 77, "{args:?}: {stderr}");
+        assert!(stderr.contains("authentication failed"), "{args:?}: {stderr}");
+    }
+    assert_eq!(lock_nodes(&owner, path).len(), 1, "the holder's node is gone");
+    g.release().unwrap();
+
+    // Others may read but not delete: status works, break is refused by the
+    // lock's node (the delete of its child), with 77.
+    let shared = "/acl-ops/readable";
+    let owner2 = owner_with(
+        &server,
+        &format!("owner:{SECRET}"),
+        zk_framework::FixedAclProvider::creator_all_read_others(),
+    );
+    let lock = InterProcessMutex::new(&owner2, shared).unwrap();
+    let g = lock.acquire().unwrap();
+    let (code, out, stderr) = run_out(Some(&cs), &["status", shared]);
+    assert_eq!(code, 0, "readable by others: {out} {stderr}");
+    let (code, _, stderr) = run_out(Some(&cs), &["break", shared, "--yes"]);
+    assert_eq!(code, 77, "{stderr}");
+    assert!(
+        stderr.contains(&format!("{shared} refused the delete of a child")),
+        "{stderr}"
+    );
+    assert_eq!(lock_nodes(&owner2, shared).len(), 1);
+    g.release().unwrap();
+    owner.close();
+    owner2.close();
+}
+
+/// Over mutual TLS: the subcommands with a certificate an x509 ACL does not
+/// name exit 77 with a certificate hint (never "--auth"), as a run does; a
+/// TLS refusal while connecting names its reason in every mode (69).
+#[test]
+fn subcommands_over_tls_refused_by_an_x509_acl_and_tls_reasons() {
+    use zk_testing::tls::TestPki;
+    let pki = TestPki::new("zk-lock refusal CA").unwrap();
+    let server = TestingServer::start_tls(pki.server_tls().unwrap().require_client_cert(pki.ca_pem())).unwrap();
+    let cs = server.connect_string();
+    let dir = Scratch::new("tls-refusals");
+    let ca = dir.path("ca.pem");
+    std::fs::write(&ca, pki.ca_pem()).unwrap();
+    let (cert, key) = pki.client_cert("owner").unwrap().write_files(&dir.0, "owner").unwrap();
+    let (other_cert, other_key) = pki
+        .client_cert("someone-else")
+        .unwrap()
+        .write_files(&dir.0, "other")
+        .unwrap();
+    let (ca, cert, key, other_cert, other_key) = (
+        ca.to_str().unwrap(),
+        cert.to_str().unwrap(),
+        key.to_str().unwrap(),
+        other_cert.to_str().unwrap(),
+        other_key.to_str().unwrap(),
+    );
+    let t = timing();
+    let tls = zk_framework::TlsConfig::builder()
+        .ca_pem(pki.ca_pem().as_bytes())
+        .client_cert_pem_files(cert, key)
+        .build()
+        .unwrap();
+    let owner = CuratorFramework::builder()
+        .connect_string(cs.clone())
+        .session_timeout(t.session())
+        .connection_timeout(t.connection())
+        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
+        .tls(tls)
+        .acl_provider(zk_framework::FixedAclProvider::creator_all())
+        .build()
+        .unwrap();
+    owner.block_until_connected(t.wait()).unwrap();
+    let path = "/tls-acl/private";
+    let lock = InterProcessMutex::new(&owner, path).unwrap();
+    let g = lock.acquire().unwrap();
+
+    let other = ["--tls-ca", ca, "--tls-cert", other_cert, "--tls-key", other_key];
+    let ops: [&[&str]; 4] = [
+        &["status", path],
+        &["break", path, "--yes"],
+        &["wait", path, "-w", "1s"],
+        &["-n", path, "--", "true"],
+    ];
+    for op in ops {
+        let mut args = other.to_vec();
+        args.extend_from_slice(op);
+        let (code, out, stderr) = run_out(Some(&cs), &args);
+        assert_eq!(code, 77, "{op:?}: {out} {stderr}");
+        assert!(
+            stderr.contains("permission denied")
+                && stderr.contains("client certificate's identity (x509 CN=someone-else")
+                && stderr.contains("--tls-cert")
+                && !stderr.contains("--auth"),
+            "{op:?}: {stderr}"
+        );
+    }
+    g.release().unwrap();
+
+    // No client certificate: the server refuses the TLS handshake, and
+    // status says so (as a run does), not just "could not connect".
+    for op in [&["status", path][..], &["-n", path, "--", "true"]] {
+        let mut args = vec!["--connect-timeout", "2s", "--tls-ca", ca];
+        args.extend_from_slice(op);
+        let (code, _, stderr) = run_out(Some(&cs), &args);
+        assert_eq!(code, 69, "{op:?}: {stderr}");
+        assert!(
+            stderr.contains("TLS with") && stderr.contains("requires a client certificate"),
+            "{op:?}: {stderr}"
+        );
+    }
+    owner.close();
+}

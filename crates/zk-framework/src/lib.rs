@@ -69,7 +69,7 @@ pub use client::{
 pub use error::{Error, Result};
 pub use framework::{
     AclProvider, CreateBuilder, CreatedTogether, CreatedWithListing, CuratorFramework, CuratorFrameworkBuilder,
-    DeleteBuilder, FixedAclProvider, ListenerHandle, OpenAclProvider, StateListener,
+    DeleteBuilder, FixedAclProvider, ListenerHandle, OpenAclProvider, ScopedAclProvider, StateListener,
 };
 pub use proto::{perms, Acl, CreateMode, EventType, Id, KeeperState, Stat};
 pub use retry::{

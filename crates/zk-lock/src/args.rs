@@ -111,6 +111,24 @@ pub enum AclChoice {
     /// holds the lock, but not join, delete or break it); needs --auth (or a
     /// TLS client certificate).
     CreatorRead,
+    /// The lock's own nodes (PATH and below) creator-only, as `Creator`; the
+    /// missing parents it creates on the way let others read them and create
+    /// under them (`zk_framework::ScopedAclProvider::creator_nodes`), so that
+    /// other users can still lock sibling paths. Needs --auth (or a TLS client
+    /// certificate).
+    CreatorNodes,
+}
+
+impl AclChoice {
+    /// The name `--acl` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            AclChoice::Open => "open",
+            AclChoice::Creator => "creator",
+            AclChoice::CreatorRead => "creator-read",
+            AclChoice::CreatorNodes => "creator-nodes",
+        }
+    }
 }
 
 /// How to reach ZooKeeper: shared by every form of zk-lock (a run and the
@@ -650,8 +668,11 @@ struct ConnArgs {
     auth_file: Option<std::path::PathBuf>,
 
     /// the ACL of the lock nodes zk-lock creates (and of missing parents):
-    /// open (anyone), creator (only sessions with the same credentials),
-    /// creator-read (others may only read) [default: open]
+    /// open (anyone), creator (only sessions with the same credentials; the
+    /// missing parents too, as Curator does, which locks others out of
+    /// sibling paths), creator-read (others may only read), creator-nodes
+    /// (creator-only lock nodes, PATH included; missing parents let others
+    /// read and create under them) [default: open]
     #[arg(
         global = true,
         verbatim_doc_comment,
@@ -1023,11 +1044,7 @@ fn connection(a: &ConnArgs, env: &Env) -> Result<Connection, UsageError> {
         return usage(format!(
             "--acl {} needs credentials: give --auth, --auth-file or {AUTH_ENV} (or a TLS client \
              certificate: --tls-cert, whose x509 identity then owns the nodes)",
-            if acl == AclChoice::Creator {
-                "creator"
-            } else {
-                "creator-read"
-            }
+            acl.name()
         ));
     }
     let connect = a
@@ -1376,6 +1393,13 @@ mod tests {
         let m = err(&["--auth", "digest:a:b", "--auth-file", "f", "/l", "--", "x"]);
         assert!(m.contains("cannot be combined") && !m.contains("digest:a:b"), "{m}");
         assert!(err(&["--acl", "creator", "/l", "--", "x"]).contains("needs credentials"));
+        assert!(err(&["--acl", "creator-nodes", "/l", "--", "x"]).contains("--acl creator-nodes needs credentials"));
+        assert_eq!(
+            run(&["--auth=digest:u:p", "--acl=creator-nodes", "/l", "--", "x"])
+                .conn
+                .acl,
+            AclChoice::CreatorNodes
+        );
         // A TLS client certificate is a credential too (its x509 identity).
         let o = run(&[
             "--acl",

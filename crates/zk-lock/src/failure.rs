@@ -139,7 +139,8 @@ fn refusal_hint(
             if is_strict_ancestor(&node, &lock) {
                 hint.push_str(&format!(
                     "; {node} is a parent of the lock's path, not one of the lock's nodes: its ACL was chosen by \
-                     whoever created it (zk-lock --acl creator makes missing parents creator-only)"
+                     whoever created it (zk-lock --acl creator makes missing parents creator-only; --acl \
+                     creator-nodes leaves them open to others)"
                 ));
             }
             hint

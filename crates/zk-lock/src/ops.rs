@@ -30,7 +30,7 @@ pub fn run(opts: &OpOptions) -> i32 {
         Ok(v) => v,
         Err(code) => return code,
     };
-    let client = match build_client(&opts.conn, &connect) {
+    let client = match build_client(&opts.conn, &connect, &opts.path) {
         Ok(c) => c,
         Err(code) => return code,
     };

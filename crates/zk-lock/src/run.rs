@@ -12,7 +12,7 @@ use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::{getpgid, getpgrp, getpid, Pid};
 use zk_framework::framework::CuratorFramework;
 use zk_framework::retry::ExponentialBackoffRetry;
-use zk_framework::{FixedAclProvider, OpenAclProvider};
+use zk_framework::{FixedAclProvider, OpenAclProvider, ScopedAclProvider};
 use zk_recipes::{
     InterProcessMutex, InterProcessMutexGuard, InterProcessReadWriteLock, InterProcessSemaphoreV2, Lease, LockEvent,
     ReadLockGuard, WriteLockGuard,
@@ -159,7 +159,7 @@ pub fn run(opts: &Options) -> i32 {
     }
     zk_recipes::identity::set_process_name(name);
 
-    let built = build_client(&opts.conn, &connect);
+    let built = build_client(&opts.conn, &connect, &opts.path);
     if built.is_err() {
         set_phase(&shared, Phase::Finishing);
     }
@@ -175,8 +175,9 @@ pub fn run(opts: &Options) -> i32 {
 }
 
 /// Builds the managed client from the connection options (not connected
-/// yet); on failure, prints why and returns the exit status.
-pub(crate) fn build_client(conn: &Connection, connect: &str) -> Result<CuratorFramework, i32> {
+/// yet) for the lock at `path` (`--acl creator-nodes` scopes its ACL to it);
+/// on failure, prints why and returns the exit status.
+pub(crate) fn build_client(conn: &Connection, connect: &str, path: &str) -> Result<CuratorFramework, i32> {
     let mut builder = CuratorFramework::builder()
         .connect_string(connect.to_string())
         .session_timeout(conn.session_timeout)
@@ -192,6 +193,20 @@ pub(crate) fn build_client(conn: &Connection, connect: &str) -> Result<CuratorFr
         AclChoice::Open => builder.acl_provider(OpenAclProvider),
         AclChoice::Creator => builder.acl_provider(FixedAclProvider::creator_all()),
         AclChoice::CreatorRead => builder.acl_provider(FixedAclProvider::creator_all_read_others()),
+        AclChoice::CreatorNodes => {
+            // The provider sees server paths: the namespace included.
+            let root = match &conn.namespace {
+                Some(ns) => format!("/{ns}{path}"),
+                None => path.to_string(),
+            };
+            match ScopedAclProvider::creator_nodes(&root) {
+                Ok(p) => builder.acl_provider(p),
+                Err(e) => {
+                    eprintln!("zk-lock: {e}");
+                    return Err(exit::USAGE);
+                }
+            }
+        }
     };
     if let Some(files) = &conn.tls {
         match tls_config(files) {

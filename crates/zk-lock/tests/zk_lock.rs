@@ -2103,3 +2103,69 @@ fn subcommands_over_tls_refused_by_an_x509_acl_and_tls_reasons() {
     }
     owner.close();
 }
+
+/// `--acl creator` makes the missing parents creator-only (as Curator does):
+/// a second user cannot lock a sibling path, and the error names the parent
+/// that refused. `--acl creator-nodes` keeps the lock's own nodes
+/// creator-only and the parents open to others: the sibling lock works, the
+/// first user's lock stays closed to the second.
+#[test]
+fn creator_nodes_leaves_parents_open_for_sibling_locks() {
+    let server = TestingServer::start().unwrap();
+    let cs = server.connect_string();
+    let dir = Scratch::new("creator-nodes");
+    let alice = format!("digest:alice:{SECRET}");
+    let bob = "digest:bob:other-pw";
+    let admin = client_auth(&server, Some(&format!("alice:{SECRET}")));
+
+    for (acl, parent) in [("creator", "/team-c"), ("creator-nodes", "/team-n")] {
+        let held = format!("{parent}/deploy");
+        let sibling = format!("{parent}/other");
+        let (ready, go) = (dir.path(&format!("{acl}-ready")), dir.path(&format!("{acl}-go")));
+        let hold = format!(
+            "touch '{ready}'; i=0; while [ ! -e '{go}' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done",
+            ready = ready.display(),
+            go = go.display()
+        );
+        let holder = spawn(
+            Some(&cs),
+            &["--auth", &alice, "--acl", acl, &held, "--", "sh", "-c", &hold],
+        );
+        wait_for_file(&ready);
+
+        // Bob on a sibling path under the same parent.
+        let (code, stderr, _) = run(Some(&cs), &["--auth", bob, "--acl", acl, "-n", &sibling, "--", "true"]);
+        if acl == "creator" {
+            assert_eq!(code, 77, "{acl}: {stderr}");
+            assert!(
+                stderr.contains(&format!("{parent} refused the creation of a child"))
+                    && stderr.contains("is a parent of the lock's path")
+                    && stderr.contains("--acl creator-nodes"),
+                "{acl}: {stderr}"
+            );
+        } else {
+            assert_eq!(code, 0, "{acl}: bob's sibling lock: {stderr}");
+            // The parent: alice may do anything, others read and create.
+            let (acl_of_parent, _) = admin.zookeeper_client().get_acl(parent).unwrap();
+            assert!(
+                acl_of_parent.contains(&zk_framework::Acl::world(
+                    zk_framework::perms::READ | zk_framework::perms::CREATE
+                )) && !acl_of_parent.contains(&zk_framework::Acl::world(zk_framework::perms::ALL)),
+                "{acl_of_parent:?}"
+            );
+            // The lock's own path stays alice's alone.
+            let (acl_of_lock, _) = admin.zookeeper_client().get_acl(&held).unwrap();
+            assert_eq!(
+                acl_of_lock,
+                vec![zk_framework::Acl::digest("alice", SECRET, zk_framework::perms::ALL)]
+            );
+            let (code, stderr, _) = run(Some(&cs), &["--auth", bob, "-n", &held, "--", "true"]);
+            assert_eq!(code, 77, "bob on alice's lock: {stderr}");
+            assert!(stderr.contains(&format!("{held} refused")), "{stderr}");
+        }
+        std::fs::write(&go, b"").unwrap();
+        let (status, stderr) = holder.finish(timing().wait());
+        assert_eq!(status.code(), Some(0), "{acl}: {stderr}");
+    }
+    admin.close();
+}

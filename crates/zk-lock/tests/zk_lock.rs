@@ -2169,3 +2169,25 @@ fn creator_nodes_leaves_parents_open_for_sibling_locks() {
     }
     admin.close();
 }
+
+/// A connect string whose chroot does not exist: exit 69 at once with a
+/// message naming the chroot and saying to create it (not a NoNode about a
+/// lock node); once it exists, the same run works.
+#[test]
+fn a_missing_chroot_is_named_with_what_to_do() {
+    let server = TestingServer::start().unwrap();
+    let cs = format!("{}/no-such-root", server.connect_string());
+    let (code, stderr, _) = run(Some(&cs), &["-n", "/locks/x", "--", "true"]);
+    assert_eq!(code, 69, "{stderr}");
+    assert!(
+        stderr.contains("the chroot /no-such-root of the connect string does not exist")
+            && stderr.contains("create it")
+            && !stderr.contains("-lock-"),
+        "{stderr}"
+    );
+    let c = client(&server);
+    c.create().for_path("/no-such-root").unwrap();
+    let (code, stderr, _) = run(Some(&cs), &["-n", "/locks/x", "--", "true"]);
+    assert_eq!(code, 0, "{stderr}");
+    c.close();
+}

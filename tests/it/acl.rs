@@ -457,3 +457,72 @@ fn credentials_never_show_in_debug_output() {
     let shown = format!("{:?} {:?} {denied:?} {denied}", *c, c.zookeeper_client());
     assert!(!shown.contains("hunter2"), "{shown}");
 }
+
+/// `ScopedAclProvider::creator_nodes`: the lock's nodes (its path and below)
+/// are creator-only, the parents made on the way let others create under
+/// them, so a second user locks a sibling path under the same parent; with
+/// `FixedAclProvider::creator_all` (Curator's way) the parent is the first
+/// user's alone and the second user's lock is refused by it (NoAuth).
+#[test]
+fn scoped_acl_keeps_parents_open_for_a_sibling_lock() {
+    let s = server();
+    // Curator's way: everything creator-only.
+    let alice = secure_client(&s, Some(ALICE), FixedAclProvider::creator_all());
+    let held = InterProcessMutex::new(&alice, "/fixed-team/deploy").unwrap();
+    let g = held.acquire().unwrap();
+    let mallory = secure_client(&s, Some(MALLORY), FixedAclProvider::creator_all());
+    let sibling = InterProcessMutex::new(&mallory, "/fixed-team/other").unwrap();
+    match sibling.try_acquire_for(Duration::ZERO) {
+        Err(Error::ZooKeeper(ZkError::NoAuth { path })) => {
+            assert!(path.starts_with("/fixed-team/"), "{path}")
+        }
+        other => panic!("a sibling under a creator-only parent: {other:?}"),
+    }
+    g.release().unwrap();
+
+    // Scoped: the parent is open to others' creates, the lock's nodes are not.
+    let alice = secure_client(
+        &s,
+        Some(ALICE),
+        zk_framework::ScopedAclProvider::creator_nodes("/team/deploy").unwrap(),
+    );
+    let held = InterProcessMutex::new(&alice, "/team/deploy").unwrap();
+    let g = held.acquire().unwrap();
+    let (parent_acl, _) = alice.zookeeper_client().get_acl("/team").unwrap();
+    assert_eq!(
+        parent_acl,
+        vec![
+            Acl::digest("alice", "alice-secret", perms::ALL),
+            Acl::world(perms::READ | perms::CREATE)
+        ]
+    );
+    let (lock_acl, _) = alice.zookeeper_client().get_acl("/team/deploy").unwrap();
+    assert_eq!(lock_acl, vec![Acl::digest("alice", "alice-secret", perms::ALL)]);
+    let node = g.holding().node();
+    let (node_acl, _) = alice.zookeeper_client().get_acl(&node).unwrap();
+    assert_eq!(node_acl, lock_acl);
+
+    let mallory = secure_client(
+        &s,
+        Some(MALLORY),
+        zk_framework::ScopedAclProvider::creator_nodes("/team/other").unwrap(),
+    );
+    let sibling = InterProcessMutex::new(&mallory, "/team/other").unwrap();
+    let sg = sibling.acquire().expect("a sibling lock under an open parent");
+    // Alice's lock stays hers.
+    let intruder = InterProcessMutex::new(&mallory, "/team/deploy").unwrap();
+    assert!(
+        matches!(
+            intruder.try_acquire_for(Duration::ZERO),
+            Err(Error::ZooKeeper(ZkError::NoAuth { .. }))
+        ),
+        "mallory joined alice's lock"
+    );
+    // Nor can mallory delete alice's lock directory through the parent.
+    assert!(matches!(
+        mallory.zookeeper_client().delete("/team/deploy", None),
+        Err(ZkError::NoAuth { .. }) | Err(ZkError::NotEmpty { .. })
+    ));
+    sg.release().unwrap();
+    g.release().unwrap();
+}

@@ -736,9 +736,7 @@ fn build_cases(server: &TestingServer) -> Vec<(String, CaseFn)> {
             move || {
                 let c = framework(&ocs, Duration::from_millis(300));
                 // Not `Ok(None)` ("held by someone else"): the cause.
-                let conn_loss = |e: &LockError| {
-                    matches!(e, LockError::ZooKeeper(ZkError::ConnectFailed { reason }) if reason.contains("refused"))
-                };
+                let conn_loss = |e: &LockError| matches!(e, LockError::ZooKeeper(ZkError::ConnectFailed { reason }) if reason.contains("refused"));
                 let d = Duration::from_secs(5);
                 let out = [
                     want_err(

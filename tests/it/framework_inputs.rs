@@ -258,3 +258,37 @@ fn bad_create_options_are_typed_errors() {
         .unwrap();
     assert_eq!(p, "/seq/0000000000");
 }
+
+/// Credentials the server could not use are refused by `build()`, before
+/// anything is sent, with the rule zk-lock applies to `--auth`
+/// (`ClientConfig::validate_auth`); messages never repeat the secret.
+#[test]
+fn malformed_credentials_are_refused_at_build() {
+    let server = server();
+    for (scheme, auth, want) in [
+        ("digest", &b"hunter2"[..], "USER:PASSWORD"),
+        ("digest", b":hunter2", "the user is empty"),
+        ("digest ", b"u:hunter2", "scheme"),
+        (" digest", b"u:hunter2", "scheme"),
+        ("digest\r", b"u:hunter2", "scheme"),
+        ("", b"u:hunter2", "scheme"),
+    ] {
+        match builder(&server).authorization(scheme, auth).build() {
+            Err(Error::InvalidArgument(m)) => {
+                assert!(m.contains(want) && !m.contains("hunter2"), "{scheme:?}: {m}");
+            }
+            Err(e) => panic!("{scheme:?}: unexpected error {e:?}"),
+            Ok(c) => {
+                c.close();
+                panic!("{scheme:?} with bad credentials was accepted");
+            }
+        }
+        assert!(zk_framework::ClientConfig::validate_auth(scheme, auth).is_err());
+    }
+    // Good credentials, an unknown scheme (the server's to refuse) and a
+    // password with ':' in it are accepted.
+    for (scheme, auth) in [("digest", &b"u:p:w"[..]), ("no-such-scheme", b"x"), ("x509", b"")] {
+        let c = builder(&server).authorization(scheme, auth).build().unwrap();
+        c.close();
+    }
+}

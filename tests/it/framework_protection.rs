@@ -195,7 +195,10 @@ fn test_lost_session() {
         expect_states(&r.states, &[Suspended]);
         let err = r.client.delete().guaranteed().for_path("/test-me").unwrap_err();
         assert!(
-            matches!(err, Error::ConnectionLoss | Error::ConnectFailed { .. } | Error::SessionExpired),
+            matches!(
+                err,
+                Error::ConnectionLoss | Error::ConnectFailed { .. } | Error::SessionExpired
+            ),
             "guaranteed delete during an outage: {err:?}"
         );
         assert!(r.client.pending_background_deletes() >= 1);

@@ -302,6 +302,8 @@ fn mutual_tls_refuses_a_client_without_a_certificate_and_accepts_one_with() {
         &[TlsErrorKind::ClientCertificateRequired],
     );
     assert!(err.to_string().contains("requires a client certificate"), "{err}");
+    assert!(err.to_string().contains("give one"), "{err}");
+    assert_no_rustls_debug(&err.to_string());
 
     // A certificate from another CA is refused too.
     let stranger = pki_other().client_cert("mallory").unwrap();
@@ -344,6 +346,9 @@ fn a_server_signed_by_another_ca_is_refused_within_the_connection_timeout() {
     let s = tls_server(pki.server_tls().unwrap());
     let err = refused(&s.connect_string(), trust(&pki_other()), &[TlsErrorKind::UnknownIssuer]);
     assert!(err.to_string().contains("not signed by a trusted CA"), "{err}");
+    let host = s.connect_string().rsplit_once(':').unwrap().0.to_string();
+    assert!(err.to_string().contains(&format!("(from {host})")), "{err}");
+    assert_no_rustls_debug(&err.to_string());
     // The plain client reports the same from wait_connected.
     let t = timing();
     let zk = Client::connect(
@@ -367,6 +372,29 @@ fn an_expired_server_certificate_is_refused() {
     let s = tls_server(ServerTls::new(expired.cert_pem(), expired.key_pem()));
     let err = refused(&s.connect_string(), trust(&pki), &[TlsErrorKind::Expired]);
     assert!(err.to_string().contains("expired"), "{err}");
+    // For people: the dates, what to do, no rustls Debug output.
+    let m = err.to_string();
+    assert!(
+        m.contains("expired on 20") && m.contains(" UTC (now 20") && m.contains("renew it"),
+        "{m}"
+    );
+    assert_no_rustls_debug(&m);
+}
+
+/// A TLS message shows no rustls `Debug` output (`ExpiredContext { time:
+/// UnixTime(..) }`, `IpAddress(V4(Ipv4Addr([127, 0, 0, 1])))`).
+fn assert_no_rustls_debug(m: &str) {
+    for debug in [
+        "Context",
+        "UnixTime",
+        "Ipv4Addr",
+        "IpAddress",
+        "{",
+        "AlertReceived",
+        "InvalidMessage",
+    ] {
+        assert!(!m.contains(debug), "rustls Debug output in {m:?}");
+    }
 }
 
 #[test]
@@ -374,7 +402,14 @@ fn a_name_mismatch_is_refused_unless_host_name_verification_is_off() {
     let pki = pki();
     let cert = pki.server_cert_for(&["zk.example.com"]).unwrap();
     let s = tls_server(ServerTls::new(cert.cert_pem(), cert.key_pem()));
-    refused(&s.connect_string(), trust(&pki), &[TlsErrorKind::NameMismatch]);
+    let err = refused(&s.connect_string(), trust(&pki), &[TlsErrorKind::NameMismatch]);
+    let host = s.connect_string().rsplit_once(':').unwrap().0.to_string();
+    let m = err.to_string();
+    assert!(
+        m.contains(&format!("not valid for {host} (it names zk.example.com)")) && m.contains("verify_hostname(false)"),
+        "{m}"
+    );
+    assert_no_rustls_debug(&m);
     // Chain verified, name not: connects.
     let lax = TlsConfig::builder()
         .ca_pem(pki.ca_pem().as_bytes())
@@ -435,7 +470,10 @@ fn zks_without_tls_settings_is_an_invalid_connect_string() {
 fn a_tls_client_on_a_plain_port_is_refused() {
     let pki = pki();
     let s = crate::support::server();
-    refused(&s.connect_string(), trust(&pki), &[TlsErrorKind::ProtocolMismatch]);
+    let err = refused(&s.connect_string(), trust(&pki), &[TlsErrorKind::ProtocolMismatch]);
+    let m = err.to_string();
+    assert!(m.contains("secure client port"), "{m}");
+    assert_no_rustls_debug(&m);
 }
 
 // ---- faults -------------------------------------------------------------------------------

@@ -81,8 +81,14 @@ fn the_horizon_runs_ahead_on_a_healthy_connection() {
     let margin = (t / 20).max(Duration::from_millis(50));
     let until = Instant::now() + t * 4 / 3;
     while Instant::now() < until {
-        let lead = c.session_horizon().expect("a session").saturating_duration_since(Instant::now());
-        assert!(lead <= t - margin, "lead {lead:?} beyond T - margin ({t:?}, {margin:?})");
+        let lead = c
+            .session_horizon()
+            .expect("a session")
+            .saturating_duration_since(Instant::now());
+        assert!(
+            lead <= t - margin,
+            "lead {lead:?} beyond T - margin ({t:?}, {margin:?})"
+        );
         // Two ninths between pings, plus scheduling on a busy machine.
         let low = (t * 7 / 9).saturating_sub(margin + timing().scale(Duration::from_millis(300)));
         assert!(lead >= low, "lead {lead:?} below {low:?} on a healthy connection");
@@ -131,9 +137,14 @@ fn a_frozen_holder_is_told_before_the_next_holder_is_granted() {
             assert!(frozen.elapsed() < timing().wait(), "check() never failed");
             std::thread::sleep(Duration::from_millis(2));
         }
-        let (ev, _) = events.recv_timeout(Duration::from_millis(50)).expect("Suspended by now");
+        let (ev, _) = events
+            .recv_timeout(Duration::from_millis(50))
+            .expect("Suspended by now");
         assert_eq!(ev, LockEvent::Suspended, "first event");
-        assert!(last_ok < horizon, "check() was Ok at {last_ok:?}, past the horizon {horizon:?}");
+        assert!(
+            last_ok < horizon,
+            "check() was Ok at {last_ok:?}, past the horizon {horizon:?}"
+        );
         assert_eq!(g.status(), LockStatus::Uncertain);
         // The horizon passes: told, not before.
         let (ev, at) = next_event(&events);
@@ -184,7 +195,10 @@ fn check_fails_at_the_horizon_whatever_the_margin() {
     assert_eq!(c.session_health(), SessionHealth::PastHorizon);
     assert!(g.check().is_err());
     proxy.freeze(false);
-    assert!(wait_until(timing().wait(), || g.check().is_ok()), "held again after the freeze");
+    assert!(
+        wait_until(timing().wait(), || g.check().is_ok()),
+        "held again after the freeze"
+    );
     g.release().unwrap();
 }
 
@@ -236,7 +250,10 @@ fn a_multi_lock_is_told_once_per_change_and_released_truthfully() {
     proxy.freeze(true);
     let start = Instant::now();
     let r = g.release();
-    eprintln!("multi-lock release under a fresh freeze: {r:?} after {:?}", start.elapsed());
+    eprintln!(
+        "multi-lock release under a fresh freeze: {r:?} after {:?}",
+        start.elapsed()
+    );
     assert!(r.is_ok(), "{r:?}");
     assert!(start.elapsed() <= Duration::from_secs(2) * 2 + timing().scale(Duration::from_millis(300)));
     proxy.freeze(false);
@@ -359,6 +376,9 @@ fn a_lock_lost_to_close_counts_as_client_closed() {
         before.losses_by(LossCause::ClientClosed) + 1,
         "{after:?}"
     );
-    assert_eq!(after.losses_by(LossCause::NodeDeleted), before.losses_by(LossCause::NodeDeleted));
+    assert_eq!(
+        after.losses_by(LossCause::NodeDeleted),
+        before.losses_by(LossCause::NodeDeleted)
+    );
     drop(g);
 }

@@ -85,6 +85,15 @@ pub enum Error {
     /// Authentication failed: the server refused the credentials (an unknown
     /// scheme or malformed credentials) and closed the session.
     AuthFailed,
+    /// The chroot of the connect string (`host:port/chroot`) does not exist
+    /// on the server, so nothing can be created under it: a create with
+    /// parents failed with `NoNode` at the top, and the chroot's node was
+    /// found missing. Create the chroot's node (ZooKeeper does not), or fix
+    /// the connect string. [`Error::code`] is `NoNode`; not retryable.
+    ChrootMissing {
+        /// The chroot, e.g. `/app`.
+        chroot: String,
+    },
     /// Any other ZooKeeper result code.
     Keeper {
         /// The code.
@@ -202,6 +211,7 @@ impl Error {
             Error::BadArguments { .. } => ErrorCode::BadArguments,
             Error::AuthFailed => ErrorCode::AuthFailed,
             Error::InvalidAcl { .. } => ErrorCode::InvalidAcl,
+            Error::ChrootMissing { .. } => ErrorCode::NoNode,
             Error::Keeper { code, .. } => *code,
             Error::InvalidPath(_)
             | Error::InvalidConnectString { .. }
@@ -258,6 +268,11 @@ impl fmt::Display for Error {
             Error::BadArguments { path } => write!(f, "bad arguments: {path}"),
             Error::AuthFailed => f.write_str("authentication failed"),
             Error::InvalidAcl { path } => write!(f, "invalid acl: {path}"),
+            Error::ChrootMissing { chroot } => write!(
+                f,
+                "the chroot {chroot} of the connect string does not exist on the server: create it \
+                 (e.g. zkCli.sh create {chroot}) or fix the connect string"
+            ),
             Error::Keeper { code, path } => write!(
                 f,
                 "zookeeper error {} ({}): {path}",
@@ -316,6 +331,18 @@ mod tests {
                 code: ErrorCode::SystemError,
                 path: "/".into()
             }
+        );
+    }
+
+    #[test]
+    fn a_missing_chroot_names_itself_and_what_to_do() {
+        let e = Error::ChrootMissing { chroot: "/app".into() };
+        assert_eq!(e.code(), Some(ErrorCode::NoNode));
+        assert!(!e.is_retryable());
+        assert_eq!(
+            e.to_string(),
+            "the chroot /app of the connect string does not exist on the server: create it \
+             (e.g. zkCli.sh create /app) or fix the connect string"
         );
     }
 

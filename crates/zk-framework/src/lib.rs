@@ -69,7 +69,8 @@ pub use client::{
 pub use error::{Error, Result};
 pub use framework::{
     AclProvider, CreateBuilder, CreatedTogether, CreatedWithListing, CuratorFramework, CuratorFrameworkBuilder,
-    DeleteBuilder, FixedAclProvider, HealthListener, ListenerHandle, OpenAclProvider, SessionHealth, StateListener,
+    DeleteBuilder, FixedAclProvider, HealthListener, ListenerHandle, OpenAclProvider, ScopedAclProvider, SessionHealth,
+    StateListener,
 };
 pub use proto::{perms, Acl, CreateMode, EventType, Id, KeeperState, Stat};
 pub use retry::{

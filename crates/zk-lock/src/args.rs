@@ -71,22 +71,27 @@ impl std::fmt::Debug for Credentials {
     }
 }
 
-/// Parses `SCHEME:CREDENTIALS` (e.g. `digest:user:password`). Messages never
-/// repeat the input.
+/// Parses `SCHEME:CREDENTIALS` (e.g. `digest:user:password`). Whitespace
+/// around the whole value (a trailing newline or CR of a file, a leading
+/// space) is ignored; the scheme and credentials are then checked by the
+/// library's rule ([`zk_framework::ClientConfig::validate_auth`]), the one
+/// every managed client applies. Messages never repeat the input.
 ///
 /// # Errors
 ///
-/// A message naming what is missing.
+/// A message naming what is missing or wrong.
 pub fn parse_credentials(v: &str) -> Result<Credentials, String> {
-    let v = v.trim_end_matches(['\n', '\r']);
+    let v = v.trim();
     let Some((scheme, secret)) = v.split_once(':') else {
         return Err("expected SCHEME:CREDENTIALS, e.g. digest:USER:PASSWORD".into());
     };
     if scheme.is_empty() || secret.is_empty() {
         return Err("expected SCHEME:CREDENTIALS, e.g. digest:USER:PASSWORD".into());
     }
-    if scheme == "digest" && !secret.split_once(':').is_some_and(|(u, _)| !u.is_empty()) {
-        return Err("digest credentials must be USER:PASSWORD, e.g. digest:deployer:s3cret".into());
+    match zk_framework::ClientConfig::validate_auth(scheme, secret.as_bytes()) {
+        Ok(()) => {}
+        Err(zk_framework::Error::InvalidArgument(m)) => return Err(m),
+        Err(e) => return Err(e.to_string()),
     }
     Ok(Credentials {
         scheme: scheme.to_string(),
@@ -106,6 +111,24 @@ pub enum AclChoice {
     /// holds the lock, but not join, delete or break it); needs --auth (or a
     /// TLS client certificate).
     CreatorRead,
+    /// The lock's own nodes (PATH and below) creator-only, as `Creator`; the
+    /// missing parents it creates on the way let others read them and create
+    /// under them (`zk_framework::ScopedAclProvider::creator_nodes`), so that
+    /// other users can still lock sibling paths. Needs --auth (or a TLS client
+    /// certificate).
+    CreatorNodes,
+}
+
+impl AclChoice {
+    /// The name `--acl` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            AclChoice::Open => "open",
+            AclChoice::Creator => "creator",
+            AclChoice::CreatorRead => "creator-read",
+            AclChoice::CreatorNodes => "creator-nodes",
+        }
+    }
 }
 
 /// How to reach ZooKeeper: shared by every form of zk-lock (a run and the
@@ -632,7 +655,8 @@ struct ConnArgs {
     )]
     auth: Option<Credentials>,
 
-    /// read SCHEME:CREDENTIALS from the first line of FILE (keep it mode 0600)
+    /// read SCHEME:CREDENTIALS from the first line of FILE (keep it mode 0600;
+    /// whitespace around the line, a CR included, is ignored)
     #[arg(
         global = true,
         verbatim_doc_comment,
@@ -644,8 +668,11 @@ struct ConnArgs {
     auth_file: Option<std::path::PathBuf>,
 
     /// the ACL of the lock nodes zk-lock creates (and of missing parents):
-    /// open (anyone), creator (only sessions with the same credentials),
-    /// creator-read (others may only read) [default: open]
+    /// open (anyone), creator (only sessions with the same credentials; the
+    /// missing parents too, as Curator does, which locks others out of
+    /// sibling paths), creator-read (others may only read), creator-nodes
+    /// (creator-only lock nodes, PATH included; missing parents let others
+    /// read and create under them) [default: open]
     #[arg(
         global = true,
         verbatim_doc_comment,
@@ -1017,11 +1044,7 @@ fn connection(a: &ConnArgs, env: &Env) -> Result<Connection, UsageError> {
         return usage(format!(
             "--acl {} needs credentials: give --auth, --auth-file or {AUTH_ENV} (or a TLS client \
              certificate: --tls-cert, whose x509 identity then owns the nodes)",
-            if acl == AclChoice::Creator {
-                "creator"
-            } else {
-                "creator-read"
-            }
+            acl.name()
         ));
     }
     let connect = a
@@ -1330,6 +1353,25 @@ mod tests {
             from_env(&["--auth-file", fs, "/l", "--", "x"]).conn.auth,
             Some(digest("file:pw"))
         );
+        // Whitespace around the line (CRLF, a leading space, a trailing tab)
+        // belongs to neither the scheme nor the password.
+        for line in [
+            "digest:file:pw\r\n",
+            " digest:file:pw \n",
+            "\tdigest:file:pw\t\r\nnext\n",
+        ] {
+            std::fs::write(&f, line).unwrap();
+            assert_eq!(
+                from_env(&["--auth-file", fs, "/l", "--", "x"]).conn.auth,
+                Some(digest("file:pw")),
+                "{line:?}"
+            );
+        }
+        // A scheme with a space inside is refused at once (not sent, which
+        // would end in AuthFailed).
+        std::fs::write(&f, "dig est:file:pw\n").unwrap();
+        let m = err(&["--auth-file", fs, "/l", "--", "x"]);
+        assert!(m.contains("scheme") && !m.contains("file:pw"), "{m}");
         std::fs::write(&f, "digest:nopassword-hunter2\n").unwrap();
         let m = err(&["--auth-file", fs, "/l", "--", "x"]);
         assert!(m.contains("USER:PASSWORD") && !m.contains("hunter2"), "{m}");
@@ -1351,6 +1393,13 @@ mod tests {
         let m = err(&["--auth", "digest:a:b", "--auth-file", "f", "/l", "--", "x"]);
         assert!(m.contains("cannot be combined") && !m.contains("digest:a:b"), "{m}");
         assert!(err(&["--acl", "creator", "/l", "--", "x"]).contains("needs credentials"));
+        assert!(err(&["--acl", "creator-nodes", "/l", "--", "x"]).contains("--acl creator-nodes needs credentials"));
+        assert_eq!(
+            run(&["--auth=digest:u:p", "--acl=creator-nodes", "/l", "--", "x"])
+                .conn
+                .acl,
+            AclChoice::CreatorNodes
+        );
         // A TLS client certificate is a credential too (its x509 identity).
         let o = run(&[
             "--acl",

@@ -13,6 +13,7 @@ use zk_recipes::inspect::{self, LockLayout, LockReport, Participant, Participant
 
 use crate::args::{Op, OpOptions};
 use crate::exit;
+use crate::failure;
 use crate::run::{build_client, human, start_embedded};
 
 /// `status`: the lock is held.
@@ -29,16 +30,12 @@ pub fn run(opts: &OpOptions) -> i32 {
         Ok(v) => v,
         Err(code) => return code,
     };
-    let client = match build_client(&opts.conn, &connect) {
+    let client = match build_client(&opts.conn, &connect, &opts.path) {
         Ok(c) => c,
         Err(code) => return code,
     };
-    let code = if client.block_until_connected(opts.conn.connect_timeout).is_err() {
-        eprintln!(
-            "zk-lock: ZooKeeper unavailable: could not connect to {connect} within {}",
-            human(opts.conn.connect_timeout)
-        );
-        exit::UNAVAILABLE
+    let code = if let Err(e) = client.block_until_connected(opts.conn.connect_timeout) {
+        failure::not_connected(&e, &connect, &opts.conn)
     } else {
         log::info!("connected to {connect} (session 0x{:x})", client.session_id());
         match &opts.op {
@@ -61,15 +58,24 @@ fn report(client: &CuratorFramework, path: &str, leases: Option<u32>) -> zk_reci
     }
 }
 
-fn failed(path: &str, e: &zk_recipes::Error) -> i32 {
-    eprintln!("zk-lock: cannot read the lock at {path}: {e}");
-    exit::UNAVAILABLE
+/// Reports an error reading the lock: 77 for a refusal, 69 otherwise (the
+/// mapping of every mode, [`failure::report`]).
+fn failed(client: &CuratorFramework, opts: &OpOptions, e: &zk_recipes::Error) -> i32 {
+    let path = opts.path.as_str();
+    failure::report(
+        client,
+        &opts.conn,
+        path,
+        failure::Doing::Reading,
+        &format!("cannot read the lock at {path}"),
+        e,
+    )
 }
 
 fn status(client: &CuratorFramework, opts: &OpOptions, leases: Option<u32>) -> i32 {
     let r = match report(client, &opts.path, leases) {
         Ok(r) => r,
-        Err(e) => return failed(&opts.path, &e),
+        Err(e) => return failed(client, opts, &e),
     };
     if opts.json {
         println!("{}", report_json(&r));
@@ -87,7 +93,7 @@ fn break_lock(client: &CuratorFramework, opts: &OpOptions, node: Option<&str>) -
     let path = opts.path.as_str();
     let r = match report(client, path, None) {
         Ok(r) => r,
-        Err(e) => return failed(path, &e),
+        Err(e) => return failed(client, opts, &e),
     };
     let targets: Vec<&Participant> = match node {
         Some(n) => match r.participants.iter().find(|p| p.node == n || basename(&p.node) == n) {
@@ -146,8 +152,14 @@ fn break_lock(client: &CuratorFramework, opts: &OpOptions, node: Option<&str>) -
                 eprintln!("zk-lock: {} is already gone", p.node);
             }
             Err(e) => {
-                eprintln!("zk-lock: cannot delete {}: {e}", p.node);
-                return exit::UNAVAILABLE;
+                return failure::report_zk(
+                    client,
+                    &opts.conn,
+                    path,
+                    failure::Doing::Deleting,
+                    &format!("cannot delete {}", p.node),
+                    &e,
+                );
             }
         }
     }
@@ -187,7 +199,7 @@ fn wait(client: &CuratorFramework, opts: &OpOptions, timeout: Option<Duration>, 
     loop {
         let layout = match inspect::detect_layout(client, path) {
             Ok(l) => l,
-            Err(e) => return failed(path, &e),
+            Err(e) => return failed(client, opts, &e),
         };
         // A release deletes a node of the lock's queue (a semaphore's lease):
         // watch that listing, then look, so that no release is missed.
@@ -200,11 +212,11 @@ fn wait(client: &CuratorFramework, opts: &OpOptions, timeout: Option<Duration>, 
             let _ = tx.try_send(());
         }) {
             Ok(_) | Err(zk_framework::Error::NoNode { .. }) => {}
-            Err(e) => return failed(path, &zk_recipes::Error::ZooKeeper(e)),
+            Err(e) => return failed(client, opts, &zk_recipes::Error::ZooKeeper(e)),
         }
         let r = match inspect::participants(client, path, layout) {
             Ok(p) => p,
-            Err(e) => return failed(path, &e),
+            Err(e) => return failed(client, opts, &e),
         };
         let holders = r.iter().filter(|p| p.holds).count();
         if holders == 0 {

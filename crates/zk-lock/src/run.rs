@@ -12,7 +12,7 @@ use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::{getpgid, getpgrp, getpid, Pid};
 use zk_framework::framework::CuratorFramework;
 use zk_framework::retry::ExponentialBackoffRetry;
-use zk_framework::{FixedAclProvider, OpenAclProvider};
+use zk_framework::{FixedAclProvider, OpenAclProvider, ScopedAclProvider};
 use zk_recipes::{
     InterProcessMutex, InterProcessMutexGuard, InterProcessReadWriteLock, InterProcessSemaphoreV2, Lease, LockEvent,
     ReadLockGuard, WriteLockGuard,
@@ -20,6 +20,7 @@ use zk_recipes::{
 
 use crate::args::{AclChoice, Connection, Kind, Options};
 use crate::exit;
+use crate::failure;
 use crate::signals::{self, Received};
 
 /// Where the run is, as the signal thread needs to know.
@@ -167,7 +168,7 @@ pub fn run(opts: &Options) -> i32 {
     }
     zk_recipes::identity::set_process_name(name);
 
-    let built = build_client(&opts.conn, &connect);
+    let built = build_client(&opts.conn, &connect, &opts.path);
     if built.is_err() {
         set_phase(&shared, Phase::Finishing);
     }
@@ -183,8 +184,9 @@ pub fn run(opts: &Options) -> i32 {
 }
 
 /// Builds the managed client from the connection options (not connected
-/// yet); on failure, prints why and returns the exit status.
-pub(crate) fn build_client(conn: &Connection, connect: &str) -> Result<CuratorFramework, i32> {
+/// yet) for the lock at `path` (`--acl creator-nodes` scopes its ACL to it);
+/// on failure, prints why and returns the exit status.
+pub(crate) fn build_client(conn: &Connection, connect: &str, path: &str) -> Result<CuratorFramework, i32> {
     let mut builder = CuratorFramework::builder()
         .connect_string(connect.to_string())
         .session_timeout(conn.session_timeout)
@@ -200,6 +202,20 @@ pub(crate) fn build_client(conn: &Connection, connect: &str) -> Result<CuratorFr
         AclChoice::Open => builder.acl_provider(OpenAclProvider),
         AclChoice::Creator => builder.acl_provider(FixedAclProvider::creator_all()),
         AclChoice::CreatorRead => builder.acl_provider(FixedAclProvider::creator_all_read_others()),
+        AclChoice::CreatorNodes => {
+            // The provider sees server paths: the namespace included.
+            let root = match &conn.namespace {
+                Some(ns) => format!("/{ns}{path}"),
+                None => path.to_string(),
+            };
+            match ScopedAclProvider::creator_nodes(&root) {
+                Ok(p) => builder.acl_provider(p),
+                Err(e) => {
+                    eprintln!("zk-lock: {e}");
+                    return Err(exit::USAGE);
+                }
+            }
+        }
     };
     if let Some(files) = &conn.tls {
         match tls_config(files) {
@@ -236,7 +252,7 @@ pub(crate) type ServerHandle = Option<zk_testing::embedded::EmbeddedServer>;
 pub(crate) type ServerHandle = Option<()>;
 
 /// The client's TLS configuration from the `--tls-*` files.
-fn tls_config(files: &crate::args::TlsFiles) -> zk_framework::Result<zk_framework::TlsConfig> {
+pub(crate) fn tls_config(files: &crate::args::TlsFiles) -> zk_framework::Result<zk_framework::TlsConfig> {
     let mut b = zk_framework::TlsConfig::builder()
         .ca_pem_file(&files.ca)
         .verify_hostname(files.verify_hostname);
@@ -324,15 +340,7 @@ fn run_with_client(
 ) -> i32 {
     if let Err(e) = client.block_until_connected(opts.conn.connect_timeout) {
         set_phase(shared, Phase::Finishing);
-        if let zk_framework::Error::Tls(tls) = e {
-            eprintln!("zk-lock: ZooKeeper unavailable: TLS with {connect} failed: {tls}");
-            return exit::UNAVAILABLE;
-        }
-        eprintln!(
-            "zk-lock: ZooKeeper unavailable: could not connect to {connect} within {}",
-            human(opts.conn.connect_timeout)
-        );
-        return exit::UNAVAILABLE;
+        return failure::not_connected(&e, connect, &opts.conn);
     }
     log::info!("connected to {connect} (session 0x{:x})", client.session_id());
     let grace = fit_grace(client, opts.kill_grace);
@@ -363,7 +371,7 @@ fn run_with_client(
         other => {
             st.phase = Phase::Finishing;
             drop(st);
-            return not_acquired(other.map(|_| ()), path, opts);
+            return not_acquired(client, other.map(|_| ()), path, opts);
         }
     };
     let node = held.node();
@@ -495,8 +503,10 @@ impl Target {
     }
 }
 
-/// Reports a lock that was not acquired (`Ok(())`: timed out) and returns the exit status.
-fn not_acquired(r: zk_recipes::Result<()>, path: &str, opts: &Options) -> i32 {
+/// Reports a lock that was not acquired (`Ok(())`: timed out) and returns the
+/// exit status; errors go through the one mapping of every mode
+/// ([`failure::report`]).
+fn not_acquired(client: &CuratorFramework, r: zk_recipes::Result<()>, path: &str, opts: &Options) -> i32 {
     match r {
         Ok(()) => {
             match opts.timeout {
@@ -509,27 +519,14 @@ fn not_acquired(r: zk_recipes::Result<()>, path: &str, opts: &Options) -> i32 {
             }
             opts.conflict_exit_code
         }
-        Err(zk_recipes::Error::ZooKeeper(
-            e @ (zk_framework::Error::NoAuth { .. }
-            | zk_framework::Error::InvalidAcl { .. }
-            | zk_framework::Error::AuthFailed),
-        )) => {
-            let hint = match e {
-                zk_framework::Error::NoAuth { .. } if opts.conn.auth.is_none() => {
-                    "the lock's nodes are protected by an ACL; give credentials with --auth-file, \
-                     ZK_LOCK_AUTH or --auth"
-                }
-                zk_framework::Error::NoAuth { .. } => "these credentials do not pass the ACL of the lock's nodes",
-                zk_framework::Error::InvalidAcl { .. } => "the server refused the ACL of the new lock node",
-                _ => "ZooKeeper refused the credentials (an unknown scheme?)",
-            };
-            eprintln!("zk-lock: permission denied: could not take the lock on {path}: {e} ({hint})");
-            exit::NO_PERMISSION
-        }
-        Err(e) => {
-            eprintln!("zk-lock: could not take the lock on {path}: {e}");
-            exit::UNAVAILABLE
-        }
+        Err(e) => failure::report(
+            client,
+            &opts.conn,
+            path,
+            failure::Doing::Locking,
+            &format!("could not take the lock on {path}"),
+            &e,
+        ),
     }
 }
 

@@ -1972,14 +1972,22 @@ fn partition_runs(session: &str, runs: usize) -> Vec<Duration> {
     let holders: Vec<Run> = (0..runs)
         .map(|i| {
             let pc = proxies[i].connect_string();
-            let mut args: Vec<String> = vec!["--session-timeout".into(), session.into(), paths[i].clone(), "--".into()];
+            let mut args: Vec<String> = vec![
+                "--session-timeout".into(),
+                session.into(),
+                paths[i].clone(),
+                "--".into(),
+            ];
             args.extend(stamper("A", &logs[i], None));
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             spawn(Some(&pc), &args)
         })
         .collect();
     for log in &logs {
-        assert!(wait_until(timing().wait(), || !stamps(log, "A").is_empty()), "a holder never ran");
+        assert!(
+            wait_until(timing().wait(), || !stamps(log, "A").is_empty()),
+            "a holder never ran"
+        );
     }
     let c = client(&server);
     let nexts: Vec<Run> = (0..runs)
@@ -1991,7 +1999,10 @@ fn partition_runs(session: &str, runs: usize) -> Vec<Duration> {
         })
         .collect();
     for p in &paths {
-        assert!(wait_until(timing().wait(), || lock_nodes(&c, p).len() == 2), "the second zk-lock never queued");
+        assert!(
+            wait_until(timing().wait(), || lock_nodes(&c, p).len() == 2),
+            "the second zk-lock never queued"
+        );
     }
     for p in &proxies {
         p.freeze(true);
@@ -2045,14 +2056,300 @@ fn a_grace_too_long_for_the_session_is_said_at_start_up() {
     let server = TestingServer::start().unwrap();
     let (code, stderr, _) = run(
         Some(&server.connect_string()),
-        &["--session-timeout", "3s", "--kill-grace", "5s", "/locks/grace", "--", "true"],
+        &[
+            "--session-timeout",
+            "3s",
+            "--kill-grace",
+            "5s",
+            "/locks/grace",
+            "--",
+            "true",
+        ],
     );
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("too short for --kill-grace 5s"), "{stderr}");
     let (code, stderr, _) = run(
         Some(&server.connect_string()),
-        &["--session-timeout", "10s", "--kill-grace", "2s", "/locks/grace", "--", "true"],
+        &[
+            "--session-timeout",
+            "10s",
+            "--kill-grace",
+            "2s",
+            "/locks/grace",
+            "--",
+            "true",
+        ],
     );
     assert_eq!(code, 0, "{stderr}");
     assert!(!stderr.contains("too short"), "{stderr}");
+}
+
+// ---- refusals: one exit status and a fitting hint in every mode -------------------------
+
+/// A client with digest credentials `user:pw` whose nodes get `provider`'s ACL.
+fn owner_with(
+    server: &TestingServer,
+    user_pw: &str,
+    provider: impl zk_framework::AclProvider + 'static,
+) -> CuratorFramework {
+    let t = timing();
+    let c = CuratorFramework::builder()
+        .connect_string(server.connect_string())
+        .session_timeout(t.session())
+        .connection_timeout(t.connection())
+        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
+        .authorization("digest", user_pw.as_bytes())
+        .acl_provider(provider)
+        .build()
+        .unwrap();
+    c.block_until_connected(t.wait()).unwrap();
+    c
+}
+
+/// `status`, `break` and `wait` on a lock whose nodes have a digest ACL the
+/// caller does not pass exit 77, as a run does, with the hint for the way
+/// the caller authenticates (none, other digest credentials, an unknown
+/// scheme); a read-only ACL lets `status` read and refuses
+/// `break`'s delete, naming the node that refused.
+#[test]
+fn subcommands_refused_by_a_digest_acl_exit_77() {
+    let server = TestingServer::start().unwrap();
+    let cs = server.connect_string();
+    let path = "/acl-ops/private";
+    let owner = owner_with(
+        &server,
+        &format!("owner:{SECRET}"),
+        zk_framework::FixedAclProvider::creator_all(),
+    );
+    let lock = InterProcessMutex::new(&owner, path).unwrap();
+    let g = lock.acquire().unwrap();
+
+    let ops: [&[&str]; 4] = [
+        &["status", path],
+        &["break", path, "--yes"],
+        &["wait", path, "-w", "1s"],
+        &["-n", path, "--", "true"],
+    ];
+    for op in ops {
+        // No credentials: told to give some.
+        let (code, out, stderr) = run_out(Some(&cs), op);
+        assert_eq!(code, 77, "{op:?}: {out} {stderr}");
+        assert!(
+            stderr.contains("permission denied")
+                && stderr.contains("not authorised")
+                && stderr.contains(&format!("{path} refused"))
+                && stderr.contains("--auth-file"),
+            "{op:?}: {stderr}"
+        );
+        // Other digest credentials: told these do not pass, not to add --auth.
+        let mut args = vec!["--auth", "digest:intruder:guess"];
+        args.extend_from_slice(op);
+        let (code, _, stderr) = run_out(Some(&cs), &args);
+        assert_eq!(code, 77, "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("does not admit these digest credentials") && !stderr.contains("--auth"),
+            "{args:?}: {stderr}"
+        );
+        // An unknown scheme: AuthFailed, 77 too.
+        let mut args = vec!["--auth", "nope:x"];
+        args.extend_from_slice(op);
+        let (code, _, stderr) = run_out(Some(&cs), &args);
+        assert_eq!(code, 77, "{args:?}: {stderr}");
+        assert!(stderr.contains("authentication failed"), "{args:?}: {stderr}");
+    }
+    assert_eq!(lock_nodes(&owner, path).len(), 1, "the holder's node is gone");
+    g.release().unwrap();
+
+    // Others may read but not delete: status works, break is refused by the
+    // lock's node (the delete of its child), with 77.
+    let shared = "/acl-ops/readable";
+    let owner2 = owner_with(
+        &server,
+        &format!("owner:{SECRET}"),
+        zk_framework::FixedAclProvider::creator_all_read_others(),
+    );
+    let lock = InterProcessMutex::new(&owner2, shared).unwrap();
+    let g = lock.acquire().unwrap();
+    let (code, out, stderr) = run_out(Some(&cs), &["status", shared]);
+    assert_eq!(code, 0, "readable by others: {out} {stderr}");
+    let (code, _, stderr) = run_out(Some(&cs), &["break", shared, "--yes"]);
+    assert_eq!(code, 77, "{stderr}");
+    assert!(
+        stderr.contains(&format!("{shared} refused the delete of a child")),
+        "{stderr}"
+    );
+    assert_eq!(lock_nodes(&owner2, shared).len(), 1);
+    g.release().unwrap();
+    owner.close();
+    owner2.close();
+}
+
+/// Over mutual TLS: the subcommands with a certificate an x509 ACL does not
+/// name exit 77 with a certificate hint (never "--auth"), as a run does; a
+/// TLS refusal while connecting names its reason in every mode (69).
+#[test]
+fn subcommands_over_tls_refused_by_an_x509_acl_and_tls_reasons() {
+    use zk_testing::tls::TestPki;
+    let pki = TestPki::new("zk-lock refusal CA").unwrap();
+    let server = TestingServer::start_tls(pki.server_tls().unwrap().require_client_cert(pki.ca_pem())).unwrap();
+    let cs = server.connect_string();
+    let dir = Scratch::new("tls-refusals");
+    let ca = dir.path("ca.pem");
+    std::fs::write(&ca, pki.ca_pem()).unwrap();
+    let (cert, key) = pki.client_cert("owner").unwrap().write_files(&dir.0, "owner").unwrap();
+    let (other_cert, other_key) = pki
+        .client_cert("someone-else")
+        .unwrap()
+        .write_files(&dir.0, "other")
+        .unwrap();
+    let (ca, cert, key, other_cert, other_key) = (
+        ca.to_str().unwrap(),
+        cert.to_str().unwrap(),
+        key.to_str().unwrap(),
+        other_cert.to_str().unwrap(),
+        other_key.to_str().unwrap(),
+    );
+    let t = timing();
+    let tls = zk_framework::TlsConfig::builder()
+        .ca_pem(pki.ca_pem().as_bytes())
+        .client_cert_pem_files(cert, key)
+        .build()
+        .unwrap();
+    let owner = CuratorFramework::builder()
+        .connect_string(cs.clone())
+        .session_timeout(t.session())
+        .connection_timeout(t.connection())
+        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
+        .tls(tls)
+        .acl_provider(zk_framework::FixedAclProvider::creator_all())
+        .build()
+        .unwrap();
+    owner.block_until_connected(t.wait()).unwrap();
+    let path = "/tls-acl/private";
+    let lock = InterProcessMutex::new(&owner, path).unwrap();
+    let g = lock.acquire().unwrap();
+
+    let other = ["--tls-ca", ca, "--tls-cert", other_cert, "--tls-key", other_key];
+    let ops: [&[&str]; 4] = [
+        &["status", path],
+        &["break", path, "--yes"],
+        &["wait", path, "-w", "1s"],
+        &["-n", path, "--", "true"],
+    ];
+    for op in ops {
+        let mut args = other.to_vec();
+        args.extend_from_slice(op);
+        let (code, out, stderr) = run_out(Some(&cs), &args);
+        assert_eq!(code, 77, "{op:?}: {out} {stderr}");
+        assert!(
+            stderr.contains("permission denied")
+                && stderr.contains("client certificate's identity (x509 CN=someone-else")
+                && stderr.contains("--tls-cert")
+                && !stderr.contains("--auth"),
+            "{op:?}: {stderr}"
+        );
+    }
+    g.release().unwrap();
+
+    // No client certificate: the server refuses the TLS handshake, and
+    // status says so (as a run does), not just "could not connect".
+    for op in [&["status", path][..], &["-n", path, "--", "true"]] {
+        let mut args = vec!["--connect-timeout", "2s", "--tls-ca", ca];
+        args.extend_from_slice(op);
+        let (code, _, stderr) = run_out(Some(&cs), &args);
+        assert_eq!(code, 69, "{op:?}: {stderr}");
+        assert!(
+            stderr.contains("TLS with") && stderr.contains("requires a client certificate"),
+            "{op:?}: {stderr}"
+        );
+    }
+    owner.close();
+}
+
+/// `--acl creator` makes the missing parents creator-only (as Curator does):
+/// a second user cannot lock a sibling path, and the error names the parent
+/// that refused. `--acl creator-nodes` keeps the lock's own nodes
+/// creator-only and the parents open to others: the sibling lock works, the
+/// first user's lock stays closed to the second.
+#[test]
+fn creator_nodes_leaves_parents_open_for_sibling_locks() {
+    let server = TestingServer::start().unwrap();
+    let cs = server.connect_string();
+    let dir = Scratch::new("creator-nodes");
+    let alice = format!("digest:alice:{SECRET}");
+    let bob = "digest:bob:other-pw";
+    let admin = client_auth(&server, Some(&format!("alice:{SECRET}")));
+
+    for (acl, parent) in [("creator", "/team-c"), ("creator-nodes", "/team-n")] {
+        let held = format!("{parent}/deploy");
+        let sibling = format!("{parent}/other");
+        let (ready, go) = (dir.path(&format!("{acl}-ready")), dir.path(&format!("{acl}-go")));
+        let hold = format!(
+            "touch '{ready}'; i=0; while [ ! -e '{go}' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done",
+            ready = ready.display(),
+            go = go.display()
+        );
+        let holder = spawn(
+            Some(&cs),
+            &["--auth", &alice, "--acl", acl, &held, "--", "sh", "-c", &hold],
+        );
+        wait_for_file(&ready);
+
+        // Bob on a sibling path under the same parent.
+        let (code, stderr, _) = run(Some(&cs), &["--auth", bob, "--acl", acl, "-n", &sibling, "--", "true"]);
+        if acl == "creator" {
+            assert_eq!(code, 77, "{acl}: {stderr}");
+            assert!(
+                stderr.contains(&format!("{parent} refused the creation of a child"))
+                    && stderr.contains("is a parent of the lock's path")
+                    && stderr.contains("--acl creator-nodes"),
+                "{acl}: {stderr}"
+            );
+        } else {
+            assert_eq!(code, 0, "{acl}: bob's sibling lock: {stderr}");
+            // The parent: alice may do anything, others read and create.
+            let (acl_of_parent, _) = admin.zookeeper_client().get_acl(parent).unwrap();
+            assert!(
+                acl_of_parent.contains(&zk_framework::Acl::world(
+                    zk_framework::perms::READ | zk_framework::perms::CREATE
+                )) && !acl_of_parent.contains(&zk_framework::Acl::world(zk_framework::perms::ALL)),
+                "{acl_of_parent:?}"
+            );
+            // The lock's own path stays alice's alone.
+            let (acl_of_lock, _) = admin.zookeeper_client().get_acl(&held).unwrap();
+            assert_eq!(
+                acl_of_lock,
+                vec![zk_framework::Acl::digest("alice", SECRET, zk_framework::perms::ALL)]
+            );
+            let (code, stderr, _) = run(Some(&cs), &["--auth", bob, "-n", &held, "--", "true"]);
+            assert_eq!(code, 77, "bob on alice's lock: {stderr}");
+            assert!(stderr.contains(&format!("{held} refused")), "{stderr}");
+        }
+        std::fs::write(&go, b"").unwrap();
+        let (status, stderr) = holder.finish(timing().wait());
+        assert_eq!(status.code(), Some(0), "{acl}: {stderr}");
+    }
+    admin.close();
+}
+
+/// A connect string whose chroot does not exist: exit 69 at once with a
+/// message naming the chroot and saying to create it (not a NoNode about a
+/// lock node); once it exists, the same run works.
+#[test]
+fn a_missing_chroot_is_named_with_what_to_do() {
+    let server = TestingServer::start().unwrap();
+    let cs = format!("{}/no-such-root", server.connect_string());
+    let (code, stderr, _) = run(Some(&cs), &["-n", "/locks/x", "--", "true"]);
+    assert_eq!(code, 69, "{stderr}");
+    assert!(
+        stderr.contains("the chroot /no-such-root of the connect string does not exist")
+            && stderr.contains("create it")
+            && !stderr.contains("-lock-"),
+        "{stderr}"
+    );
+    let c = client(&server);
+    c.create().for_path("/no-such-root").unwrap();
+    let (code, stderr, _) = run(Some(&cs), &["-n", "/locks/x", "--", "true"]);
+    assert_eq!(code, 0, "{stderr}");
+    c.close();
 }

@@ -282,10 +282,8 @@ impl TlsConfig {
         if e.kind == TlsErrorKind::ClientCertificateRejected && !self.client_cert {
             return TlsError::new(
                 TlsErrorKind::ClientCertificateRequired,
-                format!(
-                    "the server requires a client certificate (mutual TLS) and none was configured ({})",
-                    e.message
-                ),
+                "the server requires a client certificate (mutual TLS) and none was configured (it refused \
+                 the connection without one); give one (client_cert_pem_files; zk-lock --tls-cert and --tls-key)",
             );
         }
         e
@@ -566,30 +564,91 @@ impl ServerCertVerifier for ChainOnlyVerifier {
     }
 }
 
-/// A rustls error as a [`TlsError`] with a message for people.
+/// A rustls error as a [`TlsError`] with a message for people (the host
+/// unknown: see [`classify_at`]).
 pub(crate) fn classify(e: &rustls::Error) -> TlsError {
+    classify_at(e, None)
+}
+
+/// A rustls error met while talking to `host` (when known) as a [`TlsError`]
+/// whose message says what failed, for which host, and what to check. No
+/// rustls `Debug` output reaches the message.
+pub(crate) fn classify_at(e: &rustls::Error, host: Option<&str>) -> TlsError {
     use TlsErrorKind as K;
+    let server = match host {
+        Some(h) => format!("the server's certificate (from {h})"),
+        None => "the server's certificate".to_string(),
+    };
     let (kind, msg) = match e {
         rustls::Error::InvalidCertificate(c) => match c {
             CertificateError::UnknownIssuer => (
                 K::UnknownIssuer,
-                "the server's certificate is not signed by a trusted CA (unknown issuer)".to_string(),
+                format!(
+                    "{server} is not signed by a trusted CA (unknown issuer); check that the CA certificate(s) \
+                     given (ca_pem, ca_pem_file; zk-lock --tls-ca) include the CA that signed the server's certificate"
+                ),
             ),
-            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => (
+            CertificateError::NotValidForNameContext { expected, presented } => {
+                let presented: Vec<&str> = presented.iter().filter_map(|n| presented_name(n)).collect();
+                let names = if presented.is_empty() {
+                    "it names no host".to_string()
+                } else {
+                    format!("it names {}", presented.join(", "))
+                };
+                (
+                    K::NameMismatch,
+                    format!(
+                        "the server's certificate is not valid for {} ({names}); connect with a name it lists, \
+                         or set verify_hostname(false) (zk-lock --tls-no-hostname-verify) for IP-only test setups",
+                        expected.to_str()
+                    ),
+                )
+            }
+            CertificateError::NotValidForName => (
                 K::NameMismatch,
-                format!("the server's certificate is not valid for the host connected to ({c:?}); check the connect string's host, or turn host name verification off for IP-only test setups"),
+                format!(
+                    "the server's certificate is not valid for {}; connect with a name it lists, or set \
+                     verify_hostname(false) (zk-lock --tls-no-hostname-verify) for IP-only test setups",
+                    host.unwrap_or("the host connected to")
+                ),
             ),
-            CertificateError::Expired | CertificateError::ExpiredContext { .. } => {
-                (K::Expired, format!("the server's certificate has expired ({c:?})"))
-            }
-            CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => {
-                (K::Expired, format!("the server's certificate is not valid yet ({c:?})"))
-            }
-            other => (K::BadCertificate, format!("the server's certificate was rejected: {other:?}")),
+            CertificateError::ExpiredContext { time, not_after } => (
+                K::Expired,
+                format!(
+                    "{server} expired on {} (now {}); renew it (or check this machine's clock)",
+                    utc(not_after.as_secs()),
+                    utc(time.as_secs())
+                ),
+            ),
+            CertificateError::Expired => (
+                K::Expired,
+                format!("{server} has expired; renew it (or check this machine's clock)"),
+            ),
+            CertificateError::NotValidYetContext { time, not_before } => (
+                K::Expired,
+                format!(
+                    "{server} is not valid before {} (now {}); check this machine's clock, or wait for the \
+                     certificate's start date",
+                    utc(not_before.as_secs()),
+                    utc(time.as_secs())
+                ),
+            ),
+            CertificateError::NotValidYet => (
+                K::Expired,
+                format!("{server} is not valid yet; check this machine's clock"),
+            ),
+            other => (
+                K::BadCertificate,
+                format!("{server} was rejected: {}", certificate_problem(other)),
+            ),
         },
         rustls::Error::AlertReceived(AlertDescription::CertificateRequired) => (
             K::ClientCertificateRequired,
-            "the server requires a client certificate (mutual TLS) and none was configured".to_string(),
+            format!(
+                "{} requires a client certificate (mutual TLS) and none was configured; give one \
+                 (client_cert_pem_files; zk-lock --tls-cert and --tls-key)",
+                host.map_or_else(|| "the server".to_string(), |h| format!("the server at {h}"))
+            ),
         ),
         rustls::Error::AlertReceived(
             a @ (AlertDescription::BadCertificate
@@ -600,15 +659,112 @@ pub(crate) fn classify(e: &rustls::Error) -> TlsError {
             | AlertDescription::AccessDenied),
         ) => (
             K::ClientCertificateRejected,
-            format!("the server rejected the client's certificate or lack of one (alert {a:?})"),
+            format!(
+                "{} rejected the client's certificate or lack of one ({}); check that the client certificate \
+                 is signed by a CA the server trusts (its ssl.trustStore) and is still valid",
+                host.map_or_else(|| "the server".to_string(), |h| format!("the server at {h}")),
+                alert_words(*a)
+            ),
         ),
-        rustls::Error::InvalidMessage(m) => (
+        rustls::Error::InvalidMessage(_) => (
             K::ProtocolMismatch,
-            format!("the server does not speak TLS on this port ({m:?}); is it the secure client port?"),
+            format!(
+                "{} does not speak TLS on this port (its reply is not a TLS record); is it the secure client \
+                 port (secureClientPort)?",
+                host.map_or_else(|| "the server".to_string(), |h| format!("the server at {h}"))
+            ),
         ),
-        other => (K::Handshake, format!("TLS handshake failed: {other}")),
+        other => (
+            K::Handshake,
+            match host {
+                Some(h) => format!("the TLS handshake with {h} failed: {other}"),
+                None => format!("TLS handshake failed: {other}"),
+            },
+        ),
     };
     TlsError::new(kind, msg)
+}
+
+/// What is wrong with a certificate rustls rejected for a reason other than
+/// its issuer, name or dates, in words.
+fn certificate_problem(c: &CertificateError) -> String {
+    match c {
+        CertificateError::BadEncoding => "it is not a well-formed certificate (bad encoding)".into(),
+        CertificateError::Revoked => "it has been revoked".into(),
+        CertificateError::BadSignature => "its signature does not verify".into(),
+        CertificateError::UnhandledCriticalExtension => "it has a critical extension this client does not know".into(),
+        CertificateError::InvalidPurpose | CertificateError::InvalidPurposeContext { .. } => {
+            "it is not issued for TLS server authentication (its extended key usage lacks serverAuth); \
+             issue one that allows it"
+                .into()
+        }
+        CertificateError::UnsupportedSignatureAlgorithmContext { .. }
+        | CertificateError::UnsupportedSignatureAlgorithmForPublicKeyContext { .. } => {
+            "it is signed with an algorithm this client does not support".into()
+        }
+        CertificateError::UnknownRevocationStatus
+        | CertificateError::ExpiredRevocationList
+        | CertificateError::ExpiredRevocationListContext { .. } => "its revocation status cannot be established".into(),
+        CertificateError::ApplicationVerificationFailure => "the verifier refused it".into(),
+        CertificateError::Other(e) => format!("{e}"),
+        _ => "it cannot be used (see the CA and the certificate's extensions)".into(),
+    }
+}
+
+/// A name of the server's certificate as webpki reports it
+/// (`DnsName("zk1")`, `IpAddress(127.0.0.1)`) without the wrapper; `None` for
+/// entries that are not host names (a directory name, an unsupported kind).
+fn presented_name(n: &str) -> Option<&str> {
+    for (open, close) in [
+        ("DnsName(\"", "\")"),
+        ("IpAddress(", ")"),
+        ("UniformResourceIdentifier(\"", "\")"),
+    ] {
+        if let Some(inner) = n.strip_prefix(open).and_then(|r| r.strip_suffix(close)) {
+            return Some(inner);
+        }
+    }
+    if n == "DirectoryName" || n.starts_with("Unsupported(") {
+        return None;
+    }
+    Some(n)
+}
+
+/// A TLS alert's name in words (`BadCertificate` → `bad certificate`).
+fn alert_words(a: AlertDescription) -> String {
+    let name = format!("{a:?}");
+    let mut out = String::from("alert: ");
+    let mut prev_lower = false;
+    for ch in name.chars() {
+        if ch.is_ascii_uppercase() && prev_lower {
+            out.push(' ');
+        }
+        prev_lower = ch.is_ascii_lowercase();
+        out.push(ch.to_ascii_lowercase());
+    }
+    out
+}
+
+/// `secs` since the Unix epoch as `YYYY-MM-DD HH:MM:SS UTC`.
+fn utc(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        (rem / 60) % 60,
+        rem % 60
+    )
 }
 
 /// The rustls error inside an I/O error made by the transport, if any.
@@ -742,7 +898,10 @@ pub(super) fn handshake(
         if now >= deadline {
             return Err(HandshakeError::Tls(TlsError::new(
                 TlsErrorKind::Handshake,
-                "the TLS handshake did not finish within the connect timeout",
+                format!(
+                    "the TLS handshake with {host} did not finish within the connect timeout; is the server \
+                     overloaded, or is this a port where nothing answers?"
+                ),
             )));
         }
         let left = (deadline - now).max(Duration::from_millis(1));
@@ -752,7 +911,10 @@ pub(super) fn handshake(
             Ok((0, 0)) if conn.is_handshaking() => {
                 return Err(HandshakeError::Tls(TlsError::new(
                     TlsErrorKind::ProtocolMismatch,
-                    "the server closed the connection during the TLS handshake; is it the secure client port?",
+                    format!(
+                        "the server at {host} closed the connection during the TLS handshake; is it the secure \
+                         client port (secureClientPort)?"
+                    ),
                 )))
             }
             Ok(_) => {}
@@ -762,14 +924,18 @@ pub(super) fn handshake(
                     ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
                 ) => {}
             Err(e) => {
-                return Err(match tls_error_of(&e) {
+                let rustls_error = e.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>());
+                return Err(match rustls_error.map(|r| classify_at(r, Some(host))) {
                     Some(t) => HandshakeError::Tls(t),
                     None if e.kind() == ErrorKind::UnexpectedEof => HandshakeError::Tls(TlsError::new(
                         TlsErrorKind::ProtocolMismatch,
-                        "the server closed the connection during the TLS handshake; is it the secure client port?",
+                        format!(
+                            "the server at {host} closed the connection during the TLS handshake; is it the \
+                             secure client port (secureClientPort)?"
+                        ),
                     )),
                     None => HandshakeError::Io(e),
-                })
+                });
             }
         }
     }
@@ -784,4 +950,146 @@ pub(super) fn handshake(
 pub(super) enum HandshakeError {
     Tls(TlsError),
     Io(io::Error),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(e: rustls::Error) -> TlsError {
+        classify_at(&e, Some("127.0.0.1"))
+    }
+
+    fn no_debug(t: &TlsError) {
+        let m = t.message();
+        for debug in [
+            "Context",
+            "UnixTime",
+            "Ipv4Addr",
+            "IpAddress",
+            "{",
+            "AlertReceived",
+            "InvalidMessage",
+        ] {
+            assert!(!m.contains(debug), "rustls Debug output in {m:?}");
+        }
+    }
+
+    #[test]
+    fn dates_are_utc_calendar_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc(951_782_400), "2000-02-29 00:00:00 UTC");
+        assert_eq!(utc(1_795_607_484), "2026-11-25 11:51:24 UTC");
+        assert_eq!(utc(4_102_444_799), "2099-12-31 23:59:59 UTC");
+    }
+
+    #[test]
+    fn each_kind_says_what_failed_for_which_host_and_what_to_check() {
+        let ip = ServerName::try_from("127.0.0.1".to_string()).unwrap();
+        let t = at(rustls::Error::InvalidCertificate(
+            CertificateError::NotValidForNameContext {
+                expected: ip,
+                presented: vec!["DnsName(\"localhost\")".into(), "zk1".into(), "DirectoryName".into()],
+            },
+        ));
+        assert_eq!(t.kind(), TlsErrorKind::NameMismatch);
+        assert!(
+            t.message().starts_with(
+                "the server's certificate is not valid for 127.0.0.1 (it names localhost, zk1); \
+                 connect with a name it lists, or set verify_hostname(false)"
+            ),
+            "{t}"
+        );
+        no_debug(&t);
+        assert_eq!(presented_name("IpAddress(10.0.0.1)"), Some("10.0.0.1"));
+        let t = at(rustls::Error::InvalidCertificate(CertificateError::NotValidForName));
+        assert!(t.message().contains("not valid for 127.0.0.1"), "{t}");
+
+        let t = at(rustls::Error::InvalidCertificate(CertificateError::ExpiredContext {
+            time: UnixTime::since_unix_epoch(Duration::from_secs(1_795_607_484)),
+            not_after: UnixTime::since_unix_epoch(Duration::from_secs(1_795_607_484 - 4 * 86_400)),
+        }));
+        assert_eq!(t.kind(), TlsErrorKind::Expired);
+        assert_eq!(
+            t.message(),
+            "the server's certificate (from 127.0.0.1) expired on 2026-11-21 11:51:24 UTC \
+             (now 2026-11-25 11:51:24 UTC); renew it (or check this machine's clock)"
+        );
+        let t = at(rustls::Error::InvalidCertificate(
+            CertificateError::NotValidYetContext {
+                time: UnixTime::since_unix_epoch(Duration::from_secs(0)),
+                not_before: UnixTime::since_unix_epoch(Duration::from_secs(86_400)),
+            },
+        ));
+        assert_eq!(t.kind(), TlsErrorKind::Expired);
+        assert!(
+            t.message()
+                .contains("is not valid before 1970-01-02 00:00:00 UTC (now 1970-01-01 00:00:00 UTC)"),
+            "{t}"
+        );
+        no_debug(&t);
+
+        let t = at(rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer));
+        assert_eq!(t.kind(), TlsErrorKind::UnknownIssuer);
+        assert!(
+            t.message().starts_with(
+                "the server's certificate (from 127.0.0.1) is not signed by a trusted CA (unknown issuer); \
+                 check that the CA certificate(s)"
+            ),
+            "{t}"
+        );
+
+        let t = at(rustls::Error::InvalidCertificate(CertificateError::InvalidPurpose));
+        assert_eq!(t.kind(), TlsErrorKind::BadCertificate);
+        assert!(t.message().contains("serverAuth"), "{t}");
+        let t = at(rustls::Error::InvalidCertificate(CertificateError::Revoked));
+        assert_eq!(
+            t.message(),
+            "the server's certificate (from 127.0.0.1) was rejected: it has been revoked"
+        );
+
+        let t = at(rustls::Error::AlertReceived(AlertDescription::CertificateRequired));
+        assert_eq!(t.kind(), TlsErrorKind::ClientCertificateRequired);
+        assert!(
+            t.message().starts_with(
+                "the server at 127.0.0.1 requires a client certificate (mutual TLS) and none was configured; give one"
+            ),
+            "{t}"
+        );
+        let t = at(rustls::Error::AlertReceived(AlertDescription::UnknownCA));
+        assert_eq!(t.kind(), TlsErrorKind::ClientCertificateRejected);
+        assert!(
+            t.message().starts_with(
+                "the server at 127.0.0.1 rejected the client's certificate or lack of one (alert: unknown ca); \
+                 check that the client certificate is signed by a CA the server trusts"
+            ),
+            "{t}"
+        );
+        no_debug(&t);
+
+        let t = at(rustls::Error::InvalidMessage(
+            rustls::InvalidMessage::InvalidContentType,
+        ));
+        assert_eq!(t.kind(), TlsErrorKind::ProtocolMismatch);
+        assert_eq!(
+            t.message(),
+            "the server at 127.0.0.1 does not speak TLS on this port (its reply is not a TLS record); \
+             is it the secure client port (secureClientPort)?"
+        );
+
+        let t = at(rustls::Error::HandshakeNotComplete);
+        assert_eq!(t.kind(), TlsErrorKind::Handshake);
+        assert!(
+            t.message().starts_with("the TLS handshake with 127.0.0.1 failed: "),
+            "{t}"
+        );
+
+        // Without a host (an error after the handshake), the messages still read.
+        let t = classify(&rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer));
+        assert!(
+            t.message()
+                .starts_with("the server's certificate is not signed by a trusted CA"),
+            "{t}"
+        );
+    }
 }

@@ -132,7 +132,9 @@ impl ClientConfig {
         self
     }
 
-    /// Adds credentials sent after each (re)connect.
+    /// Adds credentials sent after each (re)connect. They are checked by
+    /// [`ClientConfig::validate_auth`] when a managed client is built
+    /// ([`CuratorFrameworkBuilder::build`](crate::CuratorFrameworkBuilder::build)).
     ///
     /// # Examples
     ///
@@ -143,6 +145,62 @@ impl ClientConfig {
     pub fn with_auth(mut self, scheme: &str, auth: &[u8]) -> Self {
         self.auth.push((scheme.to_string(), auth.to_vec()));
         self
+    }
+
+    /// Checks one `(scheme, credentials)` pair before it is sent: the rule a
+    /// managed client's [`CuratorFrameworkBuilder::build`](crate::CuratorFrameworkBuilder::build)
+    /// applies to every [`authorization`](crate::CuratorFrameworkBuilder::authorization),
+    /// and that zk-lock applies to `--auth`. The scheme must be non-empty, with
+    /// no whitespace, control character or `:` (a space read from a file
+    /// would otherwise make an unknown scheme, which the server answers with
+    /// `AuthFailed`, closing the session); `digest` credentials must be
+    /// `USER:PASSWORD` with a non-empty user (the server cannot make an id of
+    /// anything else). Messages never repeat the credentials.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] naming the problem.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_framework::{ClientConfig, Error};
+    /// assert!(ClientConfig::validate_auth("digest", b"deployer:s3cret").is_ok());
+    /// assert!(ClientConfig::validate_auth("x509", b"").is_ok());
+    /// let e = ClientConfig::validate_auth("digest", b"hunter2").unwrap_err();
+    /// assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("USER:PASSWORD")));
+    /// assert!(!e.to_string().contains("hunter2"));
+    /// assert!(ClientConfig::validate_auth(" digest", b"u:p").is_err());
+    /// ```
+    pub fn validate_auth(scheme: &str, auth: &[u8]) -> Result<(), Error> {
+        if scheme.is_empty() {
+            return Err(Error::InvalidArgument(
+                "an auth scheme must not be empty (e.g. digest, as in digest with USER:PASSWORD)".into(),
+            ));
+        }
+        if scheme.chars().any(|c| c.is_whitespace() || c.is_control() || c == ':') {
+            return Err(Error::InvalidArgument(format!(
+                "the auth scheme {scheme:?} contains whitespace, a control character or ':' \
+                 (a scheme is a word such as digest)"
+            )));
+        }
+        if scheme == "digest" {
+            let user = auth.iter().position(|&b| b == b':').map(|i| &auth[..i]);
+            match user {
+                None => {
+                    return Err(Error::InvalidArgument(
+                        "digest credentials must be USER:PASSWORD, e.g. deployer:s3cret (no ':' found)".into(),
+                    ))
+                }
+                Some([]) => {
+                    return Err(Error::InvalidArgument(
+                        "digest credentials must be USER:PASSWORD, e.g. deployer:s3cret (the user is empty)".into(),
+                    ))
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(())
     }
 
     /// Allows a read-only server to serve the session.

@@ -161,3 +161,134 @@ impl AclProvider for FixedAclProvider {
         self.acl.clone()
     }
 }
+
+/// One ACL for the nodes at `root` and below (a lock's path, its lock,
+/// lease and queue nodes), another for every other node the client creates:
+/// the parents made on the way to `root` and the namespace node.
+///
+/// [`FixedAclProvider::creator_all`] makes the missing parents of a lock
+/// creator-only too, as Curator does: after one user takes a lock at
+/// `/team/deploy`, `/team` admits nobody else, and another user cannot even
+/// create `/team/other`. [`ScopedAclProvider::creator_nodes`] keeps the lock's
+/// own nodes creator-only and lets others read the parents and create under
+/// them (not delete their children), so that a sibling lock stays possible.
+///
+/// `root` is a server path, as [`AclProvider::acl_for_path`] sees paths: with
+/// a namespace `ns`, pass `/ns/team/deploy` for the client path `/team/deploy`.
+///
+/// # Examples
+///
+/// ```
+/// use zk_framework::{perms, Acl, AclProvider, ScopedAclProvider};
+/// let p = ScopedAclProvider::creator_nodes("/team/deploy")?;
+/// assert_eq!(p.acl_for_path("/team/deploy"), Acl::creator_all());
+/// assert_eq!(p.acl_for_path("/team/deploy/_c_1-lock-"), Acl::creator_all());
+/// // A parent: the creator may do anything, others may read and create children.
+/// let parent = p.acl_for_path("/team");
+/// assert!(parent.iter().any(|a| a.id.scheme == "world" && a.perms == perms::READ | perms::CREATE));
+/// assert_eq!(p.acl_for_path("/team/deployment"), parent);
+/// # Ok::<(), zk_framework::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScopedAclProvider {
+    root: String,
+    nodes: Vec<Acl>,
+    others: Vec<Acl>,
+}
+
+impl ScopedAclProvider {
+    /// Nodes at `root` and below get `nodes`; every other node gets `others`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`](crate::Error::InvalidPath) when `root` is not a
+    /// valid absolute path; [`Error::InvalidArgument`](crate::Error::InvalidArgument)
+    /// for `/` (every node would be below it) or an empty ACL (the server
+    /// refuses it with `InvalidACL`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_framework::{Acl, AclProvider, ScopedAclProvider};
+    /// let p = ScopedAclProvider::new("/locks", Acl::creator_all(), Acl::read_unsafe())?;
+    /// assert_eq!(p.acl_for_path("/locks/a"), Acl::creator_all());
+    /// assert_eq!(p.default_acl(), Acl::read_unsafe());
+    /// assert!(ScopedAclProvider::new("locks", Acl::creator_all(), Acl::open_unsafe()).is_err());
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn new(root: &str, nodes: Vec<Acl>, others: Vec<Acl>) -> crate::Result<Self> {
+        crate::proto::path::validate_path(root, false)?;
+        if root == "/" {
+            return Err(crate::Error::InvalidArgument(
+                "a scoped ACL's root must be below / (every node is below /)".into(),
+            ));
+        }
+        if nodes.is_empty() || others.is_empty() {
+            return Err(crate::Error::InvalidArgument(
+                "a scoped ACL provider needs a non-empty ACL for both the nodes and the others".into(),
+            ));
+        }
+        Ok(ScopedAclProvider {
+            root: root.to_string(),
+            nodes,
+            others,
+        })
+    }
+
+    /// Creator-only nodes at `root` and below ([`Acl::creator_all`]); the
+    /// parents made on the way (and the namespace node) give the creator every
+    /// permission and everyone else READ and CREATE: others can list them and
+    /// create their own nodes under them (a sibling lock), but not delete
+    /// their children. Needs credentials on the session, like every `auth`
+    /// ACL.
+    ///
+    /// # Errors
+    ///
+    /// As [`ScopedAclProvider::new`], for a bad `root`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_framework::{CuratorFramework, ScopedAclProvider};
+    /// let b = CuratorFramework::builder()
+    ///     .authorization("digest", b"deployer:s3cret")
+    ///     .acl_provider(ScopedAclProvider::creator_nodes("/team/deploy")?);
+    /// # let _ = b;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn creator_nodes(root: &str) -> crate::Result<Self> {
+        let mut parents = Acl::creator_all();
+        parents.push(Acl::world(crate::proto::perms::READ | crate::proto::perms::CREATE));
+        ScopedAclProvider::new(root, Acl::creator_all(), parents)
+    }
+
+    /// The root: nodes at it and below get the nodes' ACL.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let p = zk_framework::ScopedAclProvider::creator_nodes("/a/b")?;
+    /// assert_eq!(p.root(), "/a/b");
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn root(&self) -> &str {
+        &self.root
+    }
+}
+
+impl AclProvider for ScopedAclProvider {
+    fn default_acl(&self) -> Vec<Acl> {
+        self.others.clone()
+    }
+
+    fn acl_for_path(&self, path: &str) -> Vec<Acl> {
+        let below = path
+            .strip_prefix(self.root.as_str())
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
+        if below {
+            self.nodes.clone()
+        } else {
+            self.others.clone()
+        }
+    }
+}

@@ -218,7 +218,9 @@ impl CuratorFrameworkBuilder {
     /// may be given several times). The server answers bad credentials (an
     /// unknown scheme) with `AuthFailed` and closes the session: operations
     /// then fail with [`Error::AuthFailed`]. The credentials never appear in
-    /// `Debug` output or logs.
+    /// `Debug` output or logs. [`CuratorFrameworkBuilder::build`] checks them
+    /// first ([`ClientConfig::validate_auth`]): a scheme with whitespace, or
+    /// `digest` credentials that are not `USER:PASSWORD`, is refused there.
     ///
     /// # Examples
     ///
@@ -319,7 +321,9 @@ impl CuratorFrameworkBuilder {
     ///
     /// [`Error::InvalidConnectString`] for a missing or unusable connect string;
     /// [`Error::InvalidArgument`] for zero or huge timeouts, a percent outside
-    /// 1..=100, or a bad namespace.
+    /// 1..=100, a bad namespace, or credentials that
+    /// [`ClientConfig::validate_auth`] refuses (`digest` without `USER:PASSWORD`,
+    /// a scheme with whitespace).
     ///
     /// # Examples
     ///
@@ -327,6 +331,12 @@ impl CuratorFrameworkBuilder {
     /// use zk_framework::{CuratorFramework, Error};
     /// let err = CuratorFramework::builder().connect_string("::garbage::").build().unwrap_err();
     /// assert!(matches!(err, Error::InvalidConnectString { .. }));
+    /// let err = CuratorFramework::builder()
+    ///     .connect_string("127.0.0.1:2181")
+    ///     .authorization("digest", b"no-colon")
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert!(matches!(err, Error::InvalidArgument(m) if m.contains("USER:PASSWORD")));
     /// ```
     pub fn build(self) -> Result<CuratorFramework> {
         let cs = self.connect_string.clone().ok_or_else(|| Error::InvalidConnectString {
@@ -343,6 +353,9 @@ impl CuratorFrameworkBuilder {
         }
         if let Some(ns) = &self.namespace {
             validate_namespace(ns)?;
+        }
+        for (scheme, auth) in &self.auth {
+            ClientConfig::validate_auth(scheme, auth)?;
         }
         let default_data = self.default_data.clone().unwrap_or_else(local_address);
         let client_config = ClientConfig {

@@ -493,6 +493,9 @@ impl CuratorFramework {
                 self.inner.namespace_ready.store(true, Ordering::Release);
                 Ok(())
             }
+            // The namespace lives at the client's root: a NoNode there is a
+            // missing chroot.
+            Err(Error::NoNode { path }) => Err(super::ops::missing_chroot(client).unwrap_or(Error::NoNode { path })),
             Err(e) => Err(e),
         }
     }

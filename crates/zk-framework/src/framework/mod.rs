@@ -46,7 +46,7 @@ mod ops;
 mod retry_loop;
 mod session;
 
-pub use acl::{AclProvider, FixedAclProvider, OpenAclProvider};
+pub use acl::{AclProvider, FixedAclProvider, OpenAclProvider, ScopedAclProvider};
 pub use builder::CuratorFrameworkBuilder;
 pub use dispatch::{ListenerHandle, StateListener};
 pub use handle::CuratorFramework;

@@ -551,6 +551,9 @@ impl CreateSpec {
                     }
                     return Ok(created);
                 }
+                Err(e @ Error::NoNode { .. }) if self.parents != Parents::None => {
+                    return Err(missing_chroot(c).unwrap_or(e));
+                }
                 r => return r,
             }
         }
@@ -576,6 +579,13 @@ fn make_parents(c: &Client, path: &str, provider: &dyn AclProvider, mode: Create
             Err(e) => return Err(e),
         }
     }
+    if made == 0 && !all.is_empty() {
+        // Even the topmost ancestor could not be made: its parent, the
+        // client's root, is missing. Without a chroot `/` always exists.
+        if let Some(e) = missing_chroot(c) {
+            return Err(e);
+        }
+    }
     for p in &all[made..] {
         match c.create(p, &[], &acl_of(provider, p), mode) {
             Ok(_) | Err(Error::NodeExists { .. }) | Err(Error::NoNode { .. }) => {}
@@ -583,6 +593,19 @@ fn make_parents(c: &Client, path: &str, provider: &dyn AclProvider, mode: Create
         }
     }
     Ok(())
+}
+
+/// After a create with parents failed with NoNode at the top: whether the
+/// connect string's chroot is the missing node ([`Error::ChrootMissing`]).
+/// One `exists` (which no ACL guards), only after such a failure.
+pub(super) fn missing_chroot(c: &Client) -> Option<Error> {
+    let chroot = c.chroot()?;
+    match c.exists("/") {
+        Ok(None) => Some(Error::ChrootMissing {
+            chroot: chroot.to_string(),
+        }),
+        _ => None,
+    }
 }
 
 /// Curator's protected create: a fixed `_c_<uuid>-` name; after a failed attempt

@@ -431,9 +431,16 @@ plain seconds (1.5).
 WHILE COMMAND RUNS:
     If the connection to ZooKeeper is lost, zk-lock warns on stderr that the lock
     may be lost; COMMAND keeps running, and zk-lock reports when it reconnects on
-    the same session (the lock is then still held). If the lock is lost for
-    certain (the session expired, or someone deleted the lock node), zk-lock sends
-    SIGTERM to COMMAND, SIGKILL after --kill-grace, and exits with 75.
+    the same session (the lock is then still held). The lock is certain only
+    until its safe horizon: the send time of the last request ZooKeeper
+    answered plus the session timeout, less a margin (1/20); ZooKeeper cannot
+    expire the session, nor grant the lock to another, before it. If the
+    connection is not back in time, COMMAND gets SIGTERM at the horizon less
+    --kill-grace and SIGKILL just before the horizon, and zk-lock exits 75; a
+    reconnect before the SIGTERM cancels it. A grace too long for the session
+    is cut (to half of what fits), with a warning at start-up. If the lock is
+    lost for certain (the session expired, or someone deleted the lock node),
+    zk-lock sends SIGTERM to COMMAND, SIGKILL after --kill-grace, and exits 75.
 
     COMMAND runs in a process group of its own (unless zk-lock runs in the
     foreground of a terminal: then COMMAND shares zk-lock's group, so that it can
@@ -462,9 +469,10 @@ WHILE COMMAND RUNS:
 
 EXIT STATUS:
     COMMAND's status  COMMAND ran under the lock (128+N: killed by signal N)
-      1               the lock was not acquired: --timeout passed, or --timeout 0
-                      found it held or ZooKeeper did not answer within its 20 ms
-                      (as flock(1); see --conflict-exit-code)
+      1               the lock was not acquired: it was held by another when
+                      --timeout passed, or --timeout 0 found it held (as
+                      flock(1); see --conflict-exit-code); a server that did not
+                      answer in time or cannot be reached is 69, not 1
      64               usage error: bad option, PATH, duration or connect string,
                       or --tls-* files that cannot be read or used (EX_USAGE)
      69               ZooKeeper unavailable (not reachable within

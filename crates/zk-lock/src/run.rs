@@ -510,10 +510,9 @@ fn not_acquired(client: &CuratorFramework, r: zk_recipes::Result<()>, path: &str
     match r {
         Ok(()) => {
             match opts.timeout {
-                Some(Duration::ZERO) => eprintln!(
-                    "zk-lock: {path} was not acquired (not waiting: --timeout 0): it is held, or \
-                     ZooKeeper did not answer within the 20 ms a non-blocking try allows"
-                ),
+                Some(Duration::ZERO) => {
+                    eprintln!("zk-lock: {path} was not acquired (not waiting: --timeout 0): it is held")
+                }
                 Some(t) => eprintln!("zk-lock: could not get the lock on {path} within {}", human(t)),
                 None => eprintln!("zk-lock: could not get the lock on {path}"),
             }

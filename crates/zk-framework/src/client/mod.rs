@@ -269,7 +269,9 @@ impl Client {
     ///   over 65535, not a number), bad chroot, no host resolves, or `zks://`
     ///   without TLS settings.
     /// * [`Error::InvalidArgument`]: a zero timeout, a timeout over `i32::MAX`
-    ///   ms, `max_frame` of 0 or over `i32::MAX`, or a resumed session id of 0.
+    ///   ms, `max_frame` of 0 or over `i32::MAX`, a resumed session id of 0, or
+    ///   a malformed credential (see [`ClientConfig::validate_auth`]: a
+    ///   `digest` without `:`).
     ///
     /// # Examples
     ///
@@ -281,10 +283,20 @@ impl Client {
     ///
     /// ```
     /// use zk_framework::{client::{Client, ClientConfig}, Error};
+    /// let bad = ClientConfig::default().with_auth("digest", b"no-colon");
+    /// assert!(matches!(Client::connect("127.0.0.1:2181", bad), Err(Error::InvalidArgument(_))));
+    /// ```
+    ///
+    /// ```
+    /// use zk_framework::{client::{Client, ClientConfig}, Error};
     /// let e = Client::connect("host:99999", ClientConfig::default()).unwrap_err();
     /// assert!(matches!(e, Error::InvalidConnectString { .. }));
     /// ```
     pub fn connect(connect_string: &str, config: ClientConfig) -> Result<Client> {
+        // One credential rule for the raw client, the managed one and zk-lock.
+        for (scheme, auth) in &config.auth {
+            ClientConfig::validate_auth(scheme, auth)?;
+        }
         let cs = match connect_string.trim_start().strip_prefix("zks://") {
             Some(_) if config.tls.is_none() => {
                 return Err(Error::InvalidConnectString {

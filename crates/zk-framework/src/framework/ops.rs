@@ -373,18 +373,7 @@ impl<'a> CreateBuilder<'a> {
                 Ok(c)
             }
             Err(e) => {
-                if self.protected
-                    && matches!(
-                        e,
-                        Error::ConnectionLoss
-                            | Error::ConnectFailed { .. }
-                            | Error::ConnectTimeout { .. }
-                            | Error::Tls(_)
-                            | Error::OperationTimeout
-                            | Error::DeadlineExceeded
-                            | Error::Closed
-                    )
-                {
+                if self.protected && outcome_unknown(&e) {
                     for (parent_sp, _) in &targets {
                         fw.inner().background.find_and_delete(parent_sp.clone(), prefix.clone());
                     }
@@ -655,16 +644,7 @@ fn protected_create(fw: &CuratorFramework, server_path: &str, spec: &CreateSpec)
         spec.create(c, &adjusted)
     });
     if let Err(e) = &result {
-        if matches!(
-            e,
-            Error::ConnectionLoss
-                | Error::ConnectFailed { .. }
-                | Error::ConnectTimeout { .. }
-                | Error::Tls(_)
-                | Error::OperationTimeout
-                | Error::DeadlineExceeded
-                | Error::Closed
-        ) {
+        if outcome_unknown(e) {
             fw.inner().background.find_and_delete(parent_path, prefix);
         }
     }
@@ -797,4 +777,20 @@ fn delete_children(c: &Client, path: &str) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether a create that failed with `e` may still have been applied (an
+/// earlier attempt sent before the connection failed): its protected node is
+/// then looked for and deleted in the background.
+fn outcome_unknown(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::ConnectionLoss
+            | Error::ConnectFailed { .. }
+            | Error::ConnectTimeout { .. }
+            | Error::Tls(_)
+            | Error::OperationTimeout
+            | Error::DeadlineExceeded
+            | Error::Closed
+    )
 }

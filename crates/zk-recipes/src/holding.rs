@@ -205,31 +205,27 @@ impl HoldState {
             return LockStatus::Lost;
         }
         // The state machine may be ahead of the listener dispatch.
-        match self.client.state() {
+        let suspended = match self.client.state() {
             Some(ConnectionState::Lost) => {
                 self.lose(LossCause::SessionExpired);
                 return LockStatus::Lost;
             }
-            Some(ConnectionState::Suspended | ConnectionState::ReadOnly) => {
-                // Tell subscribers now, not only when the listener runs.
-                self.publish(LockEvent::Suspended);
-                return LockStatus::Uncertain;
-            }
-            _ => {}
-        }
+            Some(ConnectionState::Suspended | ConnectionState::ReadOnly) => true,
+            _ => false,
+        };
         // A process that was paused may not have noticed yet that its
         // connection died: no request answered that was sent within a read
         // timeout is uncertain. (Counting any byte received would be fooled
         // by replies read late, on resuming, to pings sent before the pause.)
-        match self.client.session_health() {
-            SessionHealth::Confirmed => {}
-            health => {
-                self.publish(LockEvent::Suspended);
-                if health == SessionHealth::PastHorizon {
-                    self.horizon_passed();
-                }
-                return LockStatus::Uncertain;
+        // Past the horizon (whatever the margin) the health is `PastHorizon`.
+        let health = self.client.session_health();
+        if suspended || health != SessionHealth::Confirmed {
+            // Tell subscribers now, not only when a listener runs.
+            self.publish(LockEvent::Suspended);
+            if health == SessionHealth::PastHorizon {
+                self.horizon_passed();
             }
+            return LockStatus::Uncertain;
         }
         match self.status.load(Ordering::SeqCst) {
             HELD => LockStatus::Held,
@@ -250,15 +246,8 @@ impl HoldState {
                     path: self.base.clone(),
                 })
             }
+            // Uncertain from the horizon on, whatever the margin: see `status()`.
             LockStatus::Held => {}
-        }
-        // Never past the horizon, whatever margin the client was given.
-        if self.safe_until().map_or(true, |h| Instant::now() >= h) {
-            self.publish(LockEvent::Suspended);
-            self.horizon_passed();
-            return Err(Error::LockUncertain {
-                path: self.base.clone(),
-            });
         }
         Ok(())
     }
@@ -332,12 +321,16 @@ impl Subscriber {
     /// Tells `ev`; `false` when the subscriber is gone.
     fn send(&self, ev: LockEvent) -> bool {
         match self {
-            Subscriber::Channel(tx) => {
-                !matches!(tx.try_send(ev), Err(crossbeam_channel::TrySendError::Disconnected(_)))
-            }
+            Subscriber::Channel(tx) => tell(tx, ev),
             Subscriber::Set(set) => set.member_changed(ev),
         }
     }
+}
+
+/// Sends without blocking (a full channel drops the event); `false` when the
+/// receiver is gone.
+fn tell(tx: &Sender<LockEvent>, ev: LockEvent) -> bool {
+    !matches!(tx.try_send(ev), Err(crossbeam_channel::TrySendError::Disconnected(_)))
 }
 
 fn send_all(subs: &mut Vec<Subscriber>, ev: LockEvent) {
@@ -370,12 +363,7 @@ impl SetEvents {
     fn member_changed(&self, ev: LockEvent) -> bool {
         let mut told = self.told.lock();
         let worst = self.worst();
-        let send = |e| {
-            !matches!(
-                self.tx.try_send(e),
-                Err(crossbeam_channel::TrySendError::Disconnected(_))
-            )
-        };
+        let send = |e| tell(&self.tx, e);
         let mut alive = true;
         if worst != told.0 {
             let e = match worst {
@@ -492,14 +480,9 @@ impl Holding {
             let Some(st) = weak.upgrade() else { return };
             match h {
                 SessionHealth::Confirmed => st.maybe_reconnected(),
-                SessionHealth::Stale => st.publish(LockEvent::Suspended),
-                SessionHealth::PastHorizon => {
-                    if st.client.session_generation() != st.generation {
-                        st.lose(LossCause::SessionExpired);
-                    } else {
-                        st.publish(LockEvent::Suspended);
-                        st.horizon_passed();
-                    }
+                // `status()` applies the one rule and tells what changed.
+                _ => {
+                    let _ = st.status();
                 }
             }
         });
@@ -800,18 +783,8 @@ impl Holding {
         let Some(s) = self.one() else {
             return Err(Error::InvalidArgument("not a single holding".into()));
         };
-        let held_at_start = s.status() == LockStatus::Held;
-        self.release_node_as(held_at_start)
-    }
-
-    /// [`Holding::release_node`] with the holding's state at the start of the
-    /// release taken by the caller (a multi-lock takes every member's before
-    /// its first delete).
-    pub(crate) fn release_node_as(self, held_at_start: bool) -> Result<()> {
-        let Some(s) = self.one() else {
-            return Err(Error::InvalidArgument("not a single holding".into()));
-        };
         let s = s.clone();
+        let held_at_start = s.status() == LockStatus::Held;
         let client = &s.client;
         let bound = s.release_bound();
         let lost = s.mark_released();

@@ -134,12 +134,10 @@ pub(crate) fn is_deadline(e: &Error) -> bool {
 /// not connected cannot know, and says why it is not (the latest connection
 /// attempt's failure: refused, TLS, ...).
 pub(crate) fn timed_out<T>(client: &CuratorFramework) -> Result<Option<T>> {
-    if client.is_connected() {
-        return Ok(None);
+    match client.connect_failure() {
+        None => Ok(None),
+        Some(e) => Err(Error::ZooKeeper(e)),
     }
-    Err(Error::ZooKeeper(
-        client.connect_failure().unwrap_or(zk_framework::Error::ConnectionLoss),
-    ))
 }
 
 impl LockInternals {

@@ -361,10 +361,11 @@ impl CuratorFramework {
         ListenerHandle::new(id, Arc::downgrade(&self.inner))
     }
 
-    /// Why the client is not connected, when a connection attempt has failed
-    /// since its last connection: [`Error::Tls`] for a refused handshake,
-    /// otherwise [`Error::ConnectFailed`] with the attempt's reason (`None`
-    /// while connected, or before any attempt ended).
+    /// Why the client is not connected (`None` while it is): [`Error::Tls`]
+    /// for a refused handshake, [`Error::ConnectFailed`] with the reason of
+    /// the latest failed attempt, or [`Error::ConnectionLoss`] when no attempt
+    /// has ended since the connection was lost. What a call that could not be
+    /// served reports instead of a bare timeout.
     ///
     /// # Examples
     ///
@@ -380,7 +381,7 @@ impl CuratorFramework {
         if client.state().is_connected() {
             return None;
         }
-        client.connect_failure()
+        Some(client.connect_failure().unwrap_or(Error::ConnectionLoss))
     }
 
     /// Every connection state from now on, on a channel. Dropping the receiver

@@ -139,11 +139,7 @@ fn unreachable(fw: &CuratorFramework, err: Error) -> Error {
     ) {
         return err;
     }
-    let client = fw.zookeeper_client();
-    if client.state().is_connected() {
-        return err;
-    }
-    client.connect_failure().unwrap_or(Error::ConnectionLoss)
+    fw.connect_failure().unwrap_or(err)
 }
 
 /// Sleeps `d` in slices, returning false as soon as the client is closed. A

@@ -642,10 +642,14 @@ fn supervise(
         let mut next = kill_at;
         if !lost {
             match held.safe_until() {
+                // Lost for certain (the loss event only wakes this loop).
                 None => {
                     lost = true;
                     let at = now + grace;
-                    stop(&format!("the lock on {path} was lost"), at);
+                    stop(
+                        &format!("the lock on {path} was lost (session expired or lock node deleted)"),
+                        at,
+                    );
                     kill_at = Some(at);
                     next = kill_at;
                 }
@@ -699,14 +703,7 @@ fn supervise(
                         eprintln!("zk-lock: reconnected to ZooKeeper on the same session: the lock on {path} is held again");
                     }
                 }
-                Ok(LockEvent::Lost) => {
-                    if !lost {
-                        lost = true;
-                        let at = Instant::now() + grace;
-                        stop(&format!("the lock on {path} was lost (session expired or lock node deleted)"), at);
-                        kill_at = Some(at);
-                    }
-                }
+                // `Lost`, `HorizonPassed`: the horizon above acts on them.
                 Ok(_) => {}
                 Err(_) => loss = crossbeam_channel::never(),
             },

@@ -28,6 +28,7 @@
 //! ```
 
 pub mod codes;
+pub mod date;
 pub mod digest;
 pub mod frame;
 pub mod jute;

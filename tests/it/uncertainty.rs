@@ -37,6 +37,14 @@ fn proxied_with(
     c
 }
 
+/// Ticks every `period` until `until`: the cadence of a holder that samples
+/// its lock (no sleeping in the test itself).
+fn every(period: Duration, until: Instant) -> impl Iterator<Item = Instant> {
+    crossbeam_channel::tick(period)
+        .into_iter()
+        .take_while(move |t| *t < until)
+}
+
 /// Collects `(event, when)` from a loss channel on a thread of its own.
 fn record(rx: Receiver<LockEvent>) -> Receiver<(LockEvent, Instant)> {
     let (tx, out) = crossbeam_channel::unbounded();
@@ -80,7 +88,7 @@ fn the_horizon_runs_ahead_on_a_healthy_connection() {
     let t = c.negotiated_session_timeout().expect("negotiated");
     let margin = (t / 20).max(Duration::from_millis(50));
     let until = Instant::now() + t * 4 / 3;
-    while Instant::now() < until {
+    for _ in every(Duration::from_millis(50), until) {
         let lead = c
             .session_horizon()
             .expect("a session")
@@ -93,7 +101,6 @@ fn the_horizon_runs_ahead_on_a_healthy_connection() {
         let low = (t * 7 / 9).saturating_sub(margin + timing().scale(Duration::from_millis(300)));
         assert!(lead >= low, "lead {lead:?} below {low:?} on a healthy connection");
         assert_eq!(c.session_health(), SessionHealth::Confirmed);
-        std::thread::sleep(Duration::from_millis(50));
     }
     c.close();
     assert_eq!(c.session_horizon(), None, "a closed client has no session");
@@ -128,15 +135,18 @@ fn a_frozen_holder_is_told_before_the_next_holder_is_granted() {
         let horizon = g.safe_until().expect("held");
         // Poll as a careful holder does; the channel must already say so.
         let mut last_ok = frozen;
-        loop {
+        let mut failed = false;
+        for _ in every(Duration::from_millis(2), frozen + timing().wait()) {
             match g.check() {
                 Ok(()) => last_ok = Instant::now(),
-                Err(Error::LockUncertain { .. }) => break,
+                Err(Error::LockUncertain { .. }) => {
+                    failed = true;
+                    break;
+                }
                 Err(e) => panic!("check after a freeze: {e:?}"),
             }
-            assert!(frozen.elapsed() < timing().wait(), "check() never failed");
-            std::thread::sleep(Duration::from_millis(2));
         }
+        assert!(failed, "check() never failed");
         let (ev, _) = events
             .recv_timeout(Duration::from_millis(50))
             .expect("Suspended by now");
@@ -181,9 +191,11 @@ fn check_fails_at_the_horizon_whatever_the_margin() {
     proxy.freeze(true);
     let horizon = g.safe_until().expect("held");
     let mut last_ok = None;
-    while g.check().is_ok() {
+    for _ in every(Duration::from_millis(2), Instant::now() + timing().wait()) {
+        if g.check().is_err() {
+            break;
+        }
         last_ok = Some(Instant::now());
-        std::thread::sleep(Duration::from_millis(2));
     }
     if let Some(at) = last_ok {
         assert!(at < horizon, "Ok {:?} past the horizon", at - horizon);

@@ -1926,9 +1926,11 @@ fn locks_over_tls_with_flags_and_environment() {
 
 /// A COMMAND that appends `NAME <unix ns>` to `log` every 5 ms, for `secs`
 /// seconds (forever when `None`), flushing each line: the last line of a
-/// killed COMMAND is its last moment under the lock.
+/// killed COMMAND is its last moment under the lock. It ignores SIGTERM, the
+/// worst case: only the SIGKILL after the grace stops it.
 fn stamper(name: &str, log: &Path, secs: Option<f64>) -> Vec<String> {
-    let script = "import sys, time\n\
+    let script = "import signal, sys, time\n\
+                  signal.signal(signal.SIGTERM, signal.SIG_IGN)\n\
                   name, log, secs = sys.argv[1], sys.argv[2], float(sys.argv[3])\n\
                   end = time.monotonic() + secs if secs > 0 else None\n\
                   with open(log, 'a') as f:\n\

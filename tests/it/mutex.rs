@@ -197,7 +197,7 @@ fn node_layout_matches_curator() {
     assert!(zk_framework::paths::is_protected(name), "{name}");
     assert!(name.ends_with("-lock-0000000000"), "{name}");
     let (data, stat) = c.get_data(&path).unwrap();
-    // The holder identity (README "Operating locks"), keeping the client's
+    // The holder identity (the guide's "Operating locks"), keeping the client's
     // default data (Curator's: the host address) as its `addr`.
     match zk_recipes::identity::HolderIdentity::parse(&data) {
         zk_recipes::identity::HolderIdentity::Process(p) => assert_eq!(p.addr.as_bytes(), c.default_data()),

@@ -12,10 +12,32 @@
 //! * [`Revoker`]: Curator's cooperative revocation.
 //! * [`inspect`]: who holds a lock and who waits (typed participants, for
 //!   any lock path); [`identity`]: the holder identity our lock nodes carry.
+//! * [`guide`]: the manual (using the locks, what they promise under faults,
+//!   the safe horizon, fencing, operations, ensembles, TLS and ACLs, Curator
+//!   interop), with examples that run.
 //! * [`driver`]: the pure lock decision ("do I hold it; else which node do I
 //!   watch") for every lock kind, tested as tables with no server.
 
 pub mod driver;
+/// The manual: how to use the locks, what they promise under faults, and how
+/// to run them. Every example runs as a doctest on the embedded server
+/// (`zk-testing`).
+pub mod guide {
+    #[doc = include_str!("../guide/using.md")]
+    pub mod using {}
+    #[doc = include_str!("../guide/truth.md")]
+    pub mod truth {}
+    #[doc = include_str!("../guide/fencing.md")]
+    pub mod fencing {}
+    #[doc = include_str!("../guide/operating.md")]
+    pub mod operating {}
+    #[doc = include_str!("../guide/ensemble.md")]
+    pub mod ensemble {}
+    #[doc = include_str!("../guide/security.md")]
+    pub mod security {}
+    #[doc = include_str!("../guide/curator.md")]
+    pub mod curator {}
+}
 mod error;
 mod holding;
 pub mod identity;

@@ -1,7 +1,8 @@
 //! ZooKeeper "four-letter word" admin commands (`srvr`, `stat`, `mntr`, `ruok`, ...).
 //!
 //! A four-letter word is sent as the first and only 4 bytes of a fresh TCP connection; the
-//! server writes a plain-text answer and closes the connection. See the wire notes, §10.
+//! server writes a plain-text answer and closes the connection (ZooKeeper 3.8's
+//! `FourLetterCommands`; only the words in `4lw.commands.whitelist` answer).
 
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};

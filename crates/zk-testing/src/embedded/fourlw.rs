@@ -1,4 +1,4 @@
-//! Answers to the four-letter words (wire notes §10), read off the state.
+//! Answers to the four-letter words, read off the state.
 
 use std::fmt::Write as _;
 use std::time::Instant;

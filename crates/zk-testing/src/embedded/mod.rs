@@ -6,7 +6,8 @@
 //! Stat fields, sequence numbers, containers and TTL nodes, one-shot and persistent
 //! watches with ZooKeeper's ordering guarantee (a transaction's events are queued before
 //! its reply), multi, SetWatches, session expiry in tick buckets, and the four-letter
-//! words all follow the behaviour described in the project's wire notes.
+//! words all follow Apache ZooKeeper 3.8's behaviour (the conformance tests run the same
+//! cases against both servers).
 //!
 //! On top of that it offers fault injection for tests: [`EmbeddedServer::expire_session`],
 //! [`EmbeddedServer::drop_connections`], [`EmbeddedServer::pause`],

@@ -1,5 +1,5 @@
 //! The data tree: nodes, per-node creation counters, ephemerals per session, the
-//! check order of every write (wire notes §5–§6) and an undo log for multi.
+//! check order of every write and an undo log for multi.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -81,7 +81,7 @@ impl Node {
     }
 }
 
-/// A change that fires watches (wire notes §7).
+/// A change that fires watches.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Trigger {
     Created(String),

@@ -73,6 +73,24 @@ pub enum Error {
 }
 
 impl Error {
+    /// Whether the caller's deadline passed while a request was unanswered:
+    /// [`Error::NoAnswer`], or the client's `DeadlineExceeded` on its way to
+    /// becoming one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_recipes::Error;
+    /// assert!(Error::NoAnswer { path: "/a".into() }.is_deadline());
+    /// assert!(!Error::ZooKeeper(zk_framework::Error::ConnectionLoss).is_deadline());
+    /// ```
+    pub fn is_deadline(&self) -> bool {
+        matches!(
+            self,
+            Error::ZooKeeper(zk_framework::Error::DeadlineExceeded) | Error::NoAnswer { .. }
+        )
+    }
+
     /// Whether retrying the operation later could succeed.
     ///
     /// # Examples

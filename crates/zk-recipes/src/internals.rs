@@ -120,15 +120,6 @@ impl From<zk_framework::Error> for LoopError {
     }
 }
 
-/// Whether an error means "the caller's deadline passed while a request was
-/// unanswered" (what [`Error::NoAnswer`] reports to the caller).
-pub(crate) fn is_deadline(e: &Error) -> bool {
-    matches!(
-        e,
-        Error::ZooKeeper(zk_framework::Error::DeadlineExceeded) | Error::NoAnswer { .. }
-    )
-}
-
 /// What an acquire whose deadline came while it waited returns: `Ok(None)`
 /// (the lock was held by someone else) only while connected; a client that is
 /// not connected cannot know, and says why it is not (the latest connection

@@ -16,7 +16,6 @@ use crossbeam_channel::Receiver;
 
 use crate::error::{Error, Result};
 use crate::holding::{Holding, LockEvent, LockStatus};
-use crate::internals::is_deadline;
 
 /// What every lock is, for [`crate::MultiLock`] and the guards: acquire a
 /// holding until a deadline, release it.
@@ -140,7 +139,7 @@ pub(crate) fn acquire_until<L: InterProcessLock + ?Sized>(
     deadline: Option<Instant>,
 ) -> Result<Option<Holding>> {
     match zk_framework::deadline::with_deadline(deadline, || lock.acquire_holding(deadline)) {
-        Err(e) if is_deadline(&e) => Err(no_answer(e, || lock.order_key().0)),
+        Err(e) if e.is_deadline() => Err(no_answer(e, || lock.order_key().0)),
         Ok(None) if deadline.is_none() => Err(Error::ZooKeeper(zk_framework::Error::Closed)),
         r => r,
     }

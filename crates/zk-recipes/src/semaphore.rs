@@ -14,7 +14,6 @@ use zk_framework::proto::{CreateMode, Stat};
 use crate::driver::LEASE_NAME;
 use crate::error::{Error, Result};
 use crate::holding::{GrantedNode, Holding, LockEvent, LockStatus};
-use crate::internals::is_deadline;
 use crate::lock::{deadline_after, InterProcessLock, LockGuard, RawLock};
 use crate::mutex::InterProcessMutex;
 
@@ -438,7 +437,7 @@ impl InterProcessSemaphoreV2 {
     /// being `Ok(None)`.
     fn lease_until(&self, deadline: Option<Instant>) -> Result<Option<Lease>> {
         match zk_framework::deadline::with_deadline(deadline, || self.acquire_deadline(deadline)) {
-            Err(e) if is_deadline(&e) => Err(crate::lock::no_answer(e, || self.base_path.clone())),
+            Err(e) if e.is_deadline() => Err(crate::lock::no_answer(e, || self.base_path.clone())),
             r => r,
         }
     }

@@ -558,7 +558,7 @@ impl Waiting {
         self.finish(match r {
             Ok(Some(_)) => Outcome::Acquired,
             Ok(None) => Outcome::TimedOut,
-            Err(e) if crate::internals::is_deadline(e) => Outcome::TimedOut,
+            Err(e) if e.is_deadline() => Outcome::TimedOut,
             Err(_) => Outcome::Failed,
         });
     }

@@ -1103,6 +1103,17 @@ fn op_options(op: OpCommand, conn: Connection) -> Result<Parsed, UsageError> {
     Ok(Parsed::Op(OpOptions { conn, path, json, op }))
 }
 
+/// `1.5s`, `300ms`.
+pub(crate) fn human(d: Duration) -> String {
+    if d.subsec_nanos() == 0 {
+        format!("{}s", d.as_secs())
+    } else if d < Duration::from_secs(1) && d.subsec_nanos() % 1_000_000 == 0 {
+        format!("{}ms", d.as_millis())
+    } else {
+        format!("{:.3}s", d.as_secs_f64())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1487,5 +1498,19 @@ mod tests {
         assert!(err(&["--tls-key", "k", "--tls-ca", "c", "/l", "--", "x"]).contains("--tls-key needs --tls-cert"));
         assert!(err(&["--tls-no-hostname-verify", "/l", "--", "x"]).contains("need --tls-ca"));
         assert!(err(&["--embedded", "--tls-ca", "c", "/l", "--", "x"]).contains("cannot be combined"));
+    }
+}
+
+#[cfg(test)]
+mod human_tests {
+    use super::human;
+    use std::time::Duration;
+
+    #[test]
+    fn human_durations() {
+        assert_eq!(human(Duration::from_secs(5)), "5s");
+        assert_eq!(human(Duration::from_millis(300)), "300ms");
+        assert_eq!(human(Duration::from_millis(1500)), "1.500s");
+        assert_eq!(human(Duration::ZERO), "0s");
     }
 }

@@ -9,9 +9,9 @@ use zk_framework::framework::CuratorFramework;
 use zk_framework::proto::path::parent;
 use zk_framework::Error as ZkError;
 
+use crate::args::human;
 use crate::args::{AclChoice, Connection};
 use crate::exit;
-use crate::run::human;
 
 /// How this client proves who it is, as the hints need to know.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,7 +33,7 @@ impl Identity {
         }
         match &conn.tls {
             Some(files) if files.client.is_some() => Identity::Certificate(
-                crate::run::tls_config(files)
+                crate::client::tls_config(files)
                     .ok()
                     .and_then(|t| t.client_x509_id().map(str::to_string)),
             ),

@@ -8,6 +8,7 @@
 //! See `zk-lock --help` for options and exit codes.
 
 mod args;
+mod client;
 mod failure;
 mod ops;
 mod run;

@@ -11,10 +11,11 @@ use zk_framework::proto::path::{basename, join};
 use zk_recipes::identity::{json_string, HolderIdentity};
 use zk_recipes::inspect::{self, LockLayout, LockReport, Participant, ParticipantKind};
 
+use crate::args::human;
 use crate::args::{Op, OpOptions};
+use crate::client::{build_client, start_embedded};
 use crate::exit;
 use crate::failure;
-use crate::run::{build_client, human, start_embedded};
 
 /// `status`: the lock is held.
 pub const STATUS_HELD: i32 = 0;

@@ -69,15 +69,14 @@ pub use client::{
 pub use error::{Error, Result};
 pub use framework::{
     AclProvider, CreateBuilder, CreatedTogether, CreatedWithListing, CuratorFramework, CuratorFrameworkBuilder,
-    DeleteBuilder, FixedAclProvider, HealthListener, ListenerHandle, OpenAclProvider, ScopedAclProvider, SessionHealth,
-    StateListener,
+    DeleteBuilder, FixedAclProvider, ListenerHandle, OpenAclProvider, ScopedAclProvider, StateListener,
 };
 pub use proto::{perms, Acl, CreateMode, EventType, Id, KeeperState, Stat};
 pub use retry::{
     BackoffRetry, BoundedExponentialBackoffRetry, ExponentialBackoffRetry, RetryDecision, RetryForever, RetryNTimes,
     RetryOneTime, RetryPolicy, RetryUntilElapsed, SessionFailedRetryPolicy,
 };
-pub use state::ConnectionState;
+pub use state::{ConnectionState, HealthListener, SessionHealth};
 
 /// The `backoff` crate, re-exported for [`BackoffRetry`].
 pub use backoff;

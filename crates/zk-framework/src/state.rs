@@ -1,7 +1,41 @@
 //! Curator's connection states and the pure state machine that derives them from
-//! session events.
+//! session events; the session's health by the client's clock.
 
 use std::fmt;
+
+/// The session's health as the client's clock judges it, from the latest
+/// request a server answered (see [`CuratorFramework::session_horizon`]).
+///
+/// [`CuratorFramework::session_horizon`]: crate::CuratorFramework::session_horizon
+///
+/// # Examples
+///
+/// ```no_run
+/// use zk_framework::SessionHealth;
+/// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// match client.session_health() {
+///     SessionHealth::Confirmed => println!("the server answered within a read timeout"),
+///     SessionHealth::Stale => println!("no answer for a read timeout: the session may be lost"),
+///     SessionHealth::PastHorizon => println!("the server may have expired the session"),
+/// }
+/// # Ok::<(), zk_framework::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SessionHealth {
+    /// A request sent within the read timeout (two thirds of the session
+    /// timeout) has been answered.
+    Confirmed,
+    /// No request sent within the read timeout has been answered: the
+    /// connection may be dead, but the session is alive until the horizon.
+    Stale,
+    /// The horizon has passed (or there is no session): the server may have
+    /// expired the session.
+    PastHorizon,
+}
+
+/// A session-health listener (see
+/// [`CuratorFramework::add_health_listener`](crate::CuratorFramework::add_health_listener)).
+pub type HealthListener = dyn Fn(SessionHealth) + Send + Sync;
 
 /// The connection state a managed client reports, exactly Curator's.
 ///

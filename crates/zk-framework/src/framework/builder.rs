@@ -378,7 +378,7 @@ impl CuratorFrameworkBuilder {
             acl_provider: self.acl_provider,
             simulated_expiration_percent: self.simulated_expiration_percent,
             horizon_margin: self.horizon_margin,
-            health: Mutex::new(super::horizon::SessionHealth::PastHorizon),
+            health: Mutex::new(crate::state::SessionHealth::PastHorizon),
             health_listeners: Mutex::new(Vec::new()),
             known_parents: Arc::default(),
             handle: Mutex::new(Handle {

@@ -10,12 +10,12 @@ use parking_lot::Mutex;
 
 use super::dispatch::ListenerHandle;
 use super::inner::Inner;
-use super::{retry_loop, CreateBuilder, CuratorFrameworkBuilder, DeleteBuilder, SessionHealth};
+use super::{retry_loop, CreateBuilder, CuratorFrameworkBuilder, DeleteBuilder};
 use crate::client::{Client, WatchedEvent, Watcher};
 use crate::paths::{fix_for_namespace, unfix_for_namespace};
 use crate::proto::Stat;
 use crate::retry::RetryPolicy;
-use crate::state::ConnectionState;
+use crate::state::{ConnectionState, SessionHealth};
 use crate::{Error, Result};
 
 /// The managed client. Cheap to clone; all clones share one session.

@@ -44,8 +44,8 @@ pub(crate) struct Inner {
     /// The safe horizon's margin (`None`: the default rule).
     pub(super) horizon_margin: Option<Duration>,
     /// The session health last told to the health listeners.
-    pub(super) health: Mutex<super::horizon::SessionHealth>,
-    pub(super) health_listeners: Mutex<Vec<(u64, Arc<super::horizon::HealthListener>)>>,
+    pub(super) health: Mutex<crate::state::SessionHealth>,
+    pub(super) health_listeners: Mutex<Vec<(u64, Arc<crate::state::HealthListener>)>>,
     pub(super) handle: Mutex<Handle>,
     pub(super) conn: Mutex<ConnInner>,
     pub(super) conn_cv: Condvar,

@@ -50,7 +50,6 @@ pub use acl::{AclProvider, FixedAclProvider, OpenAclProvider, ScopedAclProvider}
 pub use builder::CuratorFrameworkBuilder;
 pub use dispatch::{ListenerHandle, StateListener};
 pub use handle::CuratorFramework;
-pub use horizon::{HealthListener, SessionHealth};
 pub use ops::{CreateBuilder, CreatedTogether, CreatedWithListing, DeleteBuilder};
 
 // `background.rs` reaches the shared state as `super::Inner`.

@@ -17,7 +17,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::support::{client, closed_port, timing, tree, zero_timeout_acquires_free};
+use crate::support::{client, closed_port, lock_nodes, no_orphans, timing, zero_timeout_acquires_free};
 use crossbeam_channel::RecvTimeoutError;
 use zk_framework::framework::CuratorFramework;
 use zk_framework::retry::ExponentialBackoffRetry;
@@ -68,27 +68,6 @@ fn proxied_client(proxy: &FaultProxy) -> CuratorFramework {
         .unwrap();
     c.block_until_connected(t.wait()).unwrap();
     c
-}
-
-/// The lock nodes left under `base` (containers excluded: only ephemerals).
-fn lock_nodes(c: &CuratorFramework, base: &str) -> Vec<String> {
-    tree(c, base)
-        .into_iter()
-        .filter(|p| {
-            c.check_exists(p)
-                .ok()
-                .flatten()
-                .is_some_and(|st| st.ephemeral_owner != 0)
-        })
-        .collect()
-}
-
-fn no_orphans(c: &CuratorFramework, base: &str) {
-    assert!(
-        wait_until(timing().wait(), || lock_nodes(c, base).is_empty()),
-        "orphan lock nodes under {base}: {:?}",
-        lock_nodes(c, base)
-    );
 }
 
 macro_rules! if_reentrant {

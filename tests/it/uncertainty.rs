@@ -15,7 +15,9 @@ use zk_recipes::{Error, InterProcessMutex, LockEvent, LockStatus, MultiLock};
 use zk_testing::proxy::FaultProxy;
 use zk_testing::tls::TestPki;
 
-use crate::support::{client, closed_port, init_log, server, timing, tree, wait_until, TestingServer};
+use crate::support::{
+    client, closed_port, init_log, lock_nodes, no_orphans, server, timing, wait_until, TestingServer,
+};
 
 /// A client through `proxy`, with the test session timeout.
 fn proxied(proxy: &FaultProxy) -> CuratorFramework {
@@ -60,21 +62,6 @@ fn record(rx: Receiver<LockEvent>) -> Receiver<(LockEvent, Instant)> {
 
 fn next_event(rx: &Receiver<(LockEvent, Instant)>) -> (LockEvent, Instant) {
     rx.recv_timeout(timing().wait() * 2).expect("a loss event")
-}
-
-fn ephemerals(c: &CuratorFramework, base: &str) -> Vec<String> {
-    tree(c, base)
-        .into_iter()
-        .filter(|p| c.check_exists(p).ok().flatten().is_some_and(|s| s.ephemeral_owner != 0))
-        .collect()
-}
-
-fn no_orphans(c: &CuratorFramework, base: &str) {
-    assert!(
-        wait_until(timing().wait(), || ephemerals(c, base).is_empty()),
-        "orphans under {base}: {:?}",
-        ephemerals(c, base)
-    );
 }
 
 // ---- the horizon ------------------------------------------------------------------------
@@ -129,7 +116,7 @@ fn a_frozen_holder_is_told_before_the_next_holder_is_granted() {
             granted
         });
         // The waiter is queued behind us.
-        assert!(wait_until(timing().wait(), || ephemerals(&other, path).len() == 2));
+        assert!(wait_until(timing().wait(), || lock_nodes(&other, path).len() == 2));
         proxy.freeze(true);
         let frozen = Instant::now();
         let horizon = g.safe_until().expect("held");

@@ -114,6 +114,28 @@ pub fn connect_one_time(connect_string: &str) -> Client {
     Client(c)
 }
 
+/// The lock nodes left under `base` (containers excluded: only ephemerals).
+pub fn lock_nodes(c: &CuratorFramework, base: &str) -> Vec<String> {
+    tree(c, base)
+        .into_iter()
+        .filter(|p| {
+            c.check_exists(p)
+                .ok()
+                .flatten()
+                .is_some_and(|st| st.ephemeral_owner != 0)
+        })
+        .collect()
+}
+
+/// Waits (bounded) until no lock node is left under `base`.
+pub fn no_orphans(c: &CuratorFramework, base: &str) {
+    assert!(
+        wait_until(timing().wait(), || lock_nodes(c, base).is_empty()),
+        "orphan lock nodes under {base}: {:?}",
+        lock_nodes(c, base)
+    );
+}
+
 /// Children of `path` (empty if it does not exist).
 pub fn lock_children(c: &CuratorFramework, path: &str) -> Vec<String> {
     match c.get_children(path) {

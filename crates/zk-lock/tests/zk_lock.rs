@@ -1085,7 +1085,10 @@ fn curator_mutex_and_zk_lock_exclude_each_other() {
     let log = dir.path("sections.log");
     let c = client(&server);
 
-    // 1. Curator holds: zk-lock --timeout 0 fails; a waiting zk-lock runs after Curator's release.
+    // 1. Curator holds: zk-lock --timeout 1s fails (not --timeout 0: with a JVM
+    //    busy beside it, one round trip can take longer than a zero timeout's
+    //    20 ms grace, which is honestly "no answer", exit 69); a waiting
+    //    zk-lock runs after Curator's release.
     let release = dir.path("release-curator-1");
     let java_err = dir.path("curator-1.err");
     let java = java_holder(&cp, &cs, path, "curator-1", &log, &release)
@@ -1097,7 +1100,7 @@ fn curator_mutex_and_zk_lock_exclude_each_other() {
         wait_until(t.wait(), || log_has("curator-1 START")),
         "the Curator holder never got the lock"
     );
-    let (code, stderr, _) = run(Some(&cs), &["--timeout", "0", path, "--", "true"]);
+    let (code, stderr, _) = run(Some(&cs), &["--timeout", "1s", path, "--", "true"]);
     assert_eq!(code, 1, "zk-lock got a lock Curator holds: {stderr}");
     let waiting = spawn(
         Some(&cs),

@@ -564,7 +564,7 @@ fn a_multi_lock_rolls_back_within_its_deadline_on_a_frozen_server() {
         let waiter = sc.spawn(|| {
             let start = Instant::now();
             let r = multi.try_acquire_for(timeout).map(|g| g.is_some());
-            (r, start)
+            (r, start.elapsed())
         });
         // /a and /b are taken and /c is being waited for: freeze the server.
         assert!(wait_until(timing().wait(), || lock_nodes(
@@ -574,14 +574,19 @@ fn a_multi_lock_rolls_back_within_its_deadline_on_a_frozen_server() {
         .len()
             == 2));
         s.pause().unwrap();
-        let (r, start) = waiter.join().unwrap();
-        let elapsed = start.elapsed();
+        let (r, elapsed) = waiter.join().unwrap();
         s.resume().unwrap();
         eprintln!("multi-lock rollback on a frozen server: {elapsed:?} for a {timeout:?} deadline");
         assert!(matches!(r, Ok(false)), "{r:?}");
-        // The grace of one request, not one per member given back.
-        let bound = timeout + timing().scale(Duration::from_millis(50));
-        assert!(elapsed <= bound, "returned after {elapsed:?}, deadline {timeout:?}");
+        // The grace of one request, not a release bound (a tenth of the
+        // session timeout, 400 ms here) per member given back: the shared
+        // margin tells the two apart and leaves a loaded machine its slack
+        // (50 ms was too tight for a CI run with every suite in parallel).
+        assert!(
+            elapsed <= timeout + margin(),
+            "returned after {elapsed:?}, deadline {timeout:?} + margin {:?}",
+            margin()
+        );
     });
     held.release().unwrap();
     no_orphans(&other, "/contract/rollback");

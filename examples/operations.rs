@@ -73,7 +73,7 @@ fn main() -> Result<(), BoxError> {
     let worker = connect(&cs)?;
     let second = connect(&cs)?;
     let operator = connect(&cs)?;
-    zk_recipes::identity::set_process_name("operations-example");
+    zk_recipes::identity::set_process_name(&worker, "operations-example");
     let _ = operator.delete().for_path(DATA);
 
     let lock = InterProcessMutex::new(&worker, LOCK)?;
@@ -142,7 +142,7 @@ fn main() -> Result<(), BoxError> {
     outcome?;
 
     println!("\nfigures for {LOCK}:");
-    let st = zk_recipes::stats::snapshot_of(&worker.fix_path(LOCK)).ok_or("no figures")?;
+    let st = zk_recipes::stats::snapshot_of(&worker, &worker.fix_path(LOCK)).ok_or("no figures")?;
     println!(
         "  acquisitions {}  timeouts {}  errors {}  releases {}  losses {} (node deleted {})",
         st.acquisitions,

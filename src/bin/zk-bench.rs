@@ -1048,7 +1048,7 @@ fn metrics_overhead(c: &CuratorFramework, run: Duration) {
     let pairs = ((run.as_secs_f64() / 0.2) as usize).max(10);
     let round = run / (2 * pairs as u32);
     let timed = |on: bool| {
-        zk_recipes::stats::set_enabled(on || aa);
+        zk_recipes::stats::set_enabled(c, on || aa);
         let mut v = Vec::new();
         let end = Instant::now() + round;
         while Instant::now() < end {
@@ -1075,7 +1075,7 @@ fn metrics_overhead(c: &CuratorFramework, run: Duration) {
         all_on.extend(on);
         all_off.extend(off);
     }
-    zk_recipes::stats::set_enabled(true);
+    zk_recipes::stats::set_enabled(c, true);
     all_on.sort();
     all_off.sort();
     ratios.sort_by(|a, b| a.total_cmp(b));

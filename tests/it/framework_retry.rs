@@ -1,7 +1,7 @@
 //! The managed client's retry loop (spec §4, Curator's `RetryLoop` /
 //! `ThreadLocalRetryLoop` / `TestRetryLoop`): retries across a server outage,
-//! no retries for non-retryable errors, `SessionFailedRetryPolicy`, one shared
-//! budget for nested loops, and prompt exit on close.
+//! no retries for non-retryable errors, `SessionFailedRetryPolicy`, a budget
+//! per loop (nested or not), deadlines, and prompt exit on close.
 //!
 //! Every test runs on the backend chosen by `ZK_TEST_SERVER`.
 
@@ -122,30 +122,29 @@ fn retries_follow_the_policy() {
     assert!(start.elapsed() >= Duration::from_millis(300));
 }
 
-/// Nested `call_with_retry` calls on one thread share one retry budget
-/// (Curator's `ThreadLocalRetryLoop`): with `RetryNTimes(2)` the innermost
-/// operation runs 3 times in all, not 3 × 3.
+/// Each `call_with_retry` has its own retry budget, nested or not (the
+/// budget travels with the call, not with the thread): with `RetryNTimes(2)`
+/// an inner loop that always fails runs 3 times per outer attempt, and the
+/// outer loop gives up after its own 3 attempts.
 #[test]
-fn nested_call_with_retry_shares_one_budget() {
+fn nested_call_with_retry_each_has_its_own_budget() {
     let server = server();
     let r = connected(builder(&server).retry_policy(RetryNTimes::new(2, Duration::from_millis(1))));
-    for _ in 0..2 {
-        let inner = AtomicU32::new(0);
-        let outer = AtomicU32::new(0);
-        let err = r
-            .client
-            .call_with_retry(|_| {
-                outer.fetch_add(1, Ordering::SeqCst);
-                r.client.call_with_retry(|_| -> zk_framework::Result<()> {
-                    inner.fetch_add(1, Ordering::SeqCst);
-                    Err(Error::ConnectionLoss)
-                })
+    let inner = AtomicU32::new(0);
+    let outer = AtomicU32::new(0);
+    let err = r
+        .client
+        .call_with_retry(|_| {
+            outer.fetch_add(1, Ordering::SeqCst);
+            r.client.call_with_retry(|_| -> zk_framework::Result<()> {
+                inner.fetch_add(1, Ordering::SeqCst);
+                Err(Error::ConnectionLoss)
             })
-            .unwrap_err();
-        assert_eq!(err, Error::ConnectionLoss);
-        assert_eq!(inner.load(Ordering::SeqCst), 3, "total attempts");
-        assert_eq!(outer.load(Ordering::SeqCst), 1);
-    }
+        })
+        .unwrap_err();
+    assert_eq!(err, Error::ConnectionLoss);
+    assert_eq!(outer.load(Ordering::SeqCst), 3);
+    assert_eq!(inner.load(Ordering::SeqCst), 9, "3 per outer attempt");
     // A nested loop that succeeds does not use up the outer budget.
     let outer = AtomicU32::new(0);
     let v = r
@@ -163,6 +162,43 @@ fn nested_call_with_retry_shares_one_budget() {
         .unwrap();
     assert!(v.is_some());
     assert_eq!(outer.load(Ordering::SeqCst), 3);
+}
+
+/// A handle bounded by a deadline ends its retries by the deadline, and the
+/// operation says the deadline ended it.
+#[test]
+fn a_deadline_handle_ends_its_retries_by_the_deadline() {
+    let server = server();
+    let r = connected(builder(&server).retry_policy(RetryNTimes::new(100, Duration::from_millis(20))));
+    let deadline = Instant::now() + Duration::from_millis(300);
+    let bounded = r.client.with_deadline(Some(deadline));
+    assert_eq!(bounded.deadline(), Some(deadline));
+    // The earlier deadline holds.
+    assert_eq!(
+        bounded
+            .with_deadline(Some(deadline + Duration::from_secs(1)))
+            .deadline(),
+        Some(deadline)
+    );
+    assert_eq!(r.client.deadline(), None, "the client itself has none");
+    let attempts = AtomicU32::new(0);
+    let start = Instant::now();
+    let err = bounded
+        .call_with_retry(|zk| -> zk_framework::Result<()> {
+            assert_eq!(zk.deadline(), Some(deadline), "the attempt's handle carries it");
+            attempts.fetch_add(1, Ordering::SeqCst);
+            Err(Error::ConnectionLoss)
+        })
+        .unwrap_err();
+    let elapsed = start.elapsed();
+    assert_eq!(err, Error::DeadlineExceeded);
+    assert!(attempts.load(Ordering::SeqCst) >= 2, "it retried until the deadline");
+    assert!(
+        elapsed <= Duration::from_millis(300) + timing().scale(Duration::from_millis(150)),
+        "{elapsed:?}"
+    );
+    // The unbounded client goes on as before.
+    assert!(r.client.check_exists("/").unwrap().is_some());
 }
 
 /// `TestRetryLoop#testRetryForeverWithSessionFailed`: an operation on the

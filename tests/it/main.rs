@@ -29,6 +29,7 @@ mod acl;
 mod acl_conformance;
 
 // The locks (`zk_recipes`).
+mod clients;
 mod lock_contract;
 mod multilock;
 mod mutex;

@@ -442,7 +442,7 @@ fn stats_count_the_operations_run() {
     let s = server();
     let c = client(&s);
     let other = client(&s);
-    // A path of this test only: the figures are per process and per path.
+    // A path of this test only: the figures are per client and per path.
     let path = format!("/ops/stats/{}", uuid_like());
     let m = InterProcessMutex::new(&c, &path).unwrap();
     const N: u64 = 5;
@@ -458,9 +458,11 @@ fn stats_count_the_operations_run() {
         assert!(m.try_acquire_for(Duration::from_millis(20)).unwrap().is_none());
     }
     {
-        let st = snapshot_of(&path).expect("figures for the path");
+        // Each client counts its own locks.
+        let st = snapshot_of(&other, &path).expect("figures for the path");
         assert_eq!(st.holders, 1);
-        assert_eq!(st.waiters, 0);
+        let st = snapshot_of(&c, &path).expect("figures for the path");
+        assert_eq!((st.holders, st.waiters), (0, 0));
     }
     drop(held);
     // A loss: the node deleted by another session.
@@ -469,34 +471,39 @@ fn stats_count_the_operations_run() {
     other.delete().for_path(&g.lock_path()).unwrap();
     assert_eq!(loss.recv_timeout(timing().wait()), Ok(LockEvent::Lost));
     drop(g);
-    let st = snapshot_of(&path).unwrap();
-    assert_eq!(st.acquisitions, N + 1 + 1, "{st:?}");
+    let st = snapshot_of(&c, &path).unwrap();
+    assert_eq!(st.acquisitions, N + 1, "{st:?}");
     assert_eq!(st.timeouts, 2);
     assert_eq!(st.errors, 0);
     assert_eq!(st.losses_by(LossCause::NodeDeleted), 1);
     assert_eq!(st.total_losses(), 1);
-    assert_eq!(st.releases, N + 1);
+    assert_eq!(st.releases, N);
     assert_eq!(st.holders, 0);
     assert_eq!(st.waiters, 0);
-    assert_eq!(st.wait_time.count(), N + 2);
-    assert_eq!(st.hold_time.count(), N + 2);
+    assert_eq!(st.wait_time.count(), N + 1);
+    assert_eq!(st.hold_time.count(), N + 1);
+    let st = snapshot_of(&other, &path).unwrap();
+    assert_eq!(
+        (st.acquisitions, st.releases, st.holders, st.total_losses()),
+        (1, 1, 0, 0)
+    );
 
     // Semaphores count leases under their own path.
     let spath = format!("/ops/stats/{}", uuid_like());
     let sem = InterProcessSemaphoreV2::new(&c, &spath, 2).unwrap();
     let leases = sem.acquire_many(2, None).unwrap().unwrap();
     assert!(sem.try_acquire_for(Duration::from_millis(20)).unwrap().is_none());
-    assert_eq!(snapshot_of(&spath).unwrap().holders, 2);
+    assert_eq!(snapshot_of(&c, &spath).unwrap().holders, 2);
     drop(leases);
-    let st = snapshot_of(&spath).unwrap();
+    let st = snapshot_of(&c, &spath).unwrap();
     assert_eq!((st.acquisitions, st.timeouts, st.releases, st.holders), (2, 1, 2, 0));
 
     // Pruning a path's figures: a new instance on it starts afresh.
-    assert_eq!(zk_recipes::stats::forget(&spath).map(|s| s.acquisitions), Some(2));
-    assert!(snapshot_of(&spath).is_none());
+    assert_eq!(zk_recipes::stats::forget(&c, &spath).map(|s| s.acquisitions), Some(2));
+    assert!(snapshot_of(&c, &spath).is_none());
     let sem = InterProcessSemaphoreV2::new(&c, &spath, 2).unwrap();
     drop(sem.acquire().unwrap());
-    assert_eq!(snapshot_of(&spath).unwrap().acquisitions, 1);
+    assert_eq!(snapshot_of(&c, &spath).unwrap().acquisitions, 1);
 }
 
 /// A fresh name segment (the figures are per process, across tests).

@@ -366,10 +366,10 @@ fn a_lock_lost_to_close_counts_as_client_closed() {
     let path = "/uncertainty/closed-client";
     let m = InterProcessMutex::new(&c, path).unwrap();
     let g = m.acquire().unwrap();
-    let before = snapshot_of(path).unwrap_or_default();
+    let before = snapshot_of(&c, path).unwrap_or_default();
     c.close();
     assert!(wait_until(timing().wait(), || g.status() == LockStatus::Lost));
-    let after = snapshot_of(path).unwrap_or_default();
+    let after = snapshot_of(&c, path).unwrap_or_default();
     assert_eq!(
         after.losses_by(LossCause::ClientClosed),
         before.losses_by(LossCause::ClientClosed) + 1,

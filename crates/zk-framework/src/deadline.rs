@@ -1,125 +1,48 @@
-//! A deadline for everything one thread does with the client, set once by the
-//! caller that owns the time budget (a lock's timed acquire, for example).
-//!
-//! Inside [`with_deadline`], every call of [`crate::Client`] and every retry
-//! loop of [`crate::framework::CuratorFramework`] on this thread is bounded by
-//! the deadline: the wait for a connection, the retry policy's sleeps and the
-//! wait for a reply. When the deadline is what ended the wait, the call fails
-//! with [`crate::Error::DeadlineExceeded`]; the connection is left alone (a
-//! reply that comes later is read and dropped). Scopes nest: the inner
-//! deadline is the earlier of the two.
+//! Deadlines, given as values: a handle bounded by a deadline
+//! ([`crate::CuratorFramework::with_deadline`], [`crate::Client::with_deadline`])
+//! ends every wait of its calls by then: the wait for a connection, the retry
+//! policy's pauses and the wait for a reply. When the deadline is what ended
+//! the wait, the call fails with [`crate::Error::DeadlineExceeded`]; the
+//! connection is left alone (a reply that comes later is read and dropped).
 //!
 //! A request may wait for its reply until the deadline plus [`GRACE`]: a zero
 //! timeout can then make its one attempt on a healthy connection (it never
 //! waits for a connection), and the cleanup after a deadline (deleting a node
 //! that was queued, giving back the members of a multi-lock) is answered at
-//! once by a healthy server. The grace is shared by every request of the
-//! scope, so nothing ends later than the deadline plus one grace.
+//! once by a healthy server.
 
-use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 /// How long a request sent under an expired deadline may wait for its reply.
 pub const GRACE: Duration = Duration::from_millis(20);
 
-thread_local! {
-    static DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
-}
-
-struct Restore(Option<Instant>);
-
-impl Drop for Restore {
-    fn drop(&mut self) {
-        DEADLINE.with(|d| d.set(self.0));
+/// The earlier of two optional deadlines (`None` is no deadline).
+pub(crate) fn earlier(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 
-/// Runs `f` with `deadline` as this thread's deadline (`None` adds none; an
-/// enclosing scope's earlier deadline stays in force).
-///
-/// # Examples
-///
-/// ```
-/// use std::time::{Duration, Instant};
-/// use zk_framework::deadline;
-/// let d = Instant::now() + Duration::from_millis(200);
-/// deadline::with_deadline(Some(d), || assert_eq!(deadline::current(), Some(d)));
-/// assert_eq!(deadline::current(), None);
-/// ```
-pub fn with_deadline<T>(deadline: Option<Instant>, f: impl FnOnce() -> T) -> T {
-    let prev = current();
-    let new = match (prev, deadline) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    };
-    DEADLINE.with(|d| d.set(new));
-    let _restore = Restore(prev);
-    f()
+/// The latest a request sent under `deadline` may wait for its reply: the
+/// deadline plus [`GRACE`] (`None`: no deadline).
+pub(crate) fn request_bound(deadline: Option<Instant>) -> Option<Instant> {
+    deadline.and_then(|d| d.checked_add(GRACE))
 }
 
-/// This thread's deadline, if a [`with_deadline`] scope is active.
-///
-/// # Examples
-///
-/// ```
-/// assert_eq!(zk_framework::deadline::current(), None);
-/// ```
-pub fn current() -> Option<Instant> {
-    DEADLINE.with(|d| d.get())
+/// Time left until `deadline` (`None`: no deadline).
+pub(crate) fn remaining(deadline: Option<Instant>) -> Option<Duration> {
+    deadline.map(|d| d.saturating_duration_since(Instant::now()))
 }
 
-/// The latest a request sent now may wait for its reply under this thread's
-/// deadline: the deadline plus [`GRACE`] (`None`: no deadline).
-///
-/// # Examples
-///
-/// ```
-/// use std::time::Instant;
-/// use zk_framework::deadline;
-/// let d = Instant::now();
-/// deadline::with_deadline(Some(d), || assert_eq!(deadline::request_bound(), Some(d + deadline::GRACE)));
-/// ```
-pub fn request_bound() -> Option<Instant> {
-    current().and_then(|d| d.checked_add(GRACE))
+/// Whether `deadline` has passed.
+pub(crate) fn expired(deadline: Option<Instant>) -> bool {
+    deadline.is_some_and(|d| d <= Instant::now())
 }
 
-/// Time left until this thread's deadline (`None`: no deadline).
-///
-/// # Examples
-///
-/// ```
-/// use std::time::{Duration, Instant};
-/// use zk_framework::deadline;
-/// deadline::with_deadline(Some(Instant::now()), || assert_eq!(deadline::remaining(), Some(Duration::ZERO)));
-/// ```
-pub fn remaining() -> Option<Duration> {
-    current().map(|d| d.saturating_duration_since(Instant::now()))
-}
-
-/// Whether this thread's deadline has passed.
-///
-/// # Examples
-///
-/// ```
-/// use std::time::Instant;
-/// use zk_framework::deadline;
-/// assert!(!deadline::expired());
-/// deadline::with_deadline(Some(Instant::now()), || assert!(deadline::expired()));
-/// ```
-pub fn expired() -> bool {
-    current().is_some_and(|d| d <= Instant::now())
-}
-
-/// `timeout`, cut to the time left before this thread's deadline.
-///
-/// # Examples
-///
-/// ```
-/// use std::time::Duration;
-/// assert_eq!(zk_framework::deadline::bound(Duration::from_secs(1)), Duration::from_secs(1));
-/// ```
-pub fn bound(timeout: Duration) -> Duration {
-    match remaining() {
+/// `timeout`, cut to the time left before `deadline`.
+pub(crate) fn bound(deadline: Option<Instant>, timeout: Duration) -> Duration {
+    match remaining(deadline) {
         Some(r) => r.min(timeout),
         None => timeout,
     }
@@ -130,32 +53,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn scopes_nest_and_restore() {
+    fn the_earlier_deadline_holds() {
         let now = Instant::now();
         let (a, b) = (now + Duration::from_secs(10), now + Duration::from_secs(5));
-        with_deadline(Some(a), || {
-            assert_eq!(current(), Some(a));
-            with_deadline(Some(b), || assert_eq!(current(), Some(b)));
-            // A later inner deadline does not extend the outer one.
-            with_deadline(Some(a + Duration::from_secs(1)), || assert_eq!(current(), Some(a)));
-            with_deadline(None, || assert_eq!(current(), Some(a)));
-            assert_eq!(current(), Some(a));
-        });
-        assert_eq!(current(), None);
-    }
-
-    #[test]
-    fn restored_after_a_panic() {
-        let r = std::panic::catch_unwind(|| with_deadline(Some(Instant::now()), || panic!("boom")));
-        assert!(r.is_err());
-        assert_eq!(current(), None);
+        assert_eq!(earlier(Some(a), Some(b)), Some(b));
+        assert_eq!(earlier(Some(a), None), Some(a));
+        assert_eq!(earlier(None, Some(b)), Some(b));
+        assert_eq!(earlier(None, None), None);
     }
 
     #[test]
     fn bound_cuts_to_the_deadline() {
-        with_deadline(Some(Instant::now() + Duration::from_millis(100)), || {
-            assert!(bound(Duration::from_secs(5)) <= Duration::from_millis(100));
-            assert_eq!(bound(Duration::ZERO), Duration::ZERO);
-        });
+        let d = Some(Instant::now() + Duration::from_millis(100));
+        assert!(bound(d, Duration::from_secs(5)) <= Duration::from_millis(100));
+        assert_eq!(bound(d, Duration::ZERO), Duration::ZERO);
+        assert_eq!(bound(None, Duration::from_secs(5)), Duration::from_secs(5));
+        assert!(expired(Some(Instant::now())));
+        assert!(!expired(None));
+        assert_eq!(request_bound(None), None);
+        let now = Instant::now();
+        assert_eq!(request_bound(Some(now)), Some(now + GRACE));
     }
 }

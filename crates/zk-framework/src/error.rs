@@ -34,9 +34,10 @@ pub enum Error {
     SessionExpired,
     /// The operation did not complete in time.
     OperationTimeout,
-    /// The calling thread's deadline ([`crate::deadline::with_deadline`]) passed
-    /// before the operation completed; a request may or may not have been
-    /// applied. The connection is not affected.
+    /// The handle's deadline ([`crate::CuratorFramework::with_deadline`],
+    /// [`crate::Client::with_deadline`]) passed before the operation
+    /// completed; a request may or may not have been applied. The connection
+    /// is not affected.
     DeadlineExceeded,
     /// The session moved to another server.
     SessionMoved,

@@ -165,8 +165,6 @@ pub fn run(opts: &Options) -> i32 {
         name.truncate(cut);
         name.push_str("...");
     }
-    zk_recipes::identity::set_process_name(name);
-
     let built = build_client(&opts.conn, &connect, &opts.path);
     if built.is_err() {
         set_phase(&shared, Phase::Finishing);
@@ -175,6 +173,7 @@ pub fn run(opts: &Options) -> i32 {
         Ok(c) => c,
         Err(code) => return code,
     };
+    zk_recipes::identity::set_process_name(&client, name);
     shared.lock().unwrap_or_else(|p| p.into_inner()).client = Some(client.clone());
     let code = run_with_client(opts, &connect, &client, &shared, &events_rx);
     client.close();

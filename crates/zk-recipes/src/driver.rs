@@ -77,6 +77,25 @@ pub enum Decision {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeMissing;
 
+/// What a waiter knows at the moment the node it watched is reported
+/// deleted: the facts [`Driver::granted_on_deletion`] judges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Deletion {
+    /// The watched node was first in the queue when the waiter listed it
+    /// (the holder).
+    pub watched_was_head: bool,
+    /// The watched node is known to have been granted the lock (the client
+    /// granted it to another of its threads).
+    pub watched_was_granted: bool,
+    /// The waiter's own node is known to exist and is watched, so its
+    /// deletion would have been reported before this event.
+    pub own_node_watched: bool,
+    /// The waiter's session is the one its node was created on, and no
+    /// connection state changed since the watches were set (the events of
+    /// re-registered watches need not come in order).
+    pub steady_session: bool,
+}
+
 /// How nodes of a lock kind sort and decide.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Driver {
@@ -105,6 +124,48 @@ impl Driver {
         lock_name: MUTEX_LOCK_NAME,
         max_leases: 1,
     };
+
+    /// Whether a waiter of this kind may be granted on its watched node's
+    /// deletion alone, without listing the queue again (see
+    /// [`granted_on_deletion`](Self::granted_on_deletion)): only a
+    /// single-holder queue of one lock name, which only grows at its tail.
+    /// (A read/write queue may gain a downgraded read node at the head's
+    /// sequence; a semaphore counts, it does not order.)
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_recipes::driver::Driver;
+    /// assert!(Driver::MUTEX.grants_without_listing());
+    /// assert!(!Driver::Write.grants_without_listing());
+    /// ```
+    pub fn grants_without_listing(&self) -> bool {
+        matches!(self, Driver::Standard { max_leases: 1, .. })
+    }
+
+    /// The rule that lets a mutex queue hand over at one round trip: when the
+    /// node a waiter watched is deleted, the waiter holds the lock without a
+    /// new listing if the watched node held it (it was the head, or it was
+    /// granted: at its grant every node before it was gone, and sequence
+    /// numbers only grow, so none can come back), the waiter's own node is
+    /// known to be still there, and the session was steady. Otherwise the
+    /// waiter lists the queue again.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_recipes::driver::{Deletion, Driver};
+    /// let d = Deletion { watched_was_head: true, own_node_watched: true, steady_session: true, ..Default::default() };
+    /// assert!(Driver::MUTEX.granted_on_deletion(d));
+    /// assert!(!Driver::Write.granted_on_deletion(d));
+    /// assert!(!Driver::MUTEX.granted_on_deletion(Deletion { own_node_watched: false, ..d }));
+    /// ```
+    pub fn granted_on_deletion(&self, d: Deletion) -> bool {
+        self.grants_without_listing()
+            && d.steady_session
+            && d.own_node_watched
+            && (d.watched_was_head || d.watched_was_granted)
+    }
 
     /// The sort key of a child name.
     ///
@@ -211,6 +272,76 @@ mod tests {
 
     fn names(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn grant_on_deletion_table() {
+        let all = Deletion {
+            watched_was_head: true,
+            watched_was_granted: true,
+            own_node_watched: true,
+            steady_session: true,
+        };
+        let sem = Driver::Standard {
+            lock_name: LEASE_NAME,
+            max_leases: 2,
+        };
+        let table: &[(Driver, Deletion, bool)] = &[
+            (Driver::MUTEX, all, true),
+            // The head held the lock; a node granted before held it too.
+            (
+                Driver::MUTEX,
+                Deletion {
+                    watched_was_granted: false,
+                    ..all
+                },
+                true,
+            ),
+            (
+                Driver::MUTEX,
+                Deletion {
+                    watched_was_head: false,
+                    ..all
+                },
+                true,
+            ),
+            // A waiter watching another waiter: it must list again.
+            (
+                Driver::MUTEX,
+                Deletion {
+                    watched_was_head: false,
+                    watched_was_granted: false,
+                    ..all
+                },
+                false,
+            ),
+            // Our own node may be gone: list.
+            (
+                Driver::MUTEX,
+                Deletion {
+                    own_node_watched: false,
+                    ..all
+                },
+                false,
+            ),
+            // A reconnect or a new session: list.
+            (
+                Driver::MUTEX,
+                Deletion {
+                    steady_session: false,
+                    ..all
+                },
+                false,
+            ),
+            // Other kinds always list.
+            (Driver::Write, all, false),
+            (Driver::Read, all, false),
+            (sem, all, false),
+            (Driver::MUTEX, Deletion::default(), false),
+        ];
+        for (driver, d, want) in table {
+            assert_eq!(driver.granted_on_deletion(*d), *want, "{driver:?} {d:?}");
+        }
     }
 
     #[test]

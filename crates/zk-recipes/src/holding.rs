@@ -5,7 +5,7 @@
 //! * the deletion of its own node: a mutex waiter watches its node while it
 //!   waits (it must, to be granted without a listing) and the holding takes
 //!   that watch over; otherwise an exists-watch is sent [`OWN_WATCH_DELAY`]
-//!   after the grant, from a shared timer thread and without waiting for its
+//!   after the grant, from its client's timer thread and without waiting for its
 //!   reply: the acquire gains no round trip, and a lock granted without
 //!   waiting and released sooner costs no request and no notification; a
 //!   node deleted before the watch is set is reported when the watch finds it
@@ -19,13 +19,12 @@
 //! its node is deleted, so the deletion is never reported as a loss; the loss
 //! channels then end.
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use zk_framework::client::WatchedEvent;
 use zk_framework::framework::{CuratorFramework, ListenerHandle};
 use zk_framework::proto::EventType;
@@ -34,6 +33,7 @@ use zk_framework::SessionHealth;
 
 use crate::error::{Error, Result};
 use crate::stats::{LossCause, PathStats};
+use crate::timer::{Due, Timer};
 
 /// What a lock holder hears about its lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -664,6 +664,19 @@ impl Holding {
         }
     }
 
+    /// Cuts the release's wait for its deletes so that it ends by `end` (a
+    /// caller's deadline plus a request's grace: a multi-lock giving back its
+    /// members at its deadline); the deletes go on in the background.
+    pub(crate) fn limit_release_to(&self, end: Instant) {
+        let left = end.saturating_duration_since(Instant::now());
+        for l in self.leaves() {
+            let ms = u64::try_from(l.release_bound().min(left).as_millis())
+                .unwrap_or(u64::MAX)
+                .max(1);
+            l.release_bound_ms.store(ms, Ordering::Relaxed);
+        }
+    }
+
     /// The fencing token: the lock node's czxid (for a multi-lock, the largest
     /// of its members'). It increases with every grant of a lock, across
     /// sessions and processes.
@@ -730,7 +743,7 @@ impl Holding {
     }
 
     /// What a guarded write checks: the client of every member (they must
-    /// share one session) and each member's node as the server sees it.
+    /// share one session) and each member's node.
     pub(crate) fn check_targets(&self) -> Result<(CuratorFramework, Vec<String>)> {
         let leaves = self.leaves();
         let Some(first) = leaves.first() else {
@@ -742,7 +755,7 @@ impl Holding {
                 "a guarded transaction needs every lock of the set on one client (one session)".into(),
             ));
         }
-        Ok((client, leaves.iter().map(|l| l.client.fix_path(&l.node)).collect()))
+        Ok((client, leaves.iter().map(|l| l.node.clone()).collect()))
     }
 
     /// The client of the first member.
@@ -801,13 +814,12 @@ impl Holding {
         }
         // The deletes go out together without waiting (one round trip for a
         // node and its companion); their replies are awaited until the bound.
-        let zk = client.zookeeper_client();
         let (tx, rx) = crossbeam_channel::bounded(nodes.len());
         let mut outcomes: Vec<Option<zk_framework::Result<()>>> = Vec::with_capacity(nodes.len());
         for (i, n) in nodes.iter().enumerate() {
             let tx = tx.clone();
             let sent = if client.session_generation() == s.generation {
-                zk.delete_detached(&client.fix_path(n), None, move |r| {
+                client.delete_detached(n, None, move |r| {
                     let _ = tx.try_send((i, r));
                 })
             } else {
@@ -816,15 +828,9 @@ impl Holding {
             outcomes.push(sent.err().map(Err));
         }
         drop(tx);
-        // Under a caller's deadline (a multi-lock giving back its members at
-        // its deadline) the deletes get what is left of the deadline's grace.
-        let end = match (
-            Instant::now().checked_add(bound),
-            zk_framework::deadline::request_bound(),
-        ) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        // (A multi-lock giving back its members at its deadline cut the
+        // bound to what is left of the deadline's grace: `limit_release_to`.)
+        let end = Instant::now().checked_add(bound);
         while outcomes.iter().any(Option::is_none) {
             let left = end.map_or(Duration::MAX, |e| e.saturating_duration_since(Instant::now()));
             match rx.recv_timeout(left) {
@@ -904,74 +910,21 @@ fn worst(a: LockStatus, b: LockStatus) -> LockStatus {
 /// ```
 pub const OWN_WATCH_DELAY: Duration = Duration::from_millis(10);
 
-/// Own-node watches waiting for their time, in due order (one fixed delay, so
-/// pushing at the back keeps the order).
-struct WatchQueue {
-    due: Mutex<VecDeque<(Instant, Weak<HoldState>)>>,
-    wake: Condvar,
-}
-
-/// One timer thread per process sends the own-node watches that are due; a
-/// holding released (or dropped) before its time sends none. A grant only
-/// wakes the timer when the queue was empty, so a busy lock costs no thread
-/// wake-up per acquire.
+/// A holding's own-node watch goes out from its client's timer
+/// ([`crate::timer::Timer`]) [`OWN_WATCH_DELAY`] after the grant; a holding
+/// released (or dropped) before its time sends none. No timer thread (the
+/// system refused one, or the client is closed): at once.
 fn schedule_own_watch(st: &Arc<HoldState>) {
-    static QUEUE: OnceLock<Option<Arc<WatchQueue>>> = OnceLock::new();
-    let queue = QUEUE.get_or_init(|| {
-        let q = Arc::new(WatchQueue {
-            due: Mutex::new(VecDeque::new()),
-            wake: Condvar::new(),
-        });
-        let timer = q.clone();
-        std::thread::Builder::new()
-            .name("zk-lock-watches".into())
-            .spawn(move || own_watch_timer(&timer))
-            .ok()
-            .map(|_| q)
-    });
-    let Some(q) = queue else {
-        // No timer thread (the system refused one): watch at once.
-        return watch_own_node(st);
-    };
-    let mut due = q.due.lock();
-    let was_empty = due.is_empty();
-    due.push_back((Instant::now() + OWN_WATCH_DELAY, Arc::downgrade(st)));
-    drop(due);
-    if was_empty {
-        q.wake.notify_one();
+    let weak: Weak<dyn Due> = Arc::downgrade(st) as Weak<dyn Due>;
+    if !Timer::of(&st.client).schedule(Instant::now() + OWN_WATCH_DELAY, weak) {
+        watch_own_node(st);
     }
 }
 
-/// The timer runs at most this often, however many locks are granted: a busy
-/// lock's released holdings are discarded in batches, not one wake-up each.
-const OWN_WATCH_TICK: Duration = Duration::from_millis(5);
-
-fn own_watch_timer(q: &WatchQueue) {
-    let mut due = q.due.lock();
-    let mut last_run = Instant::now();
-    loop {
-        let now = Instant::now();
-        match due.front().map(|(t, _)| (*t).max(last_run + OWN_WATCH_TICK)) {
-            None => q.wake.wait(&mut due),
-            Some(at) if at > now => {
-                q.wake.wait_until(&mut due, at);
-            }
-            Some(_) => {
-                last_run = now;
-                let mut ready = Vec::new();
-                while due.front().is_some_and(|(t, _)| *t <= now) {
-                    if let Some((_, w)) = due.pop_front() {
-                        ready.push(w);
-                    }
-                }
-                drop(due);
-                for st in ready.iter().filter_map(Weak::upgrade) {
-                    if !st.watching.load(Ordering::SeqCst) {
-                        watch_own_node(&st);
-                    }
-                }
-                due = q.due.lock();
-            }
+impl Due for HoldState {
+    fn run(self: Arc<Self>) {
+        if !self.watching.load(Ordering::SeqCst) {
+            watch_own_node(&self);
         }
     }
 }
@@ -1021,10 +974,7 @@ impl WaiterWatch {
         let (on_event, on_reply) = (w.clone(), w.clone());
         let watcher = move |e: WatchedEvent| on_event.event(e);
         let reply = move |r: zk_framework::Result<bool>| on_reply.reply(r);
-        if let Err(e) = client
-            .zookeeper_client()
-            .exists_w_detached(&client.fix_path(node), watcher, reply)
-        {
+        if let Err(e) = client.exists_w_detached(node, watcher, reply) {
             log::debug!("could not watch waiting lock node {node}: {e}");
             w.state.lock().watched = Watched::Unusable;
         }
@@ -1097,7 +1047,6 @@ fn watch_own_node(st: &Arc<HoldState>) {
         return;
     }
     st.watching.store(true, Ordering::SeqCst);
-    let zk = st.client.zookeeper_client();
     if st.client.session_generation() != st.generation {
         st.lose(LossCause::SessionExpired);
         return;
@@ -1114,7 +1063,7 @@ fn watch_own_node(st: &Arc<HoldState>) {
             Err(_) => st.watching.store(false, Ordering::SeqCst),
         }
     };
-    if let Err(e) = zk.exists_w_detached(&st.client.fix_path(&st.node), watcher, on_reply) {
+    if let Err(e) = st.client.exists_w_detached(&st.node, watcher, on_reply) {
         log::debug!("could not watch own lock node {}: {e}", st.node);
         st.watching.store(false, Ordering::SeqCst);
     }

@@ -16,7 +16,7 @@
 //! | `host` | the host name (`/proc/sys/kernel/hostname`) |
 //! | `addr` | the client's default node data as text: Curator's (the host's IP address), unless the client was built with `default_data(..)` |
 //! | `pid` | the process id |
-//! | `name` | the process name ([`set_process_name`], else the executable's file name) |
+//! | `name` | the process name (the client's [`set_process_name`], else the executable's file name) |
 //! | `ts` | when the node was created (queued), in milliseconds since the Unix epoch, by this host's clock |
 //!
 //! Curator never reads lock node data for locking (only a revocation
@@ -114,32 +114,45 @@ impl fmt::Display for HolderIdentity {
     }
 }
 
-static PROCESS_NAME: RwLock<Option<String>> = RwLock::new(None);
+/// The name a client gives its process in lock nodes, once set (kept by the
+/// client).
+#[derive(Default)]
+struct ProcessName(RwLock<Option<String>>);
 
-/// Names this process in the lock nodes it creates from now on (default: the
-/// executable's file name). `zk-lock` uses it to show its COMMAND.
+/// Names this process in the lock nodes `client` creates from now on
+/// (default: the executable's file name). `zk-lock` uses it to show its
+/// COMMAND. Per client: another client of the process keeps its own name.
 ///
 /// # Examples
 ///
+/// ```no_run
+/// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// zk_recipes::identity::set_process_name(&client, "billing-worker");
+/// assert_eq!(zk_recipes::identity::process_name(&client), "billing-worker");
+/// # Ok::<(), zk_framework::Error>(())
 /// ```
-/// zk_recipes::identity::set_process_name("billing-worker");
-/// assert_eq!(zk_recipes::identity::process_name(), "billing-worker");
-/// ```
-pub fn set_process_name(name: impl Into<String>) {
-    *PROCESS_NAME.write() = Some(name.into());
+pub fn set_process_name(client: &CuratorFramework, name: impl Into<String>) {
+    *client.extension(ProcessName::default).0.write() = Some(name.into());
 }
 
-/// The name this process gives in its lock nodes.
+/// The name `client` gives this process in its lock nodes.
 ///
 /// # Examples
 ///
+/// ```no_run
+/// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// assert!(!zk_recipes::identity::process_name(&client).is_empty());
+/// # Ok::<(), zk_framework::Error>(())
 /// ```
-/// assert!(!zk_recipes::identity::process_name().is_empty());
-/// ```
-pub fn process_name() -> String {
-    if let Some(n) = PROCESS_NAME.read().as_ref() {
-        return n.clone();
+pub fn process_name(client: &CuratorFramework) -> String {
+    match client.extension(ProcessName::default).0.read().as_ref() {
+        Some(n) => n.clone(),
+        None => executable_name().to_string(),
     }
+}
+
+/// The executable's file name (`unknown` if it has none).
+fn executable_name() -> &'static str {
     static EXE: OnceLock<String> = OnceLock::new();
     EXE.get_or_init(|| {
         std::env::current_exe()
@@ -148,7 +161,6 @@ pub fn process_name() -> String {
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| "unknown".to_string())
     })
-    .clone()
 }
 
 fn host_name() -> &'static str {
@@ -162,7 +174,8 @@ fn host_name() -> &'static str {
 }
 
 impl ProcessIdentity {
-    /// This process, with `addr` as its address (the client's default data).
+    /// This process, with `addr` as its address (the client's default data)
+    /// and the executable's file name as its name.
     ///
     /// # Examples
     ///
@@ -175,7 +188,7 @@ impl ProcessIdentity {
             host: host_name().to_string(),
             addr: addr.to_string(),
             pid: std::process::id(),
-            name: process_name(),
+            name: executable_name().to_string(),
             created_ms: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as i64),
@@ -213,7 +226,11 @@ impl ProcessIdentity {
 /// The data of a lock node `client` creates now.
 pub(crate) fn node_data(client: &CuratorFramework) -> Vec<u8> {
     let addr = String::from_utf8_lossy(client.default_data());
-    ProcessIdentity::current(&addr).to_json()
+    ProcessIdentity {
+        name: process_name(client),
+        ..ProcessIdentity::current(&addr)
+    }
+    .to_json()
 }
 
 fn push_json_string(out: &mut String, s: &str) {

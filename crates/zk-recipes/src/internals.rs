@@ -11,9 +11,10 @@ use zk_framework::proto::path::{basename, join, validate_path};
 use zk_framework::proto::{CreateMode, Stat};
 use zk_framework::retry::RetryDecision;
 
-use crate::driver::{Decision, Driver, NodeMissing};
+use crate::driver::{Decision, Deletion, Driver, NodeMissing};
 use crate::error::{Error, Result};
 use crate::holding::{GrantedNode, Holding, WaiterWatch};
+use crate::wait::{wait, Woken};
 
 /// One lock kind on one path: the algorithm shared by every recipe.
 #[derive(Clone)]
@@ -36,16 +37,20 @@ impl std::fmt::Debug for LockInternals {
     }
 }
 
-/// The lock nodes of single-holder queues (mutexes) granted in this process,
-/// the most recent `Granted::CAPACITY` of them. A waiter whose predecessor is
-/// deleted after its grant holds the lock: when the predecessor was granted,
-/// every node before it was gone, and sequence numbers only grow, so none can
-/// appear again. So a waiter behind a holder of this process (a thread of the
-/// same client or another session of the process) takes the lock on the
-/// deletion event alone, without listing the queue again, which is what makes
-/// a deep queue drain at one round trip per handoff. A node not found (older,
-/// or granted in another process) costs the listing, as before.
-struct Granted {
+/// The lock nodes of single-holder queues (mutexes) granted through one
+/// client (kept by the client: [`Granted::of`]), the most recent
+/// `Granted::CAPACITY` of them. A waiter whose predecessor is deleted after
+/// its grant holds the lock: when the predecessor was granted, every node
+/// before it was gone, and sequence numbers only grow, so none can appear
+/// again. So a waiter behind a holder of the same client (another thread)
+/// takes the lock on the deletion event alone, without listing the queue
+/// again, which is what makes a deep queue drain at one round trip per
+/// handoff. A node not found (older, or granted through another client)
+/// costs the listing, as before. Per client, not per process: a node name
+/// is only a fact about the ensemble the client talks to, and two clients
+/// of one process may talk to two ensembles with the same lock paths.
+#[derive(Default)]
+pub(crate) struct Granted {
     #[allow(clippy::type_complexity)]
     inner: std::sync::Mutex<
         Option<(
@@ -55,18 +60,15 @@ struct Granted {
     >,
 }
 
-static GRANTED: Granted = Granted::new();
-
 impl Granted {
     /// Far more than a waiter needs (its predecessor's grant is recent), and
     /// bounded, so that a long-lived process keeps at most this many names
     /// (about 150 KiB).
     const CAPACITY: usize = 1024;
 
-    const fn new() -> Granted {
-        Granted {
-            inner: std::sync::Mutex::new(None),
-        }
+    /// The record of `client` (shared by its clones).
+    fn of(client: &CuratorFramework) -> Arc<Granted> {
+        client.extension(Granted::default)
     }
 
     fn record(&self, node: String) {
@@ -153,7 +155,7 @@ impl LockInternals {
 
     fn stats(&self) -> &std::sync::Arc<crate::stats::PathStats> {
         self.stats
-            .get_or_init(|| crate::stats::for_path(&self.client.fix_path(&self.base_path)))
+            .get_or_init(|| crate::stats::for_path(&self.client, &self.client.fix_path(&self.base_path)))
     }
 
     pub(crate) fn client(&self) -> &CuratorFramework {
@@ -167,7 +169,13 @@ impl LockInternals {
     /// The children of the base path, sorted the driver's way (empty when the
     /// base path does not exist).
     pub(crate) fn sorted_children(&self) -> Result<Vec<String>> {
-        let mut kids = match self.client.get_children(&self.base_path) {
+        self.sorted_children_by(&self.client)
+    }
+
+    /// As [`LockInternals::sorted_children`], through `zk` (a handle bounded
+    /// by an acquire's deadline).
+    fn sorted_children_by(&self, zk: &CuratorFramework) -> Result<Vec<String>> {
+        let mut kids = match zk.get_children(&self.base_path) {
             Ok(k) => k,
             Err(zk_framework::Error::NoNode { .. }) => Vec::new(),
             Err(e) => return Err(e.into()),
@@ -195,8 +203,9 @@ impl LockInternals {
     /// prefix. A node that vanishes while we wait (deleted, or gone with an
     /// expired session) is replaced by a new one on the current session, as
     /// often as the retry policy allows and the deadline leaves time for.
-    /// Callers run it inside [`zk_framework::deadline::with_deadline`], so that
-    /// no request or retry outlives `deadline`.
+    /// Every request goes through a handle bounded by `deadline`
+    /// ([`CuratorFramework::with_deadline`]), so that no request or retry
+    /// outlives it.
     pub(crate) fn attempt_lock(
         &self,
         deadline: Option<Instant>,
@@ -223,9 +232,10 @@ impl LockInternals {
         data: Option<Vec<u8>>,
         sorting_sequence: Option<&str>,
     ) -> Result<Option<Node>> {
+        let zk = self.client.with_deadline(deadline);
         let mut requeue = Requeue::new(&self.client, deadline);
         loop {
-            let mut node = match self.create_node(data.clone(), sorting_sequence) {
+            let mut node = match self.create_node(&zk, data.clone(), sorting_sequence) {
                 Ok(n) => n,
                 // The create ran into an expiry: queue on the new session.
                 Err(Error::ZooKeeper(zk_framework::Error::SessionExpired)) if sorting_sequence.is_none() => {
@@ -241,21 +251,21 @@ impl LockInternals {
                 // node is granted at once (Curator's read predicate does the same).
                 return Ok(Some(node));
             }
-            match self.wait_loop(&mut node, deadline) {
+            match self.wait_loop(&zk, &mut node) {
                 Ok(true) => return Ok(Some(node)),
                 Ok(false) => {
-                    self.delete_node(&node.path);
+                    self.delete_node(&node.path, deadline);
                     return timed_out(&self.client);
                 }
                 Err(LoopError::NodeMissing) => {
-                    self.delete_node(&node.path);
+                    self.delete_node(&node.path, deadline);
                     log::debug!("lock node {} vanished while waiting; queueing again", node.path);
                     if !requeue.pause(&self.base_path)? {
                         return timed_out(&self.client);
                     }
                 }
                 Err(LoopError::Other(e)) => {
-                    self.delete_node(&node.path);
+                    self.delete_node(&node.path, deadline);
                     return Err(e);
                 }
             }
@@ -282,7 +292,7 @@ impl LockInternals {
             siblings: None,
             waited: None,
         };
-        match self.wait_loop(&mut node, deadline) {
+        match self.wait_loop(&self.client.with_deadline(deadline), &mut node) {
             Ok(won) => Ok(won),
             Err(LoopError::NodeMissing) => {
                 *vanished = true;
@@ -292,13 +302,14 @@ impl LockInternals {
         }
     }
 
-    fn create_node(&self, data: Option<Vec<u8>>, sorting_sequence: Option<&str>) -> Result<Node> {
+    fn create_node(
+        &self,
+        zk: &CuratorFramework,
+        data: Option<Vec<u8>>,
+        sorting_sequence: Option<&str>,
+    ) -> Result<Node> {
         let generation = self.client.session_generation();
-        let mut b = self
-            .client
-            .create()
-            .creating_parent_containers_if_needed()
-            .with_protection();
+        let mut b = zk.create().creating_parent_containers_if_needed().with_protection();
         b = b.with_data(data.unwrap_or_else(|| crate::identity::node_data(&self.client)));
         let (path, stat, siblings) = match sorting_sequence {
             Some(seq) => {
@@ -332,18 +343,18 @@ impl LockInternals {
         })
     }
 
-    fn wait_loop(&self, node: &mut Node, deadline: Option<Instant>) -> Result<bool, LoopError> {
+    /// Waits in the queue until `node` holds (`Ok(true)`) or the deadline of
+    /// `zk` passes (`Ok(false)`).
+    fn wait_loop(&self, zk: &CuratorFramework, node: &mut Node) -> Result<bool, LoopError> {
+        let deadline = zk.deadline();
         let generation = node.generation;
         let ours = basename(&node.path).to_string();
         let (_states_listener, states) = state_changes(&self.client);
-        // A plain mutex queue only grows at its tail: once the head we watched is
-        // deleted, the node right behind it holds the lock, with no new listing.
-        // The same holds when the predecessor we watched was granted the lock
-        // (in this process, as `GRANTED` remembers): at its grant every node
-        // before it was gone, and none can come back. (A read/write queue may
-        // gain a downgraded read node at the head's sequence, so it always
-        // lists again.)
-        let shortcut = matches!(self.driver, Driver::Standard { max_leases: 1, .. });
+        // A mutex waiter may be granted on its predecessor's deletion alone
+        // (`Driver::granted_on_deletion`); the client's grant record says
+        // which predecessors were granted.
+        let shortcut = self.driver.grants_without_listing();
+        let granted = Granted::of(&self.client);
         loop {
             if self.client.is_closed() {
                 return Err(LoopError::Other(Error::ZooKeeper(zk_framework::Error::Closed)));
@@ -356,7 +367,7 @@ impl LockInternals {
                     self.driver.sort(&mut kids);
                     kids
                 }
-                None => self.sorted_children().map_err(|e| match e {
+                None => self.sorted_children_by(zk).map_err(|e| match e {
                     Error::ZooKeeper(z) => LoopError::from(z),
                     e => LoopError::Other(e),
                 })?,
@@ -370,7 +381,7 @@ impl LockInternals {
                 Err(NodeMissing) => return Err(LoopError::NodeMissing),
                 Ok(Decision::Acquired) => {
                     if shortcut {
-                        GRANTED.record(self.client.fix_path(&node.path));
+                        granted.record(self.client.fix_path(&node.path));
                     }
                     return Ok(true);
                 }
@@ -393,44 +404,39 @@ impl LockInternals {
             let watcher = move |e: zk_framework::client::WatchedEvent| {
                 let _ = txc.try_send(e.event_type);
             };
-            match self.client.get_data_w(&join(&self.base_path, &pred), watcher) {
+            match zk.get_data_w(&join(&self.base_path, &pred), watcher) {
                 Ok(_) => {}
                 Err(zk_framework::Error::NoNode { .. }) => continue,
                 Err(e) => return Err(e.into()),
             }
-            let timeout = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-            if timeout == Some(Duration::ZERO) {
+            if deadline.is_some_and(|d| d <= Instant::now()) {
                 return Ok(false);
             }
-            crossbeam_channel::select! {
-                recv(rx) -> ev => {
+            match wait(&self.client, &rx, &states, deadline) {
+                Woken::Watch(ev) => {
                     // Our node's deletion, had it come before this one, was
                     // heard of first (the session's events arrive in order),
                     // unless the connection changed meanwhile: then list.
+                    let facts = || Deletion {
+                        watched_was_head: pred_is_head,
+                        watched_was_granted: !pred_is_head
+                            && granted.contains(&self.client.fix_path(&join(&self.base_path, &pred))),
+                        own_node_watched: node.waited.as_ref().is_some_and(|w| w.present()),
+                        steady_session: self.client.session_generation() == generation && states.is_empty(),
+                    };
                     if shortcut
-                        && ev == Ok(zk_framework::proto::EventType::NodeDeleted)
-                        && self.client.session_generation() == generation
-                        && states.is_empty()
-                        && node.waited.as_ref().is_some_and(|w| w.present())
-                        && (pred_is_head || GRANTED.contains(&self.client.fix_path(&join(&self.base_path, &pred))))
+                        && ev == Some(zk_framework::proto::EventType::NodeDeleted)
+                        && self.driver.granted_on_deletion(facts())
                     {
-                        GRANTED.record(self.client.fix_path(&node.path));
+                        granted.record(self.client.fix_path(&node.path));
                         return Ok(true);
                     }
                 }
-                recv(states) -> s => {
-                    if s.is_err() {
-                        return Err(LoopError::Other(Error::ZooKeeper(zk_framework::Error::Closed)));
-                    }
-                    // Watch our node again after a connection change: the
-                    // events of re-registered watches need not come in order.
-                    node.waited = None;
-                }
-                default(timeout.unwrap_or(Duration::from_secs(3600))) => {
-                    if deadline.is_some() {
-                        return Ok(false);
-                    }
-                }
+                // Watch our node again after a connection change: the events
+                // of re-registered watches need not come in order.
+                Woken::StateChanged => node.waited = None,
+                Woken::Closed => return Err(LoopError::Other(Error::ZooKeeper(zk_framework::Error::Closed))),
+                Woken::Deadline => return Ok(false),
             }
         }
     }
@@ -451,16 +457,14 @@ impl LockInternals {
         )
     }
 
-    /// Deletes a node we created: guaranteed (retried, then in the background).
-    pub(crate) fn delete_node(&self, path: &str) {
-        if let Err(e) = self.client.delete().guaranteed().for_path(path) {
+    /// Deletes a node we created: guaranteed (retried until `deadline`, plus
+    /// a request's grace, then in the background).
+    pub(crate) fn delete_node(&self, path: &str, deadline: Option<Instant>) {
+        if let Err(e) = self.client.with_deadline(deadline).delete().guaranteed().for_path(path) {
             log::debug!("delete of lock node {path} failed ({e}); it continues in the background");
         }
     }
 }
-
-/// How often a requeue pause looks whether the client was closed.
-const CLOSE_POLL: Duration = Duration::from_millis(50);
 
 /// Queueing again after our node vanished (deleted, or gone with its session):
 /// the retry policy's pauses, never past the deadline. Shared by every lock
@@ -497,17 +501,8 @@ impl Requeue {
             RetryDecision::RetryAfter(d) if left.is_some_and(|l| l <= d) => Ok(false),
             RetryDecision::RetryAfter(d) => {
                 self.retries += 1;
-                let end = Instant::now().checked_add(d);
-                loop {
-                    if self.client.is_closed() {
-                        return Err(Error::ZooKeeper(zk_framework::Error::Closed));
-                    }
-                    let left = end.map_or(Duration::MAX, |e| e.saturating_duration_since(Instant::now()));
-                    if left.is_zero() {
-                        return Ok(true);
-                    }
-                    std::thread::sleep(left.min(CLOSE_POLL));
-                }
+                self.client.pause(d)?;
+                Ok(true)
             }
             RetryDecision::GiveUp => Err(Error::NodeVanished { path: path.to_string() }),
         }
@@ -531,7 +526,7 @@ mod granted_tests {
 
     #[test]
     fn granted_keeps_the_most_recent_names_and_no_more() {
-        let g = Granted::new();
+        let g = Granted::default();
         for i in 0..3 * Granted::CAPACITY {
             g.record(format!("/l/_c_{i}-lock-{i:010}"));
         }

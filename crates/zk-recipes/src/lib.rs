@@ -50,7 +50,9 @@ mod revoke;
 mod rwlock;
 mod semaphore;
 pub mod stats;
+mod timer;
 mod transaction;
+mod wait;
 
 pub use error::{Error, Result};
 pub use holding::{Holding, LockEvent, LockStatus, OWN_WATCH_DELAY};

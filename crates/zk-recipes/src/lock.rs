@@ -130,7 +130,8 @@ pub trait RawLock: InterProcessLock {
 pub type NotSend = PhantomData<*const ()>;
 
 /// The one slow path of every timed acquire: the whole acquire runs under
-/// `deadline`. A deadline that passes while the lock is held by someone else
+/// `deadline` (each recipe sends its requests through a handle bounded by it,
+/// [`CuratorFramework::with_deadline`](zk_framework::CuratorFramework::with_deadline)). A deadline that passes while the lock is held by someone else
 /// is `Ok(None)`; one that passes while ZooKeeper does not answer is
 /// [`Error::NoAnswer`], and one that passes while the client cannot connect
 /// is the reason it cannot.
@@ -138,7 +139,7 @@ pub(crate) fn acquire_until<L: InterProcessLock + ?Sized>(
     lock: &L,
     deadline: Option<Instant>,
 ) -> Result<Option<Holding>> {
-    match zk_framework::deadline::with_deadline(deadline, || lock.acquire_holding(deadline)) {
+    match lock.acquire_holding(deadline) {
         Err(e) if e.is_deadline() => Err(no_answer(e, || lock.order_key().0)),
         Ok(None) if deadline.is_none() => Err(Error::ZooKeeper(zk_framework::Error::Closed)),
         r => r,

@@ -195,6 +195,11 @@ impl MultiLock {
                 return Ok(Some(holding));
             }
             for (lock, h) in taken.into_iter().rev() {
+                // Under a deadline, the give-back waits for its deletes no
+                // longer than the deadline's grace.
+                if let Some(end) = deadline.and_then(|d| d.checked_add(zk_framework::deadline::GRACE)) {
+                    h.limit_release_to(end);
+                }
                 match lock.release_holding(h) {
                     // At the deadline the deletes go on in the background.
                     Ok(())

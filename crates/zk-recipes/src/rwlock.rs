@@ -16,36 +16,41 @@ use crate::holding::{Holding, LockStatus};
 use crate::lock::{InterProcessLock, LockGuard, NotSend, RawLock};
 use crate::mutex::InterProcessMutex;
 
-/// Read levels held per (server path, thread), across every instance in this
-/// process: a thread holding a read lock through one instance is refused the
-/// write lock through another as well (it would wait on itself forever).
-static READERS: Mutex<Option<HashMap<(String, ThreadId), u32>>> = Mutex::new(None);
+/// Read levels held per (server path, thread) through one client, across
+/// every instance on it (kept by the client: [`Readers::of`]): a thread
+/// holding a read lock through one instance is refused the write lock through
+/// another as well (it would wait on itself forever).
+#[derive(Debug, Default)]
+struct Readers(Mutex<HashMap<(String, ThreadId), u32>>);
 
-fn readers_add(path: &str, delta: i64) {
-    let me = std::thread::current().id();
-    let mut guard = READERS.lock();
-    let map = guard.get_or_insert_with(HashMap::new);
-    let key = (path.to_string(), me);
-    let n = map.get(&key).copied().unwrap_or(0) as i64 + delta;
-    if n <= 0 {
-        map.remove(&key);
-    } else {
-        map.insert(key, n as u32);
+impl Readers {
+    fn of(client: &CuratorFramework) -> Arc<Readers> {
+        client.extension(Readers::default)
     }
-}
 
-fn reads_held_by_this_thread(path: &str) -> bool {
-    let me = std::thread::current().id();
-    READERS
-        .lock()
-        .as_ref()
-        .is_some_and(|m| m.contains_key(&(path.to_string(), me)))
+    fn add(&self, path: &str, delta: i64) {
+        let key = (path.to_string(), std::thread::current().id());
+        let mut map = self.0.lock();
+        let n = map.get(&key).copied().unwrap_or(0) as i64 + delta;
+        if n <= 0 {
+            map.remove(&key);
+        } else {
+            map.insert(key, n as u32);
+        }
+    }
+
+    fn held_by_this_thread(&self, path: &str) -> bool {
+        self.0
+            .lock()
+            .contains_key(&(path.to_string(), std::thread::current().id()))
+    }
 }
 
 #[derive(Debug)]
 struct Shared {
     read: InterProcessMutex,
     write: InterProcessMutex,
+    readers: Arc<Readers>,
 }
 
 /// A read/write lock across processes, Curator-compatible on the same path,
@@ -145,6 +150,7 @@ impl InterProcessReadWriteLock {
         let shared = Arc::new(Shared {
             read: InterProcessMutex::with_driver(client, path, READ_LOCK_NAME, Driver::Read, data.clone())?,
             write: InterProcessMutex::with_driver(client, path, WRITE_LOCK_NAME, Driver::Write, data)?,
+            readers: Readers::of(client),
         });
         let read = ReadLock { shared: shared.clone() };
         Ok(InterProcessReadWriteLock {
@@ -487,7 +493,7 @@ impl InterProcessLock for ReadLock {
     fn acquire_holding(&self, deadline: Option<Instant>) -> Result<Option<Holding>> {
         let h = self.acquire_read(deadline)?;
         if h.is_some() {
-            readers_add(&self.full_path(), 1);
+            self.shared.readers.add(&self.full_path(), 1);
         }
         Ok(h)
     }
@@ -495,7 +501,7 @@ impl InterProcessLock for ReadLock {
     fn release_holding(&self, holding: Holding) -> Result<()> {
         let r = self.shared.read.release_holding(holding);
         if !matches!(r, Err(Error::NotOwner { .. })) {
-            readers_add(&self.full_path(), -1);
+            self.shared.readers.add(&self.full_path(), -1);
         }
         r
     }
@@ -521,9 +527,10 @@ impl InterProcessLock for WriteLock {
     fn acquire_holding(&self, deadline: Option<Instant>) -> Result<Option<Holding>> {
         let s = &self.shared;
         // An upgrade would wait on our own read node forever: refuse it, also
-        // when the read lock is held through another instance on this path.
+        // when the read lock is held through another instance on this path
+        // (of the same client).
         if !s.write.is_owned_by_current_thread()
-            && (s.read.is_owned_by_current_thread() || reads_held_by_this_thread(&self.full_path()))
+            && (s.read.is_owned_by_current_thread() || s.readers.held_by_this_thread(&self.full_path()))
         {
             return Err(Error::UpgradeRefused {
                 path: s.write.base_path().to_string(),

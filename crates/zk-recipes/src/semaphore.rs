@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::holding::{GrantedNode, Holding, LockEvent, LockStatus};
 use crate::lock::{deadline_after, InterProcessLock, LockGuard, RawLock};
 use crate::mutex::InterProcessMutex;
+use crate::wait::Woken;
 
 /// One lease of an [`InterProcessSemaphoreV2`]. Dropping it returns the lease
 /// (a guaranteed delete of its node). It may be sent to and returned from any
@@ -239,6 +240,8 @@ struct PendingLease {
     lock_node: Option<String>,
     armed: bool,
     stats: std::sync::Arc<crate::stats::PathStats>,
+    /// The acquire's deadline, which bounds the cleanup's deletes too.
+    deadline: Option<Instant>,
 }
 
 impl PendingLease {
@@ -269,7 +272,13 @@ impl Drop for PendingLease {
             return;
         }
         for n in std::iter::once(&self.path).chain(self.lock_node.as_ref()) {
-            if let Err(e) = self.client.delete().guaranteed().for_path(n) {
+            if let Err(e) = self
+                .client
+                .with_deadline(self.deadline)
+                .delete()
+                .guaranteed()
+                .for_path(n)
+            {
                 log::debug!("deleting an ungranted lease node {n}: {e}; it goes on in the background");
             }
         }
@@ -346,7 +355,7 @@ impl InterProcessSemaphoreV2 {
             leases_path: join(path, "leases"),
             max_leases,
             data: None,
-            stats: crate::stats::for_path(&client.fix_path(path)),
+            stats: crate::stats::for_path(client, &client.fix_path(path)),
         })
     }
 
@@ -436,7 +445,7 @@ impl InterProcessSemaphoreV2 {
     /// The one slow path: the whole acquire under `deadline`, a passed deadline
     /// being `Ok(None)`.
     fn lease_until(&self, deadline: Option<Instant>) -> Result<Option<Lease>> {
-        match zk_framework::deadline::with_deadline(deadline, || self.acquire_deadline(deadline)) {
+        match self.acquire_deadline(deadline) {
             Err(e) if e.is_deadline() => Err(crate::lock::no_answer(e, || self.base_path.clone())),
             r => r,
         }
@@ -578,7 +587,7 @@ impl InterProcessSemaphoreV2 {
                 return Ok(Attempt::TimedOut);
             };
             let attempt = self.attempt(deadline);
-            internals.delete_node(&mutex_node);
+            internals.delete_node(&mutex_node, deadline);
             attempt
         })
     }
@@ -611,8 +620,8 @@ impl InterProcessSemaphoreV2 {
 
     fn attempt(&self, deadline: Option<Instant>) -> Result<Attempt> {
         let generation = self.client.session_generation();
-        let mut b = self
-            .client
+        let zk = self.client.with_deadline(deadline);
+        let mut b = zk
             .create()
             .creating_parent_containers_if_needed()
             .with_protection()
@@ -628,12 +637,20 @@ impl InterProcessSemaphoreV2 {
         } else {
             generation
         };
-        let lease = self.pending(path, stat.czxid, generation, None);
-        self.wait_for_lease(lease, None, deadline)
+        let lease = self.pending(path, stat.czxid, generation, None, deadline);
+        self.wait_for_lease(lease, None)
     }
 
-    fn pending(&self, path: String, czxid: i64, generation: u64, lock_node: Option<String>) -> PendingLease {
+    fn pending(
+        &self,
+        path: String,
+        czxid: i64,
+        generation: u64,
+        lock_node: Option<String>,
+        deadline: Option<Instant>,
+    ) -> PendingLease {
         PendingLease {
+            deadline,
             client: self.client.clone(),
             base: self.base_path.clone(),
             path,
@@ -648,13 +665,10 @@ impl InterProcessSemaphoreV2 {
     /// Waits until our lease is among the first `max_leases` (by count, as
     /// Curator does). From here on, dropping `lease` deletes the node: every
     /// failure path cleans up. `listing` is a listing of the leases taken with
-    /// the create, if any.
-    fn wait_for_lease(
-        &self,
-        lease: PendingLease,
-        listing: Option<Vec<String>>,
-        deadline: Option<Instant>,
-    ) -> Result<Attempt> {
+    /// the create, if any. The wait ends by the lease's deadline.
+    fn wait_for_lease(&self, lease: PendingLease, listing: Option<Vec<String>>) -> Result<Attempt> {
+        let deadline = lease.deadline;
+        let zk = self.client.with_deadline(deadline);
         let generation = lease.generation;
         let ours = basename(&lease.path).to_string();
         let (tx, rx) = crossbeam_channel::bounded::<()>(1);
@@ -672,11 +686,11 @@ impl InterProcessSemaphoreV2 {
                 None => {
                     let listed = if watching {
                         let txc = tx.clone();
-                        self.client.get_children_w(&self.leases_path, move |_e| {
+                        zk.get_children_w(&self.leases_path, move |_e| {
                             let _ = txc.try_send(());
                         })
                     } else {
-                        self.client.get_children(&self.leases_path)
+                        zk.get_children(&self.leases_path)
                     };
                     match listed {
                         Ok(k) => k,
@@ -696,8 +710,10 @@ impl InterProcessSemaphoreV2 {
                 watching = true;
                 continue;
             }
-            if !wait(&rx, &states, deadline) {
-                return Ok(Attempt::TimedOut);
+            match crate::wait::wait(&self.client, &rx, &states, deadline) {
+                Woken::Watch(_) | Woken::StateChanged => {}
+                Woken::Deadline => return Ok(Attempt::TimedOut),
+                Woken::Closed => return Err(Error::ZooKeeper(zk_framework::Error::Closed)),
             }
         }
     }
@@ -713,7 +729,7 @@ impl InterProcessSemaphoreV2 {
     /// release wakes exactly one waiter.
     fn acquire_single(&self, deadline: Option<Instant>) -> Result<Option<Lease>> {
         self.retrying_missing(deadline, || {
-            let pair = self.create_pair()?;
+            let pair = self.create_pair(deadline)?;
             self.settle_pair(pair, deadline)
         })
     }
@@ -721,8 +737,8 @@ impl InterProcessSemaphoreV2 {
     /// Creates the internal-mutex node and the lease in one protected
     /// transaction (both named `_c_<uuid>-...`, through the managed client's
     /// protected create), with the two listings.
-    fn create_pair(&self) -> Result<Pair> {
-        let c = &self.client;
+    fn create_pair(&self, deadline: Option<Instant>) -> Result<Pair> {
+        let c = &self.client.with_deadline(deadline);
         let identity = crate::identity::node_data(c);
         let lease_data = self.data.clone().unwrap_or_else(|| identity.clone());
         let created = c
@@ -759,7 +775,13 @@ impl InterProcessSemaphoreV2 {
     /// Decides with the pair's listings; falls back to waiting for the internal
     /// mutex (then for the lease count) as Curator's clients do.
     fn settle_pair(&self, pair: Pair, deadline: Option<Instant>) -> Result<Attempt> {
-        let lease = self.pending(pair.lease, pair.czxid, pair.generation, Some(pair.lock.clone()));
+        let lease = self.pending(
+            pair.lease,
+            pair.czxid,
+            pair.generation,
+            Some(pair.lock.clone()),
+            deadline,
+        );
         // From here on, dropping `lease` deletes both nodes.
         let lock_name = basename(&pair.lock).to_string();
         let first_in_locks = pair.locks.as_ref().map(|kids| {
@@ -770,7 +792,7 @@ impl InterProcessSemaphoreV2 {
         if first_in_locks == Some(true) {
             // We hold the internal mutex: wait for the lease count, as Curator's
             // mutex holder does (at once when we are alone).
-            return self.wait_for_lease(lease, pair.leases, deadline);
+            return self.wait_for_lease(lease, pair.leases);
         }
         // Not first (or unknown): our lease must not count against the holder's
         // turn, so return it now, and wait for the mutex with our lock node.
@@ -792,11 +814,11 @@ impl InterProcessSemaphoreV2 {
         match held {
             Ok(true) => {}
             Ok(false) => {
-                internals.delete_node(&pair.lock);
+                internals.delete_node(&pair.lock, deadline);
                 return Ok(if vanished { Attempt::Missing } else { Attempt::TimedOut });
             }
             Err(e) => {
-                internals.delete_node(&pair.lock);
+                internals.delete_node(&pair.lock, deadline);
                 return Err(e);
             }
         }
@@ -809,7 +831,7 @@ impl InterProcessSemaphoreV2 {
                 Ok(Attempt::Got(l))
             }
             other => {
-                internals.delete_node(&pair.lock);
+                internals.delete_node(&pair.lock, deadline);
                 other
             }
         }
@@ -824,26 +846,6 @@ struct Pair {
     generation: u64,
     locks: Option<Vec<String>>,
     leases: Option<Vec<String>>,
-}
-
-/// Waits for a watch signal or a connection-state change; false when the
-/// deadline passes first.
-fn wait(rx: &Receiver<()>, states: &Receiver<()>, deadline: Option<Instant>) -> bool {
-    let timeout = match deadline {
-        Some(d) => {
-            let t = d.saturating_duration_since(Instant::now());
-            if t.is_zero() {
-                return false;
-            }
-            t
-        }
-        None => Duration::from_secs(3600),
-    };
-    crossbeam_channel::select! {
-        recv(rx) -> _ => true,
-        recv(states) -> _ => true,
-        default(timeout) => deadline.is_none(),
-    }
 }
 
 /// A non-reentrant distributed mutex built on a one-lease

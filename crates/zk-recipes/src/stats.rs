@@ -1,8 +1,10 @@
 //! Lock metrics, per lock path: acquisitions, timeouts, errors, losses by
 //! cause, current holders and waiters, wait-time and hold-time distributions.
 //!
-//! Always kept, in atomics (no dependency): read them with [`snapshot`] or
-//! [`snapshot_of`]. With the cargo feature `metrics`, the same events also go
+//! Always kept, in atomics (no dependency), by the client the locks were made
+//! with: read them with [`snapshot`] or [`snapshot_of`] of that client. Two
+//! clients of one process keep separate figures, even for the same path; a
+//! client's figures go when it closes. With the cargo feature `metrics`, the same events also go
 //! to the [`metrics`](https://docs.rs/metrics) facade, so that any exporter
 //! (Prometheus and others) sees them:
 //!
@@ -37,7 +39,8 @@
 //! service locking many short-lived paths (one per order, per user) does not
 //! grow without bound. [`forget`] drops one path's figures at once.
 //!
-//! [`set_enabled`]`(false)` turns all of it off (the benchmark's baseline).
+//! [`set_enabled`]`(&client, false)` turns all of it off for that client (the
+//! benchmark's baseline).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -45,6 +48,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
+use zk_framework::CuratorFramework;
 
 /// Why a held lock was lost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -151,7 +155,7 @@ impl HistogramSnapshot {
     /// # Examples
     ///
     /// ```
-    /// let s = zk_recipes::stats::snapshot_of("/never/used").unwrap_or_default();
+    /// let s = zk_recipes::stats::LockStats::default();
     /// assert_eq!(s.wait_time.count(), 0);
     /// ```
     pub fn count(&self) -> u64 {
@@ -163,7 +167,7 @@ impl HistogramSnapshot {
     /// # Examples
     ///
     /// ```
-    /// let s = zk_recipes::stats::snapshot_of("/never/used").unwrap_or_default();
+    /// let s = zk_recipes::stats::LockStats::default();
     /// assert_eq!(s.hold_time.mean(), std::time::Duration::ZERO);
     /// ```
     pub fn mean(&self) -> Duration {
@@ -180,7 +184,7 @@ impl HistogramSnapshot {
     /// # Examples
     ///
     /// ```
-    /// let s = zk_recipes::stats::snapshot_of("/never/used").unwrap_or_default();
+    /// let s = zk_recipes::stats::LockStats::default();
     /// assert_eq!(s.wait_time.quantile_bound(0.5), None);
     /// ```
     pub fn quantile_bound(&self, q: f64) -> Option<Duration> {
@@ -241,8 +245,8 @@ impl LockStats {
     /// # Examples
     ///
     /// ```
-    /// use zk_recipes::stats::{snapshot_of, LossCause};
-    /// let s = snapshot_of("/never/used").unwrap_or_default();
+    /// use zk_recipes::stats::{LockStats, LossCause};
+    /// let s = LockStats::default();
     /// assert_eq!(s.losses_by(LossCause::NodeDeleted), 0);
     /// ```
     pub fn losses_by(&self, cause: LossCause) -> u64 {
@@ -254,7 +258,7 @@ impl LockStats {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(zk_recipes::stats::snapshot_of("/never/used").unwrap_or_default().total_losses(), 0);
+    /// assert_eq!(zk_recipes::stats::LockStats::default().total_losses(), 0);
     /// ```
     pub fn total_losses(&self) -> u64 {
         self.losses.iter().sum()
@@ -275,33 +279,71 @@ pub(crate) struct PathStats {
     hold_time: Histogram,
     /// The `metrics` facade's handles, registered at the first event.
     facade: OnceLock<facade::Handles>,
+    /// The client's on/off switch.
+    enabled: Arc<AtomicBool>,
 }
 
-static ENABLED: AtomicBool = AtomicBool::new(true);
+/// One client's figures (kept by the client: [`Figures::of`]).
+struct Figures {
+    /// Shared with every path's counters.
+    enabled: Arc<AtomicBool>,
+    registry: Mutex<Registry>,
+}
 
-/// Turns the counting on or off for the whole process (on by default). Off,
-/// no figure moves and nothing goes to the `metrics` facade; a holding
+impl Figures {
+    fn new() -> Figures {
+        Figures {
+            enabled: Arc::new(AtomicBool::new(true)),
+            registry: Mutex::new(Registry {
+                paths: BTreeMap::new(),
+                sweep_at: KEPT_PATHS,
+            }),
+        }
+    }
+
+    fn of(client: &CuratorFramework) -> Arc<Figures> {
+        client.extension(Figures::new)
+    }
+
+    fn for_path(&self, server_path: &str) -> Arc<PathStats> {
+        let mut r = self.registry.lock();
+        if !r.paths.contains_key(server_path) {
+            r.sweep(KEPT_PATHS);
+        }
+        r.paths
+            .entry(server_path.to_string())
+            .or_insert_with(|| Arc::new(PathStats::new(server_path, self.enabled.clone())))
+            .clone()
+    }
+}
+
+/// Turns the counting on or off for the locks of `client` (on by default).
+/// Off, no figure moves and nothing goes to the `metrics` facade; a holding
 /// granted while it was on still ends in the figures.
 ///
 /// # Examples
 ///
+/// ```no_run
+/// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// zk_recipes::stats::set_enabled(&client, false);
+/// assert!(!zk_recipes::stats::is_enabled(&client));
+/// # Ok::<(), zk_framework::Error>(())
 /// ```
-/// zk_recipes::stats::set_enabled(true);
-/// assert!(zk_recipes::stats::is_enabled());
-/// ```
-pub fn set_enabled(on: bool) {
-    ENABLED.store(on, Ordering::Relaxed);
+pub fn set_enabled(client: &CuratorFramework, on: bool) {
+    Figures::of(client).enabled.store(on, Ordering::Relaxed);
 }
 
-/// Whether counting is on.
+/// Whether counting is on for the locks of `client`.
 ///
 /// # Examples
 ///
+/// ```no_run
+/// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// assert!(zk_recipes::stats::is_enabled(&client));
+/// # Ok::<(), zk_framework::Error>(())
 /// ```
-/// let _ = zk_recipes::stats::is_enabled();
-/// ```
-pub fn is_enabled() -> bool {
-    ENABLED.load(Ordering::Relaxed)
+pub fn is_enabled(client: &CuratorFramework) -> bool {
+    Figures::of(client).enabled.load(Ordering::Relaxed)
 }
 
 /// How many paths' figures are kept before those of paths no lock instance
@@ -336,19 +378,10 @@ impl Registry {
     }
 }
 
-fn registry() -> &'static Mutex<Registry> {
-    static REGISTRY: OnceLock<Mutex<Registry>> = OnceLock::new();
-    REGISTRY.get_or_init(|| {
-        Mutex::new(Registry {
-            paths: BTreeMap::new(),
-            sweep_at: KEPT_PATHS,
-        })
-    })
-}
-
 impl PathStats {
-    fn new(server_path: &str) -> PathStats {
+    fn new(server_path: &str, enabled: Arc<AtomicBool>) -> PathStats {
         PathStats {
+            enabled,
             path: server_path.to_string(),
             acquisitions: AtomicU64::new(0),
             timeouts: AtomicU64::new(0),
@@ -364,50 +397,48 @@ impl PathStats {
     }
 }
 
-/// The counters of `server_path` (created on first use; lock instances look
-/// theirs up once).
-pub(crate) fn for_path(server_path: &str) -> Arc<PathStats> {
-    let mut r = registry().lock();
-    if !r.paths.contains_key(server_path) {
-        r.sweep(KEPT_PATHS);
-    }
-    r.paths
-        .entry(server_path.to_string())
-        .or_insert_with(|| Arc::new(PathStats::new(server_path)))
-        .clone()
+/// The counters of `server_path` kept by `client` (created on first use;
+/// lock instances look theirs up once).
+pub(crate) fn for_path(client: &CuratorFramework, server_path: &str) -> Arc<PathStats> {
+    Figures::of(client).for_path(server_path)
 }
 
-/// Every lock path's figures (paths this process has used), by path.
+/// Every lock path's figures kept by `client` (the paths its locks used), by
+/// path.
 ///
 /// # Examples
 ///
-/// ```
-/// for s in zk_recipes::stats::snapshot() {
+/// ```no_run
+/// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// for s in zk_recipes::stats::snapshot(&client) {
 ///     println!("{}: {} acquisitions, {} held now", s.path, s.acquisitions, s.holders);
 /// }
+/// # Ok::<(), zk_framework::Error>(())
 /// ```
-pub fn snapshot() -> Vec<LockStats> {
-    let all: Vec<Arc<PathStats>> = registry().lock().paths.values().cloned().collect();
+pub fn snapshot(client: &CuratorFramework) -> Vec<LockStats> {
+    let all: Vec<Arc<PathStats>> = Figures::of(client).registry.lock().paths.values().cloned().collect();
     all.iter().map(|s| s.snapshot()).collect()
 }
 
-/// One lock path's figures (`server_path` as the server sees it, namespace
-/// included); `None` if this process never used it.
+/// One lock path's figures kept by `client` (`server_path` as the server
+/// sees it, namespace included); `None` if its locks never used it.
 ///
 /// # Examples
 ///
+/// ```no_run
+/// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// assert!(zk_recipes::stats::snapshot_of(&client, "/never/used").is_none());
+/// # Ok::<(), zk_framework::Error>(())
 /// ```
-/// assert!(zk_recipes::stats::snapshot_of("/never/used").is_none());
-/// ```
-pub fn snapshot_of(server_path: &str) -> Option<LockStats> {
-    let s = registry().lock().paths.get(server_path).cloned();
+pub fn snapshot_of(client: &CuratorFramework, server_path: &str) -> Option<LockStats> {
+    let s = Figures::of(client).registry.lock().paths.get(server_path).cloned();
     s.map(|s| s.snapshot())
 }
 
-/// What the figures cost one lock cycle in CPU, measured without a server:
-/// runs the bookkeeping of `cycles` acquire/grant/release cycles (an acquire
-/// started and granted, a holding counted and released, with the `metrics`
-/// facade when the feature and a recorder are on) on the path
+/// What the figures cost one lock cycle in CPU, measured without a server or
+/// a client: runs the bookkeeping of `cycles` acquire/grant/release cycles
+/// (an acquire started and granted, a holding counted and released, with the
+/// `metrics` facade when the feature and a recorder are on) on the path
 /// `/zk-recipes/bookkeeping`, and returns the mean time per cycle.
 /// `zk-bench --only metrics` prints it next to the cycle it adds to.
 ///
@@ -418,7 +449,7 @@ pub fn snapshot_of(server_path: &str) -> Option<LockStats> {
 /// assert!(per_cycle < std::time::Duration::from_millis(1));
 /// ```
 pub fn bookkeeping_cost(cycles: u32) -> Duration {
-    let stats = for_path("/zk-recipes/bookkeeping");
+    let stats = Figures::new().for_path("/zk-recipes/bookkeeping");
     let started = Instant::now();
     for _ in 0..cycles {
         let w = stats.start_wait();
@@ -431,20 +462,22 @@ pub fn bookkeeping_cost(cycles: u32) -> Duration {
     started.elapsed() / cycles.max(1)
 }
 
-/// Drops the figures of `server_path` and returns them as they last were;
-/// `None` if there were none. Figures of paths nobody uses are dropped
-/// anyway once more than [`KEPT_PATHS`] paths are known (see the
-/// [module](self) documentation); this drops one at once. A lock instance that goes on being used
-/// keeps counting into its old figures, which are no longer listed; a new
-/// instance on the path starts afresh.
+/// Drops the figures `client` keeps for `server_path` and returns them as
+/// they last were; `None` if there were none. Figures of paths nobody uses
+/// are dropped anyway once more than [`KEPT_PATHS`] paths are known (see the
+/// [module](self) documentation); this drops one at once. A lock instance
+/// that goes on being used keeps counting into its old figures, which are no
+/// longer listed; a new instance on the path starts afresh.
 ///
 /// # Examples
 ///
+/// ```no_run
+/// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// assert!(zk_recipes::stats::forget(&client, "/never/used").is_none());
+/// # Ok::<(), zk_framework::Error>(())
 /// ```
-/// assert!(zk_recipes::stats::forget("/never/used").is_none());
-/// ```
-pub fn forget(server_path: &str) -> Option<LockStats> {
-    let s = registry().lock().paths.remove(server_path);
+pub fn forget(client: &CuratorFramework, server_path: &str) -> Option<LockStats> {
+    let s = Figures::of(client).registry.lock().paths.remove(server_path);
     s.map(|s| s.snapshot())
 }
 
@@ -484,7 +517,7 @@ impl PathStats {
 
     /// Starts an acquire: counts a waiter until the returned value ends.
     pub(crate) fn start_wait(self: &Arc<Self>) -> Waiting {
-        let counted = is_enabled();
+        let counted = self.enabled.load(Ordering::Relaxed);
         if counted {
             self.waiters.fetch_add(1, Ordering::Relaxed);
             self.facade().waiters(1.0);
@@ -499,7 +532,7 @@ impl PathStats {
     /// A holding was granted: returns whether it is counted (so that its end
     /// is counted exactly when its start was).
     pub(crate) fn granted(&self) -> bool {
-        if !is_enabled() {
+        if !self.enabled.load(Ordering::Relaxed) {
             return false;
         }
         self.holders.fetch_add(1, Ordering::Relaxed);
@@ -666,6 +699,10 @@ mod facade {
 
 #[cfg(test)]
 mod tests {
+    fn path_stats(path: &str) -> PathStats {
+        PathStats::new(path, Arc::new(AtomicBool::new(true)))
+    }
+
     use super::*;
 
     #[test]
@@ -676,32 +713,32 @@ mod tests {
         };
         let in_use: Vec<Arc<PathStats>> = (0..4)
             .map(|i| {
-                let s = Arc::new(PathStats::new(&format!("/used/{i}")));
+                let s = Arc::new(path_stats(&format!("/used/{i}")));
                 r.paths.insert(s.path.clone(), s.clone());
                 s
             })
             .collect();
         // Held or waited for, with no instance left: kept too.
-        let held = PathStats::new("/held");
+        let held = path_stats("/held");
         held.holders.store(1, Ordering::Relaxed);
         r.paths.insert("/held".into(), Arc::new(held));
-        let waited = PathStats::new("/waited");
+        let waited = path_stats("/waited");
         waited.waiters.store(1, Ordering::Relaxed);
         r.paths.insert("/waited".into(), Arc::new(waited));
         for i in 0..4 {
             r.paths
-                .insert(format!("/gone/{i}"), Arc::new(PathStats::new(&format!("/gone/{i}"))));
+                .insert(format!("/gone/{i}"), Arc::new(path_stats(&format!("/gone/{i}"))));
             r.sweep(10);
         }
         assert_eq!(r.paths.len(), 10, "no sweep at or under the bound");
-        r.paths.insert("/gone/4".into(), Arc::new(PathStats::new("/gone/4")));
+        r.paths.insert("/gone/4".into(), Arc::new(path_stats("/gone/4")));
         r.sweep(10);
         let left: Vec<&str> = r.paths.keys().map(String::as_str).collect();
         assert_eq!(left, ["/held", "/used/0", "/used/1", "/used/2", "/used/3", "/waited"]);
         assert_eq!(r.sweep_at, 12, "next sweep at twice what is left");
         drop(in_use);
         for i in 0..7 {
-            r.paths.insert(format!("/more/{i}"), Arc::new(PathStats::new("/more")));
+            r.paths.insert(format!("/more/{i}"), Arc::new(path_stats("/more")));
         }
         r.sweep(10);
         assert_eq!(r.paths.len(), 2, "instances gone: only the held and waited paths stay");

@@ -169,8 +169,8 @@ impl GuardedTransaction<'_> {
         }
         let k = checks.len();
         let mut ops: Vec<Op> = checks.into_iter().map(|p| Op::check(p, -1)).collect();
-        ops.extend(self.ops.into_iter().map(|op| fix(&client, op)));
-        let results = match client.zookeeper_client().multi_results(ops) {
+        ops.extend(self.ops);
+        let results = match client.multi_results(ops) {
             Ok(r) => r,
             Err(zk_framework::Error::SessionExpired) => {
                 for i in 0..k {
@@ -187,17 +187,7 @@ impl GuardedTransaction<'_> {
             .find(|(_, e)| e.code() != Some(ErrorCode::RuntimeInconsistency))
             .or_else(|| results.iter().enumerate().find_map(|(i, r)| r.error().map(|e| (i, e))));
         match failed {
-            None => Ok(results
-                .into_iter()
-                .skip(k)
-                .map(|r| match r {
-                    OpResult::Create { path, stat } => OpResult::Create {
-                        path: client.unfix_path(&path),
-                        stat,
-                    },
-                    r => r,
-                })
-                .collect()),
+            None => Ok(results.into_iter().skip(k).collect()),
             Some((i, zk_framework::Error::NoNode { .. })) if i < k => {
                 self.holding.lose_member(i, LossCause::NodeDeleted);
                 Err(lost())
@@ -208,36 +198,5 @@ impl GuardedTransaction<'_> {
                 error: e.clone(),
             }),
         }
-    }
-}
-
-fn fix(client: &zk_framework::CuratorFramework, op: Op) -> Op {
-    match op {
-        Op::Create {
-            path,
-            data,
-            acl,
-            mode,
-            ttl,
-        } => Op::Create {
-            path: client.fix_path(&path),
-            data,
-            acl,
-            mode,
-            ttl,
-        },
-        Op::Delete { path, version } => Op::Delete {
-            path: client.fix_path(&path),
-            version,
-        },
-        Op::SetData { path, data, version } => Op::SetData {
-            path: client.fix_path(&path),
-            data,
-            version,
-        },
-        Op::Check { path, version } => Op::Check {
-            path: client.fix_path(&path),
-            version,
-        },
     }
 }

@@ -167,9 +167,12 @@ fn every_lock_event_reaches_the_metrics_facade() {
     assert_eq!(rec.gauge("zk_lock_waiters", &p), 0.0);
     assert_eq!(rec.samples("zk_lock_wait_seconds", &p) as u64, N + 2);
     assert_eq!(rec.samples("zk_lock_hold_seconds", &p) as u64, N + 2);
-    // The plain snapshot says the same.
-    let s = zk_recipes::stats::snapshot_of(path).unwrap();
-    assert_eq!((s.acquisitions, s.timeouts, s.total_losses()), (N + 2, 3, 1));
+    // The plain snapshots say the same, each client for its own locks (the
+    // facade sums the two: one `path` label).
+    let s = zk_recipes::stats::snapshot_of(&c, path).unwrap();
+    assert_eq!((s.acquisitions, s.timeouts, s.total_losses()), (N + 1, 3, 1));
+    let s = zk_recipes::stats::snapshot_of(&other, path).unwrap();
+    assert_eq!((s.acquisitions, s.timeouts, s.total_losses()), (1, 0, 0));
 
     // A semaphore's leases, and a waiter seen while it waits.
     let spath = "/metrics/sem";

@@ -1,6 +1,6 @@
 //! `zk_recipes::stats`: losses counted by cause, and the switch that turns
-//! the figures off. A binary of its own: the switch is process-wide. Runs on
-//! the embedded server (`ZK_TEST_SERVER=apache` for Apache ZooKeeper).
+//! a client's figures off. Runs on the embedded server (`ZK_TEST_SERVER=apache`
+//! for Apache ZooKeeper).
 
 use std::time::Duration;
 
@@ -52,12 +52,13 @@ fn losses_by_cause_and_the_switch() {
     assert_eq!(g.status(), LockStatus::Lost);
     drop(g);
 
-    for (path, cause) in [
-        ("/stats/deleted", LossCause::NodeDeleted),
-        ("/stats/expired", LossCause::SessionExpired),
-        ("/stats/closed", LossCause::ClientClosed),
+    for (client, path, cause) in [
+        (&c, "/stats/deleted", LossCause::NodeDeleted),
+        (&c, "/stats/expired", LossCause::SessionExpired),
+        // Figures stay readable after their client closed.
+        (&closing, "/stats/closed", LossCause::ClientClosed),
     ] {
-        let s = stats::snapshot_of(path).unwrap();
+        let s = stats::snapshot_of(client, path).unwrap();
         assert_eq!(s.losses_by(cause), 1, "{path}: {s:?}");
         assert_eq!((s.total_losses(), s.releases, s.holders), (1, 0, 0), "{path}: {s:?}");
         assert_eq!(s.hold_time.count(), 1, "a loss ends the holding");
@@ -67,16 +68,28 @@ fn losses_by_cause_and_the_switch() {
     let c = client(&server);
     let m = InterProcessMutex::new(&c, "/stats/switch").unwrap();
     let held_on = m.acquire().unwrap();
-    stats::set_enabled(false);
+    stats::set_enabled(&c, false);
+    stats::set_enabled(&other, false);
+    assert!(
+        !stats::is_enabled(&c) && stats::is_enabled(&closing),
+        "the switch is per client"
+    );
     let m2 = InterProcessMutex::new(&other, "/stats/switch").unwrap();
     assert!(m2.try_acquire_for(Duration::from_millis(10)).unwrap().is_none());
     drop(held_on);
     drop(m2.acquire().unwrap());
-    stats::set_enabled(true);
-    let s = stats::snapshot_of("/stats/switch").unwrap();
+    stats::set_enabled(&c, true);
+    stats::set_enabled(&other, true);
+    let s = stats::snapshot_of(&c, "/stats/switch").unwrap();
     assert_eq!(
         (s.acquisitions, s.timeouts, s.releases, s.holders, s.waiters),
         (1, 0, 1, 0, 0)
+    );
+    // The other client's figures for the same path: nothing moved while off.
+    let s = stats::snapshot_of(&other, "/stats/switch").unwrap_or_default();
+    assert_eq!(
+        (s.acquisitions, s.timeouts, s.releases, s.holders, s.waiters),
+        (0, 0, 0, 0, 0)
     );
     other.close();
     c.close();

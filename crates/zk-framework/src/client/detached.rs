@@ -52,7 +52,14 @@ impl Client {
         };
         let req = PathWatchRequest { path: sp, watch: true };
         let inner = self.inner();
-        let submitted = inner.submit(OpCode::Exists, Some(&req), Some(watch), false, None)?;
+        let submitted = inner.submit(
+            OpCode::Exists,
+            Some(&req),
+            Some(watch),
+            false,
+            None,
+            self.request_bound(),
+        )?;
         let p = path.to_string();
         inner.on_reply(
             submitted,
@@ -107,7 +114,7 @@ impl Client {
             version: version.unwrap_or(-1),
         };
         let inner = self.inner();
-        let submitted = inner.submit(OpCode::Delete, Some(&req), None, false, None)?;
+        let submitted = inner.submit(OpCode::Delete, Some(&req), None, false, None, self.request_bound())?;
         let p = path.to_string();
         inner.on_reply(
             submitted,

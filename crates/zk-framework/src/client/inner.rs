@@ -36,7 +36,7 @@ pub(super) struct Submitted {
     slot: Arc<Slot>,
     gen: u64,
     deadline: Instant,
-    /// The caller's own deadline ([`crate::deadline`]) is what bounds the wait:
+    /// The caller's own deadline (`Client::with_deadline`) is what bounds the wait:
     /// on expiry the reply is abandoned and the connection left alone.
     abandon: bool,
 }
@@ -454,7 +454,9 @@ impl Inner {
     }
 
     /// Sends a request and waits for its reply until `deadline` (default: now +
-    /// read timeout + connect timeout).
+    /// read timeout + connect timeout), or until `caller` (the caller's
+    /// deadline plus its grace) when that is earlier: the wait then ends with
+    /// `DeadlineExceeded` and the connection is left alone.
     ///
     /// Fails fast when not connected. `internal` requests (closeSession) are
     /// allowed while closing.
@@ -465,8 +467,9 @@ impl Inner {
         watch: Option<WatchReg>,
         internal: bool,
         deadline: Option<Instant>,
+        caller: Option<Instant>,
     ) -> Result<Reply> {
-        let submitted = self.submit(op, body, watch, internal, deadline)?;
+        let submitted = self.submit(op, body, watch, internal, deadline, caller)?;
         self.await_reply(submitted)
     }
 
@@ -480,6 +483,7 @@ impl Inner {
         watch: Option<WatchReg>,
         internal: bool,
         deadline: Option<Instant>,
+        caller: Option<Instant>,
     ) -> Result<Submitted> {
         let mut frame = request_frame(0, op, body);
         if frame.len() - 4 > self.max_frame {
@@ -493,9 +497,8 @@ impl Inner {
         }
         let now = Instant::now();
         let own = deadline.unwrap_or_else(|| now + self.call_bound());
-        // The caller's deadline, plus one grace shared by every request of the
-        // scope (see `crate::deadline`).
-        let caller = crate::deadline::request_bound();
+        // The caller's bound: its deadline plus one grace (see
+        // `Client::with_deadline`).
         let (deadline, abandon) = match caller {
             Some(c) if c < own => (c, true),
             _ => (own, false),

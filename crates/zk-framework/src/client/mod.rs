@@ -173,6 +173,8 @@ const MAX_TTL_MS: u128 = (1 << 40) - 1;
 #[derive(Clone)]
 pub struct Client {
     handle: Arc<Handle>,
+    /// Every request of this handle ends by then (plus the grace).
+    deadline: Option<Instant>,
 }
 
 /// Closes the session when the last `Client` clone goes away (the threads hold
@@ -205,7 +207,7 @@ fn close_inner(inner: &Arc<Inner>) {
     let connected = inner.core.lock().state.is_connected();
     if connected {
         let deadline = Instant::now() + CLOSE_SESSION_WAIT;
-        match inner.call(OpCode::CloseSession, None, None, true, Some(deadline)) {
+        match inner.call(OpCode::CloseSession, None, None, true, Some(deadline), None) {
             Ok(r) if r.header.err == 0 => log::debug!("session closed"),
             Ok(r) => log::debug!("closeSession answered {}", r.header.err),
             Err(e) => log::debug!("closeSession: {e}"),
@@ -245,6 +247,51 @@ fn timeout_ms(what: &str, d: Duration) -> Result<i32> {
 }
 
 impl Client {
+    /// This session, through a handle whose every request ends by
+    /// `deadline`: a request waits for its reply until the deadline plus
+    /// [`crate::deadline::GRACE`] at most (so that a zero timeout can still
+    /// make its one attempt on a healthy connection, and the cleanup after a
+    /// deadline is answered), and fails with [`Error::DeadlineExceeded`] when
+    /// that is what ended the wait; the connection is left alone (a late reply
+    /// is read and dropped). The earlier of this handle's deadline and
+    /// `deadline` holds; `None` adds none. Cheap: a clone.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::{Duration, Instant};
+    /// use zk_framework::{Client, ClientConfig};
+    /// let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
+    /// let bounded = zk.with_deadline(Some(Instant::now() + Duration::from_millis(200)));
+    /// let _ = bounded.exists("/x"); // at most 200 ms + the grace
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn with_deadline(&self, deadline: Option<Instant>) -> Client {
+        Client {
+            handle: self.handle.clone(),
+            deadline: crate::deadline::earlier(self.deadline, deadline),
+        }
+    }
+
+    /// The deadline of this handle ([`Client::with_deadline`]), if any.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use zk_framework::{Client, ClientConfig};
+    /// let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
+    /// assert_eq!(zk.deadline(), None);
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// How long a request of this handle may wait for its reply at most.
+    pub(crate) fn request_bound(&self) -> Option<Instant> {
+        crate::deadline::request_bound(self.deadline)
+    }
+
     fn inner(&self) -> &Arc<Inner> {
         &self.handle.inner
     }
@@ -368,6 +415,7 @@ impl Client {
         });
         let client = Client {
             handle: Arc::new(Handle { inner: inner.clone() }),
+            deadline: None,
         };
         let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(0);
         let io_inner = inner.clone();
@@ -531,7 +579,8 @@ impl Client {
     }
 
     fn send(&self, op: OpCode, body: &dyn crate::proto::frame::EncodeDyn, watch: Option<WatchReg>) -> Result<Reply> {
-        self.inner().call(op, Some(body), watch, false, None)
+        self.inner()
+            .call(op, Some(body), watch, false, None, self.request_bound())
     }
 
     /// Creates a node and returns its actual path (with the sequence suffix for
@@ -678,7 +727,7 @@ impl Client {
                 } else {
                     OpCode::Create
                 };
-                Some(inner.submit(op, Some(&preq), None, false, None)?)
+                Some(inner.submit(op, Some(&preq), None, false, None, self.request_bound())?)
             }
             _ => None,
         };
@@ -690,7 +739,7 @@ impl Client {
             Some(p) => inner.await_reply(p).is_ok_and(|r| r.header.err == 0),
             None => false,
         };
-        let created = match inner.submit(OpCode::Create2, Some(&req), None, false, None) {
+        let created = match inner.submit(OpCode::Create2, Some(&req), None, false, None, self.request_bound()) {
             Ok(c) => c,
             Err(e) => {
                 parent_reply(parent_made);
@@ -707,6 +756,7 @@ impl Client {
                 None,
                 false,
                 None,
+                self.request_bound(),
             )
         };
         let decode_listing = |listing: Result<Submitted>| {
@@ -1254,7 +1304,14 @@ impl Client {
             .map(|p| self.server_path(p, false))
             .collect::<Result<Vec<_>>>()?;
         let inner = self.inner();
-        let txn = inner.submit(OpCode::Multi, Some(&MultiRequest { ops: mops }), None, false, None)?;
+        let txn = inner.submit(
+            OpCode::Multi,
+            Some(&MultiRequest { ops: mops }),
+            None,
+            false,
+            None,
+            self.request_bound(),
+        )?;
         let listings: Vec<_> = list_sps
             .into_iter()
             .map(|sp| {
@@ -1264,6 +1321,7 @@ impl Client {
                     None,
                     false,
                     None,
+                    self.request_bound(),
                 )
             })
             .collect();

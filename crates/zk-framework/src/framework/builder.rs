@@ -367,6 +367,7 @@ impl CuratorFrameworkBuilder {
             ..ClientConfig::default()
         };
         let client = Client::connect(&cs, client_config.clone())?;
+        let (close_tx, close_rx) = crossbeam_channel::bounded(0);
         let inner = Arc::new(Inner {
             connect_string: cs,
             client_config,
@@ -401,8 +402,14 @@ impl CuratorFrameworkBuilder {
             namespace_ready: AtomicBool::new(false),
             background: Background::new(),
             threads: Mutex::new(Vec::new()),
+            extensions: Mutex::new(Default::default()),
+            close_tx: Mutex::new(Some(close_tx)),
+            close_rx,
         });
-        let fw = CuratorFramework { inner: inner.clone() };
+        let fw = CuratorFramework {
+            inner: inner.clone(),
+            deadline: None,
+        };
         let weak = Arc::downgrade(&inner);
         let monitor = std::thread::Builder::new()
             .name("zk-framework-session".into())

@@ -22,6 +22,9 @@ use crate::{Error, Result};
 #[derive(Clone)]
 pub struct CuratorFramework {
     pub(super) inner: Arc<Inner>,
+    /// Every operation of this handle ends by then
+    /// ([`CuratorFramework::with_deadline`]).
+    pub(super) deadline: Option<Instant>,
 }
 
 impl fmt::Debug for CuratorFramework {
@@ -431,6 +434,9 @@ impl CuratorFramework {
         if self.inner.closed.swap(true, Ordering::SeqCst) {
             return;
         }
+        // Every wait selecting on `close_signal()` ends now (a retry pause, a
+        // lock's wait, a recipe's timer thread).
+        drop(self.inner.close_tx.lock().take());
         self.inner.background.stop();
         self.inner.conn_cv.notify_all();
         let (client, _) = self.inner.current();
@@ -443,6 +449,139 @@ impl CuratorFramework {
             }
         }
         self.inner.stop_dispatch();
+    }
+
+    /// This client, through a handle whose every operation ends by
+    /// `deadline`: the wait for a connection, the retry policy's pauses and
+    /// the wait for each reply are cut to it, and an operation that the
+    /// deadline ended fails with [`Error::DeadlineExceeded`] (or, while the
+    /// client is not connected, with why it is not: see
+    /// [`connect_failure`](Self::connect_failure)). A request may wait for
+    /// its reply until the deadline plus [`crate::deadline::GRACE`], so a
+    /// zero timeout still makes its one attempt on a healthy connection. The
+    /// earlier of this handle's deadline and `deadline` holds; `None` adds
+    /// none. Cheap: a clone sharing the session; builders made from it carry
+    /// the deadline.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::{Duration, Instant};
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let by = Instant::now() + Duration::from_millis(500);
+    /// match c.with_deadline(Some(by)).get_children("/jobs") {
+    ///     Err(e) if e == zk_framework::Error::DeadlineExceeded => println!("no answer in time"),
+    ///     r => println!("{r:?}"),
+    /// }
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn with_deadline(&self, deadline: Option<Instant>) -> CuratorFramework {
+        CuratorFramework {
+            inner: self.inner.clone(),
+            deadline: crate::deadline::earlier(self.deadline, deadline),
+        }
+    }
+
+    /// The deadline of this handle ([`with_deadline`](Self::with_deadline)),
+    /// if any.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// assert_eq!(c.deadline(), None);
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// Sleeps `d` (a retry policy's pause), ending at once with
+    /// [`Error::Closed`] when the client closes meanwhile. A pause too long
+    /// for the clock (a policy's `Duration::MAX`) lasts until the close. The
+    /// pause the managed client's own retries take, for recipes that retry
+    /// by the same policy.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Closed`] when the client is or becomes closed.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// c.pause(std::time::Duration::from_millis(10))?;
+    /// c.close();
+    /// assert!(matches!(c.pause(std::time::Duration::MAX), Err(zk_framework::Error::Closed)));
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn pause(&self, d: Duration) -> Result<()> {
+        let timer = Instant::now()
+            .checked_add(d)
+            .map_or_else(crossbeam_channel::never, crossbeam_channel::at);
+        crossbeam_channel::select! {
+            recv(self.inner.close_rx) -> _ => Err(Error::Closed),
+            recv(timer) -> _ => {
+                if self.is_closed() { Err(Error::Closed) } else { Ok(()) }
+            }
+        }
+    }
+
+    /// A channel that is disconnected when this client closes: a wait selects
+    /// on it beside its other channels to end when the client goes, instead
+    /// of polling [`is_closed`](Self::is_closed). Nothing is ever sent on it.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let closed = c.close_signal();
+    /// c.close();
+    /// assert!(closed.recv().is_err()); // at once: the client is closed
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn close_signal(&self) -> Receiver<()> {
+        self.inner.close_rx.clone()
+    }
+
+    /// The value of type `T` this client keeps for a layer built on it (a
+    /// recipe library keeps its per-client state here: its statistics, its
+    /// grant record, its timer): made by `init` the first time it is asked
+    /// for, then the same value for this client and every clone of it, also
+    /// after [`close`](Self::close) (figures stay readable), and dropped with
+    /// the client's last clone. Two clients never share one. A value that
+    /// runs a thread ends it on [`close_signal`](Self::close_signal). A value
+    /// must not hold a clone of the client (it would keep itself alive).
+    ///
+    /// `init` runs without any lock held; when two threads ask at once, one
+    /// value is kept and the other dropped.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// #[derive(Default)]
+    /// struct Calls(AtomicU64);
+    /// c.extension(Calls::default).0.fetch_add(1, Ordering::Relaxed);
+    /// assert_eq!(c.clone().extension(Calls::default).0.load(Ordering::Relaxed), 1);
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn extension<T: std::any::Any + Send + Sync>(&self, init: impl FnOnce() -> T) -> Arc<T> {
+        let key = std::any::TypeId::of::<T>();
+        let found = |map: &super::inner::Extensions| map.get(&key).cloned().and_then(|v| v.downcast::<T>().ok());
+        if let Some(v) = found(&self.inner.extensions.lock()) {
+            return v;
+        }
+        let made = Arc::new(init());
+        let mut map = self.inner.extensions.lock();
+        match found(&map) {
+            Some(v) => v,
+            None => {
+                map.insert(key, made.clone());
+                made
+            }
+        }
     }
 
     /// The server path for a user path (namespace applied).
@@ -637,6 +776,157 @@ impl CuratorFramework {
         self.call_with_retry(|c| c.set_data(&p, &data, version))
     }
 
+    /// Runs `ops` as one multi, once (no retry: a transaction whose reply
+    /// was lost may have been applied), with the namespace applied to every
+    /// op's path and removed from created paths. Each op's result comes back
+    /// in order; when one op fails, none is applied and the results say which
+    /// (`OpResult::Error`). Bounded by this handle's deadline.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`] for a bad path (nothing sent); the connection
+    /// errors of a single request (`ConnectionLoss`: the outcome is unknown,
+    /// `SessionExpired`, `Closed`, `DeadlineExceeded`).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use zk_framework::{CreateMode, Op};
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").namespace("app").build()?;
+    /// let results = c.multi_results(vec![
+    ///     Op::check("/config", -1),
+    ///     Op::create("/config/new", b"v".to_vec(), zk_framework::Acl::open_unsafe(), CreateMode::Persistent),
+    /// ])?;
+    /// println!("{results:?}"); // created paths without the namespace
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn multi_results(&self, ops: Vec<crate::client::Op>) -> Result<Vec<crate::client::OpResult>> {
+        use crate::client::{Op, OpResult};
+        let ns = self.inner.namespace.as_deref();
+        let fix = |p: &str| -> Result<String> {
+            crate::proto::path::validate_path(p, false)?;
+            Ok(fix_for_namespace(ns, p))
+        };
+        let ops = ops
+            .into_iter()
+            .map(|op| {
+                Ok(match op {
+                    Op::Create {
+                        path,
+                        data,
+                        acl,
+                        mode,
+                        ttl,
+                    } => {
+                        crate::proto::path::validate_path(&path, mode.is_sequential())?;
+                        Op::Create {
+                            path: fix_for_namespace(ns, &path),
+                            data,
+                            acl,
+                            mode,
+                            ttl,
+                        }
+                    }
+                    Op::Delete { path, version } => Op::Delete {
+                        path: fix(&path)?,
+                        version,
+                    },
+                    Op::SetData { path, data, version } => Op::SetData {
+                        path: fix(&path)?,
+                        data,
+                        version,
+                    },
+                    Op::Check { path, version } => Op::Check {
+                        path: fix(&path)?,
+                        version,
+                    },
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let results = self
+            .zookeeper_client()
+            .with_deadline(self.deadline)
+            .multi_results(ops)?;
+        Ok(results
+            .into_iter()
+            .map(|r| match r {
+                OpResult::Create { path, stat } => OpResult::Create {
+                    path: unfix_for_namespace(ns, &path),
+                    stat,
+                },
+                r => r,
+            })
+            .collect())
+    }
+
+    /// Deletes `path` (at `version`, or any) on the current session without
+    /// waiting for the reply (the namespace applied): the request is written
+    /// and this returns. `on_reply` is called once, on the client's I/O
+    /// thread (so it must only signal), with `Ok(())`, the server's error
+    /// (`NoNode`, ...), or `ConnectionLoss` when the connection broke first
+    /// (the delete may or may not have been applied). A lock's release uses
+    /// it to wait for its delete no longer than a bound of its own.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`], and the immediate connection errors
+    /// (`ConnectionLoss` while disconnected, `SessionExpired`, `Closed`):
+    /// nothing was sent then and `on_reply` is not called.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let (tx, rx) = crossbeam_channel::bounded(1);
+    /// c.delete_detached("/lock/n", None, move |r| {
+    ///     let _ = tx.try_send(r);
+    /// })?;
+    /// println!("deleted: {:?}", rx.recv_timeout(std::time::Duration::from_secs(1)));
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn delete_detached(
+        &self,
+        path: &str,
+        version: Option<i32>,
+        on_reply: impl FnOnce(Result<()>) + Send + 'static,
+    ) -> Result<()> {
+        let p = self.checked_path(path)?;
+        self.zookeeper_client()
+            .with_deadline(self.deadline)
+            .delete_detached(&p, version, on_reply)
+    }
+
+    /// Sets an exists-watch on `path` on the current session without waiting
+    /// for the reply (the namespace applied, and removed from the event's
+    /// path): `on_reply` is called once, on the client's I/O thread (so it
+    /// must only signal), with whether the node exists; the watcher fires
+    /// once, as a watch of [`exists_w`](Self::exists_w) does. Its reply is
+    /// read before the reply of any request sent after it.
+    ///
+    /// # Errors
+    ///
+    /// As [`delete_detached`](Self::delete_detached).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// c.exists_w_detached("/lock/n", |e| println!("{e:?}"), |r| println!("exists: {r:?}"))?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn exists_w_detached(
+        &self,
+        path: &str,
+        watcher: impl Watcher,
+        on_reply: impl FnOnce(Result<bool>) + Send + 'static,
+    ) -> Result<()> {
+        let p = self.checked_path(path)?;
+        let slot = self.watch_slot(watcher);
+        self.zookeeper_client()
+            .with_deadline(self.deadline)
+            .exists_w_detached(&p, slot.attempt(), on_reply)
+    }
+
     /// Starts a create (Curator's `client.create()...forPath(path)`).
     ///
     /// # Examples
@@ -670,7 +960,9 @@ impl CuratorFramework {
     /// min(connection timeout, 1 s) to reconnect (the Java client queues such a
     /// request until its next connection attempt). An attempt that fails with
     /// `Closed` on a handle the framework replaced counts as SessionExpired.
-    /// Nested calls on one thread share one retry budget.
+    /// Each call has its own retry budget. Under a deadline
+    /// ([`with_deadline`](Self::with_deadline)) `op` gets a handle bounded by
+    /// it, and no wait outlives it.
     ///
     /// # Errors
     ///

@@ -58,7 +58,16 @@ pub(crate) struct Inner {
     pub(super) background: Background,
     pub(super) threads: Mutex<Vec<JoinHandle<()>>>,
     pub(super) known_parents: Arc<KnownParents>,
+    /// What layers above keep per client (see `CuratorFramework::extension`),
+    /// by type.
+    pub(super) extensions: Mutex<Extensions>,
+    /// Dropped at close, which disconnects every `close_signal()` receiver.
+    pub(super) close_tx: Mutex<Option<Sender<()>>>,
+    pub(super) close_rx: crossbeam_channel::Receiver<()>,
 }
+
+/// Values kept for layers above, one per type.
+pub(super) type Extensions = std::collections::HashMap<std::any::TypeId, Arc<dyn std::any::Any + Send + Sync>>;
 
 /// Parents (server paths) that a create under them found lately: a lock's
 /// create under a parent not in it makes the parent in the same round trip

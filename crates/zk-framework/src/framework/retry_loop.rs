@@ -1,34 +1,15 @@
-//! The one retry loop. Nested loops on one thread share one budget (retry count
-//! and start time), as Curator's `ThreadLocalRetryLoop` does.
+//! The one retry loop. Each call has its own budget (retry count and start
+//! time); a handle's deadline ([`CuratorFramework::with_deadline`]) bounds
+//! every wait of it.
 
-use std::cell::RefCell;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::CuratorFramework;
 use crate::client::Client;
+use crate::deadline::{bound, expired, remaining};
 use crate::retry::RetryDecision;
 use crate::{Error, Result};
-
-#[derive(Clone, Copy)]
-struct LoopState {
-    start: Instant,
-    retries: u32,
-}
-
-thread_local! {
-    static CURRENT: RefCell<Option<LoopState>> = const { RefCell::new(None) };
-}
-
-struct Outermost(bool);
-
-impl Drop for Outermost {
-    fn drop(&mut self) {
-        if self.0 {
-            CURRENT.with(|c| *c.borrow_mut() = None);
-        }
-    }
-}
 
 /// The longest a retry waits for the current handle to (re)connect before its
 /// attempt. The Java client queues a request made while disconnected until its
@@ -39,44 +20,46 @@ impl Drop for Outermost {
 const RECONNECT_WAIT: Duration = Duration::from_secs(1);
 
 pub(super) fn call_with_retry<T>(fw: &CuratorFramework, mut op: impl FnMut(&Client) -> Result<T>) -> Result<T> {
-    let nested = CURRENT.with(|c| c.borrow().is_some());
-    let _guard = Outermost(!nested);
-    if !nested {
-        // Wait once for a connection; after the budget, proceed anyway. The
-        // loop's clock starts after this wait, as Curator's does.
-        // Under a caller's deadline ([`crate::deadline`]) the wait is cut to
-        // it, and an expired deadline never waits for a connection.
-        if !fw.is_connected() {
-            let wait = crate::deadline::bound(fw.connection_timeout());
-            if wait.is_zero() && crate::deadline::expired() {
-                return Err(unreachable(fw, Error::DeadlineExceeded));
-            }
-            match fw.block_until_connected(wait) {
-                Err(Error::Closed) => return Err(Error::Closed),
-                // Every server refused in a way no retry mends.
-                Err(e @ Error::Tls(_)) if fw.zookeeper_client().certain_refusal().is_some() => return Err(e),
-                Err(_) if crate::deadline::expired() => return Err(unreachable(fw, Error::DeadlineExceeded)),
-                _ => {}
-            }
+    let deadline = fw.deadline;
+    // Wait once for a connection; after the budget, proceed anyway. The
+    // loop's clock starts after this wait, as Curator's does. Under a
+    // deadline the wait is cut to it, and an expired deadline never waits
+    // for a connection.
+    if !fw.is_connected() {
+        let wait = bound(deadline, fw.connection_timeout());
+        if wait.is_zero() && expired(deadline) {
+            return Err(unreachable(fw, Error::DeadlineExceeded));
         }
-        CURRENT.with(|c| {
-            *c.borrow_mut() = Some(LoopState {
-                start: Instant::now(),
-                retries: 0,
-            })
-        });
+        match fw.block_until_connected(wait) {
+            Err(Error::Closed) => return Err(Error::Closed),
+            // Every server refused in a way no retry mends.
+            Err(e @ Error::Tls(_)) if fw.zookeeper_client().certain_refusal().is_some() => return Err(e),
+            Err(_) if expired(deadline) => return Err(unreachable(fw, Error::DeadlineExceeded)),
+            _ => {}
+        }
     }
+    let start = Instant::now();
+    let mut retries = 0;
     let policy = fw.retry_policy();
     let mut retrying = false;
     loop {
         if fw.inner().closed.load(Ordering::SeqCst) {
             return Err(Error::Closed);
         }
-        let client = fw.zookeeper_client();
-        if retrying && !client.state().is_connected() {
-            let _ = client.wait_connected_timeout(crate::deadline::bound(fw.connection_timeout().min(RECONNECT_WAIT)));
+        let current = fw.zookeeper_client();
+        if retrying && !current.state().is_connected() {
+            let _ = current.wait_connected_timeout(bound(deadline, fw.connection_timeout().min(RECONNECT_WAIT)));
         }
-        let err = match fw.ensure_namespace(&client).and_then(|()| op(&client)) {
+        // The attempt's requests end by the deadline too.
+        let bounded;
+        let client: &Client = match deadline {
+            None => &current,
+            Some(_) => {
+                bounded = current.with_deadline(deadline);
+                &bounded
+            }
+        };
+        let err = match fw.ensure_namespace(client).and_then(|()| op(client)) {
             Ok(v) => return Ok(v),
             // A handle the framework closed because its session ended (the
             // client itself is still open): the session expired under us.
@@ -89,21 +72,17 @@ pub(super) fn call_with_retry<T>(fw: &CuratorFramework, mut op: impl FnMut(&Clie
         if let Some(t) = client.certain_refusal() {
             return Err(Error::Tls(t));
         }
-        if crate::deadline::expired() {
+        if expired(deadline) {
             return Err(unreachable(fw, Error::DeadlineExceeded));
         }
-        let state = CURRENT.with(|c| *c.borrow()).unwrap_or(LoopState {
-            start: Instant::now(),
-            retries: 0,
-        });
-        match policy.next_retry(state.retries, state.start.elapsed()) {
+        match policy.next_retry(retries, start.elapsed()) {
             RetryDecision::GiveUp => return Err(unreachable(fw, err)),
-            // Never sleep past the caller's deadline: wait for a connection
-            // until then, and try once more if one comes.
-            RetryDecision::RetryAfter(d) if crate::deadline::remaining().is_some_and(|r| r < d) => {
-                let left = crate::deadline::remaining().unwrap_or_default();
+            // Never sleep past the deadline: wait for a connection until
+            // then, and try once more if one comes.
+            RetryDecision::RetryAfter(d) if remaining(deadline).is_some_and(|r| r < d) => {
+                let left = remaining(deadline).unwrap_or_default();
                 match fw.zookeeper_client().wait_connected_timeout(left) {
-                    Ok(()) if !crate::deadline::expired() => {
+                    Ok(()) if !expired(deadline) => {
                         retrying = true;
                         continue;
                     }
@@ -112,15 +91,9 @@ pub(super) fn call_with_retry<T>(fw: &CuratorFramework, mut op: impl FnMut(&Clie
                 }
             }
             RetryDecision::RetryAfter(d) => {
-                CURRENT.with(|c| {
-                    if let Some(s) = c.borrow_mut().as_mut() {
-                        s.retries += 1;
-                    }
-                });
-                log::debug!("retrying after {err} in {d:?} (retry {})", state.retries + 1);
-                if !sleep_unless_closed(fw, d) {
-                    return Err(Error::Closed);
-                }
+                retries += 1;
+                log::debug!("retrying after {err} in {d:?} (retry {retries})");
+                fw.pause(d)?;
                 retrying = true;
             }
         }
@@ -140,24 +113,4 @@ fn unreachable(fw: &CuratorFramework, err: Error) -> Error {
         return err;
     }
     fw.connect_failure().unwrap_or(err)
-}
-
-/// Sleeps `d` in slices, returning false as soon as the client is closed. A
-/// sleep too long for the clock (a policy's `Duration::MAX`) lasts until the
-/// client is closed.
-fn sleep_unless_closed(fw: &CuratorFramework, d: Duration) -> bool {
-    let end = Instant::now().checked_add(d);
-    loop {
-        if fw.inner().closed.load(Ordering::SeqCst) {
-            return false;
-        }
-        let left = match end {
-            Some(end) => end.saturating_duration_since(Instant::now()),
-            None => Duration::MAX,
-        };
-        if left.is_zero() {
-            return true;
-        }
-        std::thread::sleep(left.min(Duration::from_millis(50)));
-    }
 }

@@ -1,0 +1,131 @@
+//! The worker processes and their fault proxies: spawning, killing, waiting.
+
+use std::io;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use zk_testing::proxy::FaultProxy;
+
+use crate::record::{now_ns, LineLog};
+
+pub(crate) struct Proc {
+    child: Child,
+    pid: u32,
+}
+
+pub(crate) struct Slot {
+    pub(crate) proxies: Vec<FaultProxy>,
+    pub(crate) proc_: Mutex<Option<Proc>>,
+    pub(crate) gen: AtomicUsize,
+}
+
+/// The worker processes and their proxies. Dropping it kills every worker still
+/// running (also when the coordinator panics).
+pub(crate) struct Fleet {
+    pub(crate) exe: PathBuf,
+    pub(crate) dir: PathBuf,
+    pub(crate) stop_file: PathBuf,
+    pub(crate) slots: Vec<Slot>,
+    pub(crate) common: Vec<String>,
+    pub(crate) log: Arc<LineLog>,
+}
+
+impl Fleet {
+    pub(crate) fn spawn(&self, slot: usize) -> io::Result<u32> {
+        let s = &self.slots[slot];
+        let gen = s.gen.fetch_add(1, Ordering::SeqCst);
+        let log = self.dir.join(format!("worker-{slot}-{gen}.log"));
+        let connect = s
+            .proxies
+            .iter()
+            .map(FaultProxy::connect_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        let child = Command::new(&self.exe)
+            .arg("--worker")
+            .args(["--slot", &slot.to_string()])
+            .args(["--connect", &connect])
+            .arg("--log")
+            .arg(&log)
+            .arg("--stop")
+            .arg(&self.stop_file)
+            .args(&self.common)
+            .args(["--seed", &(gen as u64 * 7919 + slot as u64).to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()?;
+        let pid = child.id();
+        *s.proc_.lock().unwrap_or_else(|e| e.into_inner()) = Some(Proc { child, pid });
+        Ok(pid)
+    }
+
+    /// `kill -9` of the worker in `slot`; returns its pid. The time logged is
+    /// taken after the process is reaped, so it is certainly dead by then.
+    pub(crate) fn kill(&self, slot: usize) -> Option<u32> {
+        let mut g = self.slots[slot].proc_.lock().unwrap_or_else(|e| e.into_inner());
+        let mut p = g.take()?;
+        let _ = p.child.kill();
+        let _ = p.child.wait();
+        self.log.line(&format!("K {slot} {} {}", p.pid, now_ns()));
+        Some(p.pid)
+    }
+
+    pub(crate) fn pid(&self, slot: usize) -> Option<u32> {
+        self.slots[slot]
+            .proc_
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map(|p| p.pid)
+    }
+
+    /// Waits for every worker to exit by itself (after the stop file), until
+    /// `deadline`; kills and reports the rest. Returns the number of stragglers.
+    pub(crate) fn wait_all(&self, deadline: Instant) -> usize {
+        let mut stragglers = 0;
+        for (slot, s) in self.slots.iter().enumerate() {
+            let mut g = s.proc_.lock().unwrap_or_else(|e| e.into_inner());
+            let Some(p) = g.as_mut() else { continue };
+            let status = loop {
+                match p.child.try_wait() {
+                    Ok(Some(st)) => break Some(st),
+                    Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+                    _ => break None,
+                }
+            };
+            match status {
+                Some(st) => {
+                    let code = st.code().map_or("signal".to_string(), |c| c.to_string());
+                    self.log.line(&format!("W {} exit={code}", p.pid));
+                }
+                None => {
+                    eprintln!("zk-campaign: worker {slot} (pid {}) did not stop; killing it", p.pid);
+                    let _ = p.child.kill();
+                    let _ = p.child.wait();
+                    self.log.line(&format!("W {} straggler", p.pid));
+                    stragglers += 1;
+                }
+            }
+            *g = None;
+        }
+        stragglers
+    }
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        for s in &self.slots {
+            if let Some(mut p) = s.proc_.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                let _ = p.child.kill();
+                let _ = p.child.wait();
+            }
+            for p in &s.proxies {
+                p.freeze(false);
+            }
+        }
+    }
+}

@@ -1,0 +1,507 @@
+//! The worker process: threads that take every lock kind at random and log
+//! each attempt and critical section.
+
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+use zk_framework::framework::CuratorFramework;
+use zk_framework::retry::ExponentialBackoffRetry;
+use zk_recipes::{
+    Error as LockError, InterProcessLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
+    LockEvent, LockStatus, MultiLock,
+};
+
+use crate::cli::Opts;
+use crate::paths::{MUTEX_PATH, RW_PATH, SEM_PATH};
+use crate::prng::Rng;
+use crate::record::{err_kind, hex, now_ns, status_str, LineLog};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Mutex,
+    Read,
+    Write,
+    Semaphore,
+    Multi,
+}
+
+impl Kind {
+    fn mode(self) -> &'static str {
+        match self {
+            Kind::Mutex => "mutex",
+            Kind::Read => "read",
+            Kind::Write => "write",
+            Kind::Semaphore => "semaphore",
+            Kind::Multi => "multi",
+        }
+    }
+
+    fn lock(self) -> &'static str {
+        match self {
+            Kind::Mutex => MUTEX_PATH,
+            Kind::Read | Kind::Write => RW_PATH,
+            Kind::Semaphore => SEM_PATH,
+            Kind::Multi => "multi",
+        }
+    }
+
+    fn pick(rng: &mut Rng) -> Kind {
+        match rng.below(100) {
+            0..=24 => Kind::Mutex,
+            25..=44 => Kind::Read,
+            45..=59 => Kind::Write,
+            60..=79 => Kind::Semaphore,
+            _ => Kind::Multi,
+        }
+    }
+}
+
+struct Worker {
+    pid: u32,
+    slot: usize,
+    log: LineLog,
+    client: CuratorFramework,
+    stop: AtomicBool,
+    acquire_timeout: Duration,
+    /// Percent of acquires with a short timeout (0 or 10-2000 ms).
+    short_timeout_percent: u64,
+    hold_max_ms: u64,
+    /// Per mille of sections held for 0.5–1.5 session timeouts, so that faults
+    /// catch holders in the middle of their work.
+    long_hold_permille: u64,
+    session: Duration,
+    think_max_ms: u64,
+    /// How long a holder whose lock looks lost waits for the loss signal.
+    grace: Duration,
+}
+
+/// One lock of a critical section (a `MultiLock` has three).
+struct Member {
+    lock: &'static str,
+    token: i64,
+    /// The lock node's name (`-` when it is not known).
+    node: String,
+}
+
+impl Member {
+    fn new(lock: &'static str, token: i64, node: &str) -> Member {
+        let name = node.rsplit('/').next().filter(|n| !n.is_empty()).unwrap_or("-");
+        Member {
+            lock,
+            token,
+            node: name.to_string(),
+        }
+    }
+}
+
+/// The lock path of a member of the campaign's multi-lock, from its node's path.
+fn member_lock(node: &str) -> &'static str {
+    [MUTEX_PATH, RW_PATH, SEM_PATH]
+        .into_iter()
+        .find(|p| node.strip_prefix(p).is_some_and(|rest| rest.starts_with('/')))
+        .unwrap_or("?")
+}
+
+/// The members of a held lock, from its guard's nodes (joined by `,` for a
+/// multi-lock) and tokens (in the same order).
+fn members(kind: Kind, nodes: &str, tokens: &[i64]) -> Vec<Member> {
+    match kind {
+        Kind::Multi => nodes
+            .split(',')
+            .zip(tokens)
+            .map(|(n, t)| Member::new(member_lock(n), *t, n))
+            .collect(),
+        _ => vec![Member::new(kind.lock(), tokens.first().copied().unwrap_or(0), nodes)],
+    }
+}
+
+/// What the holder hears on its guard's loss receiver (for a multi-lock, the
+/// events of every member on one channel), and the guard's status.
+struct Signal {
+    rx: Receiver<LockEvent>,
+    closed: bool,
+    told: Option<(u64, LockEvent)>,
+    told_late: Option<u64>,
+    st0: &'static str,
+    st_end: &'static str,
+}
+
+impl Signal {
+    fn new(rx: Receiver<LockEvent>, st0: LockStatus) -> Signal {
+        Signal {
+            rx,
+            closed: false,
+            told: None,
+            told_late: None,
+            st0: status_str(st0),
+            st_end: status_str(st0),
+        }
+    }
+}
+
+fn is_loss(ev: LockEvent) -> bool {
+    matches!(ev, LockEvent::Suspended | LockEvent::Lost)
+}
+
+/// Waits until `until` for a `Suspended`/`Lost`. While holding (`late ==
+/// false`) it records `told` and returns at once (the holder stops working);
+/// before a release (`late == true`) it records `told_late`.
+fn wait_for_loss(sig: &mut Signal, until: Instant, late: bool) {
+    loop {
+        let now = Instant::now();
+        if now >= until {
+            return;
+        }
+        if sig.closed || sig.told.is_some() || (late && sig.told_late.is_some()) {
+            if !late {
+                std::thread::sleep(until - now); // keep "working" until the end of the hold
+            }
+            return;
+        }
+        match sig.rx.recv_timeout(until - now) {
+            Ok(ev) if is_loss(ev) => {
+                let t = now_ns();
+                if late {
+                    sig.told_late = Some(t);
+                } else {
+                    sig.told = Some((t, ev));
+                }
+                return;
+            }
+            Ok(_) => {}
+            Err(RecvTimeoutError::Timeout) => return,
+            Err(RecvTimeoutError::Disconnected) => sig.closed = true,
+        }
+    }
+}
+
+/// Takes every pending event without waiting; records the first loss (at
+/// `at`, or now).
+fn drain(sig: &mut Signal, at: Option<u64>) {
+    while sig.told.is_none() {
+        match sig.rx.try_recv() {
+            Ok(ev) if is_loss(ev) => sig.told = Some((at.unwrap_or_else(now_ns), ev)),
+            Ok(_) => {}
+            Err(_) => break,
+        }
+    }
+}
+
+struct Attempt<'a> {
+    w: &'a Worker,
+    thr: usize,
+    att: u64,
+    kind: Kind,
+    started: Instant,
+}
+
+impl Attempt<'_> {
+    fn result(&self, outcome: &str, err: &str) {
+        let wait = self.started.elapsed().as_nanos() as u64;
+        self.w.line(&format!(
+            "R {} {} {} {} {} {} {outcome} {err} {wait}",
+            self.w.pid,
+            self.thr,
+            self.att,
+            self.kind.lock(),
+            self.kind.mode(),
+            now_ns()
+        ));
+    }
+
+    /// Records the grant and the section start (the loss receiver is already
+    /// subscribed); an event already queued means the holder was told at grant.
+    fn begin(&self, members: Vec<Member>, mut sig: Signal) -> Section<'_> {
+        self.result("acquired", "-");
+        let sid = format!("{:x}", self.w.client.session_id());
+        let start = now_ns();
+        drain(&mut sig, Some(start));
+        for m in &members {
+            self.w.line(&format!(
+                "S {} {} {} {} {} {} {sid} {start} {}",
+                self.w.pid,
+                self.thr,
+                self.att,
+                m.lock,
+                self.kind.mode(),
+                m.token,
+                m.node
+            ));
+        }
+        Section {
+            a: self,
+            members,
+            sig,
+            sid,
+            start,
+            end: start,
+            connected: true,
+        }
+    }
+}
+
+struct Section<'a> {
+    a: &'a Attempt<'a>,
+    members: Vec<Member>,
+    sig: Signal,
+    sid: String,
+    start: u64,
+    end: u64,
+    connected: bool,
+}
+
+impl Section<'_> {
+    /// "Works" for `hold`, stopping early at the first loss signal, then checks
+    /// the receiver once more, records the guard's status and the end.
+    fn hold(&mut self, hold: Duration, status: impl Fn() -> LockStatus) {
+        if self.sig.told.is_none() {
+            wait_for_loss(&mut self.sig, Instant::now() + hold, false);
+        }
+        drain(&mut self.sig, None);
+        self.end = now_ns();
+        self.sig.st_end = status_str(status());
+        // Before the release: a worker killed from here on has finished its
+        // work, and the lock may be free before its `E` lines are written.
+        let a = self.a;
+        a.w.line(&format!("D {} {} {} {}", a.w.pid, a.thr, a.att, self.end));
+    }
+
+    /// Before releasing: a holder whose lock looks lost (status not `Held`, or
+    /// the client disconnected) and that heard nothing yet waits a bounded time
+    /// for the signal, so a late signal is told apart from none at all.
+    fn before_release(&mut self) {
+        self.connected = self.a.w.client.is_connected();
+        if self.sig.told.is_none() && (!self.connected || matches!(self.sig.st_end, "Uncertain" | "Lost")) {
+            wait_for_loss(&mut self.sig, Instant::now() + self.a.w.grace, true);
+        }
+    }
+
+    fn finish(self, release: &Result<(), LockError>, took: Duration) {
+        let rel = match release {
+            Ok(()) => "ok".to_string(),
+            Err(e) => err_kind(e),
+        };
+        let a = self.a;
+        let sig = &self.sig;
+        let (told, ev) = match sig.told {
+            Some((t, ev)) => (t.to_string(), format!("{ev:?}")),
+            None => ("-".into(), "-".into()),
+        };
+        let late = sig.told_late.map_or("-".to_string(), |t| t.to_string());
+        for m in &self.members {
+            a.w.line(&format!(
+                "E {} {} {} {} {} {} {} {} {} {told} {ev} {late} {} {} {} {rel} {}",
+                a.w.pid,
+                a.thr,
+                a.att,
+                m.lock,
+                a.kind.mode(),
+                m.token,
+                self.sid,
+                self.start,
+                self.end,
+                sig.st0,
+                sig.st_end,
+                u8::from(self.connected),
+                took.as_nanos(),
+            ));
+        }
+    }
+}
+
+impl Worker {
+    fn line(&self, s: &str) {
+        self.log.line(s);
+    }
+
+    /// This attempt's timeout: mostly the full one, sometimes short or zero.
+    fn pick_timeout(&self, rng: &mut Rng) -> Duration {
+        if rng.below(100) >= self.short_timeout_percent {
+            self.acquire_timeout
+        } else if rng.below(5) == 0 {
+            Duration::ZERO
+        } else {
+            rng.ms(10, 2000).min(self.acquire_timeout)
+        }
+    }
+
+    fn run_thread(&self, thr: usize, seed: u64) -> Result<(), String> {
+        let c = &self.client;
+        let e = |e: LockError| e.to_string();
+        let mutex = InterProcessMutex::new(c, MUTEX_PATH).map_err(e)?;
+        let rw = InterProcessReadWriteLock::new(c, RW_PATH).map_err(e)?;
+        let sem = InterProcessSemaphoreMutex::new(c, SEM_PATH).map_err(e)?;
+        // The multi-lock's own instances, on the same paths.
+        let m_rw = InterProcessReadWriteLock::new(c, RW_PATH).map_err(e)?;
+        let multi = MultiLock::new(vec![
+            Arc::new(InterProcessMutex::new(c, MUTEX_PATH).map_err(e)?) as Arc<dyn InterProcessLock>,
+            Arc::new(InterProcessSemaphoreMutex::new(c, SEM_PATH).map_err(e)?) as Arc<dyn InterProcessLock>,
+            Arc::new(m_rw.write_lock().clone()) as Arc<dyn InterProcessLock>,
+        ])
+        .map_err(e)?;
+        let mut rng = Rng::new(seed);
+        let mut att = 0u64;
+        while !self.stop.load(Ordering::SeqCst) {
+            att += 1;
+            let kind = Kind::pick(&mut rng);
+            let hold = if rng.below(1000) < self.long_hold_permille {
+                rng.scale(self.session, 0.5, 1.5)
+            } else {
+                Duration::from_millis(rng.below(self.hold_max_ms + 1))
+            };
+            let timeout = self.pick_timeout(&mut rng);
+            // Every acquire is timed: its deadline goes into the history.
+            self.line(&format!(
+                "A {} {thr} {att} {} {} {} {}",
+                self.pid,
+                kind.lock(),
+                kind.mode(),
+                now_ns(),
+                timeout.as_nanos()
+            ));
+            let a = Attempt {
+                w: self,
+                thr,
+                att,
+                kind,
+                started: Instant::now(),
+            };
+            let mut failed = false;
+            // Every kind hands out the same guard type (over its own lock):
+            // status, loss receiver, nodes and tokens come from the guard (a
+            // multi-lock's: its worst member's status, every member's events,
+            // node and token).
+            macro_rules! section {
+                ($r:expr) => {
+                    match $r {
+                        Ok(Some(g)) => {
+                            let sig = Signal::new(g.loss_receiver(), g.status());
+                            let mut s = a.begin(members(kind, &g.lock_path(), &g.fencing_tokens()), sig);
+                            s.hold(hold, || g.status());
+                            s.before_release();
+                            let released = Instant::now();
+                            let r = g.release();
+                            s.finish(&r, released.elapsed());
+                        }
+                        Ok(None) => a.result("timeout", "-"),
+                        Err(e) => {
+                            failed = true;
+                            a.result("error", &err_kind(&e));
+                        }
+                    }
+                };
+            }
+            match kind {
+                Kind::Mutex => section!(mutex.try_acquire_for(timeout)),
+                Kind::Read => section!(rw.read_lock().try_acquire_for(timeout)),
+                Kind::Write => section!(rw.write_lock().try_acquire_for(timeout)),
+                Kind::Semaphore => section!(sem.try_acquire_for(timeout)),
+                Kind::Multi => section!(multi.try_acquire_for(timeout)),
+            }
+            // Think; a little longer after an error, so a dead server is not
+            // hammered in a tight loop.
+            let think = rng.below(self.think_max_ms + 1) + if failed { 20 + rng.below(80) } else { 0 };
+            std::thread::sleep(Duration::from_millis(think));
+        }
+        Ok(())
+    }
+}
+
+pub(crate) fn worker_main(o: &Opts) -> ExitCode {
+    let (Some(connect), Some(log), Some(stop)) = (o.connect.clone(), o.log.clone(), o.stop.clone()) else {
+        eprintln!("zk-campaign --worker needs --connect, --log and --stop");
+        return ExitCode::from(2);
+    };
+    let parent = std::os::unix::process::parent_id();
+    let session = o.session();
+    let log = match LineLog::open(&log) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("zk-campaign worker: cannot open {}: {e}", log.display());
+            return ExitCode::from(2);
+        }
+    };
+    let client = match CuratorFramework::builder()
+        .connect_string(connect)
+        .session_timeout(session)
+        .connection_timeout(session)
+        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
+        .build()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("zk-campaign worker: client: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // A worker may start in the middle of a fault: go on even if not connected
+    // yet (its first attempts then fail with typed errors).
+    let _ = client.block_until_connected(session * 5);
+    let w = Worker {
+        pid: std::process::id(),
+        slot: o.slot,
+        log,
+        client,
+        stop: AtomicBool::new(false),
+        acquire_timeout: Duration::from_millis(o.acquire_timeout_ms),
+        short_timeout_percent: o.short_timeout_percent,
+        hold_max_ms: o.hold_ms,
+        long_hold_permille: o.long_hold_permille,
+        session,
+        think_max_ms: o.think_ms,
+        grace: session,
+    };
+    w.line(&format!("H {} {} {}", w.pid, w.slot, now_ns()));
+    let seed = o.seed.unwrap_or(0);
+    let mut failed = false;
+    std::thread::scope(|s| {
+        let w = &w;
+        // The watcher: the stop file, the parent's death, session changes.
+        s.spawn(move || {
+            let mut last = 0i64;
+            while !w.stop.load(Ordering::SeqCst) {
+                if stop.exists() || std::os::unix::process::parent_id() != parent {
+                    w.stop.store(true, Ordering::SeqCst);
+                    break;
+                }
+                let sid = w.client.session_id();
+                if sid != 0 && sid != last {
+                    last = sid;
+                    let pwd = w.client.zookeeper_client().session_password();
+                    w.line(&format!("Z {} {} {} {sid:x} {}", w.pid, w.slot, now_ns(), hex(&pwd)));
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        let handles: Vec<_> = (0..o.threads)
+            .map(|thr| {
+                let tseed = seed ^ ((o.slot as u64) << 40) ^ ((w.pid as u64) << 8) ^ thr as u64;
+                s.spawn(move || w.run_thread(thr, tseed))
+            })
+            .collect();
+        for (thr, h) in handles.into_iter().enumerate() {
+            match h.join() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    eprintln!("zk-campaign worker {}: thread {thr}: {e}", w.pid);
+                    failed = true;
+                }
+                Err(_) => {
+                    eprintln!("zk-campaign worker {}: thread {thr} panicked", w.pid);
+                    failed = true;
+                }
+            }
+        }
+        w.stop.store(true, Ordering::SeqCst);
+    });
+    w.client.close();
+    w.line(&format!("X {} {}", w.pid, now_ns()));
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

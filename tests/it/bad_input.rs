@@ -557,18 +557,18 @@ fn build_cases(server: &TestingServer) -> Vec<(String, CaseFn)> {
         let c = fw.clone();
         push(
             &mut cases,
-            "InterProcessSemaphoreV2 try_acquire_for/until/acquire_many with ZERO, MAX, now",
+            "InterProcessSemaphoreV2 try_acquire_for/until/try_acquire_many_until with ZERO, MAX, now",
             move || {
                 let s = InterProcessSemaphoreV2::new(&c, "/bi/timeouts/sem2", 2).unwrap();
                 let mut out = vec![
                     timed_free("ZERO", || s.try_acquire_for(Duration::ZERO))?,
                     timed("MAX", s.try_acquire_for(Duration::MAX), true)?,
                     timed_free("until now", || s.try_acquire_until(Instant::now()))?,
-                    timed_free("many(2, now)", || s.acquire_many(2, Some(Instant::now())))?,
+                    timed_free("many(2, now)", || s.try_acquire_many_until(2, Instant::now()))?,
                 ];
-                out.push(want_err(s.acquire_many(0, None), lock_invalid_argument)?);
-                out.push(want_err(s.acquire_many(3, None), lock_invalid_argument)?);
-                let held = s.acquire_many(2, None).map_err(|e| e.to_string())?;
+                out.push(want_err(s.acquire_many(0), lock_invalid_argument)?);
+                out.push(want_err(s.acquire_many(3), lock_invalid_argument)?);
+                let held = s.acquire_many(2).map_err(|e| e.to_string())?;
                 out.push(timed("contended ZERO", s.try_acquire_for(Duration::ZERO), false)?);
                 drop(held);
                 Ok(out.join(", "))

@@ -59,7 +59,7 @@ fn lock_nodes_carry_the_holder_identity() {
     for n in [1, 3] {
         let sem = InterProcessSemaphoreV2::new(&c, &format!("/ops/id/sem{n}"), n).unwrap();
         let lease = sem.acquire().unwrap();
-        assert!(ours(&HolderIdentity::parse(&c.get_data(lease.path()).unwrap().0)));
+        assert!(ours(&HolderIdentity::parse(&c.get_data(&lease.lock_path()).unwrap().0)));
     }
     // A caller's own data is kept as given.
     let own = InterProcessMutex::with_data(&c, "/ops/id/own", b"job-7".to_vec()).unwrap();
@@ -376,7 +376,7 @@ fn guarded_transaction_after_a_break_fails_with_lock_lost_and_writes_nothing() {
 
     let sem = InterProcessSemaphoreV2::new(&c, "/ops/txn/sem", 2).unwrap();
     let lease = sem.acquire().unwrap();
-    operator.delete().for_path(lease.path()).unwrap();
+    operator.delete().for_path(&lease.lock_path()).unwrap();
     let e = lease
         .transaction()
         .create("/ops/txn/sem-no", vec![], CreateMode::Persistent)
@@ -491,7 +491,7 @@ fn stats_count_the_operations_run() {
     // Semaphores count leases under their own path.
     let spath = format!("/ops/stats/{}", uuid_like());
     let sem = InterProcessSemaphoreV2::new(&c, &spath, 2).unwrap();
-    let leases = sem.acquire_many(2, None).unwrap().unwrap();
+    let leases = sem.acquire_many(2).unwrap();
     assert!(sem.try_acquire_for(Duration::from_millis(20)).unwrap().is_none());
     assert_eq!(snapshot_of(&c, &spath).unwrap().holders, 2);
     drop(leases);

@@ -59,7 +59,7 @@ fn test_no_orphaned_nodes() {
     let (c1, c2) = (client(&s), client(&s));
     let sem1 = InterProcessSemaphoreV2::new(&c1, "/test", 2).unwrap();
     let sem2 = InterProcessSemaphoreV2::new(&c2, "/test", 2).unwrap();
-    let leases = sem1.acquire_many(2, None).unwrap().unwrap();
+    let leases = sem1.acquire_many(2).unwrap();
     std::thread::scope(|sc| {
         let waiter = sc.spawn(|| sem2.try_acquire_for(timing().wait()).unwrap());
         assert!(wait_until(timing().wait(), || sem1
@@ -71,7 +71,7 @@ fn test_no_orphaned_nodes() {
             .participant_nodes()
             .unwrap()
             .into_iter()
-            .find(|p| leases.iter().all(|l| l.path() != p))
+            .find(|p| leases.iter().all(|l| l.lock_path() != p.node))
             .unwrap();
         c1.delete().for_path(&theirs.node).unwrap();
         assert!(wait_until(timing().wait(), || {
@@ -187,14 +187,14 @@ fn test_simple_full_semaphore_times_out() {
     let s = server();
     let c = client(&s);
     let sem = InterProcessSemaphoreV2::new(&c, "/test", 2).unwrap();
-    let leases = sem.acquire_many(2, None).unwrap().unwrap();
+    let leases = sem.acquire_many(2).unwrap();
     let t0 = Instant::now();
     assert!(sem.try_acquire_for(Duration::from_millis(200)).unwrap().is_none());
     assert!(t0.elapsed() >= Duration::from_millis(200));
     drop(leases);
     assert!(sem.try_acquire_for(timing().wait()).unwrap().is_some());
     assert!(InterProcessSemaphoreV2::new(&c, "/test", 0).is_err());
-    assert!(sem.acquire_many(3, None).is_err());
+    assert!(sem.acquire_many(3).is_err());
 }
 
 #[test]

@@ -90,7 +90,7 @@ impl Held<'_> {
             Held::Mutex(g) => g.lock_path(),
             Held::Read(g) => g.lock_path(),
             Held::Write(g) => g.lock_path(),
-            Held::Lease(l) => l.path().to_string(),
+            Held::Lease(l) => l.lock_path(),
         }
     }
 

@@ -70,6 +70,9 @@ pub enum Decision {
     Acquired,
     /// Wait for this node (a child name) to go away or change.
     Watch(String),
+    /// Wait for the set of children to change (a semaphore's lease waits
+    /// for any lease to go).
+    WatchChildren,
 }
 
 /// Our own node is not among the children: the session that created it was
@@ -116,6 +119,14 @@ pub enum Driver {
     /// release wakes only the readers it was blocking (Curator watches the first
     /// writer, which wakes every reader behind it).
     Read,
+    /// A semaphore's lease (Curator's `InterProcessSemaphoreV2`): granted when
+    /// at most `max_leases` lease nodes exist ([`lease_granted`]: counted,
+    /// not ordered, as the internal mutex's holder is the only one
+    /// creating); otherwise wait for the leases to change.
+    Lease {
+        /// How many leases may be out at once.
+        max_leases: usize,
+    },
 }
 
 impl Driver {
@@ -180,6 +191,7 @@ impl Driver {
         match self {
             Driver::Standard { lock_name, .. } => zk_framework::paths::fix_for_sorting(name, lock_name),
             Driver::Write | Driver::Read => rw_sort_key(name),
+            Driver::Lease { .. } => zk_framework::paths::fix_for_sorting(name, LEASE_NAME),
         }
     }
 
@@ -239,6 +251,11 @@ impl Driver {
                 }
                 Err(NodeMissing)
             }
+            Driver::Lease { max_leases } => Ok(if lease_granted(sorted, ours, *max_leases)? {
+                Decision::Acquired
+            } else {
+                Decision::WatchChildren
+            }),
         }
     }
 }
@@ -342,6 +359,31 @@ mod tests {
         for (driver, d, want) in table {
             assert_eq!(driver.granted_on_deletion(*d), *want, "{driver:?} {d:?}");
         }
+    }
+
+    #[test]
+    fn lease_predicate_table() {
+        let kids = names(&[
+            "_c_a-lease-0000000000",
+            "_c_b-lease-0000000001",
+            "_c_c-lease-0000000002",
+        ]);
+        let table: &[(usize, &str, Result<Decision, NodeMissing>)] = &[
+            (3, "_c_c-lease-0000000002", Ok(Decision::Acquired)),
+            (5, "_c_a-lease-0000000000", Ok(Decision::Acquired)),
+            (2, "_c_c-lease-0000000002", Ok(Decision::WatchChildren)),
+            // Counted, not ordered: the first node waits too when there are
+            // more leases than allowed.
+            (2, "_c_a-lease-0000000000", Ok(Decision::WatchChildren)),
+            (3, "_c_z-lease-0000000009", Err(NodeMissing)),
+        ];
+        for (max_leases, ours, want) in table {
+            let d = Driver::Lease {
+                max_leases: *max_leases,
+            };
+            assert_eq!(&d.decide(&kids, ours), want, "{max_leases} {ours}");
+        }
+        assert!(!Driver::Lease { max_leases: 1 }.grants_without_listing());
     }
 
     #[test]

@@ -97,14 +97,37 @@ impl Granted {
     }
 }
 
+/// What one try at a lock ended with.
+pub(crate) enum Attempt {
+    /// Our node holds.
+    Won(Node),
+    /// The deadline passed first (our node is deleted).
+    TimedOut,
+    /// Our node vanished (deleted, or gone with its session), or the create
+    /// ran into an expiry: try again on the current session.
+    Missing,
+}
+
 /// Our freshly created node, with the listing that came back with it.
-struct Node {
+pub(crate) struct Node {
     path: String,
     generation: u64,
     stat: Stat,
     siblings: Option<Vec<String>>,
     /// The exists-watch on this node, once it had to wait (mutexes only).
     waited: Option<Arc<WaiterWatch>>,
+}
+
+impl Node {
+    /// What a holding is made of.
+    pub(crate) fn granted(self) -> GrantedNode {
+        GrantedNode {
+            path: self.path,
+            token: self.stat.czxid,
+            generation: self.generation,
+            waited: self.waited,
+        }
+    }
 }
 
 enum LoopError {
@@ -235,39 +258,57 @@ impl LockInternals {
         let zk = self.client.with_deadline(deadline);
         let mut requeue = Requeue::new(&self.client, deadline);
         loop {
-            let mut node = match self.create_node(&zk, data.clone(), sorting_sequence) {
-                Ok(n) => n,
-                // The create ran into an expiry: queue on the new session.
-                Err(Error::ZooKeeper(zk_framework::Error::SessionExpired)) if sorting_sequence.is_none() => {
+            match self.attempt_once(&zk, data.clone(), sorting_sequence)? {
+                Attempt::Won(node) => return Ok(Some(node)),
+                Attempt::TimedOut => return timed_out(&self.client),
+                // A create that ran into an expiry, or a node that vanished
+                // while we waited: queue again on the current session.
+                Attempt::Missing => {
                     if !requeue.pause(&self.base_path)? {
                         return timed_out(&self.client);
                     }
-                    continue;
                 }
-                Err(e) => return Err(e),
-            };
-            if sorting_sequence.is_some() {
-                // A downgrade: the caller already holds the write lock, so the read
-                // node is granted at once (Curator's read predicate does the same).
-                return Ok(Some(node));
             }
-            match self.wait_loop(&zk, &mut node) {
-                Ok(true) => return Ok(Some(node)),
-                Ok(false) => {
-                    self.delete_node(&node.path, deadline);
-                    return timed_out(&self.client);
-                }
-                Err(LoopError::NodeMissing) => {
-                    self.delete_node(&node.path, deadline);
-                    log::debug!("lock node {} vanished while waiting; queueing again", node.path);
-                    if !requeue.pause(&self.base_path)? {
-                        return timed_out(&self.client);
-                    }
-                }
-                Err(LoopError::Other(e)) => {
-                    self.delete_node(&node.path, deadline);
-                    return Err(e);
-                }
+        }
+    }
+
+    /// One try: create our node and wait with it until it holds, the
+    /// deadline of `zk` passes, or it vanishes; every exit but a win deletes
+    /// it. The semaphore's lease uses it as it is (a vanished lease is taken
+    /// again through the internal mutex).
+    pub(crate) fn attempt_once(
+        &self,
+        zk: &CuratorFramework,
+        data: Option<Vec<u8>>,
+        sorting_sequence: Option<&str>,
+    ) -> Result<Attempt> {
+        let deadline = zk.deadline();
+        let mut node = match self.create_node(zk, data, sorting_sequence) {
+            Ok(n) => n,
+            Err(Error::ZooKeeper(zk_framework::Error::SessionExpired)) if sorting_sequence.is_none() => {
+                return Ok(Attempt::Missing)
+            }
+            Err(e) => return Err(e),
+        };
+        if sorting_sequence.is_some() {
+            // A downgrade: the caller already holds the write lock, so the read
+            // node is granted at once (Curator's read predicate does the same).
+            return Ok(Attempt::Won(node));
+        }
+        match self.wait_loop(zk, &mut node) {
+            Ok(true) => Ok(Attempt::Won(node)),
+            Ok(false) => {
+                self.delete_node(&node.path, deadline);
+                Ok(Attempt::TimedOut)
+            }
+            Err(LoopError::NodeMissing) => {
+                self.delete_node(&node.path, deadline);
+                log::debug!("lock node {} vanished while waiting; queueing again", node.path);
+                Ok(Attempt::Missing)
+            }
+            Err(LoopError::Other(e)) => {
+                self.delete_node(&node.path, deadline);
+                Err(e)
             }
         }
     }
@@ -276,12 +317,15 @@ impl LockInternals {
     /// other nodes): `Ok(true)` when it holds (the node stays untracked: the
     /// caller makes it part of a holding), `Ok(false)` on timeout or when the
     /// node vanished (`vanished` is then set). The caller deletes the node on
-    /// every path but success.
+    /// every path but success. `listing` is a listing of the base path taken
+    /// with the create, if any.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn wait_with_node(
         &self,
         path: String,
         generation: u64,
         stat: Stat,
+        listing: Option<Vec<String>>,
         deadline: Option<Instant>,
         vanished: &mut bool,
     ) -> Result<bool> {
@@ -289,7 +333,7 @@ impl LockInternals {
             path,
             generation,
             stat,
-            siblings: None,
+            siblings: listing,
             waited: None,
         };
         match self.wait_loop(&self.client.with_deadline(deadline), &mut node) {
@@ -386,6 +430,7 @@ impl LockInternals {
                     return Ok(true);
                 }
                 Ok(Decision::Watch(p)) => p,
+                Ok(Decision::WatchChildren) => return self.wait_for_children(zk, node, &ours, &states),
             };
             let pred_is_head = children.first() == Some(&pred);
             // A try whose time is up leaves no watch behind.
@@ -441,20 +486,50 @@ impl LockInternals {
         }
     }
 
+    /// Waits for the children to change until the driver grants `ours` (a
+    /// semaphore's lease: any lease that goes may make room). Each turn sets
+    /// a children watch with its listing, so no change is missed between a
+    /// listing and the watch.
+    fn wait_for_children(
+        &self,
+        zk: &CuratorFramework,
+        node: &Node,
+        ours: &str,
+        states: &crossbeam_channel::Receiver<()>,
+    ) -> Result<bool, LoopError> {
+        loop {
+            if self.client.session_generation() != node.generation {
+                return Err(LoopError::NodeMissing);
+            }
+            if zk.deadline().is_some_and(|d| d <= Instant::now()) {
+                return Ok(false);
+            }
+            let (tx, rx) = crossbeam_channel::bounded::<()>(1);
+            let mut kids = match zk.get_children_w(&self.base_path, move |_| {
+                let _ = tx.try_send(());
+            }) {
+                Ok(k) => k,
+                // The parent was reaped: our node went with an ended session.
+                Err(zk_framework::Error::NoNode { .. }) => return Err(LoopError::NodeMissing),
+                Err(e) => return Err(e.into()),
+            };
+            self.driver.sort(&mut kids);
+            match self.driver.decide(&kids, ours) {
+                Err(NodeMissing) => return Err(LoopError::NodeMissing),
+                Ok(Decision::Acquired) => return Ok(true),
+                Ok(_) => {}
+            }
+            match wait(&self.client, &rx, states, zk.deadline()) {
+                Woken::Watch(_) | Woken::StateChanged => {}
+                Woken::Closed => return Err(LoopError::Other(Error::ZooKeeper(zk_framework::Error::Closed))),
+                Woken::Deadline => return Ok(false),
+            }
+        }
+    }
+
     /// Turns a won node into a holding.
     fn hold(&self, node: Node) -> Holding {
-        Holding::granted(
-            &self.client,
-            &self.base_path,
-            GrantedNode {
-                path: node.path,
-                token: node.stat.czxid,
-                generation: node.generation,
-                waited: node.waited,
-            },
-            None,
-            self.stats(),
-        )
+        Holding::granted(&self.client, &self.base_path, node.granted(), None, self.stats())
     }
 
     /// Deletes a node we created: guaranteed (retried until `deadline`, plus

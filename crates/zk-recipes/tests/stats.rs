@@ -75,7 +75,7 @@ fn losses_by_cause_and_the_switch() {
         "the switch is per client"
     );
     let m2 = InterProcessMutex::new(&other, "/stats/switch").unwrap();
-    assert!(m2.try_acquire_for(Duration::from_millis(10)).unwrap().is_none());
+    assert!(m2.try_acquire_for(Duration::from_millis(200)).unwrap().is_none());
     drop(held_on);
     drop(m2.acquire().unwrap());
     stats::set_enabled(&c, true);

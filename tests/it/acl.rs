@@ -382,7 +382,7 @@ fn sessions_with_the_credentials_lock_normally_on_a_creator_only_path() {
     let ma = InterProcessMutex::new(&a, "/locks/shared").unwrap();
     let mb = InterProcessMutex::new(&b, "/locks/shared").unwrap();
     let ga = ma.acquire().unwrap();
-    assert!(mb.try_acquire_for(Duration::ZERO).unwrap().is_none());
+    assert!(mb.try_acquire_for(Duration::from_millis(200)).unwrap().is_none());
     std::thread::scope(|sc| {
         let waiter = sc.spawn(|| mb.try_acquire_for(t.wait()).map(|g| g.map(|g| g.release())));
         assert!(
@@ -414,12 +414,12 @@ fn sessions_with_the_credentials_lock_normally_on_a_creator_only_path() {
     let sb = InterProcessSemaphoreV2::new(&b, "/locks/shared-sem", 2).unwrap();
     let l1 = sa.acquire().unwrap();
     let l2 = sb.try_acquire_for(t.wait()).unwrap().expect("a second lease");
-    assert!(sb.try_acquire_for(Duration::ZERO).unwrap().is_none());
+    assert!(sb.try_acquire_for(Duration::from_millis(200)).unwrap().is_none());
     drop((l1, l2));
     let sma = InterProcessSemaphoreMutex::new(&a, "/locks/shared-sm").unwrap();
     let smb = InterProcessSemaphoreMutex::new(&b, "/locks/shared-sm").unwrap();
     let g = sma.acquire().unwrap();
-    assert!(smb.try_acquire_for(Duration::ZERO).unwrap().is_none());
+    assert!(smb.try_acquire_for(Duration::from_millis(200)).unwrap().is_none());
     drop(g);
     assert!(smb.try_acquire_for(t.wait()).unwrap().is_some());
 }

@@ -856,16 +856,15 @@ fn build_cases(server: &TestingServer) -> Vec<(String, CaseFn)> {
                     too_large,
                 )?,
                 want_err(
-                    InterProcessReadWriteLock::with_data(&c, "/bi/bigdata/rw", &vec![1; BIG])
+                    InterProcessReadWriteLock::with_data(&c, "/bi/bigdata/rw", vec![1; BIG])
                         .unwrap()
                         .write_lock()
                         .try_acquire_for(d),
                     too_large,
                 )?,
                 want_err(
-                    InterProcessSemaphoreV2::new(&c, "/bi/bigdata/s", 2)
+                    InterProcessSemaphoreV2::with_data(&c, "/bi/bigdata/s", 2, vec![1; BIG])
                         .unwrap()
-                        .with_node_data(vec![1; BIG])
                         .try_acquire_for(d),
                     too_large,
                 )?,

@@ -40,6 +40,9 @@ struct FaultyLock {
     fail_acquire: Option<(Arc<InterProcessMutex>, Arc<AtomicBool>)>,
 }
 
+// `InterProcessLock` is sealed; a test opts in through the unstable module.
+impl zk_recipes::unstable::Sealed for FaultyLock {}
+
 impl InterProcessLock for FaultyLock {
     fn acquire_holding(&self, deadline: Option<Instant>) -> Result<Option<Holding>> {
         if let Some((watch, saw)) = &self.fail_acquire {
@@ -466,9 +469,13 @@ fn mixed_lock_kinds_in_canonical_order() {
     let rw2 = InterProcessReadWriteLock::new(&other, "/mix/rw").unwrap();
     std::thread::scope(|s| {
         s.spawn(|| {
-            assert!(rw2.read_lock().try_acquire_for(Duration::ZERO).unwrap().is_none());
+            assert!(rw2
+                .read_lock()
+                .try_acquire_for(Duration::from_millis(200))
+                .unwrap()
+                .is_none());
             let m2 = InterProcessMutex::new(&other, "/mix/mutex").unwrap();
-            assert!(m2.try_acquire_for(Duration::ZERO).unwrap().is_none());
+            assert!(m2.try_acquire_for(Duration::from_millis(200)).unwrap().is_none());
         });
     });
     g.release().unwrap();

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crate::support::{connect, connect_one_time, lock_children, server};
 use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender};
 use zk_framework::framework::CuratorFramework;
-use zk_recipes::driver::{READ_LOCK_NAME, WRITE_LOCK_NAME};
+use zk_recipes::unstable::driver::{READ_LOCK_NAME, WRITE_LOCK_NAME};
 use zk_recipes::{Error, InterProcessReadWriteLock, LockEvent};
 use zk_testing::{wait_until, Backend, TestingServer, Timing};
 
@@ -241,13 +241,13 @@ fn test_downgrading() {
     let client = connect_one_time(&server.connect_string());
     let rw = InterProcessReadWriteLock::new(&client, "/lock").unwrap();
     let w = rw.write_lock().acquire().unwrap();
-    let write_path = rw.write_lock().lock_path().unwrap();
+    let write_path = rw.write_lock().held_lock_path().unwrap();
     let r = rw
         .read_lock()
         .try_acquire_for(t.scale(Duration::from_secs(5)))
         .unwrap()
         .expect("downgrade");
-    let read_path = rw.read_lock().lock_path().unwrap();
+    let read_path = rw.read_lock().held_lock_path().unwrap();
     // Curator 5.5+: the read node carries the write node's sequence and is a plain
     // ephemeral.
     let seq = |p: &str| p[p.len() - 10..].to_string();
@@ -393,7 +393,7 @@ fn test_set_node_data() {
     let server = server();
     let client = connect_one_time(&server.connect_string());
     let mut data = vec![1u8, 2, 3, 4];
-    let rw = InterProcessReadWriteLock::with_data(&client, "/lock", &data).unwrap();
+    let rw = InterProcessReadWriteLock::with_data(&client, "/lock", data.clone()).unwrap();
     data[0] = 5;
     let w = rw.write_lock().acquire().unwrap();
     let kids = lock_children(&client, "/lock");
@@ -403,7 +403,7 @@ fn test_set_node_data() {
     drop(w);
     // The read half carries the same data.
     let r = rw.read_lock().acquire().unwrap();
-    let (got, _) = client.get_data(&rw.read_lock().lock_path().unwrap()).unwrap();
+    let (got, _) = client.get_data(&rw.read_lock().held_lock_path().unwrap()).unwrap();
     assert_eq!(got, vec![1, 2, 3, 4]);
     drop(r);
 }
@@ -421,7 +421,7 @@ fn test_lock_path() {
     let lock2 = InterProcessReadWriteLock::new(&client2, "/lock").unwrap();
     let w = lock1.write_lock().acquire().unwrap();
     let lost = w.loss_receiver();
-    let path = lock1.write_lock().lock_path().unwrap();
+    let path = lock1.write_lock().held_lock_path().unwrap();
     assert!(path.starts_with("/lock/_c_") && path.contains(WRITE_LOCK_NAME));
 
     let zk = client1.zookeeper_client();
@@ -556,7 +556,7 @@ fn herd_free_readers_wake_only_the_unblocked() {
     // What Curator's rule would send: every blocked reader watches the first
     // writer in the queue.
     let mut queue: Vec<String> = lock_children(&observer, "/herd");
-    zk_recipes::driver::Driver::Read.sort(&mut queue);
+    zk_recipes::unstable::driver::Driver::Read.sort(&mut queue);
     let first_writer = queue.iter().position(|n| n.contains(WRITE_LOCK_NAME)).unwrap();
     let curator_rule = queue[first_writer + 1..]
         .iter()
@@ -961,7 +961,11 @@ fn queued_writer_blocks_later_readers() {
     assert!(wait_until(t.wait(), || count_kind(&observer, "/fifo", READ_LOCK_NAME) == 2));
     // Reader 2 does not join reader 1 while the writer is queued between them.
     let rw = InterProcessReadWriteLock::new(&observer, "/fifo").unwrap();
-    assert!(rw.read_lock().try_acquire_for(Duration::ZERO).unwrap().is_none());
+    assert!(rw
+        .read_lock()
+        .try_acquire_for(Duration::from_millis(200))
+        .unwrap()
+        .is_none());
     assert!(ev_rx.try_recv().is_err());
     drop(r1_stop_tx);
     let mut got = recv_n(&ev_rx, 2, t.wait(), "reader 1 releases, the writer acquires");

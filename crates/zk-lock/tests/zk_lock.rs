@@ -1465,7 +1465,7 @@ fn status_lists_holders_and_waiters_in_order() {
     let token = c.check_exists(&node).unwrap().unwrap().czxid;
     let first = format!("{path}/{}", {
         let mut v = lock_nodes(&c, path);
-        zk_recipes::driver::Driver::MUTEX.sort(&mut v);
+        zk_recipes::unstable::driver::Driver::MUTEX.sort(&mut v);
         v[0].clone()
     });
     let first_token = c.check_exists(&first).unwrap().unwrap().czxid;
@@ -1806,9 +1806,13 @@ fn locks_over_tls_with_flags_and_environment() {
     let g = lock.acquire().unwrap();
     let tls_args = ["--tls-ca", ca, "--tls-cert", cert, "--tls-key", key];
     let mut args = tls_args.to_vec();
-    args.extend(["-n", "/tls/held", "--", "true"]);
-    let (code, stderr, _) = run(Some(&cs), &args);
+    // A 1 s try, not -n: a zero timeout's one round trip (20 ms of grace)
+    // over TLS on a loaded machine is honestly "no answer" (69), not "held".
+    let mut held_args = tls_args.to_vec();
+    held_args.extend(["--timeout", "1s", "/tls/held", "--", "true"]);
+    let (code, stderr, _) = run(Some(&cs), &held_args);
     assert_eq!(code, 1, "held elsewhere: {stderr}");
+    args.extend(["-n", "/tls/held", "--", "true"]);
     g.release().unwrap();
     run_zero_timeout_until_acquired(&cs, &args, || false);
 

@@ -906,7 +906,7 @@ fn worst(a: LockStatus, b: LockStatus) -> LockStatus {
 /// # Examples
 ///
 /// ```
-/// assert!(zk_recipes::OWN_WATCH_DELAY <= std::time::Duration::from_millis(10));
+/// assert!(zk_recipes::unstable::OWN_WATCH_DELAY <= std::time::Duration::from_millis(10));
 /// ```
 pub const OWN_WATCH_DELAY: Duration = Duration::from_millis(10);
 

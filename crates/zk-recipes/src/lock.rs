@@ -18,8 +18,9 @@ use crate::error::{Error, Result};
 use crate::holding::{Holding, LockEvent, LockStatus};
 
 /// What every lock is, for [`crate::MultiLock`] and the guards: acquire a
-/// holding until a deadline, release it.
-pub trait InterProcessLock: Send + Sync {
+/// holding until a deadline, release it. Sealed: the locks of this crate
+/// implement it (a `Holding` can only be made by them).
+pub trait InterProcessLock: crate::unstable::Sealed + Send + Sync {
     /// Acquires until `deadline` (`None`: no limit): `Ok(None)` when it passes
     /// first. Callers normally use the lock's `acquire`/`try_acquire_*`
     /// methods, which put the whole call under the deadline.
@@ -127,7 +128,7 @@ pub trait RawLock: InterProcessLock {
 }
 
 /// The marker of `!Send` guards.
-pub type NotSend = PhantomData<*const ()>;
+pub(crate) type NotSend = PhantomData<*const ()>;
 
 /// The one slow path of every timed acquire: the whole acquire runs under
 /// `deadline` (each recipe sends its requests through a handle bounded by it,

@@ -84,7 +84,9 @@ impl InterProcessMutex {
         InterProcessMutex::with_driver(client, path, MUTEX_LOCK_NAME, Driver::MUTEX, None)
     }
 
-    /// A mutex whose lock nodes carry `data` instead of the client's default.
+    /// A mutex whose lock nodes carry `data` instead of the holder identity
+    /// (`Vec<u8>`, `&[u8]`, `&str`, ...: every lock's `with_data` takes the
+    /// same).
     ///
     /// # Errors
     ///
@@ -97,8 +99,8 @@ impl InterProcessMutex {
     /// let m = zk_recipes::InterProcessMutex::with_data(&client, "/locks/a", b"worker-7".to_vec())?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn with_data(client: &CuratorFramework, path: &str, data: Vec<u8>) -> Result<Self> {
-        InterProcessMutex::with_driver(client, path, MUTEX_LOCK_NAME, Driver::MUTEX, Some(data))
+    pub fn with_data(client: &CuratorFramework, path: &str, data: impl Into<Vec<u8>>) -> Result<Self> {
+        InterProcessMutex::with_driver(client, path, MUTEX_LOCK_NAME, Driver::MUTEX, Some(data.into()))
     }
 
     pub(crate) fn with_driver(
@@ -416,10 +418,10 @@ impl InterProcessMutex {
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
     /// let g = m.acquire()?;
-    /// assert!(m.lock_path().unwrap().starts_with("/locks/a/_c_"));
+    /// assert!(m.held_lock_path().unwrap().starts_with("/locks/a/_c_"));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn lock_path(&self) -> Option<String> {
+    pub fn held_lock_path(&self) -> Option<String> {
         self.with_holding(Holding::node)
     }
 
@@ -432,10 +434,10 @@ impl InterProcessMutex {
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
     /// let g = m.acquire()?;
-    /// assert_eq!(m.fencing_token(), Some(g.fencing_token()));
+    /// assert_eq!(m.held_fencing_token(), Some(g.fencing_token()));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn fencing_token(&self) -> Option<i64> {
+    pub fn held_fencing_token(&self) -> Option<i64> {
         self.with_holding(Holding::fencing_token)
     }
 
@@ -446,10 +448,10 @@ impl InterProcessMutex {
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
-    /// assert_eq!(m.status(), None);
+    /// assert_eq!(m.held_status(), None);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn status(&self) -> Option<LockStatus> {
+    pub fn held_status(&self) -> Option<LockStatus> {
         self.with_holding(Holding::status)
     }
 
@@ -465,7 +467,7 @@ impl InterProcessMutex {
     /// let events = g.loss_receiver();
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn loss_receiver(&self) -> Option<Receiver<LockEvent>> {
+    pub fn held_loss_receiver(&self) -> Option<Receiver<LockEvent>> {
         self.with_holding(Holding::loss_receiver)
     }
 

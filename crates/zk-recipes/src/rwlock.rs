@@ -139,11 +139,11 @@ impl InterProcessReadWriteLock {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let rw = zk_recipes::InterProcessReadWriteLock::with_data(&client, "/locks/a", &[1, 2, 3])?;
+    /// let rw = zk_recipes::InterProcessReadWriteLock::with_data(&client, "/locks/a", vec![1, 2, 3])?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn with_data(client: &CuratorFramework, path: &str, data: &[u8]) -> Result<Self> {
-        Self::build(client, path, Some(data.to_vec()))
+    pub fn with_data(client: &CuratorFramework, path: &str, data: impl Into<Vec<u8>>) -> Result<Self> {
+        Self::build(client, path, Some(data.into()))
     }
 
     fn build(client: &CuratorFramework, path: &str, data: Option<Vec<u8>>) -> Result<Self> {
@@ -369,11 +369,11 @@ macro_rules! half_common {
             /// ```no_run
             /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
             /// # let rw = zk_recipes::InterProcessReadWriteLock::new(&client, "/locks/a")?;
-            #[doc = concat!("assert!(rw.", $acq, "().lock_path().is_none());")]
+            #[doc = concat!("assert!(rw.", $acq, "().held_lock_path().is_none());")]
             /// # Ok::<(), Box<dyn std::error::Error>>(())
             /// ```
-            pub fn lock_path(&self) -> Option<String> {
-                self.shared.$field.lock_path()
+            pub fn held_lock_path(&self) -> Option<String> {
+                self.shared.$field.held_lock_path()
             }
 
             /// The calling thread's fencing token (its node's czxid).
@@ -384,11 +384,11 @@ macro_rules! half_common {
             /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
             /// # let rw = zk_recipes::InterProcessReadWriteLock::new(&client, "/locks/a")?;
             #[doc = concat!("let g = rw.", $acq, "().acquire()?;")]
-            #[doc = concat!("assert!(rw.", $acq, "().fencing_token().is_some());")]
+            #[doc = concat!("assert!(rw.", $acq, "().held_fencing_token().is_some());")]
             /// # Ok::<(), Box<dyn std::error::Error>>(())
             /// ```
-            pub fn fencing_token(&self) -> Option<i64> {
-                self.shared.$field.fencing_token()
+            pub fn held_fencing_token(&self) -> Option<i64> {
+                self.shared.$field.held_fencing_token()
             }
 
             /// Loss events for the calling thread's hold.
@@ -399,11 +399,11 @@ macro_rules! half_common {
             /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
             /// # let rw = zk_recipes::InterProcessReadWriteLock::new(&client, "/locks/a")?;
             #[doc = concat!("let g = rw.", $acq, "().acquire()?;")]
-            #[doc = concat!("let events = rw.", $acq, "().loss_receiver();")]
+            #[doc = concat!("let events = rw.", $acq, "().held_loss_receiver();")]
             /// # Ok::<(), Box<dyn std::error::Error>>(())
             /// ```
-            pub fn loss_receiver(&self) -> Option<crossbeam_channel::Receiver<crate::LockEvent>> {
-                self.shared.$field.loss_receiver()
+            pub fn held_loss_receiver(&self) -> Option<crossbeam_channel::Receiver<crate::LockEvent>> {
+                self.shared.$field.held_loss_receiver()
             }
 
             /// The lock's base path.

@@ -138,19 +138,22 @@ impl InterProcessSemaphoreV2 {
         })
     }
 
-    /// Lease nodes carry `data` instead of the holder identity.
+    /// A semaphore whose lease nodes carry `data` instead of the holder
+    /// identity (as every lock's `with_data`).
+    ///
+    /// # Errors
+    ///
+    /// As [`InterProcessSemaphoreV2::new`].
     ///
     /// # Examples
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let s = zk_recipes::InterProcessSemaphoreV2::new(&client, "/sem", 1)?.with_node_data(b"me".to_vec());
+    /// let s = zk_recipes::InterProcessSemaphoreV2::with_data(&client, "/sem", 1, "me")?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn with_node_data(self, data: Vec<u8>) -> Self {
-        let i = &self.inner;
-        // Only fails for an invalid path, which `new` refused already.
-        Self::build(&i.client, &i.base_path, i.max_leases, Some(data)).unwrap_or(self)
+    pub fn with_data(client: &CuratorFramework, path: &str, max_leases: u32, data: impl Into<Vec<u8>>) -> Result<Self> {
+        Self::build(client, path, max_leases, Some(data.into()))
     }
 
     /// The number of leases.

@@ -236,10 +236,10 @@ impl InterProcessSemaphoreMutex {
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
     /// let g = m.acquire()?;
-    /// assert!(m.fencing_token().is_some());
+    /// assert!(m.held_fencing_token().is_some());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn fencing_token(&self) -> Option<i64> {
+    pub fn held_fencing_token(&self) -> Option<i64> {
         self.held.lock().as_ref().map(Holding::fencing_token)
     }
 
@@ -251,10 +251,10 @@ impl InterProcessSemaphoreMutex {
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
     /// let g = m.acquire()?;
-    /// let rx = m.loss_receiver();
+    /// let rx = m.held_loss_receiver();
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn loss_receiver(&self) -> Option<Receiver<LockEvent>> {
+    pub fn held_loss_receiver(&self) -> Option<Receiver<LockEvent>> {
         self.held.lock().as_ref().map(Holding::loss_receiver)
     }
 }

@@ -117,8 +117,12 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
 
+/// The TLS failure inside [`Error::Tls`], defined with the error type and
+/// kept here too, where the client's TLS settings are.
+#[doc(inline)]
+pub use crate::error::{TlsError, TlsErrorKind};
 pub use connect_string::DEFAULT_PORT;
-pub use tls::{TlsConfig, TlsConfigBuilder, TlsError, TlsErrorKind};
+pub use tls::{TlsConfig, TlsConfigBuilder};
 pub use types::{ClientConfig, ClientState, Op, OpResult, RegisteredWatches, SessionEvent, WatchedEvent, Watcher};
 
 use inner::{state_error, Inner, Reply, Settings, Submitted, Worker};

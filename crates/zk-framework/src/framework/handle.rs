@@ -448,7 +448,7 @@ impl CuratorFramework {
                 let _ = t.join();
             }
         }
-        self.inner.stop_dispatch();
+        self.inner.dispatch.stop();
     }
 
     /// This client, through a handle whose every operation ends by

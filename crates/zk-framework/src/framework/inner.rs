@@ -12,8 +12,8 @@ use crossbeam_channel::Sender;
 use parking_lot::{Condvar, Mutex};
 
 use super::acl::AclProvider;
-use super::background::Background;
-use super::dispatch::{snapshot, Dispatch, Listeners, Owner, StateListener};
+use super::background::{self, Background};
+use super::dispatch::{self, snapshot, Dispatch, Listeners, StateListener};
 use crate::client::{Client, ClientConfig};
 use crate::retry::RetryPolicy;
 use crate::state::{ConnectionState, StateMachine};
@@ -111,7 +111,7 @@ impl Inner {
     }
 }
 
-impl Owner for Inner {
+impl dispatch::Owner for Inner {
     fn is_closed(&self) -> bool {
         self.closed.load(Ordering::SeqCst)
     }
@@ -123,5 +123,11 @@ impl Owner for Inner {
     fn remove_listener(&self, id: u64) {
         self.listeners.lock().retain(|(i, _)| *i != id);
         self.health_listeners.lock().retain(|(i, _)| *i != id);
+    }
+}
+
+impl background::Owner for Inner {
+    fn client(&self) -> Arc<Client> {
+        self.current().0
     }
 }

@@ -1,9 +1,9 @@
-//! The one error type of `zk-framework`.
+//! The one error type of `zk-framework`, and the TLS failure ([`TlsError`]) that
+//! it carries.
 
 use std::fmt;
 use std::time::Duration;
 
-use crate::client::TlsError;
 use crate::proto::path::InvalidPath;
 use crate::proto::ErrorCode;
 
@@ -307,6 +307,123 @@ impl From<InvalidPath> for Error {
         Error::InvalidPath(p)
     }
 }
+
+/// What kind of TLS failure a [`TlsError`] is.
+///
+/// # Examples
+///
+/// ```
+/// use zk_framework::{Error, TlsConfig, TlsErrorKind};
+/// let Error::Tls(e) = TlsConfig::builder().build().unwrap_err() else { unreachable!() };
+/// assert_eq!(e.kind(), TlsErrorKind::InvalidConfig);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TlsErrorKind {
+    /// The configuration cannot be used: a missing or unreadable file, PEM with no
+    /// usable block, a private key that does not match its certificate, no CA.
+    InvalidConfig,
+    /// The server's certificate is not signed by any of the configured CAs.
+    UnknownIssuer,
+    /// The server's certificate is not valid for the host name (or IP) connected to.
+    NameMismatch,
+    /// The server's certificate has expired (or is not valid yet).
+    Expired,
+    /// The server's certificate was rejected for another reason (bad encoding,
+    /// wrong usage, revoked...).
+    BadCertificate,
+    /// The server requires a client certificate and none was given.
+    ClientCertificateRequired,
+    /// The server rejected the client certificate.
+    ClientCertificateRejected,
+    /// The peer does not speak TLS on this port, or speaks TLS where the client
+    /// expected plain TCP.
+    ProtocolMismatch,
+    /// Any other handshake failure (an alert, a timeout inside the handshake).
+    Handshake,
+}
+
+impl TlsErrorKind {
+    /// Whether the same configuration fails the same way on every retry (a
+    /// certificate or protocol refusal), as opposed to a handshake that may
+    /// pass next time ([`TlsErrorKind::Handshake`]). A client whose every
+    /// server refused with a certain kind reports it at once instead of at its
+    /// connection timeout.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_framework::TlsErrorKind;
+    /// assert!(TlsErrorKind::UnknownIssuer.is_certain());
+    /// assert!(!TlsErrorKind::Handshake.is_certain());
+    /// ```
+    pub fn is_certain(self) -> bool {
+        !matches!(self, TlsErrorKind::Handshake)
+    }
+}
+
+/// A TLS failure: what kind, and a message for people. Returned at
+/// configuration time ([`TlsErrorKind::InvalidConfig`]) and, inside
+/// [`Error::Tls`], by [`Client::wait_connected`](crate::Client::wait_connected)
+/// when the last connection attempt failed in TLS.
+///
+/// # Examples
+///
+/// ```
+/// use zk_framework::{Error, TlsConfig, TlsErrorKind};
+/// let e = TlsConfig::builder().ca_pem(b"not a certificate").build().unwrap_err();
+/// let Error::Tls(tls) = &e else { panic!("{e:?}") };
+/// assert_eq!(tls.kind(), TlsErrorKind::InvalidConfig);
+/// assert!(e.to_string().starts_with("TLS: "));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsError {
+    kind: TlsErrorKind,
+    message: String,
+}
+
+impl TlsError {
+    pub(crate) fn new(kind: TlsErrorKind, message: impl Into<String>) -> TlsError {
+        TlsError {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// The kind of failure.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_framework::{Error, TlsConfig, TlsErrorKind};
+    /// let Error::Tls(e) = TlsConfig::builder().build().unwrap_err() else { unreachable!() };
+    /// assert_eq!(e.kind(), TlsErrorKind::InvalidConfig);
+    /// ```
+    pub fn kind(&self) -> TlsErrorKind {
+        self.kind
+    }
+
+    /// The message (also what `Display` prints).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_framework::{Error, TlsConfig};
+    /// let Error::Tls(e) = TlsConfig::builder().build().unwrap_err() else { unreachable!() };
+    /// assert!(e.message().contains("CA"));
+    /// ```
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for TlsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for TlsError {}
 
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
+use super::handle::Client;
+use super::types::Watcher;
 use super::watches::{WatchMode, WatchReg};
-use super::{Client, Watcher};
 use crate::error::{Error, Result};
 use crate::proto::{DeleteRequest, ErrorCode, OpCode, PathWatchRequest};
 

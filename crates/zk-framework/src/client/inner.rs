@@ -20,10 +20,10 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use super::connect_string::HostPort;
-use super::tls::{TlsConfig, TlsError, Transport};
+use super::tls::{TlsConfig, Transport};
 use super::types::{ClientState, SessionEvent, WatchedEvent, Watcher};
 use super::watches::{WatchReg, WatchRegistry};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, TlsError};
 use crate::proto::frame::{request_frame, EncodeDyn};
 use crate::proto::jute::{Decode, Reader};
 use crate::proto::{xid, ErrorCode, EventType, KeeperState, OpCode, ReplyHeader, WatcherEvent};

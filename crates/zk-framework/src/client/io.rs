@@ -14,8 +14,9 @@ use backoff::ExponentialBackoff;
 
 use super::connect_string::HostPort;
 use super::inner::{read_timeout_of, Inner, Pending, Stop};
-use super::tls::{self, tls_error_of, HandshakeError, TlsError, TlsErrorKind, Transport};
+use super::tls::{self, tls_error_of, HandshakeError, Transport};
 use super::types::{ClientState, SessionEvent};
+use crate::error::{TlsError, TlsErrorKind};
 use crate::proto::frame::{frame, request_frame, FrameBuffer};
 use crate::proto::jute::{Decode, Encode, Reader};
 use crate::proto::{xid, AuthPacket, ConnectRequest, ConnectResponse, OpCode};

@@ -1,6 +1,6 @@
 //! TLS for the client (rustls with the `ring` provider, no OpenSSL): the public
-//! configuration ([`TlsConfig`], [`TlsError`]) and the transport under the
-//! connection (plain TCP or TLS).
+//! configuration ([`TlsConfig`]; its failures are [`TlsError`], defined with the
+//! crate's error type) and the transport under the connection (plain TCP or TLS).
 //!
 //! The transport is one of two shapes. Plain TCP is a `TcpStream` written by the
 //! callers and read by the I/O thread, exactly as before TLS existed (no extra
@@ -28,125 +28,8 @@ use rustls::{
     AlertDescription, CertificateError, ClientConnection, DigitallySignedStruct, RootCertStore, SignatureScheme,
 };
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, TlsError, TlsErrorKind};
 use crate::proto::frame::FrameBuffer;
-
-/// What kind of TLS failure a [`TlsError`] is.
-///
-/// # Examples
-///
-/// ```
-/// use zk_framework::{Error, TlsConfig, TlsErrorKind};
-/// let Error::Tls(e) = TlsConfig::builder().build().unwrap_err() else { unreachable!() };
-/// assert_eq!(e.kind(), TlsErrorKind::InvalidConfig);
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum TlsErrorKind {
-    /// The configuration cannot be used: a missing or unreadable file, PEM with no
-    /// usable block, a private key that does not match its certificate, no CA.
-    InvalidConfig,
-    /// The server's certificate is not signed by any of the configured CAs.
-    UnknownIssuer,
-    /// The server's certificate is not valid for the host name (or IP) connected to.
-    NameMismatch,
-    /// The server's certificate has expired (or is not valid yet).
-    Expired,
-    /// The server's certificate was rejected for another reason (bad encoding,
-    /// wrong usage, revoked...).
-    BadCertificate,
-    /// The server requires a client certificate and none was given.
-    ClientCertificateRequired,
-    /// The server rejected the client certificate.
-    ClientCertificateRejected,
-    /// The peer does not speak TLS on this port, or speaks TLS where the client
-    /// expected plain TCP.
-    ProtocolMismatch,
-    /// Any other handshake failure (an alert, a timeout inside the handshake).
-    Handshake,
-}
-
-impl TlsErrorKind {
-    /// Whether the same configuration fails the same way on every retry (a
-    /// certificate or protocol refusal), as opposed to a handshake that may
-    /// pass next time ([`TlsErrorKind::Handshake`]). A client whose every
-    /// server refused with a certain kind reports it at once instead of at its
-    /// connection timeout.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use zk_framework::TlsErrorKind;
-    /// assert!(TlsErrorKind::UnknownIssuer.is_certain());
-    /// assert!(!TlsErrorKind::Handshake.is_certain());
-    /// ```
-    pub fn is_certain(self) -> bool {
-        !matches!(self, TlsErrorKind::Handshake)
-    }
-}
-
-/// A TLS failure: what kind, and a message for people. Returned at
-/// configuration time ([`TlsErrorKind::InvalidConfig`]) and, inside
-/// [`Error::Tls`], by [`Client::wait_connected`](super::Client::wait_connected)
-/// when the last connection attempt failed in TLS.
-///
-/// # Examples
-///
-/// ```
-/// use zk_framework::{Error, TlsConfig, TlsErrorKind};
-/// let e = TlsConfig::builder().ca_pem(b"not a certificate").build().unwrap_err();
-/// let Error::Tls(tls) = &e else { panic!("{e:?}") };
-/// assert_eq!(tls.kind(), TlsErrorKind::InvalidConfig);
-/// assert!(e.to_string().starts_with("TLS: "));
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TlsError {
-    kind: TlsErrorKind,
-    message: String,
-}
-
-impl TlsError {
-    pub(crate) fn new(kind: TlsErrorKind, message: impl Into<String>) -> TlsError {
-        TlsError {
-            kind,
-            message: message.into(),
-        }
-    }
-
-    /// The kind of failure.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use zk_framework::{Error, TlsConfig, TlsErrorKind};
-    /// let Error::Tls(e) = TlsConfig::builder().build().unwrap_err() else { unreachable!() };
-    /// assert_eq!(e.kind(), TlsErrorKind::InvalidConfig);
-    /// ```
-    pub fn kind(&self) -> TlsErrorKind {
-        self.kind
-    }
-
-    /// The message (also what `Display` prints).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use zk_framework::{Error, TlsConfig};
-    /// let Error::Tls(e) = TlsConfig::builder().build().unwrap_err() else { unreachable!() };
-    /// assert!(e.message().contains("CA"));
-    /// ```
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-}
-
-impl fmt::Display for TlsError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for TlsError {}
 
 fn config_error(message: impl Into<String>) -> Error {
     Error::Tls(TlsError::new(TlsErrorKind::InvalidConfig, message))
@@ -279,7 +162,7 @@ impl TlsConfig {
     /// `e` in the light of this configuration: a server that rejects a client
     /// which presented no certificate requires one.
     pub(crate) fn refine(&self, e: TlsError) -> TlsError {
-        if e.kind == TlsErrorKind::ClientCertificateRejected && !self.client_cert {
+        if e.kind() == TlsErrorKind::ClientCertificateRejected && !self.client_cert {
             return TlsError::new(
                 TlsErrorKind::ClientCertificateRequired,
                 "the server requires a client certificate (mutual TLS) and none was configured (it refused \

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use super::tls::TlsConfig;
 use crate::error::Error;
 use crate::proto::frame::DEFAULT_MAX_FRAME;
 use crate::proto::{Acl, CreateMode, EventType, KeeperState, Stat};
@@ -18,7 +19,7 @@ use crate::proto::{Acl, CreateMode, EventType, KeeperState, Stat};
 /// | `max_frame` | 1 048 575 | largest request frame the client sends (`jute.maxbuffer`); bigger requests fail with [`Error::DataTooLarge`]. Replies may be up to `max_frame + 64 KiB` |
 /// | `session` | `None` | `Some((id, password))` resumes an existing session instead of creating one |
 /// | `auth` | empty | `(scheme, credentials)` pairs sent after every (re)connect, e.g. `("digest", b"user:pw")` |
-/// | `tls` | `None` | [`TlsConfig`](super::TlsConfig): connect over TLS (the server's secure client port); the TLS handshake is part of the connection attempt and bounded by `connect_timeout` |
+/// | `tls` | `None` | [`TlsConfig`]: connect over TLS (the server's secure client port); the TLS handshake is part of the connection attempt and bounded by `connect_timeout` |
 ///
 /// Timing derived from the negotiated session timeout `T`: the read timeout is
 /// `2T/3` (no byte received for that long ⇒ the connection is dead), and a ping is
@@ -58,7 +59,7 @@ pub struct ClientConfig {
     /// Credentials sent after each (re)connect, as `(scheme, auth)` (default none).
     pub auth: Vec<(String, Vec<u8>)>,
     /// TLS settings; `None` (the default) for plain TCP.
-    pub tls: Option<super::TlsConfig>,
+    pub tls: Option<TlsConfig>,
 }
 
 impl Default for ClientConfig {
@@ -215,7 +216,7 @@ impl ClientConfig {
         self
     }
 
-    /// Connects over TLS with `tls` (see [`TlsConfig`](super::TlsConfig)).
+    /// Connects over TLS with `tls` (see [`TlsConfig`]).
     ///
     /// # Examples
     ///
@@ -226,7 +227,7 @@ impl ClientConfig {
     /// assert!(c.tls.is_some());
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
-    pub fn with_tls(mut self, tls: super::TlsConfig) -> Self {
+    pub fn with_tls(mut self, tls: TlsConfig) -> Self {
         self.tls = Some(tls);
         self
     }

@@ -13,8 +13,15 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use super::Inner;
+use crate::client::Client;
 use crate::Error;
+
+/// What the worker needs of the client it works for (the managed client's
+/// shared state): held weakly, so that the worker does not keep it alive.
+pub(super) trait Owner: Send + Sync {
+    /// The client's current handle.
+    fn client(&self) -> Arc<Client>;
+}
 
 #[derive(Debug, Clone)]
 enum Task {
@@ -52,20 +59,21 @@ struct Shared {
 
 pub(super) struct Background {
     shared: Arc<Shared>,
-    inner: Mutex<Weak<Inner>>,
+    /// The client it works for (set once built).
+    owner: Mutex<Option<Weak<dyn Owner>>>,
 }
 
 impl Background {
     pub(super) fn new() -> Self {
         Background {
             shared: Arc::new(Shared::default()),
-            inner: Mutex::new(Weak::new()),
+            owner: Mutex::new(None),
         }
     }
 
     /// Tells the queue which client it works for; no thread starts yet.
-    pub(super) fn attach(&self, inner: Weak<Inner>) {
-        *self.inner.lock() = inner;
+    pub(super) fn attach(&self, owner: Weak<impl Owner + 'static>) {
+        *self.owner.lock() = Some(owner);
     }
 
     fn push(&self, task: Task) {
@@ -84,10 +92,10 @@ impl Background {
             return;
         }
         let shared = self.shared.clone();
-        let inner = self.inner.lock().clone();
+        let owner = self.owner.lock().clone();
         let spawned = std::thread::Builder::new()
             .name("zk-framework-background".into())
-            .spawn(move || worker(shared, inner));
+            .spawn(move || worker(shared, owner));
         match spawned {
             Ok(_) => q.running = true,
             // The next task tries again.
@@ -119,7 +127,7 @@ fn backoff(attempts: u32) -> Duration {
     Duration::from_millis(100u64.saturating_mul(1 << attempts.min(6))).min(Duration::from_secs(5))
 }
 
-fn worker(shared: Arc<Shared>, inner: Weak<Inner>) {
+fn worker(shared: Arc<Shared>, owner: Option<Weak<dyn Owner>>) {
     let mut idle_since = Instant::now();
     loop {
         let item = {
@@ -128,7 +136,7 @@ fn worker(shared: Arc<Shared>, inner: Weak<Inner>) {
                 let now = Instant::now();
                 if shared.stopped.load(Ordering::SeqCst)
                     || (q.items.is_empty() && now >= idle_since + IDLE)
-                    || inner.strong_count() == 0
+                    || owner.as_ref().map_or(true, |o| o.strong_count() == 0)
                 {
                     q.running = false;
                     return;
@@ -140,11 +148,11 @@ fn worker(shared: Arc<Shared>, inner: Weak<Inner>) {
                 shared.cv.wait_until(&mut q, next.min(now + Duration::from_millis(200)));
             }
         };
-        let Some(inner) = inner.upgrade() else {
+        let Some(owner) = owner.as_ref().and_then(Weak::upgrade) else {
             shared.queue.lock().running = false;
             return;
         };
-        let (client, _) = inner.current();
+        let client = owner.client();
         let result = if !client.state().is_connected() {
             Err(Error::ConnectionLoss)
         } else {
@@ -170,7 +178,7 @@ fn worker(shared: Arc<Shared>, inner: Weak<Inner>) {
                 },
             }
         };
-        drop(inner);
+        drop(owner);
         match result {
             Ok(()) => {
                 shared.pending.fetch_sub(1, Ordering::SeqCst);

@@ -9,14 +9,13 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crossbeam_channel::Sender;
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
-use super::inner::Inner;
 use crate::state::ConnectionState;
 
 /// A listener for connection-state changes. It runs on the client's dispatch
@@ -25,6 +24,21 @@ pub type StateListener = dyn Fn(ConnectionState) + Send + Sync + 'static;
 
 /// How long the dispatch thread waits for another state before it ends.
 const IDLE: Duration = Duration::from_secs(1);
+
+/// The state listeners of a client, each with the id of its [`ListenerHandle`].
+pub(super) type Listeners = Mutex<Vec<(u64, Arc<StateListener>)>>;
+
+/// What the dispatch thread and a [`ListenerHandle`] need of the client they
+/// work for (the managed client's shared state): held weakly, so that neither
+/// keeps the client alive.
+pub(super) trait Owner: Send + Sync {
+    /// Whether the client has been closed.
+    fn is_closed(&self) -> bool;
+    /// The state listeners registered now.
+    fn listeners(&self) -> Vec<Arc<StateListener>>;
+    /// Unregisters the listener (of states or of health) with this id.
+    fn remove_listener(&self, id: u64);
+}
 
 #[derive(Default)]
 struct Queue {
@@ -41,30 +55,33 @@ struct Queue {
 pub(super) struct Dispatch {
     shared: Arc<(Mutex<Queue>, Condvar)>,
     /// The client it works for (set once built).
-    inner: Mutex<Weak<Inner>>,
+    owner: Mutex<Option<Weak<dyn Owner>>>,
 }
 
 impl Dispatch {
     /// Tells the queue which client it works for; no thread starts yet.
-    pub(super) fn attach(&self, inner: Weak<Inner>) {
-        *self.inner.lock() = inner;
+    pub(super) fn attach(&self, owner: Weak<impl Owner + 'static>) {
+        *self.owner.lock() = Some(owner);
     }
-}
 
-impl Inner {
-    /// Hands `states` to the subscribers at once and to the listeners through
-    /// the dispatch thread, starting it if none runs.
-    pub(super) fn dispatch(&self, states: &[ConnectionState]) {
+    /// Hands `states` to the `subscribers` at once and to the `listeners`
+    /// through the dispatch thread, starting it if none runs.
+    pub(super) fn post(
+        &self,
+        states: &[ConnectionState],
+        subscribers: &Mutex<Vec<Sender<ConnectionState>>>,
+        listeners: &Listeners,
+    ) {
         if states.is_empty() {
             return;
         }
-        let (lock, cv) = &*self.dispatch.shared;
+        let (lock, cv) = &*self.shared;
         let mut q = lock.lock();
         // Under the queue's lock, so that two posts reach everyone in one order.
-        self.subscribers
+        subscribers
             .lock()
             .retain(|tx| states.iter().all(|s| tx.send(*s).is_ok()));
-        if self.listeners.lock().is_empty() {
+        if listeners.lock().is_empty() {
             return;
         }
         q.states.extend(states.iter().copied());
@@ -72,11 +89,11 @@ impl Inner {
             cv.notify_all();
             return;
         }
-        let shared = self.dispatch.shared.clone();
-        let weak = self.dispatch.inner.lock().clone();
+        let shared = self.shared.clone();
+        let weak = self.owner.lock().clone();
         match std::thread::Builder::new()
             .name("zk-framework-states".into())
-            .spawn(move || dispatch_loop(&weak, &shared))
+            .spawn(move || dispatch_loop(weak.as_ref(), &shared))
         {
             Ok(t) => {
                 q.running = true;
@@ -88,7 +105,7 @@ impl Inner {
                 let pending: Vec<_> = q.states.drain(..).collect();
                 drop(q);
                 for s in pending {
-                    run_listeners(&self.listeners(), s);
+                    run_listeners(&snapshot(listeners), s);
                 }
             }
         }
@@ -96,8 +113,8 @@ impl Inner {
 
     /// Wakes the dispatch thread so that it ends (after telling what is queued)
     /// and joins it, unless called from it.
-    pub(super) fn stop_dispatch(&self) {
-        let (lock, cv) = &*self.dispatch.shared;
+    pub(super) fn stop(&self) {
+        let (lock, cv) = &*self.shared;
         let t = {
             let mut q = lock.lock();
             cv.notify_all();
@@ -133,12 +150,13 @@ impl Inner {
               keep the handle, or call `.detach()` to keep the listener for the client's lifetime"]
 pub struct ListenerHandle {
     id: u64,
-    inner: Weak<Inner>,
+    /// `None` once detached.
+    owner: Option<Weak<dyn Owner>>,
 }
 
 impl ListenerHandle {
-    pub(super) fn new(id: u64, inner: Weak<Inner>) -> ListenerHandle {
-        ListenerHandle { id, inner }
+    pub(super) fn new(id: u64, owner: Weak<impl Owner + 'static>) -> ListenerHandle {
+        ListenerHandle { id, owner: Some(owner) }
     }
 
     /// Keeps the listener registered for the client's lifetime: it runs until
@@ -153,7 +171,7 @@ impl ListenerHandle {
     /// ```
     pub fn detach(mut self) {
         // With no client to upgrade to, the drop below removes nothing.
-        self.inner = Weak::new();
+        self.owner = None;
     }
 }
 
@@ -165,14 +183,14 @@ impl fmt::Debug for ListenerHandle {
 
 impl Drop for ListenerHandle {
     fn drop(&mut self) {
-        if let Some(inner) = self.inner.upgrade() {
-            inner.listeners.lock().retain(|(id, _)| *id != self.id);
-            inner.health_listeners.lock().retain(|(id, _)| *id != self.id);
+        if let Some(owner) = self.owner.as_ref().and_then(Weak::upgrade) {
+            owner.remove_listener(self.id);
         }
     }
 }
 
-fn dispatch_loop(weak: &Weak<Inner>, shared: &(Mutex<Queue>, Condvar)) {
+fn dispatch_loop(weak: Option<&Weak<dyn Owner>>, shared: &(Mutex<Queue>, Condvar)) {
+    let upgrade = || weak.and_then(Weak::upgrade);
     let (lock, cv) = shared;
     loop {
         let state = {
@@ -181,15 +199,15 @@ fn dispatch_loop(weak: &Weak<Inner>, shared: &(Mutex<Queue>, Condvar)) {
                 if let Some(s) = q.states.pop_front() {
                     break s;
                 }
-                let inner = weak.upgrade();
-                if inner.as_ref().map_or(true, |i| i.closed.load(Ordering::SeqCst)) {
+                let owner = upgrade();
+                if owner.as_ref().map_or(true, |o| o.is_closed()) {
                     q.running = false;
                     drop(q);
                     return;
                 }
                 // Never hold the client while waiting (its last handle going
                 // closes it), nor drop it under the queue's lock.
-                MutexGuard::unlocked(&mut q, || drop(inner));
+                MutexGuard::unlocked(&mut q, || drop(owner));
                 if !q.states.is_empty() {
                     continue;
                 }
@@ -199,20 +217,19 @@ fn dispatch_loop(weak: &Weak<Inner>, shared: &(Mutex<Queue>, Condvar)) {
                 }
             }
         };
-        let Some(inner) = weak.upgrade() else {
+        let Some(owner) = upgrade() else {
             lock.lock().running = false;
             return;
         };
-        let listeners = inner.listeners();
-        drop(inner);
+        let listeners = owner.listeners();
+        drop(owner);
         run_listeners(&listeners, state);
     }
 }
 
-impl Inner {
-    fn listeners(&self) -> Vec<Arc<StateListener>> {
-        self.listeners.lock().iter().map(|(_, l)| l.clone()).collect()
-    }
+/// The listeners registered now.
+pub(super) fn snapshot(listeners: &Listeners) -> Vec<Arc<StateListener>> {
+    listeners.lock().iter().map(|(_, l)| l.clone()).collect()
 }
 
 fn run_listeners(listeners: &[Arc<StateListener>], state: ConnectionState) {

@@ -448,7 +448,7 @@ impl CuratorFramework {
                 let _ = t.join();
             }
         }
-        self.inner.stop_dispatch();
+        self.inner.dispatch.stop();
     }
 
     /// This client, through a handle whose every operation ends by
@@ -900,7 +900,7 @@ impl CuratorFramework {
     /// for the reply (the namespace applied, and removed from the event's
     /// path): `on_reply` is called once, on the client's I/O thread (so it
     /// must only signal), with whether the node exists; the watcher fires
-    /// once, as a watch of [`exists_w`](Self::exists_w) does. Its reply is
+    /// once, as a watch of [`Client::exists_w`] does. Its reply is
     /// read before the reply of any request sent after it.
     ///
     /// # Errors

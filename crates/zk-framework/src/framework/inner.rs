@@ -3,7 +3,7 @@
 //! background threads. The handle ([`super::CuratorFramework`]), the session
 //! monitor, the dispatch thread and the background deleter each hold it.
 
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -12,8 +12,8 @@ use crossbeam_channel::Sender;
 use parking_lot::{Condvar, Mutex};
 
 use super::acl::AclProvider;
-use super::background::Background;
-use super::dispatch::{Dispatch, StateListener};
+use super::background::{self, Background};
+use super::dispatch::{self, snapshot, Dispatch, Listeners, StateListener};
 use crate::client::{Client, ClientConfig};
 use crate::retry::RetryPolicy;
 use crate::state::{ConnectionState, StateMachine};
@@ -49,7 +49,7 @@ pub(crate) struct Inner {
     pub(super) handle: Mutex<Handle>,
     pub(super) conn: Mutex<ConnInner>,
     pub(super) conn_cv: Condvar,
-    pub(super) listeners: Mutex<Vec<(u64, Arc<StateListener>)>>,
+    pub(super) listeners: Listeners,
     pub(super) subscribers: Mutex<Vec<Sender<ConnectionState>>>,
     pub(super) next_listener_id: AtomicU64,
     pub(super) dispatch: Dispatch,
@@ -108,5 +108,26 @@ impl Inner {
     pub(super) fn current(&self) -> (Arc<Client>, u64) {
         let h = self.handle.lock();
         (h.client.clone(), h.generation)
+    }
+}
+
+impl dispatch::Owner for Inner {
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    fn listeners(&self) -> Vec<Arc<StateListener>> {
+        snapshot(&self.listeners)
+    }
+
+    fn remove_listener(&self, id: u64) {
+        self.listeners.lock().retain(|(i, _)| *i != id);
+        self.health_listeners.lock().retain(|(i, _)| *i != id);
+    }
+}
+
+impl background::Owner for Inner {
+    fn client(&self) -> Arc<Client> {
+        self.current().0
     }
 }

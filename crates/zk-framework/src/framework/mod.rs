@@ -51,6 +51,3 @@ pub use builder::CuratorFrameworkBuilder;
 pub use dispatch::{ListenerHandle, StateListener};
 pub use handle::CuratorFramework;
 pub use ops::{CreateBuilder, CreatedTogether, CreatedWithListing, DeleteBuilder};
-
-// `background.rs` reaches the shared state as `super::Inner`.
-use inner::Inner;

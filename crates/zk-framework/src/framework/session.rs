@@ -59,7 +59,7 @@ impl Inner {
         for s in &states {
             log::info!("state change: {s}");
         }
-        self.dispatch(&states);
+        self.dispatch.post(&states, &self.subscribers, &self.listeners);
     }
 }
 

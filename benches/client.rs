@@ -18,8 +18,8 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use zk_framework::client::{Client, ClientConfig};
 use zk_framework::proto::{Acl, CreateMode};
+use zk_framework::{Client, ClientConfig};
 use zk_testing::{Backend, TestingServer};
 
 /// The operations measured, for either client.

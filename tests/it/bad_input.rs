@@ -22,11 +22,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::support::{closed_port, timing, zero_timeout_acquires_free};
-use zk_framework::client::{Client, ClientConfig, Op, WatchedEvent};
-use zk_framework::framework::CuratorFramework;
 use zk_framework::proto::{Acl, CreateMode};
-use zk_framework::retry::{ExponentialBackoffRetry, RetryNTimes};
+use zk_framework::CuratorFramework;
 use zk_framework::Error as ZkError;
+use zk_framework::{Client, ClientConfig, Op, WatchedEvent};
+use zk_framework::{ExponentialBackoffRetry, RetryNTimes};
 use zk_recipes::{
     Error as LockError, InterProcessLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
     InterProcessSemaphoreV2, MultiLock,

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use zk_framework::framework::CuratorFramework;
+use zk_framework::CuratorFramework;
 use zk_recipes::{InterProcessMutex, LockStatus};
 use zk_testing::proxy::FaultProxy;
 use zk_testing::{wait_until, TestingServer};

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use crate::support::plain::{expect_event, open, test_root, wait_until, TestServer, WAIT};
 use crossbeam_channel::unbounded;
-use zk_framework::client::{ClientState, SessionEvent, WatchedEvent};
 use zk_framework::proto::{Acl, CreateMode, EventType, OpCode};
 use zk_framework::Error;
+use zk_framework::{ClientState, SessionEvent, WatchedEvent};
 
 fn embedded() -> Option<TestServer> {
     let server = TestServer::start()?;

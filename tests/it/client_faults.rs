@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 use crate::support::plain::proxy::Proxy;
 use crate::support::plain::{closed_port, expect_event, open, test_root, wait_until, TestServer, WAIT};
 use crossbeam_channel::unbounded;
-use zk_framework::client::{Client, ClientConfig, ClientState, SessionEvent, WatchedEvent};
 use zk_framework::proto::{Acl, CreateMode, EventType};
 use zk_framework::Error;
+use zk_framework::{Client, ClientConfig, ClientState, SessionEvent, WatchedEvent};
 
 fn config(session: Duration) -> ClientConfig {
     ClientConfig::default()

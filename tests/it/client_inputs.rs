@@ -4,9 +4,9 @@
 use std::time::{Duration, Instant};
 
 use crate::support::closed_port;
-use zk_framework::client::{Client, ClientConfig, Op};
 use zk_framework::proto::{Acl, CreateMode};
 use zk_framework::Error;
+use zk_framework::{Client, ClientConfig, Op};
 
 /// A host name that does not resolve (one label over 63 bytes: rejected by the
 /// resolver itself, no DNS traffic).

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use crate::support::plain::{open, test_root, wait_until, TestServer};
 use crossbeam_channel::unbounded;
-use zk_framework::client::{Client, ClientConfig, ClientState, Op, OpResult, WatchedEvent};
 use zk_framework::proto::{perms, Acl, CreateMode, ErrorCode, EventType, Id, KeeperState};
 use zk_framework::Error;
+use zk_framework::{Client, ClientConfig, ClientState, Op, OpResult, WatchedEvent};
 
 const T: Duration = Duration::from_secs(4);
 const EVENT_WAIT: Duration = Duration::from_secs(10);

@@ -16,11 +16,11 @@ use std::time::{Duration, Instant};
 
 use crate::support::{init_log, timing};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
-use zk_framework::client::{Client, ClientConfig, ClientState, SessionEvent, WatchedEvent};
-use zk_framework::framework::CuratorFramework;
 use zk_framework::proto::{Acl, CreateMode, EventType};
-use zk_framework::retry::ExponentialBackoffRetry;
-use zk_framework::state::ConnectionState;
+use zk_framework::ConnectionState;
+use zk_framework::CuratorFramework;
+use zk_framework::ExponentialBackoffRetry;
+use zk_framework::{Client, ClientConfig, ClientState, SessionEvent, WatchedEvent};
 use zk_recipes::{InterProcessMutex, InterProcessSemaphoreMutex, LockEvent, LockStatus};
 use zk_testing::apache::{self, ApacheCluster, ApacheConfig};
 use zk_testing::fourlw::four_letter_word;

@@ -5,10 +5,10 @@
 use std::time::{Duration, Instant};
 
 use crate::support::framework::*;
-use zk_framework::framework::CuratorFramework;
 use zk_framework::proto::CreateMode;
-use zk_framework::retry::{RetryForever, RetryNTimes};
+use zk_framework::CuratorFramework;
 use zk_framework::Error;
+use zk_framework::{RetryForever, RetryNTimes};
 
 fn unreachable() -> String {
     format!("127.0.0.1:{}", closed_port())

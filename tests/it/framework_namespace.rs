@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use crate::support::framework::*;
-use zk_framework::client::WatchedEvent;
 use zk_framework::proto::{Acl, CreateMode, EventType};
+use zk_framework::WatchedEvent;
 
 fn event(rx: &crossbeam_channel::Receiver<WatchedEvent>) -> WatchedEvent {
     rx.recv_timeout(timing().wait()).expect("a watch event")

@@ -18,8 +18,8 @@ use crate::support::framework::*;
 use crossbeam_channel::Sender;
 use zk_framework::paths::{is_protected, PROTECTED_PREFIX};
 use zk_framework::proto::{CreateMode, OpCode};
-use zk_framework::retry::{RetryDecision, RetryForever, RetryNTimes, RetryOneTime, RetryPolicy};
 use zk_framework::Error;
+use zk_framework::{RetryDecision, RetryForever, RetryNTimes, RetryOneTime, RetryPolicy};
 use zk_testing::TestingServer;
 
 #[test]

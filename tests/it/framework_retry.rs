@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 
 use crate::support::framework::*;
 use zk_framework::proto::{Acl, CreateMode};
-use zk_framework::retry::{
+use zk_framework::Error;
+use zk_framework::{
     ExponentialBackoffRetry, RetryDecision, RetryForever, RetryNTimes, RetryPolicy, RetryUntilElapsed,
     SessionFailedRetryPolicy,
 };
-use zk_framework::Error;
 
 #[test]
 fn test_retry_loop_with_failure() {

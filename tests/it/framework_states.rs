@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use crate::support::framework::*;
 use parking_lot::Mutex;
 use zk_framework::proto::CreateMode;
-use zk_framework::state::ConnectionState;
+use zk_framework::ConnectionState;
 use zk_framework::Error;
 
 /// A short pause in which no state may arrive ("and nothing else").
@@ -58,7 +58,7 @@ fn test_reconnect_without_expiration() {
         builder(&server)
             .session_timeout(long_session())
             .connection_timeout(Duration::from_millis(300))
-            .retry_policy(zk_framework::retry::RetryOneTime::new(Duration::from_millis(10))),
+            .retry_policy(zk_framework::RetryOneTime::new(Duration::from_millis(10))),
     );
     let rx = r.client.state_receiver();
     let sid = r.client.session_id();
@@ -263,7 +263,7 @@ fn listeners_run_on_one_thread_in_order() {
 fn a_listener_may_call_the_client() {
     let server = server();
     let (tx, rx) = crossbeam_channel::unbounded();
-    let slot: Arc<Mutex<Option<zk_framework::framework::CuratorFramework>>> = Arc::new(Mutex::new(None));
+    let slot: Arc<Mutex<Option<zk_framework::CuratorFramework>>> = Arc::new(Mutex::new(None));
     let s2 = slot.clone();
     let r = recorded(
         builder(&server)

@@ -30,12 +30,12 @@ use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant};
 
 use crate::support::in_own_process;
-use zk_framework::client::{Client, ClientConfig, ClientState, Op, WatchedEvent};
-use zk_framework::framework::CuratorFramework;
 use zk_framework::proto::frame::{four_letter_word, frame, read_frame, FrameBuffer, DEFAULT_MAX_FRAME};
 use zk_framework::proto::jute::{Decode, Encode, Reader};
 use zk_framework::proto::*;
-use zk_framework::retry::RetryNTimes;
+use zk_framework::CuratorFramework;
+use zk_framework::RetryNTimes;
+use zk_framework::{Client, ClientConfig, ClientState, Op, WatchedEvent};
 use zk_testing::{wait_until, Backend, TestingServer, Timing};
 
 // ---------------------------------------------------------------------------

@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use crate::support::{client, closed_port, lock_nodes, no_orphans, timing, zero_timeout_acquires_free};
 use crossbeam_channel::RecvTimeoutError;
-use zk_framework::framework::CuratorFramework;
-use zk_framework::retry::ExponentialBackoffRetry;
+use zk_framework::CuratorFramework;
+use zk_framework::ExponentialBackoffRetry;
 use zk_recipes::{
     Error, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex, InterProcessSemaphoreV2,
     LockEvent, LockStatus, MultiLock,

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::{connect, connect_one_time, lock_children, server};
 use crossbeam_channel::{unbounded, RecvTimeoutError};
-use zk_framework::framework::CuratorFramework;
+use zk_framework::CuratorFramework;
 use zk_recipes::{
     Error, Holding, InterProcessLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
     MultiLock, Result,

@@ -12,7 +12,7 @@ use crate::support::{client, lock_children, server, timing};
 use crossbeam_channel::unbounded;
 use parking_lot::Mutex;
 use zk_framework::proto::OpCode;
-use zk_framework::state::ConnectionState;
+use zk_framework::ConnectionState;
 use zk_recipes::{Error, InterProcessMutex, LockEvent, LockStatus, Revoker};
 use zk_testing::{wait_until, Backend, TestingServer};
 
@@ -221,11 +221,11 @@ fn holder_is_told_before_another_session_acquires() {
     let s = server();
     let proxy = zk_testing::proxy::FaultProxy::start(&s.connect_string()).unwrap();
     let t = timing();
-    let holder_client = zk_framework::framework::CuratorFramework::builder()
+    let holder_client = zk_framework::CuratorFramework::builder()
         .connect_string(proxy.connect_string())
         .session_timeout(t.session())
         .connection_timeout(t.connection())
-        .retry_policy(zk_framework::retry::RetryNTimes::new(0, Duration::ZERO))
+        .retry_policy(zk_framework::RetryNTimes::new(0, Duration::ZERO))
         .build()
         .unwrap();
     holder_client.block_until_connected(t.wait()).unwrap();

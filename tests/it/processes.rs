@@ -7,8 +7,8 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use zk_framework::framework::CuratorFramework;
-use zk_framework::retry::ExponentialBackoffRetry;
+use zk_framework::CuratorFramework;
+use zk_framework::ExponentialBackoffRetry;
 use zk_recipes::{InterProcessMutex, InterProcessSemaphoreMutex};
 use zk_testing::{TestingServer, Timing};
 

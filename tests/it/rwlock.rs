@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::support::{connect, connect_one_time, lock_children, server};
 use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender};
-use zk_framework::framework::CuratorFramework;
+use zk_framework::CuratorFramework;
 use zk_recipes::unstable::driver::{READ_LOCK_NAME, WRITE_LOCK_NAME};
 use zk_recipes::{Error, InterProcessReadWriteLock, LockEvent};
 use zk_testing::{wait_until, Backend, TestingServer, Timing};
@@ -986,10 +986,10 @@ fn queued_writer_blocks_later_readers() {
 #[derive(Debug)]
 struct PauseForever(Sender<()>);
 
-impl zk_framework::retry::RetryPolicy for PauseForever {
-    fn next_retry(&self, _retry_count: u32, _elapsed: Duration) -> zk_framework::retry::RetryDecision {
+impl zk_framework::RetryPolicy for PauseForever {
+    fn next_retry(&self, _retry_count: u32, _elapsed: Duration) -> zk_framework::RetryDecision {
         let _ = self.0.try_send(());
-        zk_framework::retry::RetryDecision::RetryAfter(Duration::MAX)
+        zk_framework::RetryDecision::RetryAfter(Duration::MAX)
     }
 }
 

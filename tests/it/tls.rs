@@ -18,9 +18,9 @@
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::unbounded;
-use zk_framework::client::{Client, ClientConfig, SessionEvent};
 use zk_framework::proto::{Acl, CreateMode, EventType};
-use zk_framework::retry::ExponentialBackoffRetry;
+use zk_framework::ExponentialBackoffRetry;
+use zk_framework::{Client, ClientConfig, SessionEvent};
 use zk_framework::{CuratorFramework, Error, TlsConfig, TlsErrorKind};
 use zk_recipes::{Error as LockError, InterProcessMutex, LockEvent, LockStatus};
 use zk_testing::proxy::FaultProxy;

@@ -8,8 +8,8 @@
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
-use zk_framework::framework::CuratorFramework;
-use zk_framework::retry::{ExponentialBackoffRetry, RetryNTimes};
+use zk_framework::CuratorFramework;
+use zk_framework::{ExponentialBackoffRetry, RetryNTimes};
 use zk_framework::{SessionHealth, TlsConfig, TlsErrorKind};
 use zk_recipes::{Error, InterProcessMutex, LockEvent, LockStatus, MultiLock};
 use zk_testing::proxy::FaultProxy;

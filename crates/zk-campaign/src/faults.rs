@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use zk_framework::framework::CuratorFramework;
-use zk_framework::retry::ExponentialBackoffRetry;
+use zk_framework::CuratorFramework;
+use zk_framework::ExponentialBackoffRetry;
 
 use crate::fleet::Fleet;
 use crate::paths::{MUTEX_PATH, SEM_PATH};

@@ -3,8 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use zk_framework::framework::CuratorFramework;
-use zk_framework::retry::ExponentialBackoffRetry;
+use zk_framework::CuratorFramework;
+use zk_framework::ExponentialBackoffRetry;
 
 use zk_campaign::checker::{leak_report, leaked_nodes};
 

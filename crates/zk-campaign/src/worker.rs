@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
-use zk_framework::framework::CuratorFramework;
-use zk_framework::retry::ExponentialBackoffRetry;
+use zk_framework::CuratorFramework;
+use zk_framework::ExponentialBackoffRetry;
 use zk_recipes::{
     Error as LockError, InterProcessLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
     LockEvent, LockStatus, MultiLock,

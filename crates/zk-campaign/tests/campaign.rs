@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use zk_framework::framework::CuratorFramework;
 use zk_framework::proto::CreateMode;
-use zk_framework::retry::ExponentialBackoffRetry;
+use zk_framework::CuratorFramework;
+use zk_framework::ExponentialBackoffRetry;
 use zk_testing::{wait_until, Backend, TestingServer, Timing};
 
 fn campaign_bin() -> &'static str {

@@ -12,21 +12,19 @@
 //! * The retry policies: [`RetryPolicy`], [`ExponentialBackoffRetry`],
 //!   [`BoundedExponentialBackoffRetry`], [`RetryNTimes`], [`RetryOneTime`],
 //!   [`RetryForever`], [`RetryUntilElapsed`], [`SessionFailedRetryPolicy`] and
-//!   [`BackoffRetry`] (any [`backoff`] schedule).
+//!   [`BackoffRetry`] (any schedule of the `backoff` crate, which stays
+//!   behind that adapter).
 //! * [`Error`] and [`Result`]: the crate's one error type.
 //! * The node vocabulary: [`CreateMode`], [`Acl`], [`Id`], [`perms`], [`Stat`].
 //! * [`AclProvider`], [`OpenAclProvider`], [`FixedAclProvider`]: the ACL of
 //!   every node the managed client creates (Curator's `ACLProvider`).
 //! * [`Client`]: the raw client under the managed one.
 //!
-//! The modules stay public for the rest: [`proto`] is the wire protocol (the
-//! `zk-proto` crate, re-exported), shared
-//! by the client and by the embedded test server in `zk-testing`;
-//! [`framework`], [`retry`], [`state`] and [`client`] are where the items above
-//! live (their long paths keep working). [`deadline`] (one time budget for
-//! everything a thread does with the client) and [`paths`] (Curator's
-//! namespace and protected-name rules) are public because `zk-recipes` builds
-//! its timed acquires and lock nodes on them; a recipe of your own can too.
+//! Three modules are public: [`proto`] is the wire protocol (the `zk-proto`
+//! crate, re-exported), shared by the client and by the embedded test server
+//! in `zk-testing`; [`deadline`] says how a deadline bounds a call (see
+//! [`CuratorFramework::with_deadline`]); [`paths`] has Curator's namespace,
+//! sorting and protected-name rules, for a recipe or a tool of your own.
 //!
 //! # Examples
 //!
@@ -50,21 +48,25 @@
 //! # Ok::<(), zk_framework::Error>(())
 //! ```
 
-pub mod client;
+// Everything a user needs is at the crate root; the modules are rooms of the
+// house, not paths of the API. `deadline` (its grace) and `paths` (ZooKeeper
+// path rules and Curator's protected names, for tools that read lock queues)
+// are the two a user may name.
+mod client;
 pub mod deadline;
-pub mod error;
-pub mod framework;
+mod error;
+mod framework;
 pub mod paths;
-pub mod retry;
-pub mod state;
+mod retry;
+mod state;
 
 /// The wire protocol: the `zk-proto` crate, re-exported so that every
 /// `zk_framework::proto::...` path keeps working.
 pub use zk_proto as proto;
 
 pub use client::{
-    Client, ClientConfig, ClientState, Op, OpResult, SessionEvent, TlsConfig, TlsConfigBuilder, TlsError, TlsErrorKind,
-    WatchedEvent, Watcher,
+    Client, ClientConfig, ClientState, Op, OpResult, RegisteredWatches, SessionEvent, TlsConfig, TlsConfigBuilder,
+    TlsError, TlsErrorKind, WatchedEvent, Watcher,
 };
 pub use error::{Error, Result};
 pub use framework::{
@@ -77,6 +79,3 @@ pub use retry::{
     RetryOneTime, RetryPolicy, RetryUntilElapsed, SessionFailedRetryPolicy,
 };
 pub use state::{ConnectionState, HealthListener, SessionHealth};
-
-/// The `backoff` crate, re-exported for [`BackoffRetry`].
-pub use backoff;

@@ -95,7 +95,7 @@ impl fmt::Display for ConnectionState {
 
 /// What the session layer reports, as input to [`StateMachine`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SessionSignal {
+pub(crate) enum SessionSignal {
     /// Connected (read-write). `new_handle` is true when the connection belongs to
     /// a handle other than the one that last connected (a new session after
     /// expiry or reset).
@@ -123,46 +123,21 @@ pub enum SessionSignal {
 /// unless already `Suspended` or `Lost`; `Expired` gives `Lost`; a connection
 /// on a new handle gives `Lost` (if not already) then `Reconnected`; a
 /// connection of the same handle while already connected gives nothing.
-///
-/// # Examples
-///
-/// ```
-/// use zk_framework::state::{ConnectionState::*, SessionSignal, StateMachine};
-/// let mut m = StateMachine::new();
-/// assert_eq!(m.apply(SessionSignal::Connected { new_handle: false }), vec![Connected]);
-/// assert_eq!(m.apply(SessionSignal::Disconnected), vec![Suspended]);
-/// assert_eq!(m.apply(SessionSignal::Expired), vec![Lost]);
-/// assert_eq!(m.apply(SessionSignal::Connected { new_handle: true }), vec![Reconnected]);
-/// ```
 #[derive(Debug, Clone, Default)]
-pub struct StateMachine {
+pub(crate) struct StateMachine {
     current: Option<ConnectionState>,
     connected_sent: bool,
 }
 
 impl StateMachine {
     /// A machine that has reported nothing yet.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(zk_framework::state::StateMachine::new().current(), None);
-    /// ```
-    pub fn new() -> Self {
+    #[cfg(test)]
+    fn new() -> Self {
         StateMachine::default()
     }
 
     /// The last state reported.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use zk_framework::state::{SessionSignal, StateMachine, ConnectionState};
-    /// let mut m = StateMachine::new();
-    /// m.apply(SessionSignal::Connected { new_handle: false });
-    /// assert_eq!(m.current(), Some(ConnectionState::Connected));
-    /// ```
-    pub fn current(&self) -> Option<ConnectionState> {
+    pub(crate) fn current(&self) -> Option<ConnectionState> {
         self.current
     }
 
@@ -184,16 +159,7 @@ impl StateMachine {
     }
 
     /// Feeds one signal; returns the states to report, in order (often none).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use zk_framework::state::{SessionSignal, StateMachine};
-    /// let mut m = StateMachine::new();
-    /// assert!(m.apply(SessionSignal::Disconnected).len() == 1);
-    /// assert!(m.apply(SessionSignal::Disconnected).is_empty());
-    /// ```
-    pub fn apply(&mut self, signal: SessionSignal) -> Vec<ConnectionState> {
+    pub(crate) fn apply(&mut self, signal: SessionSignal) -> Vec<ConnectionState> {
         let mut out = Vec::new();
         match signal {
             // The same handle reporting a connection it already reported (a

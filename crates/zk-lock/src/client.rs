@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use zk_framework::framework::CuratorFramework;
-use zk_framework::retry::ExponentialBackoffRetry;
+use zk_framework::CuratorFramework;
+use zk_framework::ExponentialBackoffRetry;
 use zk_framework::{FixedAclProvider, OpenAclProvider, ScopedAclProvider};
 
 use crate::args::{AclChoice, Connection};

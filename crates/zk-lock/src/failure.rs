@@ -5,8 +5,8 @@
 //! else is 69 with the real reason. A connection that never came up is 69
 //! and names why (a TLS refusal says which).
 
-use zk_framework::framework::CuratorFramework;
 use zk_framework::proto::path::parent;
+use zk_framework::CuratorFramework;
 use zk_framework::Error as ZkError;
 
 use crate::args::human;

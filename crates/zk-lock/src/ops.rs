@@ -6,8 +6,8 @@
 
 use std::time::{Duration, Instant};
 
-use zk_framework::framework::CuratorFramework;
 use zk_framework::proto::path::{basename, join};
+use zk_framework::CuratorFramework;
 use zk_recipes::identity::{json_string, HolderIdentity};
 use zk_recipes::inspect::{self, LockLayout, LockReport, Participant, ParticipantKind};
 

@@ -15,8 +15,8 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use zk_framework::framework::CuratorFramework;
-use zk_framework::retry::ExponentialBackoffRetry;
+use zk_framework::CuratorFramework;
+use zk_framework::ExponentialBackoffRetry;
 use zk_recipes::{InterProcessMutex, InterProcessSemaphoreV2};
 use zk_testing::{wait_until, Backend, TestingServer, Timing};
 

@@ -25,11 +25,11 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
-use zk_framework::client::WatchedEvent;
-use zk_framework::framework::{CuratorFramework, ListenerHandle};
 use zk_framework::proto::EventType;
-use zk_framework::state::ConnectionState;
+use zk_framework::ConnectionState;
 use zk_framework::SessionHealth;
+use zk_framework::WatchedEvent;
+use zk_framework::{CuratorFramework, ListenerHandle};
 
 use crate::error::{Error, Result};
 use crate::stats::{LossCause, PathStats};

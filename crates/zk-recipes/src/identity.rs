@@ -29,7 +29,7 @@ use std::sync::OnceLock;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use parking_lot::RwLock;
-use zk_framework::framework::CuratorFramework;
+use zk_framework::CuratorFramework;
 
 /// The format version our lock nodes carry (`"v"`).
 pub const IDENTITY_VERSION: u32 = 1;

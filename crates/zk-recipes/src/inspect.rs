@@ -10,8 +10,8 @@
 
 use std::time::Duration;
 
-use zk_framework::framework::CuratorFramework;
 use zk_framework::proto::path::join;
+use zk_framework::CuratorFramework;
 
 use crate::driver::{Decision, Driver, LEASE_NAME, READ_LOCK_NAME, WRITE_LOCK_NAME};
 use crate::error::{Error, Result};

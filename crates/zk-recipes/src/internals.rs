@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
-use zk_framework::framework::{CuratorFramework, ListenerHandle};
 use zk_framework::proto::path::{basename, join, validate_path};
 use zk_framework::proto::{CreateMode, Stat};
-use zk_framework::retry::RetryDecision;
+use zk_framework::RetryDecision;
+use zk_framework::{CuratorFramework, ListenerHandle};
 
 use crate::driver::{Decision, Deletion, Driver, NodeMissing};
 use crate::error::{Error, Result};
@@ -446,7 +446,7 @@ impl LockInternals {
             // reconnect, on the same predecessor or another) must never be read
             // as news about this predecessor.
             let (txc, rx) = crossbeam_channel::bounded::<zk_framework::proto::EventType>(1);
-            let watcher = move |e: zk_framework::client::WatchedEvent| {
+            let watcher = move |e: zk_framework::WatchedEvent| {
                 let _ = txc.try_send(e.event_type);
             };
             match zk.get_data_w(&join(&self.base_path, &pred), watcher) {
@@ -546,7 +546,7 @@ impl LockInternals {
 /// kind's acquire loop.
 pub(crate) struct Requeue {
     client: CuratorFramework,
-    policy: std::sync::Arc<dyn zk_framework::retry::RetryPolicy>,
+    policy: std::sync::Arc<dyn zk_framework::RetryPolicy>,
     start: Instant,
     retries: u32,
     deadline: Option<Instant>,

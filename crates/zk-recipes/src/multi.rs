@@ -5,7 +5,7 @@ use std::thread::ThreadId;
 use std::time::Instant;
 
 use parking_lot::Mutex;
-use zk_framework::framework::CuratorFramework;
+use zk_framework::CuratorFramework;
 
 use crate::error::{Error, Result};
 use crate::holding::{Holding, LockStatus};

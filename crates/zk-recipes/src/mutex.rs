@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
-use zk_framework::framework::CuratorFramework;
+use zk_framework::CuratorFramework;
 
 use crate::driver::{Driver, MUTEX_LOCK_NAME};
 use crate::error::{Error, Result};

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use zk_framework::framework::CuratorFramework;
+use zk_framework::CuratorFramework;
 
 use crate::error::Result;
 use crate::internals::LockInternals;
@@ -57,7 +57,7 @@ impl Revocations {
 /// calls the listener if it reads `__REVOKE__`, then watches again.
 fn watch(client: CuratorFramework, node: String, listener: RevocationListener, epoch: Arc<AtomicU64>, mine: u64) {
     let (c, n, l, e) = (client.clone(), node.clone(), listener.clone(), epoch.clone());
-    let watcher = move |ev: zk_framework::client::WatchedEvent| {
+    let watcher = move |ev: zk_framework::WatchedEvent| {
         if ev.event_type != zk_framework::proto::EventType::NodeDataChanged {
             return;
         }

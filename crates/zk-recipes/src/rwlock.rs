@@ -8,7 +8,7 @@ use std::thread::ThreadId;
 use std::time::Instant;
 
 use parking_lot::Mutex;
-use zk_framework::framework::CuratorFramework;
+use zk_framework::CuratorFramework;
 
 use crate::driver::{Driver, READ_LOCK_NAME, WRITE_LOCK_NAME};
 use crate::error::{Error, Result};

@@ -2,8 +2,8 @@
 //! checks that the guard's lock node still exists, so that it succeeds only
 //! while the lock is held, and writes nothing otherwise.
 
-use zk_framework::client::{Op, OpResult};
 use zk_framework::proto::{CreateMode, ErrorCode};
+use zk_framework::{Op, OpResult};
 
 use crate::error::{Error, Result};
 use crate::holding::{Holding, LockStatus};

@@ -15,7 +15,7 @@ use metrics::{
     Counter, CounterFn, Gauge, GaugeFn, Histogram, HistogramFn, Key, KeyName, Metadata, Recorder, SharedString, Unit,
 };
 use parking_lot::Mutex;
-use zk_framework::framework::CuratorFramework;
+use zk_framework::CuratorFramework;
 use zk_recipes::stats::LossCause;
 use zk_recipes::{InterProcessMutex, InterProcessSemaphoreV2, LockEvent};
 use zk_testing::{wait_until, TestingServer, Timing};

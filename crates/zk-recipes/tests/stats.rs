@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use zk_framework::framework::CuratorFramework;
+use zk_framework::CuratorFramework;
 use zk_recipes::stats::{self, LossCause};
 use zk_recipes::{InterProcessMutex, LockEvent, LockStatus};
 use zk_testing::{wait_until, TestingServer, Timing};

@@ -7,16 +7,16 @@
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
-use zk_framework::client::{Client, ClientConfig};
-use zk_framework::framework::{CuratorFramework, CuratorFrameworkBuilder};
-use zk_framework::retry::RetryNTimes;
-use zk_framework::state::ConnectionState;
+use zk_framework::ConnectionState;
+use zk_framework::RetryNTimes;
+use zk_framework::{Client, ClientConfig};
+use zk_framework::{CuratorFramework, CuratorFrameworkBuilder};
 use zk_testing::TestingServer;
 
 pub use super::{closed_port, embedded_server, server, timing};
 
 #[allow(unused_imports)]
-pub use zk_framework::state::ConnectionState::{Connected, Lost, Reconnected, Suspended};
+pub use zk_framework::ConnectionState::{Connected, Lost, Reconnected, Suspended};
 
 /// A builder for `server` with the test timings: session 4 s, connection 2 s
 /// (scaled), `RetryNTimes(10, 100 ms)`.

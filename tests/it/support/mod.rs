@@ -16,8 +16,8 @@ use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use zk_framework::framework::CuratorFramework;
-use zk_framework::retry::{ExponentialBackoffRetry, RetryOneTime};
+use zk_framework::CuratorFramework;
+use zk_framework::{ExponentialBackoffRetry, RetryOneTime};
 
 #[allow(unused_imports)]
 pub use zk_testing::{wait_until, Backend, TestingServer, Timing};

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
 
-use zk_framework::client::{Client, ClientConfig, SessionEvent};
 use zk_framework::proto::{Acl, CreateMode};
+use zk_framework::{Client, ClientConfig, SessionEvent};
 use zk_testing::apache::{self, ApacheConfig};
 use zk_testing::embedded::{EmbeddedServer, ServerConfig};
 use zk_testing::{Backend, TestingServer};

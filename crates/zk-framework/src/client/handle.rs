@@ -208,13 +208,13 @@ impl Client {
     /// ```
     ///
     /// ```
-    /// use zk_framework::{client::{Client, ClientConfig}, Error};
+    /// use zk_framework::{Client, ClientConfig, Error};
     /// let bad = ClientConfig::default().with_auth("digest", b"no-colon");
     /// assert!(matches!(Client::connect("127.0.0.1:2181", bad), Err(Error::InvalidArgument(_))));
     /// ```
     ///
     /// ```
-    /// use zk_framework::{client::{Client, ClientConfig}, Error};
+    /// use zk_framework::{Client, ClientConfig, Error};
     /// let e = Client::connect("host:99999", ClientConfig::default()).unwrap_err();
     /// assert!(matches!(e, Error::InvalidConnectString { .. }));
     /// ```

@@ -117,7 +117,6 @@ mod watches;
 // kept here too, where the client's TLS settings are.
 #[doc(inline)]
 pub use crate::error::{TlsError, TlsErrorKind};
-pub use connect_string::DEFAULT_PORT;
 pub use handle::Client;
 pub use tls::{TlsConfig, TlsConfigBuilder};
 pub use types::{ClientConfig, ClientState, Op, OpResult, RegisteredWatches, SessionEvent, WatchedEvent, Watcher};

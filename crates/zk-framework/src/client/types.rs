@@ -297,7 +297,7 @@ impl ClientState {
 /// # Examples
 ///
 /// ```
-/// use zk_framework::{client::SessionEvent, proto::KeeperState};
+/// use zk_framework::{SessionEvent, proto::KeeperState};
 /// assert_eq!(SessionEvent::Expired.keeper_state(), KeeperState::Expired);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -322,7 +322,7 @@ impl SessionEvent {
     /// # Examples
     ///
     /// ```
-    /// use zk_framework::{client::SessionEvent, proto::KeeperState};
+    /// use zk_framework::{SessionEvent, proto::KeeperState};
     /// assert_eq!(SessionEvent::Disconnected.keeper_state(), KeeperState::Disconnected);
     /// ```
     pub fn keeper_state(self) -> KeeperState {
@@ -342,7 +342,7 @@ impl SessionEvent {
 /// # Examples
 ///
 /// ```
-/// use zk_framework::{client::WatchedEvent, proto::{EventType, KeeperState}};
+/// use zk_framework::{WatchedEvent, proto::{EventType, KeeperState}};
 /// let e = WatchedEvent { event_type: EventType::NodeDeleted, state: KeeperState::SyncConnected, path: Some("/a".into()) };
 /// assert_eq!(e.path.as_deref(), Some("/a"));
 /// ```
@@ -454,7 +454,7 @@ impl Op {
     /// # Examples
     ///
     /// ```
-    /// use zk_framework::{client::Op, proto::{Acl, CreateMode}};
+    /// use zk_framework::{Op, proto::{Acl, CreateMode}};
     /// let op = Op::create("/a", vec![], Acl::open_unsafe(), CreateMode::Container);
     /// assert_eq!(op.path(), "/a");
     /// ```
@@ -474,7 +474,7 @@ impl Op {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use zk_framework::{client::Op, proto::{Acl, CreateMode}};
+    /// use zk_framework::{Op, proto::{Acl, CreateMode}};
     /// let op = Op::create_ttl("/t", vec![], Acl::open_unsafe(), CreateMode::PersistentWithTtl, Duration::from_secs(60));
     /// assert_eq!(op.path(), "/t");
     /// ```
@@ -599,7 +599,7 @@ impl OpResult {
     /// # Examples
     ///
     /// ```
-    /// use zk_framework::{client::OpResult, Error};
+    /// use zk_framework::{OpResult, Error};
     /// assert_eq!(OpResult::Error(Error::ConnectionLoss).error(), Some(&Error::ConnectionLoss));
     /// ```
     pub fn error(&self) -> Option<&Error> {
@@ -616,7 +616,7 @@ impl OpResult {
 /// # Examples
 ///
 /// ```
-/// let w = zk_framework::client::RegisteredWatches::default();
+/// let w = zk_framework::RegisteredWatches::default();
 /// assert_eq!(w.len(), 0);
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -637,7 +637,7 @@ impl RegisteredWatches {
     /// # Examples
     ///
     /// ```
-    /// assert!(zk_framework::client::RegisteredWatches::default().is_empty());
+    /// assert!(zk_framework::RegisteredWatches::default().is_empty());
     /// ```
     pub fn len(&self) -> usize {
         self.callbacks
@@ -648,7 +648,7 @@ impl RegisteredWatches {
     /// # Examples
     ///
     /// ```
-    /// assert!(zk_framework::client::RegisteredWatches::default().is_empty());
+    /// assert!(zk_framework::RegisteredWatches::default().is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
         self.callbacks == 0

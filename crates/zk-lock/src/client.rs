@@ -108,11 +108,12 @@ pub(crate) fn start_embedded(conn: &Connection) -> Result<(ServerHandle, String)
     }
 }
 
-/// Without the `embedded` feature `--embedded` is refused while parsing.
+/// Without the `embedded` feature `--embedded` is refused while parsing (this
+/// is a second guard, with the same message).
 #[cfg(not(feature = "embedded"))]
 pub(crate) fn start_embedded(conn: &Connection) -> Result<(ServerHandle, String), i32> {
     if conn.embedded {
-        eprintln!("zk-lock: --embedded is not available: built without the `embedded` feature");
+        eprintln!("zk-lock: {}", crate::args::EMBEDDED_NOT_BUILT);
         return Err(exit::USAGE);
     }
     Ok((None, conn.connect.clone()))

@@ -6,9 +6,10 @@
 
 use std::time::{Duration, Instant};
 
+use serde_json::{json, Value};
 use zk_framework::proto::path::{basename, join};
 use zk_framework::CuratorFramework;
-use zk_recipes::identity::{json_string, HolderIdentity};
+use zk_recipes::identity::HolderIdentity;
 use zk_recipes::inspect::{self, LockLayout, LockReport, Participant, ParticipantKind};
 
 use crate::args::human;
@@ -165,8 +166,8 @@ fn break_lock(client: &CuratorFramework, opts: &OpOptions, node: Option<&str>) -
         }
     }
     if opts.json {
-        let items: Vec<String> = deleted.iter().map(|p| participant_json(p)).collect();
-        println!("{{\"path\":{},\"deleted\":[{}]}}", json_string(path), items.join(","));
+        let items: Vec<Value> = deleted.iter().map(|p| participant_json(p)).collect();
+        println!("{}", json!({"path": path, "deleted": items}));
     } else {
         for p in &deleted {
             println!(
@@ -223,11 +224,7 @@ fn wait(client: &CuratorFramework, opts: &OpOptions, timeout: Option<Duration>, 
         if holders == 0 {
             let waited = started.elapsed();
             if opts.json {
-                println!(
-                    "{{\"path\":{},\"free\":true,\"waited_ms\":{}}}",
-                    json_string(path),
-                    waited.as_millis()
-                );
+                println!("{}", json!({"path": path, "free": true, "waited_ms": millis(waited)}));
             } else {
                 println!("{path} is free (waited {})", human(waited));
             }
@@ -238,9 +235,8 @@ fn wait(client: &CuratorFramework, opts: &OpOptions, timeout: Option<Duration>, 
         if left == Some(Duration::ZERO) {
             if opts.json {
                 println!(
-                    "{{\"path\":{},\"free\":false,\"waited_ms\":{}}}",
-                    json_string(path),
-                    started.elapsed().as_millis()
+                    "{}",
+                    json!({"path": path, "free": false, "waited_ms": millis(started.elapsed())})
                 );
             } else {
                 eprintln!(
@@ -337,49 +333,55 @@ pub fn report_table(r: &LockReport) -> String {
     out
 }
 
-/// The JSON `status --json` prints (one object).
-pub fn report_json(r: &LockReport) -> String {
-    let items: Vec<String> = r.participants.iter().map(participant_json).collect();
-    format!(
-        "{{\"path\":{},\"layout\":{},\"held\":{},\"holders\":{},\"participants\":[{}]}}",
-        json_string(&r.path),
-        json_string(r.layout.name()),
-        r.is_held(),
-        r.holders().count(),
-        items.join(",")
-    )
+/// Milliseconds as a JSON number (`Duration::as_millis` is a `u128`).
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-fn participant_json(p: &Participant) -> String {
-    let holder = match &p.identity {
-        HolderIdentity::Process(id) => format!(
-            "{{\"type\":\"process\",\"host\":{},\"addr\":{},\"pid\":{},\"name\":{},\"ts\":{}}}",
-            json_string(&id.host),
-            json_string(&id.addr),
-            id.pid,
-            json_string(&id.name),
-            id.created_ms
-        ),
-        HolderIdentity::Address(a) => format!("{{\"type\":\"address\",\"addr\":{}}}", json_string(a)),
-        HolderIdentity::Unknown(d) => format!(
-            "{{\"type\":\"unknown\",\"data\":{}}}",
-            json_string(&String::from_utf8_lossy(d))
-        ),
-        _ => "{\"type\":\"unknown\"}".to_string(),
-    };
-    format!(
-        "{{\"node\":{},\"name\":{},\"kind\":{},\"position\":{},\"holds\":{},\"session\":{},\"session_id\":{},\"fencing_token\":{},\"created_ms\":{},\"age_ms\":{},\"holder\":{holder}}}",
-        json_string(&p.node),
-        json_string(basename(&p.node)),
-        json_string(p.kind.name()),
-        p.position,
-        p.holds,
-        json_string(&format!("0x{:x}", p.session_id)),
-        p.session_id,
-        p.fencing_token,
-        p.created_ms,
-        p.age().as_millis()
-    )
+/// The JSON `status --json` prints (one object). The keys keep their order
+/// here (serde_json's `preserve_order` feature, see Cargo.toml).
+pub fn report_json(r: &LockReport) -> String {
+    let items: Vec<Value> = r.participants.iter().map(participant_json).collect();
+    json!({
+        "path": r.path,
+        "layout": r.layout.name(),
+        "held": r.is_held(),
+        "holders": r.holders().count(),
+        "participants": items,
+    })
+    .to_string()
+}
+
+fn participant_json(p: &Participant) -> Value {
+    json!({
+        "node": p.node,
+        "name": basename(&p.node),
+        "kind": p.kind.name(),
+        "position": p.position,
+        "holds": p.holds,
+        "session": format!("0x{:x}", p.session_id),
+        "session_id": p.session_id,
+        "fencing_token": p.fencing_token,
+        "created_ms": p.created_ms,
+        "age_ms": millis(p.age()),
+        "holder": holder_json(&p.identity),
+    })
+}
+
+fn holder_json(identity: &HolderIdentity) -> Value {
+    match identity {
+        HolderIdentity::Process(id) => json!({
+            "type": "process",
+            "host": id.host,
+            "addr": id.addr,
+            "pid": id.pid,
+            "name": id.name,
+            "ts": id.created_ms,
+        }),
+        HolderIdentity::Address(a) => json!({"type": "address", "addr": a}),
+        HolderIdentity::Unknown(d) => json!({"type": "unknown", "data": String::from_utf8_lossy(d)}),
+        _ => json!({"type": "unknown"}),
+    }
 }
 
 #[cfg(test)]
@@ -396,6 +398,26 @@ mod tests {
 
     #[test]
     fn json_strings_are_escaped() {
-        assert_eq!(json_string("a\"b\\c\nd\u{1}"), "\"a\\\"b\\\\c\\nd\\u0001\"");
+        let holder = holder_json(&HolderIdentity::Unknown(b"a\"b\\c\nd\x01".to_vec())).to_string();
+        assert_eq!(holder, r#"{"type":"unknown","data":"a\"b\\c\nd\u0001"}"#);
+        let data = holder
+            .strip_prefix(r#"{"type":"unknown","data":"#)
+            .unwrap()
+            .strip_suffix('}')
+            .unwrap();
+        assert_eq!(data, "\"a\\\"b\\\\c\\nd\\u0001\"");
+    }
+
+    #[test]
+    fn holders_keep_their_key_order() {
+        let id = HolderIdentity::parse(br#"{"v":1,"host":"h1","addr":"10.0.0.5","pid":42,"name":"w","ts":7}"#);
+        assert_eq!(
+            holder_json(&id).to_string(),
+            r#"{"type":"process","host":"h1","addr":"10.0.0.5","pid":42,"name":"w","ts":7}"#
+        );
+        assert_eq!(
+            holder_json(&HolderIdentity::parse(b"10.0.0.7")).to_string(),
+            r#"{"type":"address","addr":"10.0.0.7"}"#
+        );
     }
 }

@@ -448,12 +448,20 @@ fn exit_status_of_command_is_propagated() {
     assert!(fields[2].parse::<i64>().unwrap() > 0, "{env}");
     // Nothing is left behind.
     assert!(lock_nodes(&client(&server), p).is_empty());
-    // --embedded needs no server at all (built with the `embedded` feature, the
-    // default); without it, --embedded is a usage error.
+    // --embedded needs no server at all (built with the `embedded` feature, off
+    // by default: CI runs these tests both ways); without it, --embedded is a
+    // usage error that says how to get it.
     #[cfg(feature = "embedded")]
     assert_eq!(run(None, &["--embedded", "/try", "--", "sh", "-c", "exit 3"]).0, 3);
     #[cfg(not(feature = "embedded"))]
     assert_eq!(run(None, &["--embedded", "/try", "--", "sh", "-c", "exit 3"]).0, 64);
+    #[cfg(not(feature = "embedded"))]
+    assert!(
+        run(None, &["--embedded", "/try", "--", "true"])
+            .1
+            .contains("rebuild with `--features embedded`"),
+        "the usage error does not say how to get --embedded"
+    );
 }
 
 /// Expires the session that owns `node` (embedded), or deletes the node
@@ -807,6 +815,7 @@ fn usage_errors_exit_64() {
         "--semaphore",
         "--namespace",
         "--embedded",
+        "--features embedded",
         "--kill-grace",
         "--session-timeout",
         "--connect-timeout",

@@ -29,6 +29,9 @@ use std::sync::OnceLock;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use parking_lot::RwLock;
+use serde_core::ser::{SerializeMap, Serializer};
+use serde_json::ser::CharEscape;
+use serde_json::Value;
 use zk_framework::CuratorFramework;
 
 /// The format version our lock nodes carry (`"v"`).
@@ -205,21 +208,44 @@ impl ProcessIdentity {
     /// assert_eq!(HolderIdentity::parse(&me.to_json()), HolderIdentity::Process(me));
     /// ```
     pub fn to_json(&self) -> Vec<u8> {
-        let mut s = String::with_capacity(96);
-        s.push_str("{\"v\":");
-        s.push_str(&IDENTITY_VERSION.to_string());
-        s.push_str(",\"host\":");
-        push_json_string(&mut s, &self.host);
-        s.push_str(",\"addr\":");
-        push_json_string(&mut s, &self.addr);
-        s.push_str(",\"pid\":");
-        s.push_str(&self.pid.to_string());
-        s.push_str(",\"name\":");
-        push_json_string(&mut s, &self.name);
-        s.push_str(",\"ts\":");
-        s.push_str(&self.created_ms.to_string());
-        s.push('}');
-        s.into_bytes()
+        let mut out = Vec::with_capacity(96);
+        self.write_json(&mut out)
+            .expect("serializing strings and integers into a Vec cannot fail");
+        out
+    }
+
+    /// Writes the fields in the documented order (a `serde_json::Map` would
+    /// sort them, or need its `preserve_order` feature, and with it
+    /// `indexmap`, in every crate that uses this one).
+    fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        let mut ser = serde_json::Serializer::with_formatter(out, IdentityFormatter);
+        let mut map = ser.serialize_map(Some(6))?;
+        map.serialize_entry("v", &IDENTITY_VERSION)?;
+        map.serialize_entry("host", &self.host)?;
+        map.serialize_entry("addr", &self.addr)?;
+        map.serialize_entry("pid", &self.pid)?;
+        map.serialize_entry("name", &self.name)?;
+        map.serialize_entry("ts", &self.created_ms)?;
+        map.end()
+    }
+}
+
+/// `serde_json`'s compact output, except that backspace and form feed are
+/// written `\u0008` and `\u000c` (not `\b` and `\f`), as this crate always
+/// wrote them: the same identity gives the same bytes as before.
+struct IdentityFormatter;
+
+impl serde_json::ser::Formatter for IdentityFormatter {
+    fn write_char_escape<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        char_escape: CharEscape,
+    ) -> std::io::Result<()> {
+        match char_escape {
+            CharEscape::Backspace => writer.write_all(b"\\u0008"),
+            CharEscape::FormFeed => writer.write_all(b"\\u000c"),
+            other => serde_json::ser::CompactFormatter.write_char_escape(writer, other),
+        }
     }
 }
 
@@ -233,90 +259,20 @@ pub(crate) fn node_data(client: &CuratorFramework) -> Vec<u8> {
     .to_json()
 }
 
-fn push_json_string(out: &mut String, s: &str) {
-    out.push_str(&json_string(s));
-}
-
-/// `s` as a JSON string literal, quotes included: the escaping the identity
-/// data uses, for tools that print participants as JSON (`zk-lock status
-/// --json`).
-///
-/// # Examples
-///
-/// ```
-/// assert_eq!(zk_recipes::identity::json_string("a\"b\n"), r#""a\"b\n""#);
-/// ```
-pub fn json_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// A flat JSON object's value: a string or an integer.
-enum Value {
-    Str(String),
-    Int(i64),
-}
-
-/// Parses our format: a flat object of strings and integers with `"v":1`.
-/// Unknown keys are ignored (later versions may add fields).
+/// Reads our format: a JSON object with `"v":1` whose values are all strings
+/// or integers (as before: a float, a boolean, a null, an array or a nested
+/// object, even under an unknown key, makes the data not ours). Unknown keys
+/// are ignored (later versions may add fields). Parsing is `serde_json`'s,
+/// which returns an error, never panics, on any bytes (nesting is limited).
 fn parse_process(data: &[u8]) -> Option<ProcessIdentity> {
-    let text = std::str::from_utf8(data).ok()?;
-    let mut p = Parser {
-        s: text.as_bytes(),
-        i: 0,
+    let Ok(Value::Object(fields)) = serde_json::from_slice::<Value>(data) else {
+        return None;
     };
-    p.ws();
-    p.eat(b'{')?;
-    let mut fields: Vec<(String, Value)> = Vec::new();
-    p.ws();
-    if p.peek() == Some(b'}') {
-        p.i += 1;
-    } else {
-        loop {
-            p.ws();
-            let key = p.string()?;
-            p.ws();
-            p.eat(b':')?;
-            p.ws();
-            let value = match p.peek()? {
-                b'"' => Value::Str(p.string()?),
-                _ => Value::Int(p.int()?),
-            };
-            fields.push((key, value));
-            p.ws();
-            match p.next()? {
-                b',' => continue,
-                b'}' => break,
-                _ => return None,
-            }
-        }
-    }
-    p.ws();
-    if p.i != p.s.len() {
+    if !fields.values().all(|v| v.is_string() || v.is_i64()) {
         return None;
     }
-    let get = |k: &str| fields.iter().find(|(key, _)| key == k).map(|(_, v)| v);
-    let int = |k: &str| match get(k) {
-        Some(Value::Int(n)) => Some(*n),
-        _ => None,
-    };
-    let string = |k: &str| match get(k) {
-        Some(Value::Str(s)) => Some(s.clone()),
-        _ => None,
-    };
+    let int = |k: &str| fields.get(k).and_then(Value::as_i64);
+    let string = |k: &str| fields.get(k).and_then(Value::as_str).map(str::to_string);
     if int("v")? != i64::from(IDENTITY_VERSION) {
         return None;
     }
@@ -327,76 +283,6 @@ fn parse_process(data: &[u8]) -> Option<ProcessIdentity> {
         name: string("name")?,
         created_ms: int("ts")?,
     })
-}
-
-struct Parser<'a> {
-    s: &'a [u8],
-    i: usize,
-}
-
-impl Parser<'_> {
-    fn peek(&self) -> Option<u8> {
-        self.s.get(self.i).copied()
-    }
-
-    fn next(&mut self) -> Option<u8> {
-        let b = self.peek()?;
-        self.i += 1;
-        Some(b)
-    }
-
-    fn eat(&mut self, b: u8) -> Option<()> {
-        (self.next()? == b).then_some(())
-    }
-
-    fn ws(&mut self) {
-        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
-            self.i += 1;
-        }
-    }
-
-    fn int(&mut self) -> Option<i64> {
-        let start = self.i;
-        if self.peek() == Some(b'-') {
-            self.i += 1;
-        }
-        while self.peek().is_some_and(|b| b.is_ascii_digit()) {
-            self.i += 1;
-        }
-        std::str::from_utf8(&self.s[start..self.i]).ok()?.parse().ok()
-    }
-
-    fn string(&mut self) -> Option<String> {
-        self.eat(b'"')?;
-        let mut out = Vec::new();
-        loop {
-            match self.next()? {
-                b'"' => return String::from_utf8(out).ok(),
-                b'\\' => {
-                    let c = match self.next()? {
-                        b'"' => '"',
-                        b'\\' => '\\',
-                        b'/' => '/',
-                        b'b' => '\u{8}',
-                        b'f' => '\u{c}',
-                        b'n' => '\n',
-                        b'r' => '\r',
-                        b't' => '\t',
-                        b'u' => {
-                            let hex = std::str::from_utf8(self.s.get(self.i..self.i + 4)?).ok()?;
-                            self.i += 4;
-                            char::from_u32(u32::from_str_radix(hex, 16).ok()?)?
-                        }
-                        _ => return None,
-                    };
-                    let mut buf = [0u8; 4];
-                    out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
-                }
-                b if b < 0x20 => return None,
-                b => out.push(b),
-            }
-        }
-    }
 }
 
 #[cfg(test)]
@@ -450,6 +336,97 @@ mod tests {
         // Unknown keys and whitespace are fine.
         let spaced = br#" { "v" : 1 , "host" : "h" , "pid" : 3 , "name" : "n" , "ts" : 5 , "extra" : "x" } "#;
         assert!(matches!(HolderIdentity::parse(spaced), HolderIdentity::Process(p) if p.pid == 3));
+    }
+
+    #[test]
+    fn writes_the_same_bytes_as_before() {
+        // The bytes the hand-written writer produced for these fields: keys in
+        // order, no spaces, `\"` `\\` `\n` `\r` `\t`, other control characters
+        // as `\u00xx` (backspace and form feed too), everything else as is.
+        let p = ProcessIdentity {
+            host: "h\u{8}1".into(),
+            addr: "10.0.0.5".into(),
+            pid: 42,
+            name: "a\"b\\c\nd\r\te\u{1}\u{c}\u{1f}\u{7f}/ü☃".into(),
+            created_ms: -3,
+        };
+        let expected = concat!(
+            r#"{"v":1,"host":"h\u00081","addr":"10.0.0.5","pid":42,"#,
+            r#""name":"a\"b\\c\nd\r\te\u0001\u000c\u001f"#,
+            "\u{7f}", // DEL is no control character to JSON: written as is
+            r#"/ü☃","ts":-3}"#
+        );
+        assert_eq!(String::from_utf8(p.to_json()).unwrap(), expected);
+        // The escaping `json_string` documented: `a"b<newline>` as `"a\"b\n"`.
+        let q = ProcessIdentity {
+            name: "a\"b\n".into(),
+            ..p
+        };
+        let json = String::from_utf8(q.to_json()).unwrap();
+        assert!(json.contains(r#","name":"a\"b\n","#), "{json}");
+    }
+
+    #[test]
+    fn parse_never_panics() {
+        // Truncations and byte changes of a valid identity, deep nesting, and
+        // pseudo-random bytes: each is read as something, never a panic.
+        let valid = br#"{"v":1,"host":"h1","addr":"10.0.0.5","pid":42,"name":"w\u00e9\n","ts":1700000000000}"#;
+        assert!(matches!(HolderIdentity::parse(valid), HolderIdentity::Process(_)));
+        for end in 0..valid.len() {
+            let _ = HolderIdentity::parse(&valid[..end]);
+        }
+        for i in 0..valid.len() {
+            for b in [0u8, b'"', b'\\', b'{', b'}', b'9', b'-', 0x80, 0xff] {
+                let mut d = valid.to_vec();
+                d[i] = b;
+                let _ = HolderIdentity::parse(&d);
+            }
+        }
+        let deep = "[".repeat(100_000) + &"]".repeat(100_000);
+        assert!(matches!(
+            HolderIdentity::parse(deep.as_bytes()),
+            HolderIdentity::Unknown(_)
+        ));
+        let alphabet = b"{}[]\":,-0123456789eE.tfnul\\ \x01\xc3\xa9v";
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for len in 0..2000 {
+            let d: Vec<u8> = (0..len % 97)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    alphabet[(x % alphabet.len() as u64) as usize]
+                })
+                .collect();
+            let _ = HolderIdentity::parse(&d);
+        }
+    }
+
+    #[test]
+    fn only_strings_and_integers_as_before() {
+        // A value of another type, under any key, makes the data not ours.
+        for other in [
+            r#""extra":1.5"#,
+            r#""extra":true"#,
+            r#""extra":null"#,
+            r#""extra":[1]"#,
+            r#""extra":{}"#,
+        ] {
+            let d = format!(r#"{{"v":1,"host":"h","pid":1,"name":"n","ts":1,{other}}}"#);
+            assert!(
+                matches!(HolderIdentity::parse(d.as_bytes()), HolderIdentity::Unknown(_)),
+                "{d}"
+            );
+        }
+        // An `addr` that is not a string reads as none, as before.
+        let d = br#"{"v":1,"host":"h","addr":5,"pid":1,"name":"n","ts":1}"#;
+        assert!(matches!(HolderIdentity::parse(d), HolderIdentity::Process(p) if p.addr.is_empty()));
+        // Escapes are decoded: `\/`, `\b`, `\f`, `\u` (a surrogate pair too).
+        let d = br#"{"v":1,"host":"a\/b","pid":1,"name":"\b\f\u00e9\ud83d\ude00","ts":1}"#;
+        match HolderIdentity::parse(d) {
+            HolderIdentity::Process(p) => assert_eq!((p.host.as_str(), p.name.as_str()), ("a/b", "\u{8}\u{c}é😀")),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

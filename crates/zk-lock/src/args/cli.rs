@@ -218,8 +218,21 @@ EXAMPLES:
     zk-lock --connect zk1:2281 --tls-ca ca.pem --tls-cert me.pem --tls-key me.key \\
         /locks/backup -- ./backup.sh
 
-    # try it without a ZooKeeper server
+    # try it without a ZooKeeper server (a zk-lock built with
+    # `--features embedded`: cargo install zk-lock --features embedded)
     zk-lock --embedded -v /demo -- echo \"holding the lock\"";
+
+/// The help of `--embedded`, which says how to get it in a build without it.
+#[cfg(feature = "embedded")]
+const EMBEDDED_HELP: &str = "start a throwaway in-process ZooKeeper server for this run only, to try
+zk-lock out: other zk-lock processes cannot see it, so it excludes
+nobody (cargo feature `embedded`, which this zk-lock was built with)";
+/// The help of `--embedded`, which says how to get it in a build without it.
+#[cfg(not(feature = "embedded"))]
+const EMBEDDED_HELP: &str = "start a throwaway in-process ZooKeeper server for this run only, to try
+zk-lock out: other zk-lock processes cannot see it, so it excludes
+nobody. Not in this zk-lock (a usage error, 64): rebuild with
+`--features embedded` (cargo install zk-lock --features embedded)";
 
 /// The first line of a usage error's hint, as `--help` shows it.
 pub const USAGE_LINE: &str = "zk-lock [OPTIONS] PATH -- COMMAND [ARGS...]
@@ -314,10 +327,8 @@ pub(super) struct ConnArgs {
     #[arg(global = true, verbatim_doc_comment, long, value_name = "NS", value_parser = namespace, allow_hyphen_values = true)]
     pub(super) namespace: Option<String>,
 
-    /// start a throwaway in-process ZooKeeper server for this run only, to try
-    /// zk-lock out: other zk-lock processes cannot see it, so it excludes
-    /// nobody
-    #[arg(global = true, verbatim_doc_comment, long, hide = !cfg!(feature = "embedded"))]
+    // (The help is a constant: it tells whether this build has the server.)
+    #[arg(global = true, long, help = EMBEDDED_HELP)]
     pub(super) embedded: bool,
 
     /// ZooKeeper session timeout: how long the server keeps the lock of a

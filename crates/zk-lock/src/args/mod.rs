@@ -187,20 +187,23 @@ pub fn parse(args: Vec<OsString>, env: &Env) -> Result<Parsed, UsageError> {
     }))
 }
 
+/// Why `--embedded` fails in a zk-lock built without the `embedded` feature,
+/// and how to get it.
+pub(crate) const EMBEDDED_NOT_BUILT: &str = "--embedded is not available: this zk-lock was built without the \
+     `embedded` feature (no in-process test server); rebuild with `--features embedded` \
+     (`cargo install zk-lock --features embedded`), or give --connect or ZK_CONNECT instead";
+
 /// The connection options, checked and resolved.
 fn connection(a: &ConnArgs, env: &Env) -> Result<Connection, UsageError> {
     if a.embedded && a.connect.is_some() {
         return usage("--embedded and --connect cannot be combined: --embedded starts its own server");
     }
-    if a.embedded && !cfg!(feature = "embedded") {
-        return usage(
-            "--embedded is not available: this zk-lock was built without the `embedded` feature \
-             (no in-process test server); give --connect or ZK_CONNECT instead",
-        );
-    }
     let tls = a.tls.resolve()?;
     if a.embedded && tls.is_some() {
         return usage("--embedded and --tls-* cannot be combined: the embedded server speaks plain TCP");
+    }
+    if a.embedded && !cfg!(feature = "embedded") {
+        return usage(EMBEDDED_NOT_BUILT);
     }
     let auth = credentials(a.auth.clone(), a.auth_file.as_deref(), env.zk_lock_auth.clone())?;
     let acl = a.acl.unwrap_or(AclChoice::Open);
@@ -332,6 +335,8 @@ mod tests {
         assert!(run(&["--embedded", "/l", "--", "x"]).conn.embedded);
         #[cfg(not(feature = "embedded"))]
         assert!(err(&["--embedded", "/l", "--", "x"]).contains("not available"));
+        #[cfg(not(feature = "embedded"))]
+        assert!(err(&["--embedded", "/l", "--", "x"]).contains("rebuild with `--features embedded`"));
         // Everything after `--` belongs to COMMAND, options included.
         assert_eq!(
             run(&["/l", "--", "ls", "--read", "--"]).command,

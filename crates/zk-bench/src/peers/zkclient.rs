@@ -219,7 +219,7 @@ fn deep(rt: &Runtime, x: &Ctx) -> Result<(), Error> {
             notifications: n0.zip(n1).map(|(a, b)| b - a),
             queued_watches,
         }
-        .report("zkclient.mutex.", threads, sessions);
+        .report("zkclient.", threads, sessions);
     }
     Ok(())
 }
@@ -266,7 +266,7 @@ fn many_round(rt: &Runtime, client: &Arc<Client>, locks: usize, root: &str, repo
     });
     let releasing = t1.elapsed();
     if report {
-        report_many("zkclient.mutex.", locks, acquired, releasing, rss1.saturating_sub(rss0));
+        report_many("zkclient.", locks, acquired, releasing, rss1.saturating_sub(rss0));
     }
 }
 

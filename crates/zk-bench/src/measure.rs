@@ -431,3 +431,30 @@ pub fn report_many(prefix: &str, locks: usize, acquired: Duration, releasing: Du
         rss_kib as f64 * 1024.0 / locks as f64
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_pick_the_nearest_rank() {
+        let v: Vec<Duration> = (1..=101).map(Duration::from_micros).collect();
+        assert_eq!(percentile(&v, 0.5), Duration::from_micros(51));
+        assert_eq!(percentile(&v, 0.99), Duration::from_micros(100));
+        assert_eq!(percentile(&v, 1.0), Duration::from_micros(101));
+        assert_eq!(percentile(&[], 0.5), Duration::ZERO);
+        assert_eq!(us(Duration::from_nanos(1_250)), "1.2");
+    }
+
+    #[test]
+    fn jain_is_one_when_equal_and_one_over_n_when_one_had_all() {
+        let h = |per_client: Vec<u64>| Handoff {
+            rate: 0.0,
+            per_client,
+            latencies: Vec::new(),
+        };
+        assert!((h(vec![5, 5, 5, 5]).jain() - 1.0).abs() < 1e-9);
+        assert!((h(vec![8, 0, 0, 0]).jain() - 0.25).abs() < 1e-9);
+        assert_eq!(h(vec![0, 0]).jain(), 0.0);
+    }
+}

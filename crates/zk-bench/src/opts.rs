@@ -82,7 +82,16 @@ impl Opts {
     /// The command line, with `--curator` folded into the peers (Curator
     /// first, then the others in the order named, each once).
     pub fn parse_args() -> Opts {
-        let mut o = Opts::parse();
+        Opts::fold(Opts::parse())
+    }
+
+    /// [`Opts::parse_args`] on these arguments (the program name first).
+    #[cfg(test)]
+    fn from_args(args: &[&str]) -> Opts {
+        Opts::fold(Opts::try_parse_from(args).expect("valid arguments"))
+    }
+
+    fn fold(mut o: Opts) -> Opts {
         let mut peers = Vec::new();
         if o.curator {
             peers.push(Peer::Curator);
@@ -122,3 +131,37 @@ impl Opts {
 
 /// The scenarios run only when named.
 pub const SCALE: [&str; 3] = ["latency", "deep", "many"];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn curator_is_an_alias_and_goes_first_once() {
+        let o = Opts::from_args(&["zk-bench", "--peers", "kazoo,zookeeper-client,curator", "--curator"]);
+        assert_eq!(o.peers, [Peer::Curator, Peer::Kazoo, Peer::ZookeeperClient]);
+        assert!(o.curator);
+        let o = Opts::from_args(&["zk-bench", "--curator"]);
+        assert_eq!(o.peers, [Peer::Curator]);
+        let o = Opts::from_args(&["zk-bench", "--peers", "zookeeper"]);
+        assert_eq!(o.peers, [Peer::Zookeeper]);
+        assert!(!o.curator);
+        assert_eq!(Peer::Zookeeper.prefix(), "zookeeper08");
+    }
+
+    #[test]
+    fn unknown_peers_and_tls_with_peers_are_refused() {
+        assert!(Opts::try_parse_from(["zk-bench", "--peers", "etcd"]).is_err());
+        assert!(Opts::try_parse_from(["zk-bench", "--tls", "--peers", "kazoo"]).is_err());
+    }
+
+    #[test]
+    fn scale_scenarios_run_only_when_named() {
+        let o = Opts::from_args(&["zk-bench"]);
+        assert!(o.wanted("mutex") && o.wanted("clients") && !o.wanted("deep"));
+        let o = Opts::from_args(&["zk-bench", "--only", "scale"]);
+        assert!(o.wanted("deep") && o.wanted("many") && o.wanted("latency") && o.wanted("clients"));
+        assert!(!o.wanted("mutex"));
+        assert_eq!(o.only("deep").only, Some(vec!["deep".to_string()]));
+    }
+}

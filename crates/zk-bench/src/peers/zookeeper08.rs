@@ -307,3 +307,17 @@ fn herd(x: &Ctx) -> ZkResult<()> {
     );
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::sequence;
+
+    #[test]
+    fn the_sequence_is_the_last_ten_digits_of_any_scheme() {
+        assert_eq!(sequence("lock-0000000042"), Some(42));
+        assert_eq!(sequence("_c_9f1e2d3c-lock-0000000007"), Some(7));
+        assert_eq!(sequence("3b1a__lock__0000000100"), Some(100));
+        assert_eq!(sequence("leases"), None);
+        assert_eq!(sequence("lock-"), None);
+    }
+}

@@ -55,6 +55,23 @@ async fn release(g: LockClient<'_>) -> Result<(), Error> {
     r
 }
 
+/// Waits (10 s at most) until no lock node is left under `path`: the last
+/// releases' deletes run in background tasks, and the next peer queues on
+/// the same path.
+fn settle(rt: &Runtime, cs: &str, path: &str) -> Result<(), Error> {
+    let client = rt.block_on(session(cs))?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match rt.block_on(client.list_children(path)) {
+            Ok(children) if !children.is_empty() && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Ok(_) | Err(Error::NoNode) => return Ok(()),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// Runs the scenario `name` (what this peer has of it) on `x`'s server.
 pub fn run(x: &Ctx, name: &str) {
     let rt = match runtime() {
@@ -96,7 +113,7 @@ fn mutex(rt: &Runtime, x: &Ctx) -> Result<(), Error> {
         let r1 = requests(x.server()).unwrap_or(r0);
         println!("{KEY}.requests_per_cycle={:.1}", (r1 - r0) as f64 / n as f64);
     }
-    Ok(())
+    settle(rt, &x.cs, "/bench/mutex")
 }
 
 /// A handoff window: `sessions` sessions, a task each, on `/bench/handoff`.
@@ -149,6 +166,7 @@ fn window(
         }
     });
     h.latencies.sort();
+    settle(rt, cs, "/bench/handoff")?;
     Ok(h)
 }
 
@@ -306,6 +324,7 @@ fn herd(rt: &Runtime, x: &Ctx) -> Result<(), Error> {
         }
     });
     let after = notifications(x.server(), &x.cs).unwrap_or(0);
+    settle(rt, &x.cs, path)?;
     println!(
         "{KEY}.notifications_per_release={:.2}",
         (after - before) as f64 / (n + 1) as f64

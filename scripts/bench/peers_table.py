@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Prints BENCHMARKS.md's "Every peer, side by side" table from zk-bench's output.
 
-usage: scripts/bench/peers_table.py RUN.txt [RUN.txt ...]
+usage: scripts/bench/peers_table.py RUN.txt [RUN.txt ...] [-- RUN.txt [RUN.txt ...] ...]
 
 Each RUN.txt is the stdout of a `zk-bench --peers curator,zookeeper-client,kazoo,zookeeper`
-run (key=value lines; several files are merged, e.g. the run of
-mutex,handoff,latency,deep,herd and the separate run of many). One column per
-lock implementation; each peer's cell is its figure and, in brackets, how many
-times ours is better (above 1: ours ahead; below 1: the peer ahead, in bold).
+run (key=value lines). The files of one run are merged (e.g. the run of
+mutex,handoff,latency,deep,herd and the separate run of many); "--" separates
+runs. One column per lock implementation; each cell gives every run's figure
+("first / second"), and each peer's cell, in brackets, how many times ours is
+better in each run (above 1: ours ahead; below 1: the peer ahead, in bold).
 A dagger marks resident memory measured in zk-bench's own process after ours
 ran there (zookeeper-client, zookeeper 0.8): not comparable, no ratio.
 """
@@ -80,32 +81,49 @@ def fmt(v, unit):
     return f"{s} {unit}".strip()
 
 
-def main(paths):
-    d = load(paths)
+def cell(vals, unit):
+    """Figures of the runs, "a / b unit" (a dash for a run without it)."""
+    shown = [fmt(v, "") if v is not None else "–" for v in vals]
+    return (" / ".join(shown) + (" " + unit if unit else "")).strip()
+
+
+def main(args):
+    # Runs are separated by "--"; the files of one run are merged.
+    runs, cur = [], []
+    for a in args:
+        if a == "--":
+            runs.append(cur)
+            cur = []
+        else:
+            cur.append(a)
+    runs.append(cur)
+    data = [load(r) for r in runs if r]
     head = ["scenario", "ours"] + [name for name, _ in PEERS]
     print("| " + " | ".join(head) + " |")
     print("|---|" + "---:|" * (len(head) - 1))
     for label, ours_key, peer_key, lower, unit in ROWS:
-        ours = d.get(ours_key)
-        cells = [label, fmt(ours, unit) if ours is not None else "–"]
+        ours = [d.get(ours_key) for d in data]
+        cells = [label, cell(ours, unit) if any(v is not None for v in ours) else "–"]
         for _, p in PEERS:
             m = "seed_mutex" if p == "zookeeper08" else "mutex"
             dp = "seed_mutex." if p == "zookeeper08" else ""
-            v = d.get(peer_key.format(p=p, m=m, d=dp))
-            if v is None:
+            vals = [d.get(peer_key.format(p=p, m=m, d=dp)) for d in data]
+            if all(v is None for v in vals):
                 cells.append("–")
                 continue
             if "rss" in peer_key and p in IN_PROCESS:
                 # Measured in the process where ours ran first: memory freed by
                 # ours is reused, so the growth of the resident set understates it.
-                cells.append(fmt(v, unit) + " †")
+                cells.append(cell(vals, unit) + " †")
                 continue
-            if ours is None or ours == 0 or v == 0 or lower is None:
-                cells.append(fmt(v, unit))
-                continue
-            r = v / ours if lower else ours / v
-            ratio = f"{r:.2f}×" if r < 10 else f"{r:.0f}×"
-            cells.append(fmt(v, unit) + (f" (**{ratio}**)" if r < 1 else f" ({ratio})"))
+            ratios = []
+            for o, v in zip(ours, vals):
+                if lower is None or not o or not v:
+                    continue
+                r = v / o if lower else o / v
+                t = f"{r:.2f}×" if r < 10 else f"{r:.0f}×"
+                ratios.append(f"**{t}**" if r < 1 else t)
+            cells.append(cell(vals, unit) + (f" ({' / '.join(ratios)})" if ratios else ""))
         print("| " + " | ".join(cells) + " |")
 
 

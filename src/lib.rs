@@ -4,7 +4,7 @@
 //!
 //! This package (`zk-curator`, `publish = false`) exports nothing: it holds the
 //! examples (`examples/`), the cross-crate integration tests (`tests/it`), the
-//! `zk-bench` binary and the benchmarks, and runs the README's code above as
+//! client micro-benchmarks (`benches/`), and runs the README's code above as
 //! doctests. A user depends on the published crates (`zk-framework`,
 //! `zk-recipes`, and `zk-testing` for tests) and imports from their roots, as
 //! the README does.

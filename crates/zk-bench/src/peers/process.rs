@@ -1,0 +1,374 @@
+//! The peers that run in a process of their own and speak the small protocol
+//! of `scripts/bench/CuratorBench.java`: Curator 5.4 (Java) and kazoo 2.8
+//! (`scripts/bench/kazoo_bench.py`). The driver passes the connect string, a
+//! mode and its arguments (the same window, warm-up and lock paths as ours),
+//! prints the `key=value` lines the peer prints, and for the counted modes
+//! reads the server's counters between the peer's `ready` and `done` lines.
+
+use std::io::{BufRead, BufReader, Lines, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use crate::measure::{
+    await_watches, deep_waiters, notifications, requests, wchs, Deep, DEEP_SESSIONS, HOLD, MANY, MANY_THREADS,
+    MANY_WARMUP, THINK,
+};
+use crate::Ctx;
+
+/// How to start one peer's benchmark program, and what it can run.
+pub struct Driver {
+    /// The prefix of its keys, without the dot.
+    prefix: &'static str,
+    /// The program and its arguments before the connect string.
+    command: Vec<String>,
+    /// Whether it has a semaphore mutex (`mutex|semaphore` modes).
+    semaphore: bool,
+    /// Whether it has the `rwherd` and `clients` modes.
+    rwlock_and_clients: bool,
+}
+
+/// The directory of the compiled `CuratorBench` classes (removed at exit).
+pub fn java_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("zk-bench-java-{}", std::process::id()))
+}
+
+/// A file of `scripts/bench/`.
+fn bench_script(name: &str) -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/bench")).join(name)
+}
+
+/// Curator 5.4 on Debian's jars: compiles `CuratorBench.java` once per run.
+pub fn curator() -> Result<&'static Driver, String> {
+    static D: OnceLock<Result<Driver, String>> = OnceLock::new();
+    D.get_or_init(|| {
+        let j = "/usr/share/java";
+        let jars: Vec<String> = [
+            "curator-recipes",
+            "curator-framework",
+            "curator-client",
+            "zookeeper",
+            "zookeeper-jute",
+            "guava",
+            "slf4j-api",
+            "slf4j-nop",
+        ]
+        .iter()
+        .map(|n| format!("{j}/{n}.jar"))
+        .collect();
+        if !std::path::Path::new(&jars[0]).exists() {
+            return Err("Curator jars missing (apt-get install libcurator-recipes-java)".into());
+        }
+        let out_dir = java_dir();
+        std::fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
+        let src = bench_script("CuratorBench.java");
+        let status = Command::new("javac")
+            .arg("-d")
+            .arg(&out_dir)
+            .args(["-cp", &jars.join(":")])
+            .arg(&src)
+            .status();
+        match status {
+            Ok(s) if s.success() => {}
+            Ok(s) => return Err(format!("javac failed ({s})")),
+            Err(e) => return Err(format!("no javac ({e}; apt-get install openjdk-17-jdk-headless)")),
+        }
+        let cp = format!("{}:{}", out_dir.display(), jars.join(":"));
+        Ok(Driver {
+            prefix: "curator",
+            command: ["java", "-Xmx256m", "-cp", &cp, "CuratorBench"]
+                .map(String::from)
+                .to_vec(),
+            semaphore: true,
+            rwlock_and_clients: true,
+        })
+    })
+    .as_ref()
+    .map_err(Clone::clone)
+}
+
+/// kazoo 2.8 with Debian's `/usr/bin/python3` and `python3-kazoo`.
+pub fn kazoo() -> Result<&'static Driver, String> {
+    static D: OnceLock<Result<Driver, String>> = OnceLock::new();
+    D.get_or_init(|| {
+        let python = "/usr/bin/python3";
+        let probe = Command::new(python)
+            .args(["-c", "import kazoo.version; print(kazoo.version.__version__)"])
+            .stderr(Stdio::null())
+            .output();
+        match probe {
+            Ok(out) if out.status.success() => {}
+            Ok(_) => return Err("no python3 kazoo module (apt-get install python3-kazoo)".into()),
+            Err(e) => return Err(format!("no {python} ({e})")),
+        }
+        let script = bench_script("kazoo_bench.py");
+        if !script.exists() {
+            return Err(format!("{} missing", script.display()));
+        }
+        Ok(Driver {
+            prefix: "kazoo",
+            command: vec![python.into(), "-u".into(), script.display().to_string()],
+            semaphore: false,
+            rwlock_and_clients: false,
+        })
+    })
+    .as_ref()
+    .map_err(Clone::clone)
+}
+
+/// A running peer program whose stdout is read line by line.
+struct Running {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Lines<BufReader<ChildStdout>>,
+}
+
+impl Running {
+    /// The next line, or an error saying what was expected.
+    fn line(&mut self, what: &str) -> Result<String, String> {
+        match self.lines.next() {
+            Some(Ok(l)) => Ok(l),
+            _ => Err(format!("the peer exited before '{what}'")),
+        }
+    }
+
+    /// Expects the line `want`.
+    fn expect(&mut self, want: &str) -> Result<(), String> {
+        let l = self.line(want)?;
+        if l == want {
+            Ok(())
+        } else {
+            Err(format!("expected '{want}', read '{l}'"))
+        }
+    }
+
+    /// Sends an empty line (the peer's cue to go on).
+    fn go(&mut self) -> Result<(), String> {
+        writeln!(self.stdin).map_err(|e| format!("the peer's stdin: {e}"))
+    }
+
+    fn finish(mut self) {
+        drop(self.stdin);
+        let _ = self.child.wait();
+    }
+}
+
+impl Driver {
+    fn command(&self, cs: &str, args: &[String]) -> Command {
+        let mut c = Command::new(&self.command[0]);
+        c.args(&self.command[1..]).arg(cs).args(args).stderr(Stdio::inherit());
+        c
+    }
+
+    fn spawn(&self, cs: &str, args: &[String]) -> Result<Running, String> {
+        let mut child = self
+            .command(cs, args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("{}: {e}", self.command[0]))?;
+        let stdin = child.stdin.take().unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        Ok(Running { child, stdin, lines })
+    }
+
+    /// Runs one mode to its end and prints what it printed.
+    fn print_all(&self, cs: &str, args: &[String]) -> Result<(), String> {
+        let out = self
+            .command(cs, args)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("{}: {e}", self.command[0]))?;
+        print!("{}", String::from_utf8_lossy(&out.stdout));
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!("'{}' exited with {}", args.join(" "), out.status))
+        }
+    }
+
+    /// Runs the scenario `name` (what the peer has of it) on `x`'s server.
+    pub fn run(&self, x: &Ctx, name: &str) {
+        if let Err(e) = self.scenario(x, name) {
+            println!("{}.error={name}: {e}", self.prefix);
+        }
+    }
+
+    fn scenario(&self, x: &Ctx, name: &str) -> Result<(), String> {
+        let cs = x.cs.as_str();
+        let secs = format!("{}", x.run.as_secs_f64());
+        let warm = format!("{}", x.warmup.as_secs_f64());
+        let a = |v: &[&str]| -> Vec<String> { v.iter().map(|s| s.to_string()).collect() };
+        match name {
+            "mutex" => {
+                self.print_all(cs, &a(&["latency", "mutex", &secs, &warm, "/bench/mutex"]))?;
+                self.cycles(x, "mutex")?;
+            }
+            "semaphore" if self.semaphore => {
+                self.print_all(cs, &a(&["latency", "semaphore", &secs, &warm, "/bench/sem"]))?;
+                self.cycles(x, "semaphore")?;
+            }
+            "handoff" => {
+                for sessions in [8, 32, 128] {
+                    let n = sessions.to_string();
+                    self.print_all(cs, &a(&["handoff", "mutex", &n, &secs, &warm, "/bench/handoff"]))?;
+                }
+                if self.semaphore {
+                    self.print_all(
+                        cs,
+                        &a(&["handoff", "semaphore", "8", &secs, &warm, "/bench/sem-handoff"]),
+                    )?;
+                }
+            }
+            "latency" => {
+                for sessions in ["2", "8"] {
+                    self.print_all(
+                        cs,
+                        &a(&[
+                            "handoff",
+                            "mutex",
+                            sessions,
+                            &secs,
+                            &warm,
+                            "/bench/handoff",
+                            "latency.mutex",
+                        ]),
+                    )?;
+                }
+                let hold = HOLD.as_micros().to_string();
+                for (key, think) in [
+                    ("latency_hold_2ms.mutex", Duration::ZERO),
+                    ("latency_hold_2ms_think_1ms.mutex", THINK),
+                ] {
+                    let think = think.as_micros().to_string();
+                    self.print_all(
+                        cs,
+                        &a(&[
+                            "handoff",
+                            "mutex",
+                            "8",
+                            &secs,
+                            &warm,
+                            "/bench/handoff",
+                            key,
+                            &hold,
+                            &think,
+                        ]),
+                    )?;
+                }
+            }
+            "deep" => {
+                let deep = deep_waiters();
+                for (threads, sessions) in [(deep, 1), (deep, DEEP_SESSIONS.min(deep))] {
+                    self.deep(x, threads, sessions)?;
+                }
+            }
+            "many" => {
+                let (n, t, w) = (MANY.to_string(), MANY_THREADS.to_string(), MANY_WARMUP.to_string());
+                let root = format!("/bench/many-{}", self.prefix);
+                self.print_all(cs, &a(&["many", &n, &t, &root, &w]))?;
+            }
+            "clients" if self.rwlock_and_clients => self.print_all(cs, &a(&["clients", "16"]))?,
+            "herd" if notifications(x.server(), cs).is_some() => {
+                let kinds: &[&str] = if self.semaphore {
+                    &["mutex", "semaphore"]
+                } else {
+                    &["mutex"]
+                };
+                for &kind in kinds {
+                    let n = self.counted(x, &a(&["chain", kind, "20"]), "done")?;
+                    let key = if kind == "mutex" { "mutex" } else { "semaphore_mutex" };
+                    println!("{}.{key}.notifications_per_release={:.2}", self.prefix, n as f64 / 21.0);
+                }
+            }
+            "rwlock" if self.rwlock_and_clients && notifications(x.server(), cs).is_some() => {
+                let n = self.counted(x, &a(&["rwherd", "100"]), "released")?;
+                println!(
+                    "{}.rwlock.notifications_per_writer_release.queued_readers_100={n}",
+                    self.prefix
+                );
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// A holder and `threads` waiters over `sessions` sessions, in the peer's
+    /// process; the drain and the server's counts, measured here.
+    fn deep(&self, x: &Ctx, threads: usize, sessions: usize) -> Result<(), String> {
+        let args = [
+            "deep".into(),
+            threads.to_string(),
+            sessions.to_string(),
+            "/bench/deep".into(),
+        ];
+        let mut p = self.spawn(&x.cs, &args)?;
+        p.expect("ready")?;
+        // Every waiter has set its watch (on the node ahead).
+        await_watches(&x.cs, threads as u64);
+        let queued_watches = wchs(&x.cs);
+        let n0 = notifications(x.server(), &x.cs);
+        p.go()?;
+        let drain_line = p.line("drain_ms=")?;
+        let ms: f64 = drain_line
+            .strip_prefix("drain_ms=")
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| format!("expected 'drain_ms=', read '{drain_line}'"))?;
+        p.expect("done")?;
+        let n1 = notifications(x.server(), &x.cs);
+        p.go()?;
+        p.finish();
+        Deep {
+            drain: Duration::from_secs_f64(ms / 1e3),
+            notifications: n0.zip(n1).map(|(a, b)| b - a),
+            queued_watches,
+        }
+        .report(&format!("{}.", self.prefix), threads, sessions);
+        Ok(())
+    }
+
+    /// Runs a step that prints `ready`, waits for a line, prints `done_line`
+    /// when its work is over, waits for a line and exits: the notifications
+    /// the server sent in between.
+    fn counted(&self, x: &Ctx, args: &[String], done_line: &str) -> Result<u64, String> {
+        let mut p = self.spawn(&x.cs, args)?;
+        p.expect("ready")?;
+        let n0 = notifications(x.server(), &x.cs).unwrap_or(0);
+        p.go()?;
+        p.expect(done_line)?;
+        let n1 = notifications(x.server(), &x.cs).unwrap_or(0);
+        p.go()?;
+        p.finish();
+        Ok(n1 - n0)
+    }
+
+    /// Requests and notifications per uncontended cycle, counted by the
+    /// embedded server (nothing elsewhere).
+    fn cycles(&self, x: &Ctx, kind: &str) -> Result<(), String> {
+        let Some(e) = x.server().and_then(|s| s.embedded()) else {
+            return Ok(());
+        };
+        let n = 50u64;
+        let mut p = self.spawn(&x.cs, &["cycles".into(), kind.into(), n.to_string()])?;
+        p.expect("ready")?;
+        let (r0, n0) = (requests(x.server()).unwrap_or(0), e.stats().watch_notifications);
+        p.go()?;
+        p.expect("done")?;
+        let (r1, n1) = (requests(x.server()).unwrap_or(0), e.stats().watch_notifications);
+        p.go()?;
+        p.finish();
+        let key = if kind == "mutex" { "mutex" } else { "semaphore_mutex" };
+        println!(
+            "{}.{key}.requests_per_cycle={:.1}",
+            self.prefix,
+            (r1 - r0) as f64 / n as f64
+        );
+        println!(
+            "{}.{key}.notifications_per_cycle={:.1}",
+            self.prefix,
+            (n1 - n0) as f64 / n as f64
+        );
+        Ok(())
+    }
+}

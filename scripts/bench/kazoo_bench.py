@@ -1,0 +1,301 @@
+#!/usr/bin/python3
+"""kazoo 2.8 lock benchmarks, run by zk-bench beside our own figures on the same
+server (`zk-bench --peers kazoo`). Prints key=value lines prefixed with "kazoo.".
+
+It speaks the protocol of CuratorBench.java (same modes, arguments and
+ready/done lines), for the modes kazoo has a lock for: kazoo's `Lock` (its
+mutex: an ephemeral-sequential node under the lock path, the waiter watching
+its predecessor). Every timed window is preceded by WARMUP seconds of the same
+work. One KazooClient is one ZooKeeper session; each holder is a thread with a
+Lock object of its own.
+
+usage: python3 kazoo_bench.py CONNECT MODE ARGS...
+  latency mutex SECONDS WARMUP PATH   uncontended acquire+release latency
+  handoff mutex SESSIONS SECONDS WARMUP PATH [KEY [HOLD_US [THINK_US]]]
+                                      contended acquisitions per second, per-client
+                                      fairness (min/max, Jain's index) and the
+                                      release -> next grant latency (p50/p99)
+  deep THREADS SESSIONS PATH          a holder and THREADS waiters over SESSIONS
+                                      sessions on one mutex; prints "ready" once all
+                                      queued, waits for a stdin line, releases; each
+                                      waiter acquires and releases at once; prints the
+                                      drain time, then "done", waits for a line
+  many LOCKS THREADS PATH WARMUP_LOCKS one client, THREADS threads acquire LOCKS distinct
+                                      mutexes (held all at once), then release them
+  cycles mutex N                      N uncontended cycles (zk-bench counts requests)
+  chain mutex N                       N waiters queued behind a holder, released in turn
+"""
+import logging
+import sys
+import threading
+import time
+
+from kazoo.client import KazooClient
+
+logging.basicConfig(level=logging.CRITICAL)
+
+
+def client(cs):
+    c = KazooClient(hosts=cs, timeout=30.0)
+    c.start(timeout=30)
+    return c
+
+
+def close(c):
+    c.stop()
+    c.close()
+
+
+def pct(sorted_ns, p):
+    return sorted_ns[int(round((len(sorted_ns) - 1) * p))]
+
+
+def rss_kib():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def wait_line():
+    sys.stdin.readline()
+
+
+def say(line):
+    print(line, flush=True)
+
+
+def latency(cs, kind, seconds, warmup, path):
+    c = client(cs)
+    lock = c.Lock(path)
+    end = time.monotonic() + warmup
+    n = 0
+    while n < 20 or time.monotonic() < end:
+        lock.acquire()
+        lock.release()
+        n += 1
+    lat = []
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        t = time.perf_counter_ns()
+        lock.acquire()
+        lock.release()
+        lat.append(time.perf_counter_ns() - t)
+    lat.sort()
+    med = lat[len(lat) // 2]
+    say("kazoo.mutex.uncontended_acquire_release.median_us=%.1f" % (med / 1e3))
+    say("kazoo.mutex.uncontended_acquire_release.p99_us=%.1f" % (pct(lat, 0.99) / 1e3))
+    say("kazoo.mutex.uncontended_cycles_per_s=%.0f" % (1e9 / med))
+    close(c)
+
+
+def handoff(cs, kind, sessions, seconds, warmup, path, key="mutex", hold_us=0, think_us=0):
+    clients = [client(cs) for _ in range(sessions)]
+    stop = threading.Event()
+    state = {"timing": False, "last_release": 0}
+    counts = [0] * sessions
+    lats = [[] for _ in range(sessions)]
+    go = threading.Event()
+
+    def holder(me):
+        lock = clients[me].Lock(path)
+        mine = lats[me]
+        go.wait()
+        while not stop.is_set():
+            lock.acquire()
+            granted = time.perf_counter_ns()
+            prev = state["last_release"]
+            if state["timing"] and prev != 0:
+                mine.append(granted - prev)
+            counts[me] += 1
+            if hold_us:
+                time.sleep(hold_us / 1e6)
+            state["last_release"] = time.perf_counter_ns()
+            lock.release()
+            if think_us:
+                time.sleep(think_us / 1e6)
+
+    ts = [threading.Thread(target=holder, args=(i,)) for i in range(sessions)]
+    for t in ts:
+        t.start()
+    go.set()
+    time.sleep(warmup)
+    before = list(counts)
+    t0 = time.perf_counter_ns()
+    state["timing"] = True
+    time.sleep(seconds)
+    state["timing"] = False
+    after = list(counts)
+    secs = (time.perf_counter_ns() - t0) / 1e9
+    stop.set()
+    for t in ts:
+        t.join()
+    d = [a - b for a, b in zip(after, before)]
+    n = sum(d)
+    sq = sum(x * x for x in d)
+    k = "kazoo.%s.handoffs" % key
+    say("kazoo.%s.handoffs_per_s.sessions_%d=%.0f" % (key, sessions, n / secs))
+    say("%s.min_per_client.sessions_%d=%d" % (k, sessions, min(d)))
+    say("%s.max_per_client.sessions_%d=%d" % (k, sessions, max(d)))
+    say("%s.jain.sessions_%d=%.3f" % (k, sessions, 0 if sq == 0 else n * n / (sessions * sq)))
+    every = sorted(x for m in lats for x in m)
+    if every:
+        say("kazoo.%s.handoff_latency.p50_us.sessions_%d=%.1f" % (key, sessions, every[len(every) // 2] / 1e3))
+        say("kazoo.%s.handoff_latency.p99_us.sessions_%d=%.1f" % (key, sessions, pct(every, 0.99) / 1e3))
+    for c in clients:
+        close(c)
+
+
+def deep(cs, threads, sessions, path):
+    hc = client(cs)
+    holder = hc.Lock(path)
+    holder.acquire()
+    clients = [client(cs) for _ in range(sessions)]
+    last = [0]
+    mu = threading.Lock()
+
+    def waiter(c):
+        lock = c.Lock(path)
+        lock.acquire()
+        lock.release()
+        t = time.perf_counter_ns()
+        with mu:
+            last[0] = max(last[0], t)
+
+    threading.stack_size(256 * 1024)
+    ts = [threading.Thread(target=waiter, args=(clients[i % sessions],)) for i in range(threads)]
+    for t in ts:
+        t.start()
+    while len(hc.get_children(path)) < threads + 1:
+        time.sleep(0.005)
+    say("ready")
+    wait_line()
+    t0 = time.perf_counter_ns()
+    holder.release()
+    for t in ts:
+        t.join()
+    say("drain_ms=%.1f" % ((last[0] - t0) / 1e6))
+    say("done")
+    wait_line()
+    for c in clients:
+        close(c)
+    close(hc)
+
+
+def many_round(c, locks, threads, root, report):
+    held = threading.Barrier(threads + 1)
+    release = threading.Barrier(threads + 1)
+    released = threading.Barrier(threads + 1)
+    rss0 = rss_kib()
+
+    def worker(me):
+        mine = []
+        for i in range(me, locks, threads):
+            lock = c.Lock("%s/l%d" % (root, i))
+            lock.acquire()
+            mine.append(lock)
+        held.wait()
+        release.wait()
+        for lock in mine:
+            lock.release()
+        released.wait()
+
+    ts = [threading.Thread(target=worker, args=(t,)) for t in range(threads)]
+    t0 = time.perf_counter_ns()
+    for t in ts:
+        t.start()
+    held.wait()
+    t1 = time.perf_counter_ns()
+    rss1 = rss_kib()
+    release.wait()
+    t2 = time.perf_counter_ns()
+    released.wait()
+    t3 = time.perf_counter_ns()
+    for t in ts:
+        t.join()
+    if report:
+        say("kazoo.many.acquires_per_s.locks_%d=%.0f" % (locks, locks / ((t1 - t0) / 1e9)))
+        say("kazoo.many.releases_per_s.locks_%d=%.0f" % (locks, locks / ((t3 - t2) / 1e9)))
+        say("kazoo.many.rss_bytes_per_held_lock=%.0f" % ((rss1 - rss0) * 1024.0 / locks))
+
+
+def many(cs, locks, threads, path, warm_locks):
+    c = client(cs)
+    many_round(c, warm_locks, threads, path + "-warmup", False)
+    many_round(c, locks, threads, path, True)
+    close(c)
+
+
+def cycles(cs, kind, n):
+    c = client(cs)
+    lock = c.Lock("/kazoo-bench/cycles-" + kind)
+    lock.acquire()  # ensures the lock path once (per Lock object) before the counted cycles
+    lock.release()
+    say("ready")
+    wait_line()
+    for _ in range(n):
+        lock.acquire()
+        lock.release()
+    say("done")
+    wait_line()
+    close(c)
+
+
+def chain(cs, kind, n):
+    path = "/kazoo-bench/chain-" + kind
+    hc = client(cs)
+    holder = hc.Lock(path)
+    holder.acquire()
+    clients = [client(cs) for _ in range(n)]
+
+    def waiter(c):
+        lock = c.Lock(path)
+        lock.acquire()
+        lock.release()
+
+    ts = [threading.Thread(target=waiter, args=(c,)) for c in clients]
+    for t in ts:
+        t.start()
+    time.sleep(1.0)  # every waiter queued and watching
+    say("ready")
+    wait_line()
+    holder.release()
+    for t in ts:
+        t.join()
+    time.sleep(0.2)
+    say("done")
+    wait_line()
+    for c in clients:
+        close(c)
+    close(hc)
+
+
+def main(argv):
+    cs, mode, a = argv[1], argv[2], argv[3:]
+    if mode in ("latency", "handoff", "cycles", "chain") and a[0] != "mutex":
+        print("kazoo_bench: only the mutex (kazoo's Lock), not %s" % a[0], file=sys.stderr)
+        return 2
+    if mode == "latency":
+        latency(cs, a[0], float(a[1]), float(a[2]), a[3])
+    elif mode == "handoff":
+        key = a[5] if len(a) > 5 else "mutex"
+        hold = int(a[6]) if len(a) > 6 else 0
+        think = int(a[7]) if len(a) > 7 else 0
+        handoff(cs, a[0], int(a[1]), float(a[2]), float(a[3]), a[4], key, hold, think)
+    elif mode == "deep":
+        deep(cs, int(a[0]), int(a[1]), a[2])
+    elif mode == "many":
+        many(cs, int(a[0]), int(a[1]), a[2], int(a[3]))
+    elif mode == "cycles":
+        cycles(cs, a[0], int(a[1]))
+    elif mode == "chain":
+        chain(cs, a[0], int(a[1]))
+    else:
+        print("kazoo_bench: unknown mode %s" % mode, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -141,7 +141,8 @@ fn main() -> Result<(), BoxError> {
     drop(guard); // already lost: logs it, deletes nothing of anyone else's
     outcome?;
 
-    println!("\nfigures for {LOCK}:");
+    // Each client keeps the figures of its own locks: the worker's.
+    println!("\nthe worker's figures for {LOCK}:");
     let st = zk_recipes::stats::snapshot_of(&worker, &worker.fix_path(LOCK)).ok_or("no figures")?;
     println!(
         "  acquisitions {}  timeouts {}  errors {}  releases {}  losses {} (node deleted {})",
@@ -160,8 +161,18 @@ fn main() -> Result<(), BoxError> {
         st.wait_time.quantile_bound(0.5),
         st.hold_time.mean()
     );
-    if (st.acquisitions, st.total_losses(), st.holders) != (2, 1, 0) {
+    if (st.acquisitions, st.total_losses(), st.holders) != (1, 1, 0) {
         return Err(format!("unexpected figures: {st:?}").into());
+    }
+    let theirs = zk_recipes::stats::snapshot_of(&second, &second.fix_path(LOCK)).ok_or("no figures")?;
+    println!(
+        "the second worker's: acquisitions {}  releases {}  losses {}",
+        theirs.acquisitions,
+        theirs.releases,
+        theirs.total_losses()
+    );
+    if (theirs.acquisitions, theirs.total_losses(), theirs.holders) != (1, 0, 0) {
+        return Err(format!("unexpected figures: {theirs:?}").into());
     }
     let _ = operator.delete().for_path(DATA);
     for c in [&worker, &second, &operator] {

@@ -207,8 +207,37 @@ pub fn sort_by_sequence(children: &mut [String], lock_name: &str) {
     }
 }
 
+/// The first-child rule: the listing of a parent right after a sequential
+/// create under it, when it is known without a read. A sequential node's
+/// suffix is its parent's creation counter, which starts at 0 with the
+/// parent and counts every create under it; so when the same round trip made
+/// the parent (`parent_made`) and the node got suffix `0000000000`, the node
+/// is the first child the parent ever had, and the only one at its create.
+/// Otherwise the listing must be read (`None`).
+pub(crate) fn first_child_listing(parent_made: bool, created: &str) -> Option<Vec<String>> {
+    const FIRST_SEQUENCE: &str = "0000000000";
+    (parent_made && created.ends_with(FIRST_SEQUENCE)).then(|| vec![crate::proto::path::basename(created).to_string()])
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn first_child_rule_table() {
+        let table: &[(bool, &str, Option<&[&str]>)] = &[
+            // Made the parent, first sequence: the node alone.
+            (true, "/l/_c_a-lock-0000000000", Some(&["_c_a-lock-0000000000"])),
+            // The parent was there already: someone may be queued.
+            (false, "/l/_c_a-lock-0000000000", None),
+            // Made the parent, but another create came first.
+            (true, "/l/_c_a-lock-0000000001", None),
+            (true, "/l/_c_a-lock-0000000010", None),
+        ];
+        for (made, created, want) in table {
+            let want = want.map(|w| w.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+            assert_eq!(super::first_child_listing(*made, created), want, "{made} {created}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -607,7 +607,34 @@ macro_rules! lock_methods {
             this: &std::sync::Arc<Self>,
             timeout: std::time::Duration,
         ) -> $crate::Result<Option<$crate::ArcLockGuard<Self>>> {
-            let deadline = $crate::lock::deadline_after(timeout);
+            Self::try_acquire_arc_until_opt(this, $crate::lock::deadline_after(timeout))
+        }
+
+        /// `acquire_arc` until a deadline: `Ok(None)` when it passes first.
+        ///
+        /// # Errors
+        ///
+        /// As `acquire`.
+        ///
+        /// # Examples
+        ///
+        /// ```no_run
+        /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+        #[doc = concat!("let lock = std::sync::Arc::new(", $ctor, ");")]
+        #[doc = concat!("let guard = zk_recipes::", stringify!($ty), "::try_acquire_arc_until(&lock, std::time::Instant::now())?;")]
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        pub fn try_acquire_arc_until(
+            this: &std::sync::Arc<Self>,
+            deadline: std::time::Instant,
+        ) -> $crate::Result<Option<$crate::ArcLockGuard<Self>>> {
+            Self::try_acquire_arc_until_opt(this, Some(deadline))
+        }
+
+        fn try_acquire_arc_until_opt(
+            this: &std::sync::Arc<Self>,
+            deadline: Option<std::time::Instant>,
+        ) -> $crate::Result<Option<$crate::ArcLockGuard<Self>>> {
             Ok($crate::lock::acquire_until(&**this, deadline)?.map(|h| $crate::ArcLockGuard::new(this.clone(), h)))
         }
 

@@ -244,7 +244,10 @@ impl InterProcessMutex {
     }
 
     /// Curator's `acquire()`: takes one level for the calling thread, without a
-    /// guard. Pair it with [`InterProcessMutex::release`].
+    /// guard. Pair it with [`InterProcessMutex::release`]. It serves code
+    /// ported from Curator whose acquire and release sit in different
+    /// functions (a callback pair, a state machine); new code uses the guard,
+    /// which cannot be forgotten.
     ///
     /// # Errors
     ///

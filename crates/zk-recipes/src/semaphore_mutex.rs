@@ -90,7 +90,9 @@ impl InterProcessSemaphoreMutex {
     }
 
     /// Curator's `acquire()` without a guard; pair with
-    /// [`InterProcessSemaphoreMutex::release`].
+    /// [`InterProcessSemaphoreMutex::release`] (from any thread). It serves
+    /// code ported from Curator whose acquire and release sit in different
+    /// functions or threads; new code uses the guard, which is `Send` too.
     ///
     /// # Errors
     ///

@@ -606,6 +606,8 @@ impl Client {
         self.inner().core.lock().last_zxid
     }
 
+    /// Plumbing for `zk-recipes` and the tests: not a stable API (hidden).
+    ///
     /// How many TCP connection attempts the client has made (a debugging and
     /// test counter).
     ///
@@ -621,6 +623,7 @@ impl Client {
     /// println!("{} attempts", zk.connect_attempts());
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
+    #[doc(hidden)]
     pub fn connect_attempts(&self) -> u64 {
         self.inner().attempts.load(Ordering::Relaxed)
     }
@@ -643,6 +646,8 @@ impl Client {
         self.inner().chroot.as_deref()
     }
 
+    /// Plumbing for `zk-recipes` and the tests: not a stable API (hidden).
+    ///
     /// The watches registered now (those SetWatches would re-send).
     ///
     /// # Errors
@@ -657,6 +662,7 @@ impl Client {
     /// assert!(zk.registered_watches().is_empty());
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
+    #[doc(hidden)]
     pub fn registered_watches(&self) -> RegisteredWatches {
         let inner = self.inner();
         let (data, exist, child, callbacks) = inner.core.lock().watches.snapshot();

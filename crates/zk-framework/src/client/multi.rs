@@ -14,6 +14,8 @@ use crate::proto::{
 };
 
 impl Client {
+    /// Plumbing for `zk-recipes` and the tests: not a stable API (hidden).
+    ///
     /// Creates a node (create2) and lists the children of `children_of`, sent
     /// back to back without waiting in between. ZooKeeper answers a session's
     /// requests in order, so the listing already shows the new node: a lock
@@ -38,6 +40,7 @@ impl Client {
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
     #[allow(clippy::type_complexity)]
+    #[doc(hidden)]
     pub fn create2_then_get_children(
         &self,
         path: &str,
@@ -155,10 +158,10 @@ impl Client {
         let c = self.finish(created?, path, crate::proto::Create2Response::decode)?;
         let kids = match listed {
             Some(kids) => kids,
-            None if parent_made && c.path.ends_with(FIRST_SEQUENCE) => {
-                Ok(vec![crate::proto::path::basename(&c.path).to_string()])
-            }
-            None => decode_listing(list()),
+            None => match crate::paths::first_child_listing(parent_made, &c.path) {
+                Some(kids) => Ok(kids),
+                None => decode_listing(list()),
+            },
         };
         Ok(((inner.client_path(&c.path), c.stat), kids))
     }
@@ -254,6 +257,8 @@ impl Client {
         self.decode_multi(reply, &paths)
     }
 
+    /// Plumbing for `zk-recipes` and the tests: not a stable API (hidden).
+    ///
     /// Runs `ops` as one transaction (as [`Client::multi`]) and lists the
     /// children of each of `children_of`, all sent back to back without waiting
     /// in between. ZooKeeper answers a session's requests in order, so the
@@ -284,6 +289,7 @@ impl Client {
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
     #[allow(clippy::type_complexity)]
+    #[doc(hidden)]
     pub fn multi_then_get_children(
         &self,
         ops: Vec<Op>,
@@ -435,7 +441,3 @@ impl Client {
         })
     }
 }
-
-/// The sequential suffix of a parent's first child (its creation counter
-/// starts at 0 with the parent).
-const FIRST_SEQUENCE: &str = "0000000000";

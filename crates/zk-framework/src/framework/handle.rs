@@ -86,6 +86,8 @@ impl CuratorFramework {
         self.inner.current().0
     }
 
+    /// Plumbing for `zk-recipes` and the tests: not a stable API (hidden).
+    ///
     /// Increases by one every time a new handle (a new session) is built. Recipes
     /// compare it to know whether their ephemeral nodes can still exist.
     ///
@@ -96,6 +98,7 @@ impl CuratorFramework {
     /// assert!(c.session_generation() >= 1);
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
+    #[doc(hidden)]
     pub fn session_generation(&self) -> u64 {
         self.inner.current().1
     }
@@ -597,6 +600,8 @@ impl CuratorFramework {
         fix_for_namespace(self.inner.namespace.as_deref(), path)
     }
 
+    /// Plumbing for `zk-recipes` and the tests: not a stable API (hidden).
+    ///
     /// The user path for a server path (namespace removed).
     ///
     /// # Examples
@@ -606,6 +611,7 @@ impl CuratorFramework {
     /// assert_eq!(c.unfix_path("/ns/a"), "/a");
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
+    #[doc(hidden)]
     pub fn unfix_path(&self, path: &str) -> String {
         unfix_for_namespace(self.inner.namespace.as_deref(), path)
     }
@@ -1020,6 +1026,8 @@ impl CuratorFramework {
         Ok(())
     }
 
+    /// Plumbing for `zk-recipes` and the tests: not a stable API (hidden).
+    ///
     /// Deletes, in the background, every child of `parent` whose name starts with
     /// `prefix` (a protected `_c_<uuid>-` prefix): the cleanup of a protected
     /// create whose outcome is unknown. Retried until it succeeds or the client
@@ -1036,6 +1044,7 @@ impl CuratorFramework {
     /// c.delete_by_prefix_in_background("/locks/a", "_c_9518667b-083a-4c97-beb4-c8ec4f480c2d-")?;
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
+    #[doc(hidden)]
     pub fn delete_by_prefix_in_background(&self, parent: &str, prefix: &str) -> Result<()> {
         let p = self.checked_path(parent)?;
         self.inner.background.find_and_delete(p, prefix.to_string());

@@ -34,9 +34,12 @@ pub struct CreateBuilder<'a> {
     ttl: Option<Duration>,
 }
 
+/// Plumbing for `zk-recipes` and the tests: not a stable API (hidden).
+///
 /// The result of a create that also listed its parent
 /// ([`CreateBuilder::for_path_listing_parent`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[doc(hidden)]
 pub struct CreatedWithListing {
     /// The created path (namespace removed).
     pub path: String,
@@ -202,6 +205,8 @@ impl<'a> CreateBuilder<'a> {
         self.run(path, false).map(|c| (c.path, c.stat))
     }
 
+    /// Plumbing for `zk-recipes` and the tests: not a stable API (hidden).
+    ///
     /// Runs the create and, in the same round trip, lists the new node's parent
     /// (the two requests are pipelined; ZooKeeper answers them in order, so the
     /// listing shows the new node). Lock recipes use it so that an uncontended
@@ -238,10 +243,13 @@ impl<'a> CreateBuilder<'a> {
     /// println!("{} among {:?}", created.path, created.siblings);
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
+    #[doc(hidden)]
     pub fn for_path_listing_parent(self, path: &str) -> Result<CreatedWithListing> {
         self.run(path, true)
     }
 
+    /// Plumbing for `zk-recipes` and the tests: not a stable API (hidden).
+    ///
     /// Creates several nodes in one transaction (all or none), each with its
     /// own data, in the builder's mode, ACL and parent handling, and lists each
     /// node's parent in the same round trip. With [`CreateBuilder::with_protection`]
@@ -270,6 +278,7 @@ impl<'a> CreateBuilder<'a> {
     /// assert_eq!(both.paths.len(), 2);
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
+    #[doc(hidden)]
     pub fn for_paths_together(self, nodes: &[(&str, Vec<u8>)]) -> Result<CreatedTogether> {
         if nodes.is_empty() {
             return Err(Error::InvalidArgument("a transaction needs at least one node".into()));
@@ -423,8 +432,11 @@ impl<'a> CreateBuilder<'a> {
     }
 }
 
+/// Plumbing for `zk-recipes` and the tests: not a stable API (hidden).
+///
 /// The result of [`CreateBuilder::for_paths_together`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[doc(hidden)]
 pub struct CreatedTogether {
     /// The created paths (namespace removed), in the order given.
     pub paths: Vec<String>,

@@ -159,6 +159,41 @@ fn an_unknown_scheme_fails_authentication_with_a_typed_error() {
     c.close();
 }
 
+/// Waiting for a connection whose credentials the server refuses ends with
+/// `AuthFailed` (or, if the session was seen connected first, `Ok` and the
+/// refusal on the first operation), never with a connection timeout: a CI run
+/// under load once saw zk-lock wait out its 15 s connect timeout and exit 69
+/// instead of 77 when the refusal came before the connection was observed.
+#[test]
+fn waiting_for_a_connection_with_refused_credentials_says_auth_failed() {
+    let s = server();
+    let t = timing();
+    for _ in 0..5 {
+        let c = CuratorFramework::builder()
+            .connect_string(s.connect_string())
+            .session_timeout(t.session())
+            .connection_timeout(t.connection())
+            .authorization("no-such-scheme", b"x")
+            .build()
+            .unwrap();
+        let start = Instant::now();
+        let r = c.block_until_connected(t.wait());
+        assert!(matches!(r, Ok(()) | Err(ZkError::AuthFailed)), "{r:?}");
+        if r.is_ok() {
+            let mut last = None;
+            assert!(
+                wait_until(t.wait(), || {
+                    last = Some(c.check_exists("/"));
+                    matches!(last, Some(Err(ZkError::AuthFailed)))
+                }),
+                "{last:?}"
+            );
+        }
+        assert!(start.elapsed() < t.wait(), "not a timeout: {:?}", start.elapsed());
+        c.close();
+    }
+}
+
 // ---- the ACL provider on every node ------------------------------------------------------
 
 #[test]

@@ -57,6 +57,15 @@ pub(crate) enum Doing {
 /// Reports that no connection was made within `--connect-timeout` (`e` is
 /// what `block_until_connected` said) and returns the exit status (69).
 pub(crate) fn not_connected(e: &ZkError, connect: &str, conn: &Connection) -> i32 {
+    if let ZkError::AuthFailed = e {
+        // Refused, not unreachable: the same words and status as a refusal
+        // met later.
+        eprintln!(
+            "zk-lock: permission denied: connecting to {connect}: {e} ({})",
+            auth_failed_hint(&Identity::of(conn))
+        );
+        return exit::NO_PERMISSION;
+    }
     match e {
         ZkError::Tls(tls) => eprintln!("zk-lock: ZooKeeper unavailable: TLS with {connect} failed: {tls}"),
         ZkError::ConnectTimeout { .. } => eprintln!(
@@ -145,16 +154,7 @@ fn refusal_hint(
             }
             hint
         }
-        ZkError::AuthFailed => match &identity {
-            Identity::Credentials(scheme) => format!(
-                "ZooKeeper refused the {scheme} credentials and closed the session (is {scheme} a scheme \
-                 the server enables?)"
-            ),
-            Identity::Certificate(_) => "ZooKeeper refused the client certificate's x509 authentication and \
-                                         closed the session"
-                .to_string(),
-            Identity::Anonymous => "ZooKeeper refused the session's authentication".to_string(),
-        },
+        ZkError::AuthFailed => auth_failed_hint(&identity),
         _ => match (conn.acl, &identity) {
             (AclChoice::Open, _) => "the server refused the ACL of a new lock node".to_string(),
             (_, Identity::Anonymous) => {
@@ -165,6 +165,20 @@ fn refusal_hint(
             _ => "the server refused the creator ACL of a new lock node with these credentials".to_string(),
         },
     })
+}
+
+/// What an AuthFailed means, for this way of authenticating.
+fn auth_failed_hint(identity: &Identity) -> String {
+    match identity {
+        Identity::Credentials(scheme) => format!(
+            "ZooKeeper refused the {scheme} credentials and closed the session (is {scheme} a scheme \
+             the server enables?)"
+        ),
+        Identity::Certificate(_) => {
+            "ZooKeeper refused the client certificate's x509 authentication and closed the session".to_string()
+        }
+        Identity::Anonymous => "ZooKeeper refused the session's authentication".to_string(),
+    }
 }
 
 /// What to do about a NoAuth, for this way of authenticating.

@@ -265,9 +265,17 @@ impl CuratorFramework {
                 return Ok(());
             }
             // Every server refused in a way no retry mends: say so now.
-            if let Some(e) = self.zookeeper_client().certain_refusal() {
+            let current = self.zookeeper_client();
+            if let Some(e) = current.certain_refusal() {
                 return Err(Error::Tls(e));
             }
+            // The server refused the session's credentials and closed it
+            // (possibly before the session monitor saw it connected): no
+            // wait mends that either.
+            if current.state() == crate::ClientState::AuthFailed {
+                return Err(Error::AuthFailed);
+            }
+            drop(current);
             let now = Instant::now();
             let wait = match deadline {
                 Some(d) if now >= d => {

@@ -181,8 +181,15 @@ last_session() { # FILE -> "0xID PASSWORD"
 }
 
 expire_from_outside() { # CONNECT FILE
-  local s
+  local s deadline
+  # A probe prints its SESSION line just after its CONNECTED state: wait for
+  # it, with a deadline (a CI run once read the file between the two lines).
+  deadline=$((SECONDS + 30))
   s=$(last_session "$2")
+  while [ -z "$s" ] && [ "$SECONDS" -lt "$deadline" ]; do
+    sleep 0.05
+    s=$(last_session "$2")
+  done
   [ -n "$s" ] || die "no SESSION line in $2"
   log "closing session ${s%% *} from a second connection ($(basename "$2"))"
   # shellcheck disable=SC2086

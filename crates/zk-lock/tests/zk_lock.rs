@@ -395,15 +395,19 @@ fn timeout_zero_and_timeout_give_exit_1_while_held() {
 /// Runs a zero-timeout zk-lock (`-n`, `--timeout 0`) on a free lock until it
 /// exits 0, with a deadline. Its one attempt's replies get the deadline's
 /// grace (20 ms, `zk_framework::deadline::GRACE`), which a loaded machine can
-/// exceed (seen on Apache under load 12): that try is then a clean "not
-/// acquired", exit 1 without running COMMAND (`ran` says whether COMMAND's
-/// effect is there), and the next try gets the lock.
+/// exceed (seen on Apache under load 12): that try then ends without
+/// running COMMAND (`ran` says whether COMMAND's effect is there), as "not
+/// acquired" (exit 1) or, when a reply came after the grace, honestly as "no
+/// answer" (exit 69), and the next try gets the lock.
 fn run_zero_timeout_until_acquired(cs: &str, args: &[&str], ran: impl Fn() -> bool) {
     let mut tries = Vec::new();
     let acquired = wait_until(timing().wait(), || {
         let (code, stderr, _) = run(Some(cs), args);
         if code != 0 {
-            assert_eq!(code, 1, "zk-lock {args:?} on a free lock: {stderr}");
+            assert!(
+                code == 1 || (code == 69 && stderr.contains("did not answer before the deadline")),
+                "zk-lock {args:?} on a free lock: exit {code}: {stderr}"
+            );
             assert!(!ran(), "COMMAND ran without the lock");
         }
         tries.push((code, stderr));

@@ -358,7 +358,10 @@ fn timeout_zero_and_timeout_give_exit_1_while_held() {
     assert!(elapsed >= Duration::from_millis(300), "gave up after {elapsed:?}");
     assert!(!marker.exists(), "COMMAND ran without the lock");
     // -E tells "not acquired" apart from COMMAND's own status.
-    let (code, stderr, _) = run(Some(&cs), &["-n", "-E", "100", path, "--", "touch", marker_s]);
+    let (code, stderr, _) = run(
+        Some(&cs),
+        &["--timeout", "500ms", "-E", "100", path, "--", "touch", marker_s],
+    );
     assert_eq!(code, 100, "{stderr}");
     // The queued nodes of the failed tries are gone; only the holder remains
     // (a node whose create reply came after the deadline is deleted in the

@@ -449,6 +449,40 @@ pub enum Op {
 }
 
 impl Op {
+    /// The same operation with its path mapped by `f`, which is given the
+    /// path and whether the op creates a sequential node (a namespace or a
+    /// chroot applied, after the path rules are checked).
+    pub(crate) fn map_path(self, f: impl FnOnce(&str, bool) -> crate::Result<String>) -> crate::Result<Op> {
+        Ok(match self {
+            Op::Create {
+                path,
+                data,
+                acl,
+                mode,
+                ttl,
+            } => Op::Create {
+                path: f(&path, mode.is_sequential())?,
+                data,
+                acl,
+                mode,
+                ttl,
+            },
+            Op::Delete { path, version } => Op::Delete {
+                path: f(&path, false)?,
+                version,
+            },
+            Op::SetData { path, data, version } => Op::SetData {
+                path: f(&path, false)?,
+                data,
+                version,
+            },
+            Op::Check { path, version } => Op::Check {
+                path: f(&path, false)?,
+                version,
+            },
+        })
+    }
+
     /// A create of a non-TTL mode.
     ///
     /// # Examples

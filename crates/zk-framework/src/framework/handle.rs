@@ -815,45 +815,14 @@ impl CuratorFramework {
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
     pub fn multi_results(&self, ops: Vec<crate::client::Op>) -> Result<Vec<crate::client::OpResult>> {
-        use crate::client::{Op, OpResult};
+        use crate::client::OpResult;
         let ns = self.inner.namespace.as_deref();
-        let fix = |p: &str| -> Result<String> {
-            crate::proto::path::validate_path(p, false)?;
-            Ok(fix_for_namespace(ns, p))
-        };
         let ops = ops
             .into_iter()
             .map(|op| {
-                Ok(match op {
-                    Op::Create {
-                        path,
-                        data,
-                        acl,
-                        mode,
-                        ttl,
-                    } => {
-                        crate::proto::path::validate_path(&path, mode.is_sequential())?;
-                        Op::Create {
-                            path: fix_for_namespace(ns, &path),
-                            data,
-                            acl,
-                            mode,
-                            ttl,
-                        }
-                    }
-                    Op::Delete { path, version } => Op::Delete {
-                        path: fix(&path)?,
-                        version,
-                    },
-                    Op::SetData { path, data, version } => Op::SetData {
-                        path: fix(&path)?,
-                        data,
-                        version,
-                    },
-                    Op::Check { path, version } => Op::Check {
-                        path: fix(&path)?,
-                        version,
-                    },
+                op.map_path(|p, sequential| {
+                    crate::proto::path::validate_path(p, sequential)?;
+                    Ok(fix_for_namespace(ns, p))
                 })
             })
             .collect::<Result<Vec<_>>>()?;

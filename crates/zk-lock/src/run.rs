@@ -40,7 +40,7 @@ struct Shared {
 
 /// The lock, of the kind asked for.
 enum Lock {
-    Mutex(InterProcessMutex),
+    Mutex(Box<InterProcessMutex>),
     ReadWrite { rw: InterProcessReadWriteLock, write: bool },
     Semaphore(InterProcessSemaphoreV2),
 }
@@ -56,7 +56,7 @@ enum Held<'a> {
 impl Lock {
     fn new(client: &CuratorFramework, path: &str, kind: Kind) -> zk_recipes::Result<Lock> {
         Ok(match kind {
-            Kind::Mutex => Lock::Mutex(InterProcessMutex::new(client, path)?),
+            Kind::Mutex => Lock::Mutex(Box::new(InterProcessMutex::new(client, path)?)),
             Kind::Read | Kind::Write => Lock::ReadWrite {
                 rw: InterProcessReadWriteLock::new(client, path)?,
                 write: kind == Kind::Write,

@@ -25,6 +25,9 @@ pub(crate) struct LockInternals {
     driver: Driver,
     /// The path's counters, looked up at the first acquire.
     stats: std::sync::OnceLock<std::sync::Arc<crate::stats::PathStats>>,
+    /// The client's grant record, looked up at the first wait (not once
+    /// per wait: many threads of a client wait at once).
+    granted: std::sync::OnceLock<Arc<Granted>>,
 }
 
 impl std::fmt::Debug for LockInternals {
@@ -173,6 +176,7 @@ impl LockInternals {
             lock_name,
             driver,
             stats: std::sync::OnceLock::new(),
+            granted: std::sync::OnceLock::new(),
         })
     }
 
@@ -398,7 +402,7 @@ impl LockInternals {
         // (`Driver::granted_on_deletion`); the client's grant record says
         // which predecessors were granted.
         let shortcut = self.driver.grants_without_listing();
-        let granted = Granted::of(&self.client);
+        let granted = self.granted.get_or_init(|| Granted::of(&self.client));
         loop {
             if self.client.is_closed() {
                 return Err(LoopError::Other(Error::ZooKeeper(zk_framework::Error::Closed)));

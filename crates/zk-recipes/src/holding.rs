@@ -772,6 +772,12 @@ impl Holding {
     }
 
     /// The lock's base path (a multi-lock's members', joined by `,`).
+    /// The session generation of a single holding's node (a multi-lock's:
+    /// its first member's).
+    pub(crate) fn generation(&self) -> u64 {
+        self.leaves().first().map_or(0, |l| l.generation)
+    }
+
     pub(crate) fn base(&self) -> String {
         match &self.inner {
             HoldingKind::One(s) => s.base.clone(),

@@ -247,6 +247,7 @@ fn an_expired_session_is_a_reported_loss_and_another_leads() {
     // a was told, and never leads beside b.
     let mut saw_loss = false;
     while let Ok(ev) = rx.recv_timeout(timing().wait()) {
+        eprintln!("a: {ev:?}");
         if ev
             == (LeaderEvent::NotLeader {
                 reason: NotLeaderReason::SessionExpired,
@@ -620,4 +621,176 @@ fn the_observer_watches_a_selector_election_and_a_missing_path() {
 fn leader_status_is_three_valued() {
     assert_ne!(LeaderStatus::Leader, LeaderStatus::Uncertain);
     assert!(LeaderStatus::Leader.is_leader());
+}
+
+#[test]
+fn an_unreachable_server_is_a_typed_error_in_time_and_close_does_not_hang() {
+    let c = CuratorFramework::builder()
+        .connect_string(format!("127.0.0.1:{}", crate::support::closed_port()))
+        .session_timeout(Duration::from_secs(30))
+        .connection_timeout(Duration::from_secs(15))
+        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 10))
+        .build()
+        .unwrap();
+    let l = LeaderLatch::builder(&c, "/leader/unreachable").id("a").build().unwrap();
+    l.start().unwrap();
+    let t0 = Instant::now();
+    let r = l.await_leadership_for(Duration::from_millis(500));
+    assert!(
+        matches!(r, Err(Error::ZooKeeper(zk_framework::Error::ConnectFailed { .. }))),
+        "{r:?}"
+    );
+    assert!(t0.elapsed() <= Duration::from_millis(500) + margin());
+    let t0 = Instant::now();
+    l.close().unwrap();
+    assert!(t0.elapsed() <= margin(), "close took {:?}", t0.elapsed());
+    let sel = LeaderSelector::builder(&c, "/leader/unreachable", |_| {})
+        .build()
+        .unwrap();
+    sel.start().unwrap();
+    let t0 = Instant::now();
+    sel.close().unwrap();
+    assert!(t0.elapsed() <= margin(), "close took {:?}", t0.elapsed());
+    c.close();
+}
+
+#[test]
+fn an_elections_figures_count_leaderships_losses_and_time_as_leader() {
+    let s = TestingServer::start().unwrap();
+    let (c, admin) = (client(&s), client(&s));
+    let l = latch(&c, "/leader/figures", "a");
+    assert!(l.await_leadership_for(timing().wait()).unwrap());
+    let node = children(&admin, "/leader/figures").pop().unwrap();
+    admin.delete().for_path(&format!("/leader/figures/{node}")).unwrap();
+    // Lost, rejoined, leads again; then resigns once.
+    assert!(wait_until(timing().wait(), || {
+        zk_recipes::stats::snapshot_of(&c, "/leader/figures").is_some_and(|f| f.acquisitions == 2)
+    }));
+    assert!(l.await_leadership_for(timing().wait()).unwrap());
+    l.resign().unwrap();
+    assert!(l.await_leadership_for(timing().wait()).unwrap());
+    l.close().unwrap();
+    let f = zk_recipes::stats::snapshot_of(&c, "/leader/figures").unwrap();
+    assert_eq!(f.acquisitions, 3, "{f:?}");
+    assert_eq!(f.losses_by(zk_recipes::stats::LossCause::NodeDeleted), 1, "{f:?}");
+    assert_eq!(f.releases, 2, "{f:?}");
+    assert_eq!(f.hold_time.count(), 3, "{f:?}");
+    assert_eq!(f.holders, 0);
+}
+
+const PAUSED_LEADER_ENV: &str = "ZK_PAUSED_LEADER_CHILD";
+
+/// The child: lead, then check every few milliseconds; after a jump in time
+/// (the process was stopped) report the very first check and whether an
+/// event was already waiting.
+fn paused_leader(connect: &str) {
+    use std::io::Write;
+    let t = timing();
+    let client = CuratorFramework::builder()
+        .connect_string(connect)
+        .session_timeout(t.session())
+        .connection_timeout(t.connection())
+        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
+        .build()
+        .unwrap();
+    client.block_until_connected(t.wait()).unwrap();
+    let l = LeaderLatch::builder(&client, "/paused/leader")
+        .id("paused")
+        .policy(SuspendPolicy::Session)
+        .build()
+        .unwrap();
+    let events = l.events();
+    l.start().unwrap();
+    assert!(l.await_leadership_for(t.wait()).unwrap());
+    while events.try_recv().is_ok() {}
+    let mut last = Instant::now();
+    println!("LEADING");
+    std::io::stdout().flush().unwrap();
+    loop {
+        std::thread::sleep(Duration::from_millis(2));
+        let now = Instant::now();
+        if now - last > Duration::from_secs(1) {
+            let r = l.check();
+            let told = events.try_recv().ok();
+            println!("AFTER_RESUME ok={} told={told:?} {r:?}", r.is_ok());
+            std::io::stdout().flush().unwrap();
+            break;
+        }
+        last = now;
+    }
+    let _ = l.close();
+    client.close();
+}
+
+/// A leader whose process is stopped past its session timeout must not hear
+/// `Ok` from `check()` when it resumes, and the event saying so is on its
+/// channel by the time that `check()` returns.
+#[test]
+fn a_leader_resumed_after_a_long_pause_is_not_told_it_leads() {
+    if let Ok(connect) = std::env::var(PAUSED_LEADER_ENV) {
+        return paused_leader(&connect);
+    }
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    let t = timing();
+    let s = TestingServer::start_backend(zk_testing::Backend::Embedded).unwrap();
+    let child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "leader::a_leader_resumed_after_a_long_pause_is_not_told_it_leads",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(PAUSED_LEADER_ENV, s.connect_string())
+        .stdout(Stdio::piped())
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    struct KillOnDrop(std::process::Child);
+    impl Drop for KillOnDrop {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = KillOnDrop(child);
+    let pid = child.0.id().to_string();
+    let stdout = child.0.stdout.take().unwrap();
+    let (tx, rx) = crossbeam_channel::unbounded::<String>();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let wait_for = |prefix: &str| loop {
+        let line = rx
+            .recv_timeout(t.wait() * 2)
+            .unwrap_or_else(|_| panic!("no {prefix} line"));
+        if let Some(i) = line.find(prefix) {
+            return line[i..].to_string();
+        }
+    };
+    wait_for("LEADING");
+    assert!(Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
+    let stopped = Instant::now();
+    let other = client(&s);
+    let b = latch(&other, "/paused/leader", "other");
+    assert!(
+        b.await_leadership_for(t.session() * 3).unwrap(),
+        "the next leader after the expiry"
+    );
+    let past = Duration::from_millis(1500);
+    assert!(wait_until(past * 2, || stopped.elapsed() > t.session() + past));
+    assert!(Command::new("kill").args(["-CONT", &pid]).status().unwrap().success());
+    let line = wait_for("AFTER_RESUME");
+    assert!(
+        line.starts_with("AFTER_RESUME ok=false"),
+        "the resumed leader was told: {line}"
+    );
+    assert!(
+        line.contains("told=Some(Uncertain)") || line.contains("told=Some(NotLeader"),
+        "no event by the time check() returned: {line}"
+    );
+    b.close().unwrap();
+    assert!(child.0.wait().unwrap().success());
 }

@@ -338,6 +338,21 @@ impl LockInternals {
         }
     }
 
+    /// As [`LockInternals::attempt_once`] (no deadline but the cancel
+    /// channel's), counted in the path's figures: a win is an acquisition
+    /// (an election's leadership), a failure an error; a vanished node or a
+    /// cancelled wait is neither.
+    pub(crate) fn attempt_counted(&self, zk: &CuratorFramework, data: Vec<u8>) -> Result<Attempt> {
+        let waiting = self.stats().start_wait();
+        let r = self.attempt_once(zk, Some(data), None);
+        match &r {
+            Ok(Attempt::Won(_)) => waiting.finish(crate::stats::Outcome::Acquired),
+            Err(_) => waiting.finish(crate::stats::Outcome::Failed),
+            Ok(_) => drop(waiting),
+        }
+        r
+    }
+
     /// Waits in the queue with a node created elsewhere (in a transaction with
     /// other nodes): `Ok(true)` when it holds (the node stays untracked: the
     /// caller makes it part of a holding), `Ok(false)` on timeout or when the

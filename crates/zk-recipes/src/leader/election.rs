@@ -13,6 +13,7 @@ use zk_framework::CuratorFramework;
 use crate::error::{Error, Result};
 use crate::holding::{Holding, LockStatus};
 use crate::internals::LockInternals;
+use crate::stats::LossCause;
 use crate::transaction::GuardedTransaction;
 
 /// Whether this participant leads, as far as this process can know.
@@ -325,12 +326,10 @@ impl Election {
     }
 
     fn loss_reason(&self, h: &Holding) -> NotLeaderReason {
-        if self.client.is_closed() {
-            NotLeaderReason::ClientClosed
-        } else if self.client.session_generation() != h.generation() || self.client.session_id() == 0 {
-            NotLeaderReason::SessionExpired
-        } else {
-            NotLeaderReason::NodeDeleted
+        match h.loss_cause() {
+            Some(LossCause::NodeDeleted) => NotLeaderReason::NodeDeleted,
+            Some(LossCause::ClientClosed) => NotLeaderReason::ClientClosed,
+            Some(LossCause::SessionExpired) | None => NotLeaderReason::SessionExpired,
         }
     }
 
@@ -424,6 +423,24 @@ impl Election {
         }
     }
 
+    /// Waits (cancellably) until the client is connected, so that a create
+    /// is not left waiting on a connection past a close: `false` when
+    /// cancelled or the client closed.
+    pub(crate) fn wait_connected(&self, cancel: &Receiver<()>) -> bool {
+        let (_handle, states) = crate::internals::state_changes(&self.client);
+        let never = crossbeam_channel::never::<()>();
+        while !self.client.is_connected() {
+            if self.client.is_closed() {
+                return false;
+            }
+            match crate::wait::wait_or_cancel(&self.client, &never, &states, None, cancel) {
+                crate::wait::Woken::Closed | crate::wait::Woken::Cancelled => return false,
+                _ => {}
+            }
+        }
+        true
+    }
+
     /// Notes a failure of the participant's thread (`None`: it recovered).
     pub(crate) fn set_error(&self, e: Option<Error>) {
         let mut st = self.state.lock();
@@ -457,7 +474,11 @@ impl Election {
                 return Err(e.clone());
             }
             match deadline {
-                Some(d) if d <= Instant::now() => return Ok(false),
+                // Not leader when the time came: a value while connected,
+                // the reason otherwise (refused, TLS, ...).
+                Some(d) if d <= Instant::now() => {
+                    return crate::internals::timed_out::<()>(&self.client).map(|_| false);
+                }
                 Some(d) => {
                     let _ = self.changed.wait_until(&mut st, d);
                 }

@@ -90,8 +90,6 @@ struct Inner {
     close_mode: CloseMode,
     /// Dropped at close: wakes the participant thread wherever it waits.
     cancel: Mutex<Option<Sender<()>>>,
-    /// Tells the participant thread to queue again (after a resign).
-    requeue: (Sender<()>, Receiver<()>),
     /// Disconnected when the participant thread has ended.
     done: Mutex<Option<Receiver<()>>>,
     listener: Mutex<Option<Listener>>,
@@ -230,7 +228,6 @@ impl LeaderLatchBuilder {
                 election: Election::new(&self.client, &self.path, internals, id, self.policy),
                 close_mode: self.close_mode,
                 cancel: Mutex::new(None),
-                requeue: crossbeam_channel::bounded(1),
                 done: Mutex::new(None),
                 listener: Mutex::new(self.listener),
             }),
@@ -604,9 +601,9 @@ impl LeaderLatch {
                 path: election.path.clone(),
             });
         };
-        let released = h.release_node();
-        let _ = self.inner.requeue.0.try_send(());
-        match released {
+        // The release ends the holding's event channel: the participant
+        // thread queues again.
+        match h.release_node() {
             Err(Error::LockLost { .. }) => Err(Error::NotLeader {
                 path: election.path.clone(),
             }),
@@ -741,9 +738,10 @@ fn participate(inner: &Inner, cancel: &Receiver<()>) {
     let data = election.id.as_bytes().to_vec();
     let mut pause = RETRY_PAUSE.0;
     while election.lifecycle() == Lifecycle::Started {
-        // A resign asked for before this turn is done already.
-        let _ = inner.requeue.1.try_recv();
-        match internals.attempt_once(&election.client, Some(data.clone()), None) {
+        if !election.wait_connected(cancel) {
+            break;
+        }
+        match internals.attempt_counted(&election.client, data.clone()) {
             Ok(Attempt::Won(node)) => {
                 pause = RETRY_PAUSE.0;
                 let holding = internals.hold(node);
@@ -795,10 +793,9 @@ fn lead(inner: &Inner, events: &Receiver<LockEvent>, cancel: &Receiver<()>) {
                         return;
                     }
                 }
-                // Released by resign() or close().
+                // Released by resign() (queue again) or close().
                 Err(_) => return,
             },
-            recv(inner.requeue.1) -> _ => return,
             recv(cancel) -> _ => return,
         }
     }

@@ -729,8 +729,17 @@ fn run(inner: &Arc<Inner>, cancel: &Receiver<()>, work: &mut Work) {
         if election.lifecycle() != Lifecycle::Started {
             break;
         }
+        if !election.wait_connected(&turn_rx) {
+            if election.lifecycle() != Lifecycle::Started || election.client.is_closed() {
+                break;
+            }
+            // Interrupted while waiting for a connection.
+            inner.turn.lock().take();
+            *inner.busy.lock() = inner.auto_requeue.load(Ordering::SeqCst);
+            continue;
+        }
         let internals = election.internals.clone().with_cancel(turn_rx.clone());
-        let again = match internals.attempt_once(&election.client, Some(election.id.as_bytes().to_vec()), None) {
+        let again = match internals.attempt_counted(&election.client, election.id.as_bytes().to_vec()) {
             Ok(Attempt::Won(node)) => {
                 pause = RETRY_PAUSE.0;
                 let holding = internals.hold(node);

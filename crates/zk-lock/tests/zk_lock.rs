@@ -1529,7 +1529,7 @@ fn break_makes_the_holder_lose_and_kill_its_command() {
     let pid = wait_for_pid(&pid_file);
 
     // Without --yes nothing is deleted.
-    let (code, _, stderr) = run_out(Some(&cs), &["break", path]);
+    let (code, _, stderr) = run_out(Some(&cs), &["break", "--yes", path]);
     assert_eq!(code, 64, "{stderr}");
     assert!(stderr.contains("--yes"), "{stderr}");
     assert_eq!(run_out(Some(&cs), &["break", path, "--node", "nosuch", "--yes"]).0, 1);
@@ -2377,4 +2377,56 @@ fn a_missing_chroot_is_named_with_what_to_do() {
     let (code, stderr, _) = run(Some(&cs), &["--timeout", "10s", "/locks/x", "--", "true"]);
     assert_eq!(code, 0, "{stderr}");
     c.close();
+}
+
+/// `status` reads a leader latch election (ours, Curator's layout) and shows
+/// the leader; `break` deletes the leader's node, the latch reports the loss
+/// and rejoins, and the next participant leads.
+#[test]
+fn status_and_break_understand_a_leader_latch_election() {
+    use zk_recipes::leader::{LeaderEvent, LeaderLatch, NotLeaderReason};
+    let server = TestingServer::start().unwrap();
+    let cs = server.connect_string();
+    let (c1, c2) = (client(&server), client(&server));
+    let t = timing();
+    let path = "/elections/status";
+    let a = LeaderLatch::builder(&c1, path).id("alpha").build().unwrap();
+    let events = a.events();
+    a.start().unwrap();
+    assert!(a.await_leadership_for(t.wait()).unwrap());
+    let b = LeaderLatch::builder(&c2, path).id("beta").build().unwrap();
+    b.start().unwrap();
+    assert!(wait_until(t.wait(), || lock_nodes(&c1, path).len() == 2));
+    let (code, out, stderr) = run_out(Some(&cs), &["status", path]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        out.contains("leader latch election, led by unknown (\"alpha\"), 1 queued"),
+        "{out}"
+    );
+    assert!(
+        out.contains("leads") && out.contains("queued") && out.contains("latch"),
+        "{out}"
+    );
+    let (code, _, stderr) = run_out(Some(&cs), &["break", "--yes", path]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(b.await_leadership_for(t.wait()).unwrap());
+    let mut told = Vec::new();
+    while let Ok(ev) = events.recv_timeout(t.wait()) {
+        told.push(ev);
+        if ev
+            == (LeaderEvent::NotLeader {
+                reason: NotLeaderReason::NodeDeleted,
+            })
+        {
+            break;
+        }
+    }
+    assert!(told.contains(&LeaderEvent::NotLeader {
+        reason: NotLeaderReason::NodeDeleted
+    }));
+    // alpha rejoined behind beta.
+    assert!(wait_until(t.wait(), || lock_nodes(&c1, path).len() == 2));
+    assert!(a.check().is_err());
+    a.close().unwrap();
+    b.close().unwrap();
 }

@@ -1529,7 +1529,7 @@ fn break_makes_the_holder_lose_and_kill_its_command() {
     let pid = wait_for_pid(&pid_file);
 
     // Without --yes nothing is deleted.
-    let (code, _, stderr) = run_out(Some(&cs), &["break", "--yes", path]);
+    let (code, _, stderr) = run_out(Some(&cs), &["break", path]);
     assert_eq!(code, 64, "{stderr}");
     assert!(stderr.contains("--yes"), "{stderr}");
     assert_eq!(run_out(Some(&cs), &["break", path, "--node", "nosuch", "--yes"]).0, 1);

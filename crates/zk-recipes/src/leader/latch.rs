@@ -650,6 +650,27 @@ impl LeaderLatch {
         }
     }
 
+    /// The node this latch leads with (its full path); `None` when not
+    /// leader (nor uncertain). Curator's `getOurPath`, for the leader.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let latch = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
+    /// latch.start()?;
+    /// latch.await_leadership()?;
+    /// assert!(latch.node().unwrap().contains("-latch-"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn node(&self) -> Option<String> {
+        let e = &self.inner.election;
+        if e.status() == LeaderStatus::NotLeader {
+            return None;
+        }
+        e.leader_node()
+    }
+
     /// The participant id (the node's data).
     ///
     /// # Examples

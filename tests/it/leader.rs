@@ -794,3 +794,48 @@ fn a_leader_resumed_after_a_long_pause_is_not_told_it_leads() {
     b.close().unwrap();
     assert!(child.0.wait().unwrap().success());
 }
+
+/// The watches a session holds, from the server's own `wchc` (paths listed under
+/// `0x<session>`).
+fn watched_by(s: &TestingServer, session: i64) -> Vec<String> {
+    let out = s.four_letter_word("wchc").unwrap();
+    let mut paths = Vec::new();
+    let mut ours = false;
+    for line in out.lines() {
+        if let Some(p) = line.strip_prefix('\t') {
+            if ours {
+                paths.push(p.to_string());
+            }
+        } else if !line.is_empty() {
+            ours = line.trim() == format!("0x{session:x}");
+        }
+    }
+    paths
+}
+
+/// Herd-free, read from the server's watch table: an observer of an election with
+/// several participants holds one watch, on the leader's node.
+#[test]
+fn an_observer_holds_one_watch_on_the_leaders_node() {
+    let s = TestingServer::start().unwrap();
+    let clients: Vec<_> = (0..4).map(|_| client(&s)).collect();
+    let watcher = client(&s);
+    let latches: Vec<_> = clients
+        .iter()
+        .enumerate()
+        .map(|(i, c)| latch(c, "/leader/herd", &format!("p{i}")))
+        .collect();
+    assert!(wait_until(timing().wait(), || latches[0].participants().unwrap().len() == 4));
+    let observer = LeaderObserver::new(&watcher, "/leader/herd", ElectionKind::Latch).unwrap();
+    let changes = observer.changes();
+    let first = changes.recv_timeout(timing().wait()).unwrap().unwrap();
+    assert!(
+        wait_until(timing().wait(), || watched_by(&s, watcher.session_id())
+            == vec![first.node.clone()]),
+        "{:?}",
+        watched_by(&s, watcher.session_id())
+    );
+    for l in latches {
+        l.close().unwrap();
+    }
+}

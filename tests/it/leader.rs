@@ -839,3 +839,93 @@ fn an_observer_holds_one_watch_on_the_leaders_node() {
         l.close().unwrap();
     }
 }
+
+#[test]
+fn a_selector_forbidden_by_an_acl_says_why() {
+    let s = TestingServer::start().unwrap();
+    let c = client(&s);
+    c.create()
+        .with_acl(zk_framework::proto::Acl::read_unsafe())
+        .for_path("/selector-readonly")
+        .unwrap();
+    let sel = LeaderSelector::builder(&c, "/selector-readonly/election", |_| {})
+        .auto_requeue(true)
+        .build()
+        .unwrap();
+    sel.start().unwrap();
+    assert!(wait_until(timing().wait(), || matches!(
+        sel.last_error(),
+        Some(Error::ZooKeeper(zk_framework::Error::NoAuth { .. }))
+    )));
+    assert!(!sel.has_leadership());
+    sel.close().unwrap();
+    assert!(children(&c, "/selector-readonly").is_empty());
+}
+
+/// Curator's `testKillSessionThenCloseShouldElectNewLeader`, with a closure that honours
+/// its cancellation: the leader's session expires, its work is cancelled and told, and
+/// with auto-requeue the two selectors lead in turn again, never two at once after the
+/// expiry was heard of.
+#[test]
+fn a_selectors_expired_session_cancels_its_work_and_the_election_goes_on() {
+    let s = TestingServer::start().unwrap();
+    let (c1, c2) = (client(&s), client(&s));
+    let running = Arc::new(AtomicUsize::new(0));
+    let overlap = Arc::new(AtomicUsize::new(0));
+    let (tx, rx) = crossbeam_channel::unbounded::<(usize, Option<LeaderEvent>)>();
+    let make = |c: &CuratorFramework, i: usize| {
+        let (running, overlap, tx) = (running.clone(), overlap.clone(), tx.clone());
+        let sel = LeaderSelector::builder(c, "/leader/selector-expiry", move |l| {
+            if running.fetch_add(1, Ordering::SeqCst) != 0 {
+                overlap.fetch_add(1, Ordering::SeqCst);
+            }
+            let events = l.events();
+            tx.send((i, None)).unwrap();
+            let _ = l.cancelled().recv();
+            running.fetch_sub(1, Ordering::SeqCst);
+            let last = events.try_iter().last();
+            tx.send((i, last)).unwrap();
+        })
+        .auto_requeue(true)
+        .build()
+        .unwrap();
+        sel.start().unwrap();
+        sel
+    };
+    let s1 = make(&c1, 1);
+    let (first, _) = rx.recv_timeout(timing().wait()).unwrap();
+    assert_eq!(first, 1);
+    let s2 = make(&c2, 2);
+    assert!(wait_until(timing().wait(), || s1.participants().unwrap().len() == 2));
+    let zk = c1.zookeeper_client();
+    s.expire_session(zk.session_id(), &zk.session_password()).unwrap();
+    // An instant expiry by the server: selector 1 hears of it when the server drops its
+    // connection, which may come after selector 2 was granted (a real expiry comes after
+    // a session timeout of silence, long after check() failed); so the two messages come
+    // in either order.
+    let mut got = [
+        rx.recv_timeout(timing().wait()).unwrap(),
+        rx.recv_timeout(timing().wait()).unwrap(),
+    ];
+    got.sort_by_key(|(who, _)| *who);
+    let [(1, last), (2, None)] = got else { panic!("{got:?}") };
+    assert!(
+        matches!(
+            last,
+            Some(LeaderEvent::NotLeader {
+                reason: NotLeaderReason::SessionExpired
+            }) | Some(LeaderEvent::NotLeader {
+                reason: NotLeaderReason::Suspended
+            })
+        ),
+        "{last:?}"
+    );
+    overlap.store(0, Ordering::SeqCst);
+    s2.close().unwrap();
+    let (who, _) = rx.recv_timeout(timing().wait()).unwrap();
+    assert_eq!(who, 2);
+    let (again, _) = rx.recv_timeout(timing().wait()).unwrap();
+    assert_eq!(again, 1, "the expired selector queued again on its new session");
+    s1.close().unwrap();
+    assert_eq!(overlap.load(Ordering::SeqCst), 0);
+}

@@ -441,6 +441,11 @@ impl Election {
         true
     }
 
+    /// The participant thread's latest failure, until a try succeeds.
+    pub(crate) fn error(&self) -> Option<Error> {
+        self.state.lock().error.clone()
+    }
+
     /// Notes a failure of the participant's thread (`None`: it recovered).
     pub(crate) fn set_error(&self, e: Option<Error>) {
         let mut st = self.state.lock();

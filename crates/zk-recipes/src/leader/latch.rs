@@ -671,6 +671,22 @@ impl LeaderLatch {
         e.leader_node()
     }
 
+    /// Why the latest try to join the election failed (for example `NoAuth`:
+    /// the ACL forbids the create), until a try succeeds; `None` when nothing
+    /// failed. The latch keeps trying (with a growing pause, at most 2 s).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let x = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
+    /// if let Some(e) = x.last_error() { eprintln!("cannot take part: {e}") }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn last_error(&self) -> Option<Error> {
+        self.inner.election.error()
+    }
+
     /// The participant id (the node's data).
     ///
     /// # Examples

@@ -1,4 +1,8 @@
-//! Leader election (`zk_recipes::leader`) on the backend `ZK_TEST_SERVER` names:
+//! Leader election (`zk_recipes::leader`) on the backend `ZK_TEST_SERVER` names: the
+//! election section of the lock contract (its cases that apply: no false loss on a normal
+//! close, deletion and expiry noticed and told, deadlines held with no server, a frozen
+//! connection, a contended election and a zero timeout, namespaces, a closed client, no
+//! orphan node), and
 //! the latch, the selector and the observer; the three-valued state under
 //! faults (expiry, deletion, a cut and a frozen connection through the fault
 //! proxy); terms; resign and hand-off; bad input. Every wait is a condition
@@ -928,4 +932,110 @@ fn a_selectors_expired_session_cancels_its_work_and_the_election_goes_on() {
     assert_eq!(again, 1, "the expired selector queued again on its new session");
     s1.close().unwrap();
     assert_eq!(overlap.load(Ordering::SeqCst), 0);
+}
+
+// ---- the lock contract's cases that apply to an election ------------------------------------
+
+#[test]
+fn a_contended_await_ends_at_its_deadline_with_false() {
+    let s = TestingServer::start().unwrap();
+    let (c1, c2) = (client(&s), client(&s));
+    let a = latch(&c1, "/leader/contended", "a");
+    assert!(a.await_leadership_for(timing().wait()).unwrap());
+    let b = latch(&c2, "/leader/contended", "b");
+    for d in [Duration::ZERO, Duration::from_millis(50), Duration::from_millis(400)] {
+        let t0 = Instant::now();
+        assert!(!b.await_leadership_for(d).unwrap());
+        assert!(t0.elapsed() <= d + margin(), "{d:?}: {:?}", t0.elapsed());
+    }
+    a.close().unwrap();
+    assert!(b.await_leadership_for(timing().wait()).unwrap());
+    b.close().unwrap();
+}
+
+#[test]
+fn an_await_on_a_frozen_connection_ends_at_its_deadline() {
+    let s = TestingServer::start().unwrap();
+    let proxy = FaultProxy::start(&s.connect_string()).unwrap();
+    let c = proxied_client(&proxy);
+    let other = client(&s);
+    let holder = latch(&other, "/leader/frozen-await", "holder");
+    assert!(holder.await_leadership_for(timing().wait()).unwrap());
+    let l = latch(&c, "/leader/frozen-await", "waiter");
+    assert!(wait_until(timing().wait(), || holder.participants().unwrap().len() == 2));
+    proxy.freeze(true);
+    let d = Duration::from_millis(500);
+    let t0 = Instant::now();
+    let r = l.await_leadership_for(d);
+    assert!(t0.elapsed() <= d + margin(), "{:?}", t0.elapsed());
+    assert!(matches!(r, Ok(false) | Err(_)), "{r:?}");
+    proxy.freeze(false);
+    let t0 = Instant::now();
+    l.close().unwrap();
+    assert!(t0.elapsed() <= Duration::from_secs(2) + margin());
+    holder.close().unwrap();
+    assert!(wait_until(timing().wait(), || children(&other, "/leader/frozen-await").is_empty()));
+}
+
+#[test]
+fn a_latch_in_a_namespace_lives_under_it() {
+    let s = TestingServer::start().unwrap();
+    let c = crate::support::client_ns(&s, "apps");
+    let root = client(&s);
+    let l = latch(&c, "/election", "ns");
+    assert!(l.await_leadership_for(timing().wait()).unwrap());
+    assert_eq!(children(&root, "/apps/election").len(), 1);
+    assert!(l.node().unwrap().starts_with("/election/_c_"));
+    assert_eq!(l.leader().unwrap().unwrap().node, l.node().unwrap());
+    l.close().unwrap();
+    assert!(children(&root, "/apps/election").is_empty());
+}
+
+#[test]
+fn closing_the_client_ends_the_leadership_and_nothing_hangs() {
+    let s = TestingServer::start().unwrap();
+    let (c, other) = (client(&s), client(&s));
+    let l = LeaderLatch::builder(&c, "/leader/client-closed")
+        .id("a")
+        .build()
+        .unwrap();
+    let rx = l.events();
+    l.start().unwrap();
+    assert!(matches!(next_event(&rx), LeaderEvent::Leader { .. }));
+    let b = latch(&other, "/leader/client-closed", "b");
+    c.close();
+    assert!(matches!(next_event(&rx), LeaderEvent::NotLeader { .. }));
+    assert!(l.check().is_err());
+    assert!(b.await_leadership_for(timing().wait()).unwrap());
+    let t0 = Instant::now();
+    let _ = l.close();
+    assert!(t0.elapsed() <= Duration::from_secs(2) + margin());
+    b.close().unwrap();
+    assert!(wait_until(timing().wait(), || children(
+        &other,
+        "/leader/client-closed"
+    )
+    .is_empty()));
+}
+
+#[test]
+fn closing_the_client_cancels_a_selectors_work() {
+    let s = TestingServer::start().unwrap();
+    let c = client(&s);
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let sel = LeaderSelector::builder(&c, "/leader/selector-client-closed", move |l| {
+        tx.send("lead").unwrap();
+        let _ = l.cancelled().recv();
+        assert!(l.check().is_err());
+        tx.send("cancelled").unwrap();
+    })
+    .build()
+    .unwrap();
+    sel.start().unwrap();
+    assert_eq!(rx.recv_timeout(timing().wait()).unwrap(), "lead");
+    c.close();
+    assert_eq!(rx.recv_timeout(timing().wait()).unwrap(), "cancelled");
+    let t0 = Instant::now();
+    let _ = sel.close();
+    assert!(t0.elapsed() <= Duration::from_secs(2) + margin());
 }

@@ -815,8 +815,18 @@ fn participate(inner: &Inner, cancel: &Receiver<()>) {
 /// closes.
 fn lead(inner: &Inner, events: &Receiver<LockEvent>, cancel: &Receiver<()>) {
     let election = &inner.election;
+    // The client's close ends the leadership (the holding finds itself lost
+    // when asked): ask at once.
+    let closed = election.client.close_signal();
     loop {
         crossbeam_channel::select! {
+            recv(closed) -> _ => {
+                election.refresh();
+                if let Some(h) = election.end(NotLeaderReason::ClientClosed) {
+                    let _ = h.release_node();
+                }
+                return;
+            }
             recv(events) -> ev => match ev {
                 Ok(_) => {
                     election.refresh();

@@ -806,20 +806,28 @@ fn lead(inner: &Arc<Inner>, work: &mut Work, cancel: Receiver<()>, events: &Rece
         let events = events.clone();
         std::thread::Builder::new()
             .name("leader-selector-monitor".into())
-            .spawn(move || loop {
-                crossbeam_channel::select! {
-                    recv(events) -> ev => {
-                        if ev.is_err() {
+            .spawn(move || {
+                let closed = inner.election.client.close_signal();
+                loop {
+                    crossbeam_channel::select! {
+                        recv(closed) -> _ => {
+                            inner.election.refresh();
+                            inner.turn.lock().take();
                             return;
                         }
-                        // Not leader any more (lost, or suspended under the
-                        // standard policy): cancel. Uncertain under the
-                        // session policy is not (yet) a reason.
-                        if inner.election.refresh() == LeaderStatus::NotLeader {
-                            inner.turn.lock().take();
+                        recv(events) -> ev => {
+                            if ev.is_err() {
+                                return;
+                            }
+                            // Not leader any more (lost, or suspended under the
+                            // standard policy): cancel. Uncertain under the
+                            // session policy is not (yet) a reason.
+                            if inner.election.refresh() == LeaderStatus::NotLeader {
+                                inner.turn.lock().take();
+                            }
                         }
+                        recv(stop_rx) -> _ => return,
                     }
-                    recv(stop_rx) -> _ => return,
                 }
             })
     };

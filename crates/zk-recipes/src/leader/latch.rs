@@ -350,7 +350,8 @@ impl LeaderLatch {
         let holding = election.close(self.inner.close_mode == CloseMode::NotifyLeader)?;
         let end = Instant::now() + CLOSE_WAIT;
         if let Some(h) = holding {
-            h.set_release_bound(CLOSE_WAIT);
+            // A lock's release bound: a tenth of the session timeout, 100 ms
+            // to 2 s; an unanswered delete goes on in the background.
             let _ = h.release_node();
         }
         // Wakes the participant thread; it deletes a node it is waiting

@@ -1039,3 +1039,40 @@ fn closing_the_client_cancels_a_selectors_work() {
     let _ = sel.close();
     assert!(t0.elapsed() <= Duration::from_secs(2) + margin());
 }
+
+/// A closure that ignores its cancellation: `close()` still returns within its bound, and
+/// the node stays until the closure returns, so the next leader never starts beside it.
+#[test]
+fn a_selector_closure_that_ignores_cancellation_keeps_the_next_leader_out() {
+    let s = TestingServer::start().unwrap();
+    let (c1, c2) = (client(&s), client(&s));
+    let (started_tx, started) = crossbeam_channel::unbounded();
+    let (finish_tx, finish) = crossbeam_channel::unbounded::<()>();
+    let stubborn = LeaderSelector::builder(&c1, "/leader/stubborn", move |_| {
+        started_tx.send(()).unwrap();
+        let _ = finish.recv(); // ignores l.cancelled()
+    })
+    .build()
+    .unwrap();
+    stubborn.start().unwrap();
+    started.recv_timeout(timing().wait()).unwrap();
+    let (led_tx, led) = crossbeam_channel::unbounded();
+    let next = LeaderSelector::builder(&c2, "/leader/stubborn", move |l| {
+        led_tx.send(()).unwrap();
+        let _ = l.cancelled().recv();
+    })
+    .build()
+    .unwrap();
+    next.start().unwrap();
+    let t0 = Instant::now();
+    stubborn.close().unwrap();
+    assert!(t0.elapsed() <= Duration::from_secs(2) + margin(), "{:?}", t0.elapsed());
+    assert!(
+        led.recv_timeout(Duration::from_millis(500)).is_err(),
+        "led beside a running closure"
+    );
+    finish_tx.send(()).unwrap();
+    led.recv_timeout(timing().wait()).unwrap();
+    next.close().unwrap();
+    assert!(wait_until(timing().wait(), || children(&c1, "/leader/stubborn").is_empty()));
+}

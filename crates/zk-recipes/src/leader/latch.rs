@@ -301,7 +301,11 @@ impl LeaderLatch {
                 .name("leader-latch-listener".into())
                 .spawn(move || {
                     for ev in rx {
-                        f(ev);
+                        // A listener that panics is logged and keeps
+                        // hearing the events that follow.
+                        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(ev))).is_err() {
+                            log::error!("a leader latch listener panicked on {ev:?}");
+                        }
                     }
                 });
             if let Err(e) = spawned {

@@ -9,8 +9,9 @@
 //       prints "ready" and waits for a line; then REPS times: the leader calls close(); the time
 //       from the close() call to the next leader's LeaderLatchListener.isLeader() is one
 //       sample; the closed participant rejoins with a new latch on its client and the next
-//       failover starts once every participant's node is back. Prints "done", waits for a
-//       line, prints the figures.
+//       failover starts once every participant's node is back. Around each timed failover
+//       prints "before" and "after" and waits for a line (zk-bench counts the requests of the
+//       failover alone). Prints "done", waits for a line, prints the figures.
 //   kill N REPS SESSION_MS PATH CS1,CS2,...,CSN
 //       as close, but participant i connects to CSi (a fault proxy of zk-bench's); each time
 //       it prints "freeze I" for the leader I and waits for a line (zk-bench froze I's proxy:
@@ -122,19 +123,31 @@ public class CuratorLeaderBench {
                     ls.add(latch(cs_.get(i), path, i));
                     awaitParticipants(ls.get(0), i + 1);
                 }
-                List<Long> ns = new ArrayList<>();
+                List<Long> ns = new ArrayList<>(), calls = new ArrayList<>();
                 for (int r = 0; r < warm + reps; r++) {
                     if (r == warm) {
                         System.out.println("ready");
                         System.out.flush();
                         line();
                         ns.clear();
+                        calls.clear();
                     }
                     int i = leaderOf(ls);
                     ELECTED.clear();
+                    if (r >= warm) {
+                        System.out.println("before");
+                        System.out.flush();
+                        line();
+                    }
                     long t0 = System.nanoTime();
                     ls.get(i).close();
+                    calls.add(System.nanoTime() - t0);
                     ns.add(nextLeader(i, t0));
+                    if (r >= warm) {
+                        System.out.println("after");
+                        System.out.flush();
+                        line();
+                    }
                     ls.set(i, latch(cs_.get(i), path, i));
                     awaitParticipants(ls.get(i), n);
                 }
@@ -142,6 +155,7 @@ public class CuratorLeaderBench {
                 System.out.flush();
                 line();
                 report("close_n" + n, ns);
+                report("close_n" + n + ".close_call", calls);
                 for (LeaderLatch l : ls) l.close();
                 for (CuratorFramework c : cs_) c.close();
                 break;

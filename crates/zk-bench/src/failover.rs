@@ -3,7 +3,7 @@
 //! curator`, Curator 5.4's `LeaderLatch` (`scripts/bench/CuratorLeaderBench.java`)
 //! right after, on the same server:
 //!
-//! - close failover: [`N`] participants, each on its own client (session); the
+//! - close failover: `--failover-n` participants (8), each on its own client (session); the
 //!   leader calls `close()`; the time from that call to the next leader's
 //!   "is leader" event (ours: `LeaderEvent::Leader` on `events()`; Curator:
 //!   `LeaderLatchListener.isLeader`), p50/p99 over `--failovers` failovers
@@ -37,8 +37,6 @@ use crate::measure::{notifications, percentile, us};
 use crate::opts::Peer;
 use crate::Ctx;
 
-/// Participants of the close and kill failovers.
-pub const N: usize = 8;
 /// Participants left idle.
 pub const IDLE_N: usize = 100;
 /// The session timeout of the close failover's and the idle participants.
@@ -183,17 +181,84 @@ fn leader_node_watchers(x: &Ctx, path: &str) -> Option<(usize, usize)> {
     Some((sessions.len(), others))
 }
 
-fn watchers_report(prefix: &str, w: Option<(usize, usize)>) {
+fn watchers_report(prefix: &str, n: usize, w: Option<(usize, usize)>) {
     if let Some((all, others)) = w {
-        println!("{prefix}failover.close_n{N}.leader_node_watchers={all}");
-        println!("{prefix}failover.close_n{N}.leader_node_watchers_other_sessions={others}");
+        println!("{prefix}failover.close_n{n}.leader_node_watchers={all}");
+        println!("{prefix}failover.close_n{n}.leader_node_watchers_other_sessions={others}");
     }
 }
 
-fn per_failover(prefix: &str, what: &str, a: Option<u64>, b: Option<u64>, reps: usize) {
+/// The embedded server's requests so far, per opcode (pings included).
+fn ops(x: &Ctx) -> Option<std::collections::HashMap<OpCode, u64>> {
+    Some(x.server()?.embedded()?.stats().requests)
+}
+
+type Ops = std::collections::HashMap<OpCode, u64>;
+
+/// Adds `b - a` to `sum` (per opcode).
+fn ops_add(sum: &mut Ops, a: Option<Ops>, b: Option<Ops>) {
+    if let (Some(a), Some(b)) = (a, b) {
+        for (op, v) in b {
+            *sum.entry(op).or_default() += v - a.get(&op).copied().unwrap_or(0);
+        }
+    }
+}
+
+/// Requests per failover (and its rejoin) by opcode, e.g. `GetChildren2:1.00,Delete:1.00`.
+fn ops_report(
+    prefix: &str,
+    key: &str,
+    a: Option<std::collections::HashMap<OpCode, u64>>,
+    b: Option<std::collections::HashMap<OpCode, u64>>,
+    reps: usize,
+) {
+    let (Some(a), Some(b)) = (a, b) else {
+        return;
+    };
+    let mut v: Vec<_> = b
+        .iter()
+        .filter(|(op, _)| **op != OpCode::Ping)
+        .map(|(op, n)| {
+            (
+                format!("{op:?}"),
+                (n - a.get(op).copied().unwrap_or(0)) as f64 / reps as f64,
+            )
+        })
+        .filter(|(_, n)| *n > 0.0)
+        .collect();
+    v.sort_by(|x, y| x.0.cmp(&y.0));
+    let list: Vec<_> = v.iter().map(|(op, n)| format!("{op}:{n:.2}")).collect();
+    println!("{prefix}failover.{key}={}", list.join(","));
+}
+
+/// The floor of a close failover: a delete's round trip (an ephemeral node
+/// created and deleted by one of our clients, 50 times), p50 and p99.
+fn delete_floor(x: &Ctx) {
+    let c = client(&x.cs, SESSION);
+    let mut v = Vec::new();
+    for i in 0..60 {
+        let path = format!("/bench/failover/floor-{i}");
+        c.create()
+            .creating_parent_containers_if_needed()
+            .with_mode(zk_framework::CreateMode::Ephemeral)
+            .for_path(&path)
+            .expect("create");
+        let t = Instant::now();
+        c.delete().for_path(&path).expect("delete");
+        if i >= 10 {
+            v.push(t.elapsed());
+        }
+    }
+    v.sort();
+    println!("failover.delete_round_trip.p50_us={}", us(percentile(&v, 0.5)));
+    println!("failover.delete_round_trip.p99_us={}", us(percentile(&v, 0.99)));
+    c.close();
+}
+
+fn per_failover(prefix: &str, n: usize, what: &str, a: Option<u64>, b: Option<u64>, reps: usize) {
     if let (Some(a), Some(b)) = (a, b) {
         println!(
-            "{prefix}failover.close_n{N}.{what}_per_failover={:.2}",
+            "{prefix}failover.close_n{n}.{what}_per_failover={:.2}",
             (b - a) as f64 / reps as f64
         );
     }
@@ -217,41 +282,59 @@ fn idle_report(prefix: &str, x: &Ctx, p0: Option<(u64, Option<u64>)>, p1: Option
 }
 
 fn ours(x: &Ctx) {
+    let n = usize::from(x.o.failover_n);
     let reps = x.o.failovers;
     let warm = (reps / 10).max(2);
+    delete_floor(x);
     // close failover
     {
         let path = "/bench/failover/close";
         let (tx, rx) = mpsc::channel();
-        let clients: Vec<_> = (0..N).map(|_| client(&x.cs, SESSION)).collect();
+        let clients: Vec<_> = (0..n).map(|_| client(&x.cs, SESSION)).collect();
         let mut ls = Vec::new();
         for (i, c) in clients.iter().enumerate() {
             ls.push(participant(c, path, i, &tx));
             await_participants(&ls[0], i + 1);
         }
-        let mut v = Vec::new();
-        let (mut n0, mut r0) = (None, None);
+        let (mut v, mut calls) = (Vec::new(), Vec::new());
+        let (mut n0, mut r0, mut o0) = (None, None, None);
+        // Requests from the close() call to the next leader's event only.
+        let mut alone = Ops::new();
         for r in 0..warm + reps {
             if r == warm {
                 v.clear();
+                calls.clear();
                 // (After a moment: the leader's own-node watch goes out shortly after its grant.)
                 std::thread::sleep(Duration::from_millis(100));
-                watchers_report("", leader_node_watchers(x, path));
+                watchers_report("", n, leader_node_watchers(x, path));
                 n0 = notifications(x.server(), &x.cs);
                 r0 = requests(x);
+                o0 = ops(x);
             }
             let i = leader_of(&ls);
             while rx.try_recv().is_ok() {}
+            let before = if r >= warm { ops(x) } else { None };
             let t0 = Instant::now();
             ls[i].close().expect("close");
+            calls.push(t0.elapsed());
             v.push(next_leader(&rx, i, t0));
+            ops_add(&mut alone, before, ops(x));
             ls[i] = participant(&clients[i], path, i, &tx);
-            await_participants(&ls[i], N);
+            await_participants(&ls[i], n);
         }
-        let (n1, r1) = (notifications(x.server(), &x.cs), requests(x));
-        report("", &format!("close_n{N}"), v);
-        per_failover("", "notifications", n0, n1, reps);
-        per_failover("", "requests_with_rejoin", r0, r1, reps);
+        let (n1, r1, o1) = (notifications(x.server(), &x.cs), requests(x), ops(x));
+        report("", &format!("close_n{n}"), v);
+        report("", &format!("close_n{n}.close_call"), calls);
+        per_failover("", n, "notifications", n0, n1, reps);
+        per_failover("", n, "requests_with_rejoin", r0, r1, reps);
+        ops_report("", &format!("close_n{n}.ops_per_failover_with_rejoin"), o0, o1, reps);
+        ops_report(
+            "",
+            &format!("close_n{n}.ops_per_failover"),
+            ops(x).map(|_| Ops::new()),
+            ops(x).map(|_| alone),
+            reps,
+        );
         for l in &ls {
             let _ = l.close();
         }
@@ -263,7 +346,7 @@ fn ours(x: &Ctx) {
     if x.o.failover_kills > 0 {
         let path = "/bench/failover/kill";
         let (tx, rx) = mpsc::channel();
-        let proxies: Vec<_> = (0..N)
+        let proxies: Vec<_> = (0..n)
             .map(|_| FaultProxy::start(x.cs.split(',').next().unwrap_or(&x.cs)).expect("proxy"))
             .collect();
         let mut clients: Vec<_> = proxies
@@ -287,9 +370,9 @@ fn ours(x: &Ctx) {
             clients[i].close();
             clients[i] = client(&proxies[i].connect_string(), KILL_SESSION);
             ls[i] = participant(&clients[i], path, i, &tx);
-            await_participants(&ls[i], N);
+            await_participants(&ls[i], n);
         }
-        report("", &format!("kill_n{N}_session_{}ms", KILL_SESSION.as_millis()), v);
+        report("", &format!("kill_n{n}_session_{}ms", KILL_SESSION.as_millis()), v);
         for l in &ls {
             let _ = l.close();
         }
@@ -298,7 +381,7 @@ fn ours(x: &Ctx) {
         }
     }
     // idle cost
-    {
+    if x.o.idle_seconds > 0.0 {
         let path = "/bench/failover/idle";
         let (tx, _rx) = mpsc::channel();
         let clients: Vec<_> = (0..IDLE_N).map(|_| client(&x.cs, SESSION)).collect();
@@ -401,18 +484,21 @@ fn java(cp: &str, cs: &str, args: &[String], mut on: impl FnMut(&str)) -> Result
 }
 
 fn curator(x: &Ctx) -> Result<(), String> {
+    let n = usize::from(x.o.failover_n);
     let cp = compile()?;
     let s = |v: &dyn std::fmt::Display| v.to_string();
     let reps = x.o.failovers;
     let warm = (reps / 10).max(2);
     // close failover
     let (mut n0, mut r0, mut n1, mut r1) = (None, None, None, None);
+    let (mut o0, mut o1) = (None, None);
+    let (mut alone, mut before) = (Ops::new(), None);
     java(
         &cp,
         &x.cs,
         &[
             s(&"close"),
-            s(&N),
+            s(&n),
             s(&reps),
             s(&warm),
             s(&SESSION.as_millis()),
@@ -421,22 +507,41 @@ fn curator(x: &Ctx) -> Result<(), String> {
         |cue| match cue {
             "ready" => {
                 std::thread::sleep(Duration::from_millis(100));
-                watchers_report("curator.", leader_node_watchers(x, "/bench/failover/curator-close"));
+                watchers_report("curator.", n, leader_node_watchers(x, "/bench/failover/curator-close"));
                 n0 = notifications(x.server(), &x.cs);
                 r0 = requests(x);
+                o0 = ops(x);
             }
+            "before" => before = ops(x),
+            "after" => ops_add(&mut alone, before.take(), ops(x)),
             "done" => {
                 n1 = notifications(x.server(), &x.cs);
                 r1 = requests(x);
+                o1 = ops(x);
             }
             _ => {}
         },
     )?;
-    per_failover("curator.", "notifications", n0, n1, reps);
-    per_failover("curator.", "requests_with_rejoin", r0, r1, reps);
+    per_failover("curator.", n, "notifications", n0, n1, reps);
+    per_failover("curator.", n, "requests_with_rejoin", r0, r1, reps);
+    ops_report(
+        "curator.",
+        &format!("close_n{n}.ops_per_failover_with_rejoin"),
+        o0,
+        o1,
+        reps,
+    );
+    let embedded = x.server().and_then(|s| s.embedded()).is_some();
+    ops_report(
+        "curator.",
+        &format!("close_n{n}.ops_per_failover"),
+        embedded.then(Ops::new),
+        embedded.then_some(alone),
+        reps,
+    );
     // kill failover
     if x.o.failover_kills > 0 {
-        let proxies: Vec<_> = (0..N)
+        let proxies: Vec<_> = (0..n)
             .map(|_| FaultProxy::start(x.cs.split(',').next().unwrap_or(&x.cs)).map_err(|e| e.to_string()))
             .collect::<Result<_, _>>()?;
         let list: Vec<_> = proxies.iter().map(FaultProxy::connect_string).collect();
@@ -445,7 +550,7 @@ fn curator(x: &Ctx) -> Result<(), String> {
             &x.cs,
             &[
                 s(&"kill"),
-                s(&N),
+                s(&n),
                 s(&x.o.failover_kills),
                 s(&KILL_SESSION.as_millis()),
                 s(&"/bench/failover/curator-kill"),
@@ -463,6 +568,9 @@ fn curator(x: &Ctx) -> Result<(), String> {
     // idle cost
     let (mut p0, mut p1) = (None, None);
     let secs = x.o.idle_seconds;
+    if secs <= 0.0 {
+        return Ok(());
+    }
     java(
         &cp,
         &x.cs,

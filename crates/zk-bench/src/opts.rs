@@ -52,14 +52,19 @@ pub struct Opts {
     /// failover (leader election, only when named).
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     pub only: Option<Vec<String>>,
+    /// The failover scenario: participants of the close and kill failovers.
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(2..))]
+    pub failover_n: u16,
     /// The failover scenario: close failovers measured (after a tenth as many
     /// unmeasured).
     #[arg(long, value_name = "N", default_value_t = 200)]
     pub failovers: usize,
-    /// The failover scenario: kill failovers (each waits for a session to expire).
+    /// The failover scenario: kill failovers (each waits for a session to
+    /// expire; 0: none).
     #[arg(long, value_name = "N", default_value_t = 5)]
     pub failover_kills: usize,
-    /// The failover scenario: seconds the idle participants are watched.
+    /// The failover scenario: seconds the idle participants are watched (0:
+    /// no idle participants).
     #[arg(long, value_name = "N", default_value_t = 15.0)]
     pub idle_seconds: f64,
 }

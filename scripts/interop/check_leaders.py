@@ -9,8 +9,10 @@ usage: check_leaders.py latch|selector LOG [--min-moves N] [--min-leaders N]
 
 Lines: NAME EVENT <epoch us> [...]. A leadership begins at LEADER (latch) or START (selector),
 with its term (the node's czxid) and node sequence, and ends at the first of NOTLEADER, CLOSING,
-KILLED (latch) or END, KILLED (selector; its work runs until END even while closing; CLOSED is
-a fallback for a work that never logged its end). KILLED lines are the script's: the time just
+KILLED (latch; CLOSED for a leadership that began after its CLOSING: Curator 5.4's latch can be
+told isLeader() while its close() runs, which the summary notes) or END, KILLED (selector; its
+work runs until END even while closing; CLOSED is a fallback for a work that never logged its
+end). KILLED lines are the script's: the time just
 after `kill -9` returned.
 
 Checks: (1) never two leaders at once: sorted by start, each leadership starts at or after the
@@ -28,10 +30,16 @@ def side(name):
     return {"J": "java", "R": "rust"}.get(name[:1], "?")
 
 
-def leaderships(kind, lines):
-    """[(start, end, name, term, seq, flags)] in start order; end None when never ended."""
+def leaderships(kind, lines, late=None):
+    """[(start, end, name, term, seq, flags)] in start order; end None when never ended.
+    Leaderships that began after their participant's CLOSING are added to `late`."""
+    if late is None:
+        late = []
     begin = "LEADER" if kind == "latch" else "START"
-    enders = ("NOTLEADER", "CLOSING", "KILLED") if kind == "latch" else ("END", "KILLED", "CLOSED")
+    # (CLOSED ends a latch's leadership that began after its CLOSING: Curator 5.4's latch can
+    # call isLeader() while close() runs; it leads until close() returns.)
+    enders = ("NOTLEADER", "CLOSING", "KILLED", "CLOSED") if kind == "latch" else ("END", "KILLED", "CLOSED")
+    closing = set()
     open_ = {}
     out = []
     for raw in lines:
@@ -43,7 +51,11 @@ def leaderships(kind, lines):
             t = int(f[2])
         except ValueError:
             continue
+        if ev == "CLOSING":
+            closing.add(name)
         if ev == begin:
+            if name in closing:
+                late.append(f"{name} {ev} at {t}, after its CLOSING")
             if name in open_:
                 # a second start without an end: the first one ends here at the latest
                 l = open_.pop(name)
@@ -67,7 +79,8 @@ def leaderships(kind, lines):
 def check(kind, lines, min_moves=1, min_leaders=2):
     """Returns (errors, summary)."""
     errors = []
-    ls = leaderships(kind, lines)
+    late = []
+    ls = leaderships(kind, lines, late)
     if len(ls) < min_leaders:
         errors.append(f"only {len(ls)} leaderships (at least {min_leaders} expected)")
     max_end, max_end_name = None, None
@@ -109,6 +122,8 @@ def check(kind, lines, min_moves=1, min_leaders=2):
         f"moves java->rust {moves['java->rust']}, rust->java {moves['rust->java']}, "
         f"kills {kills}, overlaps {sum(1 for e in errors if e.startswith('OVERLAP'))}"
     )
+    for l in late:
+        summary += f"\n  note: a leadership began while closing: {l}"
     return errors, summary
 
 
@@ -141,6 +156,11 @@ def self_test():
     # a leadership never ended
     errs, _ = check("latch", good[:5])
     assert any("never ended" in e for e in errs), errs
+    # a latch told it leads while it closes (Curator 5.4): it leads until CLOSED
+    errs, summ = check("latch", good + ["R2 CLOSING 60", "J3 CLOSING 61", "J3 LEADER 62 110 4", "J3 CLOSED 63"])
+    assert errs == [] and "while closing" in summ, (errs, summ)
+    errs, _ = check("latch", good + ["J3 CLOSING 61", "J3 LEADER 62 110 4", "R2 LEADER 62 111 5", "J3 CLOSED 63"])
+    assert any(e.startswith("OVERLAP") for e in errs), errs
     # selector: END ends it, not CLOSING; an overlap through a long END
     sel = [
         "R1 START 10 100 0",

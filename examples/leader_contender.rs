@@ -14,7 +14,7 @@
 //!                appears
 //! ```
 //!
-//! Log lines (appended to LOG, one `write(2)` each on an `O_APPEND` descriptor, times in
+//! JOIN is logged once our node is among the participants. Log lines (appended to LOG, one `write(2)` each on an `O_APPEND` descriptor, times in
 //! microseconds since the epoch):
 //!
 //! ```text
@@ -92,6 +92,18 @@ fn node_sequence(client: &CuratorFramework, path: &str, id: &str, term: i64) -> 
     -1
 }
 
+/// Waits (30 s at most) until our node is among the participants, so that JOIN means queued.
+fn await_joined(participants: impl Fn() -> zk_recipes::Result<Vec<Participant>>, id: &str) -> Result<(), BoxError> {
+    let end = std::time::Instant::now() + Duration::from_secs(30);
+    while std::time::Instant::now() < end {
+        if participants()?.iter().any(|p| p.id == id) {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Err(format!("{id}: not among the participants within 30 s").into())
+}
+
 /// The number of children of `path` (0 when it does not exist).
 fn count(connect: &str, path: &str) -> Result<usize, BoxError> {
     let client = CuratorFramework::builder()
@@ -162,6 +174,7 @@ fn run(a: &[String]) -> Result<(), BoxError> {
             let latch = LeaderLatch::builder(&client, path).id(name.as_str()).build()?;
             let events = latch.events();
             latch.start()?;
+            await_joined(|| latch.participants(), name)?;
             log.line(&format!("{name} JOIN {} rust latch", now_us()));
             let latch = Arc::new(latch);
             let (l2, log2, name2) = (latch.clone(), log.clone(), name.clone());
@@ -209,6 +222,7 @@ fn run(a: &[String]) -> Result<(), BoxError> {
             .auto_requeue(true)
             .build()?;
             selector.start()?;
+            await_joined(|| selector.participants(), name)?;
             log.line(&format!("{name} JOIN {} rust selector", now_us()));
             wait_close();
             log.line(&format!("{name} CLOSING {}", now_us()));

@@ -231,13 +231,12 @@ await_line() {
   done
 }
 
-# join NAME SIDE MODE PATH LOG: starts a participant and waits until it has joined (and
-# a little more, so that its node is queued before the next one's)
+# join NAME SIDE MODE PATH LOG: starts a participant and waits until it has joined (its
+# JOIN line: its node is among the participants), so the queue has the order of the joins
 join() {
   local name=$1
   start_participant "$2" "$name" "$3" "$4" "$5"
   await_line "$5" "^$name JOIN " 60 "JOIN from $name"
-  sleep 0.4
 }
 
 # current MODE LOG: who leads now, per the log

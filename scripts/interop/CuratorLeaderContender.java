@@ -25,7 +25,8 @@ import org.apache.zookeeper.data.Stat;
  * <p>Usage: {@code CuratorLeaderContender CONNECT latch|selector PATH NAME LOG CONTROL_DIR
  * [HOLD_MIN_MS HOLD_MAX_MS]}
  *
- * <p>latch: a {@link LeaderLatch} with id NAME; its {@link LeaderLatchListener} logs {@code NAME
+ * <p>{@code NAME JOIN <us> java latch|selector} is logged once our node is among the
+ * participants. latch: a {@link LeaderLatch} with id NAME; its {@link LeaderLatchListener} logs {@code NAME
  * LEADER <us> <czxid of getOurPath()> <sequence>} (after checking {@code hasLeadership()}) and
  * {@code NAME NOTLEADER <us> listener}. selector: a {@link LeaderSelector} (Standard policy: {@link
  * LeaderSelectorListenerAdapter}, auto-requeue) whose takeLeadership logs {@code NAME START <us>
@@ -82,6 +83,24 @@ public final class CuratorLeaderContender {
         return "-1 -1";
     }
 
+    interface ParticipantsSource {
+        java.util.Collection<org.apache.curator.framework.recipes.leader.Participant> get() throws Exception;
+    }
+
+    /** Waits (30 s at most) until our node is among the participants, so JOIN means queued. */
+    private static void awaitJoined(ParticipantsSource ps, String id) throws Exception {
+        long end = System.nanoTime() + 30_000_000_000L;
+        while (System.nanoTime() < end) {
+            for (org.apache.curator.framework.recipes.leader.Participant p : ps.get()) {
+                if (p.getId().equals(id)) {
+                    return;
+                }
+            }
+            Thread.sleep(5);
+        }
+        throw new IllegalStateException(id + ": not among the participants within 30 s");
+    }
+
     public static void main(String[] args) throws Exception {
         if (args.length != 6 && args.length != 8) {
             System.err.println(
@@ -130,6 +149,7 @@ public final class CuratorLeaderContender {
                 }
             });
             latch.start();
+            awaitJoined(() -> latch.getParticipants(), name);
             log(name + " JOIN " + nowUs() + " java latch");
             while (!Files.exists(closeFile)) {
                 Thread.sleep(20);
@@ -154,6 +174,7 @@ public final class CuratorLeaderContender {
             selector.setId(name);
             selector.autoRequeue();
             selector.start();
+            awaitJoined(() -> selector.getParticipants(), name);
             log(name + " JOIN " + nowUs() + " java selector");
             while (!Files.exists(closeFile)) {
                 Thread.sleep(20);

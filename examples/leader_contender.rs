@@ -183,8 +183,12 @@ fn run(a: &[String]) -> Result<(), BoxError> {
                     let t = now_us();
                     match ev {
                         LeaderEvent::Leader { term } => {
-                            // (The stamp is taken first; the sequence is read after.)
-                            let seq = l2.participants().map_or(-1, |p| our_sequence(&p, &name2, term));
+                            // (The stamp is taken first; the node is the latch's own, else
+                            // read from the server.)
+                            let seq = match l2.node() {
+                                Some(node) => sequence(&node),
+                                None => l2.participants().map_or(-1, |p| our_sequence(&p, &name2, term)),
+                            };
                             log2.line(&format!("{name2} LEADER {t} {term} {seq}"));
                         }
                         other => {

@@ -13,13 +13,15 @@ KILLED (latch; CLOSED for a leadership that began after its CLOSING: Curator 5.4
 told isLeader() while its close() runs, which the summary notes) or END, KILLED (selector; its
 work runs until END even while closing; CLOSED is a fallback for a work that never logged its
 end). KILLED lines are the script's: the time just
-after `kill -9` returned.
+after `kill -9` returned. Lines are taken in time order (a participant stamps an event, then
+reads its node, then writes the line: lines can be appended out of order).
 
 Checks: (1) never two leaders at once: sorted by start, each leadership starts at or after the
 end of every earlier one; (2) successive leaders' terms and node sequences strictly increase;
 (3) leadership moved from Java to Rust and from Rust to Java at least N times each (default 1);
-(4) every leadership had a known term and node (-1: the participant could not read its node)
-and, for Curator's latch, hasLeadership() was true when isLeader() ran; (5) no leadership is
+(4) every leadership had a known term and node (-1: the participant could not read its node;
+allowed, and noted, only for a leadership ended by its participant's close, whose delete can
+come first) and, for Curator's latch, hasLeadership() was true when isLeader() ran; (5) no leadership is
 still open at the end of the log (everything was killed or closed). Exit status 0 when every
 check holds, 1 otherwise, 2 on bad arguments.
 """
@@ -42,7 +44,15 @@ def leaderships(kind, lines, late=None):
     closing = set()
     open_ = {}
     out = []
-    for raw in lines:
+    # By time: a participant stamps an event before it reads its node and writes the line,
+    # so lines of several processes (and its own) can be appended out of time order.
+    def stamp(raw):
+        f = raw.split()
+        try:
+            return int(f[2])
+        except (IndexError, ValueError):
+            return 0
+    for raw in sorted(lines, key=stamp):
         f = raw.split()
         if len(f) < 3:
             continue
@@ -60,6 +70,7 @@ def leaderships(kind, lines, late=None):
                 # a second start without an end: the first one ends here at the latest
                 l = open_.pop(name)
                 l[1] = t
+                l.append(ev)
                 out.append(l)
             term = int(f[3]) if len(f) > 3 else -1
             seq = int(f[4]) if len(f) > 4 else -1
@@ -68,8 +79,10 @@ def leaderships(kind, lines, late=None):
         elif ev in enders and name in open_:
             l = open_.pop(name)
             l[1] = t
+            l.append(ev)
             out.append(l)
     for l in open_.values():
+        l.append(None)
         out.append(l)
     out = [tuple(l) for l in out]
     out.sort(key=lambda l: l[0])
@@ -87,13 +100,19 @@ def check(kind, lines, min_moves=1, min_leaders=2):
     moves = {"java->rust": 0, "rust->java": 0}
     per_side = {"java": 0, "rust": 0, "?": 0}
     prev = None
+    known = None  # the last leadership with a known term and node
+    unknown_closing = []
     for l in ls:
-        start, end, name, term, seq, flags = l
+        start, end, name, term, seq, flags, how = l
         per_side[side(name)] += 1
         if end is None:
             errors.append(f"{name}'s leadership from {start} never ended (not killed nor closed)")
         if term < 0 or seq < 0:
-            errors.append(f"{name}'s leadership at {start} has an unknown term/node ({term} {seq})")
+            if how in ("CLOSING", "CLOSED"):
+                # it closed at once: its node was deleted before it could be read
+                unknown_closing.append(f"{name} at {start} ({term} {seq}), closed at {end}")
+            else:
+                errors.append(f"{name}'s leadership at {start} has an unknown term/node ({term} {seq})")
         if "hasLeadership=false" in flags:
             errors.append(f"{name}: isLeader() ran while hasLeadership() was false at {start}")
         if max_end is not None and start < max_end:
@@ -101,11 +120,13 @@ def check(kind, lines, min_moves=1, min_leaders=2):
                 f"OVERLAP: {name} became leader at {start}, {max_end - start} us before "
                 f"{max_end_name}'s leadership ended at {max_end}"
             )
+        if known is not None and term >= 0 and term <= known[3]:
+            errors.append(f"term not increasing: {known[2]} had {known[3]}, then {name} had {term}")
+        if known is not None and seq >= 0 and seq <= known[4]:
+            errors.append(f"node sequence not increasing: {known[2]} had {known[4]}, then {name} had {seq}")
+        if term >= 0 and seq >= 0:
+            known = l
         if prev is not None:
-            if term <= prev[3]:
-                errors.append(f"term not increasing: {prev[2]} had {prev[3]}, then {name} had {term}")
-            if seq <= prev[4]:
-                errors.append(f"node sequence not increasing: {prev[2]} had {prev[4]}, then {name} had {seq}")
             a, b = side(prev[2]), side(name)
             if a != b:
                 moves[f"{a}->{b}"] = moves.get(f"{a}->{b}", 0) + 1
@@ -124,6 +145,8 @@ def check(kind, lines, min_moves=1, min_leaders=2):
     )
     for l in late:
         summary += f"\n  note: a leadership began while closing: {l}"
+    for l in unknown_closing:
+        summary += f"\n  note: a leadership closed before its node could be read: {l}"
     return errors, summary
 
 
@@ -161,6 +184,13 @@ def self_test():
     assert errs == [] and "while closing" in summ, (errs, summ)
     errs, _ = check("latch", good + ["J3 CLOSING 61", "J3 LEADER 62 110 4", "R2 LEADER 62 111 5", "J3 CLOSED 63"])
     assert any(e.startswith("OVERLAP") for e in errs), errs
+    # lines out of time order (a LEADER line written after the participant's CLOSED), with an
+    # unknown node (deleted by the close before it was read): ends at CLOSING, noted
+    errs, summ = check("latch", good + ["R2 CLOSING 60", "R2 CLOSED 62", "R2 LEADER 59 -1 -1"])
+    assert errs == [] and "before its node could be read" in summ, (errs, summ)
+    # an unknown node of a leadership that did not end with a close is an error
+    errs, _ = check("latch", good + ["R2 LEADER 59 -1 -1", "R2 KILLED 62"])
+    assert any("unknown term" in e for e in errs), errs
     # selector: END ends it, not CLOSING; an overlap through a long END
     sel = [
         "R1 START 10 100 0",

@@ -24,7 +24,10 @@
 # recorded by this script just after kill -9 returned), leadership moved Java->Rust and
 # Rust->Java, terms (czxid) and node sequences of successive leaders strictly increase, every
 # leadership ended, and no participant node is left under either election once every
-# participant is closed and every killed session has expired.
+# participant is closed and every killed session has expired. The checker prints a note when
+# a latch was told it leads after its close began (seen with Curator 5.4 when everyone closes
+# together; such a leadership counts until close() returned) or closed before it could read
+# its node.
 #
 # Needs: java + javac (17), Debian's curator/zookeeper jars in /usr/share/java, python3,
 # cargo. Every process runs under `timeout`; whatever this script started is killed on exit.
@@ -49,7 +52,7 @@ JAVA_OPTS=(-Xmx64m -XX:+UseSerialGC -XX:TieredStopAtLevel=1
 
 log() { printf '[leader-interop] %s\n' "$*" >&2; }
 die() { log "FAIL: $*"; exit 1; }
-usage() { sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//' >&2; }
+usage() { sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//' >&2; }
 now_us() { date +%s%6N; }
 
 # ---- arguments ---------------------------------------------------------------------------

@@ -52,7 +52,7 @@ JAVA_OPTS=(-Xmx64m -XX:+UseSerialGC -XX:TieredStopAtLevel=1
 
 log() { printf '[leader-interop] %s\n' "$*" >&2; }
 die() { log "FAIL: $*"; exit 1; }
-usage() { sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//' >&2; }
+usage() { sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//' >&2; }
 now_us() { date +%s%6N; }
 
 # ---- arguments ---------------------------------------------------------------------------

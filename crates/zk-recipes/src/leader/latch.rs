@@ -544,7 +544,10 @@ impl LeaderLatch {
     }
 
     /// Every change of leadership from now on, in order; a latch that leads
-    /// (or may) first says so. The channel ends when the latch closes.
+    /// (or may) first says so. The channel ends when the latch closes: with
+    /// [`CloseMode::Silent`] that end is the only word a leader gets of its
+    /// close, so treat it as the end of leadership (an event read after
+    /// `close()` began was published before it).
     ///
     /// # Examples
     ///

@@ -11,7 +11,9 @@ latency-rhythms.svg (release -> next grant with and without a critical section,
 beside the floor measured in the same rhythm) and
 deep.svg (the deep queue's drain time); with other peers in the runs (zk-bench
 --peers), peers-*.svg draws every peer the same way (handoffs, latency p50/p99,
-the uncontended cycle, the deep queue, many locks); and prints a Markdown table of every
+the uncontended cycle, the deep queue, many locks); with failover figures
+(zk-bench --only failover), failover.svg (close failover p50/p99 per number of
+participants, ours and Curator's LeaderLatch); and prints a Markdown table of every
 figure the runs share (median, min-max, and Curator's / ours where both exist).
 """
 import math
@@ -54,6 +56,21 @@ def peer_key(prefix, base):
     if prefix != "zookeeper08.":
         return prefix + base
     return "zookeeper08.seed_" + base if base.startswith("mutex.") else "zookeeper08.seed_mutex." + base
+
+
+def failover_plot(out, runs):
+    """Leader failover (zk-bench --only failover): close() to the next leader's event."""
+    ns = sorted({int(k.split("close_n")[1].split(".")[0]) for r in runs for k in r
+                 if k.startswith("failover.close_n") and k.endswith(".p50_us")})
+    labels = [f"{n} participants, {q}" for n in ns for q in ("p50", "p99")]
+    bar_plot(
+        os.path.join(out, "failover.svg"),
+        "Leader failover: close() to the next leader's event (µs, lower is better)",
+        "microseconds",
+        labels,
+        [(name, COLORS[name], [stats(runs, f"{p}failover.close_n{n}.{q}_us") for n in ns for q in ("p50", "p99")])
+         for name, p in (("ours", ""), ("Curator 5.4", "curator."))],
+    )
 
 
 def peer_plots(out, runs):
@@ -279,6 +296,8 @@ def main():
     )
     if any(k.startswith(("zkclient.", "kazoo.", "zookeeper08.")) for r in runs for k in r):
         peer_plots(out, runs)
+    if any(k.startswith("failover.close_n") for r in runs for k in r):
+        failover_plot(out, runs)
     # Every figure the runs have, ours beside Curator's.
     keys = sorted({k for r in runs for k in r if not k.startswith("curator.")})
     print(f"{len(runs)} run(s): median (lowest-highest). \"ours better\": Curator's time / ours, "

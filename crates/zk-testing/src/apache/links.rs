@@ -36,6 +36,9 @@ const POLL: Duration = Duration::from_millis(20);
 const BLOCKED_POLL: Duration = Duration::from_millis(5);
 /// The longest election address a first message may carry before the proxy leaves it alone.
 const MAX_ADDR_LEN: i32 = 4096;
+/// How long a proxy keeps retrying a target that refuses before it closes the initiator's
+/// connection (less than the 5 s a server's election connect waits).
+const CONNECT_RETRY: Duration = Duration::from_secs(4);
 
 /// What every proxy of one ensemble shares: the switches, and the open connections.
 #[derive(Debug)]
@@ -208,38 +211,63 @@ fn accept_loop(p: Pending, st: Arc<LinkState>) {
         }
         let Ok(client) = incoming else { continue };
         st.accepted[st.idx(from, to)].fetch_add(1, Ordering::Relaxed);
-        let Ok(server) = TcpStream::connect_timeout(&target, Duration::from_secs(5)) else {
-            // The target is down: the initiator sees its connection closed, as with a refusal.
-            continue;
-        };
-        let _ = client.set_nodelay(true);
-        let _ = server.set_nodelay(true);
-        let (Ok(c1), Ok(s1), Ok(c2), Ok(s2)) = (
-            client.try_clone(),
-            server.try_clone(),
-            client.try_clone(),
-            server.try_clone(),
-        ) else {
-            continue;
-        };
-        {
-            let mut conns = st.conns.lock();
-            // Forget connections both of whose pumps are gone (their sockets are shut down).
-            conns.retain(|c| c.peer_addr().is_ok());
-            conns.push(c1);
-            conns.push(s1);
-        }
-        let up = st.clone();
-        let rw = rewrite.clone();
-        // Initiator `from` -> target `to`, and back.
+        // The rest runs on its own thread: connecting to the target may take retries.
+        let st = st.clone();
+        let rewrite = rewrite.clone();
         let _ = thread::Builder::new()
             .name(format!("zk-link-{from}>{to}"))
-            .spawn(move || pump(client, server, &up, (from, to), rw));
-        let down = st.clone();
-        let _ = thread::Builder::new()
-            .name(format!("zk-link-{to}>{from}"))
-            .spawn(move || pump(s2, c2, &down, (to, from), None));
+            .spawn(move || connect_and_pump(client, target, &st, (from, to), rewrite));
     }
+}
+
+/// Connects to `target` for the initiator `client`, retrying while the target refuses (a
+/// leader binds its quorum port only once elected, a restarting server its election port
+/// only once up: without a proxy, the initiator's own connect would fail and be retried, not
+/// a connection that opens and then closes), then pumps both ways.
+fn connect_and_pump(
+    client: TcpStream,
+    target: SocketAddr,
+    st: &Arc<LinkState>,
+    (from, to): (usize, usize),
+    rewrite: Option<String>,
+) {
+    let give_up = Instant::now() + CONNECT_RETRY;
+    let server = loop {
+        match TcpStream::connect_timeout(&target, Duration::from_secs(2)) {
+            Ok(s) => break s,
+            Err(_) if Instant::now() < give_up && !st.stop.load(Ordering::Acquire) => {
+                thread::sleep(Duration::from_millis(50));
+            }
+            // Down for good: the initiator sees its connection closed.
+            Err(_) => {
+                let _ = client.shutdown(Shutdown::Both);
+                return;
+            }
+        }
+    };
+    let _ = client.set_nodelay(true);
+    let _ = server.set_nodelay(true);
+    let (Ok(c1), Ok(s1), Ok(c2), Ok(s2)) = (
+        client.try_clone(),
+        server.try_clone(),
+        client.try_clone(),
+        server.try_clone(),
+    ) else {
+        return;
+    };
+    {
+        let mut conns = st.conns.lock();
+        // Forget connections both of whose pumps are gone (their sockets are shut down).
+        conns.retain(|c| c.peer_addr().is_ok());
+        conns.push(c1);
+        conns.push(s1);
+    }
+    // Initiator `from` -> target `to` here, and back on a thread of its own.
+    let down = st.clone();
+    let _ = thread::Builder::new()
+        .name(format!("zk-link-{to}>{from}"))
+        .spawn(move || pump(s2, c2, &down, (to, from), None));
+    pump(client, server, st, (from, to), rewrite);
 }
 
 /// Reads exactly `buf.len()` bytes, polling so that a stop is seen; `false` on EOF or error.

@@ -74,6 +74,36 @@ impl Fleet {
         Some(p.pid)
     }
 
+    /// Sends `sig` (`STOP`, `CONT`) to the worker in `slot`.
+    pub(crate) fn signal(&self, slot: usize, sig: &str) -> io::Result<u32> {
+        let pid = self
+            .pid(slot)
+            .ok_or_else(|| io::Error::other(format!("worker {slot} is not running")))?;
+        let st = Command::new("kill")
+            .arg(format!("-{sig}"))
+            .arg(pid.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()?;
+        if st.success() {
+            Ok(pid)
+        } else {
+            Err(io::Error::other(format!("kill -{sig} {pid} failed: {st}")))
+        }
+    }
+
+    /// Lets every worker continue (after a fault that paused one) and opens
+    /// every proxy.
+    pub(crate) fn thaw_all(&self) {
+        for (slot, s) in self.slots.iter().enumerate() {
+            let _ = self.signal(slot, "CONT");
+            for p in &s.proxies {
+                p.freeze(false);
+            }
+        }
+    }
+
     pub(crate) fn pid(&self, slot: usize) -> Option<u32> {
         self.slots[slot]
             .proc_

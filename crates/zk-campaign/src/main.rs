@@ -68,6 +68,7 @@ mod leaks;
 mod paths;
 mod prng;
 mod record;
+mod resource;
 mod server;
 mod worker;
 

@@ -1325,6 +1325,113 @@ mod tests {
         assert_caught(&h, "overlong attempt");
     }
 
+    /// A section's lines with the newer fields: the last `Ok` and the first
+    /// error of `check()`, and the guarded write's outcome.
+    #[allow(clippy::too_many_arguments)]
+    fn checked(
+        pid: u32,
+        token: i64,
+        sid: &str,
+        start: u64,
+        end: u64,
+        told: Option<u64>,
+        last_ok: u64,
+        first_bad: Option<u64>,
+        write: &str,
+    ) -> Vec<String> {
+        let mut v = section(pid, 1, "/l", "mutex", token, sid, start, end, told);
+        let bad = first_bad.map_or("-".to_string(), |t| t.to_string());
+        v[4] = format!("{} 1000 {last_ok} {bad} {write}", v[4]);
+        v
+    }
+
+    #[test]
+    fn a_section_ends_at_its_first_check_that_is_not_ok() {
+        // A works until 300 but its check() failed at 150 (last Ok at 140); B
+        // is granted at 200: no overlap, a margin of 60 ns, under `cut`.
+        let h = history(
+            &[],
+            vec![
+                worker(10, vec![checked(10, 5, "a", 100, 300, None, 140, Some(150), "ok")]),
+                worker(11, vec![checked(11, 6, "b", 200, 250, None, 240, None, "ok")]),
+            ],
+        );
+        let r = check(&h, &opts());
+        assert!(r.violations.is_empty(), "{:#?}", r.violations);
+        assert_eq!(r.margins["cut"].min_ns, 60);
+        assert_eq!(r.margins["all"].count, 1);
+        assert!(
+            r.text.contains("sections ended by check() before any loss event: 1"),
+            "{}",
+            r.text
+        );
+        assert!(r.text.contains("margin cut: 1 hand-overs, min 0.0 ms"), "{}", r.text);
+        // Without the failed check, the same history is an overlap.
+        let h = history(
+            &[],
+            vec![
+                worker(10, vec![checked(10, 5, "a", 100, 300, None, 290, None, "ok")]),
+                worker(11, vec![checked(11, 6, "b", 200, 250, None, 240, None, "ok")]),
+            ],
+        );
+        assert_caught(&h, "overlap on /l");
+    }
+
+    #[test]
+    fn a_check_ok_after_the_next_grant_is_a_violation() {
+        // A heard Suspended at 150 but its check() still said Ok at 210, after
+        // B's grant at 200 (a paused holder resuming, say): no margin.
+        let h = history(
+            &[],
+            vec![
+                worker(10, vec![checked(10, 5, "a", 100, 300, Some(150), 210, Some(220), "ok")]),
+                worker(11, vec![checked(11, 6, "b", 200, 250, None, 240, None, "ok")]),
+            ],
+        );
+        assert_caught(&h, "no safety margin on /l");
+        // Excused like an overlap when A's session was expired instantly.
+        let h = history(
+            &["I a 120"],
+            vec![
+                worker(10, vec![checked(10, 5, "a", 100, 300, Some(150), 210, Some(220), "ok")]),
+                worker(11, vec![checked(11, 6, "b", 200, 250, None, 240, None, "ok")]),
+            ],
+        );
+        assert!(violations(&h).is_empty(), "{:#?}", violations(&h));
+    }
+
+    #[test]
+    fn the_guarded_resource_must_see_tokens_in_order() {
+        let w = || {
+            vec![
+                worker(10, vec![checked(10, 5, "a", 100, 150, None, 140, None, "ok")]),
+                worker(11, vec![checked(11, 6, "b", 200, 250, None, 240, None, "ok")]),
+            ]
+        };
+        let h = history(&["V /l 1 5 10 0 1", "V /l 2 6 11 0 1"], w());
+        let r = check(&h, &opts());
+        assert!(r.violations.is_empty(), "{:#?}", r.violations);
+        assert!(
+            r.text
+                .contains("guarded writes: 2 read back on 1 resources, 2 acknowledged, refused 0"),
+            "{}",
+            r.text
+        );
+        assert_caught(
+            &history(&["V /l 1 6 11 0 1", "V /l 2 5 10 0 1"], w()),
+            "resource /l: token 5",
+        );
+        assert_caught(&history(&["V /l 2 6 11 0 1"], w()), "resource /l: the write of");
+        assert_caught(
+            &history(&["V /l 1 4 10 0 1", "V /l 2 6 11 0 1"], w()),
+            "resource /l: a write with token 4",
+        );
+        // Not read back at all: nothing to judge.
+        assert!(check(&history(&[], w()), &opts())
+            .text
+            .contains("guarded writes: not read back"));
+    }
+
     #[test]
     fn catches_a_release_refused_with_not_owner() {
         let mut w = section(10, 1, "/l", "mutex", 5, "a", 100, 200, None);

@@ -20,7 +20,8 @@
 #             once: the isolated leader, the isolated follower, one-way cuts
 #             both ways, flapping links, a client cut off with the minority,
 #             the leader paused past its sync limit, a holder paused on the
-#             minority side), session 6 s, 75 s of load. About 100 s.
+#             minority side), session 6 s, 60 s of load (longer until every
+#             kind happened once). About 90 s.
 #   partitions-long
 #             the ensemble, every fault kind (partitions three times in five),
 #             until 20,000 acquisitions and 100 partition faults (capped at
@@ -62,7 +63,7 @@ case "$profile" in
           --hold-ms 5 --think-ms 5 --long-hold-permille 3)
     ;;
   partitions-ci)
-    args=(--ensemble --faults partitions --seconds 75 --workers 4 --threads 5 --session-ms 6000
+    args=(--ensemble --faults partitions --seconds 60 --workers 4 --threads 5 --session-ms 6000
           --hold-ms 5 --think-ms 5 --long-hold-permille 8)
     ;;
   partitions-long)

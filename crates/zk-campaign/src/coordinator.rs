@@ -197,6 +197,7 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
     let sessions: Sessions = Mutex::new(HashMap::new());
     let stop_faults = AtomicBool::new(false);
     let partitions_done = AtomicUsize::new(0);
+    let round_done = AtomicBool::new(false);
     let run_start = Instant::now();
     let mut scanner = Scanner::default();
     std::thread::scope(|s| {
@@ -219,6 +220,7 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
                 admin: None,
                 kinds: kinds.clone(),
                 partitions_done: &partitions_done,
+                round_done: &round_done,
             };
             f.run(&stop_faults);
         });
@@ -239,7 +241,9 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
             }
             let enough = o.acquisitions.is_some_and(|a| scanner.acquired >= a)
                 && partitions_done.load(Ordering::SeqCst) >= o.min_partition_faults;
-            if el >= limit || enough || faults.is_finished() {
+            // Every kind once at least (at most twice the time asked for).
+            let round = round_done.load(Ordering::SeqCst) || el >= limit * 2;
+            if (el >= limit && round) || (enough && round) || faults.is_finished() {
                 break;
             }
         }

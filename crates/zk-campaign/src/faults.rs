@@ -32,6 +32,8 @@ pub(crate) struct Faults<'a> {
     pub(crate) kinds: Vec<&'static str>,
     /// Partition faults injected so far (the coordinator may wait for a number).
     pub(crate) partitions_done: &'a AtomicUsize,
+    /// Set once every kind was injected (or tried) once: the run lasts at least that long.
+    pub(crate) round_done: &'a AtomicBool,
 }
 
 impl Faults<'_> {
@@ -193,7 +195,7 @@ impl Faults<'_> {
             (l, f, c.sync_limit())
         };
         // Long enough for the side that notices last (a sync limit), and then some.
-        let d = sync + self.rng.ms(300, t.as_millis() as u64);
+        let d = sync + self.rng.ms(300, (t.as_millis() as u64 / 2).max(300));
         // One follower or both (then the leader loses its quorum).
         let pick_targets = |rng: &mut Rng| -> Vec<usize> {
             if rng.below(2) == 0 {
@@ -252,7 +254,7 @@ impl Faults<'_> {
                 let targets = pick_targets(&mut self.rng);
                 let down = self.rng.ms(300, 2500);
                 let up = self.rng.ms(200, 1500);
-                let total = t * 2 + self.rng.ms(0, 2000);
+                let total = t + self.rng.ms(0, 2000);
                 let dirs: Vec<(usize, usize)> = targets.iter().flat_map(|&f| [(leader, f), (f, leader)]).collect();
                 self.server.cluster().flap(&dirs, down, up)?;
                 self.heal_after(total)?;
@@ -286,7 +288,10 @@ impl Faults<'_> {
                     }
                 }
                 let r = self.server.cluster().isolate(x);
-                let hold = t * 3 / 2 + sync + self.rng.ms(500, 1500);
+                // A follower's clients are dropped at the sync limit and their
+                // sessions expire a session timeout after the leader last heard
+                // of them; a leader's, a session timeout after a new leader.
+                let hold = t + sync + self.rng.ms(500, 1500);
                 if r.is_ok() {
                     std::thread::sleep(hold);
                 }
@@ -526,6 +531,9 @@ impl Faults<'_> {
                         eprintln!("healing after {kind} failed: {e}");
                     }
                 }
+            }
+            if n >= order.len() {
+                self.round_done.store(true, Ordering::SeqCst);
             }
             let gap = self.rng.ms(300, 1500);
             sleep_checked(gap);

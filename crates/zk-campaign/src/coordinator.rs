@@ -243,7 +243,7 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
                 && partitions_done.load(Ordering::SeqCst) >= o.min_partition_faults;
             // Every kind once at least (at most twice the time asked for).
             let round = round_done.load(Ordering::SeqCst) || el >= limit * 2;
-            if (el >= limit && round) || (enough && round) || faults.is_finished() {
+            if ((enough || el >= limit) && round) || faults.is_finished() {
                 break;
             }
         }

@@ -177,6 +177,34 @@ impl Faults<'_> {
         slots
     }
 
+    /// Makes sure some worker's session is on node `i`: when none is, moves a
+    /// random one there (its proxies to the other nodes refuse and are cut
+    /// until it has reconnected to `i`, at most 5 s). Returns the slots on `i`.
+    fn steer_onto(&mut self, i: usize) -> Vec<usize> {
+        let on = self.slots_on(i);
+        if !on.is_empty() {
+            return on;
+        }
+        let slot = self.random_slot();
+        let proxies = &self.fleet.slots[slot].proxies;
+        for (j, p) in proxies.iter().enumerate() {
+            if j != i {
+                p.refuse(true);
+                p.cut();
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut on = self.slots_on(i);
+        while !on.contains(&slot) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+            on = self.slots_on(i);
+        }
+        for p in &self.fleet.slots[slot].proxies {
+            p.refuse(false);
+        }
+        on
+    }
+
     /// Waits `d`, heals every link, and waits for one whole ensemble again.
     fn heal_after(&mut self, d: Duration) -> io::Result<()> {
         std::thread::sleep(d);
@@ -206,7 +234,7 @@ impl Faults<'_> {
         };
         match kind {
             "isolate-leader" => {
-                let on = self.slots_on(leader);
+                let on = self.steer_onto(leader);
                 self.server.cluster().isolate(leader)?;
                 self.heal_after(d)?;
                 Ok(format!(
@@ -221,7 +249,7 @@ impl Faults<'_> {
                     .copied()
                     .max_by_key(|&f| (self.slots_on(f).len(), f))
                     .ok_or_else(|| io::Error::other("no follower"))?;
-                let on = self.slots_on(f);
+                let on = self.steer_onto(f);
                 self.server.cluster().isolate(f)?;
                 self.heal_after(d)?;
                 Ok(format!(

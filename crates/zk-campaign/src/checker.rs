@@ -48,9 +48,9 @@
 //!    to the new holder's grant: the room a side effect started after that
 //!    `Ok` has. It must be positive (unless the old holder's session was
 //!    expired *instantly*, see rule 1's fenced excuse). The report gives its
-//!    minimum, 1st percentile and median per fault kind (every fault whose
-//!    window, from its start to its end plus a session timeout, meets the
-//!    interval), `no fault`, and `all`.
+//!    minimum, 1st percentile and median per fault kind (the fault in effect
+//!    when the old holder was told: the latest to begin before, among those
+//!    that had not ended a session timeout before), `no fault`, and `all`.
 //! 7. **The guarded resource.** Each exclusive section writes once, right
 //!    after its first `Ok`, into its lock's resource through a transaction
 //!    guarded by the lock; after the run the coordinator reads the resources
@@ -600,20 +600,16 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
             };
             let margin = b.s.start as i64 - a.last_ok as i64;
             let fenced_pair = h.instant.iter().any(|(sid, x)| *sid == a.s.sid && *x <= b.s.start);
-            let mut kinds: Vec<&str> = h
+            // The fault in effect when the holder was told: the latest one
+            // that began before and had not ended a session timeout before.
+            let kind = h
                 .faults
                 .iter()
-                .filter(|f| f.start <= b.s.start && a.last_ok <= f.end.saturating_add(session_ms * 1_000_000))
-                .map(|f| f.kind.as_str())
-                .collect();
-            kinds.sort_unstable();
-            kinds.dedup();
-            if kinds.is_empty() {
-                kinds.push("no fault");
-            }
-            for k in &kinds {
-                margin_samples.entry(k.to_string()).or_default().push(margin);
-            }
+                .filter(|f| f.start <= a.eff && a.eff <= f.end.saturating_add(session_ms * 1_000_000))
+                .max_by_key(|f| f.start)
+                .map_or("no fault", |f| f.kind.as_str());
+            let kinds = [kind];
+            margin_samples.entry(kind.to_string()).or_default().push(margin);
             margin_samples.entry("all".to_string()).or_default().push(margin);
             if margin <= 0 && !fenced_pair {
                 violations.push(format!(

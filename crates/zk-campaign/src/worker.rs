@@ -106,7 +106,7 @@ const CHECK_EVERY: Duration = Duration::from_millis(5);
 /// multi-lock), in one transaction guarded by the lock: `RESOURCE/<lock>/t<token>-<pid>-<thread>-<attempt>-`
 /// plus ZooKeeper's sequence number, so that the checker reads back in which
 /// order the tokens reached the resource.
-fn s_members_writes(nodes: &str, tokens: &[i64], kind: Kind, pid: u32, thr: usize, att: u64) -> Vec<String> {
+fn resource_nodes(nodes: &str, tokens: &[i64], kind: Kind, pid: u32, thr: usize, att: u64) -> Vec<String> {
     members(kind, nodes, tokens)
         .iter()
         .map(|m| format!("{}/t{}-{pid}-{thr}-{att}-", resource_path(m.lock), m.token))
@@ -162,29 +162,17 @@ fn is_loss(ev: LockEvent) -> bool {
     matches!(ev, LockEvent::Suspended | LockEvent::Lost)
 }
 
-/// Waits until `until` for a `Suspended`/`Lost`. While holding (`late ==
-/// false`) it records `told` and returns at once (the holder stops working);
-/// before a release (`late == true`) it records `told_late`.
-fn wait_for_loss(sig: &mut Signal, until: Instant, late: bool) {
+/// Before a release: waits until `until` for a `Suspended`/`Lost` and records
+/// it as `told_late` (while holding, [`Section::hold`] listens itself).
+fn wait_for_loss(sig: &mut Signal, until: Instant) {
     loop {
         let now = Instant::now();
-        if now >= until {
-            return;
-        }
-        if sig.closed || sig.told.is_some() || (late && sig.told_late.is_some()) {
-            if !late {
-                std::thread::sleep(until - now); // keep "working" until the end of the hold
-            }
+        if now >= until || sig.closed || sig.told.is_some() || sig.told_late.is_some() {
             return;
         }
         match sig.rx.recv_timeout(until - now) {
             Ok(ev) if is_loss(ev) => {
-                let t = now_ns();
-                if late {
-                    sig.told_late = Some(t);
-                } else {
-                    sig.told = Some((t, ev));
-                }
+                sig.told_late = Some(now_ns());
                 return;
             }
             Ok(_) => {}
@@ -335,7 +323,7 @@ impl Section<'_> {
     fn before_release(&mut self) {
         self.connected = self.a.w.client.is_connected();
         if self.sig.told.is_none() && (!self.connected || matches!(self.sig.st_end, "Uncertain" | "Lost")) {
-            wait_for_loss(&mut self.sig, Instant::now() + self.a.w.grace, true);
+            wait_for_loss(&mut self.sig, Instant::now() + self.a.w.grace);
         }
     }
 
@@ -447,7 +435,7 @@ impl Worker {
                                 if kind == Kind::Read {
                                     return "-".to_string();
                                 }
-                                let tx = s_members_writes(
+                                let tx = resource_nodes(
                                     &g.lock_path(),
                                     &g.fencing_tokens(),
                                     kind,

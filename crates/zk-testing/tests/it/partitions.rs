@@ -110,7 +110,7 @@ fn an_isolated_leader_gives_up_the_majority_elects_another_and_it_heals_back() {
     let c = ApacheCluster::start_partitionable(3, ApacheConfig::default()).expect("start a partitionable ensemble");
     let sync = c.sync_limit();
     // A tick (ZooKeeper checks every half tick) and the polling, stretched by ZK_TEST_TIMING.
-    let slack = t.scale(Duration::from_millis(2500));
+    let slack = t.scale(Duration::from_millis(3000));
     let old = wait_for_whole_ensemble(&c, Duration::from_secs(30));
     assert_own_views(&c, "at start");
     let followers: Vec<usize> = (0..3).filter(|&i| i != old).collect();

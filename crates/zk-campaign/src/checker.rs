@@ -50,7 +50,10 @@
 //!    expired *instantly*, see rule 1's fenced excuse). The report gives its
 //!    minimum, 1st percentile and median per fault kind (the fault in effect
 //!    when the old holder was told: the latest to begin before, among those
-//!    that had not ended a session timeout before), `no fault`, and `all`.
+//!    that had not ended a session timeout before), `no fault`, and `all`;
+//!    and again, under `lost/`, for the locks taken from their holder (it
+//!    heard `Lost`, its status ended `Lost`, or its release said `LockLost`)
+//!    rather than given back after the signal.
 //! 7. **The guarded resource.** Each exclusive section writes once, right
 //!    after its first `Ok`, into its lock's resource through a transaction
 //!    guarded by the lock; after the run the coordinator reads the resources
@@ -140,7 +143,7 @@ pub struct Report {
     /// Overshoots by lock kind (`mutex`, `read`, `write`, `semaphore`, `multi`).
     pub overshoots_by_lock: BTreeMap<String, OvershootStats>,
     /// Safety margins by fault kind (`no fault` for hand-overs that met none,
-    /// `all` for every one).
+    /// `all` for every one; `lost/KIND` for the locks taken from their holder).
     pub margins: BTreeMap<String, MarginStats>,
 }
 
@@ -425,6 +428,9 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
         /// Cut short by a sign that the lock might not be held (a loss event
         /// or a `check()` that was not `Ok`): the lock may change hands.
         cut: bool,
+        /// Its lock was lost, not given back: `Lost` heard or in its status at
+        /// the end, or a release answering `LockLost`.
+        lost: bool,
         /// The holder's last `Ok` from `check()` (or its grant, in older logs).
         last_ok: u64,
     }
@@ -440,7 +446,7 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
     sec_keys.sort();
     for k in &sec_keys {
         let s = &h.sections[k];
-        let (eff, told_any, cut, last_ok) = match &s.end {
+        let (eff, told_any, cut, lost, last_ok) = match &s.end {
             Some(e) => {
                 // Heard on the loss receiver (while holding, or while waiting
                 // before the release).
@@ -516,7 +522,8 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
                     check_first += 1;
                 }
                 let cut = e.told.is_some() || e.first_bad.is_some();
-                (eff, told_any, cut, e.last_ok.unwrap_or(s.start))
+                let lost = e.st_end == "Lost" || e.told_event == "Lost" || release_lost;
+                (eff, told_any, cut, lost, e.last_ok.unwrap_or(s.start))
             }
             None => match h.killed.get(&s.pid) {
                 Some(&t) => {
@@ -524,11 +531,11 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
                     // Work done (`D`) and the release under way, or killed while
                     // working: then the section lasts until the kill.
                     let eff = h.done.get(&(s.pid, s.thr, s.att)).copied().unwrap_or(t).min(t);
-                    (eff, false, false, s.start)
+                    (eff, false, false, false, s.start)
                 }
                 None => {
                     violations.push(format!("section never ended on {}: {}", s.lock, s.describe()));
-                    (s.start, false, false, s.start)
+                    (s.start, false, false, false, s.start)
                 }
             },
         };
@@ -537,6 +544,7 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
             eff,
             told_any,
             cut,
+            lost,
             last_ok,
         });
     }
@@ -611,6 +619,11 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
             let kinds = [kind];
             margin_samples.entry(kind.to_string()).or_default().push(margin);
             margin_samples.entry("all".to_string()).or_default().push(margin);
+            if a.lost {
+                // Taken from the holder (its session expired), not given back.
+                margin_samples.entry(format!("lost/{kind}")).or_default().push(margin);
+                margin_samples.entry("lost/all".to_string()).or_default().push(margin);
+            }
             if margin <= 0 && !fenced_pair {
                 violations.push(format!(
                     "no safety margin on {lock}: {} had check() Ok at {}, {} was granted at {} ({:.3} ms; faults: {})",

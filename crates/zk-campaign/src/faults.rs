@@ -114,7 +114,8 @@ impl Faults<'_> {
     /// that the first node still exists: while it does, nothing behind it is
     /// granted, so the deleted node was a waiter's. Tries for a few seconds
     /// to find a queue with a waiter.
-    fn break_waiter(&mut self) -> io::Result<String> {
+    /// The coordinator's own client, connected.
+    fn admin(&mut self) -> io::Result<&CuratorFramework> {
         if self.admin.is_none() {
             let c = CuratorFramework::builder()
                 .connect_string(self.server.connect_string())
@@ -128,6 +129,45 @@ impl Faults<'_> {
         let c = self.admin.as_ref().expect("just set");
         c.block_until_connected(Duration::from_secs(10))
             .map_err(io::Error::other)?;
+        Ok(c)
+    }
+
+    /// A worker slot that holds a lock and has held it for a while (the
+    /// head of the mutex's queue or the semaphore's lease, the same node 300
+    /// ms apart: most likely a long hold), if any.
+    fn long_holder(&mut self) -> Option<usize> {
+        // The mutex's holder heads its queue; the semaphore's holds its one lease.
+        let queues = [
+            (MUTEX_PATH.to_string(), "lock-"),
+            (format!("{SEM_PATH}/leases"), "lease-"),
+        ];
+        let heads = |c: &CuratorFramework| -> Vec<String> {
+            queues
+                .iter()
+                .filter_map(|(q, marker)| {
+                    let mut kids = c.get_children(q).ok()?;
+                    zk_framework::paths::sort_by_sequence(&mut kids, marker);
+                    kids.first().map(|k| format!("{q}/{k}"))
+                })
+                .collect()
+        };
+        let c = self.admin().ok()?;
+        let first = heads(c);
+        std::thread::sleep(Duration::from_millis(300));
+        let still: Vec<String> = heads(c).into_iter().filter(|h| first.contains(h)).collect();
+        let owners: Vec<i64> = still
+            .iter()
+            .filter_map(|h| c.check_exists(h).ok().flatten().map(|st| st.ephemeral_owner))
+            .collect();
+        let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        owners
+            .iter()
+            .find_map(|o| sessions.iter().find(|(_, (sid, _))| sid == o).map(|(slot, _)| *slot))
+    }
+
+    fn break_waiter(&mut self) -> io::Result<String> {
+        let _ = self.admin()?;
+        let c = self.admin.as_ref().expect("just set");
         let mut queues = [MUTEX_PATH.to_string(), format!("{SEM_PATH}/locks")];
         if self.rng.below(2) == 1 {
             queues.swap(0, 1);
@@ -298,7 +338,11 @@ impl Faults<'_> {
                 // its session expires on the majority side (a follower's clients
                 // are dropped when it leaves its leader; the paused worker does
                 // not even try to move).
-                let slot = self.random_slot();
+                // Preferably a worker in the middle of a long hold.
+                let (slot, holder) = match self.long_holder() {
+                    Some(slot) => (slot, " (holding a lock)"),
+                    None => (self.random_slot(), ""),
+                };
                 let x = match self.rng.below(3) {
                     0 => leader,
                     _ => followers[self.rng.below(followers.len() as u64) as usize],
@@ -337,7 +381,7 @@ impl Faults<'_> {
                 r?;
                 self.heal_after(Duration::ZERO)?;
                 Ok(format!(
-                    "worker {slot}{} cut off with node {x}{} for {} ms{}",
+                    "worker {slot}{holder}{} cut off with node {x}{} for {} ms{}",
                     pid.map_or(String::new(), |p| format!(" (pid {p}) paused and")),
                     if x == leader { " (the leader)" } else { " (a follower)" },
                     hold.as_millis(),

@@ -8,7 +8,11 @@
 //!    `min(end, told, first-bad)`, `told` being the first `Suspended`/`Lost`
 //!    on its loss receiver and `first-bad` the first `check()` that was not
 //!    `Ok`. A holder told before the overlap began is excused; a section told
-//!    at grant is empty. A killed worker's open section ends at its `D` line, or else when
+//!    at grant is empty. A holder stopped by SIGSTOP (`Q`) whose last `Ok`
+//!    came before the stop, and whose first act after it was to be told, ends
+//!    its section at the stop (a stopped process does nothing, and the
+//!    campaign's holders check before each act); an `Ok` after the resume is
+//!    not excused. A killed worker's open section ends at its `D` line, or else when
 //!    it was killed. One more
 //!    excuse, counted apart: when the server expired a holder's session
 //!    *instantly* (`I`), no client can learn of it before another one is
@@ -51,9 +55,10 @@
 //!    minimum, 1st percentile and median per fault kind (the fault in effect
 //!    when the old holder was told: the latest to begin before, among those
 //!    that had not ended a session timeout before), `no fault`, and `all`;
-//!    and again, under `lost/`, for the locks taken from their holder (it
-//!    heard `Lost`, its status ended `Lost`, or its release said `LockLost`)
-//!    rather than given back after the signal.
+//!    and again, under `lost/`, for the locks not given back by a release
+//!    that went through (the holder heard `Lost`, its status ended `Lost`, or
+//!    its release failed: its session expired or was about to), rather than
+//!    given back after the signal.
 //! 7. **The guarded resource.** Each exclusive section writes once, right
 //!    after its first `Ok`, into its lock's resource through a transaction
 //!    guarded by the lock; after the run the coordinator reads the resources
@@ -428,8 +433,8 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
         /// Cut short by a sign that the lock might not be held (a loss event
         /// or a `check()` that was not `Ok`): the lock may change hands.
         cut: bool,
-        /// Its lock was lost, not given back: `Lost` heard or in its status at
-        /// the end, or a release answering `LockLost`.
+        /// Its lock was not given back by a release that went through: `Lost`
+        /// heard or in its status at the end, or a release that failed.
         lost: bool,
         /// The holder's last `Ok` from `check()` (or its grant, in older logs).
         last_ok: u64,
@@ -440,6 +445,8 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
     let (mut release_lost_n, mut release_lost_first, mut status_unknown) = (0u64, 0u64, 0u64);
     // Sections whose first sign of a loss was a `check()` that was not `Ok`.
     let mut check_first = 0u64;
+    // Sections whose holder was stopped (SIGSTOP) and heard of a loss first thing after.
+    let mut ended_by_pause = 0u64;
     let mut longest_release: Option<(u64, String)> = None;
     let mut unreported_attempts: HashSet<(u32, u32, u64)> = HashSet::new();
     let mut sec_keys: Vec<_> = h.sections.keys().cloned().collect();
@@ -514,15 +521,29 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
                         violations.push(format!("unreported loss on {}: {} {what}", s.lock, s.describe()));
                     }
                 }
-                let eff = e
+                let mut eff = e
                     .end
                     .min(e.told.unwrap_or(u64::MAX))
                     .min(e.first_bad.unwrap_or(u64::MAX));
+                // A holder stopped by SIGSTOP does nothing until it resumes; if
+                // its last Ok came before the stop, its first act after it was
+                // to hear that it might not hold the lock: its section ended
+                // when it was stopped. (An Ok after the resume is not excused.)
+                let last = e.last_ok.unwrap_or(s.start);
+                if let Some(&(_, from, _)) = h
+                    .paused
+                    .iter()
+                    .find(|&&(pid, from, _)| pid == s.pid && last <= from && from < eff)
+                {
+                    eff = from.max(s.start);
+                    ended_by_pause += 1;
+                }
                 if e.first_bad.is_some_and(|b| b < e.told.unwrap_or(u64::MAX)) {
                     check_first += 1;
                 }
                 let cut = e.told.is_some() || e.first_bad.is_some();
-                let lost = e.st_end == "Lost" || e.told_event == "Lost" || release_lost;
+                // Not given back by a release that went through.
+                let lost = e.st_end == "Lost" || e.told_event == "Lost" || e.release != "ok";
                 (eff, told_any, cut, lost, e.last_ok.unwrap_or(s.start))
             }
             None => match h.killed.get(&s.pid) {
@@ -776,7 +797,10 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
     if h.unparsed > 0 {
         let _ = writeln!(t, "unparsed lines: {}", h.unparsed);
     }
-    let _ = writeln!(t, "sections ended by check() before any loss event: {check_first}");
+    let _ = writeln!(
+        t,
+        "sections ended by check() before any loss event: {check_first}; ended at a SIGSTOP of their holder (no Ok after it): {ended_by_pause}"
+    );
     t.push_str(&resource);
     let _ = writeln!(
         t,
@@ -1370,7 +1394,7 @@ mod tests {
         assert_eq!(r.margins["cut"].min_ns, 60);
         assert_eq!(r.margins["all"].count, 1);
         assert!(
-            r.text.contains("sections ended by check() before any loss event: 1"),
+            r.text.contains("sections ended by check() before any loss event: 1;"),
             "{}",
             r.text
         );
@@ -1407,6 +1431,39 @@ mod tests {
             ],
         );
         assert!(violations(&h).is_empty(), "{:#?}", violations(&h));
+    }
+
+    #[test]
+    fn a_holder_stopped_by_sigstop_ends_at_the_stop_unless_it_gets_ok_after() {
+        // A's last Ok at 140, stopped 150..400, told at 401; B granted at 200.
+        let b = || worker(11, vec![checked(11, 6, "b", 200, 250, None, 240, None, "ok")]);
+        let h = history(
+            &["Q 10 150 400"],
+            vec![
+                worker(10, vec![checked(10, 5, "a", 100, 401, None, 140, Some(401), "ok")]),
+                b(),
+            ],
+        );
+        let r = check(&h, &opts());
+        assert!(r.violations.is_empty(), "{:#?}", r.violations);
+        assert!(
+            r.text
+                .contains("ended at a SIGSTOP of their holder (no Ok after it): 1"),
+            "{}",
+            r.text
+        );
+        assert_eq!(r.margins["cut"].min_ns, 60);
+        // An Ok after the resume (at 402) is not excused: no margin, and an overlap.
+        let h = history(
+            &["Q 10 150 400"],
+            vec![
+                worker(10, vec![checked(10, 5, "a", 100, 410, None, 402, Some(405), "ok")]),
+                b(),
+            ],
+        );
+        let v = violations(&h);
+        assert!(v.iter().any(|v| v.starts_with("overlap on /l")), "{v:#?}");
+        assert!(v.iter().any(|v| v.starts_with("no safety margin on /l")), "{v:#?}");
     }
 
     #[test]

@@ -471,6 +471,9 @@ mod tests {
             "S 10 0 1 /l mutex 7 1a 150 node",
             "D 10 0 1 190",
             "E 10 0 1 /l mutex 7 1a 150 200 180 Suspended - Held Lost 0 ok 1500",
+            "E 10 0 3 /l mutex 8 1a 250 300 - - - Held Held 1 ok 1500 290 295 ok",
+            "Q 10 5 9",
+            "V /l 3 7 10 0 1",
             "A 10 0 2 /l mutex 300",
             "X 10 400",
             "garbage",
@@ -503,6 +506,26 @@ mod tests {
         assert_eq!((s.token, e.end, e.told, e.told_late), (7, 200, Some(180), None));
         assert_eq!((e.st_end.as_str(), e.connected), ("Lost", false));
         assert_eq!(e.release_wait, Some(1500));
+        assert_eq!(
+            (e.told_event.as_str(), e.last_ok, e.first_bad, e.write.as_str()),
+            ("Suspended", None, None, "-")
+        );
+        let e3 = h.sections[&(10, 0, 3, "/l".to_string())].end.clone().unwrap();
+        assert_eq!(
+            (e3.last_ok, e3.first_bad, e3.write.as_str()),
+            (Some(290), Some(295), "ok")
+        );
+        assert_eq!(h.paused, vec![(10, 5, 9)]);
+        assert!(h.resource_read);
+        assert_eq!(
+            h.writes,
+            vec![ResourceWrite {
+                lock: "/l".into(),
+                seq: 3,
+                token: 7,
+                attempt: (10, 0, 1)
+            }]
+        );
         assert_eq!(h.unparsed, 1);
     }
 }

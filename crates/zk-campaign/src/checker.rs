@@ -55,10 +55,11 @@
 //!    minimum, 1st percentile and median per fault kind (the fault in effect
 //!    when the old holder was told: the latest to begin before, among those
 //!    that had not ended a session timeout before), `no fault`, and `all`;
-//!    and again, under `lost/`, for the locks not given back by a release
-//!    that went through (the holder heard `Lost`, its status ended `Lost`, or
-//!    its release failed: its session expired or was about to), rather than
-//!    given back after the signal.
+//!    and again, under `expired/`, for the hand-overs whose old holder's
+//!    session expired around them (its worker reported a new session after
+//!    the old grant and at most two session timeouts after the new one):
+//!    there the lock was most likely taken by the expiry, not given back by
+//!    the holder's release after the signal.
 //! 7. **The guarded resource.** Each exclusive section writes once, right
 //!    after its first `Ok`, into its lock's resource through a transaction
 //!    guarded by the lock; after the run the coordinator reads the resources
@@ -148,7 +149,8 @@ pub struct Report {
     /// Overshoots by lock kind (`mutex`, `read`, `write`, `semaphore`, `multi`).
     pub overshoots_by_lock: BTreeMap<String, OvershootStats>,
     /// Safety margins by fault kind (`no fault` for hand-overs that met none,
-    /// `all` for every one; `lost/KIND` for the locks taken from their holder).
+    /// `all` for every one; `expired/KIND` for those whose old holder's
+    /// session expired).
     pub margins: BTreeMap<String, MarginStats>,
 }
 
@@ -433,9 +435,6 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
         /// Cut short by a sign that the lock might not be held (a loss event
         /// or a `check()` that was not `Ok`): the lock may change hands.
         cut: bool,
-        /// Its lock was not given back by a release that went through: `Lost`
-        /// heard or in its status at the end, or a release that failed.
-        lost: bool,
         /// The holder's last `Ok` from `check()` (or its grant, in older logs).
         last_ok: u64,
     }
@@ -453,7 +452,7 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
     sec_keys.sort();
     for k in &sec_keys {
         let s = &h.sections[k];
-        let (eff, told_any, cut, lost, last_ok) = match &s.end {
+        let (eff, told_any, cut, last_ok) = match &s.end {
             Some(e) => {
                 // Heard on the loss receiver (while holding, or while waiting
                 // before the release).
@@ -542,9 +541,7 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
                     check_first += 1;
                 }
                 let cut = e.told.is_some() || e.first_bad.is_some();
-                // Not given back by a release that went through.
-                let lost = e.st_end == "Lost" || e.told_event == "Lost" || e.release != "ok";
-                (eff, told_any, cut, lost, e.last_ok.unwrap_or(s.start))
+                (eff, told_any, cut, e.last_ok.unwrap_or(s.start))
             }
             None => match h.killed.get(&s.pid) {
                 Some(&t) => {
@@ -552,11 +549,11 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
                     // Work done (`D`) and the release under way, or killed while
                     // working: then the section lasts until the kill.
                     let eff = h.done.get(&(s.pid, s.thr, s.att)).copied().unwrap_or(t).min(t);
-                    (eff, false, false, false, s.start)
+                    (eff, false, false, s.start)
                 }
                 None => {
                     violations.push(format!("section never ended on {}: {}", s.lock, s.describe()));
-                    (s.start, false, false, false, s.start)
+                    (s.start, false, false, s.start)
                 }
             },
         };
@@ -565,7 +562,6 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
             eff,
             told_any,
             cut,
-            lost,
             last_ok,
         });
     }
@@ -578,6 +574,7 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
     let (mut fenced, mut fenced_max_ns) = (0u64, 0u64);
     let mut overlaps_checked = 0u64;
     let mut margin_samples: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    let session_ns = session_ms * 1_000_000;
     for (lock, list) in by_lock.iter_mut() {
         list.sort_by_key(|v| (v.s.start, v.s.pid, v.s.thr, v.s.att));
         let mut active: Vec<&View<'_>> = Vec::new();
@@ -640,10 +637,23 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
             let kinds = [kind];
             margin_samples.entry(kind.to_string()).or_default().push(margin);
             margin_samples.entry("all".to_string()).or_default().push(margin);
-            if a.lost {
-                // Taken from the holder (its session expired), not given back.
-                margin_samples.entry(format!("lost/{kind}")).or_default().push(margin);
-                margin_samples.entry("lost/all".to_string()).or_default().push(margin);
+            // The old holder's session expired around the hand-over: its
+            // worker reported a new session after its grant and no later than
+            // two session timeouts after the new grant.
+            let expired = h.sessions.iter().any(|(pid, t, sid)| {
+                *pid == a.s.pid && *t > a.s.start && *t <= b.s.start + 2 * session_ns && *sid != a.s.sid
+            });
+            if expired {
+                // The holder's session expired: the lock was most likely taken
+                // by the expiry rather than given back.
+                margin_samples
+                    .entry(format!("expired/{kind}"))
+                    .or_default()
+                    .push(margin);
+                margin_samples
+                    .entry("expired/all".to_string())
+                    .or_default()
+                    .push(margin);
             }
             if margin <= 0 && !fenced_pair {
                 violations.push(format!(

@@ -188,6 +188,8 @@ pub struct History {
     pub sections: HashMap<SectionKey, SecRec>,
     /// Workers killed -9: pid → when.
     pub killed: HashMap<u32, u64>,
+    /// Sessions reported by workers (`Z`): (pid, when, session hex).
+    pub sessions: Vec<(u32, u64, String)>,
     /// Workers paused (SIGSTOP) by a fault: (pid, from, to).
     pub paused: Vec<(u32, u64, u64)>,
     /// `D` lines: attempt → when the work was done.
@@ -334,7 +336,7 @@ impl History {
             "X" => {
                 self.exited.insert(p32(1)?);
             }
-            "Z" => {}
+            "Z" => self.sessions.push((p32(1)?, p64(3)?, s(4)?)),
             "V" => {
                 self.resource_read = true;
                 if f.len() > 2 {
@@ -516,6 +518,7 @@ mod tests {
             (Some(290), Some(295), "ok")
         );
         assert_eq!(h.paused, vec![(10, 5, 9)]);
+        assert_eq!(h.sessions, vec![(10, 2, "1a".to_string())]);
         assert!(h.resource_read);
         assert_eq!(
             h.writes,

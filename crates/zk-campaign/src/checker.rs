@@ -88,6 +88,11 @@ pub struct CheckOptions {
     pub max_overshoot: Option<Duration>,
 }
 
+/// How much later than a `Q` line's stop time a holder's last `Ok` may be and
+/// still count as before the stop (older logs took the time before sending
+/// SIGSTOP; newer ones once every thread has stopped).
+const PAUSE_SLACK_NS: u64 = 100_000_000;
+
 /// The default overshoot margin before scaling: 50 ms.
 pub const DEFAULT_OVERSHOOT_MARGIN: Duration = Duration::from_millis(50);
 
@@ -452,111 +457,112 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
     sec_keys.sort();
     for k in &sec_keys {
         let s = &h.sections[k];
-        let (eff, told_any, cut, last_ok) = match &s.end {
-            Some(e) => {
-                // Heard on the loss receiver (while holding, or while waiting
-                // before the release).
-                let heard = e.told.is_some() || e.told_late.is_some();
-                // A release answering `LockLost` tells the holder too (a
-                // multi-lock's says so for the set, or within `Multiple`).
-                let release_lost =
-                    e.release == "LockLost" || (e.release.starts_with("Multiple[") && e.release.contains("LockLost"));
-                let told_any = heard || release_lost;
-                if let Some(t) = e.told {
-                    if t <= s.start {
-                        told_at_grant += 1;
-                    } else if t <= e.end {
-                        cut_short += 1;
+        let (eff, told_any, cut, last_ok) =
+            match &s.end {
+                Some(e) => {
+                    // Heard on the loss receiver (while holding, or while waiting
+                    // before the release).
+                    let heard = e.told.is_some() || e.told_late.is_some();
+                    // A release answering `LockLost` tells the holder too (a
+                    // multi-lock's says so for the set, or within `Multiple`).
+                    let release_lost = e.release == "LockLost"
+                        || (e.release.starts_with("Multiple[") && e.release.contains("LockLost"));
+                    let told_any = heard || release_lost;
+                    if let Some(t) = e.told {
+                        if t <= s.start {
+                            told_at_grant += 1;
+                        } else if t <= e.end {
+                            cut_short += 1;
+                        }
                     }
-                }
-                if let Some(w) = e.release_wait {
-                    if longest_release.as_ref().map_or(true, |(l, _)| w > *l) {
-                        longest_release = Some((w, format!("{} on {}, release {}", s.mode, s.lock, e.release)));
+                    if let Some(w) = e.release_wait {
+                        if longest_release.as_ref().map_or(true, |(l, _)| w > *l) {
+                            longest_release = Some((w, format!("{} on {}, release {}", s.mode, s.lock, e.release)));
+                        }
                     }
-                }
-                if e.st0 == "?" || e.st_end == "?" {
-                    status_unknown += 1;
-                }
-                let lost_at_end = matches!(e.st_end.as_str(), "Lost" | "Uncertain");
-                // A release that says the lock was lost is a report, not a failure.
-                let failed = e.release != "ok" && e.release != "LockLost";
-                if release_lost {
-                    release_lost_n += 1;
-                    if !heard && !lost_at_end {
-                        release_lost_first += 1;
+                    if e.st0 == "?" || e.st_end == "?" {
+                        status_unknown += 1;
                     }
-                }
-                if failed {
-                    release_failed += 1;
-                    if e.connected {
-                        release_failed_connected += 1;
+                    let lost_at_end = matches!(e.st_end.as_str(), "Lost" | "Uncertain");
+                    // A release that says the lock was lost is a report, not a failure.
+                    let failed = e.release != "ok" && e.release != "LockLost";
+                    if release_lost {
+                        release_lost_n += 1;
+                        if !heard && !lost_at_end {
+                            release_lost_first += 1;
+                        }
                     }
-                }
-                if e.release.contains("NotOwner") {
-                    violations.push(format!("release refused (NotOwner) on {}: {}", s.lock, s.describe()));
-                }
-                let unreported = if lost_at_end && !heard {
-                    Some(format!(
-                        "status {} at the end, release {}, no Suspended/Lost received",
-                        e.st_end, e.release
-                    ))
-                } else if failed && !e.connected && !heard {
-                    Some(format!(
-                        "release {} while disconnected, status {} at the end, no Suspended/Lost received",
-                        e.release, e.st_end
-                    ))
-                } else if matches!(e.st0.as_str(), "Lost" | "Uncertain") && !heard {
-                    Some(format!(
-                        "status {} at grant, but the loss receiver never said so",
-                        e.st0
-                    ))
-                } else {
-                    None
-                };
-                // One report per attempt: a multi-lock's members share their
-                // guard's status and receiver.
-                if let Some(what) = unreported {
-                    if unreported_attempts.insert((s.pid, s.thr, s.att)) {
-                        violations.push(format!("unreported loss on {}: {} {what}", s.lock, s.describe()));
+                    if failed {
+                        release_failed += 1;
+                        if e.connected {
+                            release_failed_connected += 1;
+                        }
                     }
+                    if e.release.contains("NotOwner") {
+                        violations.push(format!("release refused (NotOwner) on {}: {}", s.lock, s.describe()));
+                    }
+                    let unreported = if lost_at_end && !heard {
+                        Some(format!(
+                            "status {} at the end, release {}, no Suspended/Lost received",
+                            e.st_end, e.release
+                        ))
+                    } else if failed && !e.connected && !heard {
+                        Some(format!(
+                            "release {} while disconnected, status {} at the end, no Suspended/Lost received",
+                            e.release, e.st_end
+                        ))
+                    } else if matches!(e.st0.as_str(), "Lost" | "Uncertain") && !heard {
+                        Some(format!(
+                            "status {} at grant, but the loss receiver never said so",
+                            e.st0
+                        ))
+                    } else {
+                        None
+                    };
+                    // One report per attempt: a multi-lock's members share their
+                    // guard's status and receiver.
+                    if let Some(what) = unreported {
+                        if unreported_attempts.insert((s.pid, s.thr, s.att)) {
+                            violations.push(format!("unreported loss on {}: {} {what}", s.lock, s.describe()));
+                        }
+                    }
+                    let mut eff = e
+                        .end
+                        .min(e.told.unwrap_or(u64::MAX))
+                        .min(e.first_bad.unwrap_or(u64::MAX));
+                    // A holder stopped by SIGSTOP does nothing until it resumes; if
+                    // its last Ok came before the stop, its first act after it was
+                    // to hear that it might not hold the lock: its section ended
+                    // when it was stopped. (An Ok after the resume is not excused.)
+                    // (Older logs took the stop's time just before sending it: an
+                    // Ok up to PAUSE_SLACK_NS later came before the stop took effect.)
+                    let last = e.last_ok.unwrap_or(s.start);
+                    if let Some(&(_, from, _)) = h.paused.iter().find(|&&(pid, from, to)| {
+                        pid == s.pid && last <= from + PAUSE_SLACK_NS && last < to && from < eff
+                    }) {
+                        eff = eff.min(from.max(last).max(s.start));
+                        ended_by_pause += 1;
+                    }
+                    if e.first_bad.is_some_and(|b| b < e.told.unwrap_or(u64::MAX)) {
+                        check_first += 1;
+                    }
+                    let cut = e.told.is_some() || e.first_bad.is_some();
+                    (eff, told_any, cut, e.last_ok.unwrap_or(s.start))
                 }
-                let mut eff = e
-                    .end
-                    .min(e.told.unwrap_or(u64::MAX))
-                    .min(e.first_bad.unwrap_or(u64::MAX));
-                // A holder stopped by SIGSTOP does nothing until it resumes; if
-                // its last Ok came before the stop, its first act after it was
-                // to hear that it might not hold the lock: its section ended
-                // when it was stopped. (An Ok after the resume is not excused.)
-                let last = e.last_ok.unwrap_or(s.start);
-                if let Some(&(_, from, _)) = h
-                    .paused
-                    .iter()
-                    .find(|&&(pid, from, _)| pid == s.pid && last <= from && from < eff)
-                {
-                    eff = from.max(s.start);
-                    ended_by_pause += 1;
-                }
-                if e.first_bad.is_some_and(|b| b < e.told.unwrap_or(u64::MAX)) {
-                    check_first += 1;
-                }
-                let cut = e.told.is_some() || e.first_bad.is_some();
-                (eff, told_any, cut, e.last_ok.unwrap_or(s.start))
-            }
-            None => match h.killed.get(&s.pid) {
-                Some(&t) => {
-                    killed_in_section += 1;
-                    // Work done (`D`) and the release under way, or killed while
-                    // working: then the section lasts until the kill.
-                    let eff = h.done.get(&(s.pid, s.thr, s.att)).copied().unwrap_or(t).min(t);
-                    (eff, false, false, s.start)
-                }
-                None => {
-                    violations.push(format!("section never ended on {}: {}", s.lock, s.describe()));
-                    (s.start, false, false, s.start)
-                }
-            },
-        };
+                None => match h.killed.get(&s.pid) {
+                    Some(&t) => {
+                        killed_in_section += 1;
+                        // Work done (`D`) and the release under way, or killed while
+                        // working: then the section lasts until the kill.
+                        let eff = h.done.get(&(s.pid, s.thr, s.att)).copied().unwrap_or(t).min(t);
+                        (eff, false, false, s.start)
+                    }
+                    None => {
+                        violations.push(format!("section never ended on {}: {}", s.lock, s.describe()));
+                        (s.start, false, false, s.start)
+                    }
+                },
+            };
         views.push(View {
             s,
             eff,

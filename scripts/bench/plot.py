@@ -9,7 +9,11 @@ the highest value. Writes handoffs.svg (acquisitions/s against sessions),
 latency-p50.svg and latency-p99.svg (release -> next grant against sessions),
 latency-rhythms.svg (release -> next grant with and without a critical section,
 beside the floor measured in the same rhythm) and
-deep.svg (the deep queue's drain time), and prints a Markdown table of every
+deep.svg (the deep queue's drain time); with other peers in the runs (zk-bench
+--peers), peers-*.svg draws every peer the same way (handoffs, latency p50/p99,
+the uncontended cycle, the deep queue, many locks); with failover figures
+(zk-bench --only failover), failover.svg (close failover p50/p99 per number of
+participants, ours and Curator's LeaderLatch); and prints a Markdown table of every
 figure the runs share (median, min-max, and Curator's / ours where both exist).
 """
 import math
@@ -39,7 +43,82 @@ def stats(runs, key):
     return statistics.median(vals), min(vals), max(vals)
 
 
-COLORS = {"ours": "#1f77b4", "Curator 5.4": "#d62728"}
+COLORS = {"ours": "#1f77b4", "Curator 5.4": "#d62728", "zookeeper-client 0.11": "#2ca02c",
+          "kazoo 2.8": "#9467bd", "zookeeper 0.8 seed mutex": "#ff7f0e"}
+
+# Every peer's key for one of our figures (zk-bench --peers).
+PEERS = [("ours", ""), ("Curator 5.4", "curator."), ("zookeeper-client 0.11", "zkclient."),
+         ("kazoo 2.8", "kazoo."), ("zookeeper 0.8 seed mutex", "zookeeper08.")]
+
+
+def peer_key(prefix, base):
+    """zookeeper 0.8's figures are its seed mutex's: `zookeeper08.seed_mutex.*`."""
+    if prefix != "zookeeper08.":
+        return prefix + base
+    return "zookeeper08.seed_" + base if base.startswith("mutex.") else "zookeeper08.seed_mutex." + base
+
+
+def failover_plot(out, runs):
+    """Leader failover (zk-bench --only failover): close() to the next leader's event."""
+    ns = sorted({int(k.split("close_n")[1].split(".")[0]) for r in runs for k in r
+                 if k.startswith("failover.close_n") and k.endswith(".p50_us")})
+    labels = [f"{n} participants, {q}" for n in ns for q in ("p50", "p99")]
+    bar_plot(
+        os.path.join(out, "failover.svg"),
+        "Leader failover: close() to the next leader's event (µs, lower is better)",
+        "microseconds",
+        labels,
+        [(name, COLORS[name], [stats(runs, f"{p}failover.close_n{n}.{q}_us") for n in ns for q in ("p50", "p99")])
+         for name, p in (("ours", ""), ("Curator 5.4", "curator."))],
+    )
+
+
+def peer_plots(out, runs):
+    """The plots with every peer (written when the runs have a peer beside Curator)."""
+    sessions = [8, 32, 128]
+    labels = [f"{s} sessions" for s in sessions]
+    series_plot(
+        os.path.join(out, "peers-handoffs.svg"),
+        "Mutex handoffs/s against sessions, every peer",
+        "acquisitions per second",
+        labels,
+        [(n, COLORS[n], None, [stats(runs, peer_key(p, f"mutex.handoffs_per_s.sessions_{s}")) for s in sessions])
+         for n, p in PEERS],
+    )
+    for q in ("p50", "p99"):
+        series_plot(
+            os.path.join(out, f"peers-latency-{q}.svg"),
+            f"Mutex release to next grant, {q}, every peer (µs, lower is better)",
+            "microseconds",
+            labels,
+            [(n, COLORS[n], None,
+              [stats(runs, peer_key(p, f"mutex.handoff_latency.{q}_us.sessions_{s}")) for s in sessions])
+             for n, p in PEERS],
+        )
+    bar_plot(
+        os.path.join(out, "peers-uncontended.svg"),
+        "Uncontended acquire+release, every peer (µs, lower is better)",
+        "microseconds",
+        ["median", "p99"],
+        [(n, COLORS[n], [stats(runs, peer_key(p, f"mutex.uncontended_acquire_release.{q}_us")) for q in ("median", "p99")])
+         for n, p in PEERS],
+    )
+    bar_plot(
+        os.path.join(out, "peers-deep.svg"),
+        "Deep queue: 1,000 waiters, drain time, every peer (ms, lower is better)",
+        "milliseconds",
+        ["1 session (threads)", "100 sessions"],
+        [(n, COLORS[n], [stats(runs, peer_key(p, f"deep.threads_1000.sessions_{s}.drain_ms")) for s in (1, 100)])
+         for n, p in PEERS],
+    )
+    bar_plot(
+        os.path.join(out, "peers-many.svg"),
+        "Many locks: 10,000 locks taken and given back, every peer (per second)",
+        "locks per second",
+        ["acquires/s", "releases/s"],
+        [(n, COLORS[n], [stats(runs, peer_key(p, f"many.{k}_per_s.locks_10000")) for k in ("acquires", "releases")])
+         for n, p in PEERS],
+    )
 
 
 class Svg:
@@ -146,7 +225,8 @@ def bar_plot(path, title, ylabel, xlabels, groups):
     ymax = nice_max(top * 1.1)
     x_of, y_of = frame(svg, xlabels, ymax, ylabel)
     n = len(groups)
-    width = 50
+    # Every group's bar side by side within its slot (narrower with many peers).
+    width = max(12, min(50, int((svg.w - 90) / max(1, len(xlabels)) / (n + 1)) - 6))
     for g, (name, color, pts) in enumerate(groups):
         for i, p in enumerate(pts):
             if not p:
@@ -214,6 +294,10 @@ def main():
         [(name, COLORS[name], [stats(runs, f"{p}deep.threads_{t}.sessions_{s}.drain_ms") for t, s in deep])
          for name, p in both],
     )
+    if any(k.startswith(("zkclient.", "kazoo.", "zookeeper08.")) for r in runs for k in r):
+        peer_plots(out, runs)
+    if any(k.startswith("failover.close_n") for r in runs for k in r):
+        failover_plot(out, runs)
     # Every figure the runs have, ours beside Curator's.
     keys = sorted({k for r in runs for k in r if not k.startswith("curator.")})
     print(f"{len(runs)} run(s): median (lowest-highest). \"ours better\": Curator's time / ours, "

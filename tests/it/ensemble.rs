@@ -533,3 +533,72 @@ fn managed_client_suspended_then_reconnected_when_its_follower_dies() {
     cluster.wait_for_quorum(t.wait()).expect("quorum after the restart");
     client.close();
 }
+
+/// Curator's `TestLeaderLatchCluster.testInCluster`, with our state model: three latches, each
+/// client pinned to one server; the ZooKeeper leader is killed. Sampled every few
+/// milliseconds throughout, at most one latch's `check()` is `Ok`; afterwards exactly one
+/// latch leads, and if leadership moved, the term grew.
+#[test]
+fn leader_latches_keep_one_leader_across_a_zookeeper_leader_kill() {
+    use zk_recipes::leader::LeaderLatch;
+    if !apache_or_skip("leader_latches_keep_one_leader_across_a_zookeeper_leader_kill") {
+        return;
+    }
+    let _serial = serial();
+    let t = timing();
+    let mut cluster = ensemble();
+    let session = t.scale(Duration::from_secs(6));
+    let clients: Vec<_> = (0..3)
+        .map(|i| managed(&connect_of(&cluster, &[i]), session).0)
+        .collect();
+    let latches: Arc<Vec<LeaderLatch>> = Arc::new(
+        clients
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let l = LeaderLatch::builder(c, "/election/cluster")
+                    .id(format!("p{i}"))
+                    .build()
+                    .unwrap();
+                l.start().unwrap();
+                l
+            })
+            .collect(),
+    );
+    let leading = |ls: &[LeaderLatch]| ls.iter().filter(|l| l.check().is_ok()).count();
+    assert!(
+        wait_until(t.wait(), || leading(&latches) == 1),
+        "one leader before the kill"
+    );
+    let before = latches.iter().find_map(|l| l.term()).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let (latches, stop) = (latches.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut most = 0;
+            while !stop.load(Ordering::SeqCst) {
+                most = most.max(latches.iter().filter(|l| l.check().is_ok()).count());
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            most
+        })
+    };
+    let leader = cluster.leader().expect("a leader");
+    cluster.kill(leader).expect("SIGKILL the leader");
+    cluster.wait_for_quorum(t.wait()).expect("a new quorum");
+    // Two session lengths, as Curator's test waits: the latch on the dead server loses
+    // its session (its client cannot reach another server) and the others settle.
+    let settle = Instant::now() + session * 2;
+    assert!(wait_until(session * 4, || Instant::now() >= settle && leading(&latches) == 1));
+    stop.store(true, Ordering::SeqCst);
+    let most = sampler.join().unwrap();
+    assert!(most <= 1, "{most} latches were certainly leader at once");
+    let after = latches.iter().find_map(|l| l.term()).unwrap();
+    assert!(after >= before, "term {after} after {before}");
+    for l in latches.iter() {
+        let _ = l.close();
+    }
+    for c in clients {
+        c.close();
+    }
+}

@@ -581,7 +581,10 @@ fn a_multi_lock_rolls_back_within_its_deadline_on_a_frozen_server() {
         let (r, elapsed) = waiter.join().unwrap();
         s.resume().unwrap();
         eprintln!("multi-lock rollback on a frozen server: {elapsed:?} for a {timeout:?} deadline");
-        assert!(matches!(r, Ok(false)), "{r:?}");
+        // Held elsewhere at the deadline, or (the server froze while the
+        // waiter's watch request on /c was still unanswered, as on a loaded
+        // machine) NoAnswer: both honest; what is checked is the bound.
+        assert!(matches!(r, Ok(false) | Err(Error::NoAnswer { .. })), "{r:?}");
         // The grace of one request, not a release bound (a tenth of the
         // session timeout, 400 ms here) per member given back: the shared
         // margin tells the two apart and leaves a loaded machine its slack

@@ -30,6 +30,7 @@ mod acl_conformance;
 
 // The locks (`zk_recipes`).
 mod clients;
+mod leader;
 mod lock_contract;
 mod multilock;
 mod mutex;

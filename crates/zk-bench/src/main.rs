@@ -13,7 +13,9 @@
 //! counting recorder) by default; the scale scenarios `latency` (release to
 //! next grant, and its floor, alone and with the server kept busy), `deep`
 //! (1,000 waiters on one mutex), `many` (10,000 locks held at once) only when
-//! named (`--only scale` names them all with `clients`).
+//! named (`--only scale` names them all with `clients`); `failover` (leader
+//! election: close and kill failovers, the idle cost; [`failover`]) only when
+//! named.
 //!
 //! With `--peers curator,zookeeper-client,kazoo,zookeeper` (`--curator` is
 //! `--peers curator`) other lock implementations run each scenario right
@@ -29,6 +31,7 @@
 //! driver, the zookeeper-client and zookeeper 0.8 drivers), [`measure`]
 //! (latencies, handoff windows, the server's counters, reporting).
 
+mod failover;
 mod measure;
 mod metrics;
 mod opts;
@@ -173,6 +176,9 @@ fn main() {
         ours::clients(&x);
     }
     side_by_side("clients");
+    if want("failover") {
+        failover::run(&x);
+    }
     let _ = std::fs::remove_dir_all(peers::java_dir());
     c.close();
 }

@@ -7,7 +7,7 @@ use clap::{Parser, ValueEnum};
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "zk-bench",
-    override_usage = "zk-bench [--connect HOST:PORT | --apache | --ensemble] [--tls] [--peers NAMES | --curator] [--seconds N] [--warmup N] [--only NAMES]",
+    override_usage = "zk-bench [--connect HOST:PORT | --apache | --ensemble] [--tls] [--peers NAMES | --curator] [--seconds N] [--warmup N] [--only NAMES] [--failovers N] [--failover-kills N] [--idle-seconds N]",
     args_override_self = true,
     disable_version_flag = true
 )]
@@ -48,9 +48,25 @@ pub struct Opts {
     /// Only these scenarios, comma-separated: connect, floor, mutex, semaphore,
     /// reentrant, handoff, herd, rwlock, multilock, clients, metrics (the
     /// default set), and the scale scenarios latency, deep, many (run only when
-    /// named; `--only scale` names latency, deep, many and clients).
+    /// named; `--only scale` names latency, deep, many and clients), and
+    /// failover (leader election, only when named).
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     pub only: Option<Vec<String>>,
+    /// The failover scenario: participants of the close and kill failovers.
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(2..))]
+    pub failover_n: u16,
+    /// The failover scenario: close failovers measured (after a tenth as many
+    /// unmeasured).
+    #[arg(long, value_name = "N", default_value_t = 200)]
+    pub failovers: usize,
+    /// The failover scenario: kill failovers (each waits for a session to
+    /// expire; 0: none).
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub failover_kills: usize,
+    /// The failover scenario: seconds the idle participants are watched (0:
+    /// no idle participants).
+    #[arg(long, value_name = "N", default_value_t = 15.0)]
+    pub idle_seconds: f64,
 }
 
 /// A lock implementation run beside ours.
@@ -113,7 +129,7 @@ impl Opts {
     /// Whether the scenario `name` runs.
     pub fn wanted(&self, name: &str) -> bool {
         match &self.only {
-            None => !SCALE.contains(&name),
+            None => !SCALE.contains(&name) && !NAMED_ONLY.contains(&name),
             Some(v) => v
                 .iter()
                 .any(|x| x == name || (x == "scale" && (SCALE.contains(&name) || name == "clients"))),
@@ -131,6 +147,9 @@ impl Opts {
 
 /// The scenarios run only when named.
 pub const SCALE: [&str; 3] = ["latency", "deep", "many"];
+
+/// Scenarios run only when named, and not by `--only scale` either.
+pub const NAMED_ONLY: [&str; 1] = ["failover"];
 
 #[cfg(test)]
 mod tests {
@@ -161,7 +180,9 @@ mod tests {
         assert!(o.wanted("mutex") && o.wanted("clients") && !o.wanted("deep"));
         let o = Opts::from_args(&["zk-bench", "--only", "scale"]);
         assert!(o.wanted("deep") && o.wanted("many") && o.wanted("latency") && o.wanted("clients"));
-        assert!(!o.wanted("mutex"));
+        assert!(!o.wanted("mutex") && !o.wanted("failover"));
+        assert!(!Opts::from_args(&["zk-bench"]).wanted("failover"));
+        assert!(Opts::from_args(&["zk-bench", "--only", "failover"]).wanted("failover"));
         assert_eq!(o.only("deep").only, Some(vec!["deep".to_string()]));
     }
 }

@@ -345,7 +345,7 @@ fn overshoots(h: &History, opts: &CheckOptions, violations: &mut Vec<String>) ->
             s.p99_ns as f64 / 1e6
         );
     }
-    for mode in ["mutex", "read", "write", "semaphore", "multi"] {
+    for mode in ["mutex", "read", "write", "semaphore", "multi", "leader"] {
         let n = timed_by_lock.get(mode).copied().unwrap_or(0);
         if n == 0 {
             continue;
@@ -723,7 +723,7 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
     // The report.
     let mut t = String::new();
     let total: u64 = acquired.values().sum();
-    let by_mode = ["mutex", "read", "write", "semaphore", "multi"]
+    let by_mode = ["mutex", "read", "write", "semaphore", "multi", "leader"]
         .iter()
         .map(|m| format!("{m} {}", acquired.get(*m).copied().unwrap_or(0)))
         .collect::<Vec<_>>()
@@ -1043,7 +1043,7 @@ mod tests {
         assert!(r.missing.is_empty());
         assert!(
             r.text
-                .contains("acquisitions: 6 (mutex 2, read 2, write 1, semaphore 0, multi 1)"),
+                .contains("acquisitions: 6 (mutex 2, read 2, write 1, semaphore 0, multi 1, leader 0)"),
             "{}",
             r.text
         );
@@ -1091,6 +1091,37 @@ mod tests {
             ],
         );
         assert_caught(&h, "overlap on /l");
+    }
+
+    #[test]
+    fn catches_two_certain_leaders_and_terms_out_of_order() {
+        // Two leaders of one election at once, neither told of a loss.
+        let h = history(
+            &[],
+            vec![
+                worker(10, vec![section(10, 1, "/e", "leader", 5, "a", 100, 200, None)]),
+                worker(11, vec![section(11, 1, "/e", "leader", 6, "b", 150, 250, None)]),
+            ],
+        );
+        assert_caught(&h, "overlap on /e");
+        // One after the other, but the later leader has the older term.
+        let h = history(
+            &[],
+            vec![
+                worker(10, vec![section(10, 1, "/e", "leader", 9, "a", 100, 200, None)]),
+                worker(11, vec![section(11, 1, "/e", "leader", 6, "b", 300, 400, None)]),
+            ],
+        );
+        assert_caught(&h, "fencing tokens out of order on /e");
+        // The first leader was told it may not lead before the second began.
+        let h = history(
+            &[],
+            vec![
+                worker(10, vec![section(10, 1, "/e", "leader", 5, "a", 100, 200, Some(140))]),
+                worker(11, vec![section(11, 1, "/e", "leader", 6, "b", 150, 250, None)]),
+            ],
+        );
+        assert!(check(&h, &opts()).violations.is_empty());
     }
 
     #[test]
@@ -1218,7 +1249,7 @@ mod tests {
         assert!(r.violations.is_empty(), "{:#?}", r.violations);
         assert!(
             r.text
-                .contains("acquisitions: 1 (mutex 0, read 0, write 0, semaphore 0, multi 1)"),
+                .contains("acquisitions: 1 (mutex 0, read 0, write 0, semaphore 0, multi 1, leader 0)"),
             "{}",
             r.text
         );

@@ -20,7 +20,12 @@
 //! `InterProcessSemaphoreMutex` (`/campaign/sem`), or a `MultiLock` over all
 //! three (a mutex on `/campaign/mutex`, a semaphore mutex on `/campaign/sem` and
 //! the write half on `/campaign/rw`), so every lock kind contends with the
-//! others on the same nodes.
+//! others on the same nodes; or leadership of a `LeaderLatch` election
+//! (`/campaign/election`, a new latch per turn, either suspension policy),
+//! whose section runs from "certainly leader" to the close or the first sign
+//! that it may not lead, with the term as its fencing token: the checker then
+//! finds two certain leaders at once, a term out of order, an unreported loss
+//! or a leaked latch node like any lock's.
 //!
 //! Meanwhile the coordinator injects faults, chosen by a seeded PRNG (the seed is
 //! printed): every kind once in a shuffled first round, then at random.

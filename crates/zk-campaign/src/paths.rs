@@ -1,11 +1,14 @@
-//! The lock tree the campaign works on: its root and the three locks.
+//! The lock tree the campaign works on: its root, the three locks and the
+//! leader election.
 
 pub(crate) const ROOT: &str = "/campaign";
 pub(crate) const MUTEX_PATH: &str = "/campaign/mutex";
 pub(crate) const RW_PATH: &str = "/campaign/rw";
 pub(crate) const SEM_PATH: &str = "/campaign/sem";
+pub(crate) const ELECTION_PATH: &str = "/campaign/election";
 
-/// Where holders write, guarded by their lock (`RESOURCE/mutex`, `/rw`, `/sem`):
+/// Where holders write, guarded by their lock (`RESOURCE/mutex`, `/rw`, `/sem`,
+/// and `/election` for the leaders):
 /// the resource whose order of fencing tokens the checker reads back.
 pub(crate) const RESOURCE: &str = "/campaign-resource";
 

@@ -10,9 +10,10 @@ use std::time::Duration;
 use zk_framework::CuratorFramework;
 use zk_framework::ExponentialBackoffRetry;
 
-use crate::paths::{resource_path, MUTEX_PATH, RW_PATH, SEM_PATH};
+use crate::paths::{resource_path, ELECTION_PATH, MUTEX_PATH, RW_PATH, SEM_PATH};
 
-const LOCKS: [&str; 3] = [MUTEX_PATH, RW_PATH, SEM_PATH];
+/// The locks (and the election, whose leaders write with their term) with a resource.
+const LOCKS: [&str; 4] = [MUTEX_PATH, RW_PATH, SEM_PATH, ELECTION_PATH];
 
 fn client(cs: &str) -> Result<CuratorFramework, String> {
     let c = CuratorFramework::builder()

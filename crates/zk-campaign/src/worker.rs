@@ -1,5 +1,5 @@
-//! The worker process: threads that take every lock kind at random and log
-//! each attempt and critical section.
+//! The worker process: threads that take every lock kind (and leadership of
+//! an election) at random and log each attempt and critical section.
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,13 +9,14 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use zk_framework::CuratorFramework;
 use zk_framework::ExponentialBackoffRetry;
+use zk_recipes::leader::{LeaderEvent, LeaderLatch, LeaderStatus, NotLeaderReason, SuspendPolicy};
 use zk_recipes::{
     Error as LockError, InterProcessLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
     LockEvent, LockStatus, MultiLock,
 };
 
 use crate::cli::Opts;
-use crate::paths::{resource_path, MUTEX_PATH, RW_PATH, SEM_PATH};
+use crate::paths::{resource_path, ELECTION_PATH, MUTEX_PATH, RW_PATH, SEM_PATH};
 use crate::prng::Rng;
 use crate::record::{err_kind, hex, now_ns, status_str, LineLog};
 use zk_framework::proto::CreateMode;
@@ -27,6 +28,9 @@ enum Kind {
     Write,
     Semaphore,
     Multi,
+    /// Leadership of a `LeaderLatch` election: a section from the grant
+    /// (certainly leader) to the close or the first sign it may not lead.
+    Leader,
 }
 
 impl Kind {
@@ -37,6 +41,7 @@ impl Kind {
             Kind::Write => "write",
             Kind::Semaphore => "semaphore",
             Kind::Multi => "multi",
+            Kind::Leader => "leader",
         }
     }
 
@@ -46,16 +51,18 @@ impl Kind {
             Kind::Read | Kind::Write => RW_PATH,
             Kind::Semaphore => SEM_PATH,
             Kind::Multi => "multi",
+            Kind::Leader => ELECTION_PATH,
         }
     }
 
     fn pick(rng: &mut Rng) -> Kind {
         match rng.below(100) {
-            0..=24 => Kind::Mutex,
-            25..=44 => Kind::Read,
-            45..=59 => Kind::Write,
-            60..=79 => Kind::Semaphore,
-            _ => Kind::Multi,
+            0..=22 => Kind::Mutex,
+            23..=40 => Kind::Read,
+            41..=54 => Kind::Write,
+            55..=72 => Kind::Semaphore,
+            73..=89 => Kind::Multi,
+            _ => Kind::Leader,
         }
     }
 }
@@ -281,6 +288,7 @@ impl Section<'_> {
         mut write: impl FnMut() -> String,
     ) {
         let until = Instant::now() + hold;
+        let mut wrote = false;
         loop {
             let ok = check().is_ok();
             let t = now_ns();
@@ -292,7 +300,8 @@ impl Section<'_> {
             if self.sig.told.is_some() || self.sig.closed {
                 break;
             }
-            if self.write == "-" {
+            if !wrote {
+                wrote = true;
                 self.write = write();
             }
             let now = Instant::now();
@@ -363,9 +372,124 @@ impl Section<'_> {
     }
 }
 
+/// A leader's event as the lock checker reads a holder's: any sign that it
+/// may not lead (uncertain, or not leader: given up at a suspension, or lost)
+/// ends the section; certainly leader again is a reconnection.
+fn lock_event(ev: LeaderEvent) -> LockEvent {
+    match ev {
+        LeaderEvent::Leader { .. } => LockEvent::Reconnected,
+        LeaderEvent::Uncertain
+        | LeaderEvent::NotLeader {
+            reason: NotLeaderReason::Suspended,
+        } => LockEvent::Suspended,
+        _ => LockEvent::Lost,
+    }
+}
+
+fn lock_status(s: LeaderStatus) -> LockStatus {
+    match s {
+        LeaderStatus::Leader => LockStatus::Held,
+        LeaderStatus::Uncertain => LockStatus::Uncertain,
+        LeaderStatus::NotLeader => LockStatus::Lost,
+    }
+}
+
 impl Worker {
     fn line(&self, s: &str) {
         self.log.line(s);
+    }
+
+    /// One turn in the election: join (a new latch, either suspension
+    /// policy), wait up to `timeout` to lead, lead for `hold` (stopping at the
+    /// first sign of loss), close. The section's token is the term. `false`
+    /// when the attempt failed with an error.
+    fn lead(&self, a: &Attempt<'_>, rng: &mut Rng, timeout: Duration, hold: Duration) -> bool {
+        let policy = if rng.below(2) == 0 {
+            SuspendPolicy::Standard
+        } else {
+            SuspendPolicy::Session
+        };
+        let latch = match LeaderLatch::builder(&self.client, ELECTION_PATH)
+            .id(format!("{}-{}-{}", self.pid, a.thr, a.att))
+            .policy(policy)
+            .build()
+        {
+            Ok(l) => l,
+            Err(e) => {
+                a.result("error", &err_kind(&e));
+                return false;
+            }
+        };
+        let events = latch.events();
+        if let Err(e) = latch.start() {
+            a.result("error", &err_kind(&e));
+            return false;
+        }
+        let ok = match latch.await_leadership_for(timeout) {
+            Ok(true) => {
+                // The checker reads lock events: translate on a thread that
+                // ends with the latch's channel.
+                let (tx, rx) = crossbeam_channel::unbounded();
+                let translator = std::thread::spawn(move || {
+                    for ev in events {
+                        if tx.send(lock_event(ev)).is_err() {
+                            return;
+                        }
+                    }
+                });
+                let status = || lock_status(latch.status());
+                let sig = Signal::new(rx, status());
+                let term = latch.term().unwrap_or(0);
+                let node = latch.node().unwrap_or_default();
+                let mut s = a.begin(vec![Member::new(ELECTION_PATH, term, &node)], sig);
+                // The leader's guarded write, as a lock holder's: one node in
+                // the election's resource, its term in the name.
+                let write = || {
+                    let path = format!(
+                        "{}/t{term}-{}-{}-{}-",
+                        resource_path(ELECTION_PATH),
+                        self.pid,
+                        a.thr,
+                        a.att
+                    );
+                    match latch
+                        .transaction()
+                        .and_then(|tx| tx.create(&path, Vec::new(), CreateMode::PersistentSequential).commit())
+                    {
+                        Ok(_) => "ok".to_string(),
+                        Err(e) => err_kind(&e),
+                    }
+                };
+                s.hold(hold, status, || latch.check(), write);
+                s.before_release();
+                let released = Instant::now();
+                // What a lock's release says: held when it began, lost, or
+                // uncertain.
+                let r = match latch.status() {
+                    LeaderStatus::Leader => Ok(()),
+                    LeaderStatus::Uncertain => Err(LockError::LockUncertain {
+                        path: ELECTION_PATH.into(),
+                    }),
+                    LeaderStatus::NotLeader => Err(LockError::LockLost {
+                        path: ELECTION_PATH.into(),
+                    }),
+                };
+                let _ = latch.close();
+                s.finish(&r, released.elapsed());
+                let _ = translator.join();
+                return true;
+            }
+            Ok(false) => {
+                a.result("timeout", "-");
+                true
+            }
+            Err(e) => {
+                a.result("error", &err_kind(&e));
+                false
+            }
+        };
+        let _ = latch.close();
+        ok
     }
 
     /// This attempt's timeout: mostly the full one, sometimes short or zero.
@@ -472,6 +596,7 @@ impl Worker {
                 Kind::Write => section!(rw.write_lock().try_acquire_for(timeout)),
                 Kind::Semaphore => section!(sem.try_acquire_for(timeout)),
                 Kind::Multi => section!(multi.try_acquire_for(timeout)),
+                Kind::Leader => failed = !self.lead(&a, &mut rng, timeout, hold),
             }
             // Think; a little longer after an error, so a dead server is not
             // hammered in a tight loop.

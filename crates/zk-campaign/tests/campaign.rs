@@ -228,7 +228,7 @@ fn checker_accepts_a_clean_history() {
     assert_eq!(violations(&out), 0, "{out}");
     assert_eq!(code, 0, "{out}");
     assert!(
-        out.contains("acquisitions: 6 (mutex 2, read 2, write 1, semaphore 0, multi 1)"),
+        out.contains("acquisitions: 6 (mutex 2, read 2, write 1, semaphore 0, multi 1, leader 0)"),
         "{out}"
     );
 }

@@ -279,16 +279,28 @@ pub fn report_table(r: &LockReport) -> String {
         out.push_str(&format!("{}: free (no lock node)\n", r.path));
         return out;
     }
-    let state = if holders == 0 {
-        "free".to_string()
+    let election = r.layout == LockLayout::LeaderLatch;
+    if election {
+        let leader = r
+            .holders()
+            .next()
+            .map_or("nobody".to_string(), |p| p.identity.to_string());
+        out.push_str(&format!(
+            "{}: leader latch election, led by {leader}, {waiting} queued\n",
+            r.path
+        ));
     } else {
-        format!("held by {holders}")
-    };
-    out.push_str(&format!(
-        "{}: {} lock, {state}, {waiting} waiting\n",
-        r.path,
-        r.layout.name()
-    ));
+        let state = if holders == 0 {
+            "free".to_string()
+        } else {
+            format!("held by {holders}")
+        };
+        out.push_str(&format!(
+            "{}: {} lock, {state}, {waiting} waiting\n",
+            r.path,
+            r.layout.name()
+        ));
+    }
     if let LockLayout::Semaphore { max_leases: None } = r.layout {
         out.push_str("(number of leases unknown: every lease counts as holding; --semaphore N tells)\n");
     }
@@ -299,7 +311,13 @@ pub fn report_table(r: &LockReport) -> String {
         .map(|p| {
             [
                 p.position.to_string(),
-                if p.holds { "holds" } else { "waits" }.to_string(),
+                match (p.holds, election) {
+                    (true, true) => "leads",
+                    (false, true) => "queued",
+                    (true, false) => "holds",
+                    (false, false) => "waits",
+                }
+                .to_string(),
                 p.kind.name().to_string(),
                 human_age(p.age()),
                 p.fencing_token.to_string(),

@@ -1874,7 +1874,8 @@ fn locks_over_tls_with_flags_and_environment() {
             other_cert.to_str().unwrap(),
             "--tls-key",
             other_key.to_str().unwrap(),
-            "-n",
+            "--timeout",
+            "2s",
             "/tls/x509",
             "--",
             "true",
@@ -2153,10 +2154,13 @@ fn subcommands_refused_by_a_digest_acl_exit_77() {
         &["status", path],
         &["break", path, "--yes"],
         &["wait", path, "-w", "1s"],
-        &["-n", path, "--", "true"],
+        &["--timeout", "2s", path, "--", "true"],
     ];
     for op in ops {
-        // No credentials: told to give some.
+        // No credentials: told to give some. (Every try that expects a
+        // refusal waits up to 2 s, not -n: a refusal answers at once, and a
+        // zero timeout's 20 ms grace on a loaded machine is honestly "no
+        // answer", 69.)
         let (code, out, stderr) = run_out(Some(&cs), op);
         assert_eq!(code, 77, "{op:?}: {out} {stderr}");
         assert!(
@@ -2259,7 +2263,7 @@ fn subcommands_over_tls_refused_by_an_x509_acl_and_tls_reasons() {
         &["status", path],
         &["break", path, "--yes"],
         &["wait", path, "-w", "1s"],
-        &["-n", path, "--", "true"],
+        &["--timeout", "2s", path, "--", "true"],
     ];
     for op in ops {
         let mut args = other.to_vec();
@@ -2321,7 +2325,10 @@ fn creator_nodes_leaves_parents_open_for_sibling_locks() {
         wait_for_file(&ready);
 
         // Bob on a sibling path under the same parent.
-        let (code, stderr, _) = run(Some(&cs), &["--auth", bob, "--acl", acl, "-n", &sibling, "--", "true"]);
+        let (code, stderr, _) = run(
+            Some(&cs),
+            &["--auth", bob, "--acl", acl, "--timeout", "2s", &sibling, "--", "true"],
+        );
         if acl == "creator" {
             assert_eq!(code, 77, "{acl}: {stderr}");
             assert!(
@@ -2346,7 +2353,7 @@ fn creator_nodes_leaves_parents_open_for_sibling_locks() {
                 acl_of_lock,
                 vec![zk_framework::Acl::digest("alice", SECRET, zk_framework::perms::ALL)]
             );
-            let (code, stderr, _) = run(Some(&cs), &["--auth", bob, "-n", &held, "--", "true"]);
+            let (code, stderr, _) = run(Some(&cs), &["--auth", bob, "--timeout", "2s", &held, "--", "true"]);
             assert_eq!(code, 77, "bob on alice's lock: {stderr}");
             assert!(stderr.contains(&format!("{held} refused")), "{stderr}");
         }
@@ -2377,4 +2384,56 @@ fn a_missing_chroot_is_named_with_what_to_do() {
     let (code, stderr, _) = run(Some(&cs), &["--timeout", "10s", "/locks/x", "--", "true"]);
     assert_eq!(code, 0, "{stderr}");
     c.close();
+}
+
+/// `status` reads a leader latch election (ours, Curator's layout) and shows
+/// the leader; `break` deletes the leader's node, the latch reports the loss
+/// and rejoins, and the next participant leads.
+#[test]
+fn status_and_break_understand_a_leader_latch_election() {
+    use zk_recipes::leader::{LeaderEvent, LeaderLatch, NotLeaderReason};
+    let server = TestingServer::start().unwrap();
+    let cs = server.connect_string();
+    let (c1, c2) = (client(&server), client(&server));
+    let t = timing();
+    let path = "/elections/status";
+    let a = LeaderLatch::builder(&c1, path).id("alpha").build().unwrap();
+    let events = a.events();
+    a.start().unwrap();
+    assert!(a.await_leadership_for(t.wait()).unwrap());
+    let b = LeaderLatch::builder(&c2, path).id("beta").build().unwrap();
+    b.start().unwrap();
+    assert!(wait_until(t.wait(), || lock_nodes(&c1, path).len() == 2));
+    let (code, out, stderr) = run_out(Some(&cs), &["status", path]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        out.contains("leader latch election, led by unknown (\"alpha\"), 1 queued"),
+        "{out}"
+    );
+    assert!(
+        out.contains("leads") && out.contains("queued") && out.contains("latch"),
+        "{out}"
+    );
+    let (code, _, stderr) = run_out(Some(&cs), &["break", "--yes", path]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(b.await_leadership_for(t.wait()).unwrap());
+    let mut told = Vec::new();
+    while let Ok(ev) = events.recv_timeout(t.wait()) {
+        told.push(ev);
+        if ev
+            == (LeaderEvent::NotLeader {
+                reason: NotLeaderReason::NodeDeleted,
+            })
+        {
+            break;
+        }
+    }
+    assert!(told.contains(&LeaderEvent::NotLeader {
+        reason: NotLeaderReason::NodeDeleted
+    }));
+    // alpha rejoined behind beta.
+    assert!(wait_until(t.wait(), || lock_nodes(&c1, path).len() == 2));
+    assert!(a.check().is_err());
+    a.close().unwrap();
+    b.close().unwrap();
 }

@@ -12,6 +12,8 @@
 
 /// The lock name of `InterProcessMutex` nodes.
 pub const MUTEX_LOCK_NAME: &str = "lock-";
+/// The lock name of `LeaderLatch` nodes (Curator's `LeaderLatch.LOCK_NAME`).
+pub const LATCH_LOCK_NAME: &str = "latch-";
 /// The lock name of read nodes of an `InterProcessReadWriteLock`.
 pub const READ_LOCK_NAME: &str = "__READ__";
 /// The lock name of write nodes of an `InterProcessReadWriteLock`.
@@ -133,6 +135,13 @@ impl Driver {
     /// The mutex driver (`lock-`, one holder).
     pub const MUTEX: Driver = Driver::Standard {
         lock_name: MUTEX_LOCK_NAME,
+        max_leases: 1,
+    };
+
+    /// The leader latch driver (`latch-`, one leader): a mutex of latch
+    /// nodes, sorted after the last `latch-` as Curator sorts them.
+    pub const LATCH: Driver = Driver::Standard {
+        lock_name: LATCH_LOCK_NAME,
         max_leases: 1,
     };
 

@@ -70,6 +70,36 @@ pub enum Error {
     /// Several errors, in order (for example every failed release of a
     /// multi-lock).
     Multiple(Vec<Error>),
+    /// Not the leader of the election at `path` (never elected, or the
+    /// leadership ended: lost, resigned, given up at a suspension, closed).
+    NotLeader {
+        /// The election path.
+        path: String,
+    },
+    /// The leadership at `path` may be lost: the connection is suspended or
+    /// read-only, or no request answered by the server was sent within the
+    /// read timeout. Stop work that needs a single leader until it is
+    /// certain again.
+    LeadershipUncertain {
+        /// The election path.
+        path: String,
+    },
+    /// `start()` on an election participant that was already started.
+    AlreadyStarted {
+        /// The election path.
+        path: String,
+    },
+    /// The election participant at `path` was never started.
+    NotStarted {
+        /// The election path.
+        path: String,
+    },
+    /// The election participant at `path` is closed (`close()` twice, or an
+    /// `await` ended by `close()`).
+    ElectionClosed {
+        /// The election path.
+        path: String,
+    },
 }
 
 impl Error {
@@ -106,6 +136,7 @@ impl Error {
             Error::NodeVanished { .. }
             | Error::LockLost { .. }
             | Error::LockUncertain { .. }
+            | Error::LeadershipUncertain { .. }
             | Error::NoAnswer { .. } => true,
             _ => false,
         }
@@ -144,6 +175,16 @@ impl fmt::Display for Error {
                 "ZooKeeper did not answer before the deadline (is the connection frozen or partitioned?): \
                  whether the lock at {path} is free is unknown"
             ),
+            Error::NotLeader { path } => write!(f, "not the leader of the election at {path}"),
+            Error::LeadershipUncertain { path } => write!(
+                f,
+                "the leadership of the election at {path} may be lost: the connection is suspended or silent"
+            ),
+            Error::AlreadyStarted { path } => {
+                write!(f, "the participant in the election at {path} was already started")
+            }
+            Error::NotStarted { path } => write!(f, "the participant in the election at {path} was never started"),
+            Error::ElectionClosed { path } => write!(f, "the participant in the election at {path} is closed"),
             Error::Multiple(errors) => {
                 write!(f, "{} errors: ", errors.len())?;
                 for (i, e) in errors.iter().enumerate() {

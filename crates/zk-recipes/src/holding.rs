@@ -100,6 +100,8 @@ pub(crate) struct HoldState {
     /// The path's counters, when this holding is counted.
     stats: Option<Arc<PathStats>>,
     granted_at: Instant,
+    /// Why it was lost, once lost.
+    loss_cause: Mutex<Option<LossCause>>,
 }
 
 impl HoldState {
@@ -112,6 +114,18 @@ impl HoldState {
             cause
         };
         self.publish_with(LockEvent::Lost, Some(cause));
+    }
+
+    /// Why our node is gone when it is seen gone: with its session when the
+    /// client has moved to a newer one (a watch re-registered on the new
+    /// session reports the expired session's node deleted), else deleted by
+    /// someone.
+    fn deletion_cause(&self) -> LossCause {
+        if self.client.session_generation() != self.generation {
+            LossCause::SessionExpired
+        } else {
+            LossCause::NodeDeleted
+        }
     }
 
     fn publish(&self, ev: LockEvent) {
@@ -160,6 +174,7 @@ impl HoldState {
         }
         if ev == LockEvent::Lost {
             log::warn!("the lock node {} was lost", self.node);
+            *self.loss_cause.lock() = Some(cause.unwrap_or(LossCause::SessionExpired));
             // The holding ends here (from held or uncertain): exactly once.
             if let Some(stats) = &self.stats {
                 stats.ended(
@@ -457,6 +472,7 @@ impl Holding {
             watching: AtomicBool::new(false),
             stats,
             granted_at: Instant::now(),
+            loss_cause: Mutex::new(None),
         });
         let weak = Arc::downgrade(&state);
         let handle = client.add_listener(move |s| {
@@ -772,6 +788,12 @@ impl Holding {
     }
 
     /// The lock's base path (a multi-lock's members', joined by `,`).
+    /// Why a single holding was lost (`None` while not lost; a multi-lock's:
+    /// its first lost member's).
+    pub(crate) fn loss_cause(&self) -> Option<LossCause> {
+        self.leaves().iter().find_map(|l| *l.loss_cause.lock())
+    }
+
     pub(crate) fn base(&self) -> String {
         match &self.inner {
             HoldingKind::One(s) => s.base.clone(),
@@ -1057,7 +1079,7 @@ fn watch_own_node(st: &Arc<HoldState>) {
         let Some(st) = w2.upgrade() else { return };
         match r {
             Ok(true) => {}
-            Ok(false) => st.lose(LossCause::NodeDeleted),
+            Ok(false) => st.lose(st.deletion_cause()),
             // Not registered (the connection broke first): the next
             // Reconnected sets it again.
             Err(_) => st.watching.store(false, Ordering::SeqCst),
@@ -1072,7 +1094,7 @@ fn watch_own_node(st: &Arc<HoldState>) {
 fn on_own_node_event(weak: &Weak<HoldState>, e: WatchedEvent) {
     let Some(st) = weak.upgrade() else { return };
     match e.event_type {
-        EventType::NodeDeleted => st.lose(LossCause::NodeDeleted),
+        EventType::NodeDeleted => st.lose(st.deletion_cause()),
         EventType::NodeDataChanged | EventType::NodeCreated => {
             // The watch is used up (a revocation request writes data). Setting
             // it again sends a request, which a watcher must not do on the

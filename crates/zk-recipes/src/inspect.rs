@@ -13,7 +13,7 @@ use std::time::Duration;
 use zk_framework::proto::path::join;
 use zk_framework::CuratorFramework;
 
-use crate::driver::{Decision, Driver, LEASE_NAME, READ_LOCK_NAME, WRITE_LOCK_NAME};
+use crate::driver::{Decision, Driver, LATCH_LOCK_NAME, LEASE_NAME, READ_LOCK_NAME, WRITE_LOCK_NAME};
 use crate::error::{Error, Result};
 use crate::identity::HolderIdentity;
 
@@ -33,10 +33,15 @@ pub enum LockLayout {
         /// The semaphore's number of leases, if known.
         max_leases: Option<u32>,
     },
+    /// A leader election of `LeaderLatch`es (ours or Curator's):
+    /// `<path>/_c_<uuid>-latch-<seq>`; the first node leads. (A
+    /// `LeaderSelector`'s election is a mutex of `lock-` nodes and reads as
+    /// [`LockLayout::Mutex`]: its holder is the leader.)
+    LeaderLatch,
 }
 
 impl LockLayout {
-    /// A short name: `mutex`, `read/write`, `semaphore`.
+    /// A short name: `mutex`, `read/write`, `semaphore`, `leader latch`.
     ///
     /// # Examples
     ///
@@ -48,6 +53,7 @@ impl LockLayout {
             LockLayout::Mutex => "mutex",
             LockLayout::ReadWrite => "read/write",
             LockLayout::Semaphore { .. } => "semaphore",
+            LockLayout::LeaderLatch => "leader latch",
         }
     }
 }
@@ -69,10 +75,12 @@ pub enum ParticipantKind {
     /// while they hold the lease; Curator's only while they get it). It never
     /// counts as holding the semaphore.
     LeaseQueue,
+    /// A leader latch's node (it "holds" when it leads).
+    Latch,
 }
 
 impl ParticipantKind {
-    /// `mutex`, `read`, `write`, `lease`, `lease-queue`.
+    /// `mutex`, `read`, `write`, `lease`, `lease-queue`, `latch`.
     ///
     /// # Examples
     ///
@@ -86,6 +94,7 @@ impl ParticipantKind {
             ParticipantKind::Write => "write",
             ParticipantKind::Lease => "lease",
             ParticipantKind::LeaseQueue => "lease-queue",
+            ParticipantKind::Latch => "latch",
         }
     }
 }
@@ -293,6 +302,8 @@ fn layout_of(kids: &[String]) -> LockLayout {
         .any(|k| k.contains(READ_LOCK_NAME) || k.contains(WRITE_LOCK_NAME))
     {
         LockLayout::ReadWrite
+    } else if kids.iter().any(|k| k.contains(LATCH_LOCK_NAME)) {
+        LockLayout::LeaderLatch
     } else {
         LockLayout::Mutex
     }
@@ -431,6 +442,7 @@ fn read(
                 (Driver::Read, ParticipantKind::Read)
             }
         }),
+        LockLayout::LeaderLatch => judge(client, path, kids, |_| (Driver::LATCH, ParticipantKind::Latch)),
         LockLayout::Semaphore { max_leases } => {
             let mut out = semaphore_leases(client, path, max_leases)?;
             out.append(&mut semaphore_queue(client, path)?);
@@ -516,6 +528,7 @@ mod tests {
         assert_eq!(layout_of(&v(&["_c_a-__READ__0000000001"])), LockLayout::ReadWrite);
         assert_eq!(layout_of(&v(&["x-__WRIT__0000000001"])), LockLayout::ReadWrite);
         assert_eq!(layout_of(&v(&["leases"])), LockLayout::Semaphore { max_leases: None });
+        assert_eq!(layout_of(&v(&["_c_a-latch-0000000001"])), LockLayout::LeaderLatch);
         assert_eq!(
             layout_of(&v(&["locks", "leases"])),
             LockLayout::Semaphore { max_leases: None }

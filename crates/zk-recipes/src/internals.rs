@@ -14,7 +14,7 @@ use zk_framework::{CuratorFramework, ListenerHandle};
 use crate::driver::{Decision, Deletion, Driver, NodeMissing};
 use crate::error::{Error, Result};
 use crate::holding::{GrantedNode, Holding, WaiterWatch};
-use crate::wait::{wait, Woken};
+use crate::wait::{wait_or_cancel, Woken};
 
 /// One lock kind on one path: the algorithm shared by every recipe.
 #[derive(Clone)]
@@ -28,6 +28,10 @@ pub(crate) struct LockInternals {
     /// The client's grant record, looked up at the first wait (not once
     /// per wait: many threads of a client wait at once).
     granted: std::sync::OnceLock<Arc<Granted>>,
+    /// Ends a wait in the queue when it gets a message or its senders go (a
+    /// leader latch or selector closing): the attempt ends with
+    /// [`Attempt::Cancelled`]. `never` for the locks.
+    cancel: Receiver<()>,
 }
 
 impl std::fmt::Debug for LockInternals {
@@ -109,6 +113,9 @@ pub(crate) enum Attempt {
     /// Our node vanished (deleted, or gone with its session), or the create
     /// ran into an expiry: try again on the current session.
     Missing,
+    /// The wait was cancelled ([`LockInternals::with_cancel`]; our node is
+    /// deleted).
+    Cancelled,
 }
 
 /// Our freshly created node, with the listing that came back with it.
@@ -135,6 +142,7 @@ impl Node {
 
 enum LoopError {
     NodeMissing,
+    Cancelled,
     Other(Error),
 }
 
@@ -177,7 +185,16 @@ impl LockInternals {
             driver,
             stats: std::sync::OnceLock::new(),
             granted: std::sync::OnceLock::new(),
+            cancel: crossbeam_channel::never(),
         })
+    }
+
+    /// The same lock, its waits ended by `cancel` (a message, or every
+    /// sender gone): an election's participant waits without a deadline
+    /// until it leads or closes.
+    pub(crate) fn with_cancel(mut self, cancel: Receiver<()>) -> Self {
+        self.cancel = cancel;
+        self
     }
 
     fn stats(&self) -> &std::sync::Arc<crate::stats::PathStats> {
@@ -264,7 +281,7 @@ impl LockInternals {
         loop {
             match self.attempt_once(&zk, data.clone(), sorting_sequence)? {
                 Attempt::Won(node) => return Ok(Some(node)),
-                Attempt::TimedOut => return timed_out(&self.client),
+                Attempt::TimedOut | Attempt::Cancelled => return timed_out(&self.client),
                 // A create that ran into an expiry, or a node that vanished
                 // while we waited: queue again on the current session.
                 Attempt::Missing => {
@@ -310,11 +327,30 @@ impl LockInternals {
                 log::debug!("lock node {} vanished while waiting; queueing again", node.path);
                 Ok(Attempt::Missing)
             }
+            Err(LoopError::Cancelled) => {
+                self.delete_node(&node.path, deadline);
+                Ok(Attempt::Cancelled)
+            }
             Err(LoopError::Other(e)) => {
                 self.delete_node(&node.path, deadline);
                 Err(e)
             }
         }
+    }
+
+    /// As [`LockInternals::attempt_once`] (no deadline but the cancel
+    /// channel's), counted in the path's figures: a win is an acquisition
+    /// (an election's leadership), a failure an error; a vanished node or a
+    /// cancelled wait is neither.
+    pub(crate) fn attempt_counted(&self, zk: &CuratorFramework, data: Vec<u8>) -> Result<Attempt> {
+        let waiting = self.stats().start_wait();
+        let r = self.attempt_once(zk, Some(data), None);
+        match &r {
+            Ok(Attempt::Won(_)) => waiting.finish(crate::stats::Outcome::Acquired),
+            Err(_) => waiting.finish(crate::stats::Outcome::Failed),
+            Ok(_) => drop(waiting),
+        }
+        r
     }
 
     /// Waits in the queue with a node created elsewhere (in a transaction with
@@ -342,7 +378,7 @@ impl LockInternals {
         };
         match self.wait_loop(&self.client.with_deadline(deadline), &mut node) {
             Ok(won) => Ok(won),
-            Err(LoopError::NodeMissing) => {
+            Err(LoopError::NodeMissing) | Err(LoopError::Cancelled) => {
                 *vanished = true;
                 Ok(false)
             }
@@ -461,7 +497,7 @@ impl LockInternals {
             if deadline.is_some_and(|d| d <= Instant::now()) {
                 return Ok(false);
             }
-            match wait(&self.client, &rx, &states, deadline) {
+            match wait_or_cancel(&self.client, &rx, &states, deadline, &self.cancel) {
                 Woken::Watch(ev) => {
                     // Our node's deletion, had it come before this one, was
                     // heard of first (the session's events arrive in order),
@@ -486,6 +522,7 @@ impl LockInternals {
                 Woken::StateChanged => node.waited = None,
                 Woken::Closed => return Err(LoopError::Other(Error::ZooKeeper(zk_framework::Error::Closed))),
                 Woken::Deadline => return Ok(false),
+                Woken::Cancelled => return Err(LoopError::Cancelled),
             }
         }
     }
@@ -523,16 +560,17 @@ impl LockInternals {
                 Ok(Decision::Acquired) => return Ok(true),
                 Ok(_) => {}
             }
-            match wait(&self.client, &rx, states, zk.deadline()) {
+            match wait_or_cancel(&self.client, &rx, states, zk.deadline(), &self.cancel) {
                 Woken::Watch(_) | Woken::StateChanged => {}
                 Woken::Closed => return Err(LoopError::Other(Error::ZooKeeper(zk_framework::Error::Closed))),
                 Woken::Deadline => return Ok(false),
+                Woken::Cancelled => return Err(LoopError::Cancelled),
             }
         }
     }
 
     /// Turns a won node into a holding.
-    fn hold(&self, node: Node) -> Holding {
+    pub(crate) fn hold(&self, node: Node) -> Holding {
         Holding::granted(&self.client, &self.base_path, node.granted(), None, self.stats())
     }
 

@@ -10,6 +10,9 @@
 //!   [`Holding`] whose [`LockStatus`] is true from the grant on; the raw layer is
 //!   [`InterProcessLock`].
 //! * [`Revoker`]: Curator's cooperative revocation.
+//! * [`leader`]: leader election on the same core ([`leader::LeaderLatch`],
+//!   [`leader::LeaderSelector`], [`leader::LeaderObserver`]), wire-compatible
+//!   with Curator's, with a three-valued status and a fencing term.
 //! * [`inspect`]: who holds a lock and who waits (typed participants, for
 //!   any lock path); [`identity`]: the holder identity our lock nodes carry.
 //! * [`guide`]: the manual (using the locks, what they promise under faults,
@@ -38,12 +41,15 @@ pub mod guide {
     pub mod security {}
     #[doc = include_str!("../guide/curator.md")]
     pub mod curator {}
+    #[doc = include_str!("../guide/leader.md")]
+    pub mod leader {}
 }
 mod error;
 mod holding;
 pub mod identity;
 pub mod inspect;
 mod internals;
+pub mod leader;
 mod lock;
 mod multi;
 mod mutex;

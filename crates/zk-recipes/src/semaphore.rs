@@ -83,7 +83,8 @@ impl From<Attempt> for Try {
     fn from(a: Attempt) -> Try {
         match a {
             Attempt::Won(node) => Try::Won(node.granted(), None),
-            Attempt::TimedOut => Try::TimedOut,
+            // (A semaphore's waits are never cancelled: no cancel channel.)
+            Attempt::TimedOut | Attempt::Cancelled => Try::TimedOut,
             Attempt::Missing => Try::Missing,
         }
     }

@@ -42,8 +42,38 @@ use crate::stats::LossCause;
 #[must_use = "nothing is written until commit()"]
 #[derive(Debug)]
 pub struct GuardedTransaction<'a> {
-    holding: &'a Holding,
+    holding: Guard<'a>,
     ops: Vec<Op>,
+}
+
+/// The holding a transaction is guarded by: a guard's (borrowed) or a
+/// leadership's (a handle of its own, so that the transaction outlives the
+/// call that made it and still checks that leadership's node).
+#[derive(Debug)]
+enum Guard<'a> {
+    Borrowed(&'a Holding),
+    Owned(Holding),
+}
+
+impl std::ops::Deref for Guard<'_> {
+    type Target = Holding;
+
+    fn deref(&self) -> &Holding {
+        match self {
+            Guard::Borrowed(h) => h,
+            Guard::Owned(h) => h,
+        }
+    }
+}
+
+impl GuardedTransaction<'static> {
+    /// A transaction guarded by `holding` (a leadership's shared handle).
+    pub(crate) fn owned(holding: Holding) -> Self {
+        GuardedTransaction {
+            holding: Guard::Owned(holding),
+            ops: Vec::new(),
+        }
+    }
 }
 
 impl Holding {
@@ -60,7 +90,7 @@ impl Holding {
     /// ```
     pub fn transaction(&self) -> GuardedTransaction<'_> {
         GuardedTransaction {
-            holding: self,
+            holding: Guard::Borrowed(self),
             ops: Vec::new(),
         }
     }

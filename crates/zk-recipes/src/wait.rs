@@ -20,20 +20,25 @@ pub(crate) enum Woken<T> {
     Deadline,
     /// The client was closed.
     Closed,
+    /// The waiter's owner cancelled the wait (a leader latch closing).
+    Cancelled,
 }
 
-/// Waits for `watch`, a state change on `states`, the close of `client`, or
-/// `deadline` (`None`: no deadline), whichever comes first. A deadline that
+/// Waits for `watch`, a state change on `states`, the close of `client`,
+/// `deadline` (`None`: no deadline), or `cancel` (a message, or its senders
+/// gone; `never()` for the locks), whichever comes first. A deadline that
 /// has passed returns at once, unless something else is ready too.
-pub(crate) fn wait<T>(
+pub(crate) fn wait_or_cancel<T>(
     client: &CuratorFramework,
     watch: &Receiver<T>,
     states: &Receiver<()>,
     deadline: Option<Instant>,
+    cancel: &Receiver<()>,
 ) -> Woken<T> {
     let timer = deadline.map_or_else(crossbeam_channel::never, crossbeam_channel::at);
     let closed = client.close_signal();
     crossbeam_channel::select! {
+        recv(cancel) -> _ => Woken::Cancelled,
         recv(watch) -> e => Woken::Watch(e.ok()),
         recv(states) -> s => match s {
             Ok(()) => Woken::StateChanged,

@@ -99,6 +99,7 @@ and a semaphore on one path do not see each other.";
 const AFTER_HELP: &str = "\
 OPERATING A LOCK:
     zk-lock status PATH [--json]       who holds PATH and who waits, in order
+                                       (a leader latch election: who leads)
     zk-lock break PATH [--node NAME] --yes
                                        delete the holder's node: the holder is
                                        told it lost the lock

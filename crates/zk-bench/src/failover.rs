@@ -1,0 +1,593 @@
+//! The `failover` scenario (only when named: `--only failover`): leader
+//! election, ours ([`zk_recipes::leader::LeaderLatch`]) and, with `--peers
+//! curator`, Curator 5.4's `LeaderLatch` (`scripts/bench/CuratorLeaderBench.java`)
+//! right after, on the same server:
+//!
+//! - close failover: `--failover-n` participants (8), each on its own client (session); the
+//!   leader calls `close()`; the time from that call to the next leader's
+//!   "is leader" event (ours: `LeaderEvent::Leader` on `events()`; Curator:
+//!   `LeaderLatchListener.isLeader`), p50/p99 over `--failovers` failovers
+//!   (after a tenth as many unmeasured); the closed participant rejoins with a
+//!   new latch on its client, and the next failover starts once every node is
+//!   back. The server's watch notifications per failover (the embedded
+//!   server's count, or Apache's `mntr` counters): one is the goal (only the
+//!   next participant woken). On the embedded server, its requests per
+//!   failover too (the rejoin included).
+//! - kill failover: every participant connects through a fault proxy of its
+//!   own; the leader's proxy is frozen (a dead host: no reset, the session
+//!   expires on the server's clock), and the time from the freeze to the next
+//!   leader's event is measured, with the session timeout ([`KILL_SESSION`]).
+//! - idle cost: [`IDLE_N`] participants on [`IDLE_N`] clients (session
+//!   timeout [`SESSION`]) left alone for `--idle-seconds`: the frames the
+//!   server received per minute (pings included; the embedded server's
+//!   `packets_received`, or Apache's `mntr` `zk_packets_received`).
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::time::{Duration, Instant};
+
+use zk_framework::proto::OpCode;
+use zk_framework::{CuratorFramework, ExponentialBackoffRetry};
+use zk_recipes::leader::{LeaderEvent, LeaderLatch};
+use zk_testing::proxy::FaultProxy;
+
+use crate::measure::{notifications, percentile, us};
+use crate::opts::Peer;
+use crate::Ctx;
+
+/// Participants left idle.
+pub const IDLE_N: usize = 100;
+/// The session timeout of the close failover's and the idle participants.
+pub const SESSION: Duration = Duration::from_secs(10);
+/// The session timeout of the kill failover's participants.
+pub const KILL_SESSION: Duration = Duration::from_secs(4);
+
+/// Ours, then Curator's when asked for.
+pub fn run(x: &Ctx) {
+    ours(x);
+    if x.o.peers.contains(&Peer::Curator) {
+        if let Err(e) = curator(x) {
+            println!("curator.error=failover: {e}");
+        }
+    }
+}
+
+fn client(cs: &str, session: Duration) -> CuratorFramework {
+    let c = CuratorFramework::builder()
+        .connect_string(cs)
+        .session_timeout(session)
+        .connection_timeout(session.min(Duration::from_secs(10)))
+        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
+        .build()
+        .expect("client");
+    c.block_until_connected(Duration::from_secs(30)).expect("connected");
+    c
+}
+
+/// A started latch whose `Leader` events go to `tx` as (its index, when).
+fn participant(c: &CuratorFramework, path: &str, i: usize, tx: &Sender<(usize, Instant)>) -> LeaderLatch {
+    let latch = LeaderLatch::builder(c, path)
+        .id(format!("p{i}"))
+        .build()
+        .expect("latch");
+    let events = latch.events();
+    let tx = tx.clone();
+    std::thread::spawn(move || {
+        for ev in events {
+            if let LeaderEvent::Leader { .. } = ev {
+                let _ = tx.send((i, Instant::now()));
+            }
+        }
+    });
+    latch.start().expect("start");
+    latch
+}
+
+fn leader_of(ls: &[LeaderLatch]) -> usize {
+    let end = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < end {
+        if let Some(i) = ls.iter().position(LeaderLatch::has_leadership) {
+            return i;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    panic!("no leader within 60 s");
+}
+
+fn await_participants(l: &LeaderLatch, n: usize) {
+    let end = Instant::now() + Duration::from_secs(60);
+    while l.participants().map_or(0, |p| p.len()) != n {
+        assert!(
+            Instant::now() < end,
+            "the election did not get back to {n} participants"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// The next `Leader` event of a participant other than `old`, after `t0`.
+fn next_leader(rx: &Receiver<(usize, Instant)>, old: usize, t0: Instant) -> Duration {
+    loop {
+        let (i, t) = rx
+            .recv_timeout(Duration::from_secs(120))
+            .expect("a new leader within 120 s");
+        if i != old && t >= t0 {
+            return t - t0;
+        }
+    }
+}
+
+fn report(prefix: &str, key: &str, mut v: Vec<Duration>) {
+    v.sort();
+    let k = format!("{prefix}failover.{key}");
+    println!("{k}.p50_us={}", us(percentile(&v, 0.5)));
+    println!("{k}.p99_us={}", us(percentile(&v, 0.99)));
+    println!("{k}.max_us={}", us(v.last().copied().unwrap_or_default()));
+    println!("{k}.failovers={}", v.len());
+}
+
+/// Frames the server received so far (pings, connects and four-letter words
+/// included) and, on the embedded server, the pings among them.
+fn packets(x: &Ctx) -> Option<(u64, Option<u64>)> {
+    if let Some(e) = x.server().and_then(|s| s.embedded()) {
+        let st = e.stats();
+        return Some((st.packets_received, Some(st.requests(OpCode::Ping))));
+    }
+    let mut sum = 0;
+    for addr in x.cs.split('/').next()?.split(',') {
+        let text = zk_testing::fourlw::four_letter_word(addr, "mntr", Duration::from_secs(5)).ok()?;
+        sum += text
+            .lines()
+            .find_map(|l| l.strip_prefix("zk_packets_received\t"))?
+            .trim()
+            .parse::<u64>()
+            .ok()?;
+    }
+    Some((sum, None))
+}
+
+/// Requests (pings excluded) the embedded server has served so far.
+fn requests(x: &Ctx) -> Option<u64> {
+    crate::measure::requests(x.server())
+}
+
+/// The sessions watching the leader's node of the election at `path` now
+/// (the ones its deletion notifies), from `wchp`: (all of them, those other
+/// than the leader's own session).
+fn leader_node_watchers(x: &Ctx, path: &str) -> Option<(usize, usize)> {
+    let c = crate::ours::client(&x.cs);
+    let mut kids = c.get_children(path).ok()?;
+    kids.sort_by_key(|k| k.rsplit('-').next().and_then(|s| s.parse::<u64>().ok()));
+    let node = format!("{path}/{}", kids.first()?);
+    let owner = c.check_exists(&node).ok()??.ephemeral_owner;
+    c.close();
+    let mut sessions = Vec::new();
+    for addr in x.cs.split('/').next()?.split(',') {
+        let text = zk_testing::fourlw::four_letter_word(addr, "wchp", Duration::from_secs(5)).ok()?;
+        let mut current = "";
+        for l in text.lines() {
+            match l.strip_prefix('\t') {
+                None => current = l.trim(),
+                Some(sid) if current == node => {
+                    sessions.push(i64::from_str_radix(sid.trim().trim_start_matches("0x"), 16).ok()?);
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    let others = sessions.iter().filter(|&&s| s != owner).count();
+    Some((sessions.len(), others))
+}
+
+fn watchers_report(prefix: &str, n: usize, w: Option<(usize, usize)>) {
+    if let Some((all, others)) = w {
+        println!("{prefix}failover.close_n{n}.leader_node_watchers={all}");
+        println!("{prefix}failover.close_n{n}.leader_node_watchers_other_sessions={others}");
+    }
+}
+
+/// The embedded server's requests so far, per opcode (pings included).
+fn ops(x: &Ctx) -> Option<std::collections::HashMap<OpCode, u64>> {
+    Some(x.server()?.embedded()?.stats().requests)
+}
+
+type Ops = std::collections::HashMap<OpCode, u64>;
+
+/// Adds `b - a` to `sum` (per opcode).
+fn ops_add(sum: &mut Ops, a: Option<Ops>, b: Option<Ops>) {
+    if let (Some(a), Some(b)) = (a, b) {
+        for (op, v) in b {
+            *sum.entry(op).or_default() += v - a.get(&op).copied().unwrap_or(0);
+        }
+    }
+}
+
+/// Requests per failover (and its rejoin) by opcode, e.g. `GetChildren2:1.00,Delete:1.00`.
+fn ops_report(
+    prefix: &str,
+    key: &str,
+    a: Option<std::collections::HashMap<OpCode, u64>>,
+    b: Option<std::collections::HashMap<OpCode, u64>>,
+    reps: usize,
+) {
+    let (Some(a), Some(b)) = (a, b) else {
+        return;
+    };
+    let mut v: Vec<_> = b
+        .iter()
+        .filter(|(op, _)| **op != OpCode::Ping)
+        .map(|(op, n)| {
+            (
+                format!("{op:?}"),
+                (n - a.get(op).copied().unwrap_or(0)) as f64 / reps as f64,
+            )
+        })
+        .filter(|(_, n)| *n > 0.0)
+        .collect();
+    v.sort_by(|x, y| x.0.cmp(&y.0));
+    let list: Vec<_> = v.iter().map(|(op, n)| format!("{op}:{n:.2}")).collect();
+    println!("{prefix}failover.{key}={}", list.join(","));
+}
+
+/// The floor of a close failover: a delete's round trip (an ephemeral node
+/// created and deleted by one of our clients, 50 times), p50 and p99.
+fn delete_floor(x: &Ctx) {
+    let c = client(&x.cs, SESSION);
+    let mut v = Vec::new();
+    for i in 0..60 {
+        let path = format!("/bench/failover/floor-{i}");
+        c.create()
+            .creating_parent_containers_if_needed()
+            .with_mode(zk_framework::CreateMode::Ephemeral)
+            .for_path(&path)
+            .expect("create");
+        let t = Instant::now();
+        c.delete().for_path(&path).expect("delete");
+        if i >= 10 {
+            v.push(t.elapsed());
+        }
+    }
+    v.sort();
+    println!("failover.delete_round_trip.p50_us={}", us(percentile(&v, 0.5)));
+    println!("failover.delete_round_trip.p99_us={}", us(percentile(&v, 0.99)));
+    c.close();
+}
+
+fn per_failover(prefix: &str, n: usize, what: &str, a: Option<u64>, b: Option<u64>, reps: usize) {
+    if let (Some(a), Some(b)) = (a, b) {
+        println!(
+            "{prefix}failover.close_n{n}.{what}_per_failover={:.2}",
+            (b - a) as f64 / reps as f64
+        );
+    }
+}
+
+fn idle_report(prefix: &str, x: &Ctx, p0: Option<(u64, Option<u64>)>, p1: Option<(u64, Option<u64>)>, secs: f64) {
+    let k = format!("{prefix}failover.idle_n{IDLE_N}_session_{}ms", SESSION.as_millis());
+    if let (Some((a, pa)), Some((b, pb))) = (p0, p1) {
+        // (The two mntr calls of an Apache server count themselves: 1 frame each.)
+        let own = if x.server().and_then(|s| s.embedded()).is_some() {
+            0
+        } else {
+            1
+        };
+        println!("{k}.server_frames_per_min={:.0}", (b - a - own) as f64 * 60.0 / secs);
+        if let (Some(pa), Some(pb)) = (pa, pb) {
+            println!("{k}.pings_per_min={:.0}", (pb - pa) as f64 * 60.0 / secs);
+        }
+    }
+    println!("{k}.seconds={secs:.1}");
+}
+
+fn ours(x: &Ctx) {
+    let n = usize::from(x.o.failover_n);
+    let reps = x.o.failovers;
+    let warm = (reps / 10).max(2);
+    delete_floor(x);
+    // close failover
+    {
+        let path = "/bench/failover/close";
+        let (tx, rx) = mpsc::channel();
+        let clients: Vec<_> = (0..n).map(|_| client(&x.cs, SESSION)).collect();
+        let mut ls = Vec::new();
+        for (i, c) in clients.iter().enumerate() {
+            ls.push(participant(c, path, i, &tx));
+            await_participants(&ls[0], i + 1);
+        }
+        let (mut v, mut calls) = (Vec::new(), Vec::new());
+        let (mut n0, mut r0, mut o0) = (None, None, None);
+        // Requests from the close() call to the next leader's event only.
+        let mut alone = Ops::new();
+        for r in 0..warm + reps {
+            if r == warm {
+                v.clear();
+                calls.clear();
+                // (After a moment: the leader's own-node watch goes out shortly after its grant.)
+                std::thread::sleep(Duration::from_millis(100));
+                watchers_report("", n, leader_node_watchers(x, path));
+                n0 = notifications(x.server(), &x.cs);
+                r0 = requests(x);
+                o0 = ops(x);
+            }
+            let i = leader_of(&ls);
+            while rx.try_recv().is_ok() {}
+            let before = if r >= warm { ops(x) } else { None };
+            let t0 = Instant::now();
+            ls[i].close().expect("close");
+            calls.push(t0.elapsed());
+            v.push(next_leader(&rx, i, t0));
+            ops_add(&mut alone, before, ops(x));
+            ls[i] = participant(&clients[i], path, i, &tx);
+            await_participants(&ls[i], n);
+        }
+        let (n1, r1, o1) = (notifications(x.server(), &x.cs), requests(x), ops(x));
+        report("", &format!("close_n{n}"), v);
+        report("", &format!("close_n{n}.close_call"), calls);
+        per_failover("", n, "notifications", n0, n1, reps);
+        per_failover("", n, "requests_with_rejoin", r0, r1, reps);
+        ops_report("", &format!("close_n{n}.ops_per_failover_with_rejoin"), o0, o1, reps);
+        ops_report(
+            "",
+            &format!("close_n{n}.ops_per_failover"),
+            ops(x).map(|_| Ops::new()),
+            ops(x).map(|_| alone),
+            reps,
+        );
+        for l in &ls {
+            let _ = l.close();
+        }
+        for c in clients {
+            c.close();
+        }
+    }
+    // kill failover
+    if x.o.failover_kills > 0 {
+        let path = "/bench/failover/kill";
+        let (tx, rx) = mpsc::channel();
+        let proxies: Vec<_> = (0..n)
+            .map(|_| FaultProxy::start(x.cs.split(',').next().unwrap_or(&x.cs)).expect("proxy"))
+            .collect();
+        let mut clients: Vec<_> = proxies
+            .iter()
+            .map(|p| client(&p.connect_string(), KILL_SESSION))
+            .collect();
+        let mut ls = Vec::new();
+        for (i, c) in clients.iter().enumerate() {
+            ls.push(participant(c, path, i, &tx));
+            await_participants(&ls[0], i + 1);
+        }
+        let mut v = Vec::new();
+        for _ in 0..x.o.failover_kills {
+            let i = leader_of(&ls);
+            while rx.try_recv().is_ok() {}
+            proxies[i].freeze(true);
+            let t0 = Instant::now();
+            v.push(next_leader(&rx, i, t0));
+            proxies[i].freeze(false);
+            let _ = ls[i].close();
+            clients[i].close();
+            clients[i] = client(&proxies[i].connect_string(), KILL_SESSION);
+            ls[i] = participant(&clients[i], path, i, &tx);
+            await_participants(&ls[i], n);
+        }
+        report("", &format!("kill_n{n}_session_{}ms", KILL_SESSION.as_millis()), v);
+        for l in &ls {
+            let _ = l.close();
+        }
+        for c in clients {
+            c.close();
+        }
+    }
+    // idle cost
+    if x.o.idle_seconds > 0.0 {
+        let path = "/bench/failover/idle";
+        let (tx, _rx) = mpsc::channel();
+        let clients: Vec<_> = (0..IDLE_N).map(|_| client(&x.cs, SESSION)).collect();
+        let ls: Vec<_> = clients
+            .iter()
+            .enumerate()
+            .map(|(i, c)| participant(c, path, i, &tx))
+            .collect();
+        await_participants(&ls[0], IDLE_N);
+        std::thread::sleep(Duration::from_secs(2));
+        let secs = x.o.idle_seconds;
+        let p0 = packets(x);
+        std::thread::sleep(Duration::from_secs_f64(secs));
+        let p1 = packets(x);
+        idle_report("", x, p0, p1, secs);
+        for l in &ls {
+            let _ = l.close();
+        }
+        for c in clients {
+            c.close();
+        }
+    }
+}
+
+/// The jars of Curator 5.4 and what it needs (Debian's).
+fn jars() -> Vec<String> {
+    [
+        "curator-recipes",
+        "curator-framework",
+        "curator-client",
+        "zookeeper",
+        "zookeeper-jute",
+        "guava",
+        "slf4j-api",
+        "slf4j-nop",
+    ]
+    .iter()
+    .map(|n| format!("/usr/share/java/{n}.jar"))
+    .collect()
+}
+
+/// Compiles `CuratorLeaderBench.java`; the class path to run it.
+fn compile() -> Result<String, String> {
+    let jars = jars();
+    if !std::path::Path::new(&jars[0]).exists() {
+        return Err("Curator jars missing (apt-get install libcurator-recipes-java)".into());
+    }
+    let out = crate::peers::java_dir().join("leader");
+    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let src = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scripts/bench/CuratorLeaderBench.java"
+    ));
+    let status = Command::new("javac")
+        .arg("-nowarn")
+        .arg("-d")
+        .arg(&out)
+        .args(["-cp", &jars.join(":")])
+        .arg(&src)
+        .status();
+    match status {
+        Ok(s) if s.success() => Ok(format!("{}:{}", out.display(), jars.join(":"))),
+        Ok(s) => Err(format!("javac failed ({s})")),
+        Err(e) => Err(format!("no javac ({e}; apt-get install openjdk-17-jdk-headless)")),
+    }
+}
+
+/// Runs one mode of the Java driver: prints its `key=value` lines, answers
+/// its cues with `on` (a cue, e.g. `ready` or `freeze 3`: do what it asks,
+/// then the driver is told to go on).
+fn java(cp: &str, cs: &str, args: &[String], mut on: impl FnMut(&str)) -> Result<(), String> {
+    let mut child = Command::new("java")
+        .args(["-Xmx512m", "-cp", cp, "CuratorLeaderBench", cs])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("java: {e}"))?;
+    let mut stdin = child.stdin.take().unwrap();
+    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    for l in lines {
+        let l = l.map_err(|e| format!("the driver's stdout: {e}"))?;
+        if l.contains('=') {
+            println!("{l}");
+            continue;
+        }
+        on(&l);
+        if l != "done" || args[0] == "close" {
+            writeln!(stdin).map_err(|e| format!("the driver's stdin: {e}"))?;
+        }
+    }
+    drop(stdin);
+    let status = child.wait().map_err(|e| e.to_string())?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("CuratorLeaderBench {} exited with {status}", args[0]))
+    }
+}
+
+fn curator(x: &Ctx) -> Result<(), String> {
+    let n = usize::from(x.o.failover_n);
+    let cp = compile()?;
+    let s = |v: &dyn std::fmt::Display| v.to_string();
+    let reps = x.o.failovers;
+    let warm = (reps / 10).max(2);
+    // close failover
+    let (mut n0, mut r0, mut n1, mut r1) = (None, None, None, None);
+    let (mut o0, mut o1) = (None, None);
+    let (mut alone, mut before) = (Ops::new(), None);
+    java(
+        &cp,
+        &x.cs,
+        &[
+            s(&"close"),
+            s(&n),
+            s(&reps),
+            s(&warm),
+            s(&SESSION.as_millis()),
+            s(&"/bench/failover/curator-close"),
+        ],
+        |cue| match cue {
+            "ready" => {
+                std::thread::sleep(Duration::from_millis(100));
+                watchers_report("curator.", n, leader_node_watchers(x, "/bench/failover/curator-close"));
+                n0 = notifications(x.server(), &x.cs);
+                r0 = requests(x);
+                o0 = ops(x);
+            }
+            "before" => before = ops(x),
+            "after" => ops_add(&mut alone, before.take(), ops(x)),
+            "done" => {
+                n1 = notifications(x.server(), &x.cs);
+                r1 = requests(x);
+                o1 = ops(x);
+            }
+            _ => {}
+        },
+    )?;
+    per_failover("curator.", n, "notifications", n0, n1, reps);
+    per_failover("curator.", n, "requests_with_rejoin", r0, r1, reps);
+    ops_report(
+        "curator.",
+        &format!("close_n{n}.ops_per_failover_with_rejoin"),
+        o0,
+        o1,
+        reps,
+    );
+    let embedded = x.server().and_then(|s| s.embedded()).is_some();
+    ops_report(
+        "curator.",
+        &format!("close_n{n}.ops_per_failover"),
+        embedded.then(Ops::new),
+        embedded.then_some(alone),
+        reps,
+    );
+    // kill failover
+    if x.o.failover_kills > 0 {
+        let proxies: Vec<_> = (0..n)
+            .map(|_| FaultProxy::start(x.cs.split(',').next().unwrap_or(&x.cs)).map_err(|e| e.to_string()))
+            .collect::<Result<_, _>>()?;
+        let list: Vec<_> = proxies.iter().map(FaultProxy::connect_string).collect();
+        java(
+            &cp,
+            &x.cs,
+            &[
+                s(&"kill"),
+                s(&n),
+                s(&x.o.failover_kills),
+                s(&KILL_SESSION.as_millis()),
+                s(&"/bench/failover/curator-kill"),
+                list.join(","),
+            ],
+            |cue| {
+                if let Some((what, i)) = cue.split_once(' ') {
+                    if let Ok(i) = i.parse::<usize>() {
+                        proxies[i].freeze(what == "freeze");
+                    }
+                }
+            },
+        )?;
+    }
+    // idle cost
+    let (mut p0, mut p1) = (None, None);
+    let secs = x.o.idle_seconds;
+    if secs <= 0.0 {
+        return Ok(());
+    }
+    java(
+        &cp,
+        &x.cs,
+        &[
+            s(&"idle"),
+            s(&IDLE_N),
+            s(&SESSION.as_millis()),
+            s(&"/bench/failover/curator-idle"),
+        ],
+        |cue| {
+            if cue == "ready" {
+                p0 = packets(x);
+                std::thread::sleep(Duration::from_secs_f64(secs));
+                p1 = packets(x);
+            }
+        },
+    )?;
+    idle_report("curator.", x, p0, p1, secs);
+    Ok(())
+}

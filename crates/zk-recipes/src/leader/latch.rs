@@ -1,0 +1,857 @@
+//! `LeaderLatch`: Curator's latch (protected `latch-` nodes, the id as data),
+//! on the lock core: a participant thread queues a node with the mutex
+//! algorithm and leads while that node's holding is held.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender};
+use parking_lot::Mutex;
+use zk_framework::CuratorFramework;
+
+use super::election::{Election, LeaderEvent, LeaderStatus, Lifecycle, NotLeaderReason, SuspendPolicy};
+use super::participant::{self, Participant};
+use crate::driver::{Driver, LATCH_LOCK_NAME};
+use crate::error::{Error, Result};
+use crate::holding::LockEvent;
+use crate::internals::{Attempt, LockInternals};
+use crate::transaction::GuardedTransaction;
+
+/// Whether closing a leading latch tells its listener and channels.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(zk_recipes::leader::CloseMode::default(), zk_recipes::leader::CloseMode::Silent);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum CloseMode {
+    /// Say nothing: the event channels end (Curator's `SILENT`, the default).
+    /// A normal close is never reported as a loss.
+    #[default]
+    Silent,
+    /// A leader's channels and listener get `NotLeader { reason: Closed }`
+    /// before they end (Curator's `NOTIFY_LEADER`).
+    NotifyLeader,
+}
+
+/// A latch's listener.
+type Listener = Box<dyn FnMut(LeaderEvent) + Send>;
+
+/// How long `close()` waits for the participant thread to delete its node
+/// before returning (the delete goes on in the background).
+const CLOSE_WAIT: Duration = Duration::from_secs(2);
+
+/// The first and the longest pause before a failed try is repeated.
+const RETRY_PAUSE: (Duration, Duration) = (Duration::from_millis(50), Duration::from_secs(2));
+
+/// A participant in a leader election, wire-compatible with Curator's
+/// `LeaderLatch`: Java latches and these on one path are one election.
+///
+/// After [`start`](LeaderLatch::start) a background thread keeps one node
+/// (`_c_<uuid>-latch-<seq>`, the participant id as data) in the election and
+/// watches only its predecessor; the first node leads. Leadership is granted
+/// only when that node belongs to the current session (Curator's
+/// CURATOR-696 check), and a node deleted by someone else, gone with an
+/// expired session, or whose parent vanished is replaced by a new one while
+/// the latch is started.
+///
+/// The truth about leadership is three-valued ([`LeaderStatus`]):
+/// [`check`](LeaderLatch::check) is `Ok` only while certainly leader, and
+/// every change goes, in order, to [`events`](LeaderLatch::events) channels
+/// and to the builder's listener. Each leadership has a fencing
+/// [`term`](LeaderLatch::term) (its node's czxid, which only grows in an
+/// election) and guarded writes ([`transaction`](LeaderLatch::transaction)).
+///
+/// # Examples
+///
+/// ```
+/// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
+/// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// # client.block_until_connected(std::time::Duration::from_secs(10))?;
+/// use std::time::Duration;
+/// use zk_recipes::leader::LeaderLatch;
+///
+/// let latch = LeaderLatch::builder(&client, "/services/billing/leader").id("billing-1").build()?;
+/// latch.start()?;
+/// if latch.await_leadership_for(Duration::from_secs(10))? {
+///     latch.check()?; // before each side effect
+///     println!("leading in term {}", latch.term().unwrap());
+/// }
+/// latch.close()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct LeaderLatch {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    election: Arc<Election>,
+    close_mode: CloseMode,
+    /// Dropped at close: wakes the participant thread wherever it waits.
+    cancel: Mutex<Option<Sender<()>>>,
+    /// Disconnected when the participant thread has ended.
+    done: Mutex<Option<Receiver<()>>>,
+    listener: Mutex<Option<Listener>>,
+}
+
+impl std::fmt::Debug for LeaderLatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaderLatch")
+            .field("path", &self.inner.election.path)
+            .field("id", &self.inner.election.id)
+            .field("status", &self.inner.election.status())
+            .finish()
+    }
+}
+
+/// Builds a [`LeaderLatch`]: [`LeaderLatch::builder`].
+#[must_use = "a builder does nothing until build()"]
+pub struct LeaderLatchBuilder {
+    client: CuratorFramework,
+    path: String,
+    id: Option<String>,
+    policy: SuspendPolicy,
+    close_mode: CloseMode,
+    listener: Option<Listener>,
+}
+
+impl std::fmt::Debug for LeaderLatchBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaderLatchBuilder")
+            .field("path", &self.path)
+            .field("id", &self.id)
+            .field("policy", &self.policy)
+            .field("close_mode", &self.close_mode)
+            .finish()
+    }
+}
+
+impl LeaderLatchBuilder {
+    /// The participant id, written as the node's data (what Curator's
+    /// `getParticipants` shows). Default: this process's holder identity
+    /// (the JSON the locks write; see [`crate::identity`]).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let latch = zk_recipes::leader::LeaderLatch::builder(&client, "/election").id("node-1").build()?;
+    /// assert_eq!(latch.id(), "node-1");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+
+    /// What a suspension does to leadership ([`SuspendPolicy`]; default
+    /// [`SuspendPolicy::Standard`]: give it up at once).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use zk_recipes::leader::{LeaderLatch, SuspendPolicy};
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let latch = LeaderLatch::builder(&client, "/election").policy(SuspendPolicy::Session).build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn policy(mut self, policy: SuspendPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Whether `close()` tells a leader's channels and listener
+    /// ([`CloseMode`]; default [`CloseMode::Silent`]).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use zk_recipes::leader::{CloseMode, LeaderLatch};
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let latch = LeaderLatch::builder(&client, "/election").close_mode(CloseMode::NotifyLeader).build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn close_mode(mut self, mode: CloseMode) -> Self {
+        self.close_mode = mode;
+        self
+    }
+
+    /// A listener told every [`LeaderEvent`], in order, on a thread of its
+    /// own (it may call the latch, and a slow listener holds nothing up).
+    /// It runs from `start()` until the latch closes.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use zk_recipes::leader::{LeaderEvent, LeaderLatch};
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let latch = LeaderLatch::builder(&client, "/election")
+    ///     .listener(|e| match e {
+    ///         LeaderEvent::Leader { term } => println!("leading, term {term}"),
+    ///         other => println!("{other:?}"),
+    ///     })
+    ///     .build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn listener(mut self, f: impl FnMut(LeaderEvent) + Send + 'static) -> Self {
+        self.listener = Some(Box::new(f));
+        self
+    }
+
+    /// The latch (not started).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZooKeeper`] (`BadArguments`) for an invalid path;
+    /// [`Error::InvalidArgument`] for the root path or an id that is empty,
+    /// longer than 4096 bytes, or has control characters.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// assert!(zk_recipes::leader::LeaderLatch::builder(&client, "relative").build().is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn build(self) -> Result<LeaderLatch> {
+        let internals = LockInternals::new(self.client.clone(), &self.path, LATCH_LOCK_NAME, Driver::LATCH)?;
+        let id = match self.id {
+            Some(id) => {
+                participant::check_id(&id)?;
+                id
+            }
+            None => String::from_utf8_lossy(&crate::identity::node_data(&self.client)).into_owned(),
+        };
+        Ok(LeaderLatch {
+            inner: Arc::new(Inner {
+                election: Election::new(&self.client, &self.path, internals, id, self.policy),
+                close_mode: self.close_mode,
+                cancel: Mutex::new(None),
+                done: Mutex::new(None),
+                listener: Mutex::new(self.listener),
+            }),
+        })
+    }
+}
+
+impl LeaderLatch {
+    /// A latch in the election at `path`, with the defaults (see
+    /// [`LeaderLatch::builder`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`LeaderLatchBuilder::build`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let latch = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(client: &CuratorFramework, path: &str) -> Result<LeaderLatch> {
+        LeaderLatch::builder(client, path).build()
+    }
+
+    /// A builder: id, policy, close mode, listener.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let latch = zk_recipes::leader::LeaderLatch::builder(&client, "/election").id("a").build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn builder(client: &CuratorFramework, path: &str) -> LeaderLatchBuilder {
+        LeaderLatchBuilder {
+            client: client.clone(),
+            path: path.to_string(),
+            id: None,
+            policy: SuspendPolicy::default(),
+            close_mode: CloseMode::default(),
+            listener: None,
+        }
+    }
+
+    /// Joins the election: returns at once; a background thread creates the
+    /// node (waiting for a connection as the client's retry policy allows,
+    /// and again after each failure) and takes leadership when it is first.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AlreadyStarted`] when started before;
+    /// [`Error::ElectionClosed`] after `close()`.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let latch = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
+    /// latch.start()?;
+    /// assert!(latch.start().is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn start(&self) -> Result<()> {
+        let election = &self.inner.election;
+        election.start()?;
+        if let Some(mut f) = self.inner.listener.lock().take() {
+            let rx = election.subscribe();
+            let spawned = std::thread::Builder::new()
+                .name("leader-latch-listener".into())
+                .spawn(move || {
+                    for ev in rx {
+                        // A listener that panics is logged and keeps
+                        // hearing the events that follow.
+                        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(ev))).is_err() {
+                            log::error!("a leader latch listener panicked on {ev:?}");
+                        }
+                    }
+                });
+            if let Err(e) = spawned {
+                log::error!("cannot start the latch's listener thread: {e}");
+            }
+        }
+        let (cancel_tx, cancel_rx) = crossbeam_channel::bounded::<()>(0);
+        let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(0);
+        *self.inner.cancel.lock() = Some(cancel_tx);
+        *self.inner.done.lock() = Some(done_rx);
+        let inner = self.inner.clone();
+        let spawned = std::thread::Builder::new().name("leader-latch".into()).spawn(move || {
+            participate(&inner, &cancel_rx);
+            drop(done_tx);
+        });
+        if let Err(e) = spawned {
+            let _ = election.close(false);
+            return Err(Error::InvalidArgument(format!("cannot start the latch's thread: {e}")));
+        }
+        Ok(())
+    }
+
+    /// Leaves the election: the leadership ends (told only with
+    /// [`CloseMode::NotifyLeader`]), the node is deleted, every event
+    /// channel ends, and every `await` returns [`Error::ElectionClosed`].
+    /// Returns when the node is deleted, or after 2 s with the delete going
+    /// on in the background.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotStarted`] when never started; [`Error::ElectionClosed`]
+    /// when closed before.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let latch = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
+    /// latch.start()?;
+    /// latch.close()?;
+    /// assert!(latch.close().is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn close(&self) -> Result<()> {
+        let election = &self.inner.election;
+        let holding = election.close(self.inner.close_mode == CloseMode::NotifyLeader)?;
+        let end = Instant::now() + CLOSE_WAIT;
+        if let Some(h) = holding {
+            // A lock's release bound: a tenth of the session timeout, 100 ms
+            // to 2 s; an unanswered delete goes on in the background.
+            let _ = h.release_node();
+        }
+        // Wakes the participant thread; it deletes a node it is waiting
+        // with, or one it wins from now on.
+        self.inner.cancel.lock().take();
+        if let Some(done) = self.inner.done.lock().take() {
+            let _ = done.recv_deadline(end);
+        }
+        Ok(())
+    }
+
+    /// Waits until this latch is certainly the leader.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotStarted`], [`Error::ElectionClosed`] (also when closed
+    /// while waiting); the participant's failure when it cannot take part
+    /// and retrying cannot help (for example `NoAuth`: the ACL forbids the
+    /// create).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let latch = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
+    /// latch.start()?;
+    /// latch.await_leadership()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn await_leadership(&self) -> Result<()> {
+        self.inner.election.await_until(None).map(|_| ())
+    }
+
+    /// Waits at most `timeout` to be certainly the leader: `Ok(true)` when it
+    /// is, `Ok(false)` when the time ran out (a value, not an error).
+    ///
+    /// # Errors
+    ///
+    /// As [`LeaderLatch::await_leadership`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let latch = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
+    /// latch.start()?;
+    /// let leading = latch.await_leadership_for(std::time::Duration::from_secs(5))?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn await_leadership_for(&self, timeout: Duration) -> Result<bool> {
+        self.await_leadership_until(Instant::now().checked_add(timeout))
+    }
+
+    /// As [`LeaderLatch::await_leadership_for`], until `deadline` (`None`:
+    /// no deadline).
+    ///
+    /// # Errors
+    ///
+    /// As [`LeaderLatch::await_leadership`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let latch = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
+    /// latch.start()?;
+    /// let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    /// let leading = latch.await_leadership_until(Some(deadline))?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn await_leadership_until(&self, deadline: Option<Instant>) -> Result<bool> {
+        self.inner.election.await_until(deadline)
+    }
+
+    /// Leader, uncertain or not leader; answered locally, at once (it applies
+    /// the read-timeout rule, and tells a change it finds).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let latch = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
+    /// assert_eq!(latch.status(), zk_recipes::leader::LeaderStatus::NotLeader);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn status(&self) -> LeaderStatus {
+        self.inner.election.status()
+    }
+
+    /// Whether this latch is certainly the leader now (Curator's
+    /// `hasLeadership`).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let latch = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
+    /// assert!(!latch.has_leadership());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn has_leadership(&self) -> bool {
+        self.status().is_leader()
+    }
+
+    /// `Ok` only while certainly the leader: call it before each side effect.
+    /// A leader whose session expired while its process was paused gets an
+    /// error here before anything else tells it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LeadershipUncertain`] while uncertain
+    /// ([`SuspendPolicy::Session`]); [`Error::NotLeader`] otherwise.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let latch = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
+    /// latch.start()?;
+    /// latch.await_leadership()?;
+    /// latch.check()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn check(&self) -> Result<()> {
+        self.inner.election.check()
+    }
+
+    /// The current leadership's fencing term (its node's czxid): it only
+    /// grows across the election (a later leader's node was created later).
+    /// `None` when not leader; a leadership regained on the same node after
+    /// a standard-policy suspension keeps its term (nobody else can have
+    /// led in between: the node stayed first).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let latch = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
+    /// latch.start()?;
+    /// latch.await_leadership()?;
+    /// assert!(latch.term().unwrap() > 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn term(&self) -> Option<i64> {
+        self.inner.election.term()
+    }
+
+    /// The instant until which the current leadership certainly holds (the
+    /// session's safe horizon, as a lock's `safe_until`); `None` when not
+    /// leader.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let latch = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
+    /// latch.start()?;
+    /// latch.await_leadership()?;
+    /// assert!(latch.safe_until().unwrap() > std::time::Instant::now());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn safe_until(&self) -> Option<Instant> {
+        self.inner.election.safe_until()
+    }
+
+    /// A ZooKeeper transaction that commits only while this leadership holds:
+    /// it checks the leader's node in the same multi (see
+    /// [`GuardedTransaction`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`LeaderLatch::check`], when not certainly the leader now.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let latch = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
+    /// latch.start()?;
+    /// latch.await_leadership()?;
+    /// latch.transaction()?.set_data("/app/config", b"v2".to_vec(), None).commit()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn transaction(&self) -> Result<GuardedTransaction<'static>> {
+        self.inner.election.transaction()
+    }
+
+    /// Every change of leadership from now on, in order; a latch that leads
+    /// (or may) first says so. The channel ends when the latch closes: with
+    /// [`CloseMode::Silent`] that end is the only word a leader gets of its
+    /// close, so treat it as the end of leadership (an event read after
+    /// `close()` began was published before it).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let latch = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
+    /// let events = latch.events();
+    /// latch.start()?;
+    /// println!("{:?}", events.recv()?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn events(&self) -> Receiver<LeaderEvent> {
+        self.inner.election.subscribe()
+    }
+
+    /// Steps down without leaving: the node is deleted (the next participant
+    /// leads, on the deletion event alone when it is one of ours) and a new
+    /// one joins at the back of the queue. Alone in the election, this latch
+    /// leads again, in a new term. Returns when the old node is deleted (or
+    /// its delete is handed to the background).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotLeader`] when not the leader (nor uncertain);
+    /// [`Error::NotStarted`] / [`Error::ElectionClosed`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let latch = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
+    /// latch.start()?;
+    /// latch.await_leadership()?;
+    /// latch.resign()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn resign(&self) -> Result<()> {
+        let election = &self.inner.election;
+        match election.lifecycle() {
+            Lifecycle::Latent => {
+                return Err(Error::NotStarted {
+                    path: election.path.clone(),
+                })
+            }
+            Lifecycle::Closed => {
+                return Err(Error::ElectionClosed {
+                    path: election.path.clone(),
+                })
+            }
+            Lifecycle::Started => {}
+        }
+        if election.status() == LeaderStatus::NotLeader {
+            return Err(Error::NotLeader {
+                path: election.path.clone(),
+            });
+        }
+        let Some(h) = election.end(NotLeaderReason::Resigned) else {
+            return Err(Error::NotLeader {
+                path: election.path.clone(),
+            });
+        };
+        // The release ends the holding's event channel: the participant
+        // thread queues again.
+        match h.release_node() {
+            Err(Error::LockLost { .. }) => Err(Error::NotLeader {
+                path: election.path.clone(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Hands leadership to the next participant in the queue: as
+    /// [`LeaderLatch::resign`] when there is one (`Ok(Some(its id))`), and
+    /// nothing at all when this latch is alone (`Ok(None)`: it stays leader).
+    ///
+    /// # Errors
+    ///
+    /// As [`LeaderLatch::resign`]; [`Error::ZooKeeper`] when the queue
+    /// cannot be read.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let latch = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
+    /// latch.start()?;
+    /// latch.await_leadership()?;
+    /// match latch.hand_off()? {
+    ///     Some(next) => println!("handed to {next}"),
+    ///     None => println!("nobody to hand to: still leading"),
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn hand_off(&self) -> Result<Option<String>> {
+        let election = &self.inner.election;
+        self.check()?;
+        let ours = election.leader_node();
+        let next = self
+            .participants()?
+            .into_iter()
+            .find(|p| Some(&p.node) != ours.as_ref() && !p.is_leader);
+        match next {
+            None => Ok(None),
+            Some(p) => {
+                self.resign()?;
+                Ok(Some(p.id))
+            }
+        }
+    }
+
+    /// The node this latch leads with (its full path); `None` when not
+    /// leader (nor uncertain). Curator's `getOurPath`, for the leader.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let latch = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
+    /// latch.start()?;
+    /// latch.await_leadership()?;
+    /// assert!(latch.node().unwrap().contains("-latch-"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn node(&self) -> Option<String> {
+        let e = &self.inner.election;
+        if e.status() == LeaderStatus::NotLeader {
+            return None;
+        }
+        e.leader_node()
+    }
+
+    /// Why the latest try to join the election failed (for example `NoAuth`:
+    /// the ACL forbids the create), until a try succeeds; `None` when nothing
+    /// failed. The latch keeps trying (with a growing pause, at most 2 s).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let x = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
+    /// if let Some(e) = x.last_error() { eprintln!("cannot take part: {e}") }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn last_error(&self) -> Option<Error> {
+        self.inner.election.error()
+    }
+
+    /// The participant id (the node's data).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let latch = zk_recipes::leader::LeaderLatch::builder(&client, "/election").id("a").build()?;
+    /// assert_eq!(latch.id(), "a");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn id(&self) -> &str {
+        &self.inner.election.id
+    }
+
+    /// The election path.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let latch = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
+    /// assert_eq!(latch.path(), "/election");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn path(&self) -> &str {
+        &self.inner.election.path
+    }
+
+    /// Every participant, in election order, read from the server (Curator's
+    /// `getParticipants`: the first node is marked leader).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZooKeeper`] when the listing or a read fails (a missing
+    /// election path has no participants).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let latch = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
+    /// println!("{} participants", latch.participants()?.len());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn participants(&self) -> Result<Vec<Participant>> {
+        let e = &self.inner.election;
+        participant::read(&e.client, &e.path, Driver::LATCH)
+    }
+
+    /// The leader by the election's order, read from the server (`None`:
+    /// nobody takes part).
+    ///
+    /// # Errors
+    ///
+    /// As [`LeaderLatch::participants`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let latch = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
+    /// if let Some(l) = latch.leader()? { println!("{} leads", l.id) }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn leader(&self) -> Result<Option<Participant>> {
+        let e = &self.inner.election;
+        participant::leader(&e.client, &e.path, Driver::LATCH)
+    }
+}
+
+impl Drop for LeaderLatch {
+    fn drop(&mut self) {
+        // (The participant thread holds the inner state too; the latch itself
+        // is the caller's only handle.)
+        if self.inner.election.lifecycle() == Lifecycle::Started {
+            let _ = self.close();
+        }
+    }
+}
+
+/// The participant thread: queue a node, lead while it holds, queue again
+/// after a loss or a resign, until the latch closes.
+fn participate(inner: &Inner, cancel: &Receiver<()>) {
+    let election = &inner.election;
+    let internals = election.internals.clone().with_cancel(cancel.clone());
+    let data = election.id.as_bytes().to_vec();
+    let mut pause = RETRY_PAUSE.0;
+    while election.lifecycle() == Lifecycle::Started {
+        if !election.wait_connected(cancel) {
+            break;
+        }
+        match internals.attempt_counted(&election.client, data.clone()) {
+            Ok(Attempt::Won(node)) => {
+                pause = RETRY_PAUSE.0;
+                let holding = internals.hold(node);
+                let events = holding.loss_receiver();
+                if let Err(h) = election.begin(holding) {
+                    let _ = h.release_node();
+                    break;
+                }
+                lead(inner, &events, cancel);
+            }
+            Ok(Attempt::Missing) | Ok(Attempt::TimedOut) => {}
+            Ok(Attempt::Cancelled) => break,
+            Err(e) => {
+                if election.client.is_closed() {
+                    election.set_error(Some(e));
+                    break;
+                }
+                log::debug!("leader latch at {}: {e}; trying again in {pause:?}", election.path);
+                election.set_error(Some(e));
+                if crossbeam_channel::select! {
+                    recv(cancel) -> _ => true,
+                    recv(crossbeam_channel::after(pause)) -> _ => false,
+                } {
+                    break;
+                }
+                pause = (pause * 2).min(RETRY_PAUSE.1);
+            }
+        }
+    }
+}
+
+/// While leading: tells each change of the holding, until it is lost (then
+/// it is released and the caller queues again), the latch resigns, or it
+/// closes.
+fn lead(inner: &Inner, events: &Receiver<LockEvent>, cancel: &Receiver<()>) {
+    let election = &inner.election;
+    // The client's close ends the leadership (the holding finds itself lost
+    // when asked): ask at once.
+    let closed = election.client.close_signal();
+    loop {
+        crossbeam_channel::select! {
+            recv(closed) -> _ => {
+                election.refresh();
+                if let Some(h) = election.end(NotLeaderReason::ClientClosed) {
+                    let _ = h.release_node();
+                }
+                return;
+            }
+            recv(events) -> ev => match ev {
+                Ok(_) => {
+                    election.refresh();
+                    if election.holding_lost() {
+                        if let Some(h) = election.end(NotLeaderReason::SessionExpired) {
+                            // Lost: the release only hands its delete to the
+                            // background (a node deleted with its session is
+                            // gone; one deleted by someone else too).
+                            let _ = h.release_node();
+                        }
+                        return;
+                    }
+                }
+                // Released by resign() (queue again) or close().
+                Err(_) => return,
+            },
+            recv(cancel) -> _ => return,
+        }
+    }
+}

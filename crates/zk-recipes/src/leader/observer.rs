@@ -1,0 +1,324 @@
+//! `LeaderObserver`: who leads an election, watched without joining it, with
+//! one watch at a time (on the leader's node, or on the empty election).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender};
+use parking_lot::Mutex;
+use zk_framework::proto::path::join;
+use zk_framework::CuratorFramework;
+
+use super::participant::{self, Participant};
+use crate::driver::Driver;
+use crate::error::Result;
+use crate::internals::state_changes;
+use crate::wait::{wait_or_cancel, Woken};
+
+/// Which recipe's election an observer watches (their nodes sort
+/// differently: see [`crate::guide::leader`]).
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(zk_recipes::leader::ElectionKind::Latch.lock_name(), "latch-");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ElectionKind {
+    /// [`LeaderLatch`](super::LeaderLatch) (and Curator's): `latch-` nodes.
+    Latch,
+    /// [`LeaderSelector`](super::LeaderSelector) (and Curator's): `lock-`
+    /// nodes.
+    Selector,
+}
+
+impl ElectionKind {
+    /// The lock name of the kind's nodes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(zk_recipes::leader::ElectionKind::Selector.lock_name(), "lock-");
+    /// ```
+    pub fn lock_name(self) -> &'static str {
+        match self {
+            ElectionKind::Latch => crate::driver::LATCH_LOCK_NAME,
+            ElectionKind::Selector => crate::driver::MUTEX_LOCK_NAME,
+        }
+    }
+
+    pub(crate) fn driver(self) -> Driver {
+        match self {
+            ElectionKind::Latch => Driver::LATCH,
+            ElectionKind::Selector => Driver::MUTEX,
+        }
+    }
+}
+
+/// How long the observer waits before reading again after a failure.
+const RETRY_PAUSE: Duration = Duration::from_millis(200);
+
+/// Watches who leads an election without taking part: the current leader
+/// (id, identity, term) or none, and every change on a channel.
+///
+/// Herd-free: it keeps one watch at a time, on the leader's node (only the
+/// leader's going can change who leads: new participants queue behind it),
+/// or on the election itself while nobody takes part. So an election with
+/// many observers wakes each once per change of leader, and a participant
+/// joining or leaving the queue wakes none.
+///
+/// The leader it reports is the first node in the election's order, as
+/// Curator's `getLeader()` reads it: that participant may not have noticed
+/// yet that it leads.
+///
+/// # Examples
+///
+/// ```
+/// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
+/// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// # client.block_until_connected(std::time::Duration::from_secs(10))?;
+/// use std::time::Duration;
+/// use zk_recipes::leader::{ElectionKind, LeaderLatch, LeaderObserver};
+///
+/// let observer = LeaderObserver::new(&client, "/services/search/leader", ElectionKind::Latch)?;
+/// let changes = observer.changes();
+/// assert_eq!(changes.recv_timeout(Duration::from_secs(10))?, None); // nobody leads yet
+/// let latch = LeaderLatch::builder(&client, "/services/search/leader").id("search-1").build()?;
+/// latch.start()?;
+/// let leader = changes.recv_timeout(Duration::from_secs(10))?.expect("a leader");
+/// assert_eq!(leader.id, "search-1");
+/// latch.close()?;
+/// assert_eq!(changes.recv_timeout(Duration::from_secs(10))?, None);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct LeaderObserver {
+    inner: Arc<Inner>,
+    cancel: Option<Sender<()>>,
+    done: Option<Receiver<()>>,
+}
+
+struct Inner {
+    client: CuratorFramework,
+    path: String,
+    kind: ElectionKind,
+    state: Mutex<Seen>,
+}
+
+struct Seen {
+    /// `None` before the first read.
+    current: Option<Option<Participant>>,
+    subscribers: Vec<Sender<Option<Participant>>>,
+}
+
+impl std::fmt::Debug for LeaderObserver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaderObserver")
+            .field("path", &self.inner.path)
+            .field("kind", &self.inner.kind)
+            .finish()
+    }
+}
+
+impl LeaderObserver {
+    /// Starts observing the election at `path` of the given kind (a thread
+    /// that reads and watches until [`LeaderObserver::close`] or drop).
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::ZooKeeper`] (`BadArguments`) for an invalid path;
+    /// [`crate::Error::InvalidArgument`] for the root path or when the
+    /// thread cannot start.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use zk_recipes::leader::{ElectionKind, LeaderObserver};
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let observer = LeaderObserver::new(&client, "/election", ElectionKind::Latch)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(client: &CuratorFramework, path: &str, kind: ElectionKind) -> Result<LeaderObserver> {
+        zk_framework::proto::path::validate_path(path, false).map_err(zk_framework::Error::from)?;
+        if path == "/" {
+            return Err(crate::Error::InvalidArgument(
+                "an election cannot live at the root path".into(),
+            ));
+        }
+        let inner = Arc::new(Inner {
+            client: client.clone(),
+            path: path.to_string(),
+            kind,
+            state: Mutex::new(Seen {
+                current: None,
+                subscribers: Vec::new(),
+            }),
+        });
+        let (cancel_tx, cancel_rx) = crossbeam_channel::bounded::<()>(0);
+        let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(0);
+        let thread_inner = inner.clone();
+        std::thread::Builder::new()
+            .name("leader-observer".into())
+            .spawn(move || {
+                observe(&thread_inner, &cancel_rx);
+                drop(done_tx);
+            })
+            .map_err(|e| crate::Error::InvalidArgument(format!("cannot start the observer's thread: {e}")))?;
+        Ok(LeaderObserver {
+            inner,
+            cancel: Some(cancel_tx),
+            done: Some(done_rx),
+        })
+    }
+
+    /// The leader as last read (`None`: nobody leads, or not read yet).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let observer = zk_recipes::leader::LeaderObserver::new(&client, "/election", zk_recipes::leader::ElectionKind::Latch)?;
+    /// if let Some(l) = observer.leader() { println!("{} leads in term {}", l.id, l.term) }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn leader(&self) -> Option<Participant> {
+        self.inner.state.lock().current.clone().flatten()
+    }
+
+    /// Every change of leader from now on (`None`: nobody leads); first the
+    /// leader as last read, once read. The channel ends at close.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let observer = zk_recipes::leader::LeaderObserver::new(&client, "/election", zk_recipes::leader::ElectionKind::Latch)?;
+    /// for leader in observer.changes() {
+    ///     println!("now: {:?}", leader.map(|l| l.id));
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn changes(&self) -> Receiver<Option<Participant>> {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let mut st = self.inner.state.lock();
+        if let Some(now) = &st.current {
+            let _ = tx.send(now.clone());
+        }
+        if self.cancel.is_some() {
+            st.subscribers.push(tx);
+        }
+        rx
+    }
+
+    /// Stops observing: the thread ends (within 2 s) and every channel ends.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let mut observer = zk_recipes::leader::LeaderObserver::new(&client, "/election", zk_recipes::leader::ElectionKind::Latch)?;
+    /// observer.close();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn close(&mut self) {
+        self.cancel.take();
+        if let Some(done) = self.done.take() {
+            let _ = done.recv_deadline(Instant::now() + Duration::from_secs(2));
+        }
+        self.inner.state.lock().subscribers.clear();
+    }
+}
+
+impl Drop for LeaderObserver {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+fn publish(inner: &Inner, now: Option<Participant>) {
+    let mut st = inner.state.lock();
+    let same = match (&st.current, &now) {
+        (Some(Some(a)), Some(b)) => a.node == b.node,
+        (Some(None), None) => true,
+        _ => false,
+    };
+    if same {
+        return;
+    }
+    st.current = Some(now.clone());
+    st.subscribers.retain(|s| s.send(now.clone()).is_ok());
+}
+
+/// Reads the leader and sets one watch: on its node, or on the election
+/// while it is empty (children) or missing (exists); waits for it, a state
+/// change or the cancel; again.
+fn observe(inner: &Inner, cancel: &Receiver<()>) {
+    let client = &inner.client;
+    let driver = inner.kind.driver();
+    let (_states_handle, states) = state_changes(client);
+    loop {
+        let (tx, rx) = crossbeam_channel::bounded::<()>(2);
+        let watcher = {
+            let tx = tx.clone();
+            move |_: zk_framework::WatchedEvent| {
+                let _ = tx.try_send(());
+            }
+        };
+        let read = (|| -> Result<()> {
+            let mut kids = match client.get_children(&inner.path) {
+                Ok(k) => k,
+                Err(zk_framework::Error::NoNode { .. }) => {
+                    publish(inner, None);
+                    let tx = tx.clone();
+                    client.exists_w_detached(&inner.path, watcher.clone(), move |r| {
+                        if matches!(r, Ok(true)) {
+                            let _ = tx.try_send(());
+                        }
+                    })?;
+                    return Ok(());
+                }
+                Err(e) => return Err(e.into()),
+            };
+            driver.sort(&mut kids);
+            for name in &kids {
+                match client.get_data_w(&join(&inner.path, name), watcher.clone()) {
+                    Ok((data, stat)) => {
+                        publish(
+                            inner,
+                            Some(participant::participant(join(&inner.path, name), &data, &stat, true)),
+                        );
+                        return Ok(());
+                    }
+                    Err(zk_framework::Error::NoNode { .. }) => continue,
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            // Nobody: watch the election's children until someone joins.
+            match client.get_children_w(&inner.path, watcher.clone()) {
+                Ok(k) if k.is_empty() => publish(inner, None),
+                // Someone joined meanwhile: read again.
+                Ok(_) => {
+                    let _ = tx.try_send(());
+                }
+                Err(zk_framework::Error::NoNode { .. }) => {
+                    let _ = tx.try_send(());
+                }
+                Err(e) => return Err(e.into()),
+            }
+            Ok(())
+        })();
+        let deadline = match read {
+            Ok(()) => None,
+            Err(e) => {
+                if client.is_closed() {
+                    return;
+                }
+                log::debug!("leader observer at {}: {e}; reading again", inner.path);
+                Some(Instant::now() + RETRY_PAUSE)
+            }
+        };
+        match wait_or_cancel(client, &rx, &states, deadline, cancel) {
+            Woken::Watch(_) | Woken::StateChanged | Woken::Deadline => {}
+            Woken::Closed | Woken::Cancelled => return,
+        }
+    }
+}

@@ -1,0 +1,860 @@
+//! `LeaderSelector`: Curator's selector (a mutex of `lock-` nodes with the id
+//! as data) on the lock core; the leader's work runs as a closure on the
+//! selector's one thread, with a [`Leadership`] it can check and that tells
+//! it when to stop.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender};
+use parking_lot::Mutex;
+use zk_framework::CuratorFramework;
+
+use super::election::{Election, LeaderEvent, LeaderStatus, Lifecycle, NotLeaderReason, SuspendPolicy};
+use super::participant::{self, Participant};
+use crate::driver::{Driver, MUTEX_LOCK_NAME};
+use crate::error::{Error, Result};
+use crate::holding::LockEvent;
+use crate::internals::{Attempt, LockInternals};
+use crate::transaction::GuardedTransaction;
+
+/// How long `close()` waits for the selector's thread to end.
+const CLOSE_WAIT: Duration = Duration::from_secs(2);
+
+/// The first and the longest pause before a failed try is repeated.
+const RETRY_PAUSE: (Duration, Duration) = (Duration::from_millis(50), Duration::from_secs(2));
+
+type Work = Box<dyn FnMut(&Leadership) + Send>;
+
+/// A participant in a leader election whose leadership is a piece of work,
+/// wire-compatible with Curator's `LeaderSelector` (a mutex of
+/// `_c_<uuid>-lock-<seq>` nodes carrying the participant id).
+///
+/// When elected, the selector runs its work closure on its own thread with a
+/// [`Leadership`]; the leadership lasts exactly as long as the closure runs.
+/// Rust cannot interrupt a thread, so the leadership makes cancellation easy
+/// to honour: [`Leadership::check`] before each side effect,
+/// [`Leadership::cancelled`] to select on, [`Leadership::sleep`] to wait.
+/// It is cancelled when the leadership may be lost (at a suspension with
+/// [`SuspendPolicy::Standard`], at the loss with [`SuspendPolicy::Session`]),
+/// by [`LeaderSelector::interrupt_leadership`], and by `close()`. The node
+/// is deleted only after the closure returns, so the next leader never
+/// starts while this one's closure runs; and one selector never runs two
+/// closures at once.
+///
+/// A closure that panics ends its leadership like a return (the panic is
+/// logged); with auto-requeue the selector queues again.
+///
+/// # Examples
+///
+/// ```
+/// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
+/// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// # client.block_until_connected(std::time::Duration::from_secs(10))?;
+/// use std::time::Duration;
+/// use zk_recipes::leader::LeaderSelector;
+///
+/// let (tx, rx) = crossbeam_channel::unbounded();
+/// let selector = LeaderSelector::builder(&client, "/services/cron/leader", move |leadership| {
+///     // Lead until told to stop (or for a while, here).
+///     while leadership.check().is_ok() {
+///         tx.send(leadership.term().unwrap()).unwrap();
+///         if leadership.sleep(Duration::from_millis(50)) {
+///             break; // cancelled
+///         }
+///     }
+/// })
+/// .id("cron-1")
+/// .build()?;
+/// selector.start()?;
+/// let term = rx.recv_timeout(Duration::from_secs(10))?;
+/// assert!(term > 0);
+/// selector.close()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct LeaderSelector {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    election: Arc<Election>,
+    auto_requeue: AtomicBool,
+    /// Whether a turn is queued or running (at most one at a time).
+    busy: Mutex<bool>,
+    wake: (Sender<()>, Receiver<()>),
+    /// Dropped at close.
+    cancel: Mutex<Option<Sender<()>>>,
+    /// The current turn's cancel: dropped to cancel its wait or leadership.
+    turn: Mutex<Option<Sender<()>>>,
+    interrupted: AtomicBool,
+    work: Mutex<Option<Work>>,
+    done: Mutex<Option<Receiver<()>>>,
+}
+
+impl std::fmt::Debug for LeaderSelector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaderSelector")
+            .field("path", &self.inner.election.path)
+            .field("id", &self.inner.election.id)
+            .field("status", &self.inner.election.status())
+            .finish()
+    }
+}
+
+/// Builds a [`LeaderSelector`]: [`LeaderSelector::builder`].
+#[must_use = "a builder does nothing until build()"]
+pub struct LeaderSelectorBuilder {
+    client: CuratorFramework,
+    path: String,
+    id: Option<String>,
+    policy: SuspendPolicy,
+    auto_requeue: bool,
+    work: Work,
+}
+
+impl std::fmt::Debug for LeaderSelectorBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaderSelectorBuilder")
+            .field("path", &self.path)
+            .field("id", &self.id)
+            .field("policy", &self.policy)
+            .field("auto_requeue", &self.auto_requeue)
+            .finish()
+    }
+}
+
+impl LeaderSelectorBuilder {
+    /// The participant id, written as the node's data. Default: this
+    /// process's holder identity (the JSON the locks write).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |_| {}).id("a").build()?;
+    /// assert_eq!(s.id(), "a");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+
+    /// What a suspension does to a running leadership ([`SuspendPolicy`];
+    /// default [`SuspendPolicy::Standard`]: cancel it at once, as Curator's
+    /// `LeaderSelectorListenerAdapter` does).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use zk_recipes::leader::{LeaderSelector, SuspendPolicy};
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let s = LeaderSelector::builder(&client, "/election", |_| {}).policy(SuspendPolicy::Session).build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn policy(mut self, policy: SuspendPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Queue again after every leadership or failed try (Curator's
+    /// `autoRequeue()`); default off: after one turn, call
+    /// [`LeaderSelector::requeue`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |_| {}).auto_requeue(true).build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn auto_requeue(mut self, on: bool) -> Self {
+        self.auto_requeue = on;
+        self
+    }
+
+    /// The selector (not started).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZooKeeper`] (`BadArguments`) for an invalid path;
+    /// [`Error::InvalidArgument`] for the root path or a bad id (empty,
+    /// longer than 4096 bytes, control characters).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// assert!(zk_recipes::leader::LeaderSelector::builder(&client, "/", |_| {}).build().is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn build(self) -> Result<LeaderSelector> {
+        let internals = LockInternals::new(self.client.clone(), &self.path, MUTEX_LOCK_NAME, Driver::MUTEX)?;
+        let id = match self.id {
+            Some(id) => {
+                participant::check_id(&id)?;
+                id
+            }
+            None => String::from_utf8_lossy(&crate::identity::node_data(&self.client)).into_owned(),
+        };
+        Ok(LeaderSelector {
+            inner: Arc::new(Inner {
+                election: Election::new(&self.client, &self.path, internals, id, self.policy),
+                auto_requeue: AtomicBool::new(self.auto_requeue),
+                busy: Mutex::new(false),
+                wake: crossbeam_channel::bounded(1),
+                cancel: Mutex::new(None),
+                turn: Mutex::new(None),
+                interrupted: AtomicBool::new(false),
+                work: Mutex::new(Some(self.work)),
+                done: Mutex::new(None),
+            }),
+        })
+    }
+}
+
+impl LeaderSelector {
+    /// A builder for a selector at `path` whose leadership runs `work`.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |l| {
+    ///     while !l.sleep(std::time::Duration::from_secs(1)) { /* lead */ }
+    /// })
+    /// .build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn builder(
+        client: &CuratorFramework,
+        path: &str,
+        work: impl FnMut(&Leadership) + Send + 'static,
+    ) -> LeaderSelectorBuilder {
+        LeaderSelectorBuilder {
+            client: client.clone(),
+            path: path.to_string(),
+            id: None,
+            policy: SuspendPolicy::default(),
+            auto_requeue: false,
+            work: Box::new(work),
+        }
+    }
+
+    /// Starts the selector's thread and queues it once (Curator's `start()`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AlreadyStarted`]; [`Error::ElectionClosed`] after `close()`.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |_| {}).build()?;
+    /// s.start()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn start(&self) -> Result<()> {
+        let election = &self.inner.election;
+        election.start()?;
+        let (cancel_tx, cancel_rx) = crossbeam_channel::bounded::<()>(0);
+        let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(0);
+        *self.inner.cancel.lock() = Some(cancel_tx);
+        *self.inner.done.lock() = Some(done_rx);
+        *self.inner.busy.lock() = true;
+        let inner = self.inner.clone();
+        let spawned = std::thread::Builder::new()
+            .name("leader-selector".into())
+            .spawn(move || {
+                if let Some(mut work) = inner.work.lock().take() {
+                    run(&inner, &cancel_rx, &mut work);
+                }
+                drop(done_tx);
+            });
+        if let Err(e) = spawned {
+            let _ = election.close(false);
+            return Err(Error::InvalidArgument(format!(
+                "cannot start the selector's thread: {e}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Queues the selector for one more leadership if it is neither queued
+    /// nor leading: `Ok(true)`; `Ok(false)` when it is. Once a leadership
+    /// has been seen to end, a requeue succeeds.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotStarted`]; [`Error::ElectionClosed`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |_| {}).build()?;
+    /// s.start()?;
+    /// assert!(!s.requeue()?); // already queued by start()
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn requeue(&self) -> Result<bool> {
+        let election = &self.inner.election;
+        match election.lifecycle() {
+            Lifecycle::Latent => {
+                return Err(Error::NotStarted {
+                    path: election.path.clone(),
+                })
+            }
+            Lifecycle::Closed => {
+                return Err(Error::ElectionClosed {
+                    path: election.path.clone(),
+                })
+            }
+            Lifecycle::Started => {}
+        }
+        let mut busy = self.inner.busy.lock();
+        if *busy {
+            return Ok(false);
+        }
+        *busy = true;
+        let _ = self.inner.wake.0.try_send(());
+        Ok(true)
+    }
+
+    /// Turns auto-requeue on or off (see
+    /// [`LeaderSelectorBuilder::auto_requeue`]).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |_| {}).build()?;
+    /// s.set_auto_requeue(true);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_auto_requeue(&self, on: bool) {
+        self.inner.auto_requeue.store(on, Ordering::SeqCst);
+    }
+
+    /// Cancels the running leadership, if any (the closure's [`Leadership`]
+    /// says so; its node is deleted when the closure returns). A selector
+    /// still waiting is not touched. Returns whether there was a leadership
+    /// to cancel.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |_| {}).build()?;
+    /// assert!(!s.interrupt_leadership());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn interrupt_leadership(&self) -> bool {
+        if self.inner.election.leader_node().is_none() {
+            return false;
+        }
+        self.inner.interrupted.store(true, Ordering::SeqCst);
+        self.inner.turn.lock().take().is_some()
+    }
+
+    /// Leaves the election: a running leadership is cancelled (its node is
+    /// deleted when its closure returns), a waiting node is deleted, and no
+    /// turn starts again. Waits up to 2 s for the selector's thread to end (a
+    /// closure that does not honour the cancellation keeps its node until it
+    /// returns: the next leader never starts beside it).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotStarted`]; [`Error::ElectionClosed`] when closed before.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |_| {}).build()?;
+    /// s.start()?;
+    /// s.close()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn close(&self) -> Result<()> {
+        // The holding stays with the running turn, which releases it when
+        // its closure returns.
+        let _ = self.inner.election.close(false)?;
+        let end = Instant::now() + CLOSE_WAIT;
+        self.inner.turn.lock().take();
+        self.inner.cancel.lock().take();
+        if let Some(done) = self.inner.done.lock().take() {
+            let _ = done.recv_deadline(end);
+        }
+        Ok(())
+    }
+
+    /// Leader, uncertain or not leader.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |_| {}).build()?;
+    /// assert!(!s.status().is_leader());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn status(&self) -> LeaderStatus {
+        self.inner.election.status()
+    }
+
+    /// Whether this selector certainly leads now (Curator's `hasLeadership`).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |_| {}).build()?;
+    /// assert!(!s.has_leadership());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn has_leadership(&self) -> bool {
+        self.status().is_leader()
+    }
+
+    /// Every change of leadership from now on, in order (the channel ends at
+    /// close).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |_| {}).build()?;
+    /// let events = s.events();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn events(&self) -> Receiver<LeaderEvent> {
+        self.inner.election.subscribe()
+    }
+
+    /// Why the latest try to join the election failed (for example `NoAuth`:
+    /// the ACL forbids the create), until a try succeeds; `None` when nothing
+    /// failed. The selector (with auto-requeue; without, the turn ends) keeps trying (with a growing pause, at most 2 s).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let x = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |_| {}).build()?;
+    /// if let Some(e) = x.last_error() { eprintln!("cannot take part: {e}") }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn last_error(&self) -> Option<Error> {
+        self.inner.election.error()
+    }
+
+    /// The participant id.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |_| {}).id("a").build()?;
+    /// assert_eq!(s.id(), "a");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn id(&self) -> &str {
+        &self.inner.election.id
+    }
+
+    /// Every participant, in election order (Curator's `getParticipants`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZooKeeper`] when the listing or a read fails.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |_| {}).build()?;
+    /// println!("{:?}", s.participants()?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn participants(&self) -> Result<Vec<Participant>> {
+        let e = &self.inner.election;
+        participant::read(&e.client, &e.path, Driver::MUTEX)
+    }
+
+    /// The leader by the election's order (`None`: nobody takes part).
+    ///
+    /// # Errors
+    ///
+    /// As [`LeaderSelector::participants`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |_| {}).build()?;
+    /// println!("{:?}", s.leader()?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn leader(&self) -> Result<Option<Participant>> {
+        let e = &self.inner.election;
+        participant::leader(&e.client, &e.path, Driver::MUTEX)
+    }
+}
+
+impl Drop for LeaderSelector {
+    fn drop(&mut self) {
+        if self.inner.election.lifecycle() == Lifecycle::Started {
+            let _ = self.close();
+        }
+    }
+}
+
+/// What a selector's work closure is given while it leads.
+///
+/// It is cancelled when the leadership may be lost (see
+/// [`LeaderSelector`]), interrupted, or closed: from then on
+/// [`check`](Leadership::check) fails, [`cancelled`](Leadership::cancelled)
+/// is ready, and [`sleep`](Leadership::sleep) returns `true` at once.
+pub struct Leadership {
+    election: Arc<Election>,
+    cancel: Receiver<()>,
+}
+
+impl std::fmt::Debug for Leadership {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Leadership")
+            .field("path", &self.election.path)
+            .field("cancelled", &self.is_cancelled())
+            .finish()
+    }
+}
+
+impl Leadership {
+    /// `Ok` only while certainly the leader and not cancelled: call it before
+    /// each side effect.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotLeader`] once cancelled or lost;
+    /// [`Error::LeadershipUncertain`] while uncertain
+    /// ([`SuspendPolicy::Session`]).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |l| {
+    ///     if l.check().is_ok() { /* write */ }
+    /// })
+    /// .build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn check(&self) -> Result<()> {
+        if self.is_cancelled() {
+            return Err(Error::NotLeader {
+                path: self.election.path.clone(),
+            });
+        }
+        self.election.check()
+    }
+
+    /// Leader, uncertain or not leader (`NotLeader` once cancelled).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |l| {
+    ///     println!("{:?}", l.status());
+    /// })
+    /// .build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn status(&self) -> LeaderStatus {
+        if self.is_cancelled() {
+            return LeaderStatus::NotLeader;
+        }
+        self.election.status()
+    }
+
+    /// Whether the leadership was cancelled.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |l| {
+    ///     while !l.is_cancelled() { /* a step of work */ }
+    /// })
+    /// .build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_cancelled(&self) -> bool {
+        matches!(
+            self.cancel.try_recv(),
+            Err(crossbeam_channel::TryRecvError::Disconnected)
+        )
+    }
+
+    /// A channel that becomes ready (disconnected) when the leadership is
+    /// cancelled: select on it beside the work's own channels.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let (_jobs_tx, jobs) = crossbeam_channel::unbounded::<u32>();
+    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", move |l| loop {
+    ///     crossbeam_channel::select! {
+    ///         recv(jobs) -> job => { let _ = job; /* l.check() then run it */ }
+    ///         recv(l.cancelled()) -> _ => return,
+    ///     }
+    /// })
+    /// .build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn cancelled(&self) -> &Receiver<()> {
+        &self.cancel
+    }
+
+    /// Sleeps `d` unless cancelled first: `true` when cancelled.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |l| {
+    ///     while !l.sleep(std::time::Duration::from_secs(1)) { /* a step of work */ }
+    /// })
+    /// .build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn sleep(&self, d: Duration) -> bool {
+        !matches!(
+            self.cancel.recv_timeout(d),
+            Err(crossbeam_channel::RecvTimeoutError::Timeout)
+        )
+    }
+
+    /// The leadership's fencing term (its node's czxid).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |l| {
+    ///     println!("term {:?}", l.term());
+    /// })
+    /// .build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn term(&self) -> Option<i64> {
+        self.election.term()
+    }
+
+    /// The instant until which the leadership certainly holds.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |l| {
+    ///     println!("safe until {:?}", l.safe_until());
+    /// })
+    /// .build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn safe_until(&self) -> Option<Instant> {
+        self.election.safe_until()
+    }
+
+    /// A transaction guarded by this leadership's node.
+    ///
+    /// # Errors
+    ///
+    /// As [`Leadership::check`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |l| {
+    ///     if let Ok(t) = l.transaction() {
+    ///         let _ = t.set_data("/app/state", b"x".to_vec(), None).commit();
+    ///     }
+    /// })
+    /// .build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn transaction(&self) -> Result<GuardedTransaction<'static>> {
+        self.check()?;
+        self.election.transaction()
+    }
+
+    /// Every change of this participant's leadership from now on.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |l| {
+    ///     let events = l.events();
+    /// })
+    /// .build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn events(&self) -> Receiver<LeaderEvent> {
+        self.election.subscribe()
+    }
+
+    /// The client the selector runs on.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |l| {
+    ///     let _ = l.client().get_data("/app/state");
+    /// })
+    /// .build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn client(&self) -> &CuratorFramework {
+        &self.election.client
+    }
+}
+
+/// The selector's thread: one turn at a time, while started.
+fn run(inner: &Arc<Inner>, cancel: &Receiver<()>, work: &mut Work) {
+    let election = &inner.election;
+    let mut pause = RETRY_PAUSE.0;
+    while election.lifecycle() == Lifecycle::Started {
+        if !*inner.busy.lock() {
+            crossbeam_channel::select! {
+                recv(inner.wake.1) -> _ => {}
+                recv(cancel) -> _ => {}
+            }
+            continue;
+        }
+        let (turn_tx, turn_rx) = crossbeam_channel::bounded::<()>(0);
+        *inner.turn.lock() = Some(turn_tx);
+        inner.interrupted.store(false, Ordering::SeqCst);
+        if election.lifecycle() != Lifecycle::Started {
+            break;
+        }
+        if !election.wait_connected(&turn_rx) {
+            if election.lifecycle() != Lifecycle::Started || election.client.is_closed() {
+                break;
+            }
+            // Interrupted while waiting for a connection.
+            inner.turn.lock().take();
+            *inner.busy.lock() = inner.auto_requeue.load(Ordering::SeqCst);
+            continue;
+        }
+        let internals = election.internals.clone().with_cancel(turn_rx.clone());
+        let again = match internals.attempt_counted(&election.client, election.id.as_bytes().to_vec()) {
+            Ok(Attempt::Won(node)) => {
+                pause = RETRY_PAUSE.0;
+                let holding = internals.hold(node);
+                let mine = holding.share();
+                let events = holding.loss_receiver();
+                if let Err(h) = election.begin(holding) {
+                    let _ = h.release_node();
+                    break;
+                }
+                lead(inner, work, turn_rx, &events);
+                // The node goes only now: the next leader never starts while
+                // this closure runs.
+                let _ = mine.release_node();
+                inner.auto_requeue.load(Ordering::SeqCst)
+            }
+            Ok(Attempt::Missing) | Ok(Attempt::TimedOut) => true,
+            // Interrupted or closed while waiting: the node is deleted.
+            Ok(Attempt::Cancelled) => inner.auto_requeue.load(Ordering::SeqCst),
+            Err(e) => {
+                log::debug!("leader selector at {}: {e}; trying again in {pause:?}", election.path);
+                let closed = election.client.is_closed();
+                election.set_error(Some(e));
+                if closed
+                    || crossbeam_channel::select! {
+                        recv(cancel) -> _ => true,
+                        recv(crossbeam_channel::after(pause)) -> _ => false,
+                    }
+                {
+                    break;
+                }
+                pause = (pause * 2).min(RETRY_PAUSE.1);
+                inner.auto_requeue.load(Ordering::SeqCst)
+            }
+        };
+        inner.turn.lock().take();
+        *inner.busy.lock() = again;
+    }
+}
+
+/// One leadership: the closure runs while a monitor thread turns the
+/// holding's events into the election's and cancels the leadership when it
+/// may be lost.
+fn lead(inner: &Arc<Inner>, work: &mut Work, cancel: Receiver<()>, events: &Receiver<LockEvent>) {
+    let election = inner.election.clone();
+    let (stop_tx, stop_rx) = crossbeam_channel::bounded::<()>(0);
+    let monitor = {
+        let inner = inner.clone();
+        let events = events.clone();
+        std::thread::Builder::new()
+            .name("leader-selector-monitor".into())
+            .spawn(move || {
+                let closed = inner.election.client.close_signal();
+                loop {
+                    crossbeam_channel::select! {
+                        recv(closed) -> _ => {
+                            inner.election.refresh();
+                            inner.turn.lock().take();
+                            return;
+                        }
+                        recv(events) -> ev => {
+                            if ev.is_err() {
+                                return;
+                            }
+                            // Not leader any more (lost, or suspended under the
+                            // standard policy): cancel. Uncertain under the
+                            // session policy is not (yet) a reason.
+                            if inner.election.refresh() == LeaderStatus::NotLeader {
+                                inner.turn.lock().take();
+                            }
+                        }
+                        recv(stop_rx) -> _ => return,
+                    }
+                }
+            })
+    };
+    if let Err(e) = &monitor {
+        log::error!("cannot start the selector's monitor thread: {e}; the leadership ends");
+    }
+    let leadership = Leadership {
+        election: election.clone(),
+        cancel,
+    };
+    if monitor.is_ok() {
+        let ran = std::panic::catch_unwind(AssertUnwindSafe(|| work(&leadership)));
+        if ran.is_err() {
+            log::error!("the leader's work at {} panicked; its leadership ends", election.path);
+        }
+    }
+    drop(stop_tx);
+    if let Ok(m) = monitor {
+        let _ = m.join();
+    }
+    let reason = if inner.interrupted.load(Ordering::SeqCst) {
+        NotLeaderReason::Interrupted
+    } else if election.lifecycle() == Lifecycle::Closed {
+        NotLeaderReason::Closed
+    } else {
+        NotLeaderReason::Finished
+    };
+    // (A closed election already ended the leadership.)
+    let _ = election.end(reason);
+}

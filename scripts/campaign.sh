@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Jepsen-style fault campaign (crates/zk-campaign) in three profiles.
 #
-# usage: scripts/campaign.sh [ci|long|ensemble] [--seed N] [more zk-campaign options]
+# usage: scripts/campaign.sh [ci|long|ensemble|partitions-ci|partitions-long] [--seed N] [more options]
 #
 #   ci        (default) the embedded server, 4 worker processes x 5 threads,
 #             session 3 s, 75 s of load and faults (every fault kind at least
@@ -12,8 +12,21 @@
 #             8-12 minutes on 2 cores (~150-250 acquisitions/s, faults included).
 #   ensemble  a real 3-node Apache ZooKeeper ensemble (Debian's zookeeper
 #             package and java), session 6 s, 240 s of load; the faults add
-#             leader and follower stops and kills (kill -9) with restarts.
+#             leader and follower stops and kills (kill -9) with restarts, and
+#             the partitions inside the ensemble (docs/partitions.md).
 #             About 5 minutes.
+#   partitions-ci
+#             the ensemble with its partition faults only (every kind at least
+#             once: the isolated leader, the isolated follower, one-way cuts
+#             both ways, flapping links, a client cut off with the minority,
+#             the leader paused past its sync limit, a holder paused on the
+#             minority side), session 6 s, 60 s of load (longer until every
+#             kind happened once). About 90 s.
+#   partitions-long
+#             the ensemble, every fault kind (partitions three times in five),
+#             until 20,000 acquisitions and 100 partition faults (capped at
+#             60 min), with more long holds (8 per mille) so that faults catch
+#             holders in the middle of their work.
 #
 # Options after the profile override its own (the last one wins), e.g.
 # `long --seconds 480` for an 8-minute run with the long profile's fault mix
@@ -34,7 +47,7 @@ profile=${1:-ci}
 if [[ $# -gt 0 ]]; then shift; fi
 
 cargo build --release --quiet -p zk-campaign --bin zk-campaign
-bin=target/release/zk-campaign
+bin=${CARGO_TARGET_DIR:-target}/release/zk-campaign
 
 case "$profile" in
   ci)
@@ -49,12 +62,21 @@ case "$profile" in
     args=(--ensemble --seconds 240 --workers 4 --threads 5 --session-ms 6000
           --hold-ms 5 --think-ms 5 --long-hold-permille 3)
     ;;
+  partitions-ci)
+    args=(--ensemble --faults partitions --seconds 60 --workers 4 --threads 5 --session-ms 6000
+          --hold-ms 5 --think-ms 5 --long-hold-permille 8)
+    ;;
+  partitions-long)
+    args=(--ensemble --acquisitions 20000 --min-partition-faults 100 --seconds 3600
+          --workers 4 --threads 5 --session-ms 6000
+          --hold-ms 5 --think-ms 5 --long-hold-permille 8)
+    ;;
   -h|--help)
-    sed -n '2,29p' "$0"
+    sed -n '2,42p' "$0"
     exit 0
     ;;
   *)
-    echo "unknown profile $profile (ci, long or ensemble)" >&2
+    echo "unknown profile $profile (ci, long, ensemble, partitions-ci or partitions-long)" >&2
     exit 2
     ;;
 esac

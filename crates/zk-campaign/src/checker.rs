@@ -3,9 +3,16 @@
 //! Rules (each breach is a violation):
 //!
 //! 1. **Exclusion.** On each lock, no two sections overlap unless both are
-//!    reads. A section counts as ending at `min(end, told)`: a holder told of a
-//!    loss before the overlap began is excused; a section told at grant is
-//!    empty. A killed worker's open section ends at its `D` line, or else when
+//!    reads. A section counts from its grant to its end or to the first moment
+//!    its holder was told it might not hold the lock, whichever came first:
+//!    `min(end, told, first-bad)`, `told` being the first `Suspended`/`Lost`
+//!    on its loss receiver and `first-bad` the first `check()` that was not
+//!    `Ok`. A holder told before the overlap began is excused; a section told
+//!    at grant is empty. A holder stopped by SIGSTOP (`Q`) whose last `Ok`
+//!    came before the stop, and whose first act after it was to be told, ends
+//!    its section at the stop (a stopped process does nothing, and the
+//!    campaign's holders check before each act); an `Ok` after the resume is
+//!    not excused. A killed worker's open section ends at its `D` line, or else when
 //!    it was killed. One more
 //!    excuse, counted apart: when the server expired a holder's session
 //!    *instantly* (`I`), no client can learn of it before another one is
@@ -39,6 +46,26 @@
 //!    deadline, how many were late, and the largest and 99th-percentile
 //!    overshoot. Only with [`CheckOptions::max_overshoot`] set (the campaign's
 //!    `--max-overshoot-ms`) is an overshoot beyond it a violation.
+//! 6. **A safety margin.** For every section cut short by a loss signal, and
+//!    the next section on its lock that excludes it (the lock changed hands),
+//!    the margin is the time from the old holder's last `Ok` from `check()`
+//!    to the new holder's grant: the room a side effect started after that
+//!    `Ok` has. It must be positive (unless the old holder's session was
+//!    expired *instantly*, see rule 1's fenced excuse). The report gives its
+//!    minimum, 1st percentile and median per fault kind (the fault in effect
+//!    when the old holder was told: the latest to begin before, among those
+//!    that had not ended a session timeout before), `no fault`, and `all`;
+//!    and again, under `expired/`, for the hand-overs whose old holder's
+//!    session expired around them (its worker reported a new session after
+//!    the old grant and at most two session timeouts after the new one):
+//!    there the lock was most likely taken by the expiry, not given back by
+//!    the holder's release after the signal.
+//! 7. **The guarded resource.** Each exclusive section writes once, right
+//!    after its first `Ok`, into its lock's resource through a transaction
+//!    guarded by the lock; after the run the coordinator reads the resources
+//!    back (`resource.log`). On each, in the order of arrival, tokens never
+//!    decrease and no two sections write the same token; each write carries
+//!    its section's token; a write its section saw succeed is there.
 //!
 //! The history format is described in [`crate::history`].
 
@@ -48,7 +75,7 @@ use std::io;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::history::{AttemptEnd, History, SecRec};
+use crate::history::{AttemptEnd, AttemptKey, History, SecRec};
 
 /// The checker's parameters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,6 +87,11 @@ pub struct CheckOptions {
     /// a violation; unset, overshoots are only reported.
     pub max_overshoot: Option<Duration>,
 }
+
+/// How much later than a `Q` line's stop time a holder's last `Ok` may be and
+/// still count as before the stop (older logs took the time before sending
+/// SIGSTOP; newer ones once every thread has stopped).
+const PAUSE_SLACK_NS: u64 = 100_000_000;
 
 /// The default overshoot margin before scaling: 50 ms.
 pub const DEFAULT_OVERSHOOT_MARGIN: Duration = Duration::from_millis(50);
@@ -93,6 +125,21 @@ pub struct OvershootStats {
     pub p99_ns: u64,
 }
 
+/// The safety margins of one fault kind: for each lock that changed hands
+/// after its holder was told it might not hold it, the time from the old
+/// holder's last `Ok` from `check()` to the new holder's grant.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MarginStats {
+    /// Hand-overs measured.
+    pub count: u64,
+    /// The smallest margin (ns; negative would be a violation).
+    pub min_ns: i64,
+    /// The 1st percentile (ns).
+    pub p1_ns: i64,
+    /// The median (ns).
+    pub median_ns: i64,
+}
+
 /// The result of [`check`].
 #[derive(Debug, Clone)]
 pub struct Report {
@@ -106,6 +153,10 @@ pub struct Report {
     pub overshoots: BTreeMap<String, OvershootStats>,
     /// Overshoots by lock kind (`mutex`, `read`, `write`, `semaphore`, `multi`).
     pub overshoots_by_lock: BTreeMap<String, OvershootStats>,
+    /// Safety margins by fault kind (`no fault` for hand-overs that met none,
+    /// `all` for every one; `expired/KIND` for those whose old holder's
+    /// session expired).
+    pub margins: BTreeMap<String, MarginStats>,
 }
 
 /// Reads the logs in `dir` and checks them.
@@ -201,6 +252,7 @@ fn overshoots(h: &History, opts: &CheckOptions, violations: &mut Vec<String>) ->
     let mut by_lock_samples: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     let mut timed_by_lock: BTreeMap<String, u64> = BTreeMap::new();
     let mut timed = 0u64;
+    let mut paused_skipped = 0u64;
     let mut keys: Vec<_> = h.attempts.keys().copied().collect();
     keys.sort_unstable();
     for k in keys {
@@ -214,9 +266,17 @@ fn overshoots(h: &History, opts: &CheckOptions, violations: &mut Vec<String>) ->
         if *wait < deadline {
             continue;
         }
+        // A worker stopped by SIGSTOP cannot return while stopped: not an overshoot.
+        let (from, to) = (a.start.unwrap_or(t.saturating_sub(*wait)), *t);
+        if h.paused
+            .iter()
+            .any(|&(pid, p0, p1)| pid == k.0 && p0 <= to && from <= p1)
+        {
+            paused_skipped += 1;
+            continue;
+        }
         let over = wait - deadline;
         by_lock_samples.entry(a.mode.clone()).or_default().push(over);
-        let (from, to) = (a.start.unwrap_or(t.saturating_sub(*wait)), *t);
         let mut kinds: Vec<&str> = h
             .faults
             .iter()
@@ -269,6 +329,12 @@ fn overshoots(h: &History, opts: &CheckOptions, violations: &mut Vec<String>) ->
             ""
         }
     );
+    if paused_skipped > 0 {
+        let _ = writeln!(
+            text,
+            "  (left out: {paused_skipped} attempts past their deadline in a worker paused by SIGSTOP meanwhile)"
+        );
+    }
     for (kind, s) in &by_fault {
         let _ = writeln!(
             text,
@@ -371,101 +437,139 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
         s: &'a SecRec,
         eff: u64,
         told_any: bool,
+        /// Cut short by a sign that the lock might not be held (a loss event
+        /// or a `check()` that was not `Ok`): the lock may change hands.
+        cut: bool,
+        /// The holder's last `Ok` from `check()` (or its grant, in older logs).
+        last_ok: u64,
     }
     let mut views: Vec<View<'_>> = Vec::new();
     let (mut cut_short, mut told_at_grant, mut killed_in_section) = (0u64, 0u64, 0u64);
     let (mut release_failed, mut release_failed_connected) = (0u64, 0u64);
     let (mut release_lost_n, mut release_lost_first, mut status_unknown) = (0u64, 0u64, 0u64);
+    // Sections whose first sign of a loss was a `check()` that was not `Ok`.
+    let mut check_first = 0u64;
+    // Sections whose holder was stopped (SIGSTOP) and heard of a loss first thing after.
+    let mut ended_by_pause = 0u64;
     let mut longest_release: Option<(u64, String)> = None;
     let mut unreported_attempts: HashSet<(u32, u32, u64)> = HashSet::new();
     let mut sec_keys: Vec<_> = h.sections.keys().cloned().collect();
     sec_keys.sort();
     for k in &sec_keys {
         let s = &h.sections[k];
-        let (eff, told_any) = match &s.end {
-            Some(e) => {
-                // Heard on the loss receiver (while holding, or while waiting
-                // before the release).
-                let heard = e.told.is_some() || e.told_late.is_some();
-                // A release answering `LockLost` tells the holder too (a
-                // multi-lock's says so for the set, or within `Multiple`).
-                let release_lost =
-                    e.release == "LockLost" || (e.release.starts_with("Multiple[") && e.release.contains("LockLost"));
-                let told_any = heard || release_lost;
-                if let Some(t) = e.told {
-                    if t <= s.start {
-                        told_at_grant += 1;
-                    } else if t <= e.end {
-                        cut_short += 1;
+        let (eff, told_any, cut, last_ok) =
+            match &s.end {
+                Some(e) => {
+                    // Heard on the loss receiver (while holding, or while waiting
+                    // before the release).
+                    let heard = e.told.is_some() || e.told_late.is_some();
+                    // A release answering `LockLost` tells the holder too (a
+                    // multi-lock's says so for the set, or within `Multiple`).
+                    let release_lost = e.release == "LockLost"
+                        || (e.release.starts_with("Multiple[") && e.release.contains("LockLost"));
+                    let told_any = heard || release_lost;
+                    if let Some(t) = e.told {
+                        if t <= s.start {
+                            told_at_grant += 1;
+                        } else if t <= e.end {
+                            cut_short += 1;
+                        }
                     }
-                }
-                if let Some(w) = e.release_wait {
-                    if longest_release.as_ref().map_or(true, |(l, _)| w > *l) {
-                        longest_release = Some((w, format!("{} on {}, release {}", s.mode, s.lock, e.release)));
+                    if let Some(w) = e.release_wait {
+                        if longest_release.as_ref().map_or(true, |(l, _)| w > *l) {
+                            longest_release = Some((w, format!("{} on {}, release {}", s.mode, s.lock, e.release)));
+                        }
                     }
-                }
-                if e.st0 == "?" || e.st_end == "?" {
-                    status_unknown += 1;
-                }
-                let lost_at_end = matches!(e.st_end.as_str(), "Lost" | "Uncertain");
-                // A release that says the lock was lost is a report, not a failure.
-                let failed = e.release != "ok" && e.release != "LockLost";
-                if release_lost {
-                    release_lost_n += 1;
-                    if !heard && !lost_at_end {
-                        release_lost_first += 1;
+                    if e.st0 == "?" || e.st_end == "?" {
+                        status_unknown += 1;
                     }
-                }
-                if failed {
-                    release_failed += 1;
-                    if e.connected {
-                        release_failed_connected += 1;
+                    let lost_at_end = matches!(e.st_end.as_str(), "Lost" | "Uncertain");
+                    // A release that says the lock was lost is a report, not a failure.
+                    let failed = e.release != "ok" && e.release != "LockLost";
+                    if release_lost {
+                        release_lost_n += 1;
+                        if !heard && !lost_at_end {
+                            release_lost_first += 1;
+                        }
                     }
-                }
-                if e.release.contains("NotOwner") {
-                    violations.push(format!("release refused (NotOwner) on {}: {}", s.lock, s.describe()));
-                }
-                let unreported = if lost_at_end && !heard {
-                    Some(format!(
-                        "status {} at the end, release {}, no Suspended/Lost received",
-                        e.st_end, e.release
-                    ))
-                } else if failed && !e.connected && !heard {
-                    Some(format!(
-                        "release {} while disconnected, status {} at the end, no Suspended/Lost received",
-                        e.release, e.st_end
-                    ))
-                } else if matches!(e.st0.as_str(), "Lost" | "Uncertain") && !heard {
-                    Some(format!(
-                        "status {} at grant, but the loss receiver never said so",
-                        e.st0
-                    ))
-                } else {
-                    None
-                };
-                // One report per attempt: a multi-lock's members share their
-                // guard's status and receiver.
-                if let Some(what) = unreported {
-                    if unreported_attempts.insert((s.pid, s.thr, s.att)) {
-                        violations.push(format!("unreported loss on {}: {} {what}", s.lock, s.describe()));
+                    if failed {
+                        release_failed += 1;
+                        if e.connected {
+                            release_failed_connected += 1;
+                        }
                     }
+                    if e.release.contains("NotOwner") {
+                        violations.push(format!("release refused (NotOwner) on {}: {}", s.lock, s.describe()));
+                    }
+                    let unreported = if lost_at_end && !heard {
+                        Some(format!(
+                            "status {} at the end, release {}, no Suspended/Lost received",
+                            e.st_end, e.release
+                        ))
+                    } else if failed && !e.connected && !heard {
+                        Some(format!(
+                            "release {} while disconnected, status {} at the end, no Suspended/Lost received",
+                            e.release, e.st_end
+                        ))
+                    } else if matches!(e.st0.as_str(), "Lost" | "Uncertain") && !heard {
+                        Some(format!(
+                            "status {} at grant, but the loss receiver never said so",
+                            e.st0
+                        ))
+                    } else {
+                        None
+                    };
+                    // One report per attempt: a multi-lock's members share their
+                    // guard's status and receiver.
+                    if let Some(what) = unreported {
+                        if unreported_attempts.insert((s.pid, s.thr, s.att)) {
+                            violations.push(format!("unreported loss on {}: {} {what}", s.lock, s.describe()));
+                        }
+                    }
+                    let mut eff = e
+                        .end
+                        .min(e.told.unwrap_or(u64::MAX))
+                        .min(e.first_bad.unwrap_or(u64::MAX));
+                    // A holder stopped by SIGSTOP does nothing until it resumes; if
+                    // its last Ok came before the stop, its first act after it was
+                    // to hear that it might not hold the lock: its section ended
+                    // when it was stopped. (An Ok after the resume is not excused.)
+                    // (Older logs took the stop's time just before sending it: an
+                    // Ok up to PAUSE_SLACK_NS later came before the stop took effect.)
+                    let last = e.last_ok.unwrap_or(s.start);
+                    if let Some(&(_, from, _)) = h.paused.iter().find(|&&(pid, from, to)| {
+                        pid == s.pid && last <= from + PAUSE_SLACK_NS && last < to && from < eff
+                    }) {
+                        eff = eff.min(from.max(last).max(s.start));
+                        ended_by_pause += 1;
+                    }
+                    if e.first_bad.is_some_and(|b| b < e.told.unwrap_or(u64::MAX)) {
+                        check_first += 1;
+                    }
+                    let cut = e.told.is_some() || e.first_bad.is_some();
+                    (eff, told_any, cut, e.last_ok.unwrap_or(s.start))
                 }
-                (e.end.min(e.told.unwrap_or(u64::MAX)), told_any)
-            }
-            None => match h.killed.get(&s.pid) {
-                Some(&t) => {
-                    killed_in_section += 1;
-                    // Work done (`D`) and the release under way, or killed while
-                    // working: then the section lasts until the kill.
-                    (h.done.get(&(s.pid, s.thr, s.att)).copied().unwrap_or(t).min(t), false)
-                }
-                None => {
-                    violations.push(format!("section never ended on {}: {}", s.lock, s.describe()));
-                    (s.start, false)
-                }
-            },
-        };
-        views.push(View { s, eff, told_any });
+                None => match h.killed.get(&s.pid) {
+                    Some(&t) => {
+                        killed_in_section += 1;
+                        // Work done (`D`) and the release under way, or killed while
+                        // working: then the section lasts until the kill.
+                        let eff = h.done.get(&(s.pid, s.thr, s.att)).copied().unwrap_or(t).min(t);
+                        (eff, false, false, s.start)
+                    }
+                    None => {
+                        violations.push(format!("section never ended on {}: {}", s.lock, s.describe()));
+                        (s.start, false, false, s.start)
+                    }
+                },
+            };
+        views.push(View {
+            s,
+            eff,
+            told_any,
+            cut,
+            last_ok,
+        });
     }
 
     // Exclusion and fencing, per lock.
@@ -475,6 +579,8 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
     }
     let (mut fenced, mut fenced_max_ns) = (0u64, 0u64);
     let mut overlaps_checked = 0u64;
+    let mut margin_samples: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    let session_ns = session_ms * 1_000_000;
     for (lock, list) in by_lock.iter_mut() {
         list.sort_by_key(|v| (v.s.start, v.s.pid, v.s.thr, v.s.att));
         let mut active: Vec<&View<'_>> = Vec::new();
@@ -512,6 +618,61 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
             }
             active.push(v);
         }
+        // The safety margin: a section cut short by a loss signal, and the
+        // next section on the lock that excludes it.
+        for (i, a) in list.iter().enumerate() {
+            if !a.cut || a.eff <= a.s.start {
+                continue;
+            }
+            let Some(b) = list[i + 1..]
+                .iter()
+                .find(|b| b.eff > b.s.start && !(a.s.mode == "read" && b.s.mode == "read"))
+            else {
+                continue;
+            };
+            let margin = b.s.start as i64 - a.last_ok as i64;
+            let fenced_pair = h.instant.iter().any(|(sid, x)| *sid == a.s.sid && *x <= b.s.start);
+            // The fault in effect when the holder was told: the latest one
+            // that began before and had not ended a session timeout before.
+            let kind = h
+                .faults
+                .iter()
+                .filter(|f| f.start <= a.eff && a.eff <= f.end.saturating_add(session_ms * 1_000_000))
+                .max_by_key(|f| f.start)
+                .map_or("no fault", |f| f.kind.as_str());
+            let kinds = [kind];
+            margin_samples.entry(kind.to_string()).or_default().push(margin);
+            margin_samples.entry("all".to_string()).or_default().push(margin);
+            // The old holder's session expired around the hand-over: its
+            // worker reported a new session after its grant and no later than
+            // two session timeouts after the new grant.
+            let expired = h.sessions.iter().any(|(pid, t, sid)| {
+                *pid == a.s.pid && *t > a.s.start && *t <= b.s.start + 2 * session_ns && *sid != a.s.sid
+            });
+            if expired {
+                // The holder's session expired: the lock was most likely taken
+                // by the expiry rather than given back.
+                margin_samples
+                    .entry(format!("expired/{kind}"))
+                    .or_default()
+                    .push(margin);
+                margin_samples
+                    .entry("expired/all".to_string())
+                    .or_default()
+                    .push(margin);
+            }
+            if margin <= 0 && !fenced_pair {
+                violations.push(format!(
+                    "no safety margin on {lock}: {} had check() Ok at {}, {} was granted at {} ({:.3} ms; faults: {})",
+                    a.s.describe(),
+                    a.last_ok,
+                    b.s.describe(),
+                    b.s.start,
+                    margin as f64 / 1e6,
+                    kinds.join(", ")
+                ));
+            }
+        }
         let mut prev: Option<&View<'_>> = None;
         for v in list.iter().filter(|v| v.s.mode != "read" && v.eff > v.s.start) {
             if let Some(p) = prev {
@@ -531,6 +692,10 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
 
     // Timed acquires that returned late.
     let overshoot = overshoots(h, opts, &mut violations);
+
+    // The guarded resource: tokens reach it in order, and only from their own sections.
+    let resource = resource_writes(h, &mut violations);
+    let margins = margin_stats(margin_samples);
 
     // Workers.
     let mut pids: Vec<_> = h.started.iter().copied().collect();
@@ -648,6 +813,26 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
     if h.unparsed > 0 {
         let _ = writeln!(t, "unparsed lines: {}", h.unparsed);
     }
+    let _ = writeln!(
+        t,
+        "sections ended by check() before any loss event: {check_first}; ended at a SIGSTOP of their holder (no Ok after it): {ended_by_pause}"
+    );
+    t.push_str(&resource);
+    let _ = writeln!(
+        t,
+        "safety margin (a section cut short by a loss signal: its last Ok check() to the next grant that excludes it): {}",
+        if margins.is_empty() { "no lock changed hands after a loss signal" } else { "by fault kind" }
+    );
+    for (kind, m) in &margins {
+        let _ = writeln!(
+            t,
+            "  margin {kind}: {} hand-overs, min {:.1} ms, p1 {:.1} ms, median {:.1} ms",
+            m.count,
+            m.min_ns as f64 / 1e6,
+            m.p1_ns as f64 / 1e6,
+            m.median_ns as f64 / 1e6
+        );
+    }
     t.push_str(&overshoot.text);
     let _ = writeln!(t, "violations: {}", violations.len());
     for v in violations.iter().take(30) {
@@ -662,7 +847,104 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
         missing,
         overshoots: overshoot.by_fault,
         overshoots_by_lock: overshoot.by_lock,
+        margins,
     }
+}
+
+/// Statistics of margin samples (ns, may be negative), by key.
+fn margin_stats(samples: BTreeMap<String, Vec<i64>>) -> BTreeMap<String, MarginStats> {
+    samples
+        .into_iter()
+        .map(|(kind, mut v)| {
+            v.sort_unstable();
+            let at = |permille: usize| v[(v.len() * permille).div_ceil(1000).saturating_sub(1)];
+            let m = MarginStats {
+                count: v.len() as u64,
+                min_ns: v[0],
+                p1_ns: at(10),
+                median_ns: at(500),
+            };
+            (kind, m)
+        })
+        .collect()
+}
+
+/// Rule 7: the writes read back from the guarded resources. On each lock's
+/// resource, in the order they arrived (ZooKeeper's sequence numbers), the
+/// tokens never decrease, and two sections never write with the same token;
+/// each write carries its section's own token; a write its section saw
+/// succeed is there. Returns the report's lines.
+fn resource_writes(h: &History, violations: &mut Vec<String>) -> String {
+    let mut t = String::new();
+    if !h.resource_read {
+        let _ = writeln!(t, "guarded writes: not read back");
+        return t;
+    }
+    let mut by_lock: BTreeMap<&str, Vec<&crate::history::ResourceWrite>> = BTreeMap::new();
+    for w in &h.writes {
+        by_lock.entry(w.lock.as_str()).or_default().push(w);
+    }
+    let mut seen: HashSet<(AttemptKey, &str)> = HashSet::new();
+    for (lock, list) in by_lock.iter_mut() {
+        list.sort_by_key(|w| w.seq);
+        for pair in list.windows(2) {
+            let (p, w) = (pair[0], pair[1]);
+            if w.token < p.token || (w.token == p.token && w.attempt != p.attempt) {
+                violations.push(format!(
+                    "resource {lock}: token {} (pid {} thread {} attempt {}) arrived after token {} (pid {} thread {} attempt {})",
+                    w.token, w.attempt.0, w.attempt.1, w.attempt.2, p.token, p.attempt.0, p.attempt.1, p.attempt.2
+                ));
+            }
+        }
+        for w in list.iter() {
+            seen.insert((w.attempt, lock));
+            let key = (w.attempt.0, w.attempt.1, w.attempt.2, lock.to_string());
+            if let Some(sec) = h.sections.get(&key) {
+                if sec.token != w.token {
+                    violations.push(format!(
+                        "resource {lock}: a write with token {} from {} whose token is {}",
+                        w.token,
+                        sec.describe(),
+                        sec.token
+                    ));
+                }
+            }
+        }
+    }
+    let (mut acked, mut refused) = (0u64, BTreeMap::<String, u64>::new());
+    for s in h.sections.values() {
+        let Some(e) = &s.end else { continue };
+        match e.write.as_str() {
+            "-" => {}
+            "ok" => {
+                acked += 1;
+                if !seen.contains(&((s.pid, s.thr, s.att), s.lock.as_str())) {
+                    violations.push(format!(
+                        "resource {}: the write of {} succeeded but is not there",
+                        s.lock,
+                        s.describe()
+                    ));
+                }
+            }
+            other => *refused.entry(other.to_string()).or_default() += 1,
+        }
+    }
+    let _ = writeln!(
+        t,
+        "guarded writes: {} read back on {} resources, {acked} acknowledged, refused {}",
+        h.writes.len(),
+        by_lock.len(),
+        if refused.is_empty() {
+            "0".to_string()
+        } else {
+            refused
+                .iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    );
+    t
 }
 
 #[cfg(test)]
@@ -1121,6 +1403,146 @@ mod tests {
         // timeout that took 4 sessions (of 1 s) + 10 s + 1 ms is overlong.
         let h = history(&[], vec![worker(10, vec![attempt(1, "mutex", 0, 14_001)])]);
         assert_caught(&h, "overlong attempt");
+    }
+
+    /// A section's lines with the newer fields: the last `Ok` and the first
+    /// error of `check()`, and the guarded write's outcome.
+    #[allow(clippy::too_many_arguments)]
+    fn checked(
+        pid: u32,
+        token: i64,
+        sid: &str,
+        start: u64,
+        end: u64,
+        told: Option<u64>,
+        last_ok: u64,
+        first_bad: Option<u64>,
+        write: &str,
+    ) -> Vec<String> {
+        let mut v = section(pid, 1, "/l", "mutex", token, sid, start, end, told);
+        let bad = first_bad.map_or("-".to_string(), |t| t.to_string());
+        v[4] = format!("{} 1000 {last_ok} {bad} {write}", v[4]);
+        v
+    }
+
+    #[test]
+    fn a_section_ends_at_its_first_check_that_is_not_ok() {
+        // A works until 300 but its check() failed at 150 (last Ok at 140); B
+        // is granted at 200: no overlap, a margin of 60 ns, under `cut`.
+        let h = history(
+            &[],
+            vec![
+                worker(10, vec![checked(10, 5, "a", 100, 300, None, 140, Some(150), "ok")]),
+                worker(11, vec![checked(11, 6, "b", 200, 250, None, 240, None, "ok")]),
+            ],
+        );
+        let r = check(&h, &opts());
+        assert!(r.violations.is_empty(), "{:#?}", r.violations);
+        assert_eq!(r.margins["cut"].min_ns, 60);
+        assert_eq!(r.margins["all"].count, 1);
+        assert!(
+            r.text.contains("sections ended by check() before any loss event: 1;"),
+            "{}",
+            r.text
+        );
+        assert!(r.text.contains("margin cut: 1 hand-overs, min 0.0 ms"), "{}", r.text);
+        // Without the failed check, the same history is an overlap.
+        let h = history(
+            &[],
+            vec![
+                worker(10, vec![checked(10, 5, "a", 100, 300, None, 290, None, "ok")]),
+                worker(11, vec![checked(11, 6, "b", 200, 250, None, 240, None, "ok")]),
+            ],
+        );
+        assert_caught(&h, "overlap on /l");
+    }
+
+    #[test]
+    fn a_check_ok_after_the_next_grant_is_a_violation() {
+        // A heard Suspended at 150 but its check() still said Ok at 210, after
+        // B's grant at 200 (a paused holder resuming, say): no margin.
+        let h = history(
+            &[],
+            vec![
+                worker(10, vec![checked(10, 5, "a", 100, 300, Some(150), 210, Some(220), "ok")]),
+                worker(11, vec![checked(11, 6, "b", 200, 250, None, 240, None, "ok")]),
+            ],
+        );
+        assert_caught(&h, "no safety margin on /l");
+        // Excused like an overlap when A's session was expired instantly.
+        let h = history(
+            &["I a 120"],
+            vec![
+                worker(10, vec![checked(10, 5, "a", 100, 300, Some(150), 210, Some(220), "ok")]),
+                worker(11, vec![checked(11, 6, "b", 200, 250, None, 240, None, "ok")]),
+            ],
+        );
+        assert!(violations(&h).is_empty(), "{:#?}", violations(&h));
+    }
+
+    #[test]
+    fn a_holder_stopped_by_sigstop_ends_at_the_stop_unless_it_gets_ok_after() {
+        // A's last Ok at 140, stopped 150..400, told at 401; B granted at 200.
+        let b = || worker(11, vec![checked(11, 6, "b", 200, 250, None, 240, None, "ok")]);
+        let h = history(
+            &["Q 10 150 400"],
+            vec![
+                worker(10, vec![checked(10, 5, "a", 100, 401, None, 140, Some(401), "ok")]),
+                b(),
+            ],
+        );
+        let r = check(&h, &opts());
+        assert!(r.violations.is_empty(), "{:#?}", r.violations);
+        assert!(
+            r.text
+                .contains("ended at a SIGSTOP of their holder (no Ok after it): 1"),
+            "{}",
+            r.text
+        );
+        assert_eq!(r.margins["cut"].min_ns, 60);
+        // An Ok after the resume (at 402) is not excused: no margin, and an overlap.
+        let h = history(
+            &["Q 10 150 400"],
+            vec![
+                worker(10, vec![checked(10, 5, "a", 100, 410, None, 402, Some(405), "ok")]),
+                b(),
+            ],
+        );
+        let v = violations(&h);
+        assert!(v.iter().any(|v| v.starts_with("overlap on /l")), "{v:#?}");
+        assert!(v.iter().any(|v| v.starts_with("no safety margin on /l")), "{v:#?}");
+    }
+
+    #[test]
+    fn the_guarded_resource_must_see_tokens_in_order() {
+        let w = || {
+            vec![
+                worker(10, vec![checked(10, 5, "a", 100, 150, None, 140, None, "ok")]),
+                worker(11, vec![checked(11, 6, "b", 200, 250, None, 240, None, "ok")]),
+            ]
+        };
+        let h = history(&["V /l 1 5 10 0 1", "V /l 2 6 11 0 1"], w());
+        let r = check(&h, &opts());
+        assert!(r.violations.is_empty(), "{:#?}", r.violations);
+        assert!(
+            r.text
+                .contains("guarded writes: 2 read back on 1 resources, 2 acknowledged, refused 0"),
+            "{}",
+            r.text
+        );
+        assert_caught(
+            &history(&["V /l 1 6 11 0 1", "V /l 2 5 10 0 1"], w()),
+            "resource /l: token 5",
+        );
+        assert_caught(&history(&["V /l 2 6 11 0 1"], w()), "resource /l: the write of");
+        assert_caught(
+            &history(&["V /l 1 4 10 0 1", "V /l 2 6 11 0 1"], w()),
+            "resource /l: a write with token 4",
+        );
+        // Not read back at all: nothing to judge.
+        assert!(check(&history(&[], w()), &opts())
+            .text
+            .contains("guarded writes: not read back"));
     }
 
     #[test]

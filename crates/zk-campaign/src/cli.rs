@@ -29,6 +29,7 @@ zk-campaign [--seconds N] [--acquisitions N] [--seed N] [--workers N] [--threads
                    [--session-ms N] [--apache | --ensemble] [--dir DIR] [--hold-ms N]
                    [--long-hold-permille N] [--think-ms N] [--acquire-timeout-ms N]
                    [--short-timeout-percent N] [--overshoot-margin-ms N] [--max-overshoot-ms N]
+                   [--faults all|partitions|KIND,...] [--min-partition-faults N]
        zk-campaign --check DIR [--connect HOST:PORT] [--overshoot-margin-ms N] [--max-overshoot-ms N]
        zk-campaign --leaks HOST:PORT [--root /campaign] [--leak-wait-ms N]";
 
@@ -104,6 +105,14 @@ pub(crate) struct Cli {
     /// [default: report overshoots only].
     #[arg(long, value_name = "N")]
     max_overshoot_ms: Option<f64>,
+    /// The fault kinds to inject: `all`, `partitions` (the ensemble's
+    /// partition kinds only), or kinds separated by commas.
+    #[arg(long, value_name = "LIST", default_value = "all")]
+    faults: String,
+    /// With --acquisitions: also keep going until this many partition faults
+    /// happened (--ensemble).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    min_partition_faults: usize,
     /// Worker: its slot.
     #[arg(long, hide = true, value_name = "N", default_value_t = 0)]
     slot: usize,
@@ -141,6 +150,8 @@ pub(crate) struct Opts {
     pub(crate) acquire_timeout_ms: u64,
     pub(crate) short_timeout_percent: u64,
     pub(crate) check: CheckOptions,
+    pub(crate) faults: String,
+    pub(crate) min_partition_faults: usize,
     // worker role
     pub(crate) slot: usize,
     pub(crate) connect: Option<String>,
@@ -203,6 +214,8 @@ impl Opts {
             acquire_timeout_ms: c.acquire_timeout_ms,
             short_timeout_percent: c.short_timeout_percent,
             check,
+            faults: c.faults,
+            min_partition_faults: c.min_partition_faults,
             slot: c.slot,
             connect: c.connect,
             log: c.log,

@@ -114,7 +114,17 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let kinds = server.kinds();
+    let kinds = match server.select_kinds(&o.faults) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("zk-campaign: --faults: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(e) = crate::resource::prepare(&server.connect_string()) {
+        eprintln!("zk-campaign: cannot create the guarded resources: {e}");
+        return ExitCode::from(2);
+    }
     println!(
         "zk-campaign: seed {seed}, {} server at {}, {} workers x {} threads, session {} ms, {} s{}, logs in {}",
         server.name(),
@@ -186,6 +196,8 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
     }
     let sessions: Sessions = Mutex::new(HashMap::new());
     let stop_faults = AtomicBool::new(false);
+    let partitions_done = AtomicUsize::new(0);
+    let round_done = AtomicBool::new(false);
     let run_start = Instant::now();
     let mut scanner = Scanner::default();
     std::thread::scope(|s| {
@@ -206,6 +218,9 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
                 sessions: &sessions,
                 rng: Rng::new(seed ^ 0x00FA_0175),
                 admin: None,
+                kinds: kinds.clone(),
+                partitions_done: &partitions_done,
+                round_done: &round_done,
             };
             f.run(&stop_faults);
         });
@@ -216,10 +231,19 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
             scanner.scan(&dir, &sessions);
             let el = run_start.elapsed();
             if el >= next_report {
-                println!("t={:>4}s acquisitions={}", el.as_secs(), scanner.acquired);
+                println!(
+                    "t={:>4}s acquisitions={} partition faults={}",
+                    el.as_secs(),
+                    scanner.acquired,
+                    partitions_done.load(Ordering::SeqCst)
+                );
                 next_report += Duration::from_secs(10);
             }
-            if el >= limit || o.acquisitions.is_some_and(|a| scanner.acquired >= a) || faults.is_finished() {
+            let enough = o.acquisitions.is_some_and(|a| scanner.acquired >= a)
+                && partitions_done.load(Ordering::SeqCst) >= o.min_partition_faults;
+            // Every kind once at least (at most twice the time asked for).
+            let round = round_done.load(Ordering::SeqCst) || el >= limit * 2;
+            if ((enough || el >= limit) && round) || faults.is_finished() {
                 break;
             }
         }
@@ -228,13 +252,9 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
             eprintln!("zk-campaign: the fault thread panicked");
         }
     });
+    fleet.thaw_all();
     if let Err(e) = server.heal() {
         eprintln!("zk-campaign: final heal failed: {e}");
-    }
-    for s in &fleet.slots {
-        for p in &s.proxies {
-            p.freeze(false);
-        }
     }
     let run_secs = run_start.elapsed().as_secs_f64();
     let _ = File::create(&fleet.stop_file);
@@ -245,6 +265,10 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
     }
     // Killed workers' sessions expire at the session timeout; the rest closed.
     let leaks = check_leaks(&server.connect_string(), ROOT, session * 3 + Duration::from_secs(15));
+    match crate::resource::read_back(&server.connect_string(), &dir) {
+        Ok(n) => println!("guarded resources read back: {n} writes"),
+        Err(e) => eprintln!("zk-campaign: cannot read the guarded resources back: {e}"),
+    }
     let report = match check_dir(&dir, &o.check) {
         Ok(r) => r,
         Err(e) => {
@@ -298,7 +322,11 @@ fn prepare_dir(dir: &Path) -> io::Result<()> {
     fs::create_dir_all(dir)?;
     for e in fs::read_dir(dir)?.flatten() {
         let name = e.file_name().to_string_lossy().to_string();
-        if (name.starts_with("worker-") && name.ends_with(".log")) || name == "coordinator.log" || name == "stop" {
+        if (name.starts_with("worker-") && name.ends_with(".log"))
+            || name == "coordinator.log"
+            || name == "resource.log"
+            || name == "stop"
+        {
             fs::remove_file(e.path())?;
         }
     }

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -14,7 +14,7 @@ use crate::fleet::Fleet;
 use crate::paths::{MUTEX_PATH, SEM_PATH};
 use crate::prng::Rng;
 use crate::record::{now_ns, LineLog};
-use crate::server::Server;
+use crate::server::{Server, PARTITION_KINDS};
 
 /// Latest session (id, password) reported by each worker slot.
 pub(crate) type Sessions = Mutex<HashMap<usize, (i64, Vec<u8>)>>;
@@ -28,10 +28,19 @@ pub(crate) struct Faults<'a> {
     pub(crate) rng: Rng,
     /// A client of the coordinator's own (for `break-waiter`), made when needed.
     pub(crate) admin: Option<CuratorFramework>,
+    /// The kinds to inject.
+    pub(crate) kinds: Vec<&'static str>,
+    /// Partition faults injected so far (the coordinator may wait for a number).
+    pub(crate) partitions_done: &'a AtomicUsize,
+    /// Set once every kind was injected (or tried) once: the run lasts at least that long.
+    pub(crate) round_done: &'a AtomicBool,
 }
 
 impl Faults<'_> {
     fn record(&self, kind: &str, start: u64, detail: &str) {
+        if PARTITION_KINDS.contains(&kind) {
+            self.partitions_done.fetch_add(1, Ordering::SeqCst);
+        }
         self.log.line(&format!("F {kind} {start} {} {detail}", now_ns()));
         println!("fault {kind}: {detail}");
     }
@@ -105,7 +114,8 @@ impl Faults<'_> {
     /// that the first node still exists: while it does, nothing behind it is
     /// granted, so the deleted node was a waiter's. Tries for a few seconds
     /// to find a queue with a waiter.
-    fn break_waiter(&mut self) -> io::Result<String> {
+    /// The coordinator's own client, connected.
+    fn admin(&mut self) -> io::Result<&CuratorFramework> {
         if self.admin.is_none() {
             let c = CuratorFramework::builder()
                 .connect_string(self.server.connect_string())
@@ -119,6 +129,45 @@ impl Faults<'_> {
         let c = self.admin.as_ref().expect("just set");
         c.block_until_connected(Duration::from_secs(10))
             .map_err(io::Error::other)?;
+        Ok(c)
+    }
+
+    /// A worker slot that holds a lock and has held it for a while (the
+    /// head of the mutex's queue or the semaphore's lease, the same node 300
+    /// ms apart: most likely a long hold), if any.
+    fn long_holder(&mut self) -> Option<usize> {
+        // The mutex's holder heads its queue; the semaphore's holds its one lease.
+        let queues = [
+            (MUTEX_PATH.to_string(), "lock-"),
+            (format!("{SEM_PATH}/leases"), "lease-"),
+        ];
+        let heads = |c: &CuratorFramework| -> Vec<String> {
+            queues
+                .iter()
+                .filter_map(|(q, marker)| {
+                    let mut kids = c.get_children(q).ok()?;
+                    zk_framework::paths::sort_by_sequence(&mut kids, marker);
+                    kids.first().map(|k| format!("{q}/{k}"))
+                })
+                .collect()
+        };
+        let c = self.admin().ok()?;
+        let first = heads(c);
+        std::thread::sleep(Duration::from_millis(300));
+        let still: Vec<String> = heads(c).into_iter().filter(|h| first.contains(h)).collect();
+        let owners: Vec<i64> = still
+            .iter()
+            .filter_map(|h| c.check_exists(h).ok().flatten().map(|st| st.ephemeral_owner))
+            .collect();
+        let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        owners
+            .iter()
+            .find_map(|o| sessions.iter().find(|(_, (sid, _))| sid == o).map(|(slot, _)| *slot))
+    }
+
+    fn break_waiter(&mut self) -> io::Result<String> {
+        let _ = self.admin()?;
+        let c = self.admin.as_ref().expect("just set");
         let mut queues = [MUTEX_PATH.to_string(), format!("{SEM_PATH}/locks")];
         if self.rng.below(2) == 1 {
             queues.swap(0, 1);
@@ -142,6 +191,223 @@ impl Faults<'_> {
                 return Err(io::Error::other("no waiter to break"));
             }
             std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// The worker slots whose session is on node `i` now (its `cons`).
+    fn slots_on(&self, i: usize) -> Vec<usize> {
+        let port = self.server.cluster().client_port(i);
+        let cons = zk_testing::fourlw::four_letter_word(&format!("127.0.0.1:{port}"), "cons", Duration::from_secs(2))
+            .unwrap_or_default();
+        let sids: Vec<i64> = cons
+            .split("sid=0x")
+            .skip(1)
+            .filter_map(|rest| {
+                let hex: String = rest.chars().take_while(char::is_ascii_hexdigit).collect();
+                u64::from_str_radix(&hex, 16).ok().map(|v| v as i64)
+            })
+            .collect();
+        let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slots: Vec<usize> = sessions
+            .iter()
+            .filter(|(_, (sid, _))| sids.contains(sid))
+            .map(|(slot, _)| *slot)
+            .collect();
+        slots.sort_unstable();
+        slots
+    }
+
+    /// Makes sure some worker's session is on node `i`: when none is, moves a
+    /// random one there (its proxies to the other nodes refuse and are cut
+    /// until it has reconnected to `i`, at most 5 s). Returns the slots on `i`.
+    fn steer_onto(&mut self, i: usize) -> Vec<usize> {
+        let on = self.slots_on(i);
+        if !on.is_empty() {
+            return on;
+        }
+        let slot = self.random_slot();
+        let proxies = &self.fleet.slots[slot].proxies;
+        for (j, p) in proxies.iter().enumerate() {
+            if j != i {
+                p.refuse(true);
+                p.cut();
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut on = self.slots_on(i);
+        while !on.contains(&slot) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+            on = self.slots_on(i);
+        }
+        for p in &self.fleet.slots[slot].proxies {
+            p.refuse(false);
+        }
+        on
+    }
+
+    /// Waits `d`, heals every link, and waits for one whole ensemble again.
+    fn heal_after(&mut self, d: Duration) -> io::Result<()> {
+        std::thread::sleep(d);
+        let c = self.server.cluster();
+        c.heal_links();
+        c.wait_for_quorum(Duration::from_secs(60))
+    }
+
+    /// The partitions inside the ensemble (see `PARTITION_KINDS`).
+    fn partition(&mut self, kind: &str) -> io::Result<String> {
+        let t = self.session;
+        let (leader, followers, sync) = {
+            let c = self.server.cluster();
+            let l = c.leader().ok_or_else(|| io::Error::other("no leader (no quorum?)"))?;
+            let f: Vec<usize> = (0..c.len()).filter(|&i| i != l).collect();
+            (l, f, c.sync_limit())
+        };
+        // Long enough for the side that notices last (a sync limit), and then some.
+        let d = sync + self.rng.ms(300, (t.as_millis() as u64 / 2).max(300));
+        // One follower or both (then the leader loses its quorum).
+        let pick_targets = |rng: &mut Rng| -> Vec<usize> {
+            if rng.below(2) == 0 {
+                followers.clone()
+            } else {
+                vec![followers[rng.below(followers.len() as u64) as usize]]
+            }
+        };
+        match kind {
+            "isolate-leader" => {
+                let on = self.steer_onto(leader);
+                self.server.cluster().isolate(leader)?;
+                self.heal_after(d)?;
+                Ok(format!(
+                    "leader {leader} cut off from both followers for {} ms (workers {on:?} on it)",
+                    d.as_millis()
+                ))
+            }
+            "isolate-follower" => {
+                // The follower with the most worker sessions on it.
+                let f = followers
+                    .iter()
+                    .copied()
+                    .max_by_key(|&f| (self.slots_on(f).len(), f))
+                    .ok_or_else(|| io::Error::other("no follower"))?;
+                let on = self.steer_onto(f);
+                self.server.cluster().isolate(f)?;
+                self.heal_after(d)?;
+                Ok(format!(
+                    "follower {f} cut off from the others for {} ms (workers {on:?} on it)",
+                    d.as_millis()
+                ))
+            }
+            "oneway-from-leader" | "oneway-to-leader" => {
+                let targets = pick_targets(&mut self.rng);
+                let out = kind == "oneway-from-leader";
+                {
+                    let c = self.server.cluster();
+                    for &f in &targets {
+                        if out {
+                            c.block(leader, f)?;
+                        } else {
+                            c.block(f, leader)?;
+                        }
+                    }
+                }
+                self.heal_after(d)?;
+                Ok(format!(
+                    "bytes {} leader {leader} {} {targets:?} held for {} ms",
+                    if out { "from" } else { "to" },
+                    if out { "to" } else { "from" },
+                    d.as_millis()
+                ))
+            }
+            "flap-leader" => {
+                let targets = pick_targets(&mut self.rng);
+                let down = self.rng.ms(300, 2500);
+                let up = self.rng.ms(200, 1500);
+                let total = t + self.rng.ms(0, 2000);
+                let dirs: Vec<(usize, usize)> = targets.iter().flat_map(|&f| [(leader, f), (f, leader)]).collect();
+                self.server.cluster().flap(&dirs, down, up)?;
+                self.heal_after(total)?;
+                Ok(format!(
+                    "links leader {leader} <-> {targets:?} flapping (down {} ms, up {} ms) for {} ms",
+                    down.as_millis(),
+                    up.as_millis(),
+                    total.as_millis()
+                ))
+            }
+            "minority-client" | "pause-holder-minority" => {
+                // A worker that can reach only node `x`, cut off from the others:
+                // its session expires on the majority side (a follower's clients
+                // are dropped when it leaves its leader; the paused worker does
+                // not even try to move).
+                // Preferably a worker in the middle of a long hold.
+                let (slot, holder) = match self.long_holder() {
+                    Some(slot) => (slot, " (holding a lock)"),
+                    None => (self.random_slot(), ""),
+                };
+                let x = match self.rng.below(3) {
+                    0 => leader,
+                    _ => followers[self.rng.below(followers.len() as u64) as usize],
+                };
+                let pause = kind == "pause-holder-minority";
+                let paused_at = now_ns();
+                let pid = if pause {
+                    Some(self.fleet.signal(slot, "STOP")?)
+                } else {
+                    None
+                };
+                for (i, p) in self.fleet.slots[slot].proxies.iter().enumerate() {
+                    if i != x {
+                        p.freeze(true);
+                    }
+                }
+                let r = self.server.cluster().isolate(x);
+                // A follower's clients are dropped at the sync limit and their
+                // sessions expire a session timeout after the leader last heard
+                // of them; a leader's, a session timeout after a new leader.
+                let hold = t + sync + self.rng.ms(500, 1500);
+                if r.is_ok() {
+                    std::thread::sleep(hold);
+                }
+                if pause {
+                    // It resumes still cut off: its check() must not say Ok.
+                    let _ = self.fleet.signal(slot, "CONT");
+                    if let Some(pid) = pid {
+                        self.log.line(&format!("Q {pid} {paused_at} {}", now_ns()));
+                    }
+                    std::thread::sleep(Duration::from_millis(1000));
+                }
+                for p in &self.fleet.slots[slot].proxies {
+                    p.freeze(false);
+                }
+                r?;
+                self.heal_after(Duration::ZERO)?;
+                Ok(format!(
+                    "worker {slot}{holder}{} cut off with node {x}{} for {} ms{}",
+                    pid.map_or(String::new(), |p| format!(" (pid {p}) paused and")),
+                    if x == leader { " (the leader)" } else { " (a follower)" },
+                    hold.as_millis(),
+                    if pause { ", resumed 1000 ms before the heal" } else { "" }
+                ))
+            }
+            "pause-leader-sync" => {
+                // Past the sync limit, short of the session timeout when it can.
+                let room = t.saturating_sub(sync);
+                let p = sync
+                    + if room > Duration::from_millis(200) {
+                        self.rng.scale(room, 0.3, 0.9)
+                    } else {
+                        self.rng.ms(300, 1000)
+                    };
+                self.server.cluster().pause(leader)?;
+                std::thread::sleep(p);
+                self.server.cluster().resume(leader)?;
+                self.server.cluster().wait_for_quorum(Duration::from_secs(60))?;
+                Ok(format!(
+                    "leader {leader} paused {} ms (sync limit {} ms)",
+                    p.as_millis(),
+                    sync.as_millis()
+                ))
+            }
+            other => Err(io::Error::other(format!("unknown partition {other}"))),
         }
     }
 
@@ -285,6 +551,14 @@ impl Faults<'_> {
                 Ok(format!("worker {slot} pid {old:?} killed -9, replaced by pid {new}"))
             }
             "break-waiter" => self.break_waiter(),
+            "isolate-leader"
+            | "isolate-follower"
+            | "oneway-from-leader"
+            | "oneway-to-leader"
+            | "flap-leader"
+            | "minority-client"
+            | "pause-leader-sync"
+            | "pause-holder-minority" => self.partition(kind),
             other => Err(io::Error::other(format!("unknown fault {other}"))),
         }
     }
@@ -292,7 +566,7 @@ impl Faults<'_> {
     /// Injects faults until `stop`: a shuffled round of every kind, then random
     /// ones, with quiet gaps between them.
     pub(crate) fn run(&mut self, stop: &AtomicBool) {
-        let kinds = self.server.kinds();
+        let kinds = self.kinds.clone();
         let mut order: Vec<&str> = kinds.to_vec();
         for i in (1..order.len()).rev() {
             let j = self.rng.below(i as u64 + 1) as usize;
@@ -307,8 +581,13 @@ impl Faults<'_> {
         };
         sleep_checked(Duration::from_millis(1500)); // let the workers start
         while !stop.load(Ordering::SeqCst) {
+            // After the first round, partitions (when among the kinds) are
+            // picked three times in five: they are what this profile is for.
+            let partitions: Vec<&str> = kinds.iter().copied().filter(|k| PARTITION_KINDS.contains(k)).collect();
             let kind = if n < order.len() {
                 order[n]
+            } else if !partitions.is_empty() && partitions.len() < kinds.len() && self.rng.below(5) < 3 {
+                partitions[self.rng.below(partitions.len() as u64) as usize]
             } else {
                 kinds[self.rng.below(kinds.len() as u64) as usize]
             };
@@ -319,10 +598,14 @@ impl Faults<'_> {
                 Err(e) => {
                     eprintln!("fault {kind} failed: {e}");
                     self.log.line(&format!("N {kind} {start} {e}"));
+                    self.fleet.thaw_all();
                     if let Err(e) = self.server.heal() {
                         eprintln!("healing after {kind} failed: {e}");
                     }
                 }
+            }
+            if n >= order.len() {
+                self.round_done.store(true, Ordering::SeqCst);
             }
             let gap = self.rng.ms(300, 1500);
             sleep_checked(gap);

@@ -74,6 +74,42 @@ impl Fleet {
         Some(p.pid)
     }
 
+    /// Sends `sig` (`STOP`, `CONT`) to the worker in `slot`.
+    pub(crate) fn signal(&self, slot: usize, sig: &str) -> io::Result<u32> {
+        let pid = self
+            .pid(slot)
+            .ok_or_else(|| io::Error::other(format!("worker {slot} is not running")))?;
+        let st = Command::new("kill")
+            .arg(format!("-{sig}"))
+            .arg(pid.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()?;
+        if st.success() {
+            if sig == "STOP" {
+                // kill(2) returns before every thread has stopped: wait until
+                // they all have, so that the time logged after this is one at
+                // which the worker can do nothing.
+                wait_stopped(pid, Instant::now() + Duration::from_secs(5));
+            }
+            Ok(pid)
+        } else {
+            Err(io::Error::other(format!("kill -{sig} {pid} failed: {st}")))
+        }
+    }
+
+    /// Lets every worker continue (after a fault that paused one) and opens
+    /// every proxy.
+    pub(crate) fn thaw_all(&self) {
+        for (slot, s) in self.slots.iter().enumerate() {
+            let _ = self.signal(slot, "CONT");
+            for p in &s.proxies {
+                p.freeze(false);
+            }
+        }
+    }
+
     pub(crate) fn pid(&self, slot: usize) -> Option<u32> {
         self.slots[slot]
             .proc_
@@ -127,5 +163,31 @@ impl Drop for Fleet {
                 p.freeze(false);
             }
         }
+    }
+}
+
+/// Polls `/proc/PID/task/*/stat` until every thread of `pid` is stopped (`T`
+/// or `t`), or until `deadline`.
+fn wait_stopped(pid: u32, deadline: Instant) -> bool {
+    let dir = std::path::PathBuf::from(format!("/proc/{pid}/task"));
+    loop {
+        let all = std::fs::read_dir(&dir).ok().is_some_and(|entries| {
+            entries.filter_map(Result::ok).all(|task| {
+                std::fs::read_to_string(task.path().join("stat"))
+                    .ok()
+                    .and_then(|st| {
+                        st.rsplit_once(')')
+                            .map(|(_, rest)| rest.trim_start().starts_with(['T', 't']))
+                    })
+                    .unwrap_or(true)
+            })
+        });
+        if all {
+            return true;
+        }
+        if Instant::now() >= deadline || !dir.exists() {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(2));
     }
 }

@@ -18,19 +18,30 @@
 //!   the lock node's name, or `-` where the recipe does not expose it.
 //! * `E pid thread attempt lock mode token session start end told told-event
 //!   told-late status-at-grant status-at-end connected-before-release release
-//!   [release-ns]` — it ended. `told` is when the first `Suspended`/`Lost` was
-//!   received on the guard's loss receiver while holding (`-`: never; equal to
-//!   `start` when it was already queued at grant); `told-late` when one came
-//!   while the holder waited before releasing a lock that looked lost; the
-//!   statuses are the guard's (`?` in older logs); `release-ns`, how long the
-//!   release call took (older logs lack it).
+//!   [release-ns [last-ok first-bad write]]` — it ended. `told` is when the
+//!   first `Suspended`/`Lost` was received on the guard's loss receiver while
+//!   holding (`-`: never; equal to `start` when it was already queued at
+//!   grant); `told-late` when one came while the holder waited before
+//!   releasing a lock that looked lost; the statuses are the guard's (`?` in
+//!   older logs); `release-ns`, how long the release call took; `last-ok`,
+//!   when the holder's `check()` (called at grant and every 5 ms while it
+//!   works) last said `Ok`; `first-bad`, when it first said anything else (the
+//!   holder stops working then); `write`, the outcome of the section's write
+//!   to the guarded resource (`ok`, an error kind, `-`: none). Older logs lack
+//!   the optional fields.
 //! * `D pid thread attempt end` — the work of a section is done; written before
 //!   the release, so a worker killed during its release is not blamed.
 //!
 //! Coordinator lines (`coordinator.log`): `P key=value…` (parameters),
 //! `F kind start end detail` (a fault), `N …` (a fault that could not be
 //! injected), `K slot pid t` (a worker was killed -9), `I session-hex t` (a
-//! session was expired by the server at once), `W pid exit=N|straggler`.
+//! session was expired by the server at once), `W pid exit=N|straggler`,
+//! `Q pid from to` (a worker was paused with SIGSTOP from `from` to `to`).
+//!
+//! The guarded resource (`resource.log`, read back from the server after the
+//! run): `V lock seq token pid thread attempt`, one per write that reached
+//! the resource of `lock`, `seq` being ZooKeeper's sequence number (the order
+//! of arrival); a lone `V` says the resources were read and were empty.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::{self, File};
@@ -90,6 +101,14 @@ pub struct EndRec {
     pub release: String,
     /// How long the release call took (`None` in older logs).
     pub release_wait: Option<u64>,
+    /// The event first heard while holding (`Suspended`, `Lost`; `-`: none).
+    pub told_event: String,
+    /// When `check()` last said `Ok` while holding (`None`: never, or older logs).
+    pub last_ok: Option<u64>,
+    /// When `check()` first said anything but `Ok` (`None`: never, or older logs).
+    pub first_bad: Option<u64>,
+    /// The guarded write to the resource: `ok`, an error kind, `-` (none, or older logs).
+    pub write: String,
 }
 
 /// A critical section on one lock (`S`, then `E`).
@@ -133,6 +152,20 @@ impl SecRec {
     }
 }
 
+/// A write that reached the guarded resource (a `V` line of `resource.log`,
+/// read back from the server after the run).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceWrite {
+    /// The lock whose resource it is (`/campaign/mutex`, ...).
+    pub lock: String,
+    /// ZooKeeper's sequence number of the write: the order it reached the resource.
+    pub seq: u64,
+    /// The fencing token the writer held.
+    pub token: i64,
+    /// The writer's attempt.
+    pub attempt: AttemptKey,
+}
+
 /// An injected fault (an `F` line).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FaultRec {
@@ -155,6 +188,10 @@ pub struct History {
     pub sections: HashMap<SectionKey, SecRec>,
     /// Workers killed -9: pid → when.
     pub killed: HashMap<u32, u64>,
+    /// Sessions reported by workers (`Z`): (pid, when, session hex).
+    pub sessions: Vec<(u32, u64, String)>,
+    /// Workers paused (SIGSTOP) by a fault: (pid, from, to).
+    pub paused: Vec<(u32, u64, u64)>,
     /// `D` lines: attempt → when the work was done.
     pub done: HashMap<AttemptKey, u64>,
     /// Sessions expired at once by the server: (session hex, when).
@@ -169,6 +206,10 @@ pub struct History {
     pub faults: Vec<FaultRec>,
     /// Faults that could not be injected (`N`).
     pub failed_faults: usize,
+    /// Writes read back from the guarded resources (`resource.log`), if any.
+    pub writes: Vec<ResourceWrite>,
+    /// Whether the resources were read back at all (a `resource.log` exists).
+    pub resource_read: bool,
     /// Lines that could not be parsed.
     pub unparsed: usize,
 }
@@ -204,7 +245,7 @@ impl History {
                     .file_name()
                     .map(|n| n.to_string_lossy().to_string())
                     .unwrap_or_default();
-                (n.starts_with("worker-") && n.ends_with(".log")) || n == "coordinator.log"
+                (n.starts_with("worker-") && n.ends_with(".log")) || n == "coordinator.log" || n == "resource.log"
             })
             .collect();
         files.sort();
@@ -284,6 +325,7 @@ impl History {
                 self.killed.insert(p32(2)?, p64(3)?);
             }
             "I" => self.instant.push((s(1)?, p64(2)?)),
+            "Q" => self.paused.push((p32(1)?, p64(2)?, p64(3)?)),
             "D" => {
                 self.done.insert((p32(1)?, p32(2)?, p64(3)?), p64(4)?);
             }
@@ -294,7 +336,18 @@ impl History {
             "X" => {
                 self.exited.insert(p32(1)?);
             }
-            "Z" => {}
+            "Z" => self.sessions.push((p32(1)?, p64(3)?, s(4)?)),
+            "V" => {
+                self.resource_read = true;
+                if f.len() > 2 {
+                    self.writes.push(ResourceWrite {
+                        lock: s(1)?,
+                        seq: p64(2)?,
+                        token: f.get(3)?.parse().ok()?,
+                        attempt: (p32(4)?, p32(5)?, p64(6)?),
+                    });
+                }
+            }
             "A" => {
                 let start = p64(6)?;
                 let k = (p32(1)?, p32(2)?, p64(3)?);
@@ -352,6 +405,10 @@ impl History {
                         connected: f.get(15)? == &"1",
                         release: s(16)?,
                         release_wait: f.get(17).and_then(|v| opt_u64(v)),
+                        told_event: s(11)?,
+                        last_ok: f.get(18).and_then(|v| opt_u64(v)),
+                        first_bad: f.get(19).and_then(|v| opt_u64(v)),
+                        write: s(20).unwrap_or_else(|| "-".into()),
                     })
                 } else {
                     None
@@ -416,6 +473,9 @@ mod tests {
             "S 10 0 1 /l mutex 7 1a 150 node",
             "D 10 0 1 190",
             "E 10 0 1 /l mutex 7 1a 150 200 180 Suspended - Held Lost 0 ok 1500",
+            "E 10 0 3 /l mutex 8 1a 250 300 - - - Held Held 1 ok 1500 290 295 ok",
+            "Q 10 5 9",
+            "V /l 3 7 10 0 1",
             "A 10 0 2 /l mutex 300",
             "X 10 400",
             "garbage",
@@ -448,6 +508,27 @@ mod tests {
         assert_eq!((s.token, e.end, e.told, e.told_late), (7, 200, Some(180), None));
         assert_eq!((e.st_end.as_str(), e.connected), ("Lost", false));
         assert_eq!(e.release_wait, Some(1500));
+        assert_eq!(
+            (e.told_event.as_str(), e.last_ok, e.first_bad, e.write.as_str()),
+            ("Suspended", None, None, "-")
+        );
+        let e3 = h.sections[&(10, 0, 3, "/l".to_string())].end.clone().unwrap();
+        assert_eq!(
+            (e3.last_ok, e3.first_bad, e3.write.as_str()),
+            (Some(290), Some(295), "ok")
+        );
+        assert_eq!(h.paused, vec![(10, 5, 9)]);
+        assert_eq!(h.sessions, vec![(10, 2, "1a".to_string())]);
+        assert!(h.resource_read);
+        assert_eq!(
+            h.writes,
+            vec![ResourceWrite {
+                lock: "/l".into(),
+                seq: 3,
+                token: 7,
+                attempt: (10, 0, 1)
+            }]
+        );
         assert_eq!(h.unparsed, 1);
     }
 }

@@ -5,6 +5,7 @@
 //!             [--session-ms N] [--apache | --ensemble] [--dir DIR] [--hold-ms N]
 //!             [--long-hold-permille N] [--think-ms N] [--acquire-timeout-ms N]
 //!             [--short-timeout-percent N] [--overshoot-margin-ms N] [--max-overshoot-ms N]
+//!             [--faults all|partitions|KIND,...] [--min-partition-faults N]
 //! zk-campaign --check DIR [--connect HOST:PORT] [--overshoot-margin-ms N] [--max-overshoot-ms N]
 //! zk-campaign --leaks HOST:PORT [--root /campaign] [--leak-wait-ms N]
 //! ```
@@ -40,6 +41,23 @@
 //! | `kill-worker` | `kill -9` of a worker process; a replacement starts |
 //! | `break-waiter` | a waiting node of the mutex or of the semaphore's internal mutex deleted by another client (as `zk-lock break --node`), atomically with a check that the queue's head is still there, so that it is never a holder's node: its owner must queue again, never be granted |
 //! | `stop-leader`, `kill-leader`, `stop-follower`, `kill-follower` | ensemble only: SIGTERM / SIGKILL of a node, then a restart |
+//! | `isolate-leader` | ensemble only: the leader cut off from both followers (its clients still reach it) for a sync limit plus 0.3-3 s |
+//! | `isolate-follower` | the follower with the most worker sessions cut off from the others, as long |
+//! | `oneway-from-leader`, `oneway-to-leader` | the bytes from (to) the leader to (from) one or both followers held, the other direction flowing |
+//! | `flap-leader` | the links between the leader and one or both followers down 0.3-2.5 s, up 0.2-1.5 s, in turn, for a session timeout plus 0-2 s |
+//! | `minority-client` | a worker that reaches only one node (its proxies to the others frozen), that node cut off from the others for a session timeout plus a sync limit plus 0.5-1.5 s: its session expires on the majority side |
+//! | `pause-leader-sync` | the leader paused (SIGSTOP) past its sync limit, short of the session timeout |
+//! | `pause-holder-minority` | as `minority-client`, the worker also paused (SIGSTOP); it resumes 1 s before the heal, still cut off: its `check()` must not say `Ok` |
+//!
+//! The ensemble is partitionable (`ApacheCluster::start_partitionable`): see
+//! `docs/partitions.md`. `--faults partitions` injects the partition kinds only;
+//! with every kind, a partition is picked three times in five after the first
+//! round. A run lasts at least until every kind happened once (at most twice
+//! `--seconds`); with `--acquisitions`, `--min-partition-faults N` keeps it going
+//! until N partition faults too. Holders call `check()` at grant and every 5 ms
+//! and stop at its first error; each exclusive section writes once into its
+//! lock's resource (`/campaign-resource/...`) through a transaction guarded by
+//! the lock, and the coordinator reads the resources back after the run.
 //!
 //! Every acquire is a timed `try_acquire_for`: most with `--acquire-timeout-ms`,
 //! `--short-timeout-percent` of them with a short one (a fifth of those zero,
@@ -73,6 +91,7 @@ mod leaks;
 mod paths;
 mod prng;
 mod record;
+mod resource;
 mod server;
 mod worker;
 

@@ -6,3 +6,13 @@ pub(crate) const MUTEX_PATH: &str = "/campaign/mutex";
 pub(crate) const RW_PATH: &str = "/campaign/rw";
 pub(crate) const SEM_PATH: &str = "/campaign/sem";
 pub(crate) const ELECTION_PATH: &str = "/campaign/election";
+
+/// Where holders write, guarded by their lock (`RESOURCE/mutex`, `/rw`, `/sem`,
+/// and `/election` for the leaders):
+/// the resource whose order of fencing tokens the checker reads back.
+pub(crate) const RESOURCE: &str = "/campaign-resource";
+
+/// The resource node of a lock (`/campaign/mutex` -> `/campaign-resource/mutex`).
+pub(crate) fn resource_path(lock: &str) -> String {
+    format!("{RESOURCE}/{}", lock.rsplit('/').next().unwrap_or(lock))
+}

@@ -29,7 +29,27 @@ const STANDALONE_KINDS: &[&str] = &[
     "break-waiter",
 ];
 
+/// The partitions inside the ensemble (its server-to-server links).
+pub(crate) const PARTITION_KINDS: &[&str] = &[
+    "isolate-leader",
+    "isolate-follower",
+    "oneway-from-leader",
+    "oneway-to-leader",
+    "flap-leader",
+    "minority-client",
+    "pause-leader-sync",
+    "pause-holder-minority",
+];
+
 const ENSEMBLE_KINDS: &[&str] = &[
+    "isolate-leader",
+    "isolate-follower",
+    "oneway-from-leader",
+    "oneway-to-leader",
+    "flap-leader",
+    "minority-client",
+    "pause-leader-sync",
+    "pause-holder-minority",
     "partition-expire",
     "instant-expire",
     "cut",
@@ -56,7 +76,7 @@ impl Server {
                         "Apache ZooKeeper is not installed (apt-get install zookeeper) or java is missing",
                     ));
                 }
-                let c = ApacheCluster::start(3, ApacheConfig::default())?;
+                let c = ApacheCluster::start_partitionable(3, ApacheConfig::default())?;
                 let addrs = (0..c.len())
                     .map(|i| format!("127.0.0.1:{}", c.client_port(i)))
                     .collect();
@@ -91,6 +111,27 @@ impl Server {
         }
     }
 
+    /// The fault kinds to inject: `only` (`all`, `partitions`, or kinds
+    /// separated by commas) among those this server supports.
+    pub(crate) fn select_kinds(&self, only: &str) -> Result<Vec<&'static str>, String> {
+        let all = self.kinds();
+        match only {
+            "all" => Ok(all.to_vec()),
+            "partitions" if matches!(self, Server::Ensemble(..)) => Ok(PARTITION_KINDS.to_vec()),
+            "partitions" => Err("partition faults need --ensemble".into()),
+            list => list
+                .split(',')
+                .filter(|k| !k.is_empty())
+                .map(|k| {
+                    all.iter()
+                        .copied()
+                        .find(|a| *a == k)
+                        .ok_or_else(|| format!("fault kind {k} is not one of {}", all.join(",")))
+                })
+                .collect(),
+        }
+    }
+
     pub(crate) fn cluster(&self) -> std::sync::MutexGuard<'_, ApacheCluster> {
         match self {
             Server::Ensemble(c, _) => c.lock().unwrap_or_else(|e| e.into_inner()),
@@ -112,6 +153,7 @@ impl Server {
             Server::Apache(s) => s.resume(),
             Server::Ensemble(..) => {
                 let mut c = self.cluster();
+                c.heal_links();
                 for i in 0..c.len() {
                     let _ = c.resume(i);
                     if !c.is_running(i) {

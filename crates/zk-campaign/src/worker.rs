@@ -16,9 +16,10 @@ use zk_recipes::{
 };
 
 use crate::cli::Opts;
-use crate::paths::{ELECTION_PATH, MUTEX_PATH, RW_PATH, SEM_PATH};
+use crate::paths::{resource_path, ELECTION_PATH, MUTEX_PATH, RW_PATH, SEM_PATH};
 use crate::prng::Rng;
 use crate::record::{err_kind, hex, now_ns, status_str, LineLog};
+use zk_framework::proto::CreateMode;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -104,6 +105,21 @@ impl Member {
     }
 }
 
+/// How often a holder calls `check()` while it works: the resolution of the
+/// "last `Ok`" the checker measures the safety margin from.
+const CHECK_EVERY: Duration = Duration::from_millis(5);
+
+/// The resource nodes one exclusive section creates (one per lock of a
+/// multi-lock), in one transaction guarded by the lock: `RESOURCE/<lock>/t<token>-<pid>-<thread>-<attempt>-`
+/// plus ZooKeeper's sequence number, so that the checker reads back in which
+/// order the tokens reached the resource.
+fn resource_nodes(nodes: &str, tokens: &[i64], kind: Kind, pid: u32, thr: usize, att: u64) -> Vec<String> {
+    members(kind, nodes, tokens)
+        .iter()
+        .map(|m| format!("{}/t{}-{pid}-{thr}-{att}-", resource_path(m.lock), m.token))
+        .collect()
+}
+
 /// The lock path of a member of the campaign's multi-lock, from its node's path.
 fn member_lock(node: &str) -> &'static str {
     [MUTEX_PATH, RW_PATH, SEM_PATH]
@@ -153,29 +169,17 @@ fn is_loss(ev: LockEvent) -> bool {
     matches!(ev, LockEvent::Suspended | LockEvent::Lost)
 }
 
-/// Waits until `until` for a `Suspended`/`Lost`. While holding (`late ==
-/// false`) it records `told` and returns at once (the holder stops working);
-/// before a release (`late == true`) it records `told_late`.
-fn wait_for_loss(sig: &mut Signal, until: Instant, late: bool) {
+/// Before a release: waits until `until` for a `Suspended`/`Lost` and records
+/// it as `told_late` (while holding, [`Section::hold`] listens itself).
+fn wait_for_loss(sig: &mut Signal, until: Instant) {
     loop {
         let now = Instant::now();
-        if now >= until {
-            return;
-        }
-        if sig.closed || sig.told.is_some() || (late && sig.told_late.is_some()) {
-            if !late {
-                std::thread::sleep(until - now); // keep "working" until the end of the hold
-            }
+        if now >= until || sig.closed || sig.told.is_some() || sig.told_late.is_some() {
             return;
         }
         match sig.rx.recv_timeout(until - now) {
             Ok(ev) if is_loss(ev) => {
-                let t = now_ns();
-                if late {
-                    sig.told_late = Some(t);
-                } else {
-                    sig.told = Some((t, ev));
-                }
+                sig.told_late = Some(now_ns());
                 return;
             }
             Ok(_) => {}
@@ -246,6 +250,9 @@ impl Attempt<'_> {
             start,
             end: start,
             connected: true,
+            last_ok: None,
+            first_bad: None,
+            write: "-".into(),
         }
     }
 }
@@ -258,14 +265,57 @@ struct Section<'a> {
     start: u64,
     end: u64,
     connected: bool,
+    /// When `check()` last said `Ok` (before the first error).
+    last_ok: Option<u64>,
+    /// When `check()` first said anything but `Ok`.
+    first_bad: Option<u64>,
+    /// The guarded write's outcome: `ok`, an error kind, `-` (none made).
+    write: String,
 }
 
 impl Section<'_> {
-    /// "Works" for `hold`, stopping early at the first loss signal, then checks
-    /// the receiver once more, records the guard's status and the end.
-    fn hold(&mut self, hold: Duration, status: impl Fn() -> LockStatus) {
-        if self.sig.told.is_none() {
-            wait_for_loss(&mut self.sig, Instant::now() + hold, false);
+    /// "Works" for `hold`: calls `check` at grant and then every [`CHECK_EVERY`]
+    /// (recording the last `Ok` and the first error), makes its guarded write
+    /// to the resource right after its first `Ok` (`write`), and stops early at
+    /// the first sign that the lock may not be held (a check that is not `Ok`,
+    /// or a `Suspended`/`Lost` on the loss receiver). Then checks the receiver
+    /// once more, records the guard's status and the end.
+    fn hold(
+        &mut self,
+        hold: Duration,
+        status: impl Fn() -> LockStatus,
+        check: impl Fn() -> Result<(), LockError>,
+        mut write: impl FnMut() -> String,
+    ) {
+        let until = Instant::now() + hold;
+        let mut wrote = false;
+        loop {
+            let ok = check().is_ok();
+            let t = now_ns();
+            if !ok {
+                self.first_bad = Some(t);
+                break;
+            }
+            self.last_ok = Some(t);
+            if self.sig.told.is_some() || self.sig.closed {
+                break;
+            }
+            if !wrote {
+                wrote = true;
+                self.write = write();
+            }
+            let now = Instant::now();
+            if now >= until {
+                break;
+            }
+            match self.sig.rx.recv_timeout(CHECK_EVERY.min(until - now)) {
+                Ok(ev) if is_loss(ev) => {
+                    self.sig.told = Some((now_ns(), ev));
+                    break;
+                }
+                Ok(_) | Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => self.sig.closed = true,
+            }
         }
         drain(&mut self.sig, None);
         self.end = now_ns();
@@ -282,7 +332,7 @@ impl Section<'_> {
     fn before_release(&mut self) {
         self.connected = self.a.w.client.is_connected();
         if self.sig.told.is_none() && (!self.connected || matches!(self.sig.st_end, "Uncertain" | "Lost")) {
-            wait_for_loss(&mut self.sig, Instant::now() + self.a.w.grace, true);
+            wait_for_loss(&mut self.sig, Instant::now() + self.a.w.grace);
         }
     }
 
@@ -298,9 +348,11 @@ impl Section<'_> {
             None => ("-".into(), "-".into()),
         };
         let late = sig.told_late.map_or("-".to_string(), |t| t.to_string());
+        let last_ok = self.last_ok.map_or("-".to_string(), |t| t.to_string());
+        let first_bad = self.first_bad.map_or("-".to_string(), |t| t.to_string());
         for m in &self.members {
             a.w.line(&format!(
-                "E {} {} {} {} {} {} {} {} {} {told} {ev} {late} {} {} {} {rel} {}",
+                "E {} {} {} {} {} {} {} {} {} {told} {ev} {late} {} {} {} {rel} {} {last_ok} {first_bad} {}",
                 a.w.pid,
                 a.thr,
                 a.att,
@@ -314,6 +366,7 @@ impl Section<'_> {
                 sig.st_end,
                 u8::from(self.connected),
                 took.as_nanos(),
+                self.write,
             ));
         }
     }
@@ -389,7 +442,25 @@ impl Worker {
                 let term = latch.term().unwrap_or(0);
                 let node = latch.node().unwrap_or_default();
                 let mut s = a.begin(vec![Member::new(ELECTION_PATH, term, &node)], sig);
-                s.hold(hold, status);
+                // The leader's guarded write, as a lock holder's: one node in
+                // the election's resource, its term in the name.
+                let write = || {
+                    let path = format!(
+                        "{}/t{term}-{}-{}-{}-",
+                        resource_path(ELECTION_PATH),
+                        self.pid,
+                        a.thr,
+                        a.att
+                    );
+                    match latch
+                        .transaction()
+                        .and_then(|tx| tx.create(&path, Vec::new(), CreateMode::PersistentSequential).commit())
+                    {
+                        Ok(_) => "ok".to_string(),
+                        Err(e) => err_kind(&e),
+                    }
+                };
+                s.hold(hold, status, || latch.check(), write);
                 s.before_release();
                 let released = Instant::now();
                 // What a lock's release says: held when it began, lost, or
@@ -484,7 +555,28 @@ impl Worker {
                         Ok(Some(g)) => {
                             let sig = Signal::new(g.loss_receiver(), g.status());
                             let mut s = a.begin(members(kind, &g.lock_path(), &g.fencing_tokens()), sig);
-                            s.hold(hold, || g.status());
+                            let write = || {
+                                if kind == Kind::Read {
+                                    return "-".to_string();
+                                }
+                                let tx = resource_nodes(
+                                    &g.lock_path(),
+                                    &g.fencing_tokens(),
+                                    kind,
+                                    self.pid,
+                                    thr,
+                                    att,
+                                )
+                                .into_iter()
+                                .fold(g.transaction(), |tx, p| {
+                                    tx.create(&p, Vec::new(), CreateMode::PersistentSequential)
+                                });
+                                match tx.commit() {
+                                    Ok(_) => "ok".to_string(),
+                                    Err(e) => err_kind(&e),
+                                }
+                            };
+                            s.hold(hold, || g.status(), || g.check(), write);
                             s.before_release();
                             let released = Instant::now();
                             let r = g.release();

@@ -7,8 +7,11 @@ use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use parking_lot::Mutex;
+
 use super::config::ApacheConfig;
 use super::files::{keep_dirs, make_temp_dir};
+use super::links::{FlapThread, Links};
 use super::node::Node;
 use super::probe::{POLL_INTERVAL, READY_TIMEOUT};
 use super::process::free_ports;
@@ -43,9 +46,18 @@ const QUORUM_MAIN: &str = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
 pub struct ApacheCluster {
     dir: PathBuf,
     nodes: Vec<Node>,
+    /// The server-to-server proxies of a partitionable ensemble.
+    links: Option<Links>,
+    /// Links made to flap, until [`heal_links`](Self::heal_links).
+    flaps: Mutex<Vec<FlapThread>>,
+    tick: Duration,
 }
 
 const QUORUM_MODES: &[&str] = &["leader", "follower", "observer"];
+
+/// The ensemble's `syncLimit`, in ticks: how long a leader keeps leading without hearing from a
+/// quorum of followers, and how long a follower waits for its leader, before giving up.
+const SYNC_LIMIT_TICKS: u32 = 5;
 
 impl ApacheCluster {
     /// Starts an ensemble of `n` nodes with `config`, each in its own subdirectory of a fresh
@@ -70,6 +82,53 @@ impl ApacheCluster {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn start(n: usize, config: ApacheConfig) -> io::Result<Self> {
+        Self::start_inner(n, config, false)
+    }
+
+    /// Like [`start`](Self::start), but every server-to-server link goes through a proxy that
+    /// can hold its bytes, per ordered pair of servers and per direction: a *partitionable*
+    /// ensemble (see [`block`](Self::block), [`cut`](Self::cut), [`isolate`](Self::isolate),
+    /// [`flap`](Self::flap), [`heal_links`](Self::heal_links)).
+    ///
+    /// Server `a` reaches server `b`'s quorum and election ports only through proxy `a->b`:
+    /// each server has its own `zoo.cfg`, listing its own real ports and every other server at
+    /// the ports of its proxies (`reconfigEnabled=false`, so no server adopts another's view of
+    /// the membership). A TCP connection between two servers carries bytes both ways, whichever
+    /// opened it, so a fault holds one *direction*: the bytes from `a` to `b`, on every
+    /// connection between them, quorum and election alike. Held bytes are not dropped: the
+    /// sender's writes pile up in its socket buffers and nothing is closed, so each server
+    /// notices the partition by its own timeouts (a leader that hears no follower within its
+    /// sync limit gives up leadership and drops its clients; a follower that hears no leader
+    /// within its sync limit starts an election), as on a network that drops packets; when
+    /// the link heals, what was held is delivered, like TCP's retransmissions. New connections
+    /// are accepted during a partition and their bytes held the same way. The leader
+    /// election's first message carries the sender's own address, which the receiver may use
+    /// to connect back: the election proxies rewrite it to the reverse proxy's, so that no
+    /// connection bypasses them.
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start); also any I/O error from binding the proxies' listeners.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use zk_testing::apache::{ApacheCluster, ApacheConfig};
+    ///
+    /// let cluster = ApacheCluster::start_partitionable(3, ApacheConfig::default())?;
+    /// let leader = cluster.leader().expect("a leader");
+    /// cluster.isolate(leader)?; // its clients still reach it; its peers do not
+    /// // ... within its sync limit it gives up leadership; the other two elect a leader.
+    /// cluster.heal_links();
+    /// cluster.wait_for_quorum(Duration::from_secs(60))?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn start_partitionable(n: usize, config: ApacheConfig) -> io::Result<Self> {
+        Self::start_inner(n, config, true)
+    }
+
+    fn start_inner(n: usize, config: ApacheConfig, partitionable: bool) -> io::Result<Self> {
         if n == 0 {
             return Err(io::Error::new(
                 ErrorKind::InvalidInput,
@@ -80,23 +139,33 @@ impl ApacheCluster {
         let mut cluster = ApacheCluster {
             dir,
             nodes: Vec::with_capacity(n),
+            links: None,
+            flaps: Mutex::new(Vec::new()),
+            tick: Duration::from_millis(u64::from(config.tick_time_ms)),
         };
         // On error, dropping `cluster` kills what started and removes the directory.
         let ports = free_ports(3 * n)?;
         let (client, rest) = ports.split_at(n);
         let (quorum, election) = rest.split_at(n);
+        if partitionable {
+            cluster.links = Some(Links::start(quorum, election)?);
+        }
         let mut servers = String::new();
         for i in 0..n {
             let _ = writeln!(servers, "server.{}=127.0.0.1:{}:{}", i + 1, quorum[i], election[i]);
         }
-        let extra = format!(
-            "initLimit=10\n\
-             syncLimit=5\n\
-             reconfigEnabled=false\n\
-             standaloneEnabled=false\n\
-             {servers}"
-        );
         for (i, port) in client.iter().enumerate() {
+            let servers = match &cluster.links {
+                Some(l) => l.server_lines(i, quorum, election),
+                None => servers.clone(),
+            };
+            let extra = format!(
+                "initLimit=10\n\
+                 syncLimit={SYNC_LIMIT_TICKS}\n\
+                 reconfigEnabled=false\n\
+                 standaloneEnabled=false\n\
+                 {servers}"
+            );
             let node_dir = cluster.dir.join(format!("node{i}"));
             let node = Node::create(node_dir, *port, QUORUM_MAIN, &config, &extra, Some(i + 1))?;
             cluster.nodes.push(node);
@@ -493,6 +562,244 @@ impl ApacheCluster {
         }
     }
 
+    /// The sync limit (`syncLimit` ticks of `tickTime`): a leader that has not heard from a
+    /// quorum of followers for this long gives up leadership (and drops its clients); a
+    /// follower that has not heard from its leader for this long leaves it.
+    ///
+    /// # Errors
+    ///
+    /// None.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let cluster = zk_testing::apache::ApacheCluster::start(3, Default::default())?;
+    /// assert_eq!(cluster.sync_limit(), std::time::Duration::from_secs(5)); // 5 ticks of 1 s
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn sync_limit(&self) -> Duration {
+        self.tick * SYNC_LIMIT_TICKS
+    }
+
+    /// Whether the ensemble was started with [`start_partitionable`](Self::start_partitionable).
+    ///
+    /// # Errors
+    ///
+    /// None.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let cluster = zk_testing::apache::ApacheCluster::start_partitionable(3, Default::default())?;
+    /// assert!(cluster.is_partitionable());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn is_partitionable(&self) -> bool {
+        self.links.is_some()
+    }
+
+    fn links_for(&self, from: usize, to: usize) -> io::Result<&Links> {
+        let links = self.links.as_ref().ok_or_else(|| {
+            io::Error::new(
+                ErrorKind::Unsupported,
+                "this ensemble is not partitionable (start it with ApacheCluster::start_partitionable)",
+            )
+        })?;
+        let n = self.nodes.len();
+        if from >= n || to >= n || from == to {
+            return Err(io::Error::new(
+                ErrorKind::InvalidInput,
+                format!("no link from node {from} to node {to} in an ensemble of {n}"),
+            ));
+        }
+        Ok(links)
+    }
+
+    /// Holds the bytes from node `from` to node `to` (a one-way partition), on every
+    /// connection between them, whichever opened it; the other direction keeps flowing.
+    /// See [`start_partitionable`](Self::start_partitionable) for what that means to the
+    /// servers.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Unsupported`] if the ensemble is not partitionable;
+    /// [`ErrorKind::InvalidInput`] if `from == to` or either is not a node index.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let cluster = zk_testing::apache::ApacheCluster::start_partitionable(3, Default::default())?;
+    /// cluster.block(0, 1)?; // node 1 hears nothing from node 0; node 0 still hears node 1
+    /// cluster.unblock(0, 1)?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn block(&self, from: usize, to: usize) -> io::Result<()> {
+        self.links_for(from, to)?.state.set(from, to, true);
+        Ok(())
+    }
+
+    /// Lets the bytes from node `from` to node `to` flow again (what was held is delivered).
+    ///
+    /// # Errors
+    ///
+    /// As [`block`](Self::block).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let cluster = zk_testing::apache::ApacheCluster::start_partitionable(3, Default::default())?;
+    /// cluster.block(2, 0)?;
+    /// cluster.unblock(2, 0)?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn unblock(&self, from: usize, to: usize) -> io::Result<()> {
+        self.links_for(from, to)?.state.set(from, to, false);
+        Ok(())
+    }
+
+    /// Whether the bytes from node `from` to node `to` are held now.
+    ///
+    /// # Errors
+    ///
+    /// As [`block`](Self::block).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let cluster = zk_testing::apache::ApacheCluster::start_partitionable(3, Default::default())?;
+    /// cluster.cut(0, 1)?;
+    /// assert!(cluster.is_blocked(0, 1)? && cluster.is_blocked(1, 0)?);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn is_blocked(&self, from: usize, to: usize) -> io::Result<bool> {
+        Ok(self.links_for(from, to)?.state.get(from, to))
+    }
+
+    /// Connections node `from` has opened to node `to` through its proxy so far (quorum and
+    /// election ports together; an election connection opened back on the rewritten address
+    /// counts here too). Shows that the servers use the proxies.
+    ///
+    /// # Errors
+    ///
+    /// As [`block`](Self::block).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let cluster = zk_testing::apache::ApacheCluster::start_partitionable(3, Default::default())?;
+    /// let opened: usize = (1..3).map(|j| cluster.link_connections(j, 0).unwrap_or(0)).sum();
+    /// assert!(opened > 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn link_connections(&self, from: usize, to: usize) -> io::Result<usize> {
+        Ok(self.links_for(from, to)?.state.accepted(from, to))
+    }
+
+    /// Cuts the link between nodes `a` and `b` both ways ([`block`](Self::block) in both
+    /// directions).
+    ///
+    /// # Errors
+    ///
+    /// As [`block`](Self::block).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let cluster = zk_testing::apache::ApacheCluster::start_partitionable(3, Default::default())?;
+    /// cluster.cut(1, 2)?;
+    /// cluster.heal_links();
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn cut(&self, a: usize, b: usize) -> io::Result<()> {
+        self.block(a, b)?;
+        self.block(b, a)
+    }
+
+    /// Cuts node `i` off from every other node, both ways. Its clients can still reach it:
+    /// a leader keeps their connections until it notices it lost its quorum (within
+    /// [`sync_limit`](Self::sync_limit)), then drops them; a follower drops them when it
+    /// leaves its leader.
+    ///
+    /// # Errors
+    ///
+    /// As [`block`](Self::block).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let cluster = zk_testing::apache::ApacheCluster::start_partitionable(3, Default::default())?;
+    /// let leader = cluster.leader().expect("a leader");
+    /// cluster.isolate(leader)?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn isolate(&self, i: usize) -> io::Result<()> {
+        for j in (0..self.nodes.len()).filter(|&j| j != i) {
+            self.cut(i, j)?;
+        }
+        if self.nodes.len() == 1 {
+            self.links_for(i, i)?;
+        }
+        Ok(())
+    }
+
+    /// Makes the directions `dirs` (`(from, to)` pairs) flap: held for `down`, open for `up`,
+    /// again and again, on a thread of its own, until [`heal_links`](Self::heal_links).
+    ///
+    /// # Errors
+    ///
+    /// As [`block`](Self::block) for any pair; or an error if the thread cannot be spawned.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// # let cluster = zk_testing::apache::ApacheCluster::start_partitionable(3, Default::default())?;
+    /// let leader = cluster.leader().expect("a leader");
+    /// let follower = (leader + 1) % 3;
+    /// let (down, up) = (Duration::from_millis(1500), Duration::from_millis(500));
+    /// cluster.flap(&[(leader, follower), (follower, leader)], down, up)?;
+    /// std::thread::sleep(Duration::from_secs(10));
+    /// cluster.heal_links();
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn flap(&self, dirs: &[(usize, usize)], down: Duration, up: Duration) -> io::Result<()> {
+        let mut state = None;
+        for &(from, to) in dirs {
+            state = Some(self.links_for(from, to)?.state.clone());
+        }
+        let Some(state) = state else {
+            return Ok(());
+        };
+        let flap = FlapThread::start(state, dirs.to_vec(), down, up)?;
+        self.flaps.lock().push(flap);
+        Ok(())
+    }
+
+    /// Stops every flapping link and lets every link's bytes flow again. Does nothing on an
+    /// ensemble that is not partitionable.
+    ///
+    /// # Errors
+    ///
+    /// None.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let cluster = zk_testing::apache::ApacheCluster::start_partitionable(3, Default::default())?;
+    /// cluster.isolate(0)?;
+    /// cluster.heal_links();
+    /// assert!(!cluster.is_blocked(0, 1)?);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn heal_links(&self) {
+        for mut f in self.flaps.lock().drain(..) {
+            f.stop();
+        }
+        if let Some(l) = &self.links {
+            l.state.heal_all();
+        }
+    }
+
     fn node(&self, i: usize) -> &Node {
         assert!(
             i < self.nodes.len(),
@@ -505,6 +812,7 @@ impl ApacheCluster {
 
 impl Drop for ApacheCluster {
     fn drop(&mut self) {
+        self.heal_links();
         for node in &self.nodes {
             let _ = node.kill();
         }

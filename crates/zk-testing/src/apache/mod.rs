@@ -25,6 +25,7 @@ mod cluster;
 mod config;
 mod files;
 mod install;
+mod links;
 mod node;
 mod probe;
 mod process;

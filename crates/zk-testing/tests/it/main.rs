@@ -9,3 +9,4 @@ mod apache_backend;
 mod embedded_faults;
 mod embedded_fourlw;
 mod embedded_protocol;
+mod partitions;

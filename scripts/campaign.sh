@@ -4,8 +4,8 @@
 # usage: scripts/campaign.sh [ci|long|ensemble|partitions-ci|partitions-long] [--seed N] [more options]
 #
 #   ci        (default) the embedded server, 4 worker processes x 5 threads,
-#             session 3 s, 75 s of load and faults (every fault kind at least
-#             once), then the checker and the leak check: about 90 s in all on
+#             session 3 s, 50 s of load and faults (longer until every fault kind happened at least
+#             once), then the checker and the leak check: about 70 s in all on
 #             2 cores.
 #   long      the embedded server until 100,000 acquisitions (capped at 25 min),
 #             with short holds (0-2 ms) so that the locks turn over fast: about
@@ -20,8 +20,8 @@
 #             once: the isolated leader, the isolated follower, one-way cuts
 #             both ways, flapping links, a client cut off with the minority,
 #             the leader paused past its sync limit, a holder paused on the
-#             minority side), session 6 s, 60 s of load (longer until every
-#             kind happened once). About 90 s.
+#             minority side), session 6 s, 45 s of load (longer until every
+#             kind happened once). About 75 s.
 #   partitions-long
 #             the ensemble, every fault kind (partitions three times in five),
 #             until 20,000 acquisitions and 100 partition faults (capped at
@@ -51,7 +51,7 @@ bin=${CARGO_TARGET_DIR:-target}/release/zk-campaign
 
 case "$profile" in
   ci)
-    args=(--seconds 75 --workers 4 --threads 5 --session-ms 3000
+    args=(--seconds 50 --workers 4 --threads 5 --session-ms 3000
           --hold-ms 5 --think-ms 5 --long-hold-permille 3)
     ;;
   long)
@@ -63,7 +63,7 @@ case "$profile" in
           --hold-ms 5 --think-ms 5 --long-hold-permille 3)
     ;;
   partitions-ci)
-    args=(--ensemble --faults partitions --seconds 60 --workers 4 --threads 5 --session-ms 6000
+    args=(--ensemble --faults partitions --seconds 45 --workers 4 --threads 5 --session-ms 6000
           --hold-ms 5 --think-ms 5 --long-hold-permille 8)
     ;;
   partitions-long)

@@ -427,6 +427,10 @@ impl Election {
     /// is not left waiting on a connection past a close: `false` when
     /// cancelled or the client closed.
     pub(crate) fn wait_connected(&self, cancel: &Receiver<()>) -> bool {
+        // Connected (every turn but the rare one): no listener to register.
+        if self.client.is_connected() {
+            return true;
+        }
         let (_handle, states) = crate::internals::state_changes(&self.client);
         let never = crossbeam_channel::never::<()>();
         while !self.client.is_connected() {

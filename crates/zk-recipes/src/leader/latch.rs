@@ -216,13 +216,7 @@ impl LeaderLatchBuilder {
     /// ```
     pub fn build(self) -> Result<LeaderLatch> {
         let internals = LockInternals::new(self.client.clone(), &self.path, LATCH_LOCK_NAME, Driver::LATCH)?;
-        let id = match self.id {
-            Some(id) => {
-                participant::check_id(&id)?;
-                id
-            }
-            None => String::from_utf8_lossy(&crate::identity::node_data(&self.client)).into_owned(),
-        };
+        let id = participant::id_or_identity(&self.client, self.id)?;
         Ok(LeaderLatch {
             inner: Arc::new(Inner {
                 election: Election::new(&self.client, &self.path, internals, id, self.policy),

@@ -92,6 +92,18 @@ pub(crate) fn leader(client: &CuratorFramework, path: &str, driver: Driver) -> R
     Ok(None)
 }
 
+/// The participant id a builder was given, checked ([`check_id`]), or the
+/// default: this process's holder identity, as the locks write it.
+pub(crate) fn id_or_identity(client: &CuratorFramework, id: Option<String>) -> Result<String> {
+    match id {
+        Some(id) => {
+            check_id(&id)?;
+            Ok(id)
+        }
+        None => Ok(String::from_utf8_lossy(&crate::identity::node_data(client)).into_owned()),
+    }
+}
+
 /// Checks a participant id given by the caller: not empty, at most
 /// [`MAX_ID_LEN`] bytes, no control characters.
 pub(crate) fn check_id(id: &str) -> Result<()> {

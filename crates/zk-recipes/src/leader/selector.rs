@@ -192,13 +192,7 @@ impl LeaderSelectorBuilder {
     /// ```
     pub fn build(self) -> Result<LeaderSelector> {
         let internals = LockInternals::new(self.client.clone(), &self.path, MUTEX_LOCK_NAME, Driver::MUTEX)?;
-        let id = match self.id {
-            Some(id) => {
-                participant::check_id(&id)?;
-                id
-            }
-            None => String::from_utf8_lossy(&crate::identity::node_data(&self.client)).into_owned(),
-        };
+        let id = participant::id_or_identity(&self.client, self.id)?;
         Ok(LeaderSelector {
             inner: Arc::new(Inner {
                 election: Election::new(&self.client, &self.path, internals, id, self.policy),

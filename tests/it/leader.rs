@@ -734,46 +734,15 @@ fn a_leader_resumed_after_a_long_pause_is_not_told_it_leads() {
     if let Ok(connect) = std::env::var(PAUSED_LEADER_ENV) {
         return paused_leader(&connect);
     }
-    use std::io::BufRead;
-    use std::process::{Command, Stdio};
+    use std::process::Command;
     let t = timing();
     let s = TestingServer::start_backend(zk_testing::Backend::Embedded).unwrap();
-    let child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "leader::a_leader_resumed_after_a_long_pause_is_not_told_it_leads",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(PAUSED_LEADER_ENV, s.connect_string())
-        .stdout(Stdio::piped())
-        .stdin(Stdio::null())
-        .spawn()
-        .unwrap();
-    struct KillOnDrop(std::process::Child);
-    impl Drop for KillOnDrop {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let mut child = KillOnDrop(child);
-    let pid = child.0.id().to_string();
-    let stdout = child.0.stdout.take().unwrap();
-    let (tx, rx) = crossbeam_channel::unbounded::<String>();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let wait_for = |prefix: &str| loop {
-        let line = rx
-            .recv_timeout(t.wait() * 2)
-            .unwrap_or_else(|_| panic!("no {prefix} line"));
-        if let Some(i) = line.find(prefix) {
-            return line[i..].to_string();
-        }
-    };
+    let child = crate::support::ChildTest::spawn(
+        "leader::a_leader_resumed_after_a_long_pause_is_not_told_it_leads",
+        (PAUSED_LEADER_ENV, &s.connect_string()),
+    );
+    let pid = child.pid();
+    let wait_for = |prefix: &str| child.wait_for(prefix, t.wait() * 2);
     wait_for("LEADING");
     assert!(Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
     let stopped = Instant::now();
@@ -796,7 +765,7 @@ fn a_leader_resumed_after_a_long_pause_is_not_told_it_leads() {
         "no event by the time check() returned: {line}"
     );
     b.close().unwrap();
-    assert!(child.0.wait().unwrap().success());
+    assert!(child.succeeded());
 }
 
 /// The watches a session holds, from the server's own `wchc` (paths listed under

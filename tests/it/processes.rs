@@ -240,49 +240,14 @@ fn a_holder_resumed_after_a_long_pause_is_not_told_it_holds() {
     if let Ok(connect) = std::env::var(PAUSED_CHILD_ENV) {
         return paused_holder(&connect);
     }
-    use std::io::BufRead;
     let t = Timing::from_env();
     let s = TestingServer::start_backend(zk_testing::Backend::Embedded).unwrap();
-    let exe = std::env::current_exe().unwrap();
-    let mut child = Command::new(exe)
-        .args([
-            "processes::a_holder_resumed_after_a_long_pause_is_not_told_it_holds",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(PAUSED_CHILD_ENV, s.connect_string())
-        .stdout(Stdio::piped())
-        .stdin(Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid = child.id().to_string();
-    let stdout = child.stdout.take().unwrap();
-    // Never leave the child behind (stopped or looping) when an assertion fails.
-    struct KillOnDrop(std::process::Child);
-    impl Drop for KillOnDrop {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let mut child = KillOnDrop(child);
-    let (tx, rx) = crossbeam_channel::unbounded::<String>();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let wait_for = |prefix: &str| loop {
-        let line = rx
-            .recv_timeout(t.wait() * 2)
-            .unwrap_or_else(|_| panic!("no {prefix} line"));
-        // The harness prints "test NAME ... " before the test's own output,
-        // on the same line.
-        if let Some(i) = line.find(prefix) {
-            return line[i..].to_string();
-        }
-    };
+    let child = crate::support::ChildTest::spawn(
+        "processes::a_holder_resumed_after_a_long_pause_is_not_told_it_holds",
+        (PAUSED_CHILD_ENV, &s.connect_string()),
+    );
+    let pid = child.pid();
+    let wait_for = |prefix: &str| child.wait_for(prefix, t.wait() * 2);
     wait_for("HOLDING");
     assert!(Command::new("kill").args(["-STOP", &pid]).status().unwrap().success());
     let stopped = Instant::now();
@@ -308,5 +273,5 @@ fn a_holder_resumed_after_a_long_pause_is_not_told_it_holds() {
         "the resumed holder was told: {line}"
     );
     taken.release().unwrap();
-    assert!(child.0.wait().unwrap().success());
+    assert!(child.succeeded());
 }

@@ -233,3 +233,67 @@ pub fn zero_timeout_acquires_free<G, E: std::fmt::Debug>(
         None => Err(format!("Ok(None) on a free lock, {tries} tries")),
     }
 }
+
+/// A test of this binary running in a child process whose stdout is read line
+/// by line (for a test that stops and resumes its child with signals). The
+/// child is killed and reaped when this is dropped, so an assertion failing in
+/// the parent never leaves it behind, stopped or looping.
+pub struct ChildTest {
+    child: std::process::Child,
+    lines: crossbeam_channel::Receiver<String>,
+}
+
+impl ChildTest {
+    /// Runs the test named `test` alone in a child process, with `env` set
+    /// (the child sees it and plays its part).
+    pub fn spawn(test: &str, env: (&str, &str)) -> ChildTest {
+        use std::io::BufRead;
+        let mut child = Command::new(std::env::current_exe().expect("current_exe"))
+            .args([test, "--exact", "--nocapture", "--test-threads=1"])
+            .env(env.0, env.1)
+            .stdout(Stdio::piped())
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("run the test in a child process");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (tx, lines) = crossbeam_channel::unbounded();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        ChildTest { child, lines }
+    }
+
+    /// The child's process id, for `kill`.
+    pub fn pid(&self) -> String {
+        self.child.id().to_string()
+    }
+
+    /// The child's next line containing `prefix`, from the prefix on (the
+    /// harness prints "test NAME ... " before the test's own output, on the
+    /// same line); panics when none comes within `within`.
+    pub fn wait_for(&self, prefix: &str, within: Duration) -> String {
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(within)
+                .unwrap_or_else(|_| panic!("no {prefix} line within {within:?}"));
+            if let Some(i) = line.find(prefix) {
+                return line[i..].to_string();
+            }
+        }
+    }
+
+    /// Waits for the child to exit: whether it succeeded.
+    pub fn succeeded(mut self) -> bool {
+        self.child.wait().is_ok_and(|s| s.success())
+    }
+}
+
+impl Drop for ChildTest {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -22,7 +22,7 @@ use zk_framework::CuratorFramework;
 use zk_framework::ExponentialBackoffRetry;
 use zk_framework::{Client, ClientConfig, ClientState, SessionEvent, WatchedEvent};
 use zk_recipes::{InterProcessMutex, InterProcessSemaphoreMutex, LockEvent, LockStatus};
-use zk_testing::apache::{self, ApacheCluster, ApacheConfig};
+use zk_testing::apache::{ApacheCluster, ApacheConfig};
 use zk_testing::fourlw::four_letter_word;
 use zk_testing::wait_until;
 
@@ -33,21 +33,8 @@ fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Returns `false` (after printing why) if the test should be skipped; panics instead when
-/// `ZK_TEST_REQUIRE_APACHE` asks for a real server.
 fn apache_or_skip(test: &str) -> bool {
-    if apache::available() {
-        return true;
-    }
-    let required = std::env::var("ZK_TEST_REQUIRE_APACHE")
-        .map(|v| !v.is_empty() && v != "0")
-        .unwrap_or(false);
-    assert!(
-        !required,
-        "{test}: ZK_TEST_REQUIRE_APACHE is set but Java or /usr/share/java/zookeeper.jar is missing"
-    );
-    println!("{test}: skipped (Java or Apache ZooKeeper not installed)");
-    false
+    zk_testing::apache::available_or_skip(test)
 }
 
 /// A fresh 3-node ensemble (one leader, two followers).

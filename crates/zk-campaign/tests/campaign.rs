@@ -610,21 +610,8 @@ fn a_loss_receiver_subscribed_while_suspended_hears_suspended() {
 // A partition inside a real ensemble (zk_testing's partitionable ensemble):
 // what a holder on the minority side is told, against the majority's grant.
 
-/// Whether a real Apache ZooKeeper can run; panics when `ZK_TEST_REQUIRE_APACHE`
-/// asks for one and it cannot.
 fn apache_or_skip(test: &str) -> bool {
-    if zk_testing::apache::available() {
-        return true;
-    }
-    let required = std::env::var("ZK_TEST_REQUIRE_APACHE")
-        .map(|v| !v.is_empty() && v != "0")
-        .unwrap_or(false);
-    assert!(
-        !required,
-        "{test}: ZK_TEST_REQUIRE_APACHE is set but Java or /usr/share/java/zookeeper.jar is missing"
-    );
-    println!("{test}: skipped (Java or Apache ZooKeeper not installed)");
-    false
+    zk_testing::apache::available_or_skip(test)
 }
 
 /// A holder whose only server is a follower cut off from the other two: the

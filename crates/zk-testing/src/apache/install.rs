@@ -53,6 +53,35 @@ pub fn available() -> bool {
     Path::new(JAVA_LIB).join("zookeeper.jar").is_file() && find_java().is_some()
 }
 
+/// For a test that needs Apache ZooKeeper whatever the backend: `true` when it
+/// can run; otherwise prints that `test` is skipped and returns `false`, unless
+/// `ZK_TEST_REQUIRE_APACHE` is set (not empty, not `0`), as CI sets it: then a
+/// missing Java or ZooKeeper is a failure.
+///
+/// # Panics
+///
+/// When `ZK_TEST_REQUIRE_APACHE` asks for Apache ZooKeeper and it is missing.
+///
+/// # Examples
+///
+/// ```no_run
+/// if !zk_testing::apache::available_or_skip("my_ensemble_test") {
+///     return;
+/// }
+/// ```
+pub fn available_or_skip(test: &str) -> bool {
+    if available() {
+        return true;
+    }
+    let required = std::env::var("ZK_TEST_REQUIRE_APACHE").is_ok_and(|v| !v.is_empty() && v != "0");
+    assert!(
+        !required,
+        "{test}: ZK_TEST_REQUIRE_APACHE is set but Java or /usr/share/java/zookeeper.jar is missing"
+    );
+    println!("{test}: skipped (Java or Apache ZooKeeper not installed)");
+    false
+}
+
 pub(super) fn find_java() -> Option<PathBuf> {
     let is_exec = |p: &Path| {
         use std::os::unix::fs::PermissionsExt;

@@ -33,5 +33,5 @@ mod server;
 
 pub use cluster::ApacheCluster;
 pub use config::ApacheConfig;
-pub use install::available;
+pub use install::{available, available_or_skip};
 pub use server::ApacheServer;

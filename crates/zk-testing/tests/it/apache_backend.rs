@@ -6,26 +6,13 @@
 use std::time::Duration;
 
 use crate::support::wait_until;
-use zk_testing::apache::{self, ApacheCluster, ApacheConfig, ApacheServer};
+use zk_testing::apache::{ApacheCluster, ApacheConfig, ApacheServer};
 use zk_testing::fourlw::four_letter_word;
 
 const WAIT: Duration = Duration::from_secs(60);
 
-/// Returns `false` (after printing why) if the test should be skipped; panics instead when
-/// `ZK_TEST_REQUIRE_APACHE` asks for a real server.
 fn apache_or_skip(test: &str) -> bool {
-    if apache::available() {
-        return true;
-    }
-    let required = std::env::var("ZK_TEST_REQUIRE_APACHE")
-        .map(|v| !v.is_empty() && v != "0")
-        .unwrap_or(false);
-    assert!(
-        !required,
-        "{test}: ZK_TEST_REQUIRE_APACHE is set but Java or /usr/share/java/zookeeper.jar is missing"
-    );
-    println!("{test}: skipped (Java or Apache ZooKeeper not installed)");
-    false
+    zk_testing::apache::available_or_skip(test)
 }
 
 fn srvr(addr: &str) -> String {

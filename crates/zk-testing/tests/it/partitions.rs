@@ -10,24 +10,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use crate::support::wait_until;
-use zk_testing::apache::{self, ApacheCluster, ApacheConfig};
+use zk_testing::apache::{ApacheCluster, ApacheConfig};
 use zk_testing::fourlw::four_letter_word;
 use zk_testing::raw::RawConnection;
 use zk_testing::Timing;
 
 fn apache_or_skip(test: &str) -> bool {
-    if apache::available() {
-        return true;
-    }
-    let required = std::env::var("ZK_TEST_REQUIRE_APACHE")
-        .map(|v| !v.is_empty() && v != "0")
-        .unwrap_or(false);
-    assert!(
-        !required,
-        "{test}: ZK_TEST_REQUIRE_APACHE is set but Java or /usr/share/java/zookeeper.jar is missing"
-    );
-    println!("{test}: skipped (Java or Apache ZooKeeper not installed)");
-    false
+    zk_testing::apache::available_or_skip(test)
 }
 
 fn addr(c: &ApacheCluster, i: usize) -> String {

@@ -430,13 +430,26 @@ impl Worker {
                 // The checker reads lock events: translate on a thread that
                 // ends with the latch's channel.
                 let (tx, rx) = crossbeam_channel::unbounded();
-                let translator = std::thread::spawn(move || {
-                    for ev in events {
-                        if tx.send(lock_event(ev)).is_err() {
-                            return;
+                // Named: the soak counts a turn's threads (`leader-*`) apart
+                // from the worker's standing ones.
+                let translator = std::thread::Builder::new()
+                    .name("leader-events".into())
+                    .spawn(move || {
+                        for ev in events {
+                            if tx.send(lock_event(ev)).is_err() {
+                                return;
+                            }
                         }
+                    });
+                let translator = match translator {
+                    Ok(t) => t,
+                    Err(e) => {
+                        log::warn!("the leader-events thread did not start: {e}");
+                        a.result("error", "Spawn");
+                        let _ = latch.close();
+                        return false;
                     }
-                });
+                };
                 let status = || lock_status(latch.status());
                 let sig = Signal::new(rx, status());
                 let term = latch.term().unwrap_or(0);

@@ -275,6 +275,23 @@ pub fn wchs(cs: &str) -> Option<(u64, u64)> {
     Some(sum)
 }
 
+/// The watches a queue of our mutex holds once every waiter waits: each
+/// waiter's data watch on the node ahead and its exists watch on its own, and
+/// the holder's on its own. `queue` is in lock order, each node with its
+/// session. The server keeps one watch per path and session (a data and an
+/// exists watch share its table), so two waiters of one session in a row
+/// share one: count distinct (session, path) pairs.
+pub fn queue_watches(queue: &[(String, i64)]) -> u64 {
+    let mut pairs = std::collections::HashSet::new();
+    for (i, (node, session)) in queue.iter().enumerate() {
+        pairs.insert((*session, node.as_str()));
+        if let Some((_, next)) = queue.get(i + 1) {
+            pairs.insert((*next, node.as_str()));
+        }
+    }
+    pairs.len() as u64
+}
+
 /// Waits (30 s at most) until the servers hold at least `n` watches.
 pub fn await_watches(cs: &str, n: u64) {
     let deadline = Instant::now() + Duration::from_secs(30);

@@ -11,8 +11,8 @@ use zk_testing::TestingServer;
 
 use crate::measure::{
     await_watches, count_requests, deep_waiters, handoffs_holding as hold_window, latencies, notifications, percentile,
-    proc_status, report_latency, report_many, task_count, us, wchs, Deep, Handoff, LoopBody, DEEP_SESSIONS, HOLD, MANY,
-    MANY_THREADS, MANY_WARMUP, THINK,
+    proc_status, queue_watches, report_latency, report_many, task_count, us, wchs, Deep, Handoff, LoopBody,
+    DEEP_SESSIONS, HOLD, MANY, MANY_THREADS, MANY_WARMUP, THINK,
 };
 use crate::Ctx;
 
@@ -295,6 +295,18 @@ fn handoffs_holding(
     h
 }
 
+/// Waits until `m`'s queue has `n` nodes; returns them in lock order, each
+/// with its session.
+fn queued(m: &InterProcessMutex, n: usize) -> Vec<(String, i64)> {
+    loop {
+        let nodes = m.participant_nodes().unwrap();
+        if nodes.len() >= n {
+            return nodes.into_iter().map(|p| (p.node, p.session_id)).collect();
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// Average watch notifications the server sends per mutex release with `n`
 /// waiters queued.
 fn notifications_per_release(cs: &str, sent: &dyn Fn() -> Option<u64>, n: usize) -> f64 {
@@ -316,14 +328,9 @@ fn notifications_per_release(cs: &str, sent: &dyn Fn() -> Option<u64>, n: usize)
         })
         .collect();
     gate.wait();
-    while holder.participant_paths().unwrap().len() < n + 1 {
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let queue = queued(&holder, n + 1);
     // Every waiter has set its watches: on the node ahead and on its own.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while wchs(cs).map_or(0, |(w, _)| w) < 2 * n as u64 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    await_watches(cs, queue_watches(&queue));
     let before = sent().unwrap_or(0);
     drop(g);
     for t in threads {
@@ -684,12 +691,10 @@ fn deep_queue(cs: &str, server: Option<&TestingServer>, threads: usize, sessions
                 .unwrap()
         })
         .collect();
-    while holder.participant_nodes().unwrap().len() < threads + 1 {
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let queue = queued(&holder, threads + 1);
     // Every waiter has set its watches, on the node ahead and on its own (and
     // the holder its own-node watch).
-    await_watches(cs, 2 * threads as u64);
+    await_watches(cs, queue_watches(&queue));
     let queued_watches = wchs(cs);
     let n0 = notifications(server, cs);
     let t0 = epoch.elapsed();

@@ -432,15 +432,13 @@ impl Worker {
                 let (tx, rx) = crossbeam_channel::unbounded();
                 // Named: the soak counts a turn's threads (`leader-*`) apart
                 // from the worker's standing ones.
-                let translator = std::thread::Builder::new()
-                    .name("leader-events".into())
-                    .spawn(move || {
-                        for ev in events {
-                            if tx.send(lock_event(ev)).is_err() {
-                                return;
-                            }
+                let translator = std::thread::Builder::new().name("leader-events".into()).spawn(move || {
+                    for ev in events {
+                        if tx.send(lock_event(ev)).is_err() {
+                            return;
                         }
-                    });
+                    }
+                });
                 let translator = match translator {
                     Ok(t) => t,
                     Err(e) => {

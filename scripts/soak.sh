@@ -33,8 +33,13 @@ every=${2:-60}
 workers=4
 threads_per_worker=5
 
-cargo build --release --quiet -p zk-campaign --bin zk-campaign -p zk-testing --bin zk-embedded
-bin=target/release
+# ZK_BUILD_PROFILE=dev: a debug build (CI's short soak), as in scripts/campaign.sh.
+case "${ZK_BUILD_PROFILE:-release}" in
+  release) cargo build --release --quiet -p zk-campaign --bin zk-campaign -p zk-testing --bin zk-embedded; out=release ;;
+  dev) cargo build --quiet -p zk-campaign --bin zk-campaign -p zk-testing --bin zk-embedded; out=debug ;;
+  *) echo "ZK_BUILD_PROFILE must be release or dev" >&2; exit 2 ;;
+esac
+bin=${CARGO_TARGET_DIR:-target}/$out
 dir=$(mktemp -d "${TMPDIR:-/tmp}/zk-soak.XXXXXX")
 echo "soak.dir=$dir"
 

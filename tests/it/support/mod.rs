@@ -234,6 +234,20 @@ pub fn zero_timeout_acquires_free<G, E: std::fmt::Debug>(
     }
 }
 
+/// Repeats a zero-timeout try while it ends in `NoAnswer` (its replies came
+/// later than the deadline's grace, `zk_framework::deadline::GRACE`: honest on
+/// a loaded machine, and no verdict about the lock), within `timing().wait()`;
+/// the first other outcome, or the last `NoAnswer`.
+pub fn zero_try<T>(mut attempt: impl FnMut() -> Result<T, zk_recipes::Error>) -> Result<T, zk_recipes::Error> {
+    let end = std::time::Instant::now() + timing().wait();
+    loop {
+        match attempt() {
+            Err(zk_recipes::Error::NoAnswer { .. }) if std::time::Instant::now() < end => continue,
+            r => return r,
+        }
+    }
+}
+
 /// A test of this binary running in a child process whose stdout is read line
 /// by line (for a test that stops and resumes its child with signals). The
 /// child is killed and reaped when this is dropped, so an assertion failing in

@@ -41,6 +41,21 @@
 //!   timeout [`SESSION`]) left alone for `--idle-seconds`: the frames the
 //!   server received per minute (pings included; the embedded server's
 //!   `packets_received`, or Apache's `mntr` `zk_packets_received`).
+//!
+//! Output keys: `failover.` (ours), `curator.failover.`,
+//! `zookeeper08.failover.`, `kazoo.failover.`, each with
+//! `close_nN.{p50,p99,max}_us` and `.failovers`, `close_nN.close_call.*` (ours,
+//! Curator: the `close()` call alone; `close_nN.stop_call.*` for zookeeper
+//! 0.8's `stop()`; kazoo has no call, its leader function returns),
+//! `close_nN.notifications_per_failover`, `close_nN.requests_with_rejoin_per_failover`,
+//! `close_nN.ops_per_failover[_with_rejoin]`, `close_nN.leader_node_watchers[_other_sessions]`,
+//! `kill_nN_session_4000ms.*` and `idle_n100_session_10000ms.*`. The
+//! `zookeeper08.failover.` times include the polling granularity of
+//! `has_leadership()` (a 50 µs sleep between polls, about 0.1 ms with the
+//! timer slack), and its kill has `abandoned_sessions` (frozen sessions whose
+//! close did not finish within 5 s). `zkclient.failover.skipped=` and, without
+//! python3 or its kazoo module, `kazoo.failover.skipped=` say why a peer has
+//! no rows.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;

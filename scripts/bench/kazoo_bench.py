@@ -24,13 +24,22 @@ usage: python3 kazoo_bench.py CONNECT MODE ARGS...
                                       mutexes (held all at once), then release them
   cycles mutex N                      N uncontended cycles (zk-bench counts requests)
   chain mutex N                       N waiters queued behind a holder, released in turn
+  failover close N REPS WARMUP SESSION_MS PATH
+  failover kill N REPS SESSION_MS PATH CS1,...,CSN
+  failover idle N SESSION_MS PATH
+                                      leader election with kazoo's Election (its Lock
+                                      underneath): the protocol of CuratorLeaderBench.java
+                                      (see failover() below), keys "kazoo.failover."
 """
 import logging
+import os
+import queue
 import sys
 import threading
 import time
 
 from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
 
 logging.basicConfig(level=logging.CRITICAL)
 
@@ -271,6 +280,214 @@ def chain(cs, kind, n):
     close(hc)
 
 
+# (participant, time.perf_counter_ns()) of every leader function's start.
+ELECTED = queue.Queue()
+
+
+class Participant(object):
+    """One contender: a thread calling election.run(self.lead) again and again
+    on its client (session) until told to quit. lead() is the leader function:
+    it says when it started, then holds the leadership until step_down is set;
+    when it returns, kazoo deletes the lock node and run() is called again (the
+    rejoin: a new node, at the end of the queue)."""
+
+    def __init__(self, c, path, i):
+        self.c = c
+        self.i = i
+        self.election = c.Election(path, "p%d" % i)
+        self.step_down = threading.Event()
+        self.quit = False
+        self.leading = False
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+        self.thread.start()
+
+    def lead(self):
+        ELECTED.put((self, time.perf_counter_ns()))
+        self.leading = True
+        self.step_down.wait()
+        self.step_down.clear()
+        self.leading = False
+
+    def loop(self):
+        while not self.quit:
+            try:
+                self.election.run(self.lead)
+            except Exception:
+                if self.quit:
+                    return
+                time.sleep(0.01)
+
+    def retire(self):
+        """Stops contending (whether leading or waiting) and closes the client
+        in the background: a frozen or expired session may take a while."""
+        self.quit = True
+        self.election.cancel()
+        self.step_down.set()
+
+        def stop():
+            try:
+                self.c.stop()
+                self.c.close()
+            except Exception:
+                pass
+
+        t = threading.Thread(target=stop, daemon=True)
+        t.start()
+        return t
+
+
+def session(cs, session_ms):
+    c = KazooClient(hosts=cs, timeout=session_ms / 1000.0)
+    c.start(timeout=30)
+    return c
+
+
+def leader_of(ps):
+    end = time.monotonic() + 60
+    while time.monotonic() < end:
+        for i, p in enumerate(ps):
+            if p.leading:
+                return i
+        time.sleep(0.001)
+    raise RuntimeError("no leader within 60 s")
+
+
+def contenders(c, path):
+    try:
+        return len(c.get_children(path))
+    except NoNodeError:  # (not created yet by the first participant)
+        return 0
+
+
+def await_nodes(c, path, n):
+    end = time.monotonic() + 60
+    while contenders(c, path) != n:
+        if time.monotonic() > end:
+            raise RuntimeError("the election did not get back to %d participants" % n)
+        time.sleep(0.001)
+
+
+def next_leader(old, t0):
+    """The time from t0 to the next leader function's start (not old's)."""
+    while True:
+        p, t = ELECTED.get(timeout=120)
+        if p is not old and t >= t0:
+            return t - t0
+
+
+def drain():
+    while True:
+        try:
+            ELECTED.get_nowait()
+        except queue.Empty:
+            return
+
+
+def report(key, ns):
+    ns.sort()
+    say("kazoo.failover.%s.p50_us=%.1f" % (key, pct(ns, 0.5) / 1e3))
+    say("kazoo.failover.%s.p99_us=%.1f" % (key, pct(ns, 0.99) / 1e3))
+    say("kazoo.failover.%s.max_us=%.1f" % (key, ns[-1] / 1e3))
+    say("kazoo.failover.%s.failovers=%d" % (key, len(ns)))
+
+
+def participants(css, path, session_ms):
+    clients, ps = [], []
+    for i, cs in enumerate(css):
+        clients.append(session(cs, session_ms))
+        ps.append(Participant(clients[i], path, i))
+        await_nodes(clients[0], path, i + 1)
+    return clients, ps
+
+
+def failover_close(cs, n, reps, warm, session_ms, path):
+    """Close failover: the leader's function returns (it steps down) and the
+    participant calls run() again at once; one sample is the time from the
+    step-down signal to the next leader function's start. WARMUP failovers,
+    "ready" (wait), then REPS failovers each between "before" and "after"
+    (wait after each), the next one once every participant's node is back;
+    "done" (wait), the figures."""
+    clients, ps = participants([cs] * n, path, session_ms)
+    ns = []
+    for r in range(warm + reps):
+        if r == warm:
+            say("ready")
+            wait_line()
+            ns = []
+        i = leader_of(ps)
+        drain()
+        if r >= warm:
+            say("before")
+            wait_line()
+        t0 = time.perf_counter_ns()
+        ps[i].step_down.set()
+        ns.append(next_leader(ps[i], t0))
+        if r >= warm:
+            say("after")
+            wait_line()
+        await_nodes(clients[i], path, n)
+    say("done")
+    wait_line()
+    report("close_n%d" % n, ns)
+    for p in ps:
+        p.retire().join(10)
+
+
+def failover_kill(cs, n, reps, session_ms, path, proxies):
+    """Kill failover: participant i connects to proxies[i]; "freeze I" for the
+    leader I (wait: its proxy is frozen), the time from then to the next
+    leader function's start; "thaw I" (wait), I retires and rejoins on a new
+    client; the figures, then "done"."""
+    clients, ps = participants(proxies[:n], path, session_ms)
+    ns = []
+    for _ in range(reps):
+        i = leader_of(ps)
+        drain()
+        say("freeze %d" % i)
+        wait_line()
+        t0 = time.perf_counter_ns()
+        ns.append(next_leader(ps[i], t0))
+        say("thaw %d" % i)
+        wait_line()
+        ps[i].retire()
+        clients[i] = session(proxies[i], session_ms)
+        ps[i] = Participant(clients[i], path, i)
+        await_nodes(clients[i], path, n)
+    report("kill_n%d_session_%dms" % (n, session_ms), ns)
+    for p in ps:
+        p.retire().join(10)
+    say("done")
+
+
+def failover_idle(cs, n, session_ms, path):
+    """N participants on N clients; "ready" once every node is there (and 2 s
+    more), wait (zk-bench counts the server's frames), close all, "done"."""
+    clients = [session(cs, session_ms) for _ in range(n)]
+    ps = [Participant(c, path, i) for i, c in enumerate(clients)]
+    await_nodes(clients[0], path, n)
+    time.sleep(2)
+    say("ready")
+    wait_line()
+    for t in [p.retire() for p in ps]:
+        t.join(10)
+    say("done")
+
+
+def failover(cs, a):
+    if a[0] == "close":
+        failover_close(cs, int(a[1]), int(a[2]), int(a[3]), int(a[4]), a[5])
+    elif a[0] == "kill":
+        failover_kill(cs, int(a[1]), int(a[2]), int(a[3]), a[4], a[5].split(","))
+    elif a[0] == "idle":
+        failover_idle(cs, int(a[1]), int(a[2]), a[3])
+    else:
+        print("kazoo_bench: unknown failover mode %s" % a[0], file=sys.stderr)
+        return 2
+    # (Exits at once: a retired client may still be closing in a daemon thread.)
+    sys.stdout.flush()
+    os._exit(0)
+
+
 def main(argv):
     cs, mode, a = argv[1], argv[2], argv[3:]
     if mode in ("latency", "handoff", "cycles", "chain") and a[0] != "mutex":
@@ -291,6 +508,8 @@ def main(argv):
         cycles(cs, a[0], int(a[1]))
     elif mode == "chain":
         chain(cs, a[0], int(a[1]))
+    elif mode == "failover":
+        return failover(cs, a)
     else:
         print("kazoo_bench: unknown mode %s" % mode, file=sys.stderr)
         return 2

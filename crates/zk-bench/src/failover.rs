@@ -1,12 +1,32 @@
 //! The `failover` scenario (only when named: `--only failover`): leader
-//! election, ours ([`zk_recipes::leader::LeaderLatch`]) and, with `--peers
-//! curator`, Curator 5.4's `LeaderLatch` (`scripts/bench/CuratorLeaderBench.java`)
-//! right after, on the same server:
+//! election, ours ([`zk_recipes::leader::LeaderLatch`]) and then, right
+//! after on the same server, each peer asked for with `--peers`:
+//!
+//! - `curator`: Curator 5.4's `LeaderLatch` (`scripts/bench/CuratorLeaderBench.java`,
+//!   driven over its stdin/stdout); keys `curator.failover.`.
+//! - `zookeeper`: the `zookeeper` 0.8 crate's own
+//!   `zookeeper::recipes::leader::LeaderLatch`, in this process; it has no
+//!   leadership events, so the next leader is found by polling
+//!   `has_leadership()` with a 50 µs sleep between polls (its figures include
+//!   that granularity; see `zookeeper08`); keys `zookeeper08.failover.`.
+//! - `kazoo`: kazoo 2.8's `Election` (its `Lock` underneath;
+//!   `scripts/bench/kazoo_bench.py failover`, the protocol of
+//!   `CuratorLeaderBench`); a leader steps down by returning from its leader
+//!   function and rejoins by calling `run()` again; keys `kazoo.failover.`
+//!   (`kazoo.failover.skipped=` without python3 and its kazoo module).
+//! - `zookeeper-client`: one `zkclient.failover.skipped=` line: the 0.11
+//!   crate has no election recipe (only `Client::lock`).
+//!
+//! Every implementation gets the same three measurements (a peer's event is
+//! its own kind of "now leader": ours `LeaderEvent::Leader` on `events()`,
+//! Curator's `LeaderLatchListener.isLeader`, zookeeper 0.8's
+//! `has_leadership()` turning true, kazoo's leader function starting; a
+//! peer's "close" is its own way of leaving: `close()`, `stop()`, returning
+//! from the leader function):
 //!
 //! - close failover: `--failover-n` participants (8), each on its own client (session); the
 //!   leader calls `close()`; the time from that call to the next leader's
-//!   "is leader" event (ours: `LeaderEvent::Leader` on `events()`; Curator:
-//!   `LeaderLatchListener.isLeader`), p50/p99 over `--failovers` failovers
+//!   "is leader" event, p50/p99 over `--failovers` failovers
 //!   (after a tenth as many unmeasured); the closed participant rejoins with a
 //!   new latch on its client, and the next failover starts once every node is
 //!   back. The server's watch notifications per failover (the embedded
@@ -21,6 +41,21 @@
 //!   timeout [`SESSION`]) left alone for `--idle-seconds`: the frames the
 //!   server received per minute (pings included; the embedded server's
 //!   `packets_received`, or Apache's `mntr` `zk_packets_received`).
+//!
+//! Output keys: `failover.` (ours), `curator.failover.`,
+//! `zookeeper08.failover.`, `kazoo.failover.`, each with
+//! `close_nN.{p50,p99,max}_us` and `.failovers`, `close_nN.close_call.*` (ours,
+//! Curator: the `close()` call alone; `close_nN.stop_call.*` for zookeeper
+//! 0.8's `stop()`; kazoo has no call, its leader function returns),
+//! `close_nN.notifications_per_failover`, `close_nN.requests_with_rejoin_per_failover`,
+//! `close_nN.ops_per_failover[_with_rejoin]`, `close_nN.leader_node_watchers[_other_sessions]`,
+//! `kill_nN_session_4000ms.*` and `idle_n100_session_10000ms.*`. The
+//! `zookeeper08.failover.` times include the polling granularity of
+//! `has_leadership()` (a 50 µs sleep between polls, about 0.1 ms with the
+//! timer slack), and its kill has `abandoned_sessions` (frozen sessions whose
+//! close did not finish within 5 s). `zkclient.failover.skipped=` and, without
+//! python3 or its kazoo module, `kazoo.failover.skipped=` say why a peer has
+//! no rows.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -37,6 +72,8 @@ use crate::measure::{notifications, percentile, us};
 use crate::opts::Peer;
 use crate::Ctx;
 
+mod zookeeper08;
+
 /// Participants left idle.
 pub const IDLE_N: usize = 100;
 /// The session timeout of the close failover's and the idle participants.
@@ -44,15 +81,28 @@ pub const SESSION: Duration = Duration::from_secs(10);
 /// The session timeout of the kill failover's participants.
 pub const KILL_SESSION: Duration = Duration::from_secs(4);
 
-/// Ours, then Curator's when asked for.
+/// Ours, then every peer asked for, in the order asked (Curator first).
 pub fn run(x: &Ctx) {
     ours(x);
-    if x.o.peers.contains(&Peer::Curator) {
-        if let Err(e) = curator(x) {
-            println!("curator.error=failover: {e}");
+    for &peer in &x.o.peers {
+        let done = match peer {
+            Peer::Curator => curator(x),
+            Peer::Zookeeper => zookeeper08::run(x),
+            Peer::Kazoo => kazoo(x),
+            Peer::ZookeeperClient => {
+                println!("{}.failover.skipped={ZKCLIENT_SKIPPED}", peer.prefix());
+                Ok(())
+            }
+        };
+        if let Err(e) = done {
+            println!("{}.error=failover: {e}", peer.prefix());
         }
     }
 }
+
+/// Why `--peers zookeeper-client` has no failover rows.
+const ZKCLIENT_SKIPPED: &str = "no election recipe in zookeeper-client 0.11 (no latch or election type, no \
+                                leadership events; only Client::lock, its Curator-compatible lock)";
 
 fn client(cs: &str, session: Duration) -> CuratorFramework {
     let c = CuratorFramework::builder()
@@ -159,7 +209,8 @@ fn requests(x: &Ctx) -> Option<u64> {
 fn leader_node_watchers(x: &Ctx, path: &str) -> Option<(usize, usize)> {
     let c = crate::ours::client(&x.cs);
     let mut kids = c.get_children(path).ok()?;
-    kids.sort_by_key(|k| k.rsplit('-').next().and_then(|s| s.parse::<u64>().ok()));
+    // (The sequence: the last ten digits, whatever the naming scheme.)
+    kids.sort_by_key(|k| k.get(k.len().saturating_sub(10)..).and_then(|s| s.parse::<u64>().ok()));
     let node = format!("{path}/{}", kids.first()?);
     let owner = c.check_exists(&node).ok()??.ephemeral_owner;
     c.close();
@@ -449,20 +500,21 @@ fn compile() -> Result<String, String> {
     }
 }
 
-/// Runs one mode of the Java driver: prints its `key=value` lines, answers
-/// its cues with `on` (a cue, e.g. `ready` or `freeze 3`: do what it asks,
-/// then the driver is told to go on).
-fn java(cp: &str, cs: &str, args: &[String], mut on: impl FnMut(&str)) -> Result<(), String> {
-    let mut child = Command::new("java")
-        .args(["-Xmx512m", "-cp", cp, "CuratorLeaderBench", cs])
+/// Runs one mode of a driver (`CuratorLeaderBench` or `kazoo_bench.py
+/// failover`): `base` is the program up to and including the connect string;
+/// prints its `key=value` lines, answers its cues with `on` (a cue, e.g.
+/// `ready` or `freeze 3`: do what it asks, then the driver is told to go on).
+fn drive(base: &[String], args: &[String], mut on: impl FnMut(&str)) -> Result<(), String> {
+    let mut child = Command::new(&base[0])
+        .args(&base[1..])
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
-        .map_err(|e| format!("java: {e}"))?;
-    let mut stdin = child.stdin.take().unwrap();
-    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        .map_err(|e| format!("{}: {e}", base[0]))?;
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
     for l in lines {
         let l = l.map_err(|e| format!("the driver's stdout: {e}"))?;
         if l.contains('=') {
@@ -479,13 +531,53 @@ fn java(cp: &str, cs: &str, args: &[String], mut on: impl FnMut(&str)) -> Result
     if status.success() {
         Ok(())
     } else {
-        Err(format!("CuratorLeaderBench {} exited with {status}", args[0]))
+        Err(format!("the driver's {} exited with {status}", args[0]))
     }
 }
 
 fn curator(x: &Ctx) -> Result<(), String> {
-    let n = usize::from(x.o.failover_n);
     let cp = compile()?;
+    let base: Vec<String> = ["java", "-Xmx512m", "-cp", &cp, "CuratorLeaderBench", &x.cs]
+        .map(String::from)
+        .to_vec();
+    process_peer(x, "curator", &base)
+}
+
+/// kazoo 2.8's `Election` (`scripts/bench/kazoo_bench.py failover`) with
+/// Debian's `/usr/bin/python3` and `python3-kazoo`; a missing one is one
+/// `kazoo.failover.skipped=` line.
+fn kazoo(x: &Ctx) -> Result<(), String> {
+    let python = "/usr/bin/python3";
+    let probe = Command::new(python)
+        .args(["-c", "import kazoo.version; print(kazoo.version.__version__)"])
+        .stderr(Stdio::null())
+        .output();
+    let skipped = match probe {
+        Ok(out) if out.status.success() => None,
+        Ok(_) => Some("no python3 kazoo module (apt-get install python3-kazoo)".to_string()),
+        Err(e) => Some(format!("no {python} ({e})")),
+    };
+    let script = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scripts/bench/kazoo_bench.py"
+    ));
+    let skipped = skipped.or_else(|| (!script.exists()).then(|| format!("{} missing", script.display())));
+    if let Some(why) = skipped {
+        println!("kazoo.failover.skipped={why}");
+        return Ok(());
+    }
+    let base = [python, "-u", &script.display().to_string(), &x.cs, "failover"].map(String::from);
+    process_peer(x, "kazoo", &base)
+}
+
+/// The close, kill and idle failovers of a peer in a process of its own
+/// (`base`: its program up to the connect string), keys and election paths
+/// named after `name`.
+fn process_peer(x: &Ctx, name: &str, base: &[String]) -> Result<(), String> {
+    let n = usize::from(x.o.failover_n);
+    let prefix = format!("{name}.");
+    let prefix = prefix.as_str();
+    let close_path = format!("/bench/failover/{name}-close");
     let s = |v: &dyn std::fmt::Display| v.to_string();
     let reps = x.o.failovers;
     let warm = (reps / 10).max(2);
@@ -493,21 +585,20 @@ fn curator(x: &Ctx) -> Result<(), String> {
     let (mut n0, mut r0, mut n1, mut r1) = (None, None, None, None);
     let (mut o0, mut o1) = (None, None);
     let (mut alone, mut before) = (Ops::new(), None);
-    java(
-        &cp,
-        &x.cs,
+    drive(
+        base,
         &[
             s(&"close"),
             s(&n),
             s(&reps),
             s(&warm),
             s(&SESSION.as_millis()),
-            s(&"/bench/failover/curator-close"),
+            close_path.clone(),
         ],
         |cue| match cue {
             "ready" => {
                 std::thread::sleep(Duration::from_millis(100));
-                watchers_report("curator.", n, leader_node_watchers(x, "/bench/failover/curator-close"));
+                watchers_report(prefix, n, leader_node_watchers(x, &close_path));
                 n0 = notifications(x.server(), &x.cs);
                 r0 = requests(x);
                 o0 = ops(x);
@@ -522,10 +613,10 @@ fn curator(x: &Ctx) -> Result<(), String> {
             _ => {}
         },
     )?;
-    per_failover("curator.", n, "notifications", n0, n1, reps);
-    per_failover("curator.", n, "requests_with_rejoin", r0, r1, reps);
+    per_failover(prefix, n, "notifications", n0, n1, reps);
+    per_failover(prefix, n, "requests_with_rejoin", r0, r1, reps);
     ops_report(
-        "curator.",
+        prefix,
         &format!("close_n{n}.ops_per_failover_with_rejoin"),
         o0,
         o1,
@@ -533,7 +624,7 @@ fn curator(x: &Ctx) -> Result<(), String> {
     );
     let embedded = x.server().and_then(|s| s.embedded()).is_some();
     ops_report(
-        "curator.",
+        prefix,
         &format!("close_n{n}.ops_per_failover"),
         embedded.then(Ops::new),
         embedded.then_some(alone),
@@ -545,15 +636,14 @@ fn curator(x: &Ctx) -> Result<(), String> {
             .map(|_| FaultProxy::start(x.cs.split(',').next().unwrap_or(&x.cs)).map_err(|e| e.to_string()))
             .collect::<Result<_, _>>()?;
         let list: Vec<_> = proxies.iter().map(FaultProxy::connect_string).collect();
-        java(
-            &cp,
-            &x.cs,
+        drive(
+            base,
             &[
                 s(&"kill"),
                 s(&n),
                 s(&x.o.failover_kills),
                 s(&KILL_SESSION.as_millis()),
-                s(&"/bench/failover/curator-kill"),
+                format!("/bench/failover/{name}-kill"),
                 list.join(","),
             ],
             |cue| {
@@ -571,14 +661,13 @@ fn curator(x: &Ctx) -> Result<(), String> {
     if secs <= 0.0 {
         return Ok(());
     }
-    java(
-        &cp,
-        &x.cs,
+    drive(
+        base,
         &[
             s(&"idle"),
             s(&IDLE_N),
             s(&SESSION.as_millis()),
-            s(&"/bench/failover/curator-idle"),
+            format!("/bench/failover/{name}-idle"),
         ],
         |cue| {
             if cue == "ready" {
@@ -588,6 +677,6 @@ fn curator(x: &Ctx) -> Result<(), String> {
             }
         },
     )?;
-    idle_report("curator.", x, p0, p1, secs);
+    idle_report(prefix, x, p0, p1, secs);
     Ok(())
 }

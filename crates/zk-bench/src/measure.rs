@@ -119,6 +119,10 @@ pub struct Handoff {
     pub per_client: Vec<u64>,
     /// Release-to-grant times (sorted).
     pub latencies: Vec<Duration>,
+    /// CPU time this process spent in the window (all its threads; `None`
+    /// off Linux): per handoff, what a client costs its machine. (On the
+    /// embedded server it includes the server's own.)
+    pub cpu: Option<Duration>,
 }
 
 impl Handoff {
@@ -138,6 +142,13 @@ impl Handoff {
     /// Prints the run's figures under `KEY`.
     pub fn report(&self, key: &str, sessions: usize) {
         println!("{key}.handoffs_per_s.sessions_{sessions}={:.0}", self.rate);
+        let n: u64 = self.per_client.iter().sum();
+        if let (Some(cpu), true) = (self.cpu, n > 0) {
+            println!(
+                "{key}.handoffs.process_cpu_us_per_handoff.sessions_{sessions}={:.1}",
+                cpu.as_secs_f64() * 1e6 / n as f64
+            );
+        }
         let min = self.per_client.iter().min().copied().unwrap_or(0);
         let max = self.per_client.iter().max().copied().unwrap_or(0);
         println!("{key}.handoffs.min_per_client.sessions_{sessions}={min}");
@@ -198,20 +209,35 @@ impl Window {
     pub fn measure(&self, warmup: Duration, run: Duration) -> Handoff {
         std::thread::sleep(warmup);
         let before: Vec<u64> = self.counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+        let cpu0 = process_cpu();
         let t = Instant::now();
         self.latch.timing.store(true, Ordering::Relaxed);
         std::thread::sleep(run);
         self.latch.timing.store(false, Ordering::Relaxed);
         let after: Vec<u64> = self.counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
         let elapsed = t.elapsed();
+        let cpu = process_cpu().zip(cpu0).map(|(b, a)| b.saturating_sub(a));
         self.stop.store(true, Ordering::Relaxed);
         let per_client: Vec<u64> = after.iter().zip(&before).map(|(a, b)| a - b).collect();
         Handoff {
             rate: per_client.iter().sum::<u64>() as f64 / elapsed.as_secs_f64(),
             per_client,
             latencies: Vec::new(),
+            cpu,
         }
     }
+}
+
+/// CPU time (user and system) of this process so far, from `/proc/self/stat`
+/// (in clock ticks of 10 ms, Linux's `USER_HZ`); `None` elsewhere.
+pub fn process_cpu() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command's closing parenthesis: state is field 3,
+    // utime 14 and stime 15.
+    let rest = stat.rsplit_once(')')?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
 }
 
 /// Contended acquisitions: one thread per client in `clients`, each looping
@@ -464,11 +490,31 @@ mod tests {
     }
 
     #[test]
+    fn process_cpu_grows_with_work() {
+        let Some(a) = super::process_cpu() else {
+            return; // not Linux
+        };
+        // Work until the count moves by two ticks, with a deadline (a
+        // loaded machine gives this thread less than the wall clock).
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let mut x = 0u64;
+        let mut b = a;
+        while b < a + std::time::Duration::from_millis(20) && std::time::Instant::now() < end {
+            for _ in 0..100_000 {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+            b = super::process_cpu().unwrap();
+        }
+        assert!(b >= a + std::time::Duration::from_millis(20), "{a:?} -> {b:?}");
+    }
+
+    #[test]
     fn jain_is_one_when_equal_and_one_over_n_when_one_had_all() {
         let h = |per_client: Vec<u64>| Handoff {
             rate: 0.0,
             per_client,
             latencies: Vec::new(),
+            cpu: None,
         };
         assert!((h(vec![5, 5, 5, 5]).jain() - 1.0).abs() < 1e-9);
         assert!((h(vec![8, 0, 0, 0]).jain() - 0.25).abs() < 1e-9);

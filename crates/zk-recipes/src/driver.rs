@@ -187,28 +187,6 @@ impl Driver {
             && (d.watched_was_head || d.watched_was_granted)
     }
 
-    /// Whether a waiter that is about to watch a node should also watch its
-    /// own node (one more request, and one more notification when the node
-    /// is deleted). The own-node watch is only needed for a grant without a
-    /// listing ([`granted_on_deletion`](Self::granted_on_deletion)), which can
-    /// only happen when the watched node is the head, or when it is a node
-    /// this waiter's client queued (only those enter the client's grant
-    /// record). Behind another session's waiter the grant takes a listing
-    /// anyway, so the watch would be work for nothing.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use zk_recipes::driver::Driver;
-    /// assert!(Driver::MUTEX.watches_own_node(true, false));
-    /// assert!(Driver::MUTEX.watches_own_node(false, true));
-    /// assert!(!Driver::MUTEX.watches_own_node(false, false));
-    /// assert!(!Driver::Write.watches_own_node(true, true));
-    /// ```
-    pub fn watches_own_node(&self, watched_is_head: bool, watched_queued_here: bool) -> bool {
-        self.grants_without_listing() && (watched_is_head || watched_queued_here)
-    }
-
     /// The sort key of a child name.
     ///
     /// # Examples
@@ -389,37 +367,6 @@ mod tests {
         ];
         for (driver, d, want) in table {
             assert_eq!(driver.granted_on_deletion(*d), *want, "{driver:?} {d:?}");
-        }
-    }
-
-    #[test]
-    fn own_node_watch_table() {
-        let sem = Driver::Standard {
-            lock_name: "lock-",
-            max_leases: 3,
-        };
-        // (driver, watched node is the head, watched node queued by our client, watch our own)
-        let table: &[(Driver, bool, bool, bool)] = &[
-            // Behind the holder: granted on its deletion alone, so watch.
-            (Driver::MUTEX, true, false, true),
-            (Driver::LATCH, true, false, true),
-            // Behind a waiter of our client: it may be in the grant record.
-            (Driver::MUTEX, false, true, true),
-            (Driver::MUTEX, true, true, true),
-            // Behind another session's waiter: the grant lists, no watch.
-            (Driver::MUTEX, false, false, false),
-            (Driver::LATCH, false, false, false),
-            // Kinds that always list never watch their own node.
-            (Driver::Write, true, true, false),
-            (Driver::Read, true, true, false),
-            (sem, true, true, false),
-        ];
-        for (driver, head, here, want) in table {
-            assert_eq!(
-                driver.watches_own_node(*head, *here),
-                *want,
-                "{driver:?} head={head} here={here}"
-            );
         }
     }
 

@@ -45,9 +45,8 @@ impl std::fmt::Debug for LockInternals {
 }
 
 /// The lock nodes of single-holder queues (mutexes) granted through one
-/// client, and the protected ids of those it queued (kept by the client:
-/// [`Granted::of`]), the most recent `Granted::CAPACITY` of each. A waiter
-/// whose predecessor is deleted after
+/// client (kept by the client: [`Granted::of`]), the most recent
+/// `Granted::CAPACITY` of them. A waiter whose predecessor is deleted after
 /// its grant holds the lock: when the predecessor was granted, every node
 /// before it was gone, and sequence numbers only grow, so none can appear
 /// again. So a waiter behind a holder of the same client (another thread)
@@ -57,21 +56,8 @@ impl std::fmt::Debug for LockInternals {
 /// costs the listing, as before. Per client, not per process: a node name
 /// is only a fact about the ensemble the client talks to, and two clients
 /// of one process may talk to two ensembles with the same lock paths.
-///
-/// The queued ids say which predecessors can enter the grant record: a
-/// waiter watches its own node (what a grant without a listing needs) only
-/// behind the head or behind a node its client queued
-/// ([`Driver::watches_own_node`]); behind another session's waiter it would
-/// list anyway.
 #[derive(Default)]
 pub(crate) struct Granted {
-    granted: Recent,
-    queued: Recent,
-}
-
-/// The most recent `Granted::CAPACITY` names recorded, each once.
-#[derive(Default)]
-struct Recent {
     #[allow(clippy::type_complexity)]
     inner: std::sync::Mutex<
         Option<(
@@ -81,14 +67,24 @@ struct Recent {
     >,
 }
 
-impl Recent {
+impl Granted {
+    /// Far more than a waiter needs (its predecessor's grant is recent), and
+    /// bounded, so that a long-lived process keeps at most this many names
+    /// (about 150 KiB).
+    const CAPACITY: usize = 1024;
+
+    /// The record of `client` (shared by its clones).
+    fn of(client: &CuratorFramework) -> Arc<Granted> {
+        client.extension(Granted::default)
+    }
+
     fn record(&self, node: String) {
         let node: Arc<str> = node.into();
         let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let (set, order) = g.get_or_insert_with(Default::default);
         if set.insert(node.clone()) {
             order.push_back(node);
-            if order.len() > Granted::CAPACITY {
+            if order.len() > Self::CAPACITY {
                 if let Some(old) = order.pop_front() {
                     set.remove(&old);
                 }
@@ -105,45 +101,6 @@ impl Recent {
     fn len(&self) -> usize {
         let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         g.as_ref().map_or(0, |(set, order)| set.len().max(order.len()))
-    }
-}
-
-impl Granted {
-    /// Far more than a waiter needs (its predecessor's grant is recent), and
-    /// bounded, so that a long-lived process keeps at most this many names
-    /// of each kind (about 150 KiB each).
-    const CAPACITY: usize = 1024;
-
-    /// The record of `client` (shared by its clones).
-    fn of(client: &CuratorFramework) -> Arc<Granted> {
-        client.extension(Granted::default)
-    }
-
-    /// `node` (a full client path) was granted through this client.
-    fn record(&self, node: String) {
-        self.granted.record(node);
-    }
-
-    /// Whether `node` was granted through this client (recently).
-    fn contains(&self, node: &str) -> bool {
-        self.granted.contains(node)
-    }
-
-    /// A node with protected id `id` is being queued through this client
-    /// (recorded before its create is sent).
-    fn record_queued(&self, id: String) {
-        self.queued.record(id);
-    }
-
-    /// Whether the node named `name` was queued through this client
-    /// (recently): its protected id was recorded.
-    fn queued_here(&self, name: &str) -> bool {
-        zk_framework::paths::protected_id(name).is_some_and(|id| self.queued.contains(id))
-    }
-
-    #[cfg(test)]
-    fn len(&self) -> usize {
-        self.granted.len()
     }
 }
 
@@ -429,11 +386,6 @@ impl LockInternals {
         }
     }
 
-    /// The client's grant record (looked up once per lock).
-    fn granted(&self) -> &Arc<Granted> {
-        self.granted.get_or_init(|| Granted::of(&self.client))
-    }
-
     fn create_node(
         &self,
         zk: &CuratorFramework,
@@ -442,13 +394,6 @@ impl LockInternals {
     ) -> Result<Node> {
         let generation = self.client.session_generation();
         let mut b = zk.create().creating_parent_containers_if_needed().with_protection();
-        // Recorded before the create is sent: another thread of this client
-        // may list our node before this one reads the reply.
-        if self.driver.grants_without_listing() {
-            if let Some(id) = b.protection_id() {
-                self.granted().record_queued(id.to_string());
-            }
-        }
         b = b.with_data(data.unwrap_or_else(|| crate::identity::node_data(&self.client)));
         let (path, stat, siblings) = match sorting_sequence {
             Some(seq) => {
@@ -493,7 +438,7 @@ impl LockInternals {
         // (`Driver::granted_on_deletion`); the client's grant record says
         // which predecessors were granted.
         let shortcut = self.driver.grants_without_listing();
-        let granted = self.granted();
+        let granted = self.granted.get_or_init(|| Granted::of(&self.client));
         loop {
             if self.client.is_closed() {
                 return Err(LoopError::Other(Error::ZooKeeper(zk_framework::Error::Closed)));
@@ -533,14 +478,8 @@ impl LockInternals {
                 return Ok(false);
             }
             // A grant without a listing needs to know that our node is still
-            // there: watch it, in the same round trip as the predecessor, when
-            // such a grant can happen (behind the head or a node of this
-            // client; behind another session's waiter the grant lists).
-            let pred_path = join(&self.base_path, &pred);
-            if shortcut
-                && !node.waited.as_ref().is_some_and(|w| w.usable())
-                && self.driver.watches_own_node(pred_is_head, granted.queued_here(&pred))
-            {
+            // there: watch it, in the same round trip as the predecessor.
+            if shortcut && !node.waited.as_ref().is_some_and(|w| w.usable()) {
                 node.waited = Some(WaiterWatch::send(&self.client, &node.path));
             }
             // One channel per watch: an event of an earlier watch (set before a
@@ -550,7 +489,7 @@ impl LockInternals {
             let watcher = move |e: zk_framework::WatchedEvent| {
                 let _ = txc.try_send(e.event_type);
             };
-            match zk.get_data_w(&pred_path, watcher) {
+            match zk.get_data_w(&join(&self.base_path, &pred), watcher) {
                 Ok(_) => {}
                 Err(zk_framework::Error::NoNode { .. }) => continue,
                 Err(e) => return Err(e.into()),
@@ -565,7 +504,8 @@ impl LockInternals {
                     // unless the connection changed meanwhile: then list.
                     let facts = || Deletion {
                         watched_was_head: pred_is_head,
-                        watched_was_granted: !pred_is_head && granted.contains(&self.client.fix_path(&pred_path)),
+                        watched_was_granted: !pred_is_head
+                            && granted.contains(&self.client.fix_path(&join(&self.base_path, &pred))),
                         own_node_watched: node.waited.as_ref().is_some_and(|w| w.present()),
                         steady_session: self.client.session_generation() == generation && states.is_empty(),
                     };
@@ -714,21 +654,5 @@ mod granted_tests {
         // A name recorded twice is kept once.
         g.record(format!("/l/_c_{last}-lock-{last:010}"));
         assert_eq!(g.len(), Granted::CAPACITY);
-    }
-
-    #[test]
-    fn a_node_is_queued_here_by_its_protected_id_only() {
-        let g = Granted::default();
-        let id = zk_framework::paths::new_protected_id();
-        g.record_queued(id.clone());
-        assert!(g.queued_here(&format!("_c_{id}-lock-0000000007")));
-        assert!(!g.queued_here(&format!(
-            "_c_{}-lock-0000000007",
-            zk_framework::paths::new_protected_id()
-        )));
-        // Unprotected names (a foreign client's) are never ours.
-        assert!(!g.queued_here("lock-0000000007"));
-        // Queued is not granted.
-        assert!(!g.contains(&format!("_c_{id}-lock-0000000007")));
     }
 }

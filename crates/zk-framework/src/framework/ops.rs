@@ -30,8 +30,7 @@ pub struct CreateBuilder<'a> {
     data: Option<Vec<u8>>,
     acl: Option<Vec<Acl>>,
     parents: Parents,
-    /// The protected id, chosen by `with_protection`.
-    protected: Option<String>,
+    protected: bool,
     ttl: Option<Duration>,
 }
 
@@ -61,7 +60,7 @@ impl<'a> CreateBuilder<'a> {
             data: None,
             acl: None,
             parents: Parents::None,
-            protected: None,
+            protected: false,
             ttl: None,
         }
     }
@@ -151,30 +150,8 @@ impl<'a> CreateBuilder<'a> {
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
     pub fn with_protection(mut self) -> Self {
-        if self.protected.is_none() {
-            self.protected = Some(new_protected_id());
-        }
+        self.protected = true;
         self
-    }
-
-    /// The protected id this create will name its node with (`_c_<id>-`),
-    /// chosen by [`with_protection`](Self::with_protection); `None` without
-    /// protection. Known before the request is sent, so that a caller can
-    /// recognise its node in a listing that races with the create's reply.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let b = c.create().with_protection().with_mode(zk_framework::CreateMode::EphemeralSequential);
-    /// let id = b.protection_id().unwrap().to_string();
-    /// let p = b.for_path("/l/lock-")?;
-    /// let name = p.rsplit('/').next().unwrap();
-    /// assert_eq!(zk_framework::paths::protected_id(name), Some(id.as_str()));
-    /// # Ok::<(), zk_framework::Error>(())
-    /// ```
-    pub fn protection_id(&self) -> Option<&str> {
-        self.protected.as_deref()
     }
 
     /// A TTL, for the TTL create modes.
@@ -322,7 +299,7 @@ impl<'a> CreateBuilder<'a> {
             Parents::Containers if fw.inner().container_parents => Some(CreateMode::Container),
             _ => Some(CreateMode::Persistent),
         };
-        let id = self.protected.clone().unwrap_or_else(new_protected_id);
+        let id = new_protected_id();
         let prefix = format!("{PROTECTED_PREFIX}{id}-");
         // (parent, full server path to create) per node.
         let targets: Vec<(String, String)> = nodes
@@ -330,7 +307,7 @@ impl<'a> CreateBuilder<'a> {
             .map(|(p, _)| {
                 let sp = fw.fix_path(p);
                 let parent_sp = parent(&sp).unwrap_or("/").to_string();
-                let target = if self.protected.is_some() {
+                let target = if self.protected {
                     join(&parent_sp, &protected_name(&id, basename(&sp)))
                 } else {
                     sp
@@ -350,7 +327,7 @@ impl<'a> CreateBuilder<'a> {
         let mode = self.mode;
         let mut first = true;
         let result = fw.call_with_retry(|zk| {
-            if self.protected.is_some() && !first {
+            if self.protected && !first {
                 if let Some(found) = find_group(zk, &parent_refs, &prefix, mode)? {
                     return Ok(found);
                 }
@@ -405,7 +382,7 @@ impl<'a> CreateBuilder<'a> {
                 Ok(c)
             }
             Err(e) => {
-                if self.protected.is_some() && outcome_unknown(&e) {
+                if self.protected && outcome_unknown(&e) {
                     for (parent_sp, _) in &targets {
                         fw.inner().background.find_and_delete(parent_sp.clone(), prefix.clone());
                     }
@@ -442,8 +419,8 @@ impl<'a> CreateBuilder<'a> {
             list_parent: list_parent && self.ttl.is_none() && !self.mode.is_container(),
             known_parents: fw.inner().known_parents.clone(),
         };
-        let result = if let Some(id) = &self.protected {
-            protected_create(fw, &server_path, &spec, id)
+        let result = if self.protected {
+            protected_create(fw, &server_path, &spec)
         } else {
             fw.call_with_retry(|c| spec.create(c, &server_path))
         };
@@ -644,9 +621,10 @@ pub(super) fn missing_chroot(c: &Client) -> Option<Error> {
 /// alive on the server (a restarted server gives its sessions a fresh timeout),
 /// and a non-sequential create of the same name would then fail with
 /// NodeExists.
-fn protected_create(fw: &CuratorFramework, server_path: &str, spec: &CreateSpec, id: &str) -> Result<Created> {
+fn protected_create(fw: &CuratorFramework, server_path: &str, spec: &CreateSpec) -> Result<Created> {
     let parent_path = parent(server_path).unwrap_or("/").to_string();
-    let name = protected_name(id, basename(server_path));
+    let id = new_protected_id();
+    let name = protected_name(&id, basename(server_path));
     let prefix = format!("{PROTECTED_PREFIX}{id}-");
     let adjusted = join(&parent_path, &name);
     let mut first = true;

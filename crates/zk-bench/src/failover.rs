@@ -332,10 +332,116 @@ fn idle_report(prefix: &str, x: &Ctx, p0: Option<(u64, Option<u64>)>, p1: Option
     println!("{k}.seconds={secs:.1}");
 }
 
-fn ours(x: &Ctx) {
+/// One election in rotation, as the close failover drives it: whoever leads
+/// leaves, another one leads, the one who left joins again.
+pub(crate) trait Rotation {
+    /// The participant that leads now.
+    fn leader(&self) -> Result<usize, String>;
+    /// Participant `i` leaves the election (the call timed as the "leaving
+    /// call").
+    fn leave(&mut self, i: usize) -> Result<(), String>;
+    /// The time from `t0` until a participant other than `old` leads.
+    fn next_leader(&self, old: usize, t0: Instant) -> Result<Duration, String>;
+    /// Participant `i` joins again; returns once every participant's node is
+    /// there.
+    fn rejoin(&mut self, i: usize) -> Result<(), String>;
+}
+
+/// The close failovers of one election (`--failovers`, after a tenth as many
+/// unmeasured) and their figures under `prefix`: the failover times, the
+/// leaving call's (`close_n{n}.{call_key}`), the notifications and requests
+/// per failover, with and without the rejoin, and who watches the leader's
+/// node at `path`.
+pub(crate) fn close_rounds(
+    x: &Ctx,
+    prefix: &str,
+    path: &str,
+    call_key: &str,
+    r: &mut impl Rotation,
+) -> Result<(), String> {
     let n = usize::from(x.o.failover_n);
     let reps = x.o.failovers;
     let warm = (reps / 10).max(2);
+    let (mut v, mut calls) = (Vec::new(), Vec::new());
+    let (mut n0, mut r0, mut o0) = (None, None, None);
+    // Requests from the leaving call to the next leader only.
+    let mut alone = Ops::new();
+    for round in 0..warm + reps {
+        if round == warm {
+            v.clear();
+            calls.clear();
+            // (After a moment: the leader's own-node watch goes out shortly after its grant.)
+            std::thread::sleep(Duration::from_millis(100));
+            watchers_report(prefix, n, leader_node_watchers(x, path));
+            n0 = notifications(x.server(), &x.cs);
+            r0 = requests(x);
+            o0 = ops(x);
+        }
+        let i = r.leader()?;
+        let before = if round >= warm { ops(x) } else { None };
+        let t0 = Instant::now();
+        r.leave(i)?;
+        calls.push(t0.elapsed());
+        v.push(r.next_leader(i, t0)?);
+        ops_add(&mut alone, before, ops(x));
+        r.rejoin(i)?;
+    }
+    let (n1, r1, o1) = (notifications(x.server(), &x.cs), requests(x), ops(x));
+    report(prefix, &format!("close_n{n}"), v);
+    report(prefix, &format!("close_n{n}.{call_key}"), calls);
+    per_failover(prefix, n, "notifications", n0, n1, reps);
+    per_failover(prefix, n, "requests_with_rejoin", r0, r1, reps);
+    ops_report(
+        prefix,
+        &format!("close_n{n}.ops_per_failover_with_rejoin"),
+        o0,
+        o1,
+        reps,
+    );
+    ops_report(
+        prefix,
+        &format!("close_n{n}.ops_per_failover"),
+        ops(x).map(|_| Ops::new()),
+        ops(x).map(|_| alone),
+        reps,
+    );
+    Ok(())
+}
+
+/// Our latches in rotation, one client each; `Leader` events come on `rx`.
+struct Ours<'a> {
+    ls: Vec<LeaderLatch>,
+    clients: &'a [CuratorFramework],
+    path: &'a str,
+    rx: Receiver<(usize, Instant)>,
+    tx: Sender<(usize, Instant)>,
+}
+
+impl Rotation for Ours<'_> {
+    fn leader(&self) -> Result<usize, String> {
+        let i = leader_of(&self.ls);
+        // Events of earlier failovers are not this one's.
+        while self.rx.try_recv().is_ok() {}
+        Ok(i)
+    }
+
+    fn leave(&mut self, i: usize) -> Result<(), String> {
+        self.ls[i].close().map_err(|e| format!("close: {e}"))
+    }
+
+    fn next_leader(&self, old: usize, t0: Instant) -> Result<Duration, String> {
+        Ok(next_leader(&self.rx, old, t0))
+    }
+
+    fn rejoin(&mut self, i: usize) -> Result<(), String> {
+        self.ls[i] = participant(&self.clients[i], self.path, i, &self.tx);
+        await_participants(&self.ls[i], self.ls.len());
+        Ok(())
+    }
+}
+
+fn ours(x: &Ctx) {
+    let n = usize::from(x.o.failover_n);
     delete_floor(x);
     // close failover
     {
@@ -347,45 +453,15 @@ fn ours(x: &Ctx) {
             ls.push(participant(c, path, i, &tx));
             await_participants(&ls[0], i + 1);
         }
-        let (mut v, mut calls) = (Vec::new(), Vec::new());
-        let (mut n0, mut r0, mut o0) = (None, None, None);
-        // Requests from the close() call to the next leader's event only.
-        let mut alone = Ops::new();
-        for r in 0..warm + reps {
-            if r == warm {
-                v.clear();
-                calls.clear();
-                // (After a moment: the leader's own-node watch goes out shortly after its grant.)
-                std::thread::sleep(Duration::from_millis(100));
-                watchers_report("", n, leader_node_watchers(x, path));
-                n0 = notifications(x.server(), &x.cs);
-                r0 = requests(x);
-                o0 = ops(x);
-            }
-            let i = leader_of(&ls);
-            while rx.try_recv().is_ok() {}
-            let before = if r >= warm { ops(x) } else { None };
-            let t0 = Instant::now();
-            ls[i].close().expect("close");
-            calls.push(t0.elapsed());
-            v.push(next_leader(&rx, i, t0));
-            ops_add(&mut alone, before, ops(x));
-            ls[i] = participant(&clients[i], path, i, &tx);
-            await_participants(&ls[i], n);
-        }
-        let (n1, r1, o1) = (notifications(x.server(), &x.cs), requests(x), ops(x));
-        report("", &format!("close_n{n}"), v);
-        report("", &format!("close_n{n}.close_call"), calls);
-        per_failover("", n, "notifications", n0, n1, reps);
-        per_failover("", n, "requests_with_rejoin", r0, r1, reps);
-        ops_report("", &format!("close_n{n}.ops_per_failover_with_rejoin"), o0, o1, reps);
-        ops_report(
-            "",
-            &format!("close_n{n}.ops_per_failover"),
-            ops(x).map(|_| Ops::new()),
-            ops(x).map(|_| alone),
-            reps,
-        );
+        let mut ours = Ours {
+            ls,
+            clients: &clients,
+            path,
+            rx,
+            tx,
+        };
+        close_rounds(x, "", path, "close_call", &mut ours).expect("close failover");
+        let ls = ours.ls;
         for l in &ls {
             let _ = l.close();
         }

@@ -28,10 +28,7 @@ use zk_testing::proxy::FaultProxy;
 use zookeeper::recipes::leader::LeaderLatch;
 use zookeeper::{WatchedEvent, ZooKeeper};
 
-use super::{
-    idle_report, leader_node_watchers, notifications, ops, ops_add, ops_report, packets, per_failover, report,
-    requests, watchers_report, Ops, IDLE_N, KILL_SESSION, SESSION,
-};
+use super::{close_rounds, idle_report, packets, report, Rotation, IDLE_N, KILL_SESSION, SESSION};
 use crate::Ctx;
 
 /// The prefix of every key.
@@ -142,10 +139,34 @@ pub fn run(x: &Ctx) -> Result<()> {
     Ok(())
 }
 
+/// This crate's latches in rotation, one session each.
+struct Latches<'a> {
+    ls: Vec<LeaderLatch>,
+    zks: &'a [Arc<ZooKeeper>],
+    path: &'a str,
+}
+
+impl Rotation for Latches<'_> {
+    fn leader(&self) -> Result<usize> {
+        leader_of(&self.ls)
+    }
+
+    fn leave(&mut self, i: usize) -> Result<()> {
+        self.ls[i].stop().map_err(|e| format!("stop: {e:?}"))
+    }
+
+    fn next_leader(&self, old: usize, t0: Instant) -> Result<Duration> {
+        next_leader(&self.ls, old, t0)
+    }
+
+    fn rejoin(&mut self, i: usize) -> Result<()> {
+        self.ls[i] = latch(&self.zks[i], self.path, i)?;
+        await_nodes(&self.zks[i], self.path, self.ls.len())
+    }
+}
+
 fn close(x: &Ctx) -> Result<()> {
     let n = usize::from(x.o.failover_n);
-    let reps = x.o.failovers;
-    let warm = (reps / 10).max(2);
     let path = "/bench/failover/zookeeper08-close";
     let zks = (0..n).map(|_| session(&x.cs, SESSION)).collect::<Result<Vec<_>>>()?;
     let mut ls = Vec::new();
@@ -153,51 +174,10 @@ fn close(x: &Ctx) -> Result<()> {
         ls.push(latch(zk, path, i)?);
         await_nodes(&zks[0], path, i + 1)?;
     }
-    let (mut v, mut calls) = (Vec::new(), Vec::new());
-    let (mut n0, mut r0, mut o0) = (None, None, None);
-    // Requests from the stop() call to the next leader's has_leadership() only.
-    let mut alone = Ops::new();
-    for r in 0..warm + reps {
-        if r == warm {
-            v.clear();
-            calls.clear();
-            std::thread::sleep(Duration::from_millis(100));
-            watchers_report(PREFIX, n, leader_node_watchers(x, path));
-            n0 = notifications(x.server(), &x.cs);
-            r0 = requests(x);
-            o0 = ops(x);
-        }
-        let i = leader_of(&ls)?;
-        let before = if r >= warm { ops(x) } else { None };
-        let t0 = Instant::now();
-        ls[i].stop().map_err(|e| format!("stop: {e:?}"))?;
-        calls.push(t0.elapsed());
-        v.push(next_leader(&ls, i, t0)?);
-        ops_add(&mut alone, before, ops(x));
-        ls[i] = latch(&zks[i], path, i)?;
-        await_nodes(&zks[i], path, n)?;
-    }
-    let (n1, r1, o1) = (notifications(x.server(), &x.cs), requests(x), ops(x));
-    report(PREFIX, &format!("close_n{n}"), v);
-    report(PREFIX, &format!("close_n{n}.stop_call"), calls);
-    per_failover(PREFIX, n, "notifications", n0, n1, reps);
-    per_failover(PREFIX, n, "requests_with_rejoin", r0, r1, reps);
-    ops_report(
-        PREFIX,
-        &format!("close_n{n}.ops_per_failover_with_rejoin"),
-        o0,
-        o1,
-        reps,
-    );
-    ops_report(
-        PREFIX,
-        &format!("close_n{n}.ops_per_failover"),
-        ops(x).map(|_| Ops::new()),
-        ops(x).map(|_| alone),
-        reps,
-    );
-    close_all(&ls, &zks);
-    Ok(())
+    let mut r = Latches { ls, zks: &zks, path };
+    let done = close_rounds(x, PREFIX, path, "stop_call", &mut r);
+    close_all(&r.ls, &zks);
+    done
 }
 
 fn kill(x: &Ctx) -> Result<()> {

@@ -416,6 +416,85 @@ fn watch_registration_rules() {
     assert_eq!(crx.recv_timeout(EVENT_WAIT).unwrap(), EventType::NodeDeleted);
 }
 
+/// A watcher that reports the thread it ran on and the event's path, and
+/// says whether it only signals.
+struct Probe {
+    tx: crossbeam_channel::Sender<(String, String)>,
+    signals: bool,
+}
+
+impl zk_framework::Watcher for Probe {
+    fn process(self: Box<Self>, e: WatchedEvent) {
+        let thread = std::thread::current().name().unwrap_or("?").to_string();
+        let _ = self.tx.send((thread, e.path.unwrap_or_default()));
+    }
+
+    fn only_signals(&self) -> bool {
+        self.signals
+    }
+}
+
+/// A watcher that only signals runs on the I/O thread when nothing is queued
+/// for the event thread; any other runs on the event thread; and one that
+/// only signals waits behind the events queued before it, so a client's
+/// watchers see events in the server's order.
+#[test]
+fn watchers_that_only_signal_run_on_the_io_thread_in_order() {
+    let Some(server) = TestServer::start() else { return };
+    let zk = server.client(T);
+    let root = test_root(&zk, "signals");
+    let (a, b) = (format!("{root}/a"), format!("{root}/b"));
+    zk.create(&a, b"", &open(), CreateMode::Persistent).unwrap();
+    zk.create(&b, b"", &open(), CreateMode::Persistent).unwrap();
+    let (tx, rx) = unbounded();
+    let probe = |signals| Probe {
+        tx: tx.clone(),
+        signals,
+    };
+
+    // Idle: a signalling watcher on the I/O thread, another on the event thread.
+    zk.get_data_w(&a, probe(true)).unwrap();
+    zk.set_data(&a, b"1", None).unwrap();
+    assert_eq!(rx.recv_timeout(EVENT_WAIT).unwrap(), ("zk-io".to_string(), a.clone()));
+    zk.get_data_w(&a, probe(false)).unwrap();
+    zk.set_data(&a, b"2", None).unwrap();
+    assert_eq!(
+        rx.recv_timeout(EVENT_WAIT).unwrap(),
+        ("zk-event".to_string(), a.clone())
+    );
+    // A channel's sender only signals.
+    let (stx, srx) = unbounded::<WatchedEvent>();
+    assert!(zk_framework::Watcher::only_signals(&stx));
+    zk.get_data_w(&a, stx).unwrap();
+    zk.set_data(&a, b"3", None).unwrap();
+    assert_eq!(srx.recv_timeout(EVENT_WAIT).unwrap().path, Some(a.clone()));
+
+    // The event thread busy with a's event: b's signalling watcher waits
+    // behind it, and runs on the event thread.
+    let (gate_tx, gate_rx) = crossbeam_channel::bounded::<()>(0);
+    let (order_tx, order_rx) = unbounded::<String>();
+    let first = order_tx.clone();
+    zk.get_data_w(&a, move |_e: WatchedEvent| {
+        let _ = gate_rx.recv_timeout(EVENT_WAIT);
+        let _ = first.send("a".to_string());
+    })
+    .unwrap();
+    let (ptx, prx) = unbounded();
+    zk.get_data_w(&b, Probe { tx: ptx, signals: true }).unwrap();
+    zk.set_data(&a, b"4", None).unwrap();
+    zk.set_data(&b, b"1", None).unwrap();
+    // Both notifications read (their watches taken from the registry).
+    assert!(wait_until(EVENT_WAIT, || zk.registered_watches().is_empty()));
+    assert!(
+        prx.try_recv().is_err(),
+        "b's watcher ran before a's, which was queued first"
+    );
+    gate_tx.send(()).unwrap();
+    let (thread, path) = prx.recv_timeout(EVENT_WAIT).unwrap();
+    assert_eq!((thread.as_str(), path), ("zk-event", b.clone()));
+    assert_eq!(order_rx.recv_timeout(EVENT_WAIT).unwrap(), "a");
+}
+
 #[test]
 fn pipelined_calls_from_many_threads() {
     let Some(server) = TestServer::start() else { return };

@@ -138,6 +138,35 @@ fn watch_event_paths_are_unnamespaced() {
     raw.close();
 }
 
+/// Reports the thread it ran on and the event's path; only signals.
+struct OnThread(crossbeam_channel::Sender<(String, Option<String>)>);
+
+impl zk_framework::Watcher for OnThread {
+    fn process(self: Box<Self>, e: WatchedEvent) {
+        let thread = std::thread::current().name().unwrap_or("?").to_string();
+        let _ = self.0.send((thread, e.path));
+    }
+
+    fn only_signals(&self) -> bool {
+        true
+    }
+}
+
+/// The managed client passes a watcher's `only_signals` on: it runs on the
+/// I/O thread, and its path still comes back without the namespace.
+#[test]
+fn a_watcher_that_only_signals_keeps_running_on_the_io_thread() {
+    let server = server();
+    let r = connected(builder(&server).namespace("sig"));
+    let c = &r.client;
+    c.create().for_path("/node").unwrap();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    c.get_data_w("/node", OnThread(tx)).unwrap();
+    c.set_data("/node", b"x".to_vec(), None).unwrap();
+    let got = rx.recv_timeout(timing().wait()).expect("a watch event");
+    assert_eq!(got, ("zk-io".to_string(), Some("/node".to_string())));
+}
+
 #[test]
 fn namespace_inside_a_chroot() {
     let server = server();

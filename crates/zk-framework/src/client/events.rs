@@ -3,9 +3,13 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
 use crossbeam_channel::Receiver;
 
 use super::inner::EventMsg;
+use super::types::{WatchedEvent, Watcher};
 
 fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = p.downcast_ref::<&str>() {
@@ -17,18 +21,23 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
+/// Runs `watchers` with `event`, catching and logging a panic of each (the
+/// event thread, or the I/O thread for watchers that only signal).
+pub(super) fn fire(watchers: Vec<Box<dyn Watcher>>, event: &WatchedEvent) {
+    for w in watchers {
+        let ev = event.clone();
+        if let Err(p) = catch_unwind(AssertUnwindSafe(move || w.process(ev))) {
+            log::error!("a watcher panicked on {event:?}: {}", panic_message(&*p));
+        }
+    }
+}
+
 /// The event thread's body: runs until `Stop` or until every sender is gone.
-pub(super) fn event_main(rx: Receiver<EventMsg>) {
+/// Counts each handled `Fire` and `Discard` down in `queued`.
+pub(super) fn event_main(rx: Receiver<EventMsg>, queued: Arc<AtomicUsize>) {
     while let Ok(msg) = rx.recv() {
         match msg {
-            EventMsg::Fire(watchers, event) => {
-                for w in watchers {
-                    let ev = event.clone();
-                    if let Err(p) = catch_unwind(AssertUnwindSafe(move || w.process(ev))) {
-                        log::error!("a watcher panicked on {event:?}: {}", panic_message(&*p));
-                    }
-                }
-            }
+            EventMsg::Fire(watchers, event) => fire(watchers, &event),
             EventMsg::Discard(watchers) => {
                 if let Err(p) = catch_unwind(AssertUnwindSafe(move || drop(watchers))) {
                     log::error!("dropping a watcher panicked: {}", panic_message(&*p));
@@ -36,6 +45,7 @@ pub(super) fn event_main(rx: Receiver<EventMsg>) {
             }
             EventMsg::Stop => break,
         }
+        queued.fetch_sub(1, Ordering::AcqRel);
     }
     log::debug!("zk event thread exits");
 }

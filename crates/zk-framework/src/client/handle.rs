@@ -280,11 +280,12 @@ impl Client {
             Error::from_code(ErrorCode::SystemError, "")
         };
         let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(0);
+        let queued = inner.events_queued.clone();
         let ev = thread::Builder::new()
             .name("zk-event".into())
             .spawn(move || {
                 let _done = done_tx;
-                events::event_main(erx)
+                events::event_main(erx, queued)
             })
             .map_err(spawn_err)?;
         let _ = inner.event_thread.set(ev.thread().id());

@@ -11,7 +11,7 @@
 
 use std::collections::VecDeque;
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::{JoinHandle, ThreadId};
 use std::time::{Duration, Instant};
@@ -250,6 +250,11 @@ pub(super) struct Inner {
     /// thread without waiting for the `wire` lock.
     pub killer: Mutex<Option<(u64, TcpStream)>>,
     pub events: Sender<EventMsg>,
+    /// Messages sent to the event thread and not yet handled (`Fire` and
+    /// `Discard`; the event thread counts them down once handled). While it is
+    /// not zero, a notification's watchers go to the event thread even if they
+    /// only signal, behind the events queued before it.
+    pub events_queued: Arc<AtomicUsize>,
     pub wake_tx: Sender<()>,
     pub wake_rx: Receiver<()>,
     pub attempts: AtomicU64,
@@ -335,6 +340,7 @@ impl Inner {
             cond: Condvar::new(),
             killer: Mutex::new(None),
             events,
+            events_queued: Arc::new(AtomicUsize::new(0)),
             wake_tx,
             wake_rx,
             attempts: AtomicU64::new(0),
@@ -676,7 +682,7 @@ impl Inner {
                 let rejected = p.watch.and_then(|w| core.watches.register(w, header.err));
                 drop(core);
                 if let Some(w) = rejected {
-                    let _ = self.events.send(EventMsg::Discard(vec![w]));
+                    self.to_event_thread(EventMsg::Discard(vec![w]));
                 }
                 match p.slot {
                     Some(slot) => {
@@ -706,9 +712,25 @@ impl Inner {
                 state: KeeperState::from_code(ev.state).unwrap_or(KeeperState::SyncConnected),
                 path: Some(self.client_path(&ev.path)),
             };
-            let _ = self.events.send(EventMsg::Fire(watchers, event));
+            // Signals only, and nothing queued ahead of them: run them here,
+            // one thread hop sooner; otherwise behind what is queued.
+            if self.events_queued.load(Ordering::Acquire) == 0 && watchers.iter().all(|w| w.only_signals()) {
+                super::events::fire(watchers, &event);
+            } else {
+                self.to_event_thread(EventMsg::Fire(watchers, event));
+            }
         }
         Ok(())
+    }
+
+    /// Hands `msg` (`Fire` or `Discard`) to the event thread, counted until
+    /// it is handled.
+    fn to_event_thread(&self, msg: EventMsg) {
+        self.events_queued.fetch_add(1, Ordering::AcqRel);
+        if self.events.send(msg).is_err() {
+            // The event thread is gone: nothing will count it down.
+            self.events_queued.fetch_sub(1, Ordering::AcqRel);
+        }
     }
 
     /// The connection died (I/O thread): fail everything in flight with
@@ -791,7 +813,7 @@ impl Inner {
             let _ = w.try_send(code);
         }
         if !discard.is_empty() {
-            let _ = self.events.send(EventMsg::Discard(discard));
+            self.to_event_thread(EventMsg::Discard(discard));
         }
     }
 }

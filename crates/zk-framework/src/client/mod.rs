@@ -49,8 +49,9 @@
 //!
 //! # Threads and the request path
 //!
-//! Each client has an I/O thread (connects, reads and dispatches replies, pings)
-//! and an event thread (runs watchers). A caller encodes its request, takes a
+//! Each client has an I/O thread (connects, reads and dispatches replies, pings,
+//! runs the watchers that only signal) and an event thread (runs the other
+//! watchers). A caller encodes its request, takes a
 //! short lock to get an xid and queue itself, and writes the frame itself (no
 //! thread hop); concurrent callers' frames are combined into one write. The I/O
 //! thread hands each reply to its caller, who decodes it. `TCP_NODELAY` is set.
@@ -80,9 +81,14 @@
 //! `exists_w` on success and on NoNode. Registered watches survive reconnects.
 //! Session events are **not** delivered to watchers (unlike Java, which sends
 //! `Disconnected` to every watcher); they go to [`Client::state_receiver`].
-//! Callbacks run on a dedicated event thread, never on the I/O thread and never
-//! under a lock, so they may call the client; a panicking callback is caught and
-//! logged. They run one at a time: keep them short.
+//! Callbacks run on a dedicated event thread, never under a lock, so they may
+//! call the client; a panicking callback is caught and logged. They run one at
+//! a time: keep them short. One exception, opted into: a watcher whose
+//! [`Watcher::only_signals`] is `true` (a channel's `Sender` is one) runs on the
+//! I/O thread as soon as its notification is read, when every watcher of that
+//! notification only signals and the event thread has nothing queued; so it
+//! wakes the thread waiting for it one thread hop sooner, and the order of
+//! events is kept.
 //!
 //! # Examples
 //!

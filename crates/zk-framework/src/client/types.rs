@@ -377,6 +377,32 @@ pub struct WatchedEvent {
 pub trait Watcher: Send + 'static {
     /// Handles the event; called at most once.
     fn process(self: Box<Self>, event: WatchedEvent);
+
+    /// Whether [`process`](Watcher::process) only signals: a `try_send`, an
+    /// atomic store, a short uncontended lock; it never blocks, never calls
+    /// the client and never runs other code. Such a watcher may run on the
+    /// client's I/O thread as soon as its notification is read, instead of
+    /// being handed to the event thread (one thread wake-up less between the
+    /// server's notification and the thread that waits for it). It runs
+    /// there only when every watcher of that notification only signals and
+    /// the event thread has nothing queued, so the watchers of one client
+    /// still see events in the order the server sent them.
+    ///
+    /// `false` unless a watcher says otherwise; `true` for
+    /// `crossbeam_channel::Sender<WatchedEvent>`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_framework::{WatchedEvent, Watcher};
+    /// let (tx, _rx) = crossbeam_channel::bounded::<WatchedEvent>(1);
+    /// assert!(tx.only_signals());
+    /// let closure = |_: WatchedEvent| {};
+    /// assert!(!closure.only_signals());
+    /// ```
+    fn only_signals(&self) -> bool {
+        false
+    }
 }
 
 impl<F: FnOnce(WatchedEvent) + Send + 'static> Watcher for F {
@@ -390,6 +416,10 @@ impl Watcher for crossbeam_channel::Sender<WatchedEvent> {
         if let Err(e) = self.try_send(event) {
             log::debug!("watch event not delivered to its channel: {e}");
         }
+    }
+
+    fn only_signals(&self) -> bool {
+        true
     }
 }
 

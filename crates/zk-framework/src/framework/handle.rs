@@ -967,6 +967,7 @@ impl CuratorFramework {
     /// first event delivered wins, and event paths lose the namespace.
     fn watch_slot(&self, watcher: impl Watcher) -> WatchSlot {
         WatchSlot {
+            signals: watcher.only_signals(),
             slot: Arc::new(Mutex::new(Some(Box::new(watcher)))),
             namespace: self.inner.namespace.clone(),
         }
@@ -1043,21 +1044,43 @@ impl CuratorFramework {
     }
 }
 
+/// The user's watcher behind the watches of a call's attempts (a retried call
+/// sets one watch per attempt): the first to fire runs it.
 struct WatchSlot {
     slot: Arc<Mutex<Option<Box<dyn Watcher>>>>,
     namespace: Option<String>,
+    /// Whether the user's watcher only signals (so do the attempts').
+    signals: bool,
 }
 
 impl WatchSlot {
     fn attempt(&self) -> impl Watcher {
-        let slot = self.slot.clone();
-        let ns = self.namespace.clone();
-        move |mut e: WatchedEvent| {
-            let Some(w) = slot.lock().take() else { return };
-            if let Some(p) = e.path.take() {
-                e.path = Some(unfix_for_namespace(ns.as_deref(), &p));
-            }
-            w.process(e)
+        SlotAttempt {
+            slot: self.slot.clone(),
+            namespace: self.namespace.clone(),
+            signals: self.signals,
         }
+    }
+}
+
+/// One attempt's watcher: takes the user's watcher from the slot and runs it
+/// with the path as the user knows it (namespace taken off).
+struct SlotAttempt {
+    slot: Arc<Mutex<Option<Box<dyn Watcher>>>>,
+    namespace: Option<String>,
+    signals: bool,
+}
+
+impl Watcher for SlotAttempt {
+    fn process(self: Box<Self>, mut e: WatchedEvent) {
+        let Some(w) = self.slot.lock().take() else { return };
+        if let Some(p) = e.path.take() {
+            e.path = Some(unfix_for_namespace(self.namespace.as_deref(), &p));
+        }
+        w.process(e)
+    }
+
+    fn only_signals(&self) -> bool {
+        self.signals
     }
 }

@@ -28,8 +28,8 @@ use parking_lot::Mutex;
 use zk_framework::proto::EventType;
 use zk_framework::ConnectionState;
 use zk_framework::SessionHealth;
-use zk_framework::WatchedEvent;
 use zk_framework::{CuratorFramework, ListenerHandle};
+use zk_framework::{WatchedEvent, Watcher};
 
 use crate::error::{Error, Result};
 use crate::stats::{LossCause, PathStats};
@@ -993,8 +993,7 @@ impl WaiterWatch {
                 holder: None,
             }),
         });
-        let (on_event, on_reply) = (w.clone(), w.clone());
-        let watcher = move |e: WatchedEvent| on_event.event(e);
+        let (watcher, on_reply) = (WaiterWatcher(w.clone()), w.clone());
         let reply = move |r: zk_framework::Result<bool>| on_reply.reply(r);
         if let Err(e) = client.exists_w_detached(node, watcher, reply) {
             log::debug!("could not watch waiting lock node {node}: {e}");
@@ -1041,6 +1040,12 @@ impl WaiterWatch {
         }
     }
 
+    /// Whether its event would only change this watch's state: no holding
+    /// to tell yet, or one that is over (released, lost or gone).
+    fn only_signals(&self) -> bool {
+        self.state.lock().holder.as_ref().map_or(true, is_over)
+    }
+
     /// Makes `st` the watch's holding: `true` if the watch is set and now
     /// reports to it (or the node's deletion was already heard of, and `st`
     /// is lost); `false` if the holding must watch its node itself.
@@ -1062,6 +1067,43 @@ impl WaiterWatch {
     }
 }
 
+/// A [`WaiterWatch`]'s watcher. It only signals (and so may run on the
+/// client's I/O thread, in order with the session's other events) while the
+/// watch has no live holding to tell.
+struct WaiterWatcher(Arc<WaiterWatch>);
+
+impl Watcher for WaiterWatcher {
+    fn process(self: Box<Self>, e: WatchedEvent) {
+        self.0.event(e)
+    }
+
+    fn only_signals(&self) -> bool {
+        self.0.only_signals()
+    }
+}
+
+/// A holding's own-node watcher. Once the holding is over (released, lost or
+/// gone) its event changes nothing, so it only signals: the notification of a
+/// release's own delete is then handled on the client's I/O thread instead
+/// of waking the event thread.
+struct OwnNodeWatcher(Weak<HoldState>);
+
+impl Watcher for OwnNodeWatcher {
+    fn process(self: Box<Self>, e: WatchedEvent) {
+        on_own_node_event(&self.0, e)
+    }
+
+    fn only_signals(&self) -> bool {
+        is_over(&self.0)
+    }
+}
+
+/// Whether the holding is released, lost or gone: final states, in which an
+/// own-node event changes nothing.
+fn is_over(st: &Weak<HoldState>) -> bool {
+    st.upgrade().map_or(true, |st| st.status.load(Ordering::SeqCst) >= LOST)
+}
+
 /// Sets the exists-watch on our own node without waiting. The watcher and the
 /// reply callback only signal (they run on the client's threads).
 fn watch_own_node(st: &Arc<HoldState>) {
@@ -1074,7 +1116,7 @@ fn watch_own_node(st: &Arc<HoldState>) {
         return;
     }
     let (w1, w2) = (Arc::downgrade(st), Arc::downgrade(st));
-    let watcher = move |e: WatchedEvent| on_own_node_event(&w1, e);
+    let watcher = OwnNodeWatcher(w1);
     let on_reply = move |r: zk_framework::Result<bool>| {
         let Some(st) = w2.upgrade() else { return };
         match r {
@@ -1093,6 +1135,10 @@ fn watch_own_node(st: &Arc<HoldState>) {
 
 fn on_own_node_event(weak: &Weak<HoldState>, e: WatchedEvent) {
     let Some(st) = weak.upgrade() else { return };
+    // Released and lost are final: nothing to tell, no watch to set again.
+    if st.status.load(Ordering::SeqCst) >= LOST {
+        return;
+    }
     match e.event_type {
         EventType::NodeDeleted => st.lose(st.deletion_cause()),
         EventType::NodeDataChanged | EventType::NodeCreated => {

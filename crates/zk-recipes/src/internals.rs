@@ -485,10 +485,9 @@ impl LockInternals {
             // One channel per watch: an event of an earlier watch (set before a
             // reconnect, on the same predecessor or another) must never be read
             // as news about this predecessor.
-            let (txc, rx) = crossbeam_channel::bounded::<zk_framework::proto::EventType>(1);
-            let watcher = move |e: zk_framework::WatchedEvent| {
-                let _ = txc.try_send(e.event_type);
-            };
+            // A channel's sender only signals: the client may run it on its
+            // I/O thread, one thread hop closer to this waiter.
+            let (watcher, rx) = crossbeam_channel::bounded::<zk_framework::WatchedEvent>(1);
             match zk.get_data_w(&join(&self.base_path, &pred), watcher) {
                 Ok(_) => {}
                 Err(zk_framework::Error::NoNode { .. }) => continue,
@@ -510,7 +509,7 @@ impl LockInternals {
                         steady_session: self.client.session_generation() == generation && states.is_empty(),
                     };
                     if shortcut
-                        && ev == Some(zk_framework::proto::EventType::NodeDeleted)
+                        && ev.map(|e| e.event_type) == Some(zk_framework::proto::EventType::NodeDeleted)
                         && self.driver.granted_on_deletion(facts())
                     {
                         granted.record(self.client.fix_path(&node.path));
@@ -545,10 +544,8 @@ impl LockInternals {
             if zk.deadline().is_some_and(|d| d <= Instant::now()) {
                 return Ok(false);
             }
-            let (tx, rx) = crossbeam_channel::bounded::<()>(1);
-            let mut kids = match zk.get_children_w(&self.base_path, move |_| {
-                let _ = tx.try_send(());
-            }) {
+            let (tx, rx) = crossbeam_channel::bounded::<zk_framework::WatchedEvent>(1);
+            let mut kids = match zk.get_children_w(&self.base_path, tx) {
                 Ok(k) => k,
                 // The parent was reaped: our node went with an ended session.
                 Err(zk_framework::Error::NoNode { .. }) => return Err(LoopError::NodeMissing),

@@ -400,8 +400,12 @@ fn run(inner: &Arc<Inner>, conn: Conn, buf: &mut [u8]) -> Stop {
     let Conn { stream, mut fb, gen } = conn;
     let read_timeout = inner.read_timeout();
     let ping_every = read_timeout / 3;
-    let tick = (ping_every / 2).clamp(Duration::from_millis(10), Duration::from_millis(100));
-    let _ = stream.socket().set_read_timeout(Some(tick));
+    // The read wakes when data comes or when the next ping or the read
+    // timeout is due, whichever is first; never sooner than `MIN_WAKE`
+    // (a ping that could not go out at once is tried again then). An idle
+    // client's I/O thread wakes about once per ping, not on a fixed tick.
+    let mut wake = ping_every.max(MIN_WAKE);
+    let _ = stream.socket().set_read_timeout(Some(wake));
     let ping = request_frame(xid::PING, OpCode::Ping, None);
     let mut pings: VecDeque<(u64, u64)> = VecDeque::new();
     let mut last_recv = Instant::now();
@@ -436,6 +440,14 @@ fn run(inner: &Arc<Inner>, conn: Conn, buf: &mut [u8]) -> Stop {
         if inner.idle_send() >= ping_every {
             send_ping(inner, gen, &ping, &mut pings);
         }
+        let want = next_wake(ping_every, inner.idle_send(), read_timeout, last_recv.elapsed());
+        // Sooner than the socket's timeout: set it, or a ping (or the read
+        // timeout) would be late. Much later: set it, or the thread wakes for
+        // nothing. A little later: leave it (one setsockopt less per read).
+        if want < wake || want > wake * 2 {
+            wake = want;
+            let _ = stream.socket().set_read_timeout(Some(wake));
+        }
     };
     match stop {
         Stop::Terminal => {
@@ -447,6 +459,18 @@ fn run(inner: &Arc<Inner>, conn: Conn, buf: &mut [u8]) -> Stop {
             Stop::Broken(reason)
         }
     }
+}
+
+/// The shortest wait of the I/O thread's read.
+const MIN_WAKE: Duration = Duration::from_millis(10);
+
+/// How long the I/O thread's read may wait: until a ping is due (`ping_every`
+/// after the last send) or the read timeout passes (`read_timeout` after the
+/// last receipt), whichever is first, and at least [`MIN_WAKE`].
+fn next_wake(ping_every: Duration, idle_send: Duration, read_timeout: Duration, idle_recv: Duration) -> Duration {
+    let until_ping = ping_every.saturating_sub(idle_send);
+    let until_dead = read_timeout.saturating_sub(idle_recv);
+    until_ping.min(until_dead).max(MIN_WAKE)
 }
 
 /// Sends a ping unless a writer holds the connection (it is sending anyway).
@@ -475,4 +499,32 @@ fn send_ping(inner: &Inner, gen: u64, ping: &[u8], pings: &mut VecDeque<(u64, u6
 /// server answers a plain ConnectRequest with.
 fn is_tls_record(w: &[u8; 4]) -> bool {
     matches!(w[0], 0x15 | 0x16) && w[1] == 0x03 && w[2] <= 0x04
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_read_wakes_at_the_next_ping_or_the_read_timeout() {
+        let ms = Duration::from_millis;
+        // (ping_every, idle_send, read_timeout, idle_recv) -> wake
+        let table = [
+            // Just sent and received: the next ping is first.
+            ((ms(2000), ms(0), ms(6000), ms(0)), ms(2000)),
+            // Half-way to the ping.
+            ((ms(2000), ms(1500), ms(6000), ms(100)), ms(500)),
+            // Nothing received for a while: the read timeout is first.
+            ((ms(2000), ms(0), ms(6000), ms(5900)), ms(100)),
+            // A ping due (one that could not go out): soon, not at once.
+            ((ms(2000), ms(2500), ms(6000), ms(0)), MIN_WAKE),
+            // Past the read timeout: soon, not at once.
+            ((ms(2000), ms(0), ms(6000), ms(7000)), MIN_WAKE),
+            // Tiny timeouts never make it spin.
+            ((ms(3), ms(0), ms(10), ms(0)), MIN_WAKE),
+        ];
+        for ((p, s, r, i), want) in table {
+            assert_eq!(next_wake(p, s, r, i), want, "{p:?} {s:?} {r:?} {i:?}");
+        }
+    }
 }

@@ -123,6 +123,10 @@ pub struct Handoff {
     /// off Linux): per handoff, what a client costs its machine. (On the
     /// embedded server it includes the server's own.)
     pub cpu: Option<Duration>,
+    /// Voluntary context switches of this process's threads in the window
+    /// (`None` off Linux): each is a thread going to sleep to be woken
+    /// again, so per handoff, the thread hops a handoff costs.
+    pub wakeups: Option<u64>,
 }
 
 impl Handoff {
@@ -147,6 +151,12 @@ impl Handoff {
             println!(
                 "{key}.handoffs.process_cpu_us_per_handoff.sessions_{sessions}={:.1}",
                 cpu.as_secs_f64() * 1e6 / n as f64
+            );
+        }
+        if let (Some(w), true) = (self.wakeups, n > 0) {
+            println!(
+                "{key}.handoffs.thread_wakeups_per_handoff.sessions_{sessions}={:.1}",
+                w as f64 / n as f64
             );
         }
         let min = self.per_client.iter().min().copied().unwrap_or(0);
@@ -210,6 +220,7 @@ impl Window {
         std::thread::sleep(warmup);
         let before: Vec<u64> = self.counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
         let cpu0 = process_cpu();
+        let wakeups0 = process_wakeups();
         let t = Instant::now();
         self.latch.timing.store(true, Ordering::Relaxed);
         std::thread::sleep(run);
@@ -217,6 +228,7 @@ impl Window {
         let after: Vec<u64> = self.counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
         let elapsed = t.elapsed();
         let cpu = process_cpu().zip(cpu0).map(|(b, a)| b.saturating_sub(a));
+        let wakeups = process_wakeups().zip(wakeups0).map(|(b, a)| b.saturating_sub(a));
         self.stop.store(true, Ordering::Relaxed);
         let per_client: Vec<u64> = after.iter().zip(&before).map(|(a, b)| a - b).collect();
         Handoff {
@@ -224,8 +236,27 @@ impl Window {
             per_client,
             latencies: Vec::new(),
             cpu,
+            wakeups,
         }
     }
+}
+
+/// Voluntary context switches of this process's live threads so far, from
+/// `/proc/self/task/*/status` (a thread that ended takes its count with it);
+/// `None` elsewhere.
+pub fn process_wakeups() -> Option<u64> {
+    let mut sum = 0;
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let Ok(status) = std::fs::read_to_string(task.ok()?.path().join("status")) else {
+            continue; // the thread ended meanwhile
+        };
+        sum += status
+            .lines()
+            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    Some(sum)
 }
 
 /// CPU time (user and system) of this process so far, from `/proc/self/stat`
@@ -509,12 +540,36 @@ mod tests {
     }
 
     #[test]
+    fn process_wakeups_count_a_thread_that_sleeps() {
+        let Some(a) = super::process_wakeups() else {
+            return; // not Linux
+        };
+        // A thread that goes to sleep 20 times, then waits to be let go: its
+        // switches count while it lives.
+        let (slept_tx, slept_rx) = std::sync::mpsc::sync_channel::<()>(1);
+        let (done_tx, done_rx) = std::sync::mpsc::sync_channel::<()>(0);
+        let t = std::thread::spawn(move || {
+            for _ in 0..20 {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            slept_tx.send(()).unwrap();
+            let _ = done_rx.recv();
+        });
+        slept_rx.recv().unwrap();
+        let b = super::process_wakeups().unwrap();
+        drop(done_tx);
+        t.join().unwrap();
+        assert!(b >= a + 20, "{a} -> {b}");
+    }
+
+    #[test]
     fn jain_is_one_when_equal_and_one_over_n_when_one_had_all() {
         let h = |per_client: Vec<u64>| Handoff {
             rate: 0.0,
             per_client,
             latencies: Vec::new(),
             cpu: None,
+            wakeups: None,
         };
         assert!((h(vec![5, 5, 5, 5]).jain() - 1.0).abs() < 1e-9);
         assert!((h(vec![8, 0, 0, 0]).jain() - 0.25).abs() < 1e-9);

@@ -538,6 +538,20 @@ fn client_cost(cs: &str, n: usize) {
     let t2_busy = task_count();
     std::thread::sleep(Duration::from_millis(1500));
     let t2 = task_count();
+    // Idle clients, connected and doing nothing: how often their threads
+    // wake (pings, the session monitor's look at the session).
+    let idle = Duration::from_secs(2);
+    let w0 = crate::measure::process_wakeups();
+    std::thread::sleep(idle);
+    if let Some(w) = crate::measure::process_wakeups()
+        .zip(w0)
+        .map(|(b, a)| b.saturating_sub(a))
+    {
+        println!(
+            "clients.wakeups_per_idle_client_per_s={:.1}",
+            w as f64 / n as f64 / idle.as_secs_f64()
+        );
+    }
     let mut closes = Vec::new();
     for c in clients {
         let t = Instant::now();

@@ -386,7 +386,9 @@ pub trait Watcher: Send + 'static {
     /// server's notification and the thread that waits for it). It runs
     /// there only when every watcher of that notification only signals and
     /// the event thread has nothing queued, so the watchers of one client
-    /// still see events in the order the server sent them.
+    /// still see events in the order the server sent them. It is asked when
+    /// the notification is read, so the answer may change over the watcher's
+    /// life (one that has nothing left to tell may say so then).
     ///
     /// `false` unless a watcher says otherwise; `true` for
     /// `crossbeam_channel::Sender<WatchedEvent>`.

@@ -306,6 +306,24 @@ fn delete_floor(x: &Ctx) {
     c.close();
 }
 
+/// A server's counts before or after a run of close failovers:
+/// notifications, requests, requests per opcode (each `None` where the
+/// server does not count it).
+type Counts = (Option<u64>, Option<u64>, Option<Ops>);
+
+/// Reports a close-failover run's counts per failover: notifications and
+/// requests with the rejoins (from `before` to `after`), and the requests of
+/// the failovers alone (`alone`, summed over the failovers, where the server
+/// counts per opcode).
+fn close_counts(prefix: &str, n: usize, reps: usize, before: Counts, after: Counts, alone: Option<Ops>) {
+    per_failover(prefix, n, "notifications", before.0, after.0, reps);
+    per_failover(prefix, n, "requests_with_rejoin", before.1, after.1, reps);
+    let key = format!("close_n{n}.ops_per_failover");
+    ops_report(prefix, &format!("{key}_with_rejoin"), before.2, after.2, reps);
+    let counted = alone.is_some();
+    ops_report(prefix, &key, counted.then(Ops::new), alone, reps);
+}
+
 fn per_failover(prefix: &str, n: usize, what: &str, a: Option<u64>, b: Option<u64>, reps: usize) {
     if let (Some(a), Some(b)) = (a, b) {
         println!(
@@ -389,22 +407,7 @@ pub(crate) fn close_rounds(
     let (n1, r1, o1) = (notifications(x.server(), &x.cs), requests(x), ops(x));
     report(prefix, &format!("close_n{n}"), v);
     report(prefix, &format!("close_n{n}.{call_key}"), calls);
-    per_failover(prefix, n, "notifications", n0, n1, reps);
-    per_failover(prefix, n, "requests_with_rejoin", r0, r1, reps);
-    ops_report(
-        prefix,
-        &format!("close_n{n}.ops_per_failover_with_rejoin"),
-        o0,
-        o1,
-        reps,
-    );
-    ops_report(
-        prefix,
-        &format!("close_n{n}.ops_per_failover"),
-        ops(x).map(|_| Ops::new()),
-        ops(x).map(|_| alone),
-        reps,
-    );
+    close_counts(prefix, n, reps, (n0, r0, o0), (n1, r1, o1), ops(x).map(|_| alone));
     Ok(())
 }
 
@@ -689,23 +692,8 @@ fn process_peer(x: &Ctx, name: &str, base: &[String]) -> Result<(), String> {
             _ => {}
         },
     )?;
-    per_failover(prefix, n, "notifications", n0, n1, reps);
-    per_failover(prefix, n, "requests_with_rejoin", r0, r1, reps);
-    ops_report(
-        prefix,
-        &format!("close_n{n}.ops_per_failover_with_rejoin"),
-        o0,
-        o1,
-        reps,
-    );
     let embedded = x.server().and_then(|s| s.embedded()).is_some();
-    ops_report(
-        prefix,
-        &format!("close_n{n}.ops_per_failover"),
-        embedded.then(Ops::new),
-        embedded.then_some(alone),
-        reps,
-    );
+    close_counts(prefix, n, reps, (n0, r0, o0), (n1, r1, o1), embedded.then_some(alone));
     // kill failover
     if x.o.failover_kills > 0 {
         let proxies: Vec<_> = (0..n)

@@ -311,6 +311,11 @@ fn delete_floor(x: &Ctx) {
 /// server does not count it).
 type Counts = (Option<u64>, Option<u64>, Option<Ops>);
 
+/// The server's counts now.
+fn counts(x: &Ctx) -> Counts {
+    (notifications(x.server(), &x.cs), requests(x), ops(x))
+}
+
 /// Reports a close-failover run's counts per failover: notifications and
 /// requests with the rejoins (from `before` to `after`), and the requests of
 /// the failovers alone (`alone`, summed over the failovers, where the server
@@ -381,7 +386,7 @@ pub(crate) fn close_rounds(
     let reps = x.o.failovers;
     let warm = (reps / 10).max(2);
     let (mut v, mut calls) = (Vec::new(), Vec::new());
-    let (mut n0, mut r0, mut o0) = (None, None, None);
+    let mut before: Counts = (None, None, None);
     // Requests from the leaving call to the next leader only.
     let mut alone = Ops::new();
     for round in 0..warm + reps {
@@ -391,9 +396,7 @@ pub(crate) fn close_rounds(
             // (After a moment: the leader's own-node watch goes out shortly after its grant.)
             std::thread::sleep(Duration::from_millis(100));
             watchers_report(prefix, n, leader_node_watchers(x, path));
-            n0 = notifications(x.server(), &x.cs);
-            r0 = requests(x);
-            o0 = ops(x);
+            before = counts(x);
         }
         let i = r.leader()?;
         let before = if round >= warm { ops(x) } else { None };
@@ -404,10 +407,10 @@ pub(crate) fn close_rounds(
         ops_add(&mut alone, before, ops(x));
         r.rejoin(i)?;
     }
-    let (n1, r1, o1) = (notifications(x.server(), &x.cs), requests(x), ops(x));
+    let after = counts(x);
     report(prefix, &format!("close_n{n}"), v);
     report(prefix, &format!("close_n{n}.{call_key}"), calls);
-    close_counts(prefix, n, reps, (n0, r0, o0), (n1, r1, o1), ops(x).map(|_| alone));
+    close_counts(prefix, n, reps, before, after, ops(x).map(|_| alone));
     Ok(())
 }
 
@@ -661,8 +664,8 @@ fn process_peer(x: &Ctx, name: &str, base: &[String]) -> Result<(), String> {
     let reps = x.o.failovers;
     let warm = (reps / 10).max(2);
     // close failover
-    let (mut n0, mut r0, mut n1, mut r1) = (None, None, None, None);
-    let (mut o0, mut o1) = (None, None);
+    let (mut start, mut end): (Counts, Counts) = ((None, None, None), (None, None, None));
+    // Requests from each failover's start to its next leader only.
     let (mut alone, mut before) = (Ops::new(), None);
     drive(
         base,
@@ -678,22 +681,16 @@ fn process_peer(x: &Ctx, name: &str, base: &[String]) -> Result<(), String> {
             "ready" => {
                 std::thread::sleep(Duration::from_millis(100));
                 watchers_report(prefix, n, leader_node_watchers(x, &close_path));
-                n0 = notifications(x.server(), &x.cs);
-                r0 = requests(x);
-                o0 = ops(x);
+                start = counts(x);
             }
             "before" => before = ops(x),
             "after" => ops_add(&mut alone, before.take(), ops(x)),
-            "done" => {
-                n1 = notifications(x.server(), &x.cs);
-                r1 = requests(x);
-                o1 = ops(x);
-            }
+            "done" => end = counts(x),
             _ => {}
         },
     )?;
     let embedded = x.server().and_then(|s| s.embedded()).is_some();
-    close_counts(prefix, n, reps, (n0, r0, o0), (n1, r1, o1), embedded.then_some(alone));
+    close_counts(prefix, n, reps, start, end, embedded.then_some(alone));
     // kill failover
     if x.o.failover_kills > 0 {
         let proxies: Vec<_> = (0..n)

@@ -29,6 +29,14 @@ struct Shared {
     garbage: AtomicUsize,
     accepted: AtomicUsize,
     conns: Mutex<Vec<(TcpStream, TcpStream)>>,
+    /// How long a client's re-registered watches wait before they are
+    /// forwarded, in ms (0: not at all).
+    set_watches_delay_ms: std::sync::atomic::AtomicU64,
+    /// SetWatches frames held back so far.
+    set_watches_delayed: AtomicUsize,
+    /// Wakes a pump waiting out a delay when the proxy stops.
+    stopped: parking_lot::Condvar,
+    stop_lock: Mutex<()>,
 }
 
 /// A forwarding proxy with faults; it stops when dropped.
@@ -229,6 +237,44 @@ impl FaultProxy {
         self.shared.dropped.load(Ordering::Relaxed)
     }
 
+    /// From now on, a client's re-registered watches (the `SetWatches` or
+    /// `SetWatches2` it sends after a reconnect) are held back `delay` before
+    /// they go on to the server, and so is everything that client sends after
+    /// them (order is kept): a slow server, as seen by that client, on any
+    /// backend. The events those watches fire (a node deleted while the
+    /// client was away) and the replies to its next requests come that much
+    /// later. Zero turns it off. (Not on a TLS connection: its frames cannot
+    /// be read.)
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
+    /// let proxy = zk_testing::proxy::FaultProxy::start(&server.connect_string())?;
+    /// proxy.delay_set_watches(std::time::Duration::from_millis(300));
+    /// assert_eq!(proxy.set_watches_delayed(), 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn delay_set_watches(&self, delay: Duration) {
+        let ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        self.shared.set_watches_delay_ms.store(ms, Ordering::Release);
+    }
+
+    /// How many `SetWatches` frames were held back so far (see
+    /// [`FaultProxy::delay_set_watches`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
+    /// let proxy = zk_testing::proxy::FaultProxy::start(&server.connect_string())?;
+    /// assert_eq!(proxy.set_watches_delayed(), 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn set_watches_delayed(&self) -> usize {
+        self.shared.set_watches_delayed.load(Ordering::Relaxed)
+    }
+
     /// Sends a frame with an invalid length to every connected client.
     ///
     /// # Examples
@@ -246,9 +292,39 @@ impl FaultProxy {
 
 impl Drop for FaultProxy {
     fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::Release);
+        {
+            let _g = self.shared.stop_lock.lock();
+            self.shared.stop.store(true, Ordering::Release);
+            self.shared.stopped.notify_all();
+        }
         self.cut();
     }
+}
+
+/// Whether a client's first bytes are not a frame: a TLS record.
+fn starts_unframed(b: &[u8]) -> bool {
+    b.len() >= 2 && b[0] == 0x16 && b[1] == 0x03
+}
+
+/// The opcode of a request frame (xid, opcode, body), if it has one.
+fn opcode(f: &[u8]) -> Option<i32> {
+    f.get(4..8).map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+/// Waits out the re-registration delay before a `SetWatches` frame goes on
+/// (see [`FaultProxy::delay_set_watches`]); false when the proxy stopped.
+fn delay_set_watches(sh: &Shared) -> bool {
+    let ms = sh.set_watches_delay_ms.load(Ordering::Acquire);
+    if ms == 0 {
+        return true;
+    }
+    sh.set_watches_delayed.fetch_add(1, Ordering::Relaxed);
+    let until = std::time::Instant::now() + Duration::from_millis(ms);
+    let mut g = sh.stop_lock.lock();
+    while !sh.stop.load(Ordering::Acquire) && std::time::Instant::now() < until {
+        sh.stopped.wait_until(&mut g, until);
+    }
+    !sh.stop.load(Ordering::Acquire)
 }
 
 fn wait_thawed(sh: &Shared) -> bool {
@@ -265,7 +341,11 @@ fn wait_thawed(sh: &Shared) -> bool {
 fn pump_up(mut from: TcpStream, mut to: TcpStream, sh: Arc<Shared>) {
     let _ = from.set_read_timeout(Some(POLL));
     let mut buf = vec![0u8; 64 * 1024];
-    loop {
+    // Frames are cut (to find a SetWatches) unless the stream is TLS.
+    let mut fb = FrameBuffer::new(64 * 1024 * 1024);
+    let mut first = true;
+    let mut raw = false;
+    'outer: loop {
         if sh.stop.load(Ordering::Acquire) {
             break;
         }
@@ -278,9 +358,28 @@ fn pump_up(mut from: TcpStream, mut to: TcpStream, sh: Arc<Shared>) {
         }
         match from.read(&mut buf) {
             Ok(0) => break,
-            Ok(n) => {
+            // TLS records are not frames: forwarded byte for byte.
+            Ok(n) if raw || (first && starts_unframed(&buf[..n])) => {
+                raw = true;
                 if !wait_thawed(&sh) || to.write_all(&buf[..n]).is_err() {
                     break;
+                }
+            }
+            Ok(n) => {
+                fb.extend(&buf[..n]);
+                while let Ok(Some(f)) = fb.next_frame() {
+                    // The first frame is the ConnectRequest (no opcode).
+                    let delay = !std::mem::take(&mut first)
+                        && matches!(opcode(&f), Some(op) if op == zk_proto::OpCode::SetWatches as i32
+                            || op == zk_proto::OpCode::SetWatches2 as i32);
+                    if delay && !delay_set_watches(&sh) {
+                        break 'outer;
+                    }
+                    let mut out = (f.len() as i32).to_be_bytes().to_vec();
+                    out.extend_from_slice(&f);
+                    if !wait_thawed(&sh) || to.write_all(&out).is_err() {
+                        break 'outer;
+                    }
                 }
             }
             Err(e)

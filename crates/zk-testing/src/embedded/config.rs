@@ -67,6 +67,15 @@ pub struct ServerConfig {
     /// Serve TLS on the port instead of plain TCP (ZooKeeper's secure client
     /// port): see [`ServerTls`]. Default `None`.
     pub tls: Option<ServerTls>,
+    /// How long a connection's re-registered watches (`SetWatches`,
+    /// `SetWatches2`) wait before the server processes them, as on a slow or
+    /// loaded real server: the events they fire (a watched node deleted while
+    /// the client was away) and every later request of that connection come
+    /// that much later, in order. [`EmbeddedServer::delay_set_watches`]
+    /// changes it on a running server. Default zero.
+    ///
+    /// [`EmbeddedServer::delay_set_watches`]: super::EmbeddedServer::delay_set_watches
+    pub set_watches_delay: Duration,
 }
 
 impl Default for ServerConfig {
@@ -84,6 +93,7 @@ impl Default for ServerConfig {
             x509_auth: false,
             x509_super_user: None,
             tls: None,
+            set_watches_delay: Duration::ZERO,
         }
     }
 }

@@ -307,7 +307,8 @@ impl EmbeddedServer {
         format!("127.0.0.1:{}", self.port)
     }
 
-    /// The configuration the server was started with.
+    /// The configuration the server was started with, and the changes made
+    /// since ([`EmbeddedServer::delay_set_watches`]).
     ///
     /// # Examples
     ///
@@ -602,6 +603,25 @@ impl EmbeddedServer {
     /// ```
     pub fn drop_next_reply(&self, op: OpCode) {
         self.shared.state.lock().drop_next.push(op);
+    }
+
+    /// From now on, a connection's re-registered watches (`SetWatches`,
+    /// `SetWatches2`, sent by a client that reconnects with watches) wait
+    /// `delay` before they are processed, and so does every later request of
+    /// that connection: a slow real server, on which the events those watches
+    /// fire (a node deleted while the client was away) come that much later.
+    /// Zero turns it off (see [`ServerConfig::set_watches_delay`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let server = zk_testing::embedded::EmbeddedServer::start(Default::default())?;
+    /// server.delay_set_watches(std::time::Duration::from_millis(300));
+    /// assert_eq!(server.config().set_watches_delay, std::time::Duration::from_millis(300));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn delay_set_watches(&self, delay: Duration) {
+        self.shared.state.lock().cfg.set_watches_delay = delay;
     }
 
     /// The live sessions, sorted by id.

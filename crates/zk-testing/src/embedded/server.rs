@@ -56,6 +56,9 @@ impl Shared {
         if !self.wait_unpaused(&mut st, conn) {
             return established;
         }
+        if established && is_set_watches(f) && !self.wait_set_watches_delay(&mut st, conn) {
+            return established;
+        }
         let now = Instant::now();
         if established {
             st.handle_request(conn.id, f, now);
@@ -63,6 +66,23 @@ impl Shared {
         } else {
             st.handle_connect(conn.id, f, now)
         }
+    }
+
+    /// Waits out the configured delay of re-registered watches (a slow
+    /// server: this connection's later requests wait behind it). False if the
+    /// connection closed meanwhile.
+    fn wait_set_watches_delay(&self, st: &mut parking_lot::MutexGuard<'_, State>, conn: &ConnShared) -> bool {
+        let delay = st.cfg.set_watches_delay;
+        if delay.is_zero() {
+            return true;
+        }
+        log::debug!("embedded zk: conn {}: SetWatches delayed {delay:?}", conn.id);
+        let until = Instant::now() + delay;
+        while Instant::now() < until && !st.shutdown && !conn.is_closing() {
+            // The pause condvar: woken by a resume, a stop, or the time.
+            self.pause_cv.wait_until(st, until);
+        }
+        self.wait_unpaused(st, conn)
     }
 
     /// Answers a four-letter word and closes the connection.
@@ -80,6 +100,13 @@ impl Shared {
         conn.send(text.as_bytes());
         st.close_conn(conn.id);
     }
+}
+
+/// Whether a request frame (xid, opcode, body) is a re-registration of
+/// watches (`SetWatches`, `SetWatches2`).
+fn is_set_watches(f: &[u8]) -> bool {
+    let op = f.get(4..8).map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+    op.is_some_and(|op| op == zk_proto::OpCode::SetWatches as i32 || op == zk_proto::OpCode::SetWatches2 as i32)
 }
 
 /// Registers an accepted connection and spawns its thread.

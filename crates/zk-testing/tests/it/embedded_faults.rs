@@ -266,3 +266,74 @@ fn connections_that_never_handshake_are_closed_after_10s() {
     let e = start.elapsed();
     assert!(e >= Duration::from_secs(9) && e < Duration::from_secs(14), "{e:?}");
 }
+
+/// A slow server's re-registration, on the embedded server or through the
+/// fault proxy: the events a `SetWatches` fires, its reply and the reply of
+/// every later request of that connection come after the delay, in order;
+/// requests before it and other connections are not held up.
+fn set_watches_answered_late(addr: &str, delay: Duration, configure: impl FnOnce()) {
+    let mut c = Client::connect(addr);
+    c.create("/present", b"", 0).unwrap();
+    configure();
+    // Before the SetWatches: answered at once.
+    let t = Instant::now();
+    c.exists("/present", false).unwrap();
+    assert!(t.elapsed() < delay, "a plain request is not delayed");
+    let sw = zk_proto::SetWatches {
+        relative_zxid: c.zxid(),
+        data_watches: vec!["/gone".into()],
+        exist_watches: Vec::new(),
+        child_watches: Vec::new(),
+    };
+    let sent = Instant::now();
+    c.send_request(50, OpCode::SetWatches.code(), &zk_proto::Encode::to_bytes(&sw));
+    c.send_request(51, OpCode::GetData.code(), &get_data_req("/present"));
+    // Another connection meanwhile: not held up.
+    let mut other = Client::connect(addr);
+    other.exists("/present", false).unwrap();
+    assert!(sent.elapsed() < delay, "another connection is not held up");
+    let mut order = Vec::new();
+    while order.len() < 3 {
+        match c.next_packet(WAIT).expect("a packet") {
+            // NodeDeleted is event type 2.
+            crate::support::Packet::Event(e) => order.push(format!("event {} {}", e.event_type, e.path)),
+            crate::support::Packet::Reply(h, _) => order.push(format!("reply {}", h.xid)),
+        }
+        if order.len() == 1 {
+            let waited = sent.elapsed();
+            assert!(
+                waited >= delay,
+                "the first answer after the SetWatches came after {waited:?}"
+            );
+        }
+    }
+    assert_eq!(
+        order,
+        ["event 2 /gone", "reply 50", "reply 51"].map(String::from).to_vec()
+    );
+}
+
+#[test]
+fn delayed_set_watches_answer_late_and_in_order() {
+    let s = server();
+    let delay = Duration::from_millis(300);
+    set_watches_answered_late(&s.connect_string(), delay, || s.delay_set_watches(delay));
+    assert_eq!(s.config().set_watches_delay, delay);
+    // Off again: at once.
+    s.delay_set_watches(Duration::ZERO);
+    let mut c = Client::connect(&s.connect_string());
+    let t = Instant::now();
+    let sw = zk_proto::SetWatches::default();
+    c.send_request(9, OpCode::SetWatches.code(), &zk_proto::Encode::to_bytes(&sw));
+    c.wait_reply(9);
+    assert!(t.elapsed() < delay);
+}
+
+#[test]
+fn the_fault_proxy_delays_set_watches_on_any_server() {
+    let s = server();
+    let proxy = zk_testing::proxy::FaultProxy::start(&s.connect_string()).unwrap();
+    let delay = Duration::from_millis(300);
+    set_watches_answered_late(&proxy.connect_string(), delay, || proxy.delay_set_watches(delay));
+    assert_eq!(proxy.set_watches_delayed(), 1);
+}

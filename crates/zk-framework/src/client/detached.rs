@@ -7,14 +7,15 @@ use super::handle::Client;
 use super::types::Watcher;
 use super::watches::{WatchMode, WatchReg};
 use crate::error::{Error, Result};
-use crate::proto::{DeleteRequest, ErrorCode, OpCode, PathWatchRequest};
+use crate::proto::jute::Decode;
+use crate::proto::{DeleteRequest, ErrorCode, OpCode, PathWatchRequest, Stat};
 
 impl Client {
     /// Sets an exists-watch on `path` without waiting for the reply: the
     /// request is written and this returns. `on_reply` is called once, on the
     /// client's I/O thread (so it must only signal: no blocking, no calls into
-    /// the client), with `Ok(true)` if the node existed, `Ok(false)` if it did
-    /// not, or the error (for example `ConnectionLoss` when the connection
+    /// the client), with `Ok(Some(stat))` if the node existed, `Ok(None)` if it
+    /// did not, or the error (for example `ConnectionLoss` when the connection
     /// broke first; the watch is then not registered).
     ///
     /// Lock recipes use it to watch their own node right after a grant without
@@ -34,7 +35,7 @@ impl Client {
     /// let (tx, rx) = crossbeam_channel::bounded::<WatchedEvent>(1);
     /// let (rtx, rrx) = crossbeam_channel::bounded(1);
     /// zk.exists_w_detached("/lock", tx, move |r| {
-    ///     let _ = rtx.try_send(r);
+    ///     let _ = rtx.try_send(r.map(|stat| stat.is_some()));
     /// })?;
     /// println!("exists: {:?}", rrx.recv());
     /// # Ok::<(), zk_framework::Error>(())
@@ -43,31 +44,77 @@ impl Client {
         &self,
         path: &str,
         watcher: impl Watcher,
-        on_reply: impl FnOnce(Result<bool>) + Send + 'static,
+        on_reply: impl FnOnce(Result<Option<Stat>>) + Send + 'static,
+    ) -> Result<()> {
+        self.exists_detached_inner(path, Some(Box::new(watcher)), Box::new(on_reply))
+    }
+
+    /// Asks whether `path` exists without waiting for the reply and without a
+    /// watch: `on_reply` is called once, on the client's I/O thread (so it
+    /// must only signal), with the node's Stat, `None` when it does not exist,
+    /// or the error. Its reply is read after every notification the server
+    /// sent before it, and before the reply of any request sent after it.
+    ///
+    /// Lock recipes use it to prove, after a reconnect, that a node they hold
+    /// still exists and belongs to their session.
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::exists_w_detached`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use zk_framework::{Client, ClientConfig};
+    /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
+    /// let (tx, rx) = crossbeam_channel::bounded(1);
+    /// zk.exists_detached("/lock", move |r| {
+    ///     let _ = tx.try_send(r);
+    /// })?;
+    /// println!("stat: {:?}", rx.recv());
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn exists_detached(
+        &self,
+        path: &str,
+        on_reply: impl FnOnce(Result<Option<Stat>>) + Send + 'static,
+    ) -> Result<()> {
+        self.exists_detached_inner(path, None, Box::new(on_reply))
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn exists_detached_inner(
+        &self,
+        path: &str,
+        watcher: Option<Box<dyn Watcher>>,
+        on_reply: Box<dyn FnOnce(Result<Option<Stat>>) + Send>,
     ) -> Result<()> {
         let sp = self.server_path(path, false)?;
-        let watch = WatchReg {
+        let watch = watcher.map(|w| WatchReg {
             mode: WatchMode::Exists,
             server_path: sp.clone(),
-            watcher: Box::new(watcher),
+            watcher: w,
+        });
+        let req = PathWatchRequest {
+            watch: watch.is_some(),
+            path: sp,
         };
-        let req = PathWatchRequest { path: sp, watch: true };
         let inner = self.inner();
-        let submitted = inner.submit(
-            OpCode::Exists,
-            Some(&req),
-            Some(watch),
-            false,
-            None,
-            self.request_bound(),
-        )?;
+        let submitted = inner.submit(OpCode::Exists, Some(&req), watch, false, None, self.request_bound())?;
         let p = path.to_string();
         inner.on_reply(
             submitted,
             Box::new(move |r| {
                 on_reply(match r {
-                    Ok(reply) if reply.header.err == 0 => Ok(true),
-                    Ok(reply) if reply.header.err == ErrorCode::NoNode.code() => Ok(false),
+                    Ok(reply) if reply.header.err == 0 => {
+                        Stat::decode(&mut reply.body()).map(Some).map_err(|e| {
+                            // As a garbage reply to a waited-for call: nothing
+                            // can be learnt from it.
+                            log::warn!("garbage exists reply for {p}: {e}");
+                            Error::ConnectionLoss
+                        })
+                    }
+                    Ok(reply) if reply.header.err == ErrorCode::NoNode.code() => Ok(None),
                     Ok(reply) => Err(Error::from_raw(reply.header.err, &p)),
                     Err(e) => Err(e.clone()),
                 })

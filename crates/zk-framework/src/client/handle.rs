@@ -391,6 +391,11 @@ impl Client {
         self.inner().certain_refusal.lock().clone()
     }
 
+    /// The connection epoch (see [`CuratorFramework::connection_epoch`](crate::CuratorFramework::connection_epoch)).
+    pub(crate) fn connection_epoch(&self) -> u64 {
+        self.inner().epoch()
+    }
+
     /// When the latest request that a server answered was sent (see
     /// [`Client::since_last_confirmed`]).
     pub(crate) fn confirmed_at(&self) -> Instant {

@@ -263,6 +263,9 @@ pub(super) struct Inner {
     last_recv_ms: AtomicU64,
     /// When the latest answered request was sent (see `Inner::confirm`).
     last_confirmed_ms: AtomicU64,
+    /// The connection epoch: how many times what this client knows of its
+    /// session may have had a gap (see [`Inner::epoch`]).
+    epoch: AtomicU64,
     /// Read timeout in ms (2/3 of the negotiated or requested session timeout).
     pub read_timeout_ms: AtomicU64,
     pub closing: AtomicBool,
@@ -348,6 +351,7 @@ impl Inner {
             last_send_ms: AtomicU64::new(0),
             last_recv_ms: AtomicU64::new(0),
             last_confirmed_ms: AtomicU64::new(0),
+            epoch: AtomicU64::new(0),
             read_timeout_ms: AtomicU64::new(read_timeout_of(s.requested_timeout_ms).as_millis() as u64),
             closing: AtomicBool::new(false),
             workers: Mutex::new(Vec::new()),
@@ -377,9 +381,42 @@ impl Inner {
     }
 
     /// A reply arrived to a request sent at `sent_ms`: the session was alive
-    /// at the server no earlier than then.
+    /// at the server no earlier than then. (I/O thread only.)
+    ///
+    /// When this answer makes the session's health confirmed again after it
+    /// was stale (no answered request sent within a read timeout: a process
+    /// paused, a connection silent), the epoch moves on first: whatever a
+    /// caller learnt before the gap is to be proven again (see
+    /// [`Inner::epoch`]).
     pub fn confirm(&self, sent_ms: u64) {
-        self.last_confirmed_ms.fetch_max(sent_ms, Ordering::Relaxed);
+        let prev = self.last_confirmed_ms.load(Ordering::SeqCst);
+        if sent_ms <= prev {
+            return;
+        }
+        let rt = self.read_timeout_ms.load(Ordering::Relaxed);
+        if confirms_after_stale(prev, sent_ms, self.now_ms(), rt) {
+            self.epoch.fetch_add(1, Ordering::SeqCst);
+        }
+        self.last_confirmed_ms.fetch_max(sent_ms, Ordering::SeqCst);
+    }
+
+    /// The connection epoch. It moves on when a connection is established (a
+    /// reconnect on the same session included), before the client reports
+    /// itself connected on it, and when an answer comes after the session's
+    /// health was stale, before that answer makes it confirmed. Between two
+    /// values nothing the server said can have been missed: notifications
+    /// and replies arrive in order on one connection. A fact learnt from the
+    /// server while the epoch was `e` holds, for a caller that listens to
+    /// the notifications, while the epoch is still `e`; after a change it is
+    /// to be asked again (a reconnect re-registers watches, but the events
+    /// they fire come one round trip later).
+    pub fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::SeqCst)
+    }
+
+    /// Moves the epoch on (a new connection is about to be reported).
+    pub fn next_epoch(&self) {
+        self.epoch.fetch_add(1, Ordering::SeqCst);
     }
 
     /// When the latest request that has been answered was sent.
@@ -818,7 +855,50 @@ impl Inner {
     }
 }
 
+/// Whether an answer read at `now` to a request sent at `sent` (ms) makes the
+/// session's health confirmed again after it was stale: before it, the latest
+/// answered request was sent at `prev`, more than the read timeout `rt` ago;
+/// after it, the latest was sent within `rt`. (The health is confirmed while
+/// the latest answered request was sent at most `rt` ago.)
+fn confirms_after_stale(prev: u64, sent: u64, now: u64, rt: u64) -> bool {
+    let was_stale = now.saturating_sub(prev) > rt;
+    let fresh = now.saturating_sub(sent.max(prev)) <= rt;
+    was_stale && fresh
+}
+
 /// The read timeout for a session timeout: 2/3 of it.
 pub(super) fn read_timeout_of(session_ms: i32) -> Duration {
     Duration::from_millis((session_ms.max(1) as u64 * 2 / 3).max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::confirms_after_stale;
+
+    #[test]
+    fn an_answer_after_a_stale_spell_is_told_once() {
+        // (prev, sent, now, rt) -> whether the epoch moves on
+        let table = [
+            // Healthy all along: answers keep coming within the read timeout.
+            ((1500, 1900, 2000, 600), false),
+            ((1000, 1400, 1500, 600), false),
+            // Stale (nothing sent in the last 600 ms was answered), then an
+            // answer to a fresh request: confirmed again.
+            ((1000, 1950, 2000, 600), true),
+            // Stale, and the answer is to a request sent before the spell (a
+            // process resumed after a pause reads old replies): still stale,
+            // not yet.
+            ((1000, 1100, 2000, 600), false),
+            // Exactly at the read timeout: not stale yet.
+            ((1000, 1500, 1600, 600), false),
+            ((1000, 1601, 1601, 600), true),
+        ];
+        for ((prev, sent, now, rt), want) in table {
+            assert_eq!(
+                confirms_after_stale(prev, sent, now, rt),
+                want,
+                "prev {prev} sent {sent} now {now} rt {rt}"
+            );
+        }
+    }
 }

@@ -273,6 +273,10 @@ fn handshake(inner: &Arc<Inner>, stream: Transport, deadline: Instant, buf: &mut
     let resp = ConnectResponse::decode(&mut Reader::new(&first))
         .map_err(|e| Fail::from(format!("garbage ConnectResponse: {e}")))?;
     inner.touch_recv();
+    // A new connection: what was known before it is to be proven again. The
+    // epoch moves on before its answer makes the session's health confirmed
+    // and before the client reports itself connected on it.
+    inner.next_epoch();
     inner.confirm(sent_ms);
     establish(inner, stream, fb, resp)
 }

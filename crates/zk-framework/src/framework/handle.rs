@@ -103,6 +103,42 @@ impl CuratorFramework {
         self.inner.current().1
     }
 
+    /// The connection epoch: a number that moves on whenever this client may
+    /// have missed something the server said about its session. It moves on
+    /// with every new session, with every connection (a reconnect on the same
+    /// session included) and when an answer comes after the session's health
+    /// was stale ([`SessionHealth::Stale`]: a process paused, a connection
+    /// silent for a read timeout), each time before the client can be seen
+    /// connected or healthy on it. Answered locally.
+    ///
+    /// A fact learnt from the server while the epoch was `e` (a node exists,
+    /// and belongs to this session) holds, for a caller that watches for its
+    /// change, while the epoch is still `e`: notifications and replies come
+    /// in order on one connection. After a change it is to be asked again:
+    /// a reconnect re-registers the watches, but the events they fire (a node
+    /// deleted while the client was away) come one round trip later. This is
+    /// how a lock's holding knows that a reconnect alone proves nothing: it
+    /// stays uncertain until the server has answered an `exists` of its node
+    /// sent in the new epoch.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+    /// c.block_until_connected(std::time::Duration::from_secs(10))?;
+    /// let before = c.connection_epoch();
+    /// assert_eq!(c.connection_epoch(), before, "nothing was missed");
+    /// server.embedded().unwrap().drop_connections();
+    /// zk_testing::wait_until(std::time::Duration::from_secs(10), || c.connection_epoch() != before);
+    /// assert!(c.connection_epoch() > before);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn connection_epoch(&self) -> u64 {
+        let (client, generation) = self.inner.current();
+        (generation << 40) | (client.connection_epoch() & ((1 << 40) - 1))
+    }
+
     /// The current session id (0 before the first connection).
     ///
     /// # Examples
@@ -894,20 +930,52 @@ impl CuratorFramework {
     ///
     /// ```no_run
     /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// c.exists_w_detached("/lock/n", |e| println!("{e:?}"), |r| println!("exists: {r:?}"))?;
+    /// c.exists_w_detached("/lock/n", |e| println!("{e:?}"), |r| println!("stat: {r:?}"))?;
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
     pub fn exists_w_detached(
         &self,
         path: &str,
         watcher: impl Watcher,
-        on_reply: impl FnOnce(Result<bool>) + Send + 'static,
+        on_reply: impl FnOnce(Result<Option<Stat>>) + Send + 'static,
     ) -> Result<()> {
         let p = self.checked_path(path)?;
         let slot = self.watch_slot(watcher);
         self.zookeeper_client()
             .with_deadline(self.deadline)
             .exists_w_detached(&p, slot.attempt(), on_reply)
+    }
+
+    /// Asks whether `path` exists on the current session without waiting for
+    /// the reply and without a watch (the namespace applied): `on_reply` is
+    /// called once, on the client's I/O thread (so it must only signal), with
+    /// the node's Stat, `None` when it does not exist, or the error. Its reply
+    /// is read after every notification the server sent before it.
+    ///
+    /// A lock's holding uses it after a reconnect: the reply proves that the
+    /// node still exists and which session owns it (see
+    /// [`CuratorFramework::connection_epoch`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`delete_detached`](Self::delete_detached).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// c.exists_detached("/lock/n", |r| println!("stat: {r:?}"))?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn exists_detached(
+        &self,
+        path: &str,
+        on_reply: impl FnOnce(Result<Option<Stat>>) + Send + 'static,
+    ) -> Result<()> {
+        let p = self.checked_path(path)?;
+        self.zookeeper_client()
+            .with_deadline(self.deadline)
+            .exists_detached(&p, on_reply)
     }
 
     /// Starts a create (Curator's `client.create()...forPath(path)`).

@@ -2,4 +2,5 @@
 //! `zk-testing`, written with the crate-root paths a user imports.
 
 mod connect;
+mod epoch;
 mod listeners;

@@ -22,7 +22,7 @@ use zk_recipes::Error;
 use zk_testing::proxy::FaultProxy;
 use zk_testing::{wait_until, TestingServer};
 
-use crate::support::{client, timing};
+use crate::support::{client, timing, watched_by};
 
 /// How far past its deadline a call may return (as the lock contract's).
 fn margin() -> Duration {
@@ -768,24 +768,6 @@ fn a_leader_resumed_after_a_long_pause_is_not_told_it_leads() {
     assert!(child.succeeded());
 }
 
-/// The watches a session holds, from the server's own `wchc` (paths listed under
-/// `0x<session>`).
-fn watched_by(s: &TestingServer, session: i64) -> Vec<String> {
-    let out = s.four_letter_word("wchc").unwrap();
-    let mut paths = Vec::new();
-    let mut ours = false;
-    for line in out.lines() {
-        if let Some(p) = line.strip_prefix('\t') {
-            if ours {
-                paths.push(p.to_string());
-            }
-        } else if !line.is_empty() {
-            ours = line.trim() == format!("0x{session:x}");
-        }
-    }
-    paths
-}
-
 /// Herd-free, read from the server's watch table: an observer of an election with
 /// several participants holds one watch, on the leader's node.
 #[test]
@@ -1044,4 +1026,153 @@ fn a_selector_closure_that_ignores_cancellation_keeps_the_next_leader_out() {
     led.recv_timeout(timing().wait()).unwrap();
     next.close().unwrap();
     assert!(wait_until(timing().wait(), || children(&c1, "/leader/stubborn").is_empty()));
+}
+
+// ---- composed faults: a partition, a break, a heal before expiry ----------------------------
+
+/// A latch leads behind a fault proxy and another waits: the leader is
+/// partitioned, an operator deletes its node, the other leads, and the
+/// partition heals before the session expires, with the re-registered
+/// watches answered late. From the heal on, polled as fast as it can be, the
+/// old leader is never told it leads (no `Ok` from `check()`, no `Leader`
+/// status, no `Leader` event: its term would go backwards); it is told
+/// `NotLeader { NodeDeleted }`, rejoins at the back of the queue and leads
+/// again only in a new, larger term.
+fn a_reconnect_never_revives_a_broken_leadership(policy: SuspendPolicy) {
+    let s = TestingServer::start().unwrap();
+    let proxy = FaultProxy::start(&s.connect_string()).unwrap();
+    let ca = proxied_client(&proxy);
+    let (admin, cb) = (client(&s), client(&s));
+    let path = format!("/leader/revived-{policy:?}");
+    let a = LeaderLatch::builder(&ca, &path).id("a").policy(policy).build().unwrap();
+    let events = a.events();
+    a.start().unwrap();
+    assert!(a.await_leadership_for(timing().wait()).unwrap());
+    let LeaderEvent::Leader { term: old_term } = next_event(&events) else {
+        panic!("the first event is Leader")
+    };
+    let b = latch(&cb, &path, "b");
+    let node = a.node().unwrap();
+    let session = ca.session_id();
+    assert!(
+        wait_until(timing().wait(), || children(&admin, &path).len() == 2
+            && watched_by(&s, session).contains(&node)),
+        "b queued and a watching its own node"
+    );
+    proxy.refuse(true);
+    proxy.cut();
+    assert!(wait_until(timing().wait(), || a.status() != LeaderStatus::Leader));
+    assert_eq!(crate::support::break_lock(&admin, &path, session), 1);
+    assert!(
+        b.await_leadership_for(timing().wait()).unwrap(),
+        "b leads after the break"
+    );
+    let b_term = b.term().unwrap();
+    assert!(b_term > old_term);
+    proxy.delay_set_watches(Duration::from_millis(300));
+    proxy.refuse(false);
+    let deadline = Instant::now() + timing().wait();
+    let mut told = Vec::new();
+    let (mut polls, mut told_leader) = (0u64, Vec::new());
+    let deleted = LeaderEvent::NotLeader {
+        reason: NotLeaderReason::NodeDeleted,
+    };
+    while !told.contains(&deleted) && Instant::now() < deadline {
+        let (status, checked) = (a.status(), a.check());
+        polls += 1;
+        if status == LeaderStatus::Leader || checked.is_ok() {
+            told_leader.push((polls, status));
+        }
+        told.extend(events.try_iter());
+    }
+    assert!(
+        told_leader.is_empty(),
+        "told it leads after the break in {} of {polls} polls, first {:?}",
+        told_leader.len(),
+        told_leader.first()
+    );
+    assert!(told.contains(&deleted), "told NotLeader {{ NodeDeleted }}: {told:?}");
+    assert!(
+        !told.iter().any(|e| matches!(e, LeaderEvent::Leader { .. })),
+        "a Leader event after the break: {told:?}"
+    );
+    assert_eq!(ca.session_id(), session, "the session survived the partition");
+    assert!(proxy.set_watches_delayed() >= 1, "the watches were re-registered late");
+    // b leads alone; a rejoined behind it and leads after it, in a larger term.
+    assert!(b.check().is_ok());
+    b.close().unwrap();
+    assert!(
+        a.await_leadership_for(timing().wait()).unwrap(),
+        "a leads again after b"
+    );
+    let new_term = a.term().unwrap();
+    assert!(
+        new_term > b_term,
+        "terms only grow: {old_term} -> {b_term} -> {new_term}"
+    );
+    eprintln!("{polls} polls after the heal, none told leader; events {told:?}; terms {old_term} {b_term} {new_term}");
+    a.close().unwrap();
+    assert!(wait_until(timing().wait(), || children(&admin, &path).is_empty()));
+}
+
+#[test]
+fn a_reconnect_never_revives_a_broken_leadership_standard_policy() {
+    a_reconnect_never_revives_a_broken_leadership(SuspendPolicy::Standard);
+}
+
+#[test]
+fn a_reconnect_never_revives_a_broken_leadership_session_policy() {
+    a_reconnect_never_revives_a_broken_leadership(SuspendPolicy::Session);
+}
+
+/// The same composed fault under a selector whose work runs through the
+/// partition (the session policy keeps it running, uncertain): after the
+/// heal its work is cancelled, and inside it `check()` is never `Ok` again.
+#[test]
+fn a_reconnect_never_revives_a_broken_selector_leadership() {
+    let s = TestingServer::start().unwrap();
+    let proxy = FaultProxy::start(&s.connect_string()).unwrap();
+    let ca = proxied_client(&proxy);
+    let admin = client(&s);
+    let path = "/leader/revived-selector";
+    let (tx, rx) = crossbeam_channel::unbounded::<(&str, bool)>();
+    let broken = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (tx2, broken2) = (tx.clone(), broken.clone());
+    let sel = LeaderSelector::builder(&ca, path, move |l| {
+        tx2.send(("start", l.check().is_ok())).unwrap();
+        // Poll as the work would, until cancelled: once the node is broken,
+        // never Ok.
+        let mut ok_after_break = false;
+        while l.cancelled().recv_timeout(Duration::from_micros(100))
+            == Err(crossbeam_channel::RecvTimeoutError::Timeout)
+        {
+            if broken2.load(Ordering::SeqCst) && l.check().is_ok() {
+                ok_after_break = true;
+            }
+        }
+        tx2.send(("stopped", ok_after_break)).unwrap();
+    })
+    .id("a")
+    .policy(SuspendPolicy::Session)
+    .build()
+    .unwrap();
+    sel.start().unwrap();
+    assert_eq!(rx.recv_timeout(timing().wait()).unwrap(), ("start", true));
+    let node = sel.leader().unwrap().expect("a leads").node;
+    let session = ca.session_id();
+    assert!(wait_until(timing().wait(), || watched_by(&s, session).contains(&node)));
+    proxy.refuse(true);
+    proxy.cut();
+    assert!(wait_until(timing().wait(), || sel.status() == LeaderStatus::Uncertain));
+    broken.store(true, Ordering::SeqCst);
+    assert_eq!(crate::support::break_lock(&admin, path, session), 1);
+    proxy.delay_set_watches(Duration::from_millis(300));
+    proxy.refuse(false);
+    let (what, ok_after_break) = rx.recv_timeout(timing().wait()).expect("the work is cancelled");
+    assert_eq!(what, "stopped");
+    assert!(!ok_after_break, "check() was Ok inside the work after the break");
+    assert_eq!(ca.session_id(), session, "the session survived the partition");
+    drop(tx);
+    sel.close().unwrap();
+    assert!(wait_until(timing().wait(), || children(&admin, path).is_empty()));
 }

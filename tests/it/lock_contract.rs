@@ -17,7 +17,9 @@
 
 use std::time::{Duration, Instant};
 
-use crate::support::{client, closed_port, lock_nodes, no_orphans, timing, zero_timeout_acquires_free, zero_try};
+use crate::support::{
+    break_lock, client, closed_port, lock_nodes, no_orphans, timing, watched_by, zero_timeout_acquires_free, zero_try,
+};
 use crossbeam_channel::RecvTimeoutError;
 use zk_framework::CuratorFramework;
 use zk_framework::ExponentialBackoffRetry;
@@ -373,6 +375,142 @@ macro_rules! contract {
                 let g3 = lock.try_acquire_for(timing().wait()).unwrap().expect("acquired on the new session");
                 g3.release().unwrap();
                 no_orphans(&other, &path);
+            }
+
+            /// Composed faults: the holder is partitioned, an operator breaks
+            /// its lock while it is away, another client is granted the lock,
+            /// and the partition heals before the session expires, with the
+            /// re-registered watches answered late (a slow server). From the
+            /// heal on, polled as fast as it can be, the old holder is never
+            /// told it holds: no `Ok` from `check()`, no `Held`, no
+            /// `Reconnected`; it ends `Lost` for `NodeDeleted` on the same
+            /// session.
+            #[test]
+            fn a_reconnect_never_revives_a_broken_lock() {
+                let s = TestingServer::start().unwrap();
+                let proxy = FaultProxy::start(&s.connect_string()).unwrap();
+                let $c = &proxied_client(&proxy);
+                let (admin, other) = (client(&s), client(&s));
+                let path = base("revived");
+                let $p = path.as_str();
+                let lock = $make;
+                let $g = lock.acquire().unwrap();
+                let nodes: String = $node;
+                let events = $g.loss_receiver();
+                let session = $c.session_id();
+                // Held for a while: the server watches every held node for us
+                // (a reconnect re-registers those watches).
+                assert!(
+                    wait_until(timing().wait(), || {
+                        let w = watched_by(&s, session);
+                        nodes.split(',').all(|n| w.iter().any(|p| p == n))
+                    }),
+                    "the own-node watches are set: {:?}",
+                    watched_by(&s, session)
+                );
+                // A partition: the connection is cut, new ones refused.
+                proxy.refuse(true);
+                proxy.cut();
+                assert!(
+                    wait_until(timing().wait(), || $g.status() == LockStatus::Uncertain),
+                    "partitioned: {:?}",
+                    $g.status()
+                );
+                // An operator breaks the lock (every node of the holder);
+                // another client is granted it.
+                assert!(break_lock(&admin, &path, session) >= nodes.split(',').count());
+                let rival = {
+                    let $c = &other;
+                    $holder
+                };
+                let rival_guard = rival
+                    .try_acquire_for(timing().wait())
+                    .unwrap()
+                    .expect("the rival is granted the broken lock");
+                // The heal, before the session expires; the server answers
+                // the re-registered watches late.
+                proxy.delay_set_watches(Duration::from_millis(300));
+                proxy.refuse(false);
+                let deadline = Instant::now() + timing().wait();
+                let (mut polls, mut told_held) = (0u64, Vec::new());
+                let end = loop {
+                    let (status, checked) = ($g.status(), $g.check());
+                    polls += 1;
+                    if status == LockStatus::Held || checked.is_ok() {
+                        told_held.push((polls, status, format!("{checked:?}")));
+                    }
+                    if status == LockStatus::Lost || Instant::now() >= deadline {
+                        break status;
+                    }
+                };
+                assert!(
+                    told_held.is_empty(),
+                    "told it holds a broken lock in {} of {polls} polls after the heal, first {:?}",
+                    told_held.len(),
+                    told_held.first()
+                );
+                assert_eq!(end, LockStatus::Lost, "the broken lock is lost after the heal");
+                assert!(matches!($g.check(), Err(Error::LockLost { .. })), "{:?}", $g.check());
+                // Every event up to the loss (told as it is made: a poller may
+                // see the status a moment before the channel has it).
+                let mut told: Vec<LockEvent> = Vec::new();
+                while told.last() != Some(&LockEvent::Lost) {
+                    match events.recv_timeout(timing().wait()) {
+                        Ok(e) => told.push(e),
+                        Err(e) => panic!("no Lost event ({e}): {told:?}"),
+                    }
+                }
+                assert!(!told.contains(&LockEvent::Reconnected), "events: {told:?}");
+                // The same session came back (no expiry): the loss is the
+                // break, and the slow re-registration was exercised.
+                assert_eq!($c.session_id(), session, "the session survived the partition");
+                assert!(proxy.set_watches_delayed() >= 1, "the watches were re-registered late");
+                let losses = |cause| {
+                    zk_recipes::stats::snapshot($c)
+                        .iter()
+                        .map(|l| l.losses_by(cause))
+                        .sum::<u64>()
+                };
+                assert!(losses(zk_recipes::stats::LossCause::NodeDeleted) >= 1);
+                assert_eq!(losses(zk_recipes::stats::LossCause::SessionExpired), 0);
+                eprintln!("{polls} polls after the heal, none told held; events {told:?}");
+                rival_guard.release().unwrap();
+                let r = $g.release();
+                assert!(matches!(r, Err(Error::LockLost { .. })), "release of a broken lock: {r:?}");
+                no_orphans(&admin, &path);
+            }
+
+            /// The same partition and heal without a break: the lock is
+            /// proven still there after the reconnect (uncertain until then),
+            /// then held again and told `Reconnected`.
+            #[test]
+            fn a_reconnect_proves_a_lock_that_was_not_broken() {
+                let s = TestingServer::start().unwrap();
+                let proxy = FaultProxy::start(&s.connect_string()).unwrap();
+                let $c = &proxied_client(&proxy);
+                let admin = client(&s);
+                let path = base("proven");
+                let $p = path.as_str();
+                let lock = $make;
+                let $g = lock.acquire().unwrap();
+                let events = $g.loss_receiver();
+                proxy.refuse(true);
+                proxy.cut();
+                assert!(wait_until(timing().wait(), || $g.status() == LockStatus::Uncertain));
+                proxy.delay_set_watches(Duration::from_millis(300));
+                proxy.refuse(false);
+                assert!(
+                    wait_until(timing().wait(), || $g.status() == LockStatus::Held),
+                    "held again after the heal: {:?}",
+                    $g.status()
+                );
+                $g.check().unwrap();
+                assert!(
+                    wait_until(timing().wait(), || events.try_iter().any(|e| e == LockEvent::Reconnected)),
+                    "Reconnected told"
+                );
+                $g.release().unwrap();
+                no_orphans(&admin, &path);
             }
 
             #[test]

@@ -594,6 +594,74 @@ fn connection_blip_warns_and_command_keeps_the_lock() {
     assert!(lock_nodes(&client(&server), "/locks/blip").is_empty());
 }
 
+/// Composed faults: the holder is partitioned (its proxy cuts and refuses),
+/// an operator breaks its lock with `zk-lock break`, a second zk-lock takes
+/// the lock, and the partition heals before the session expires, with the
+/// re-registered watches answered late. The reconnect alone never makes the
+/// holder say its lock is "held again": its COMMAND is stopped (exit 75,
+/// "lost") as soon as the server says the node is gone.
+#[test]
+fn a_lock_broken_during_a_partition_stops_command_after_the_heal() {
+    let server = TestingServer::start().unwrap();
+    let cs = server.connect_string();
+    let c = client(&server);
+    let proxy = zk_testing::proxy::FaultProxy::start(&cs).unwrap();
+    let dir = Scratch::new("partition-break");
+    let path = "/locks/partition-break";
+    let pid_file = dir.path("sleep.pid");
+    let script = format!("echo $$ > '{}'; exec sleep 60", pid_file.display());
+    let holder = spawn(
+        Some(&proxy.connect_string()),
+        &["--session-timeout", "10s", path, "--", "sh", "-c", &script],
+    );
+    let node = wait_for_single_node(&c, path);
+    let pid = wait_for_pid(&pid_file);
+    // The holder watches its node (a reconnect re-registers that watch).
+    let session = c.check_exists(&node).unwrap().unwrap().ephemeral_owner;
+    assert!(wait_until(timing().wait(), || {
+        let wchc = server.four_letter_word("wchc").unwrap_or_default();
+        wchc.split(&format!("0x{session:x}\n")).nth(1).is_some_and(|rest| {
+            rest.lines()
+                .take_while(|l| l.starts_with('\t'))
+                .any(|l| l.trim() == node)
+        })
+    }));
+    let stderr_has = |what: &str| {
+        std::fs::read_to_string(&holder.stderr)
+            .unwrap_or_default()
+            .contains(what)
+    };
+    proxy.refuse(true);
+    proxy.cut();
+    assert!(
+        wait_until(timing().wait(), || stderr_has("may be lost")),
+        "no Suspended warning"
+    );
+    let (code, out, stderr) = run_out(Some(&cs), &["break", path, "--yes"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(out.starts_with(&format!("deleted {node}")), "{out}");
+    // Another zk-lock is granted the broken lock.
+    let (code, stderr, _) = run(Some(&cs), &["--timeout", "10s", path, "--", "true"]);
+    assert_eq!(code, 0, "the next holder: {stderr}");
+    proxy.delay_set_watches(Duration::from_millis(300));
+    let healed = Instant::now();
+    proxy.refuse(false);
+    let (status, stderr) = holder.finish(timing().wait());
+    println!(
+        "the partitioned holder's zk-lock said ({:?} after the heal):\n{stderr}",
+        healed.elapsed()
+    );
+    assert_eq!(status.code(), Some(75), "the holder learns it lost: {stderr}");
+    assert!(stderr.contains("was lost"), "{stderr}");
+    assert!(
+        !stderr.contains("held again"),
+        "a reconnect alone revived the lock: {stderr}"
+    );
+    assert!(process_gone(&pid), "COMMAND (pid {pid}) still runs");
+    assert!(proxy.set_watches_delayed() >= 1, "the watches were re-registered late");
+    assert!(wait_until(timing().wait(), || lock_nodes(&c, path).is_empty()));
+}
+
 /// Dead: no `/proc/<pid>`, or a zombie not reaped yet (an orphan's reaper,
 /// PID 1 of a container, may be slow or never reap it).
 fn process_dead(pid: &str) -> bool {

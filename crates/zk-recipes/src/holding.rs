@@ -11,21 +11,35 @@
 //!   node deleted before the watch is set is reported when the watch finds it
 //!   gone;
 //! * a session change (the managed client's session generation);
-//! * connection states: `Suspended` and `ReadOnly` make it uncertain,
-//!   `Reconnected` on the same session makes it held again, `Lost` is final.
+//! * connection states: `Suspended` and `ReadOnly` make it uncertain, `Lost`
+//!   is final;
+//! * the connection epoch ([`CuratorFramework::connection_epoch`]): a
+//!   holding is trusted only in an epoch in which the server has shown its
+//!   node present and owned by its session. A reconnect (or an answer after
+//!   a stale spell) starts a new epoch, and a reconnect alone proves
+//!   nothing: the server fires the deletion of a node removed while the
+//!   client was away only when it processes the re-registered watches, one
+//!   round trip later. So the holding stays uncertain (no `Ok` from
+//!   `check()`, no `Held`, no `Reconnected`) until an `exists` of its node,
+//!   sent in the new epoch from its client's timer thread, is answered: the
+//!   node there, with its czxid and our session as owner, makes it held
+//!   again; the node gone makes it lost (`NodeDeleted`) without ever having
+//!   been held again. One request per holding per reconnect, none per
+//!   operation.
 //!
 //! Asking ([`Holding::status`], [`Holding::check`], [`Holding::loss_receiver`])
-//! never sends a request. A normal release marks the holding released before
-//! its node is deleted, so the deletion is never reported as a loss; the loss
-//! channels then end.
+//! never waits for the server (after a reconnect it asks for the proof
+//! without waiting for it). A normal release marks the holding released
+//! before its node is deleted, so the deletion is never reported as a loss;
+//! the loss channels then end.
 
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
-use zk_framework::proto::EventType;
+use zk_framework::proto::{EventType, Stat};
 use zk_framework::ConnectionState;
 use zk_framework::SessionHealth;
 use zk_framework::{CuratorFramework, ListenerHandle};
@@ -50,8 +64,11 @@ pub enum LockEvent {
     /// may hold the lock now. `Reconnected` (the session survived) or `Lost`
     /// follows.
     HorizonPassed,
-    /// The connection is back on the same session and answering: the lock is
-    /// still held.
+    /// The connection is back on the same session and answering, and the
+    /// server has answered, since it came back, that the lock node is still
+    /// there and ours: the lock is still held. (A reconnect alone is never
+    /// told as `Reconnected`: a node deleted while the connection was down
+    /// gives `Lost` instead, without a `Reconnected` before it.)
     Reconnected,
     /// The lock is certainly lost: the session expired or was replaced, or the
     /// lock node was deleted.
@@ -62,10 +79,13 @@ pub enum LockEvent {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LockStatus {
     /// Held: connected on the session that created the lock node, and the node
-    /// has not been seen deleted.
+    /// has not been seen deleted; after a reconnect, only once the server has
+    /// shown the node still there.
     Held,
     /// Uncertain: the connection is suspended or read-only, or no request has
-    /// been answered for a read timeout; the session may still be alive.
+    /// been answered for a read timeout, or the connection came back and the
+    /// server has not yet answered whether the node is still there; the
+    /// session may still be alive.
     Uncertain,
     /// Lost for certain.
     Lost,
@@ -78,6 +98,8 @@ const RELEASED: u8 = 3;
 
 /// One granted node.
 pub(crate) struct HoldState {
+    /// Itself (for its client's timer).
+    me: Weak<HoldState>,
     client: CuratorFramework,
     /// The lock's base path (for errors).
     base: String,
@@ -88,6 +110,14 @@ pub(crate) struct HoldState {
     companion: Option<String>,
     token: i64,
     generation: u64,
+    /// The session that owns the node.
+    session_id: i64,
+    /// The latest connection epoch in which the server showed the node
+    /// present and ours ([`CuratorFramework::connection_epoch`]): the holding
+    /// is held only while this is the client's epoch.
+    proven: AtomicU64,
+    /// The proof asked for, if any.
+    proof: Mutex<ProofAsk>,
     status: AtomicU8,
     subscribers: Mutex<Vec<Subscriber>>,
     /// The connection-state and session-health listeners.
@@ -186,13 +216,124 @@ impl HoldState {
         send_all(&mut subs, ev);
     }
 
-    /// Back to held if the connection is up on our session and answering.
-    fn maybe_reconnected(&self) {
+    /// Asks for the proof of epoch `epoch` (see [`HoldState::proven`]),
+    /// unless it was asked for already: sent from the client's timer thread
+    /// (the caller may be one of the client's own threads, which must not
+    /// send requests).
+    fn ask_proof(&self, epoch: u64) {
+        {
+            let mut p = self.proof.lock();
+            if p.asked.is_some_and(|a| a >= epoch) {
+                return;
+            }
+            *p = ProofAsk {
+                asked: Some(epoch),
+                sent: false,
+            };
+        }
+        self.schedule(Instant::now());
+    }
+
+    /// Runs [`Due::run`] at `at` on the client's timer (at once, on this
+    /// thread, when there is no timer thread).
+    fn schedule(&self, at: Instant) {
+        let weak: Weak<dyn Due> = self.me.clone() as Weak<dyn Due>;
+        if !Timer::of(&self.client).schedule(at, weak) {
+            if let Some(me) = self.me.upgrade() {
+                me.run();
+            }
+        }
+    }
+
+    /// Sends the proof: an `exists` of the node in the current epoch (with
+    /// the own-node watch when there is none). Its answer decides.
+    fn send_proof(&self) {
+        let epoch = self.client.connection_epoch();
+        *self.proof.lock() = ProofAsk {
+            asked: Some(epoch),
+            sent: true,
+        };
         if self.client.session_generation() != self.generation {
             self.lose(LossCause::SessionExpired);
-        } else if self.client.is_connected() && self.client.session_health() == SessionHealth::Confirmed {
-            self.publish(LockEvent::Reconnected);
+            return;
         }
+        let watch = !self.watching.swap(true, Ordering::SeqCst);
+        let weak = self.me.clone();
+        let on_reply = move |r: zk_framework::Result<Option<Stat>>| {
+            if let Some(st) = weak.upgrade() {
+                st.proof_answered(epoch, watch, r);
+            }
+        };
+        let sent = if watch {
+            self.client
+                .exists_w_detached(&self.node, OwnNodeWatcher(self.me.clone()), on_reply)
+        } else {
+            self.client.exists_detached(&self.node, on_reply)
+        };
+        if let Err(e) = sent {
+            // Not sent (the connection went again): the next epoch asks again.
+            log::debug!("could not prove lock node {}: {e}", self.node);
+            if watch {
+                self.watching.store(false, Ordering::SeqCst);
+            }
+            self.proof_done(epoch);
+        }
+    }
+
+    /// The proof of `epoch` is over (answered or not sent).
+    fn proof_done(&self, epoch: u64) {
+        let mut p = self.proof.lock();
+        if p.asked == Some(epoch) {
+            *p = ProofAsk::default();
+        }
+    }
+
+    /// The answer to the proof of `epoch` (on the client's I/O thread: it
+    /// only signals).
+    fn proof_answered(&self, epoch: u64, watched: bool, r: zk_framework::Result<Option<Stat>>) {
+        self.proof_done(epoch);
+        match r {
+            Ok(Some(stat)) if self.is_ours(&stat) => {
+                self.proven.fetch_max(epoch, Ordering::SeqCst);
+                // Held again if nothing else stands in the way (told here).
+                let _ = self.status();
+            }
+            // Gone, or a node of that name that is not ours: ours was deleted.
+            Ok(_) => self.lose(self.deletion_cause()),
+            Err(e) => {
+                if watched {
+                    self.watching.store(false, Ordering::SeqCst);
+                }
+                match e {
+                    // The connection or the session went: the next epoch (or
+                    // the session's end) decides.
+                    zk_framework::Error::ConnectionLoss
+                    | zk_framework::Error::SessionExpired
+                    | zk_framework::Error::OperationTimeout
+                    | zk_framework::Error::Closed => {}
+                    e => {
+                        // Anything else: ask again a little later; uncertain
+                        // meanwhile.
+                        log::warn!("proving lock node {} failed: {e}; asking again", self.node);
+                        {
+                            let mut p = self.proof.lock();
+                            if p.asked.is_none() {
+                                *p = ProofAsk {
+                                    asked: Some(epoch),
+                                    sent: false,
+                                };
+                            }
+                        }
+                        self.schedule(Instant::now() + PROOF_RETRY);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether `stat` is our node's: its czxid and our session as its owner.
+    fn is_ours(&self, stat: &Stat) -> bool {
+        stat.czxid == self.token && stat.ephemeral_owner == self.session_id
     }
 
     /// The instant until which the lock is certainly held (`None`: lost or
@@ -242,6 +383,19 @@ impl HoldState {
             }
             return LockStatus::Uncertain;
         }
+        // Connected and answering: held only in an epoch in which the server
+        // has shown the node still there (read after the state, which a
+        // reconnect changes after the epoch). A reconnect alone proves
+        // nothing: ask, and stay uncertain until the answer.
+        let epoch = self.client.connection_epoch();
+        if self.proven.load(Ordering::SeqCst) != epoch {
+            self.publish(LockEvent::Suspended);
+            self.ask_proof(epoch);
+            return LockStatus::Uncertain;
+        }
+        // Proven in the current epoch: held (a change is told here, by
+        // whichever thread sees it first), unless the status is final.
+        self.publish(LockEvent::Reconnected);
         match self.status.load(Ordering::SeqCst) {
             HELD => LockStatus::Held,
             UNCERTAIN => LockStatus::Uncertain,
@@ -437,6 +591,10 @@ pub(crate) struct GrantedNode {
     pub(crate) generation: u64,
     /// Its exists-watch on itself, if it waited (see [`WaiterWatch`]).
     pub(crate) waited: Option<Arc<WaiterWatch>>,
+    /// The connection epoch in which the server last showed the node
+    /// present ([`CuratorFramework::connection_epoch`], read before the
+    /// request whose answer did).
+    pub(crate) epoch: u64,
 }
 
 impl Holding {
@@ -455,15 +613,20 @@ impl Holding {
             token,
             generation,
             waited,
+            epoch,
         } = granted;
         let stats = stats.granted().then(|| stats.clone());
-        let state = Arc::new(HoldState {
+        let state = Arc::new_cyclic(|me| HoldState {
+            me: me.clone(),
             client: client.clone(),
             base: base.to_string(),
             node,
             companion,
             token,
             generation,
+            session_id: client.session_id(),
+            proven: AtomicU64::new(epoch),
+            proof: Mutex::new(ProofAsk::default()),
             status: AtomicU8::new(HELD),
             subscribers: Mutex::new(Vec::new()),
             listeners: Mutex::new(Vec::new()),
@@ -474,32 +637,28 @@ impl Holding {
             granted_at: Instant::now(),
             loss_cause: Mutex::new(None),
         });
+        // Connection states: `status()` applies the one rule to the state as
+        // it is now (a listener may run late) and tells what changed; after
+        // a reconnect it asks for the proof (which sets the own-node watch
+        // again if the broken connection took it).
         let weak = Arc::downgrade(&state);
         let handle = client.add_listener(move |s| {
             let Some(st) = weak.upgrade() else { return };
             match s {
-                ConnectionState::Suspended | ConnectionState::ReadOnly => st.publish(LockEvent::Suspended),
                 ConnectionState::Lost => st.lose(LossCause::SessionExpired),
-                ConnectionState::Reconnected | ConnectionState::Connected => {
-                    st.maybe_reconnected();
-                    if st.client.session_generation() == st.generation && !st.watching.load(Ordering::SeqCst) {
-                        watch_own_node(&st);
-                    }
+                _ => {
+                    let _ = st.status();
                 }
             }
         });
         // The session's health by the clock: uncertain at the moment a read
         // timeout passes without an answer, the horizon when it passes, held
-        // again when answers come back (a process resumed after a pause).
+        // again when answers come back and the node is proven (a process
+        // resumed after a pause).
         let weak = Arc::downgrade(&state);
-        let health = client.add_health_listener(move |h| {
-            let Some(st) = weak.upgrade() else { return };
-            match h {
-                SessionHealth::Confirmed => st.maybe_reconnected(),
-                // `status()` applies the one rule and tells what changed.
-                _ => {
-                    let _ = st.status();
-                }
+        let health = client.add_health_listener(move |_| {
+            if let Some(st) = weak.upgrade() {
+                let _ = st.status();
             }
         });
         state.listeners.lock().extend([handle, health]);
@@ -602,7 +761,20 @@ impl Holding {
     pub fn check(&self) -> Result<()> {
         match &self.inner {
             HoldingKind::One(s) => s.check(),
-            HoldingKind::Many(m) => m.iter().try_for_each(Holding::check),
+            // The worst member's answer: lost before uncertain.
+            HoldingKind::Many(m) => {
+                let mut uncertain = None;
+                for h in m {
+                    match h.check() {
+                        Ok(()) => {}
+                        Err(e @ Error::LockLost { .. }) => return Err(e),
+                        Err(e) => {
+                            uncertain.get_or_insert(e);
+                        }
+                    }
+                }
+                uncertain.map_or(Ok(()), Err)
+            }
         }
     }
 
@@ -943,9 +1115,34 @@ fn schedule_own_watch(st: &Arc<HoldState>) {
     }
 }
 
+/// How long after a proof that failed (not for a lost connection) it is
+/// asked again.
+const PROOF_RETRY: Duration = Duration::from_millis(100);
+
+/// A holding's proof asked for: the epoch (`None`: none), and whether its
+/// request was sent (its answer is awaited) or waits for the timer.
+#[derive(Default, Clone, Copy)]
+struct ProofAsk {
+    asked: Option<u64>,
+    sent: bool,
+}
+
 impl Due for HoldState {
+    /// On the client's timer thread: sends the proof asked for, or else the
+    /// own-node watch if none is set.
     fn run(self: Arc<Self>) {
-        if !self.watching.load(Ordering::SeqCst) {
+        if self.status.load(Ordering::SeqCst) >= LOST {
+            return;
+        }
+        let prove = {
+            let mut p = self.proof.lock();
+            let due = p.asked.is_some() && !p.sent;
+            p.sent |= due;
+            due
+        };
+        if prove {
+            self.send_proof();
+        } else if !self.watching.load(Ordering::SeqCst) {
             watch_own_node(&self);
         }
     }
@@ -961,6 +1158,8 @@ impl Due for HoldState {
 /// own-node watch (no second request).
 pub(crate) struct WaiterWatch {
     state: Mutex<WaiterWatchState>,
+    /// The connection epoch read before the watch was sent.
+    epoch: u64,
 }
 
 struct WaiterWatchState {
@@ -992,9 +1191,10 @@ impl WaiterWatch {
                 watched: Watched::Pending,
                 holder: None,
             }),
+            epoch: client.connection_epoch(),
         });
         let (watcher, on_reply) = (WaiterWatcher(w.clone()), w.clone());
-        let reply = move |r: zk_framework::Result<bool>| on_reply.reply(r);
+        let reply = move |r: zk_framework::Result<Option<Stat>>| on_reply.reply(r.map(|s| s.is_some()));
         if let Err(e) = client.exists_w_detached(node, watcher, reply) {
             log::debug!("could not watch waiting lock node {node}: {e}");
             w.state.lock().watched = Watched::Unusable;
@@ -1006,6 +1206,13 @@ impl WaiterWatch {
     /// it would have been reported before any later event of this session.
     pub(crate) fn present(&self) -> bool {
         self.state.lock().watched == Watched::Set
+    }
+
+    /// The connection epoch read before the watch was sent: what it shows
+    /// holds, in order with the session's other events, while the client's
+    /// epoch is still this one.
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch
     }
 
     /// Whether the watch can still tell (it is set or its reply is pending).
@@ -1117,13 +1324,17 @@ fn watch_own_node(st: &Arc<HoldState>) {
     }
     let (w1, w2) = (Arc::downgrade(st), Arc::downgrade(st));
     let watcher = OwnNodeWatcher(w1);
-    let on_reply = move |r: zk_framework::Result<bool>| {
+    let epoch = st.client.connection_epoch();
+    let on_reply = move |r: zk_framework::Result<Option<Stat>>| {
         let Some(st) = w2.upgrade() else { return };
         match r {
-            Ok(true) => {}
-            Ok(false) => st.lose(st.deletion_cause()),
-            // Not registered (the connection broke first): the next
-            // Reconnected sets it again.
+            // There and ours: proven for the epoch it was sent in too.
+            Ok(Some(stat)) if st.is_ours(&stat) => {
+                st.proven.fetch_max(epoch, Ordering::SeqCst);
+            }
+            Ok(_) => st.lose(st.deletion_cause()),
+            // Not registered (the connection broke first): the proof after
+            // the reconnect sets it again.
             Err(_) => st.watching.store(false, Ordering::SeqCst),
         }
     };

@@ -126,6 +126,10 @@ pub(crate) struct Node {
     siblings: Option<Vec<String>>,
     /// The exists-watch on this node, once it had to wait (mutexes only).
     waited: Option<Arc<WaiterWatch>>,
+    /// The connection epoch ([`CuratorFramework::connection_epoch`]) read
+    /// before the request whose answer showed the node present last (the
+    /// create, a listing, or the waiter's watch): the node is proven for it.
+    epoch: u64,
 }
 
 impl Node {
@@ -136,6 +140,7 @@ impl Node {
             token: self.stat.czxid,
             generation: self.generation,
             waited: self.waited,
+            epoch: self.epoch,
         }
     }
 }
@@ -354,11 +359,13 @@ impl LockInternals {
     }
 
     /// Waits in the queue with a node created elsewhere (in a transaction with
-    /// other nodes): `Ok(true)` when it holds (the node stays untracked: the
-    /// caller makes it part of a holding), `Ok(false)` on timeout or when the
+    /// other nodes): `Ok(Some(epoch))` when it holds (the node stays
+    /// untracked: the caller makes it part of a holding; `epoch` is the
+    /// connection epoch it is proven for), `Ok(None)` on timeout or when the
     /// node vanished (`vanished` is then set). The caller deletes the node on
     /// every path but success. `listing` is a listing of the base path taken
-    /// with the create, if any.
+    /// with the create, if any, and `epoch` the connection epoch read before
+    /// that create.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn wait_with_node(
         &self,
@@ -366,21 +373,23 @@ impl LockInternals {
         generation: u64,
         stat: Stat,
         listing: Option<Vec<String>>,
+        epoch: u64,
         deadline: Option<Instant>,
         vanished: &mut bool,
-    ) -> Result<bool> {
+    ) -> Result<Option<u64>> {
         let mut node = Node {
             path,
             generation,
             stat,
             siblings: listing,
             waited: None,
+            epoch,
         };
         match self.wait_loop(&self.client.with_deadline(deadline), &mut node) {
-            Ok(won) => Ok(won),
+            Ok(won) => Ok(won.then_some(node.epoch)),
             Err(LoopError::NodeMissing) | Err(LoopError::Cancelled) => {
                 *vanished = true;
-                Ok(false)
+                Ok(None)
             }
             Err(LoopError::Other(e)) => Err(e),
         }
@@ -393,6 +402,7 @@ impl LockInternals {
         sorting_sequence: Option<&str>,
     ) -> Result<Node> {
         let generation = self.client.session_generation();
+        let epoch = self.client.connection_epoch();
         let mut b = zk.create().creating_parent_containers_if_needed().with_protection();
         b = b.with_data(data.unwrap_or_else(|| crate::identity::node_data(&self.client)));
         let (path, stat, siblings) = match sorting_sequence {
@@ -424,6 +434,7 @@ impl LockInternals {
             stat,
             siblings,
             waited: None,
+            epoch,
         })
     }
 
@@ -446,15 +457,21 @@ impl LockInternals {
             if self.client.session_generation() != generation {
                 return Err(LoopError::NodeMissing);
             }
-            let children = match node.siblings.take() {
+            // The listing came with the create (proven for its epoch) or is
+            // taken now (proven for the epoch read before it).
+            let (children, epoch) = match node.siblings.take() {
                 Some(mut kids) => {
                     self.driver.sort(&mut kids);
-                    kids
+                    (kids, node.epoch)
                 }
-                None => self.sorted_children_by(zk).map_err(|e| match e {
-                    Error::ZooKeeper(z) => LoopError::from(z),
-                    e => LoopError::Other(e),
-                })?,
+                None => {
+                    let epoch = self.client.connection_epoch();
+                    let kids = self.sorted_children_by(zk).map_err(|e| match e {
+                        Error::ZooKeeper(z) => LoopError::from(z),
+                        e => LoopError::Other(e),
+                    })?;
+                    (kids, epoch)
+                }
             };
             let decision = self.driver.decide(&children, &ours);
             // A listing taken on a newer session may still show our old node.
@@ -467,6 +484,7 @@ impl LockInternals {
                     if shortcut {
                         granted.record(self.client.fix_path(&node.path));
                     }
+                    node.epoch = epoch;
                     return Ok(true);
                 }
                 Ok(Decision::Watch(p)) => p,
@@ -500,19 +518,30 @@ impl LockInternals {
                 Woken::Watch(ev) => {
                     // Our node's deletion, had it come before this one, was
                     // heard of first (the session's events arrive in order),
-                    // unless the connection changed meanwhile: then list.
+                    // unless the connection changed meanwhile (a new epoch
+                    // since our node's watch was answered): then list.
                     let facts = || Deletion {
                         watched_was_head: pred_is_head,
                         watched_was_granted: !pred_is_head
                             && granted.contains(&self.client.fix_path(&join(&self.base_path, &pred))),
                         own_node_watched: node.waited.as_ref().is_some_and(|w| w.present()),
-                        steady_session: self.client.session_generation() == generation && states.is_empty(),
+                        steady_session: self.client.session_generation() == generation
+                            && states.is_empty()
+                            && node
+                                .waited
+                                .as_ref()
+                                .is_some_and(|w| w.epoch() == self.client.connection_epoch()),
                     };
                     if shortcut
                         && ev.map(|e| e.event_type) == Some(zk_framework::proto::EventType::NodeDeleted)
                         && self.driver.granted_on_deletion(facts())
                     {
                         granted.record(self.client.fix_path(&node.path));
+                        // Proven for the epoch its own watch was sent in
+                        // (a reconnect since makes the holding prove it).
+                        if let Some(w) = &node.waited {
+                            node.epoch = w.epoch();
+                        }
                         return Ok(true);
                     }
                 }
@@ -533,7 +562,7 @@ impl LockInternals {
     fn wait_for_children(
         &self,
         zk: &CuratorFramework,
-        node: &Node,
+        node: &mut Node,
         ours: &str,
         states: &crossbeam_channel::Receiver<()>,
     ) -> Result<bool, LoopError> {
@@ -545,6 +574,7 @@ impl LockInternals {
                 return Ok(false);
             }
             let (tx, rx) = crossbeam_channel::bounded::<zk_framework::WatchedEvent>(1);
+            let epoch = self.client.connection_epoch();
             let mut kids = match zk.get_children_w(&self.base_path, tx) {
                 Ok(k) => k,
                 // The parent was reaped: our node went with an ended session.
@@ -554,7 +584,10 @@ impl LockInternals {
             self.driver.sort(&mut kids);
             match self.driver.decide(&kids, ours) {
                 Err(NodeMissing) => return Err(LoopError::NodeMissing),
-                Ok(Decision::Acquired) => return Ok(true),
+                Ok(Decision::Acquired) => {
+                    node.epoch = epoch;
+                    return Ok(true);
+                }
                 Ok(_) => {}
             }
             match wait_or_cancel(&self.client, &rx, states, zk.deadline(), &self.cancel) {

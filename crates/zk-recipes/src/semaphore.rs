@@ -499,6 +499,7 @@ impl InterProcessSemaphoreV2 {
         let i = &self.inner;
         let identity = crate::identity::node_data(zk);
         let lease_data = i.data.clone().unwrap_or_else(|| identity.clone());
+        let epoch = zk.connection_epoch();
         let created = zk
             .create()
             .creating_parent_containers_if_needed()
@@ -523,6 +524,7 @@ impl InterProcessSemaphoreV2 {
                 lease,
                 czxid: created.czxid,
                 generation,
+                epoch,
                 locks: lists.next().flatten(),
                 leases: lists.next().flatten(),
             }),
@@ -561,20 +563,22 @@ impl InterProcessSemaphoreV2 {
                 pair.generation,
                 stat,
                 pair.leases,
+                pair.epoch,
                 deadline,
                 &mut vanished,
             );
             return match won {
-                Ok(true) => Ok(Try::Won(
+                Ok(Some(epoch)) => Ok(Try::Won(
                     GrantedNode {
                         path: pair.lease,
                         token: pair.czxid,
                         generation: pair.generation,
                         waited: None,
+                        epoch,
                     },
                     Some(pair.lock),
                 )),
-                r => give_up(r, vanished, &[&pair.lease, &pair.lock]),
+                r => give_up(r.map(|w| w.is_some()), vanished, &[&pair.lease, &pair.lock]),
             };
         }
         // Not first (or unknown): our lease must not count against the
@@ -587,11 +591,12 @@ impl InterProcessSemaphoreV2 {
             pair.generation,
             stat,
             pair.locks,
+            pair.epoch,
             deadline,
             &mut vanished,
         );
-        if !matches!(held, Ok(true)) {
-            return give_up(held, vanished, &[&pair.lock]);
+        if !matches!(held, Ok(Some(_))) {
+            return give_up(held.map(|w| w.is_some()), vanished, &[&pair.lock]);
         }
         // Holding the internal mutex: a lease as Curator's holder takes it;
         // the mutex node then travels with the lease.
@@ -611,6 +616,9 @@ struct Pair {
     lease: String,
     czxid: i64,
     generation: u64,
+    /// The connection epoch read before the create (see
+    /// [`CuratorFramework::connection_epoch`]).
+    epoch: u64,
     locks: Option<Vec<String>>,
     leases: Option<Vec<String>>,
 }

@@ -127,6 +127,44 @@ pub fn lock_nodes(c: &CuratorFramework, base: &str) -> Vec<String> {
         .collect()
 }
 
+/// An operator breaking the lock of session `session` under `base`: every
+/// ephemeral node of that session there is deleted (a semaphore's lease and
+/// its internal-mutex node, each member of a multi-lock). Returns how many.
+pub fn break_lock(admin: &CuratorFramework, base: &str, session: i64) -> usize {
+    let owned: Vec<String> = tree(admin, base)
+        .into_iter()
+        .filter(|p| {
+            admin
+                .check_exists(p)
+                .ok()
+                .flatten()
+                .is_some_and(|st| st.ephemeral_owner == session)
+        })
+        .collect();
+    for p in &owned {
+        admin.delete().for_path(p).expect("delete the held node");
+    }
+    owned.len()
+}
+
+/// The watches a session holds, from the server's own `wchc` (paths listed under
+/// `0x<session>`).
+pub fn watched_by(s: &TestingServer, session: i64) -> Vec<String> {
+    let out = s.four_letter_word("wchc").unwrap();
+    let mut paths = Vec::new();
+    let mut ours = false;
+    for line in out.lines() {
+        if let Some(p) = line.strip_prefix('\t') {
+            if ours {
+                paths.push(p.to_string());
+            }
+        } else if !line.is_empty() {
+            ours = line.trim() == format!("0x{session:x}");
+        }
+    }
+    paths
+}
+
 /// Waits (bounded) until no lock node is left under `base`.
 pub fn no_orphans(c: &CuratorFramework, base: &str) {
     assert!(

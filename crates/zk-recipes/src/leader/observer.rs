@@ -270,7 +270,7 @@ fn observe(inner: &Inner, cancel: &Receiver<()>) {
                     publish(inner, None);
                     let tx = tx.clone();
                     client.exists_w_detached(&inner.path, watcher.clone(), move |r| {
-                        if matches!(r, Ok(true)) {
+                        if matches!(r, Ok(Some(_))) {
                             let _ = tx.try_send(());
                         }
                     })?;

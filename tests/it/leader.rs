@@ -184,6 +184,83 @@ fn notify_leader_close_tells_the_leader_once() {
     );
 }
 
+/// `NotLeader { Resigned }` is told before the next participant can lead: it
+/// is on the events channel when `resign()` returns, and a listener (a slow
+/// one here) has handled it before the next leader is granted. Likewise a
+/// notifying close.
+#[test]
+fn resign_is_told_before_the_next_participant_leads() {
+    let s = TestingServer::start().unwrap();
+    let (c1, c2) = (client(&s), client(&s));
+    let path = "/leader/resign-told";
+    // a's listener takes 50 ms over each NotLeader (work being stopped) and
+    // notes when it is done; b's notes when it leads.
+    let (done_tx, done_rx) = crossbeam_channel::unbounded::<(LeaderEvent, Instant)>();
+    let slow = move |e: LeaderEvent| {
+        if matches!(e, LeaderEvent::NotLeader { .. }) {
+            let _ = crossbeam_channel::after(Duration::from_millis(50)).recv();
+        }
+        let _ = done_tx.send((e, Instant::now()));
+    };
+    let a = LeaderLatch::builder(&c1, path)
+        .id("a")
+        .close_mode(CloseMode::NotifyLeader)
+        .listener(slow)
+        .build()
+        .unwrap();
+    let events = a.events();
+    a.start().unwrap();
+    assert!(a.await_leadership_for(timing().wait()).unwrap());
+    let (lead_tx, lead_rx) = crossbeam_channel::unbounded::<(LeaderEvent, Instant)>();
+    let b = LeaderLatch::builder(&c2, path)
+        .id("b")
+        .listener(move |e| {
+            let _ = lead_tx.send((e, Instant::now()));
+        })
+        .build()
+        .unwrap();
+    b.start().unwrap();
+    assert!(wait_until(timing().wait(), || children(&c1, path).len() == 2));
+    assert!(matches!(
+        done_rx.recv_timeout(timing().wait()).unwrap().0,
+        LeaderEvent::Leader { .. }
+    ));
+    let _ = events.try_iter().count();
+    a.resign().unwrap();
+    let resigned = LeaderEvent::NotLeader {
+        reason: NotLeaderReason::Resigned,
+    };
+    assert_eq!(events.try_recv(), Ok(resigned), "on the channel when resign() returns");
+    let (told, handled_at) = done_rx
+        .try_recv()
+        .expect("the listener handled it before resign() returned");
+    assert_eq!(told, resigned);
+    let (e, b_led_at) = lead_rx.recv_timeout(timing().wait()).unwrap();
+    assert!(matches!(e, LeaderEvent::Leader { .. }), "{e:?}");
+    assert!(
+        b_led_at >= handled_at,
+        "b led {:?} before a's listener had stopped its work",
+        handled_at - b_led_at
+    );
+    // a queued again behind b; b hands back, and a's notifying close is told
+    // the same way.
+    assert_eq!(b.hand_off().unwrap().as_deref(), Some("a"));
+    assert!(a.await_leadership_for(timing().wait()).unwrap());
+    let _ = done_rx.recv_timeout(timing().wait()).unwrap(); // Leader
+    a.close().unwrap();
+    let (told, _) = done_rx
+        .try_recv()
+        .expect("the listener handled the close before close() returned");
+    assert_eq!(
+        told,
+        LeaderEvent::NotLeader {
+            reason: NotLeaderReason::Closed
+        }
+    );
+    b.close().unwrap();
+    assert!(wait_until(timing().wait(), || children(&c1, path).is_empty()));
+}
+
 #[test]
 fn hand_off_gives_leadership_to_the_next_participant() {
     let s = TestingServer::start().unwrap();
@@ -372,9 +449,30 @@ fn a_frozen_leader_stops_being_certain_before_the_next_one_leads() {
 fn bad_input_is_a_typed_error_and_nothing_hangs() {
     let s = TestingServer::start().unwrap();
     let c = client(&s);
-    assert!(LeaderLatch::new(&c, "relative").is_err());
-    assert!(LeaderLatch::new(&c, "/").is_err());
-    assert!(LeaderLatch::new(&c, "/a//b").is_err());
+    // As build()'s docs say: InvalidPath for ZooKeeper's rules, and an
+    // election's words for the root path.
+    for bad in ["relative", "/a//b", "/a/"] {
+        let r = LeaderLatch::new(&c, bad);
+        assert!(
+            matches!(r, Err(Error::ZooKeeper(zk_framework::Error::InvalidPath(_)))),
+            "{bad}: {r:?}"
+        );
+        let r = LeaderSelector::builder(&c, bad, |_| {}).build();
+        assert!(
+            matches!(r, Err(Error::ZooKeeper(zk_framework::Error::InvalidPath(_)))),
+            "{bad}: {r:?}"
+        );
+    }
+    for r in [
+        LeaderLatch::new(&c, "/").map(|_| ()),
+        LeaderSelector::builder(&c, "/", |_| {}).build().map(|_| ()),
+        LeaderObserver::new(&c, "/", ElectionKind::Latch).map(|_| ()),
+    ] {
+        match r {
+            Err(Error::InvalidArgument(why)) => assert!(why.contains("election"), "{why}"),
+            other => panic!("the root path: {other:?}"),
+        }
+    }
     for id in ["", "a\nb", &"x".repeat(5000)] {
         assert!(matches!(
             LeaderLatch::builder(&c, "/leader/bad").id(id).build(),
@@ -385,12 +483,29 @@ fn bad_input_is_a_typed_error_and_nothing_hangs() {
     assert!(matches!(l.await_leadership(), Err(Error::NotStarted { .. })));
     assert!(matches!(l.close(), Err(Error::NotStarted { .. })));
     assert!(matches!(l.resign(), Err(Error::NotStarted { .. })));
+    assert!(
+        matches!(l.hand_off(), Err(Error::NotStarted { .. })),
+        "{:?}",
+        l.hand_off()
+    );
+    assert!(matches!(l.check(), Err(Error::NotStarted { .. })), "{:?}", l.check());
     l.start().unwrap();
     assert!(matches!(l.start(), Err(Error::AlreadyStarted { .. })));
     l.close().unwrap();
     assert!(matches!(l.close(), Err(Error::ElectionClosed { .. })));
     assert!(matches!(l.start(), Err(Error::ElectionClosed { .. })));
     assert!(matches!(l.await_leadership(), Err(Error::ElectionClosed { .. })));
+    assert!(
+        matches!(l.hand_off(), Err(Error::ElectionClosed { .. })),
+        "{:?}",
+        l.hand_off()
+    );
+    assert!(
+        matches!(l.check(), Err(Error::ElectionClosed { .. })),
+        "{:?}",
+        l.check()
+    );
+    assert!(matches!(l.resign(), Err(Error::ElectionClosed { .. })));
     // A zero timeout is a value.
     let l = latch(&c, "/leader/bad", "z");
     let t0 = Instant::now();

@@ -128,6 +128,18 @@ pub enum SuspendPolicy {
     Session,
 }
 
+/// The checks every election's path gets (a latch's, a selector's, an
+/// observer's): ZooKeeper's path rules (`InvalidPath`), and not the root.
+pub(crate) fn check_election_path(path: &str) -> Result<()> {
+    zk_framework::proto::path::validate_path(path, false).map_err(zk_framework::Error::from)?;
+    if path == "/" {
+        return Err(Error::InvalidArgument(
+            "an election cannot live at the root path".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// Where a participant is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Lifecycle {
@@ -159,6 +171,8 @@ struct State {
     /// suspension: the node is still ours).
     holding: Option<Holding>,
     subscribers: Vec<Sender<LeaderEvent>>,
+    /// How many events were published (told to every subscriber) so far.
+    published: u64,
     /// The latest failure of the participant's thread (cleared at its next
     /// success): what `await` reports instead of waiting on.
     error: Option<Error>,
@@ -184,6 +198,7 @@ impl Election {
                 reason: None,
                 holding: None,
                 subscribers: Vec::new(),
+                published: 0,
                 error: None,
             }),
             changed: Condvar::new(),
@@ -192,6 +207,25 @@ impl Election {
 
     pub(crate) fn lifecycle(&self) -> Lifecycle {
         self.state.lock().lifecycle
+    }
+
+    /// `Ok` while started; [`Error::NotStarted`] before, and
+    /// [`Error::ElectionClosed`] after `close()`: the one lifecycle check of
+    /// every call that needs a started participant.
+    pub(crate) fn require_started(&self) -> Result<()> {
+        self.started_in(self.state.lock().lifecycle)
+    }
+
+    fn started_in(&self, lifecycle: Lifecycle) -> Result<()> {
+        match lifecycle {
+            Lifecycle::Started => Ok(()),
+            Lifecycle::Latent => Err(Error::NotStarted {
+                path: self.path.clone(),
+            }),
+            Lifecycle::Closed => Err(Error::ElectionClosed {
+                path: self.path.clone(),
+            }),
+        }
     }
 
     /// Latent to started; the error says why not.
@@ -215,20 +249,14 @@ impl Election {
     /// with `notify`), ends every subscription, wakes every `await`, and
     /// returns the holding to release.
     pub(crate) fn close(&self, notify: bool) -> Result<Option<Holding>> {
+        self.close_counted(notify).map(|(h, _)| h)
+    }
+
+    /// As [`Election::close`], with the number of events published once the
+    /// close was told (see [`Election::subscribe_counted`]).
+    pub(crate) fn close_counted(&self, notify: bool) -> Result<(Option<Holding>, u64)> {
         let mut st = self.state.lock();
-        match st.lifecycle {
-            Lifecycle::Started => {}
-            Lifecycle::Latent => {
-                return Err(Error::NotStarted {
-                    path: self.path.clone(),
-                })
-            }
-            Lifecycle::Closed => {
-                return Err(Error::ElectionClosed {
-                    path: self.path.clone(),
-                })
-            }
-        }
+        self.started_in(st.lifecycle)?;
         st.lifecycle = Lifecycle::Closed;
         if !notify {
             st.subscribers.clear();
@@ -236,7 +264,7 @@ impl Election {
         let holding = self.end_locked(&mut st, NotLeaderReason::Closed);
         st.subscribers.clear();
         self.changed.notify_all();
-        Ok(holding)
+        Ok((holding, st.published))
     }
 
     /// A leadership begins with `holding`; a participant closed meanwhile
@@ -256,10 +284,16 @@ impl Election {
     /// The leadership ends for `reason` (unless it ended already); returns
     /// its holding for the caller to release outside the lock.
     pub(crate) fn end(&self, reason: NotLeaderReason) -> Option<Holding> {
+        self.end_counted(reason).0
+    }
+
+    /// As [`Election::end`], with the number of events published once the
+    /// end was told (see [`Election::subscribe_counted`]).
+    pub(crate) fn end_counted(&self, reason: NotLeaderReason) -> (Option<Holding>, u64) {
         let mut st = self.state.lock();
         let h = self.end_locked(&mut st, reason);
         self.changed.notify_all();
-        h
+        (h, st.published)
     }
 
     fn end_locked(&self, st: &mut State, reason: NotLeaderReason) -> Option<Holding> {
@@ -341,11 +375,21 @@ impl Election {
         };
         // Unbounded: a slow reader never holds the election up.
         st.subscribers.retain(|s| s.send(ev).is_ok());
+        st.published += 1;
     }
 
     /// Every change from now on; a subscriber of a participant that leads
     /// (or may) first hears where it stands. The channel ends at close.
     pub(crate) fn subscribe(&self) -> Receiver<LeaderEvent> {
+        self.subscribe_counted().0
+    }
+
+    /// As [`Election::subscribe`], with the count of published events the
+    /// channel starts from: once its reader has handled `n` events, it has
+    /// handled every event published up to `base + n` (the event that tells
+    /// where the participant stands, when there is one, counts as published
+    /// just before).
+    pub(crate) fn subscribe_counted(&self) -> (Receiver<LeaderEvent>, u64) {
         let (tx, rx) = crossbeam_channel::unbounded();
         let mut st = self.state.lock();
         self.reconcile(&mut st);
@@ -356,13 +400,15 @@ impl Election {
             LeaderStatus::Uncertain => Some(LeaderEvent::Uncertain),
             LeaderStatus::NotLeader => None,
         };
+        let mut base = st.published;
         if let Some(ev) = now {
             let _ = tx.send(ev);
+            base = base.saturating_sub(1);
         }
         if st.lifecycle != Lifecycle::Closed {
             st.subscribers.push(tx);
         }
-        rx
+        (rx, base)
     }
 
     pub(crate) fn status(&self) -> LeaderStatus {
@@ -371,8 +417,11 @@ impl Election {
 
     /// `Ok` only while certainly the leader; asks the holding's own check
     /// (which applies the read-timeout rule and tells its change first).
+    /// Before `start()` [`Error::NotStarted`], after `close()`
+    /// [`Error::ElectionClosed`].
     pub(crate) fn check(&self) -> Result<()> {
         let mut st = self.state.lock();
+        self.started_in(st.lifecycle)?;
         let checked = st.holding.as_ref().map(Holding::check);
         self.reconcile(&mut st);
         match (st.status, checked) {
@@ -462,19 +511,7 @@ impl Election {
     pub(crate) fn await_until(&self, deadline: Option<Instant>) -> Result<bool> {
         let mut st = self.state.lock();
         loop {
-            match st.lifecycle {
-                Lifecycle::Latent => {
-                    return Err(Error::NotStarted {
-                        path: self.path.clone(),
-                    })
-                }
-                Lifecycle::Closed => {
-                    return Err(Error::ElectionClosed {
-                        path: self.path.clone(),
-                    })
-                }
-                Lifecycle::Started => {}
-            }
+            self.started_in(st.lifecycle)?;
             self.reconcile(&mut st);
             if st.status == LeaderStatus::Leader {
                 return Ok(true);

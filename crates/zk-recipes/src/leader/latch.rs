@@ -93,6 +93,44 @@ struct Inner {
     /// Disconnected when the participant thread has ended.
     done: Mutex<Option<Receiver<()>>>,
     listener: Mutex<Option<Listener>>,
+    /// How far the listener has got (for `resign()`).
+    told: Arc<Told>,
+}
+
+/// How far a latch's listener has got: the count of published events its
+/// channel started from and how many it has handled, and its thread. A
+/// resign waits for it (bounded) before giving the node up, so that work
+/// that stops on the listener's `NotLeader` has stopped before the next
+/// participant can be granted.
+#[derive(Default)]
+struct Told {
+    progress: Mutex<Option<(u64, u64)>>,
+    changed: parking_lot::Condvar,
+    thread: std::sync::OnceLock<std::thread::ThreadId>,
+}
+
+impl Told {
+    /// Waits until the listener has handled every event up to the
+    /// `published`-th, or `deadline`; at once without a listener, or on the
+    /// listener's own thread (a listener that resigns).
+    fn wait(&self, published: u64, deadline: Instant) {
+        if self.thread.get() == Some(&std::thread::current().id()) {
+            return;
+        }
+        let mut p = self.progress.lock();
+        while let Some((base, handled)) = *p {
+            if base + handled >= published || self.changed.wait_until(&mut p, deadline).timed_out() {
+                break;
+            }
+        }
+    }
+
+    fn handled_one(&self) {
+        if let Some((_, handled)) = self.progress.lock().as_mut() {
+            *handled += 1;
+        }
+        self.changed.notify_all();
+    }
 }
 
 impl std::fmt::Debug for LeaderLatch {
@@ -203,8 +241,9 @@ impl LeaderLatchBuilder {
     ///
     /// # Errors
     ///
-    /// [`Error::ZooKeeper`] (`BadArguments`) for an invalid path;
-    /// [`Error::InvalidArgument`] for the root path or an id that is empty,
+    /// [`Error::ZooKeeper`] with [`zk_framework::Error::InvalidPath`] for a
+    /// path that breaks ZooKeeper's rules; [`Error::InvalidArgument`] for the
+    /// root path ("an election cannot live at the root path") or an id that is empty,
     /// longer than 4096 bytes, or has control characters.
     ///
     /// # Examples
@@ -215,6 +254,7 @@ impl LeaderLatchBuilder {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn build(self) -> Result<LeaderLatch> {
+        super::election::check_election_path(&self.path)?;
         let internals = LockInternals::new(self.client.clone(), &self.path, LATCH_LOCK_NAME, Driver::LATCH)?;
         let id = participant::id_or_identity(&self.client, self.id)?;
         Ok(LeaderLatch {
@@ -224,6 +264,7 @@ impl LeaderLatchBuilder {
                 cancel: Mutex::new(None),
                 done: Mutex::new(None),
                 listener: Mutex::new(self.listener),
+                told: Arc::default(),
             }),
         })
     }
@@ -290,19 +331,27 @@ impl LeaderLatch {
         let election = &self.inner.election;
         election.start()?;
         if let Some(mut f) = self.inner.listener.lock().take() {
-            let rx = election.subscribe();
+            let (rx, base) = election.subscribe_counted();
+            let told = self.inner.told.clone();
+            *told.progress.lock() = Some((base, 0));
             let spawned = std::thread::Builder::new()
                 .name("leader-latch-listener".into())
                 .spawn(move || {
+                    let _ = told.thread.set(std::thread::current().id());
                     for ev in rx {
                         // A listener that panics is logged and keeps
                         // hearing the events that follow.
                         if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(ev))).is_err() {
                             log::error!("a leader latch listener panicked on {ev:?}");
                         }
+                        told.handled_one();
                     }
+                    // Gone: nobody waits for it any more.
+                    *told.progress.lock() = None;
+                    told.changed.notify_all();
                 });
             if let Err(e) = spawned {
+                *self.inner.told.progress.lock() = None;
                 log::error!("cannot start the latch's listener thread: {e}");
             }
         }
@@ -322,11 +371,19 @@ impl LeaderLatch {
         Ok(())
     }
 
-    /// Leaves the election: the leadership ends (told only with
-    /// [`CloseMode::NotifyLeader`]), the node is deleted, every event
-    /// channel ends, and every `await` returns [`Error::ElectionClosed`].
+    /// Leaves the election: the leadership ends, the node is deleted, every
+    /// event channel ends, and every `await` returns [`Error::ElectionClosed`].
     /// Returns when the node is deleted, or after 2 s with the delete going
     /// on in the background.
+    ///
+    /// What a leader is told of its close depends on the [`CloseMode`]:
+    /// with [`CloseMode::Silent`] (the default) nothing at all (its
+    /// [`events`](Self::events) channels end, its listener hears nothing
+    /// more); with [`CloseMode::NotifyLeader`] `NotLeader { Closed }` is on
+    /// every channel before the node is deleted, and the listener has
+    /// handled it (waited for at most 2 s), as for
+    /// [`resign`](Self::resign). A participant that was not leading is told
+    /// nothing in either mode.
     ///
     /// # Errors
     ///
@@ -345,8 +402,11 @@ impl LeaderLatch {
     /// ```
     pub fn close(&self) -> Result<()> {
         let election = &self.inner.election;
-        let holding = election.close(self.inner.close_mode == CloseMode::NotifyLeader)?;
+        let (holding, published) = election.close_counted(self.inner.close_mode == CloseMode::NotifyLeader)?;
         let end = Instant::now() + CLOSE_WAIT;
+        if holding.is_some() && self.inner.close_mode == CloseMode::NotifyLeader {
+            self.inner.told.wait(published, end);
+        }
         if let Some(h) = holding {
             // A lock's release bound: a tenth of the session timeout, 100 ms
             // to 2 s; an unanswered delete goes on in the background.
@@ -461,7 +521,9 @@ impl LeaderLatch {
     /// # Errors
     ///
     /// [`Error::LeadershipUncertain`] while uncertain
-    /// ([`SuspendPolicy::Session`]); [`Error::NotLeader`] otherwise.
+    /// ([`SuspendPolicy::Session`]); [`Error::NotStarted`] before `start()`,
+    /// [`Error::ElectionClosed`] after `close()`; [`Error::NotLeader`]
+    /// otherwise.
     ///
     /// # Examples
     ///
@@ -563,6 +625,13 @@ impl LeaderLatch {
     /// leads again, in a new term. Returns when the old node is deleted (or
     /// its delete is handed to the background).
     ///
+    /// `NotLeader { Resigned }` is told before the node is deleted, so before
+    /// any other participant can lead: it is on every [`events`](Self::events)
+    /// channel when this returns, and the builder's
+    /// [`listener`](LeaderLatchBuilder::listener) has handled it (waited for
+    /// at most 2 s; not when the listener itself resigns), so that work it
+    /// stops on that event has stopped before the next leader starts.
+    ///
     /// # Errors
     ///
     /// [`Error::NotLeader`] when not the leader (nor uncertain);
@@ -580,29 +649,20 @@ impl LeaderLatch {
     /// ```
     pub fn resign(&self) -> Result<()> {
         let election = &self.inner.election;
-        match election.lifecycle() {
-            Lifecycle::Latent => {
-                return Err(Error::NotStarted {
-                    path: election.path.clone(),
-                })
-            }
-            Lifecycle::Closed => {
-                return Err(Error::ElectionClosed {
-                    path: election.path.clone(),
-                })
-            }
-            Lifecycle::Started => {}
-        }
+        election.require_started()?;
         if election.status() == LeaderStatus::NotLeader {
             return Err(Error::NotLeader {
                 path: election.path.clone(),
             });
         }
-        let Some(h) = election.end(NotLeaderReason::Resigned) else {
+        let (Some(h), published) = election.end_counted(NotLeaderReason::Resigned) else {
             return Err(Error::NotLeader {
                 path: election.path.clone(),
             });
         };
+        // `NotLeader { Resigned }` is on every channel now; the listener
+        // handles it before the node goes (and the next participant leads).
+        self.inner.told.wait(published, Instant::now() + CLOSE_WAIT);
         // The release ends the holding's event channel: the participant
         // thread queues again.
         match h.release_node() {
@@ -637,6 +697,7 @@ impl LeaderLatch {
     /// ```
     pub fn hand_off(&self) -> Result<Option<String>> {
         let election = &self.inner.election;
+        election.require_started()?;
         self.check()?;
         let ours = election.leader_node();
         let next = self

@@ -125,7 +125,8 @@ impl LeaderObserver {
     ///
     /// # Errors
     ///
-    /// [`crate::Error::ZooKeeper`] (`BadArguments`) for an invalid path;
+    /// [`crate::Error::ZooKeeper`] with [`zk_framework::Error::InvalidPath`]
+    /// for a path that breaks ZooKeeper's rules;
     /// [`crate::Error::InvalidArgument`] for the root path or when the
     /// thread cannot start.
     ///
@@ -138,12 +139,7 @@ impl LeaderObserver {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn new(client: &CuratorFramework, path: &str, kind: ElectionKind) -> Result<LeaderObserver> {
-        zk_framework::proto::path::validate_path(path, false).map_err(zk_framework::Error::from)?;
-        if path == "/" {
-            return Err(crate::Error::InvalidArgument(
-                "an election cannot live at the root path".into(),
-            ));
-        }
+        super::election::check_election_path(path)?;
         let inner = Arc::new(Inner {
             client: client.clone(),
             path: path.to_string(),

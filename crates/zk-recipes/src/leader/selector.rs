@@ -179,8 +179,9 @@ impl LeaderSelectorBuilder {
     ///
     /// # Errors
     ///
-    /// [`Error::ZooKeeper`] (`BadArguments`) for an invalid path;
-    /// [`Error::InvalidArgument`] for the root path or a bad id (empty,
+    /// [`Error::ZooKeeper`] with [`zk_framework::Error::InvalidPath`] for a
+    /// path that breaks ZooKeeper's rules; [`Error::InvalidArgument`] for the
+    /// root path ("an election cannot live at the root path") or a bad id (empty,
     /// longer than 4096 bytes, control characters).
     ///
     /// # Examples
@@ -191,6 +192,7 @@ impl LeaderSelectorBuilder {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn build(self) -> Result<LeaderSelector> {
+        super::election::check_election_path(&self.path)?;
         let internals = LockInternals::new(self.client.clone(), &self.path, MUTEX_LOCK_NAME, Driver::MUTEX)?;
         let id = participant::id_or_identity(&self.client, self.id)?;
         Ok(LeaderSelector {
@@ -295,20 +297,7 @@ impl LeaderSelector {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn requeue(&self) -> Result<bool> {
-        let election = &self.inner.election;
-        match election.lifecycle() {
-            Lifecycle::Latent => {
-                return Err(Error::NotStarted {
-                    path: election.path.clone(),
-                })
-            }
-            Lifecycle::Closed => {
-                return Err(Error::ElectionClosed {
-                    path: election.path.clone(),
-                })
-            }
-            Lifecycle::Started => {}
-        }
+        self.inner.election.require_started()?;
         let mut busy = self.inner.busy.lock();
         if *busy {
             return Ok(false);
@@ -414,8 +403,10 @@ impl LeaderSelector {
         self.status().is_leader()
     }
 
-    /// Every change of leadership from now on, in order (the channel ends at
-    /// close).
+    /// Every change of leadership from now on, in order. The channel ends at
+    /// close without a word: a leading selector's close is told to its work
+    /// by cancellation ([`Leadership::cancelled`]), and its node is
+    /// deleted only when the work returns.
     ///
     /// # Examples
     ///

@@ -421,7 +421,7 @@ impl Inner {
 
     /// When the latest request that has been answered was sent.
     pub fn confirmed_at(&self) -> Instant {
-        self.base + Duration::from_millis(self.last_confirmed_ms.load(Ordering::Relaxed))
+        self.base + Duration::from_millis(self.last_confirmed_ms.load(Ordering::SeqCst))
     }
 
     /// Time since the sending of the latest request that has been answered.
@@ -429,7 +429,7 @@ impl Inner {
     /// after a pause reads what the server sent before the pause) do not make
     /// it small.
     pub fn idle_confirmed(&self) -> Duration {
-        let last = self.last_confirmed_ms.load(Ordering::Relaxed);
+        let last = self.last_confirmed_ms.load(Ordering::SeqCst);
         Duration::from_millis(self.now_ms().saturating_sub(last))
     }
 

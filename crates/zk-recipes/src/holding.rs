@@ -185,6 +185,13 @@ impl HoldState {
             LockEvent::HorizonPassed => return self.horizon_passed(),
         };
         let mut subs = self.subscribers.lock();
+        // Held again only on a look taken now, under the lock every change is
+        // told under: a look taken before a `Suspended` that another thread
+        // told meanwhile (a caller preempted between its look and this) must
+        // not undo it.
+        if ev == LockEvent::Reconnected && !self.trusted() {
+            return;
+        }
         let mut cur = self.status.load(Ordering::SeqCst);
         loop {
             // Lost and released are final.
@@ -395,12 +402,28 @@ impl HoldState {
         }
         // Proven in the current epoch: held (a change is told here, by
         // whichever thread sees it first), unless the status is final.
-        self.publish(LockEvent::Reconnected);
+        if self.status.load(Ordering::SeqCst) == UNCERTAIN {
+            self.publish(LockEvent::Reconnected);
+        }
         match self.status.load(Ordering::SeqCst) {
             HELD => LockStatus::Held,
             UNCERTAIN => LockStatus::Uncertain,
             _ => LockStatus::Lost,
         }
+    }
+
+    /// Whether everything that makes the holding held holds now (no side
+    /// effect): the same session, not closed, connected and not read-only,
+    /// answering, and proven in the current connection epoch.
+    fn trusted(&self) -> bool {
+        self.client.session_generation() == self.generation
+            && !self.client.is_closed()
+            && !matches!(
+                self.client.state(),
+                Some(ConnectionState::Lost | ConnectionState::Suspended | ConnectionState::ReadOnly)
+            )
+            && self.client.session_health() == SessionHealth::Confirmed
+            && self.proven.load(Ordering::SeqCst) == self.client.connection_epoch()
     }
 
     fn check(&self) -> Result<()> {

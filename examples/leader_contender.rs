@@ -7,6 +7,8 @@
 //! ```text
 //! leader_contender CONNECT MODE PATH NAME LOG CONTROL_DIR [HOLD_MIN_MS HOLD_MAX_MS]
 //! leader_contender CONNECT count PATH      (prints the number of PATH's children)
+//! leader_contender CONNECT break PATH NAME  (an operator's break: deletes the node of
+//!                                           participant NAME, prints its path)
 //!   MODE         latch (a LeaderLatch with id NAME: leads until killed or closed)
 //!                | selector (a LeaderSelector with id NAME, auto-requeue: each
 //!                leadership holds a random HOLD_MIN_MS..HOLD_MAX_MS, default 200..800)
@@ -27,8 +29,13 @@
 //! NAME CLOSED <us>                                    (close() returned)
 //! ```
 //!
-//! `SESSION_MS` (environment, default 4000): the session timeout. Exit status: 0 after a
-//! close, 1 on any error, 2 on bad arguments.
+//! `SESSION_MS` (environment, default 4000): the session timeout. `PARTITIONABLE=1`
+//! (environment): the participant talks to CONNECT through a fault proxy of its own
+//! (`zk_testing::proxy::FaultProxy`); while CONTROL_DIR/NAME.partition exists it is cut off
+//! (connections cut, new ones refused), and when the file goes the partition heals, with the
+//! participant's re-registered watches held back 300 ms (a slow server). It logs
+//! `NAME PARTITIONED <us>` and `NAME HEALED <us>`. Exit status: 0 after a close, 1 on any
+//! error, 2 on bad arguments.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -104,6 +111,54 @@ fn await_joined(participants: impl Fn() -> zk_recipes::Result<Vec<Participant>>,
     Err(format!("{id}: not among the participants within 30 s").into())
 }
 
+/// An operator's break: deletes the node of participant `name` (its data) under `path`.
+fn break_node(connect: &str, path: &str, name: &str) -> Result<String, BoxError> {
+    let client = CuratorFramework::builder()
+        .connect_string(connect)
+        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
+        .build()?;
+    client.block_until_connected(Duration::from_secs(30))?;
+    for k in client.get_children(path)? {
+        let node = format!("{path}/{k}");
+        if client.get_data(&node).is_ok_and(|(data, _)| data == name.as_bytes()) {
+            client.delete().for_path(&node)?;
+            client.close();
+            return Ok(node);
+        }
+    }
+    client.close();
+    Err(format!("no node of {name} under {path}").into())
+}
+
+/// With `PARTITIONABLE=1`: a fault proxy to `connect` that CONTROL_DIR/NAME.partition cuts
+/// off while it exists (see the module doc); the connect string to use.
+fn partitionable(connect: &str, control: PathBuf, name: &str, log: &Log) -> Result<String, BoxError> {
+    if std::env::var("PARTITIONABLE").as_deref() != Ok("1") {
+        return Ok(connect.to_string());
+    }
+    let proxy = zk_testing::proxy::FaultProxy::start(connect)?;
+    let through = proxy.connect_string();
+    let (log, name) = (log.clone(), name.to_string());
+    std::thread::spawn(move || {
+        let mut cut = false;
+        loop {
+            let want = control.exists();
+            if want && !cut {
+                proxy.refuse(true);
+                proxy.cut();
+                log.line(&format!("{name} PARTITIONED {}", now_us()));
+            } else if !want && cut {
+                proxy.delay_set_watches(Duration::from_millis(300));
+                proxy.refuse(false);
+                log.line(&format!("{name} HEALED {}", now_us()));
+            }
+            cut = want;
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    });
+    Ok(through)
+}
+
 /// The number of children of `path` (0 when it does not exist).
 fn count(connect: &str, path: &str) -> Result<usize, BoxError> {
     let client = CuratorFramework::builder()
@@ -127,6 +182,16 @@ fn main() {
             Ok(n) => println!("{n}"),
             Err(e) => {
                 eprintln!("count: {e}");
+                std::process::exit(1);
+            }
+        }
+        return;
+    }
+    if a.len() == 4 && a[1] == "break" {
+        match break_node(&a[0], &a[2], &a[3]) {
+            Ok(node) => println!("{node}"),
+            Err(e) => {
+                eprintln!("break: {e}");
                 std::process::exit(1);
             }
         }
@@ -157,6 +222,12 @@ fn run(a: &[String]) -> Result<(), BoxError> {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(4000);
+    let connect = partitionable(
+        connect,
+        PathBuf::from(&a[5]).join(format!("{name}.partition")),
+        name,
+        &log,
+    )?;
     let client = CuratorFramework::builder()
         .connect_string(connect.as_str())
         .session_timeout(Duration::from_millis(session_ms))

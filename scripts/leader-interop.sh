@@ -19,6 +19,13 @@
 #   policy, auto-requeue; each leadership holds 200..800 ms) on .../selector; after a while the
 #   leader is killed in the middle of its work, twice (once on each side, when possible), a
 #   replacement joins each time; then everyone closes.
+# Phase 3, composed faults: Rust R1 (behind a fault proxy of its own, PARTITIONABLE=1) leads a
+#   latch election with Java J1 and J2 queued behind it; R1 is partitioned (its proxy cuts and
+#   refuses), an operator deletes its node while it is away, J1 is elected, and the partition
+#   heals before R1's session expires, with R1's re-registered watches answered 300 ms late.
+#   R1 must never be told it leads again with its old term (a LEADER of R1 while J1 leads is
+#   an overlap; a term that goes back is caught too): it rejoins at the back and leads again
+#   only after J1 and J2 close, in a larger term. Three rounds.
 # Checks (scripts/interop/check_leaders.py, whose self-test runs first and must catch an
 # overlap): never two leaders at once (a killed leader's leadership ends at its kill time, as
 # recorded by this script just after kill -9 returned), leadership moved Java->Rust and
@@ -395,6 +402,40 @@ selector_phase() {
   log "selector phase: $((SECONDS - t0)) s"
 }
 
+composed_phase() {
+  local path=$RUN/composed logf=$WORK/composed.log t0=$SECONDS round next broken
+  : >"$logf"
+  CTL=$WORK/control-composed
+  mkdir -p "$CTL"
+  NEXT_J=1; NEXT_R=1; ALIVE=()
+  for round in 1 2 3; do
+    log "composed round $round: R$round (behind its own fault proxy), then J$((2 * round - 1)) and J$((2 * round)) join $path"
+    PARTITIONABLE=1 join "R$round" rust latch "$path" "$logf"
+    join "J$((2 * round - 1))" java latch "$path" "$logf"
+    join "J$((2 * round))" java latch "$path" "$logf"
+    ALIVE=("R$round" "J$((2 * round - 1))" "J$((2 * round))")
+    [ "$(await_new_leader latch "$logf" "" 30)" = "R$round" ] || die "composed: R$round does not lead"
+    touch "$CTL/R$round.partition"
+    await_line "$logf" "^R$round NOTLEADER .*Suspended" 30 "R$round told it was cut off"
+    broken=$(timeout 60 "$RUST_CONTENDER" "$CONNECT" break "$path" "R$round") || die "composed: cannot break R$round's node"
+    printf 'R%s BROKEN %s %s\n' "$round" "$(now_us)" "$broken" >>"$logf"
+    next=$(await_new_leader latch "$logf" "R$round" 30)
+    log "composed: R$round partitioned, its node $broken deleted, $next leads; healing"
+    rm -f "$CTL/R$round.partition"
+    await_line "$logf" "^R$round NOTLEADER .*NodeDeleted" 30 "R$round told its node was deleted"
+    # J's close in turn: R leads again, in a larger term (the checker compares terms).
+    close_participant "J$((2 * round - 1))"
+    close_participant "J$((2 * round))"
+    [ "$(await_new_leader latch "$logf" "" 30)" = "R$round" ] || die "composed: R$round does not lead after the Java participants closed"
+    close_participant "R$round"
+    ALIVE=()
+  done
+  await_empty "$path"
+  "$PY" "$INTEROP/check_leaders.py" latch "$logf" --min-moves 3 --min-leaders 9 \
+    || die "composed: the check failed (log: $logf)"
+  log "composed phase: $((SECONDS - t0)) s"
+}
+
 # ---- main --------------------------------------------------------------------------------
 T0=$SECONDS
 check_prereqs
@@ -408,6 +449,7 @@ esac
 log "server $CONNECT; session timeout $SESSION_MS ms; elections under $RUN"
 latch_phase
 selector_phase
+composed_phase
 # CURATOR-696 (spec §5 point 12): Curator 5.4's latch grants leadership without checking that
 # its node belongs to its current session; a SIGKILLed Java participant's session just expires,
 # so it cannot show here. Any isLeader() while hasLeadership() was false would fail the check.

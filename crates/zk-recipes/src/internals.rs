@@ -13,8 +13,9 @@ use zk_framework::{CuratorFramework, ListenerHandle};
 
 use crate::driver::{Decision, Deletion, Driver, NodeMissing};
 use crate::error::{Error, Result};
-use crate::holding::{GrantedNode, Holding, WaiterWatch};
+use crate::holding::{GrantedNode, Holding};
 use crate::wait::{wait_or_cancel, Woken};
+use crate::waiter::WaiterWatch;
 
 /// One lock kind on one path: the algorithm shared by every recipe.
 #[derive(Clone)]

@@ -61,6 +61,7 @@ pub mod stats;
 mod timer;
 mod transaction;
 mod wait;
+mod waiter;
 
 pub use error::{Error, Result};
 pub use holding::{Holding, LockEvent, LockStatus};

@@ -100,7 +100,7 @@ impl CuratorFramework {
     /// ```
     #[doc(hidden)]
     pub fn session_generation(&self) -> u64 {
-        self.inner.current().1
+        self.inner.handle.lock().generation
     }
 
     /// The connection epoch: a number that moves on whenever this client may
@@ -135,8 +135,10 @@ impl CuratorFramework {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn connection_epoch(&self) -> u64 {
-        let (client, generation) = self.inner.current();
-        (generation << 40) | (client.connection_epoch() & ((1 << 40) - 1))
+        // Read under the handle's lock, without taking a reference: a lock's
+        // `check()` asks for it every time.
+        let h = self.inner.handle.lock();
+        (h.generation << 40) | (h.client.connection_epoch() & ((1 << 40) - 1))
     }
 
     /// The current session id (0 before the first connection).

@@ -53,8 +53,11 @@ impl Inner {
     /// The current session's health, and how long until it may next change
     /// by the clock alone (`None`: only a reply or a new session changes it).
     pub(super) fn health_now(&self) -> (SessionHealth, Option<Duration>) {
-        let (client, _) = self.current();
-        let Some(horizon) = self.horizon_of(&client) else {
+        // Under the handle's lock, without taking a reference (a lock's
+        // `check()` asks for it every time).
+        let h = self.handle.lock();
+        let client = &h.client;
+        let Some(horizon) = self.horizon_of(client) else {
             return (SessionHealth::PastHorizon, None);
         };
         let now = Instant::now();

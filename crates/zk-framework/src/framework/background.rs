@@ -118,6 +118,9 @@ impl Background {
     }
 
     pub(super) fn stop(&self) {
+        // Under the queue's lock, so that the worker cannot miss it between
+        // its look at the flag and its wait.
+        let _q = self.shared.queue.lock();
         self.shared.stopped.store(true, Ordering::SeqCst);
         self.shared.cv.notify_all();
     }
@@ -144,8 +147,10 @@ fn worker(shared: Arc<Shared>, owner: Option<Weak<dyn Owner>>) {
                 if let Some(i) = q.items.iter().position(|it| it.due <= now) {
                     break q.items.remove(i).expect("index is in range");
                 }
+                // Until the next task is due (or the idle time ends); a new
+                // task, a stop and the owner's end wake it sooner.
                 let next = q.items.iter().map(|it| it.due).min().unwrap_or(idle_since + IDLE);
-                shared.cv.wait_until(&mut q, next.min(now + Duration::from_millis(200)));
+                shared.cv.wait_until(&mut q, next);
             }
         };
         let Some(owner) = owner.as_ref().and_then(Weak::upgrade) else {

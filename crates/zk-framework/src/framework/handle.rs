@@ -283,7 +283,8 @@ impl CuratorFramework {
     /// failed in TLS (see [`Client::wait_connected`]); [`Error::Tls`] at once
     /// when every server refused the handshake in a way no retry mends
     /// ([`TlsErrorKind::is_certain`](crate::TlsErrorKind::is_certain));
-    /// [`Error::Closed`] when the client is closed.
+    /// [`Error::AuthFailed`] at once when the server refused the session's
+    /// credentials; [`Error::Closed`] when the client is closed.
     ///
     /// # Examples
     ///
@@ -294,40 +295,70 @@ impl CuratorFramework {
     /// ```
     pub fn block_until_connected(&self, timeout: Duration) -> Result<()> {
         let deadline = Instant::now().checked_add(timeout);
-        let mut c = self.inner.conn.lock();
+        // The deadline is the only timeout: the wait is on the current handle
+        // (it wakes when it connects, when every server refused in a way no
+        // retry mends, and when it ends) and on the state machine (every
+        // change, a new handle and the close wake `conn_cv`).
+        let timed_out = |client: &Client| match client.last_tls_error() {
+            // A TLS failure says more than a timeout (a wrong CA never heals).
+            Some(e) => Error::Tls(e),
+            None => Error::ConnectTimeout { waited: timeout },
+        };
         loop {
-            if self.inner.closed.load(Ordering::SeqCst) {
-                return Err(Error::Closed);
-            }
-            if c.machine.current().is_some_and(ConnectionState::is_connected) {
-                return Ok(());
-            }
-            // Every server refused in a way no retry mends: say so now.
-            let current = self.zookeeper_client();
-            if let Some(e) = current.certain_refusal() {
-                return Err(Error::Tls(e));
-            }
-            // The server refused the session's credentials and closed it
-            // (possibly before the session monitor saw it connected): no
-            // wait mends that either.
-            if current.state() == crate::ClientState::AuthFailed {
-                return Err(Error::AuthFailed);
-            }
-            drop(current);
-            let now = Instant::now();
-            let wait = match deadline {
-                Some(d) if now >= d => {
-                    drop(c);
-                    // A TLS failure says more than a timeout (a wrong CA never heals).
-                    if let Some(e) = self.zookeeper_client().last_tls_error() {
-                        return Err(Error::Tls(e));
-                    }
-                    return Err(Error::ConnectTimeout { waited: timeout });
+            let (client, generation) = {
+                let c = self.inner.conn.lock();
+                if self.inner.closed.load(Ordering::SeqCst) {
+                    return Err(Error::Closed);
                 }
-                Some(d) => (d - now).min(Duration::from_millis(100)),
-                None => Duration::from_millis(100),
+                if c.machine.current().is_some_and(ConnectionState::is_connected) {
+                    return Ok(());
+                }
+                drop(c);
+                self.inner.current()
             };
-            self.inner.conn_cv.wait_for(&mut c, wait);
+            let far = || Instant::now() + Duration::from_secs(86_400 * 365);
+            match client.wait_connected(deadline.unwrap_or_else(far)) {
+                // Connected (the session monitor tells the state machine
+                // next), or this handle ended (a new one follows an expiry; a
+                // closed client is told below).
+                Ok(()) | Err(Error::SessionExpired | Error::Closed) => {}
+                // Every server refused in a way no retry mends, or the
+                // deadline came after a TLS failure.
+                Err(Error::Tls(e)) => return Err(Error::Tls(e)),
+                // The server refused the session's credentials and closed it:
+                // no wait mends that.
+                Err(Error::AuthFailed) => return Err(Error::AuthFailed),
+                Err(_) => return Err(timed_out(&client)),
+            }
+            let mut c = self.inner.conn.lock();
+            loop {
+                if self.inner.closed.load(Ordering::SeqCst) {
+                    return Err(Error::Closed);
+                }
+                if c.machine.current().is_some_and(ConnectionState::is_connected) {
+                    return Ok(());
+                }
+                let state = client.state();
+                // A new handle, or this one lost its connection before the
+                // state machine heard of it: wait on the handle again.
+                if self.inner.handle.lock().generation != generation || state == crate::ClientState::Connecting {
+                    break;
+                }
+                if state == crate::ClientState::AuthFailed {
+                    return Err(Error::AuthFailed);
+                }
+                match deadline {
+                    Some(d) => {
+                        if self.inner.conn_cv.wait_until(&mut c, d).timed_out()
+                            && !c.machine.current().is_some_and(ConnectionState::is_connected)
+                        {
+                            drop(c);
+                            return Err(timed_out(&client));
+                        }
+                    }
+                    None => self.inner.conn_cv.wait(&mut c),
+                }
+            }
         }
     }
 

@@ -104,6 +104,14 @@ impl KnownParents {
     }
 }
 
+impl Drop for Inner {
+    /// The last handle went without `close()`: the background thread, which
+    /// holds only a weak reference, is woken to end now.
+    fn drop(&mut self) {
+        self.background.stop();
+    }
+}
+
 impl Inner {
     pub(super) fn current(&self) -> (Arc<Client>, u64) {
         let h = self.handle.lock();

@@ -29,6 +29,11 @@ impl Inner {
                 h.generation += 1;
                 let g = h.generation;
                 drop(h);
+                // Whoever waits for a connection waits on the new handle now.
+                {
+                    let _c = self.conn.lock();
+                    self.conn_cv.notify_all();
+                }
                 // Closing the old handle is bounded; do it off this thread.
                 let _ = std::thread::Builder::new()
                     .name("zk-framework-close".into())

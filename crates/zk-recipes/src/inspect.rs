@@ -16,6 +16,7 @@ use zk_framework::CuratorFramework;
 use crate::driver::{Decision, Driver, LATCH_LOCK_NAME, LEASE_NAME, READ_LOCK_NAME, WRITE_LOCK_NAME};
 use crate::error::{Error, Result};
 use crate::identity::HolderIdentity;
+use crate::queue::{self, QueueNode};
 
 /// The node layout of a lock path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -397,30 +398,11 @@ fn check_path(path: &str) -> Result<()> {
 
 fn children(client: &CuratorFramework, path: &str) -> Result<Vec<String>> {
     check_path(path)?;
-    match client.get_children(path) {
-        Ok(k) => Ok(k),
-        Err(zk_framework::Error::NoNode { .. }) => Ok(Vec::new()),
-        Err(e) => Err(e.into()),
-    }
+    Ok(queue::children(client, path)?.unwrap_or_default())
 }
 
-/// A node read back: its name, data and stat.
-struct Read {
-    name: String,
-    data: Vec<u8>,
-    stat: zk_framework::proto::Stat,
-}
-
-fn read_all(client: &CuratorFramework, base: &str, names: Vec<String>) -> Result<Vec<Read>> {
-    let mut out = Vec::with_capacity(names.len());
-    for name in names {
-        match client.get_data(&join(base, &name)) {
-            Ok((data, stat)) => out.push(Read { name, data, stat }),
-            Err(zk_framework::Error::NoNode { .. }) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(out)
+fn read_all(client: &CuratorFramework, base: &str, names: Vec<String>) -> Result<Vec<QueueNode>> {
+    queue::read(client, base, names, None, None::<&queue::NoWatch>)
 }
 
 fn read(

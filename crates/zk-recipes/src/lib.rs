@@ -53,6 +53,7 @@ pub mod leader;
 mod lock;
 mod multi;
 mod mutex;
+mod queue;
 mod revoke;
 mod rwlock;
 mod semaphore;
@@ -62,6 +63,7 @@ mod timer;
 mod transaction;
 mod wait;
 mod waiter;
+mod worker;
 
 pub use error::{Error, Result};
 pub use holding::{Holding, LockEvent, LockStatus};

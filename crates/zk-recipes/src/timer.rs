@@ -10,12 +10,13 @@
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Weak};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 use zk_framework::CuratorFramework;
+
+use crate::worker::Worker;
 
 /// Something the timer runs when its time comes, unless it is gone by then
 /// (only a weak reference waits in the queue).
@@ -43,13 +44,12 @@ struct Queue {
 /// One client's timer (kept by the client: [`Timer::of`]).
 pub(crate) struct Timer {
     queue: Arc<Mutex<Queue>>,
-    /// Wakes the thread when the queue was empty; dropping it stops the
-    /// thread.
+    /// Wakes the thread when the queue was empty.
     wake: Sender<()>,
     wake_rx: Receiver<()>,
     closed: Receiver<()>,
     /// The latest thread started.
-    thread: Mutex<Option<JoinHandle<()>>>,
+    thread: Mutex<Option<Worker>>,
 }
 
 impl Timer {
@@ -91,10 +91,7 @@ impl Timer {
         q.served = true;
         drop(q);
         let (queue, wake, closed) = (self.queue.clone(), self.wake_rx.clone(), self.closed.clone());
-        match std::thread::Builder::new()
-            .name("zk-lock-watches".into())
-            .spawn(move || run(&queue, &wake, &closed))
-        {
+        match Worker::spawn("zk-lock-watches", move |cancel| run(&queue, &wake, &closed, &cancel)) {
             Ok(t) => {
                 // The previous thread, if any, has ended (it handed the queue
                 // back before this one was started).
@@ -114,26 +111,25 @@ impl Timer {
     /// Whether this timer's thread is running (tests).
     #[cfg(test)]
     fn thread_alive(&self) -> bool {
-        matches!(&*self.thread.lock(), Some(h) if !h.is_finished())
+        matches!(&*self.thread.lock(), Some(w) if !w.is_finished())
     }
 }
 
 impl Drop for Timer {
-    /// Stops the thread (it sees its wake channel disconnected) and waits
-    /// for it, unless this is the thread itself (the last reference to the
-    /// client went with an item it ran).
+    /// Stops the thread and waits for it (its items only send, so at most
+    /// [`STOP_WAIT`]), unless this is the thread itself (the last reference
+    /// to the client went with an item it ran).
     fn drop(&mut self) {
-        let (tx, _) = crossbeam_channel::bounded(1);
-        drop(std::mem::replace(&mut self.wake, tx));
-        if let Some(t) = self.thread.lock().take() {
-            if t.thread().id() != std::thread::current().id() {
-                let _ = t.join();
-            }
+        if let Some(w) = self.thread.lock().take() {
+            w.stop(Instant::now() + STOP_WAIT);
         }
     }
 }
 
-fn run(queue: &Mutex<Queue>, wake: &Receiver<()>, closed: &Receiver<()>) {
+/// How long dropping a timer waits for its thread.
+const STOP_WAIT: Duration = Duration::from_secs(1);
+
+fn run(queue: &Mutex<Queue>, wake: &Receiver<()>, closed: &Receiver<()>, cancel: &Receiver<()>) {
     let mut last_run: Option<Instant> = None;
     loop {
         let next = queue
@@ -149,6 +145,7 @@ fn run(queue: &Mutex<Queue>, wake: &Receiver<()>, closed: &Receiver<()>) {
                 }
             }
             recv(closed) -> _ => return,
+            recv(cancel) -> _ => return,
             recv(timer) -> _ => {
                 let now = Instant::now();
                 let mut ready = Vec::new();

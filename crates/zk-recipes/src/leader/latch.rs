@@ -5,17 +5,19 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
 use zk_framework::CuratorFramework;
 
+use super::candidate::{self, Ended, Leading, TurnEnd};
 use super::election::{Election, LeaderEvent, LeaderStatus, Lifecycle, NotLeaderReason, SuspendPolicy};
 use super::participant::{self, Participant};
 use crate::driver::{Driver, LATCH_LOCK_NAME};
 use crate::error::{Error, Result};
-use crate::holding::LockEvent;
-use crate::internals::{Attempt, LockInternals};
+use crate::holding::Holding;
+use crate::internals::LockInternals;
 use crate::transaction::GuardedTransaction;
+use crate::worker::Worker;
 
 /// Whether closing a leading latch tells its listener and channels.
 ///
@@ -41,9 +43,6 @@ type Listener = Box<dyn FnMut(LeaderEvent) + Send>;
 /// How long `close()` waits for the participant thread to delete its node
 /// before returning (the delete goes on in the background).
 const CLOSE_WAIT: Duration = Duration::from_secs(2);
-
-/// The first and the longest pause before a failed try is repeated.
-const RETRY_PAUSE: (Duration, Duration) = (Duration::from_millis(50), Duration::from_secs(2));
 
 /// A participant in a leader election, wire-compatible with Curator's
 /// `LeaderLatch`: Java latches and these on one path are one election.
@@ -88,10 +87,9 @@ pub struct LeaderLatch {
 struct Inner {
     election: Arc<Election>,
     close_mode: CloseMode,
-    /// Dropped at close: wakes the participant thread wherever it waits.
-    cancel: Mutex<Option<Sender<()>>>,
-    /// Disconnected when the participant thread has ended.
-    done: Mutex<Option<Receiver<()>>>,
+    /// The participant thread (cancelled at close: it wakes wherever it
+    /// waits).
+    worker: Mutex<Option<Worker>>,
     listener: Mutex<Option<Listener>>,
     /// How far the listener has got (for `resign()`).
     told: Arc<Told>,
@@ -261,8 +259,7 @@ impl LeaderLatchBuilder {
             inner: Arc::new(Inner {
                 election: Election::new(&self.client, &self.path, internals, id, self.policy),
                 close_mode: self.close_mode,
-                cancel: Mutex::new(None),
-                done: Mutex::new(None),
+                worker: Mutex::new(None),
                 listener: Mutex::new(self.listener),
                 told: Arc::default(),
             }),
@@ -334,41 +331,39 @@ impl LeaderLatch {
             let (rx, base) = election.subscribe_counted();
             let told = self.inner.told.clone();
             *told.progress.lock() = Some((base, 0));
-            let spawned = std::thread::Builder::new()
-                .name("leader-latch-listener".into())
-                .spawn(move || {
-                    let _ = told.thread.set(std::thread::current().id());
-                    for ev in rx {
-                        // A listener that panics is logged and keeps
-                        // hearing the events that follow.
-                        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(ev))).is_err() {
-                            log::error!("a leader latch listener panicked on {ev:?}");
-                        }
-                        told.handled_one();
+            // It ends with its channel, at close: no cancel of its own.
+            let spawned = Worker::spawn("leader-latch-listener", move |_cancel| {
+                let _ = told.thread.set(std::thread::current().id());
+                for ev in rx {
+                    // A listener that panics is logged and keeps hearing the
+                    // events that follow.
+                    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(ev))).is_err() {
+                        log::error!("a leader latch listener panicked on {ev:?}");
                     }
-                    // Gone: nobody waits for it any more.
-                    *told.progress.lock() = None;
-                    told.changed.notify_all();
-                });
+                    told.handled_one();
+                }
+                // Gone: nobody waits for it any more.
+                *told.progress.lock() = None;
+                told.changed.notify_all();
+            });
             if let Err(e) = spawned {
                 *self.inner.told.progress.lock() = None;
                 log::error!("cannot start the latch's listener thread: {e}");
             }
         }
-        let (cancel_tx, cancel_rx) = crossbeam_channel::bounded::<()>(0);
-        let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(0);
-        *self.inner.cancel.lock() = Some(cancel_tx);
-        *self.inner.done.lock() = Some(done_rx);
         let inner = self.inner.clone();
-        let spawned = std::thread::Builder::new().name("leader-latch".into()).spawn(move || {
-            participate(&inner, &cancel_rx);
-            drop(done_tx);
-        });
-        if let Err(e) = spawned {
-            let _ = election.close(false);
-            return Err(Error::InvalidArgument(format!("cannot start the latch's thread: {e}")));
+        match Worker::spawn("leader-latch", move |cancel| {
+            candidate::run(&inner.election, &cancel, &mut Turns { inner: &inner });
+        }) {
+            Ok(w) => {
+                *self.inner.worker.lock() = Some(w);
+                Ok(())
+            }
+            Err(e) => {
+                let _ = election.close(false);
+                Err(Error::InvalidArgument(format!("cannot start the latch's thread: {e}")))
+            }
         }
-        Ok(())
     }
 
     /// Leaves the election: the leadership ends, the node is deleted, every
@@ -414,9 +409,8 @@ impl LeaderLatch {
         }
         // Wakes the participant thread; it deletes a node it is waiting
         // with, or one it wins from now on.
-        self.inner.cancel.lock().take();
-        if let Some(done) = self.inner.done.lock().take() {
-            let _ = done.recv_deadline(end);
+        if let Some(w) = self.inner.worker.lock().take() {
+            w.stop(end);
         }
         Ok(())
     }
@@ -830,83 +824,40 @@ impl Drop for LeaderLatch {
     }
 }
 
-/// The participant thread: queue a node, lead while it holds, queue again
-/// after a loss or a resign, until the latch closes.
-fn participate(inner: &Inner, cancel: &Receiver<()>) {
-    let election = &inner.election;
-    let internals = election.internals.clone().with_cancel(cancel.clone());
-    let data = election.id.as_bytes().to_vec();
-    let mut pause = RETRY_PAUSE.0;
-    while election.lifecycle() == Lifecycle::Started {
-        if !election.wait_connected(cancel) {
-            break;
-        }
-        match internals.attempt_counted(&election.client, data.clone()) {
-            Ok(Attempt::Won(node)) => {
-                pause = RETRY_PAUSE.0;
-                let holding = internals.hold(node);
-                let events = holding.loss_receiver();
-                if let Err(h) = election.begin(holding) {
-                    let _ = h.release_node();
-                    break;
-                }
-                lead(inner, &events, cancel);
-            }
-            Ok(Attempt::Missing) | Ok(Attempt::TimedOut) => {}
-            Ok(Attempt::Cancelled) => break,
-            Err(e) => {
-                if election.client.is_closed() {
-                    election.set_error(Some(e));
-                    break;
-                }
-                log::debug!("leader latch at {}: {e}; trying again in {pause:?}", election.path);
-                election.set_error(Some(e));
-                if crossbeam_channel::select! {
-                    recv(cancel) -> _ => true,
-                    recv(crossbeam_channel::after(pause)) -> _ => false,
-                } {
-                    break;
-                }
-                pause = (pause * 2).min(RETRY_PAUSE.1);
-            }
-        }
-    }
+/// The latch's turns: one after another while started (its thread's cancel
+/// is every turn's); leading is watching the holding until it is lost (it is
+/// released and the loop queues again), released (a resign or the close),
+/// or the client closes.
+struct Turns<'a> {
+    inner: &'a Inner,
 }
 
-/// While leading: tells each change of the holding, until it is lost (then
-/// it is released and the caller queues again), the latch resigns, or it
-/// closes.
-fn lead(inner: &Inner, events: &Receiver<LockEvent>, cancel: &Receiver<()>) {
-    let election = &inner.election;
-    // The client's close ends the leadership (the holding finds itself lost
-    // when asked): ask at once.
-    let closed = election.client.close_signal();
-    loop {
-        crossbeam_channel::select! {
-            recv(closed) -> _ => {
-                election.refresh();
-                if let Some(h) = election.end(NotLeaderReason::ClientClosed) {
-                    let _ = h.release_node();
-                }
-                return;
-            }
-            recv(events) -> ev => match ev {
-                Ok(_) => {
-                    election.refresh();
-                    if election.holding_lost() {
-                        if let Some(h) = election.end(NotLeaderReason::SessionExpired) {
-                            // Lost: the release only hands its delete to the
-                            // background (a node deleted with its session is
-                            // gone; one deleted by someone else too).
-                            let _ = h.release_node();
-                        }
-                        return;
-                    }
-                }
-                // Released by resign() (queue again) or close().
-                Err(_) => return,
-            },
-            recv(cancel) -> _ => return,
+impl Leading for Turns<'_> {
+    fn next_turn(&mut self, cancel: &Receiver<()>) -> Option<Receiver<()>> {
+        match cancel.try_recv() {
+            Err(crossbeam_channel::TryRecvError::Disconnected) => None,
+            _ => Some(cancel.clone()),
         }
     }
+
+    fn lead(&mut self, holding: Holding, turn: &Receiver<()>) {
+        let election = &self.inner.election;
+        let events = holding.loss_receiver();
+        // The election keeps its own share.
+        drop(holding);
+        let reason = match candidate::watch(election, &events, turn, |_| {}) {
+            Ended::ClientClosed => NotLeaderReason::ClientClosed,
+            // (A loss seen first is told as the loss: `end` tells the cause.)
+            Ended::Lost => NotLeaderReason::SessionExpired,
+            Ended::Released | Ended::Stopped => return,
+        };
+        if let Some(h) = election.end(reason) {
+            // Lost or closed: the release only hands its delete to the
+            // background (a node deleted with its session is gone; one
+            // deleted by someone else too).
+            let _ = h.release_node();
+        }
+    }
+
+    fn turn_over(&mut self, _end: TurnEnd) {}
 }

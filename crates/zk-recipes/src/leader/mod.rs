@@ -10,6 +10,7 @@
 //! [`crate::guide::leader`] for the state model, the two
 //! [`SuspendPolicy`]s, fencing, the observer and Curator interop.
 
+mod candidate;
 mod election;
 mod latch;
 mod observer;

@@ -6,14 +6,15 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
-use zk_framework::proto::path::join;
 use zk_framework::CuratorFramework;
 
 use super::participant::{self, Participant};
 use crate::driver::Driver;
 use crate::error::Result;
 use crate::internals::state_changes;
+use crate::queue;
 use crate::wait::{wait_or_cancel, Woken};
+use crate::worker::Worker;
 
 /// Which recipe's election an observer watches (their nodes sort
 /// differently: see [`crate::guide::leader`]).
@@ -93,8 +94,8 @@ const RETRY_PAUSE: Duration = Duration::from_millis(200);
 /// ```
 pub struct LeaderObserver {
     inner: Arc<Inner>,
-    cancel: Option<Sender<()>>,
-    done: Option<Receiver<()>>,
+    /// The observing thread (`None` once closed).
+    worker: Option<Worker>,
 }
 
 struct Inner {
@@ -149,20 +150,12 @@ impl LeaderObserver {
                 subscribers: Vec::new(),
             }),
         });
-        let (cancel_tx, cancel_rx) = crossbeam_channel::bounded::<()>(0);
-        let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(0);
         let thread_inner = inner.clone();
-        std::thread::Builder::new()
-            .name("leader-observer".into())
-            .spawn(move || {
-                observe(&thread_inner, &cancel_rx);
-                drop(done_tx);
-            })
+        let worker = Worker::spawn("leader-observer", move |cancel| observe(&thread_inner, &cancel))
             .map_err(|e| crate::Error::InvalidArgument(format!("cannot start the observer's thread: {e}")))?;
         Ok(LeaderObserver {
             inner,
-            cancel: Some(cancel_tx),
-            done: Some(done_rx),
+            worker: Some(worker),
         })
     }
 
@@ -199,7 +192,7 @@ impl LeaderObserver {
         if let Some(now) = &st.current {
             let _ = tx.send(now.clone());
         }
-        if self.cancel.is_some() {
+        if self.worker.is_some() {
             st.subscribers.push(tx);
         }
         rx
@@ -216,9 +209,8 @@ impl LeaderObserver {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn close(&mut self) {
-        self.cancel.take();
-        if let Some(done) = self.done.take() {
-            let _ = done.recv_deadline(Instant::now() + Duration::from_secs(2));
+        if let Some(w) = self.worker.take() {
+            w.stop(Instant::now() + Duration::from_secs(2));
         }
         self.inner.state.lock().subscribers.clear();
     }
@@ -260,33 +252,20 @@ fn observe(inner: &Inner, cancel: &Receiver<()>) {
             }
         };
         let read = (|| -> Result<()> {
-            let mut kids = match client.get_children(&inner.path) {
-                Ok(k) => k,
-                Err(zk_framework::Error::NoNode { .. }) => {
-                    publish(inner, None);
-                    let tx = tx.clone();
-                    client.exists_w_detached(&inner.path, watcher.clone(), move |r| {
-                        if matches!(r, Ok(Some(_))) {
-                            let _ = tx.try_send(());
-                        }
-                    })?;
-                    return Ok(());
-                }
-                Err(e) => return Err(e.into()),
-            };
-            driver.sort(&mut kids);
-            for name in &kids {
-                match client.get_data_w(&join(&inner.path, name), watcher.clone()) {
-                    Ok((data, stat)) => {
-                        publish(
-                            inner,
-                            Some(participant::participant(join(&inner.path, name), &data, &stat, true)),
-                        );
-                        return Ok(());
+            let Some(kids) = queue::sorted(client, &inner.path, driver)? else {
+                publish(inner, None);
+                let tx = tx.clone();
+                client.exists_w_detached(&inner.path, watcher.clone(), move |r| {
+                    if matches!(r, Ok(Some(_))) {
+                        let _ = tx.try_send(());
                     }
-                    Err(zk_framework::Error::NoNode { .. }) => continue,
-                    Err(e) => return Err(e.into()),
-                }
+                })?;
+                return Ok(());
+            };
+            // The first readable node is the leader: watch it, and only it.
+            if let Some(n) = queue::read(client, &inner.path, kids, Some(1), Some(&watcher))?.pop() {
+                publish(inner, Some(participant::participant(n.path, &n.data, &n.stat, true)));
+                return Ok(());
             }
             // Nobody: watch the election's children until someone joins.
             match client.get_children_w(&inner.path, watcher.clone()) {

@@ -1,12 +1,12 @@
 //! Who takes part in an election, read from the server: Curator's
 //! `getParticipants` / `getLeader`, typed.
 
-use zk_framework::proto::path::join;
 use zk_framework::CuratorFramework;
 
 use crate::driver::Driver;
 use crate::error::Result;
 use crate::identity::HolderIdentity;
+use crate::queue;
 
 /// One participant of an election, as its node tells.
 ///
@@ -44,22 +44,20 @@ pub struct Participant {
 /// `driver`, in election order; the first readable node is the leader.
 /// Nodes that vanish while they are read are left out (Curator's rule).
 pub(crate) fn read(client: &CuratorFramework, path: &str, driver: Driver) -> Result<Vec<Participant>> {
-    let mut kids = match client.get_children(path) {
-        Ok(k) => k,
-        Err(zk_framework::Error::NoNode { .. }) => return Ok(Vec::new()),
-        Err(e) => return Err(e.into()),
+    read_up_to(client, path, driver, None)
+}
+
+/// The first `limit` readable participants (`None`: all), in election order.
+fn read_up_to(client: &CuratorFramework, path: &str, driver: Driver, limit: Option<usize>) -> Result<Vec<Participant>> {
+    let Some(kids) = queue::sorted(client, path, driver)? else {
+        return Ok(Vec::new());
     };
-    driver.sort(&mut kids);
-    let mut out: Vec<Participant> = Vec::with_capacity(kids.len());
-    for name in kids {
-        let node = join(path, &name);
-        match client.get_data(&node) {
-            Ok((data, stat)) => out.push(participant(node, &data, &stat, out.is_empty())),
-            Err(zk_framework::Error::NoNode { .. }) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(out)
+    let nodes = queue::read(client, path, kids, limit, None::<&queue::NoWatch>)?;
+    Ok(nodes
+        .into_iter()
+        .enumerate()
+        .map(|(i, n)| participant(n.path, &n.data, &n.stat, i == 0))
+        .collect())
 }
 
 pub(crate) fn participant(node: String, data: &[u8], stat: &zk_framework::proto::Stat, first: bool) -> Participant {
@@ -75,21 +73,7 @@ pub(crate) fn participant(node: String, data: &[u8], stat: &zk_framework::proto:
 
 /// The leader of the election at `path`: the first readable node.
 pub(crate) fn leader(client: &CuratorFramework, path: &str, driver: Driver) -> Result<Option<Participant>> {
-    let mut kids = match client.get_children(path) {
-        Ok(k) => k,
-        Err(zk_framework::Error::NoNode { .. }) => return Ok(None),
-        Err(e) => return Err(e.into()),
-    };
-    driver.sort(&mut kids);
-    for name in kids {
-        let node = join(path, &name);
-        match client.get_data(&node) {
-            Ok((data, stat)) => return Ok(Some(participant(node, &data, &stat, true))),
-            Err(zk_framework::Error::NoNode { .. }) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(None)
+    Ok(read_up_to(client, path, driver, Some(1))?.pop())
 }
 
 /// The participant id a builder was given, checked ([`check_id`]), or the

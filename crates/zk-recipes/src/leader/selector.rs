@@ -12,19 +12,18 @@ use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 use zk_framework::CuratorFramework;
 
+use super::candidate::{self, Ended, Leading, TurnEnd};
 use super::election::{Election, LeaderEvent, LeaderStatus, Lifecycle, NotLeaderReason, SuspendPolicy};
 use super::participant::{self, Participant};
 use crate::driver::{Driver, MUTEX_LOCK_NAME};
 use crate::error::{Error, Result};
-use crate::holding::LockEvent;
-use crate::internals::{Attempt, LockInternals};
+use crate::holding::{Holding, LockEvent};
+use crate::internals::LockInternals;
 use crate::transaction::GuardedTransaction;
+use crate::worker::Worker;
 
 /// How long `close()` waits for the selector's thread to end.
 const CLOSE_WAIT: Duration = Duration::from_secs(2);
-
-/// The first and the longest pause before a failed try is repeated.
-const RETRY_PAUSE: (Duration, Duration) = (Duration::from_millis(50), Duration::from_secs(2));
 
 type Work = Box<dyn FnMut(&Leadership) + Send>;
 
@@ -84,13 +83,13 @@ struct Inner {
     /// Whether a turn is queued or running (at most one at a time).
     busy: Mutex<bool>,
     wake: (Sender<()>, Receiver<()>),
-    /// Dropped at close.
-    cancel: Mutex<Option<Sender<()>>>,
     /// The current turn's cancel: dropped to cancel its wait or leadership.
     turn: Mutex<Option<Sender<()>>>,
     interrupted: AtomicBool,
     work: Mutex<Option<Work>>,
-    done: Mutex<Option<Receiver<()>>>,
+    /// The selector's thread (the candidate loop and the work), and the
+    /// thread that watches each leadership while the work runs.
+    workers: Mutex<Vec<Worker>>,
 }
 
 impl std::fmt::Debug for LeaderSelector {
@@ -201,11 +200,10 @@ impl LeaderSelectorBuilder {
                 auto_requeue: AtomicBool::new(self.auto_requeue),
                 busy: Mutex::new(false),
                 wake: crossbeam_channel::bounded(1),
-                cancel: Mutex::new(None),
                 turn: Mutex::new(None),
                 interrupted: AtomicBool::new(false),
                 work: Mutex::new(Some(self.work)),
-                done: Mutex::new(None),
+                workers: Mutex::new(Vec::new()),
             }),
         })
     }
@@ -256,27 +254,40 @@ impl LeaderSelector {
     pub fn start(&self) -> Result<()> {
         let election = &self.inner.election;
         election.start()?;
-        let (cancel_tx, cancel_rx) = crossbeam_channel::bounded::<()>(0);
-        let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(0);
-        *self.inner.cancel.lock() = Some(cancel_tx);
-        *self.inner.done.lock() = Some(done_rx);
         *self.inner.busy.lock() = true;
+        // Each leadership is watched while its work runs, by one thread for
+        // the selector's life (not one per turn).
+        let (watch_tx, watch_rx) = crossbeam_channel::bounded::<Watch>(1);
         let inner = self.inner.clone();
-        let spawned = std::thread::Builder::new()
-            .name("leader-selector".into())
-            .spawn(move || {
+        let watcher = Worker::spawn("leader-selector-watch", move |cancel| {
+            watch_turns(&inner, &watch_rx, &cancel);
+        });
+        let inner = self.inner.clone();
+        let selector = watcher.and_then(|watcher| {
+            let w = Worker::spawn("leader-selector", move |cancel| {
                 if let Some(mut work) = inner.work.lock().take() {
-                    run(&inner, &cancel_rx, &mut work);
+                    let mut turns = Turns {
+                        inner: &inner,
+                        work: &mut work,
+                        watch: watch_tx,
+                    };
+                    candidate::run(&inner.election, &cancel, &mut turns);
                 }
-                drop(done_tx);
             });
-        if let Err(e) = spawned {
-            let _ = election.close(false);
-            return Err(Error::InvalidArgument(format!(
-                "cannot start the selector's thread: {e}"
-            )));
+            Ok((watcher, w?))
+        });
+        match selector {
+            Ok((watcher, selector)) => {
+                self.inner.workers.lock().extend([selector, watcher]);
+                Ok(())
+            }
+            Err(e) => {
+                let _ = election.close(false);
+                Err(Error::InvalidArgument(format!(
+                    "cannot start the selector's threads: {e}"
+                )))
+            }
         }
-        Ok(())
     }
 
     /// Queues the selector for one more leadership if it is neither queued
@@ -368,9 +379,12 @@ impl LeaderSelector {
         let _ = self.inner.election.close(false)?;
         let end = Instant::now() + CLOSE_WAIT;
         self.inner.turn.lock().take();
-        self.inner.cancel.lock().take();
-        if let Some(done) = self.inner.done.lock().take() {
-            let _ = done.recv_deadline(end);
+        let workers: Vec<Worker> = std::mem::take(&mut *self.inner.workers.lock());
+        for w in &workers {
+            w.cancel();
+        }
+        for w in &workers {
+            w.join_until(end);
         }
         Ok(())
     }
@@ -712,134 +726,117 @@ impl Leadership {
     }
 }
 
-/// The selector's thread: one turn at a time, while started.
-fn run(inner: &Arc<Inner>, cancel: &Receiver<()>, work: &mut Work) {
-    let election = &inner.election;
-    let mut pause = RETRY_PAUSE.0;
-    while election.lifecycle() == Lifecycle::Started {
-        if !*inner.busy.lock() {
+/// A leadership to watch while its work runs: the holding's events, and a
+/// channel that ends the watch (its sender dropped when the work returned).
+struct Watch {
+    events: Receiver<LockEvent>,
+    stop: Receiver<()>,
+    /// Dropped when the watch is over.
+    done: Sender<()>,
+}
+
+/// The watcher's thread: each leadership's events draw the election's status
+/// again, and the turn is cancelled (the work told to stop) when the
+/// selector is no longer leader (lost, or suspended under the standard
+/// policy) or the client closed.
+fn watch_turns(inner: &Inner, watches: &Receiver<Watch>, cancel: &Receiver<()>) {
+    loop {
+        let w = crossbeam_channel::select! {
+            recv(watches) -> w => match w {
+                Ok(w) => w,
+                Err(_) => return,
+            },
+            recv(cancel) -> _ => return,
+        };
+        let cancel_turn = || {
+            inner.turn.lock().take();
+        };
+        let ended = candidate::watch(&inner.election, &w.events, &w.stop, |status| {
+            // Uncertain under the session policy is not (yet) a reason.
+            if status == LeaderStatus::NotLeader {
+                cancel_turn();
+            }
+        });
+        if ended == Ended::ClientClosed {
+            cancel_turn();
+        }
+        drop(w.done);
+    }
+}
+
+/// The selector's turns: one when queued (at start, by `requeue()`, or by
+/// auto-requeue), each with a cancel of its own; leading is running the work.
+struct Turns<'a> {
+    inner: &'a Inner,
+    work: &'a mut Work,
+    watch: Sender<Watch>,
+}
+
+impl Leading for Turns<'_> {
+    fn next_turn(&mut self, cancel: &Receiver<()>) -> Option<Receiver<()>> {
+        let inner = self.inner;
+        while !*inner.busy.lock() {
             crossbeam_channel::select! {
                 recv(inner.wake.1) -> _ => {}
-                recv(cancel) -> _ => {}
+                recv(cancel) -> _ => return None,
             }
-            continue;
+            if inner.election.lifecycle() != Lifecycle::Started {
+                return None;
+            }
         }
         let (turn_tx, turn_rx) = crossbeam_channel::bounded::<()>(0);
         *inner.turn.lock() = Some(turn_tx);
         inner.interrupted.store(false, Ordering::SeqCst);
-        if election.lifecycle() != Lifecycle::Started {
-            break;
-        }
-        if !election.wait_connected(&turn_rx) {
-            if election.lifecycle() != Lifecycle::Started || election.client.is_closed() {
-                break;
-            }
-            // Interrupted while waiting for a connection.
-            inner.turn.lock().take();
-            *inner.busy.lock() = inner.auto_requeue.load(Ordering::SeqCst);
-            continue;
-        }
-        let internals = election.internals.clone().with_cancel(turn_rx.clone());
-        let again = match internals.attempt_counted(&election.client, election.id.as_bytes().to_vec()) {
-            Ok(Attempt::Won(node)) => {
-                pause = RETRY_PAUSE.0;
-                let holding = internals.hold(node);
-                let mine = holding.share();
-                let events = holding.loss_receiver();
-                if let Err(h) = election.begin(holding) {
-                    let _ = h.release_node();
-                    break;
-                }
-                lead(inner, work, turn_rx, &events);
-                // The node goes only now: the next leader never starts while
-                // this closure runs.
-                let _ = mine.release_node();
-                inner.auto_requeue.load(Ordering::SeqCst)
-            }
-            Ok(Attempt::Missing) | Ok(Attempt::TimedOut) => true,
-            // Interrupted or closed while waiting: the node is deleted.
-            Ok(Attempt::Cancelled) => inner.auto_requeue.load(Ordering::SeqCst),
-            Err(e) => {
-                log::debug!("leader selector at {}: {e}; trying again in {pause:?}", election.path);
-                let closed = election.client.is_closed();
-                election.set_error(Some(e));
-                if closed
-                    || crossbeam_channel::select! {
-                        recv(cancel) -> _ => true,
-                        recv(crossbeam_channel::after(pause)) -> _ => false,
-                    }
-                {
-                    break;
-                }
-                pause = (pause * 2).min(RETRY_PAUSE.1);
-                inner.auto_requeue.load(Ordering::SeqCst)
-            }
-        };
-        inner.turn.lock().take();
-        *inner.busy.lock() = again;
+        Some(turn_rx)
     }
-}
 
-/// One leadership: the closure runs while a monitor thread turns the
-/// holding's events into the election's and cancels the leadership when it
-/// may be lost.
-fn lead(inner: &Arc<Inner>, work: &mut Work, cancel: Receiver<()>, events: &Receiver<LockEvent>) {
-    let election = inner.election.clone();
-    let (stop_tx, stop_rx) = crossbeam_channel::bounded::<()>(0);
-    let monitor = {
-        let inner = inner.clone();
-        let events = events.clone();
-        std::thread::Builder::new()
-            .name("leader-selector-monitor".into())
-            .spawn(move || {
-                let closed = inner.election.client.close_signal();
-                loop {
-                    crossbeam_channel::select! {
-                        recv(closed) -> _ => {
-                            inner.election.refresh();
-                            inner.turn.lock().take();
-                            return;
-                        }
-                        recv(events) -> ev => {
-                            if ev.is_err() {
-                                return;
-                            }
-                            // Not leader any more (lost, or suspended under the
-                            // standard policy): cancel. Uncertain under the
-                            // session policy is not (yet) a reason.
-                            if inner.election.refresh() == LeaderStatus::NotLeader {
-                                inner.turn.lock().take();
-                            }
-                        }
-                        recv(stop_rx) -> _ => return,
-                    }
-                }
+    /// The work runs while the watcher turns the holding's events into the
+    /// election's and cancels the leadership when it may be lost; the node
+    /// goes only when the work has returned, so the next leader never
+    /// starts while this one's work runs.
+    fn lead(&mut self, holding: Holding, turn: &Receiver<()>) {
+        let election = &self.inner.election;
+        let (stop_tx, stop) = crossbeam_channel::bounded::<()>(0);
+        let (done, watched) = crossbeam_channel::bounded::<()>(0);
+        let watching = self
+            .watch
+            .send(Watch {
+                events: holding.loss_receiver(),
+                stop,
+                done,
             })
-    };
-    if let Err(e) = &monitor {
-        log::error!("cannot start the selector's monitor thread: {e}; the leadership ends");
-    }
-    let leadership = Leadership {
-        election: election.clone(),
-        cancel,
-    };
-    if monitor.is_ok() {
-        let ran = std::panic::catch_unwind(AssertUnwindSafe(|| work(&leadership)));
-        if ran.is_err() {
-            log::error!("the leader's work at {} panicked; its leadership ends", election.path);
+            .is_ok();
+        if watching {
+            let leadership = Leadership {
+                election: election.clone(),
+                cancel: turn.clone(),
+            };
+            if std::panic::catch_unwind(AssertUnwindSafe(|| (self.work)(&leadership))).is_err() {
+                log::error!("the leader's work at {} panicked; its leadership ends", election.path);
+            }
+        } else {
+            log::error!("the selector's watcher is gone; the leadership ends");
         }
+        drop(stop_tx);
+        let _ = watched.recv();
+        let reason = if self.inner.interrupted.load(Ordering::SeqCst) {
+            NotLeaderReason::Interrupted
+        } else if election.lifecycle() == Lifecycle::Closed {
+            NotLeaderReason::Closed
+        } else {
+            NotLeaderReason::Finished
+        };
+        // (A closed election already ended the leadership.)
+        let _ = election.end(reason);
+        // The node goes only now.
+        let _ = holding.release_node();
     }
-    drop(stop_tx);
-    if let Ok(m) = monitor {
-        let _ = m.join();
+
+    fn turn_over(&mut self, end: TurnEnd) {
+        let inner = self.inner;
+        inner.turn.lock().take();
+        // A node that vanished (or a try that ran out) queues again; any
+        // other end queues again only with auto-requeue.
+        *inner.busy.lock() = end == TurnEnd::Vanished || inner.auto_requeue.load(Ordering::SeqCst);
     }
-    let reason = if inner.interrupted.load(Ordering::SeqCst) {
-        NotLeaderReason::Interrupted
-    } else if election.lifecycle() == Lifecycle::Closed {
-        NotLeaderReason::Closed
-    } else {
-        NotLeaderReason::Finished
-    };
-    // (A closed election already ended the leadership.)
-    let _ = election.end(reason);
 }

@@ -9,8 +9,20 @@ use zk_framework::proto::{EventType, Stat};
 use zk_framework::CuratorFramework;
 use zk_framework::{WatchedEvent, Watcher};
 
-use crate::holding::{is_over, on_own_node_event, HoldState};
-use crate::stats::LossCause;
+/// What a waiter's watch reports to once its node is granted: the node's
+/// holding (implemented by the holding; the watch knows no more of it).
+pub(crate) trait WatchedHolding: Send + Sync {
+    /// The node was seen deleted before the grant: the holding is lost.
+    fn node_deleted(&self);
+    /// The watch reports to this holding from now on: it needs no own-node
+    /// watch of its own.
+    fn watched_by_waiter(&self);
+    /// An event of the node's watch.
+    fn node_event(&self, e: WatchedEvent);
+    /// Whether the holding is over (released or lost): its events change
+    /// nothing.
+    fn is_over(&self) -> bool;
+}
 
 /// A waiting node's exists-watch on itself. A mutex waiter is granted without
 /// a listing when the node it watches is deleted; that is only right while its
@@ -29,7 +41,7 @@ pub(crate) struct WaiterWatch {
 struct WaiterWatchState {
     watched: Watched,
     /// The holding the watch reports to, once granted.
-    holder: Option<Weak<HoldState>>,
+    holder: Option<Weak<dyn WatchedHolding>>,
 }
 
 /// Where a [`WaiterWatch`] stands.
@@ -107,25 +119,29 @@ impl WaiterWatch {
         let holder = s.holder.take().and_then(|h| h.upgrade());
         drop(s);
         if let Some(st) = holder {
-            on_own_node_event(&Arc::downgrade(&st), e);
+            st.node_event(e);
         }
     }
 
     /// Whether its event would only change this watch's state: no holding
     /// to tell yet, or one that is over (released, lost or gone).
     fn only_signals(&self) -> bool {
-        self.state.lock().holder.as_ref().map_or(true, is_over)
+        self.state
+            .lock()
+            .holder
+            .as_ref()
+            .map_or(true, |h| h.upgrade().map_or(true, |h| h.is_over()))
     }
 
     /// Makes `st` the watch's holding: `true` if the watch is set and now
     /// reports to it (or the node's deletion was already heard of, and `st`
     /// is lost); `false` if the holding must watch its node itself.
-    pub(crate) fn hand_over(&self, st: &Arc<HoldState>) -> bool {
+    pub(crate) fn hand_over(&self, st: &Arc<dyn WatchedHolding>) -> bool {
         let mut s = self.state.lock();
         match s.watched {
             Watched::Deleted => {
                 drop(s);
-                st.lose(LossCause::NodeDeleted);
+                st.node_deleted();
                 true
             }
             Watched::Set => {

@@ -8,8 +8,17 @@ use std::sync::Arc;
 
 use crossbeam_channel::Receiver;
 
-use super::inner::EventMsg;
 use super::types::{WatchedEvent, Watcher};
+
+/// Messages for the event thread.
+pub(super) enum EventMsg {
+    /// Run these watchers with the event.
+    Fire(Vec<Box<dyn Watcher>>, WatchedEvent),
+    /// Drop these watchers (their `Drop` is user code: never on the I/O thread).
+    Discard(Vec<Box<dyn Watcher>>),
+    /// Finish the queued work and exit.
+    Stop,
+}
 
 fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = p.downcast_ref::<&str>() {

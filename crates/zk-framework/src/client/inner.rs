@@ -20,6 +20,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use super::connect_string::HostPort;
+use super::events::{fire, EventMsg};
 use super::tls::{TlsConfig, Transport};
 use super::types::{ClientState, SessionEvent, WatchedEvent, Watcher};
 use super::watches::{WatchReg, WatchRegistry};
@@ -125,16 +126,6 @@ pub(super) struct Pending {
     /// The watch to register when the reply says the server set it.
     pub watch: Option<WatchReg>,
     pub op: OpCode,
-}
-
-/// Messages for the event thread.
-pub(super) enum EventMsg {
-    /// Run these watchers with the event.
-    Fire(Vec<Box<dyn Watcher>>, WatchedEvent),
-    /// Drop these watchers (their `Drop` is user code: never on the I/O thread).
-    Discard(Vec<Box<dyn Watcher>>),
-    /// Finish the queued work and exit.
-    Stop,
 }
 
 /// The writer half of the current connection.
@@ -752,7 +743,7 @@ impl Inner {
             // Signals only, and nothing queued ahead of them: run them here,
             // one thread hop sooner; otherwise behind what is queued.
             if self.events_queued.load(Ordering::Acquire) == 0 && watchers.iter().all(|w| w.only_signals()) {
-                super::events::fire(watchers, &event);
+                fire(watchers, &event);
             } else {
                 self.to_event_thread(EventMsg::Fire(watchers, event));
             }

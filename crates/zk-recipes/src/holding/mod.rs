@@ -53,9 +53,8 @@ use crate::waiter::WaiterWatch;
 
 use own_watch::schedule_own_watch;
 pub use own_watch::OWN_WATCH_DELAY;
-pub(crate) use own_watch::{is_over, on_own_node_event};
-use proof::ProofAsk;
 pub(crate) use state::HoldState;
+use state::ProofAsk;
 pub use state::{LockEvent, LockStatus};
 use state::{SetEvents, Subscriber, HELD};
 
@@ -174,7 +173,7 @@ impl Holding {
         // the own-node watch goes out shortly after the grant, so that a lock
         // held for less than that (an uncontended cycle) costs no extra request
         // and no notification at its release.
-        if !waited.is_some_and(|w| w.hand_over(&state)) {
+        if !waited.is_some_and(|w| w.hand_over(&(state.clone() as Arc<dyn crate::waiter::WatchedHolding>))) {
             schedule_own_watch(&state);
         }
         Holding {

@@ -14,6 +14,7 @@ use zk_framework::{WatchedEvent, Watcher};
 use super::state::{HoldState, LOST};
 use crate::stats::LossCause;
 use crate::timer::{Due, Timer};
+use crate::waiter::WatchedHolding;
 
 /// How long after a grant a holding's own-node watch is sent (and, after a
 /// revocation request used it up, set again); at most 5 ms more, as the timer
@@ -55,17 +56,27 @@ impl Watcher for OwnNodeWatcher {
     }
 }
 
-impl HoldState {
-    /// A waiter's watch on the node is set and now reports to this holding:
-    /// no own-node watch of its own is needed.
-    pub(crate) fn watched_by_waiter(&self) {
+impl WatchedHolding for HoldState {
+    fn node_deleted(&self) {
+        self.lose(LossCause::NodeDeleted);
+    }
+
+    fn watched_by_waiter(&self) {
         self.watching.store(true, Ordering::SeqCst);
+    }
+
+    fn node_event(&self, e: WatchedEvent) {
+        on_own_node_event(&self.me, e);
+    }
+
+    fn is_over(&self) -> bool {
+        self.status.load(Ordering::SeqCst) >= LOST
     }
 }
 
 /// Whether the holding is released, lost or gone: final states, in which an
 /// own-node event changes nothing.
-pub(crate) fn is_over(st: &Weak<HoldState>) -> bool {
+pub(super) fn is_over(st: &Weak<HoldState>) -> bool {
     st.upgrade().map_or(true, |st| st.status.load(Ordering::SeqCst) >= LOST)
 }
 
@@ -102,7 +113,7 @@ pub(super) fn watch_own_node(st: &Arc<HoldState>) {
     }
 }
 
-pub(crate) fn on_own_node_event(weak: &Weak<HoldState>, e: WatchedEvent) {
+pub(super) fn on_own_node_event(weak: &Weak<HoldState>, e: WatchedEvent) {
     let Some(st) = weak.upgrade() else { return };
     // Released and lost are final: nothing to tell, no watch to set again.
     if st.status.load(Ordering::SeqCst) >= LOST {

@@ -14,21 +14,13 @@ use std::time::{Duration, Instant};
 use zk_framework::proto::Stat;
 
 use super::own_watch::{watch_own_node, OwnNodeWatcher};
-use super::state::{HoldState, LOST};
+use super::state::{HoldState, ProofAsk, LOST};
 use crate::stats::LossCause;
 use crate::timer::{Due, Timer};
 
 /// How long after a proof that failed (not for a lost connection) it is
 /// asked again.
 const PROOF_RETRY: Duration = Duration::from_millis(100);
-
-/// A holding's proof asked for: the epoch (`None`: none), and whether its
-/// request was sent (its answer is awaited) or waits for the timer.
-#[derive(Default, Clone, Copy)]
-pub(super) struct ProofAsk {
-    pub(super) asked: Option<u64>,
-    pub(super) sent: bool,
-}
 
 impl HoldState {
     /// Asks for the proof of epoch `epoch` (see [`HoldState::proven`]),

@@ -13,7 +13,6 @@ use zk_framework::ConnectionState;
 use zk_framework::SessionHealth;
 use zk_framework::{CuratorFramework, ListenerHandle};
 
-use super::proof::ProofAsk;
 use crate::error::{Error, Result};
 use crate::stats::{LossCause, PathStats};
 
@@ -407,4 +406,12 @@ impl SetEvents {
         }
         alive
     }
+}
+
+/// A holding's proof asked for: the epoch (`None`: none), and whether its
+/// request was sent (its answer is awaited) or waits for the timer.
+#[derive(Default, Clone, Copy)]
+pub(super) struct ProofAsk {
+    pub(super) asked: Option<u64>,
+    pub(super) sent: bool,
 }

@@ -11,9 +11,9 @@
 //!   the handle of a state listener.
 //! * The retry policies: [`RetryPolicy`], [`ExponentialBackoffRetry`],
 //!   [`BoundedExponentialBackoffRetry`], [`RetryNTimes`], [`RetryOneTime`],
-//!   [`RetryForever`], [`RetryUntilElapsed`], [`SessionFailedRetryPolicy`] and
-//!   [`BackoffRetry`] (any schedule of the `backoff` crate, which stays
-//!   behind that adapter).
+//!   [`RetryForever`], [`RetryUntilElapsed`], [`SessionFailedRetryPolicy`], and
+//!   with the `backoff-retry` feature `BackoffRetry` (any schedule of the
+//!   `backoff` crate, which stays behind that adapter).
 //! * [`Error`] and [`Result`]: the crate's one error type.
 //! * The node vocabulary: [`CreateMode`], [`Acl`], [`Id`], [`perms`], [`Stat`].
 //! * [`AclProvider`], [`OpenAclProvider`], [`FixedAclProvider`]: the ACL of
@@ -33,7 +33,7 @@
 //! use zk_framework::{CreateMode, CuratorFramework, ExponentialBackoffRetry};
 //! # #[allow(unused_imports)]
 //! # use zk_framework::{
-//! #     perms, Acl, AclProvider, BackoffRetry, FixedAclProvider, OpenAclProvider, BoundedExponentialBackoffRetry, Client, ConnectionState,
+//! #     perms, Acl, AclProvider, FixedAclProvider, OpenAclProvider, BoundedExponentialBackoffRetry, Client, ConnectionState,
 //! #     CuratorFrameworkBuilder, Error, Id, ListenerHandle, Result, RetryForever, RetryNTimes,
 //! #     RetryOneTime, RetryPolicy, RetryUntilElapsed, SessionFailedRetryPolicy, Stat,
 //! # };
@@ -74,8 +74,10 @@ pub use framework::{
     DeleteBuilder, FixedAclProvider, ListenerHandle, OpenAclProvider, ScopedAclProvider, StateListener,
 };
 pub use proto::{perms, Acl, CreateMode, EventType, Id, KeeperState, Stat};
+#[cfg(feature = "backoff-retry")]
+pub use retry::BackoffRetry;
 pub use retry::{
-    BackoffRetry, BoundedExponentialBackoffRetry, ExponentialBackoffRetry, RetryDecision, RetryForever, RetryNTimes,
-    RetryOneTime, RetryPolicy, RetryUntilElapsed, SessionFailedRetryPolicy,
+    BoundedExponentialBackoffRetry, ExponentialBackoffRetry, RetryDecision, RetryForever, RetryNTimes, RetryOneTime,
+    RetryPolicy, RetryUntilElapsed, SessionFailedRetryPolicy,
 };
 pub use state::{ConnectionState, HealthListener, SessionHealth};

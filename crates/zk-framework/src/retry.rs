@@ -1,8 +1,9 @@
 //! Retry policies: pure values that say "retry after D" or "give up", and never
 //! sleep. The framework's retry loop does the sleeping.
 //!
-//! Every Curator policy is here with its exact rule, plus [`BackoffRetry`], an
-//! adapter for the `backoff` crate's policies.
+//! Every Curator policy is here with its exact rule, plus (with the
+//! `backoff-retry` feature) `BackoffRetry`, an adapter for the `backoff`
+//! crate's policies.
 //!
 //! # Examples
 //!
@@ -19,6 +20,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+#[cfg(feature = "backoff-retry")]
 use parking_lot::Mutex;
 
 use crate::Error;
@@ -381,7 +383,9 @@ impl<P: RetryPolicy> RetryPolicy for SessionFailedRetryPolicy<P> {
 }
 
 /// Adapts a policy of the `backoff` crate. The backoff is reset at the start of
-/// each retry loop (retry count 0); its `None` means give up.
+/// each retry loop (retry count 0); its `None` means give up. Only with the
+/// `backoff-retry` feature (off by default: `backoff` is not maintained, and
+/// stays out of the public API unless asked for).
 ///
 /// # Examples
 ///
@@ -391,10 +395,12 @@ impl<P: RetryPolicy> RetryPolicy for SessionFailedRetryPolicy<P> {
 /// let p = BackoffRetry::new(backoff::backoff::Constant::new(Duration::from_millis(3)));
 /// assert_eq!(p.next_retry(0, Duration::ZERO), RetryDecision::RetryAfter(Duration::from_millis(3)));
 /// ```
+#[cfg(feature = "backoff-retry")]
 pub struct BackoffRetry<B> {
     inner: Mutex<B>,
 }
 
+#[cfg(feature = "backoff-retry")]
 impl<B: backoff::backoff::Backoff + Send> BackoffRetry<B> {
     /// Wraps a `backoff` policy.
     ///
@@ -411,12 +417,14 @@ impl<B: backoff::backoff::Backoff + Send> BackoffRetry<B> {
     }
 }
 
+#[cfg(feature = "backoff-retry")]
 impl<B> fmt::Debug for BackoffRetry<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("BackoffRetry")
     }
 }
 
+#[cfg(feature = "backoff-retry")]
 impl<B: backoff::backoff::Backoff + Send> RetryPolicy for BackoffRetry<B> {
     fn next_retry(&self, retry_count: u32, _elapsed: Duration) -> RetryDecision {
         let mut b = self.inner.lock();
@@ -565,6 +573,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "backoff-retry")]
     #[test]
     fn backoff_adapter_resets_per_loop_and_gives_up() {
         let b = backoff::ExponentialBackoff {

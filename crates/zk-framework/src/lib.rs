@@ -20,11 +20,14 @@
 //!   every node the managed client creates (Curator's `ACLProvider`).
 //! * [`Client`]: the raw client under the managed one.
 //!
-//! Three modules are public: [`proto`] is the wire protocol (the `zk-proto`
+//! Four modules are public: [`proto`] is the wire protocol (the `zk-proto`
 //! crate, re-exported), shared by the client and by the embedded test server
 //! in `zk-testing`; [`deadline`] says how a deadline bounds a call (see
 //! [`CuratorFramework::with_deadline`]); [`paths`] has Curator's namespace,
-//! sorting and protected-name rules, for a recipe or a tool of your own.
+//! sorting and protected-name rules; [`recipe`] documents the managed client's
+//! API for recipe authors (session generation, connection epoch, creates that
+//! list, detached calls, per-client state, the close), what `zk-recipes` is
+//! built on.
 //!
 //! # Examples
 //!
@@ -57,6 +60,7 @@ pub mod deadline;
 mod error;
 mod framework;
 pub mod paths;
+pub mod recipe;
 mod retry;
 mod state;
 

@@ -612,10 +612,8 @@ impl Client {
         self.inner().core.lock().last_zxid
     }
 
-    /// Plumbing for `zk-recipes` and the tests: not a stable API (hidden).
-    ///
-    /// How many TCP connection attempts the client has made (a debugging and
-    /// test counter).
+    /// How many TCP connection attempts the client has made, successful or
+    /// not (a diagnostic: a client that reconnects in a loop shows it here).
     ///
     /// # Errors
     ///
@@ -629,7 +627,6 @@ impl Client {
     /// println!("{} attempts", zk.connect_attempts());
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
-    #[doc(hidden)]
     pub fn connect_attempts(&self) -> u64 {
         self.inner().attempts.load(Ordering::Relaxed)
     }
@@ -652,9 +649,9 @@ impl Client {
         self.inner().chroot.as_deref()
     }
 
-    /// Plumbing for `zk-recipes` and the tests: not a stable API (hidden).
-    ///
-    /// The watches registered now (those SetWatches would re-send).
+    /// The watches registered now, by kind and path (client paths), and the
+    /// number of watcher callbacks behind them: what a reconnect re-registers
+    /// with `SetWatches` (a diagnostic, and what tests check).
     ///
     /// # Errors
     ///
@@ -668,7 +665,6 @@ impl Client {
     /// assert!(zk.registered_watches().is_empty());
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
-    #[doc(hidden)]
     pub fn registered_watches(&self) -> RegisteredWatches {
         let inner = self.inner();
         let (data, exist, child, callbacks) = inner.core.lock().watches.snapshot();

@@ -14,8 +14,6 @@ use crate::proto::{
 };
 
 impl Client {
-    /// Plumbing for `zk-recipes` and the tests: not a stable API (hidden).
-    ///
     /// Creates a node (create2) and lists the children of `children_of`, sent
     /// back to back without waiting in between. ZooKeeper answers a session's
     /// requests in order, so the listing already shows the new node: a lock
@@ -40,7 +38,6 @@ impl Client {
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
     #[allow(clippy::type_complexity)]
-    #[doc(hidden)]
     pub fn create2_then_get_children(
         &self,
         path: &str,
@@ -257,8 +254,6 @@ impl Client {
         self.decode_multi(reply, &paths)
     }
 
-    /// Plumbing for `zk-recipes` and the tests: not a stable API (hidden).
-    ///
     /// Runs `ops` as one transaction (as [`Client::multi`]) and lists the
     /// children of each of `children_of`, all sent back to back without waiting
     /// in between. ZooKeeper answers a session's requests in order, so the
@@ -289,7 +284,6 @@ impl Client {
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
     #[allow(clippy::type_complexity)]
-    #[doc(hidden)]
     pub fn multi_then_get_children(
         &self,
         ops: Vec<Op>,

@@ -86,10 +86,12 @@ impl CuratorFramework {
         self.inner.current().0
     }
 
-    /// Plumbing for `zk-recipes` and the tests: not a stable API (hidden).
-    ///
-    /// Increases by one every time a new handle (a new session) is built. Recipes
-    /// compare it to know whether their ephemeral nodes can still exist.
+    /// The session generation: 1 for the client's first session, and one
+    /// more every time the client builds a new handle (a new session, after
+    /// an expiry). Answered locally. A recipe records it when it creates an
+    /// ephemeral node: while the generation is the same, the node can still
+    /// exist; once it has moved on, the node went with its session (see
+    /// [`crate::recipe`]).
     ///
     /// # Examples
     ///
@@ -98,7 +100,6 @@ impl CuratorFramework {
     /// assert!(c.session_generation() >= 1);
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
-    #[doc(hidden)]
     pub fn session_generation(&self) -> u64 {
         self.inner.handle.lock().generation
     }
@@ -677,9 +678,10 @@ impl CuratorFramework {
         fix_for_namespace(self.inner.namespace.as_deref(), path)
     }
 
-    /// Plumbing for `zk-recipes` and the tests: not a stable API (hidden).
-    ///
-    /// The user path for a server path (namespace removed).
+    /// The client's path for a server path: the namespace taken off (the
+    /// inverse of [`fix_path`](Self::fix_path); a path outside the namespace
+    /// is given back as it is). For a path the server reports (a watched
+    /// event's, a listing of another tool's).
     ///
     /// # Examples
     ///
@@ -688,7 +690,6 @@ impl CuratorFramework {
     /// assert_eq!(c.unfix_path("/ns/a"), "/a");
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
-    #[doc(hidden)]
     pub fn unfix_path(&self, path: &str) -> String {
         unfix_for_namespace(self.inner.namespace.as_deref(), path)
     }
@@ -1102,31 +1103,6 @@ impl CuratorFramework {
     pub fn delete_in_background(&self, path: &str) -> Result<()> {
         let p = self.checked_path(path)?;
         self.background_delete(p, None);
-        Ok(())
-    }
-
-    /// Plumbing for `zk-recipes` and the tests: not a stable API (hidden).
-    ///
-    /// Deletes, in the background, every child of `parent` whose name starts with
-    /// `prefix` (a protected `_c_<uuid>-` prefix): the cleanup of a protected
-    /// create whose outcome is unknown. Retried until it succeeds or the client
-    /// closes.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidPath`] when `parent` breaks ZooKeeper's rules.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// c.delete_by_prefix_in_background("/locks/a", "_c_9518667b-083a-4c97-beb4-c8ec4f480c2d-")?;
-    /// # Ok::<(), zk_framework::Error>(())
-    /// ```
-    #[doc(hidden)]
-    pub fn delete_by_prefix_in_background(&self, parent: &str, prefix: &str) -> Result<()> {
-        let p = self.checked_path(parent)?;
-        self.inner.background.find_and_delete(p, prefix.to_string());
         Ok(())
     }
 

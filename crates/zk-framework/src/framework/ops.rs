@@ -34,12 +34,22 @@ pub struct CreateBuilder<'a> {
     ttl: Option<Duration>,
 }
 
-/// Plumbing for `zk-recipes` and the tests: not a stable API (hidden).
-///
 /// The result of a create that also listed its parent
-/// ([`CreateBuilder::for_path_listing_parent`]).
+/// ([`CreateBuilder::for_path_listing_parent`]): a queue recipe decides from
+/// it whether its new node is first (see [`crate::recipe`]).
+///
+/// # Examples
+///
+/// ```no_run
+/// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// let created: zk_framework::CreatedWithListing = c
+///     .create()
+///     .with_mode(zk_framework::CreateMode::EphemeralSequential)
+///     .for_path_listing_parent("/q/n-")?;
+/// assert!(created.siblings.map_or(true, |s| !s.is_empty()));
+/// # Ok::<(), zk_framework::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[doc(hidden)]
 pub struct CreatedWithListing {
     /// The created path (namespace removed).
     pub path: String,
@@ -205,8 +215,6 @@ impl<'a> CreateBuilder<'a> {
         self.run(path, false).map(|c| (c.path, c.stat))
     }
 
-    /// Plumbing for `zk-recipes` and the tests: not a stable API (hidden).
-    ///
     /// Runs the create and, in the same round trip, lists the new node's parent
     /// (the two requests are pipelined; ZooKeeper answers them in order, so the
     /// listing shows the new node). Lock recipes use it so that an uncontended
@@ -243,13 +251,10 @@ impl<'a> CreateBuilder<'a> {
     /// println!("{} among {:?}", created.path, created.siblings);
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
-    #[doc(hidden)]
     pub fn for_path_listing_parent(self, path: &str) -> Result<CreatedWithListing> {
         self.run(path, true)
     }
 
-    /// Plumbing for `zk-recipes` and the tests: not a stable API (hidden).
-    ///
     /// Creates several nodes in one transaction (all or none), each with its
     /// own data, in the builder's mode, ACL and parent handling, and lists each
     /// node's parent in the same round trip. With [`CreateBuilder::with_protection`]
@@ -278,7 +283,6 @@ impl<'a> CreateBuilder<'a> {
     /// assert_eq!(both.paths.len(), 2);
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
-    #[doc(hidden)]
     pub fn for_paths_together(self, nodes: &[(&str, Vec<u8>)]) -> Result<CreatedTogether> {
         if nodes.is_empty() {
             return Err(Error::InvalidArgument("a transaction needs at least one node".into()));
@@ -432,11 +436,23 @@ impl<'a> CreateBuilder<'a> {
     }
 }
 
-/// Plumbing for `zk-recipes` and the tests: not a stable API (hidden).
+/// The result of [`CreateBuilder::for_paths_together`]: the nodes one
+/// transaction created, their czxid and owner, and each parent's listing (a
+/// semaphore's internal-mutex node and lease, created and listed in one
+/// round trip; see [`crate::recipe`]).
 ///
-/// The result of [`CreateBuilder::for_paths_together`].
+/// # Examples
+///
+/// ```no_run
+/// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// let both: zk_framework::CreatedTogether = c
+///     .create()
+///     .with_mode(zk_framework::CreateMode::EphemeralSequential)
+///     .for_paths_together(&[("/a/n-", vec![]), ("/b/n-", vec![])])?;
+/// assert_eq!(both.session_id, c.session_id());
+/// # Ok::<(), zk_framework::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[doc(hidden)]
 pub struct CreatedTogether {
     /// The created paths (namespace removed), in the order given.
     pub paths: Vec<String>,

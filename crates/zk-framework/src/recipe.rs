@@ -1,0 +1,81 @@
+//! The managed client's API for recipe authors: what `zk-recipes` builds its
+//! locks and elections on, documented as a contract rather than hidden.
+//!
+//! * **Session generation** ([`CuratorFramework::session_generation`]): 1
+//!   for the first session, one more for each new session after an expiry.
+//!   Record it when you create an ephemeral node: while it is the same, the
+//!   node can still exist; once it has moved on, the node went with its
+//!   session.
+//! * **Connection epoch** ([`CuratorFramework::connection_epoch`]): moves on
+//!   whenever the client may have missed something the server said (a
+//!   reconnect, a stale spell). A fact learnt in one epoch (a node exists and
+//!   is yours) holds, for a recipe that watches for its change, while the
+//!   epoch lasts; after a move, ask again before trusting it. A reconnect
+//!   alone proves nothing: the watches it re-registers fire one round trip
+//!   later.
+//! * **Creates that list** ([`CreateBuilder::for_path_listing_parent`],
+//!   [`CreateBuilder::for_paths_together`]): a create (or a group of creates
+//!   in one transaction) and the listing of its parent in one round trip, so
+//!   that a queue recipe decides whether its node is first without a second
+//!   one; with [`CreateBuilder::with_protection`] a create whose reply was
+//!   lost is found again by its `_c_<uuid>-` prefix, or cleaned up.
+//! * **Detached calls** ([`CuratorFramework::exists_detached`],
+//!   [`CuratorFramework::exists_w_detached`],
+//!   [`CuratorFramework::delete_detached`]): the request is written and the
+//!   call returns; the reply is handed to a callback on the client's I/O
+//!   thread, in order with the session's notifications. Callbacks and
+//!   watchers only signal (a `try_send`, an atomic): they never block and
+//!   never call the client.
+//! * **Per-client state** ([`CuratorFramework::extension`]): one value per
+//!   type, kept by the client and shared by its clones, so that two clients
+//!   of one process share nothing (no process-wide statics).
+//! * **The close** ([`CuratorFramework::close_signal`]): a channel that
+//!   disconnects when the client closes; select on it beside a watch and a
+//!   deadline so that no wait outlives the client.
+//! * **Deadlines** ([`CuratorFramework::with_deadline`]): a handle whose
+//!   every operation (the wait for a connection, the retry pauses, each
+//!   reply) ends by the deadline.
+//!
+//! # Examples
+//!
+//! A tiny recipe: an ephemeral node that knows whether it may still exist
+//! and whether it was proven in the current connection epoch.
+//!
+//! ```
+//! # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
+//! # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+//! # client.block_until_connected(std::time::Duration::from_secs(10))?;
+//! use zk_framework::CreateMode;
+//!
+//! let generation = client.session_generation();
+//! let epoch = client.connection_epoch();
+//! let created = client
+//!     .create()
+//!     .creating_parent_containers_if_needed()
+//!     .with_protection()
+//!     .with_mode(CreateMode::EphemeralSequential)
+//!     .for_path_listing_parent("/my-recipe/member-")?;
+//! let first = created.siblings.as_ref().is_some_and(|kids| kids.len() == 1);
+//! // Trusted while both hold; after a move of the epoch, prove it again.
+//! let trusted = client.session_generation() == generation && client.connection_epoch() == epoch;
+//! assert!(first && trusted);
+//! let (tx, rx) = crossbeam_channel::bounded(1);
+//! client.exists_detached(&created.path, move |r| {
+//!     let _ = tx.try_send(r); // only signal
+//! })?;
+//! let stat = rx.recv()??.expect("still there");
+//! assert_eq!(stat.ephemeral_owner, client.session_id());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! [`CuratorFramework::session_generation`]: crate::CuratorFramework::session_generation
+//! [`CuratorFramework::connection_epoch`]: crate::CuratorFramework::connection_epoch
+//! [`CreateBuilder::for_path_listing_parent`]: crate::CreateBuilder::for_path_listing_parent
+//! [`CreateBuilder::for_paths_together`]: crate::CreateBuilder::for_paths_together
+//! [`CreateBuilder::with_protection`]: crate::CreateBuilder::with_protection
+//! [`CuratorFramework::exists_detached`]: crate::CuratorFramework::exists_detached
+//! [`CuratorFramework::exists_w_detached`]: crate::CuratorFramework::exists_w_detached
+//! [`CuratorFramework::delete_detached`]: crate::CuratorFramework::delete_detached
+//! [`CuratorFramework::extension`]: crate::CuratorFramework::extension
+//! [`CuratorFramework::close_signal`]: crate::CuratorFramework::close_signal
+//! [`CuratorFramework::with_deadline`]: crate::CuratorFramework::with_deadline

@@ -1,5 +1,6 @@
 //! `zk-proto`: the ZooKeeper client–server wire protocol (3.5–3.8), with no I/O
-//! policy, no threads and no dependencies. It is the bottom of the workspace: the
+//! policy and no threads; its only dependencies are `ring` (SHA-1) and `base64`,
+//! for [`digest`] ids. It is the bottom of the workspace: the
 //! client and the managed client in `zk-framework` (which re-exports this crate as
 //! `zk_framework::proto`) and the embedded test server in `zk-testing` both build on
 //! it, so each record is written once.

@@ -10,26 +10,14 @@ use super::state::State;
 /// The version string `srvr`, `mntr` and `envi` report.
 pub(crate) const VERSION: &str = "3.8.0-embedded, built on 2022-02-25 08:49 UTC";
 
-/// Java's `Date.toString()` in UTC: `Sat Nov 21 05:23:49 UTC 2026`.
+/// Java's `Date.toString()` in UTC: `Sat Nov 21 05:23:49 UTC 2026`, by jiff
+/// (already built here for env_logger). Outside jiff's years (-9999 to 9999),
+/// which a wall clock does not reach, the milliseconds as they are.
 fn java_date(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let days = secs.div_euclid(86_400);
-    let sod = secs.rem_euclid(86_400);
-    let (y, m, d) = zk_proto::date::civil_from_days(days);
-    const WD: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MO: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    format!(
-        "{} {} {:02} {:02}:{:02}:{:02} UTC {}",
-        WD[days.rem_euclid(7) as usize],
-        MO[(m - 1) as usize],
-        d,
-        sod / 3600,
-        sod % 3600 / 60,
-        sod % 60,
-        y
-    )
+    match jiff::Timestamp::from_millisecond(ms) {
+        Ok(t) => t.strftime("%a %b %d %H:%M:%S UTC %Y").to_string(),
+        Err(_) => ms.to_string(),
+    }
 }
 
 /// A latency average as Java's `Double.toString` prints it after rounding to 4 places:

@@ -338,6 +338,31 @@ macro_rules! contract {
                 no_orphans(&admin, &path);
             }
 
+            /// A break the holder has not heard of yet (right after the
+            /// grant, before its own-node watch is set, or with the
+            /// notification on its way): the release's delete finds the node
+            /// gone and says `LockLost`, never that the lock was held to the
+            /// end.
+            #[test]
+            fn a_release_after_a_break_not_yet_heard_of_says_lost() {
+                let s = TestingServer::start().unwrap();
+                let $c = &client(&s);
+                let admin = client(&s);
+                let path = base("unheard");
+                let $p = path.as_str();
+                let lock = $make;
+                for round in 0..3 {
+                    let $g = lock.acquire().unwrap();
+                    assert!(break_lock(&admin, &path, $c.session_id()) >= 1);
+                    let r = $g.release();
+                    assert!(
+                        matches!(r, Err(Error::LockLost { .. })),
+                        "round {round}: the release of a broken lock: {r:?}"
+                    );
+                }
+                no_orphans(&admin, &path);
+            }
+
             #[test]
             fn an_expired_session_loses_the_lock_and_it_cannot_be_used() {
                 let s = TestingServer::start().unwrap();

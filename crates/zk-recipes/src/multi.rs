@@ -241,7 +241,9 @@ impl MultiLock {
         let members = holding.members();
         // Every member's state before the first delete: a member held then
         // was held until the release began, whatever its delete meets after
-        // the others' (a connection that dies during the release).
+        // the others' (a connection or a session that ends during the
+        // release), unless its delete found its node gone: someone deleted
+        // it first, and the lock may have been another's meanwhile.
         let held: Vec<bool> = members.iter().map(|h| h.status() == LockStatus::Held).collect();
         let errors: Vec<Error> = self
             .locks
@@ -249,9 +251,17 @@ impl MultiLock {
             .zip(members)
             .zip(held)
             .rev()
-            .filter_map(|((l, h), held)| match l.release_holding(h) {
-                Err(Error::LockLost { .. } | Error::LockUncertain { .. }) if held => None,
-                r => r.err(),
+            .filter_map(|((l, h), held)| {
+                let after = h.share();
+                match l.release_holding(h) {
+                    Err(Error::LockLost { .. })
+                        if held && after.loss_cause() != Some(crate::stats::LossCause::NodeDeleted) =>
+                    {
+                        None
+                    }
+                    Err(Error::LockUncertain { .. }) if held => None,
+                    r => r.err(),
+                }
             })
             .collect();
         if errors.is_empty() {

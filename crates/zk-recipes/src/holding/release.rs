@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use super::state::{HoldState, LockStatus};
 use super::Holding;
 use crate::error::{Error, Result};
+use crate::stats::LossCause;
 
 impl Holding {
     /// Sets how long the release waits for its delete (every member's, for a
@@ -42,10 +43,12 @@ impl Holding {
     /// background.
     ///
     /// The result says whether the lock was held until the release began:
-    /// `Ok` when it was held then (or the delete found our node still there);
-    /// [`Error::LockLost`] when it had been lost (or the delete found it
-    /// gone); [`Error::LockUncertain`] when it was uncertain and the delete
-    /// could not tell.
+    /// [`Error::LockLost`] when it had been lost, or when the delete found our
+    /// node gone (someone deleted it first, even if the holding had not heard
+    /// of it yet: the lock may have been another's meanwhile); `Ok` when it
+    /// was held then (or the delete found our node still there);
+    /// [`Error::LockUncertain`] when it was uncertain and the delete could not
+    /// tell.
     pub(crate) fn release_node(self) -> Result<()> {
         let Some(s) = self.one() else {
             return Err(Error::InvalidArgument("not a single holding".into()));
@@ -98,10 +101,12 @@ impl Holding {
         let mut found_gone = false;
         let mut unknown = false;
         let mut failure = None;
-        for (n, outcome) in nodes.iter().zip(outcomes) {
+        for (i, (n, outcome)) in nodes.iter().zip(outcomes).enumerate() {
             match outcome {
                 Some(Ok(())) => {}
-                Some(Err(zk_framework::Error::NoNode { .. })) => found_gone = true,
+                // Our node (not a companion: a semaphore's internal-mutex
+                // node is not the lease) was gone before our delete.
+                Some(Err(zk_framework::Error::NoNode { .. })) => found_gone |= i == 0,
                 Some(Err(
                     zk_framework::Error::ConnectionLoss
                     | zk_framework::Error::SessionExpired
@@ -121,6 +126,16 @@ impl Holding {
         if let Some(e) = failure {
             return Err(Error::ZooKeeper(e));
         }
+        // Our node was gone before our delete: someone else deleted it (an
+        // operator's break the holding had not heard of yet, the own-node
+        // watch not set or its notification on the way) and the lock may
+        // have been another's meanwhile: lost, whatever the status said.
+        if found_gone {
+            // (Recorded for a multi-lock, which tells this apart from a
+            // session that ended during its release.)
+            s.loss_cause.lock().get_or_insert(LossCause::NodeDeleted);
+            return Err(lost_error());
+        }
         // Held when the release began: given up with nothing overlapping it,
         // whatever happens to the delete (the node goes with the session).
         if held_at_start {
@@ -128,9 +143,7 @@ impl Holding {
         }
         // It was uncertain: the delete's answer tells. Our own node deleted
         // means the session never ended and nobody removed it: held all along.
-        if found_gone {
-            Err(lost_error())
-        } else if unknown {
+        if unknown {
             Err(Error::LockUncertain { path: s.base.clone() })
         } else {
             Ok(())

@@ -1304,3 +1304,26 @@ fn a_reconnect_never_revives_a_broken_selector_leadership() {
     sel.close().unwrap();
     assert!(wait_until(timing().wait(), || children(&admin, path).is_empty()));
 }
+
+/// A leadership watches its node from the grant (a lock's holding sends its
+/// watch a little later: a leadership is long-lived, and a break right after
+/// an election must be heard of at once): by the time `await_leadership`
+/// returns, the watch request is out, ahead of any later request.
+#[test]
+fn a_leader_watches_its_node_from_the_grant() {
+    let s = TestingServer::start().unwrap();
+    let c = client(&s);
+    for round in 0..3 {
+        let l = latch(&c, &format!("/leader/watched-{round}"), "a");
+        assert!(l.await_leadership_for(timing().wait()).unwrap());
+        let node = l.node().unwrap();
+        // One round trip on the same session: the watch request went before it.
+        c.check_exists("/").unwrap();
+        assert!(
+            watched_by(&s, c.session_id()).contains(&node),
+            "round {round}: {node} not watched: {:?}",
+            watched_by(&s, c.session_id())
+        );
+        l.close().unwrap();
+    }
+}

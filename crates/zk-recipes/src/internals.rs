@@ -142,6 +142,7 @@ impl Node {
             generation: self.generation,
             waited: self.waited,
             epoch: self.epoch,
+            watch_at_once: false,
         }
     }
 }
@@ -603,6 +604,18 @@ impl LockInternals {
     /// Turns a won node into a holding.
     pub(crate) fn hold(&self, node: Node) -> Holding {
         Holding::granted(&self.client, &self.base_path, node.granted(), None, self.stats())
+    }
+
+    /// As [`LockInternals::hold`], with the own-node watch sent at once: a
+    /// leadership's (long-lived: the short delay a lock's holding waits saves
+    /// nothing there, and a break right after an election is heard of at
+    /// once).
+    pub(crate) fn hold_watched_at_once(&self, node: Node) -> Holding {
+        let granted = GrantedNode {
+            watch_at_once: true,
+            ..node.granted()
+        };
+        Holding::granted(&self.client, &self.base_path, granted, None, self.stats())
     }
 
     /// Deletes a node we created: guaranteed (retried until `deadline`, plus

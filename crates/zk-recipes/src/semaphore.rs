@@ -575,6 +575,7 @@ impl InterProcessSemaphoreV2 {
                         generation: pair.generation,
                         waited: None,
                         epoch,
+                        watch_at_once: false,
                     },
                     Some(pair.lock),
                 )),

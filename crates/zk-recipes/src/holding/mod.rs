@@ -99,6 +99,10 @@ pub(crate) struct GrantedNode {
     /// present ([`CuratorFramework::connection_epoch`], read before the
     /// request whose answer did).
     pub(crate) epoch: u64,
+    /// Whether the own-node watch goes out at the grant instead of a little
+    /// later (a leadership: long-lived, so the delay saves nothing, and a
+    /// break right after an election must be heard of at once).
+    pub(crate) watch_at_once: bool,
 }
 
 impl Holding {
@@ -118,6 +122,7 @@ impl Holding {
             generation,
             waited,
             epoch,
+            watch_at_once,
         } = granted;
         let stats = stats.granted().then(|| stats.clone());
         let state = Arc::new_cyclic(|me| HoldState {
@@ -174,7 +179,11 @@ impl Holding {
         // held for less than that (an uncontended cycle) costs no extra request
         // and no notification at its release.
         if !waited.is_some_and(|w| w.hand_over(&(state.clone() as Arc<dyn crate::waiter::WatchedHolding>))) {
-            schedule_own_watch(&state);
+            if watch_at_once {
+                own_watch::watch_own_node(&state);
+            } else {
+                schedule_own_watch(&state);
+            }
         }
         Holding {
             inner: HoldingKind::One(state),

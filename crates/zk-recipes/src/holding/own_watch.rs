@@ -82,7 +82,7 @@ pub(super) fn is_over(st: &Weak<HoldState>) -> bool {
 
 /// Sets the exists-watch on our own node without waiting. The watcher and the
 /// reply callback only signal (they run on the client's threads).
-pub(super) fn watch_own_node(st: &Arc<HoldState>) {
+pub(crate) fn watch_own_node(st: &Arc<HoldState>) {
     if st.status.load(Ordering::SeqCst) >= LOST {
         return;
     }

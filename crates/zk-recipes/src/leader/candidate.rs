@@ -76,7 +76,7 @@ pub(crate) fn run(election: &Arc<Election>, cancel: &Receiver<()>, leading: &mut
         let end = match internals.attempt_counted(&election.client, election.id.as_bytes().to_vec()) {
             Ok(Attempt::Won(node)) => {
                 pause = RETRY_PAUSE.0;
-                let holding = internals.hold(node);
+                let holding = internals.hold_watched_at_once(node);
                 if let Err(h) = election.begin(holding.share()) {
                     // Closed meanwhile.
                     drop(holding);

@@ -10,7 +10,10 @@ mod framework_support;
 
 pub use framework_support::*;
 
-use zk_framework::CuratorFramework;
+use std::time::Duration;
+
+use zk_framework::{CuratorFramework, ExponentialBackoffRetry};
+use zk_testing::proxy::FaultProxy;
 
 /// The lock nodes left under `base` (containers excluded: only ephemerals).
 pub fn lock_nodes(c: &CuratorFramework, base: &str) -> Vec<String> {
@@ -75,4 +78,20 @@ pub fn zero_try<T>(mut attempt: impl FnMut() -> Result<T, zk_recipes::Error>) ->
             r => return r,
         }
     }
+}
+
+/// A started client through `proxy` (a fault proxy), with a connection timeout
+/// of 15 s and `ExponentialBackoffRetry(100 ms, 10)`: it rides out the faults
+/// the proxy injects.
+pub fn proxied_client(proxy: &FaultProxy) -> CuratorFramework {
+    let t = timing();
+    let c = CuratorFramework::builder()
+        .connect_string(proxy.connect_string())
+        .session_timeout(t.session())
+        .connection_timeout(Duration::from_secs(15))
+        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 10))
+        .build()
+        .unwrap();
+    c.block_until_connected(t.wait()).unwrap();
+    c
 }

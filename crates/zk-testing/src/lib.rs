@@ -3,7 +3,8 @@
 //! * an embedded, in-process ZooKeeper server that speaks the real wire protocol;
 //! * real Apache ZooKeeper backends (standalone and ensemble) as child processes;
 //! * fault injection and a timing multiplier for tests;
-//! * TLS for both ([`tls`]: server settings and a throw-away CA).
+//! * TLS for both ([`tls`]: server settings and a throw-away CA);
+//! * the helpers every crate's integration tests share ([`support`]).
 
 pub mod apache;
 pub mod embedded;
@@ -11,6 +12,7 @@ pub mod fourlw;
 pub mod harness;
 pub mod proxy;
 pub mod raw;
+pub mod support;
 pub mod tls;
 
 pub use harness::{wait_until, Backend, TestingServer, Timing};

@@ -1,6 +1,36 @@
-//! Integration tests of `zk-framework` against the embedded server of
-//! `zk-testing`, written with the crate-root paths a user imports.
+//! zk-framework's integration tests, one binary with one module per suite, on
+//! the backend `ZK_TEST_SERVER` selects (embedded by default) unless a suite
+//! says otherwise. Run one suite with a module filter, e.g.
+//! `cargo test -p zk-framework --test it client_faults::`.
+//!
+//! The helpers are in [`support`] (on `zk_testing::support`); zk-recipes' and
+//! the root package's tests include the same module, so that each helper is
+//! written once. Tests that need a process of their own (the fuzz suite's
+//! panic counter) re-run this binary with an exact test filter.
 
+mod support;
+
+// The plain client (`zk_framework::client`).
+mod client_embedded_faults;
+mod client_faults;
+mod client_inputs;
+mod client_ops;
+
+// The managed client (`zk_framework::framework`).
 mod connect;
 mod epoch;
+mod framework_inputs;
+mod framework_namespace;
+mod framework_protection;
+mod framework_retry;
+mod framework_states;
 mod listeners;
+
+// Authentication, ACLs and TLS (the locks' halves of these suites are zk-recipes').
+mod acl;
+mod tls;
+mod x509;
+
+// Bad bytes: every decoder, the client against a lying server, the embedded
+// server against hostile connections.
+mod fuzz_decoders;

@@ -24,8 +24,8 @@
 //! * Auth: `digest` (ids `digest:user:base64(sha1)`), `ip` (IPv4, with prefix lengths),
 //!   a super user ([`ServerConfig::super_digest`]) and, when registered
 //!   ([`ServerConfig::x509_auth`]), `x509` ACLs; ACL checks, their order and which
-//!   ACLs are invalid follow ZooKeeper 3.8 (`tests/it/acl_conformance.rs` in the root
-//!   package runs one table on both); no SASL, no `skipACL`.
+//!   ACLs are invalid follow ZooKeeper 3.8 (`tests/it/acl_conformance.rs` of this
+//!   crate runs one table on both); no SASL, no `skipACL`.
 //! * No quotas, no reconfig (ReconfigDisabled), no read-only mode, no local sessions.
 //! * Children come back sorted rather than in hash order (clients sort anyway).
 //! * Session ids start from the wall clock rather than the JVM's monotonic clock; the

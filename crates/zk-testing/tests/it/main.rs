@@ -1,10 +1,14 @@
 //! zk-testing's integration tests, one binary with one module per suite: the
-//! embedded server's wire protocol, faults and four-letter words, and the
-//! Apache ZooKeeper backends. Run one suite with a module filter, e.g.
+//! embedded server's wire protocol, faults, four-letter words and ACL
+//! conformance (raw frames, and kazoo as a foreign client), and the Apache
+//! ZooKeeper backends. The helpers every crate's tests share are
+//! `zk_testing::support`; [`support`] here is the raw-frame client of the
+//! `embedded_*` suites. Run one suite with a module filter, e.g.
 //! `cargo test -p zk-testing --test it apache_backend::`.
 
 mod support;
 
+mod acl_conformance;
 mod apache_backend;
 mod embedded_faults;
 mod embedded_fourlw;

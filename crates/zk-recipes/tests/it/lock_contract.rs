@@ -18,7 +18,8 @@
 use std::time::{Duration, Instant};
 
 use crate::support::{
-    break_lock, client, closed_port, lock_nodes, no_orphans, timing, watched_by, zero_timeout_acquires_free, zero_try,
+    break_lock, client, closed_port, lock_nodes, no_orphans, proxied_client, timing, watched_by,
+    zero_timeout_acquires_free, zero_try,
 };
 use crossbeam_channel::RecvTimeoutError;
 use zk_framework::CuratorFramework;
@@ -57,19 +58,6 @@ fn unreachable_client() -> CuratorFramework {
         .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 10))
         .build()
         .unwrap()
-}
-
-fn proxied_client(proxy: &FaultProxy) -> CuratorFramework {
-    let t = timing();
-    let c = CuratorFramework::builder()
-        .connect_string(proxy.connect_string())
-        .session_timeout(t.session())
-        .connection_timeout(Duration::from_secs(15))
-        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 10))
-        .build()
-        .unwrap();
-    c.block_until_connected(t.wait()).unwrap();
-    c
 }
 
 macro_rules! if_reentrant {

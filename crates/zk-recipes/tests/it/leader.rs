@@ -7,6 +7,18 @@
 //! faults (expiry, deletion, a cut and a frozen connection through the fault
 //! proxy); terms; resign and hand-off; bad input. Every wait is a condition
 //! with a deadline; every deadline is asserted as a bound.
+//!
+//! The election section states its cases here rather than instantiating
+//! `lock_contract`'s macro: the contract asserts a lock's outcomes, which an
+//! election does not share by design. A broken or expired holding stays lost
+//! and its release says `LockLost`; a latch whose node is deleted or whose
+//! session expires rejoins (a new node, a new term) and its `close()`
+//! succeeds. A timed acquire on a frozen connection says `NoAnswer`; an await
+//! may say `Ok(false)`. A lock's guard is the holding; a latch's leadership
+//! comes and goes under one started latch, told as `LeaderEvent`s with a
+//! reason. An adapter mapping these onto the contract's `LockStatus`,
+//! `LockEvent` and `Error::LockLost` would assert the mapping instead of the
+//! latch, and drop the reasons, terms and rejoins asserted here.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -22,7 +34,7 @@ use zk_recipes::Error;
 use zk_testing::proxy::FaultProxy;
 use zk_testing::{wait_until, TestingServer};
 
-use crate::support::{client, timing, watched_by};
+use crate::support::{client, proxied_client, timing, watched_by};
 
 /// How far past its deadline a call may return (as the lock contract's).
 fn margin() -> Duration {
@@ -41,19 +53,6 @@ fn next_event(rx: &Receiver<LeaderEvent>) -> LeaderEvent {
 
 fn children(c: &CuratorFramework, path: &str) -> Vec<String> {
     c.get_children(path).unwrap_or_default()
-}
-
-fn proxied_client(proxy: &FaultProxy) -> CuratorFramework {
-    let t = timing();
-    let c = CuratorFramework::builder()
-        .connect_string(proxy.connect_string())
-        .session_timeout(t.session())
-        .connection_timeout(Duration::from_secs(15))
-        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 10))
-        .build()
-        .unwrap();
-    c.block_until_connected(t.wait()).unwrap();
-    c
 }
 
 /// The latches that are certainly leader now.

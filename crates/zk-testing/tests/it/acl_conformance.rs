@@ -16,9 +16,9 @@
 
 use std::process::Command;
 
-use zk_framework::proto::frame::request_frame;
-use zk_framework::proto::jute::Encode;
-use zk_framework::proto::{
+use zk_proto::frame::request_frame;
+use zk_proto::jute::Encode;
+use zk_proto::{
     perms, xid, Acl, AuthPacket, CreateRequest, DeleteRequest, ErrorCode, GetAclResponse, Id, MultiOp, MultiRequest,
     MultiResponse, MultiResult, OpCode, PathRecord, PathWatchRequest, SetAclRequest, SetDataRequest,
 };
@@ -27,7 +27,7 @@ use zk_testing::embedded::ServerConfig;
 use zk_testing::raw::{RawConnection, RawReply};
 use zk_testing::{Backend, TestingServer};
 
-use crate::support::init_log;
+use zk_testing::support::init_log;
 
 const ROOT: &str = "/conf";
 
@@ -279,7 +279,7 @@ fn alice_all() -> Vec<Acl> {
 /// The server under test, with a super user (`super:super-pw`).
 fn server_with_super() -> TestingServer {
     init_log();
-    let super_digest = zk_framework::proto::digest::digest_id(SUPER);
+    let super_digest = zk_proto::digest::digest_id(SUPER);
     match Backend::from_env().expect("ZK_TEST_SERVER") {
         Backend::Embedded => TestingServer::embedded_with(ServerConfig {
             super_digest: Some(super_digest),
@@ -802,7 +802,7 @@ other.stop()
     );
     assert_eq!(
         stdout.lines().collect::<Vec<_>>(),
-        [zk_framework::proto::digest::digest_id(ALICE).as_str(), "NOAUTH"],
+        [zk_proto::digest::digest_id(ALICE).as_str(), "NOAUTH"],
         "{stdout}"
     );
 }

@@ -18,78 +18,12 @@
 //!   is the `x509` id;
 //! * a configured x509 super user passes every ACL (and is not part of what
 //!   `CREATOR_ALL_ACL` expands to);
-//! * a lock whose nodes carry an `x509` ACL: a session with another
-//!   certificate cannot delete the held node or join the queue (typed
-//!   `NoAuth`, at once), a session with the owner's certificate locks.
+//! * (a lock whose nodes carry an `x509` ACL is zk-recipes' `x509` suite; the
+//!   settings both use are in `support::x509`).
 
-use std::time::{Duration, Instant};
+use zk_framework::{perms, Acl, CreateMode, Error as ZkError, TlsConfig};
 
-use zk_framework::{perms, Acl, CreateMode, CuratorFramework, Error as ZkError, FixedAclProvider, TlsConfig};
-use zk_recipes::{Error, InterProcessMutex};
-use zk_testing::apache::ApacheConfig;
-use zk_testing::embedded::ServerConfig;
-use zk_testing::tls::{CertKey, TestPki};
-use zk_testing::{Backend, TestingServer};
-
-use crate::support::{init_log, timing, Client as Closing};
-
-fn pki() -> TestPki {
-    init_log();
-    TestPki::new("zk-curator x509 test CA").expect("make a CA")
-}
-
-/// A TLS server requiring client certificates from `pki`, with `super_user` as
-/// the x509 super user (if any), on the backend `ZK_TEST_SERVER` names.
-fn server(pki: &TestPki, super_user: Option<&str>) -> TestingServer {
-    let tls = pki.server_tls().unwrap().require_client_cert(pki.ca_pem());
-    let super_user = super_user.map(str::to_string);
-    let s = match Backend::from_env().unwrap() {
-        Backend::Embedded => TestingServer::embedded_with(ServerConfig {
-            tls: Some(tls),
-            x509_auth: true,
-            x509_super_user: super_user,
-            ..ServerConfig::default()
-        }),
-        Backend::Apache => TestingServer::apache_with(ApacheConfig {
-            tls: Some(tls),
-            x509_super_user: super_user,
-            ..ApacheConfig::default()
-        }),
-    };
-    s.expect("start a TLS server (ZK_TEST_SERVER selects the backend)")
-}
-
-/// Trusts `pki`'s CA and presents `cert`.
-fn tls_with(pki: &TestPki, cert: &CertKey) -> TlsConfig {
-    TlsConfig::builder()
-        .ca_pem(pki.ca_pem().as_bytes())
-        .client_cert_pem(cert.cert_pem().as_bytes(), cert.key_pem().as_bytes())
-        .build()
-        .unwrap()
-}
-
-/// A connected managed client presenting `cert`, with a fixed `acl` for what it
-/// creates, and a retry policy that sleeps 2 s before any retry (an operation
-/// that retried a `NoAuth` could not meet the bounds below).
-fn client(s: &TestingServer, pki: &TestPki, cert: &CertKey, acl: Vec<Acl>) -> Closing {
-    let t = timing();
-    let c = CuratorFramework::builder()
-        .connect_string(s.connect_string())
-        .session_timeout(t.session())
-        .connection_timeout(t.connection())
-        .retry_policy(zk_framework::RetryNTimes::new(3, Duration::from_secs(2)))
-        .tls(tls_with(pki, cert))
-        .acl_provider(FixedAclProvider::new(acl))
-        .build()
-        .unwrap();
-    c.block_until_connected(t.wait())
-        .expect("connects over TLS with a client certificate");
-    Closing(c)
-}
-
-fn open() -> Vec<Acl> {
-    Acl::open_unsafe()
-}
+use crate::support::x509::*;
 
 #[test]
 fn a_client_certificate_is_an_x509_identity_that_x509_acls_match() {
@@ -236,65 +170,6 @@ fn creator_all_with_only_a_client_certificate_is_the_x509_id() {
         other.zookeeper_client().delete("/x509-creator/a", None),
         Err(ZkError::NoAuth { .. })
     ));
-}
-
-#[test]
-fn an_x509_acl_keeps_a_lock_from_sessions_with_another_certificate() {
-    let pki = pki();
-    let s = server(&pki, None);
-    let t = timing();
-    let app_cert = pki.client_cert("app").unwrap();
-    let only_app = vec![Acl::x509("CN=app", perms::ALL)];
-    let holder = client(&s, &pki, &app_cert, only_app.clone());
-    let lock = InterProcessMutex::new(&holder, "/x509-locks/job").unwrap();
-    let held = lock.acquire().unwrap();
-    let node = held.holding().node();
-    // The lock node and its parents carry the provider's ACL.
-    let zk = holder.zookeeper_client();
-    for p in [node.as_str(), "/x509-locks/job", "/x509-locks"] {
-        assert_eq!(zk.get_acl(p).unwrap().0, only_app, "{p}");
-    }
-
-    // A session with another certificate (whose own ACL provider would be open).
-    let other = client(&s, &pki, &pki.client_cert("other").unwrap(), open());
-    let oz = other.zookeeper_client();
-    assert!(matches!(oz.delete(&node, None), Err(ZkError::NoAuth { .. })));
-    assert!(matches!(
-        oz.create("/x509-locks/job/intruder", b"", &open(), CreateMode::Ephemeral),
-        Err(ZkError::NoAuth { .. })
-    ));
-    let theirs = InterProcessMutex::new(&other, "/x509-locks/job").unwrap();
-    let start = Instant::now();
-    let got = theirs.try_acquire_for(t.wait());
-    assert!(
-        matches!(got, Err(Error::ZooKeeper(ZkError::NoAuth { .. }))),
-        "{:?}",
-        got.map(|g| g.is_some())
-    );
-    assert!(start.elapsed() < t.wait(), "the acquire waited instead of failing");
-    let start = Instant::now();
-    assert!(matches!(
-        theirs.acquire().map(|_| ()),
-        Err(Error::ZooKeeper(ZkError::NoAuth { .. }))
-    ));
-    assert!(start.elapsed() < t.wait(), "the acquire waited instead of failing");
-    assert!(zk.exists(&node).unwrap().is_some(), "the held node is still there");
-
-    // Another session with the owner's certificate queues behind the holder and
-    // gets the lock once it is released.
-    let twin = client(&s, &pki, &app_cert, only_app.clone());
-    let twins = InterProcessMutex::new(&twin, "/x509-locks/job").unwrap();
-    assert!(twins.try_acquire_for(Duration::from_millis(200)).unwrap().is_none());
-    held.release().unwrap();
-    let g = twins
-        .try_acquire_for(t.wait())
-        .unwrap()
-        .expect("the owner's certificate locks");
-    assert_eq!(
-        twin.zookeeper_client().get_acl(&g.holding().node()).unwrap().0,
-        only_app
-    );
-    g.release().unwrap();
 }
 
 #[test]

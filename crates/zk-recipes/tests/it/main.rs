@@ -1,0 +1,43 @@
+//! zk-recipes' integration tests, one binary with one module per suite, on the
+//! backend `ZK_TEST_SERVER` selects (embedded by default) unless a suite says
+//! otherwise. Run one suite with a module filter, e.g.
+//! `cargo test -p zk-recipes --test it mutex::` or `... lock_contract::`.
+//!
+//! The helpers are in [`support`] (zk-framework's test support, included, and
+//! the helpers about locks). Tests that need a process of their own (a
+//! contender stopped with signals, a reader in another process) re-run this
+//! binary with an exact test filter. The lock metrics through the `metrics`
+//! facade are a binary of their own (`tests/metrics.rs`, its recorder is
+//! process-wide): `cargo test -p zk-recipes --features metrics --test metrics`.
+
+mod support;
+
+// The lock contract, written once and instantiated for every lock kind.
+mod lock_contract;
+
+// Each kind's own scenarios.
+mod multilock;
+mod mutex;
+mod rwlock;
+mod semaphore;
+
+// Leader election (the latch, the selector, the observer).
+mod leader;
+
+// Across kinds: what a holder is told, figures, inspection, clients.
+mod bad_input;
+mod client_cost;
+mod clients;
+mod namespace;
+mod operations;
+mod stats;
+mod uncertainty;
+
+// Locks under ACLs, over TLS, with x509 identities (the clients' halves of these
+// suites are zk-framework's).
+mod acl;
+mod tls;
+mod x509;
+
+// A real 3-node Apache ZooKeeper ensemble.
+mod ensemble;

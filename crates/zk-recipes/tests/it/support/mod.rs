@@ -1,0 +1,97 @@
+//! The support module of zk-recipes' integration tests: zk-framework's test
+//! support (managed clients, tree listings, the TLS, `x509` and ACL suites'
+//! settings, and everything of `zk_testing::support`), included from its file
+//! so that each helper is written once, and the helpers about locks: the lock
+//! nodes under a path, an operator breaking a lock, waits for no orphan node,
+//! and zero-timeout tries that say `NoAnswer` on a loaded machine.
+
+#[path = "../../../../zk-framework/tests/it/support/mod.rs"]
+mod framework_support;
+
+pub use framework_support::*;
+
+use std::time::Duration;
+
+use zk_framework::{CuratorFramework, ExponentialBackoffRetry};
+use zk_testing::proxy::FaultProxy;
+
+/// The lock nodes left under `base` (containers excluded: only ephemerals).
+pub fn lock_nodes(c: &CuratorFramework, base: &str) -> Vec<String> {
+    tree(c, base)
+        .into_iter()
+        .filter(|p| {
+            c.check_exists(p)
+                .ok()
+                .flatten()
+                .is_some_and(|st| st.ephemeral_owner != 0)
+        })
+        .collect()
+}
+
+/// An operator breaking the lock of session `session` under `base`: every
+/// ephemeral node of that session there is deleted (a semaphore's lease and
+/// its internal-mutex node, each member of a multi-lock). Returns how many.
+pub fn break_lock(admin: &CuratorFramework, base: &str, session: i64) -> usize {
+    let owned: Vec<String> = tree(admin, base)
+        .into_iter()
+        .filter(|p| {
+            admin
+                .check_exists(p)
+                .ok()
+                .flatten()
+                .is_some_and(|st| st.ephemeral_owner == session)
+        })
+        .collect();
+    for p in &owned {
+        admin.delete().for_path(p).expect("delete the held node");
+    }
+    owned.len()
+}
+
+/// Waits (bounded) until no lock node is left under `base`.
+pub fn no_orphans(c: &CuratorFramework, base: &str) {
+    assert!(
+        wait_until(timing().wait(), || lock_nodes(c, base).is_empty()),
+        "orphan lock nodes under {base}: {:?}",
+        lock_nodes(c, base)
+    );
+}
+
+/// Children of `path` (empty if it does not exist).
+pub fn lock_children(c: &CuratorFramework, path: &str) -> Vec<String> {
+    match c.get_children(path) {
+        Ok(k) => k,
+        Err(zk_framework::Error::NoNode { .. }) => Vec::new(),
+        Err(e) => panic!("get_children {path}: {e}"),
+    }
+}
+
+/// Repeats a zero-timeout try while it ends in `NoAnswer` (its replies came
+/// later than the deadline's grace, `zk_framework::deadline::GRACE`: honest on
+/// a loaded machine, and no verdict about the lock), within `timing().wait()`;
+/// the first other outcome, or the last `NoAnswer`.
+pub fn zero_try<T>(mut attempt: impl FnMut() -> Result<T, zk_recipes::Error>) -> Result<T, zk_recipes::Error> {
+    let end = std::time::Instant::now() + timing().wait();
+    loop {
+        match attempt() {
+            Err(zk_recipes::Error::NoAnswer { .. }) if std::time::Instant::now() < end => continue,
+            r => return r,
+        }
+    }
+}
+
+/// A started client through `proxy` (a fault proxy), with a connection timeout
+/// of 15 s and `ExponentialBackoffRetry(100 ms, 10)`: it rides out the faults
+/// the proxy injects.
+pub fn proxied_client(proxy: &FaultProxy) -> CuratorFramework {
+    let t = timing();
+    let c = CuratorFramework::builder()
+        .connect_string(proxy.connect_string())
+        .session_timeout(t.session())
+        .connection_timeout(Duration::from_secs(15))
+        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 10))
+        .build()
+        .unwrap();
+    c.block_until_connected(t.wait()).unwrap();
+    c
+}

@@ -62,7 +62,7 @@ pub fn metrics_overhead(c: &CuratorFramework, run: Duration) {
     all_off.sort();
     ratios.sort_by(|a, b| a.total_cmp(b));
     let ratio = ratios.get(ratios.len() / 2).copied().unwrap_or(1.0);
-    let bookkeeping = zk_recipes::unstable::bookkeeping_cost(100_000);
+    let bookkeeping = zk_recipes::stats::bookkeeping_cost(100_000);
     let moff = percentile(&all_off, 0.5);
     println!("metrics.facade={}", if facade { "on" } else { "off" });
     println!("metrics.uncontended.median_on_us={}", us(percentile(&all_on, 0.5)));

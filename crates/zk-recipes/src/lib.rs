@@ -19,9 +19,6 @@
 //!   the safe horizon, fencing, operations, ensembles, TLS and ACLs, Curator
 //!   interop), with examples that run.
 
-// Reached through `unstable::driver` (hidden; the path `zk_recipes::driver`
-// works too, unstable alike).
-#[doc(hidden)]
 pub mod driver;
 /// The manual: how to use the locks, what they promise under faults, and how
 /// to run them. Every example runs as a doctest on the embedded server
@@ -66,7 +63,7 @@ mod waiter;
 mod worker;
 
 pub use error::{Error, Result};
-pub use holding::{Holding, LockEvent, LockStatus};
+pub use holding::{Holding, LockEvent, LockStatus, OWN_WATCH_DELAY};
 pub use lock::{ArcLockGuard, InterProcessLock, LockGuard, RawLock};
 pub use multi::{MultiLock, MultiLockGuard};
 pub use mutex::{InterProcessMutex, InterProcessMutexGuard};
@@ -76,26 +73,9 @@ pub use semaphore::{InterProcessSemaphoreV2, Lease};
 pub use semaphore_mutex::{InterProcessSemaphoreMutex, InterProcessSemaphoreMutexGuard};
 pub use transaction::GuardedTransaction;
 
-/// Plumbing that the workspace's own tests, tools and benchmark use: **not a
-/// stable API**, hidden from the docs, and free to change in any release.
-///
-/// * [`driver`](crate::unstable::driver): the pure lock decision ("do I hold
-///   it; else which node do I watch") for every lock kind, the specification
-///   of Curator's lock layout as code (tests use it to check queue order);
-/// * [`Sealed`](crate::unstable::Sealed): the supertrait that seals
-///   [`InterProcessLock`] (a test that injects faults into a multi-lock
-///   implements it on a wrapper of a real lock);
-/// * [`OWN_WATCH_DELAY`](crate::unstable::OWN_WATCH_DELAY) and
-///   [`bookkeeping_cost`](crate::unstable::bookkeeping_cost): figures the
-///   tests and the benchmark measure against.
-#[doc(hidden)]
-pub mod unstable {
-    pub use crate::driver;
-    pub use crate::holding::OWN_WATCH_DELAY;
-    pub use crate::stats::bookkeeping_cost;
-
-    /// Seals [`crate::InterProcessLock`]: only types that opt into this
-    /// unstable module can implement it.
+/// The seal of [`InterProcessLock`]: only the locks of this crate implement
+/// it (a `Holding` can only be made by them).
+mod sealed {
     pub trait Sealed {}
 
     impl Sealed for crate::InterProcessMutex {}
@@ -105,4 +85,6 @@ pub mod unstable {
     impl Sealed for crate::InterProcessSemaphoreMutex {}
     impl Sealed for crate::MultiLock {}
     impl<L: crate::InterProcessLock + ?Sized> Sealed for std::sync::Arc<L> {}
+    #[cfg(test)]
+    impl Sealed for crate::multi::tests::FaultyLock {}
 }

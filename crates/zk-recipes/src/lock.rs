@@ -19,8 +19,21 @@ use crate::holding::{Holding, LockEvent, LockStatus};
 
 /// What every lock is, for [`crate::MultiLock`] and the guards: acquire a
 /// holding until a deadline, release it. Sealed: the locks of this crate
-/// implement it (a `Holding` can only be made by them).
-pub trait InterProcessLock: crate::unstable::Sealed + Send + Sync {
+/// implement it (a `Holding` can only be made by them), and nothing else can:
+///
+/// ```compile_fail
+/// use std::time::Instant;
+/// use zk_recipes::{Holding, InterProcessLock, Result};
+/// struct Mine;
+/// impl InterProcessLock for Mine {
+///     fn acquire_holding(&self, _: Option<Instant>) -> Result<Option<Holding>> { Ok(None) }
+///     fn release_holding(&self, _: Holding) -> Result<()> { Ok(()) }
+///     fn release(&self) -> Result<()> { Ok(()) }
+///     fn is_acquired_in_this_process(&self) -> bool { false }
+///     fn order_key(&self) -> (String, u8) { (String::new(), 0) }
+/// }
+/// ```
+pub trait InterProcessLock: crate::sealed::Sealed + Send + Sync {
     /// Acquires until `deadline` (`None`: no limit): `Ok(None)` when it passes
     /// first. Callers normally use the lock's `acquire`/`try_acquire_*`
     /// methods, which put the whole call under the deadline.

@@ -344,3 +344,173 @@ impl InterProcessLock for MultiLock {
 impl RawLock for MultiLock {
     type GuardMarker = NotSend;
 }
+
+/// Curator's multi-mutex test doubles: a lock that fails on demand. The
+/// lock trait is sealed (only this crate's locks implement it), so these
+/// tests live inside the crate, on a real server (the embedded one, or the
+/// backend `ZK_TEST_SERVER` names).
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use zk_framework::{CuratorFramework, RetryOneTime};
+    use zk_testing::TestingServer;
+
+    use crate::{Error, Holding, InterProcessLock, InterProcessMutex, MultiLock, Result};
+
+    const PATH_1: &str = "/locks/our-lock-1";
+    const PATH_2: &str = "/locks/our-lock-2";
+
+    fn server() -> TestingServer {
+        TestingServer::start().expect("start the test server (ZK_TEST_SERVER selects the backend)")
+    }
+
+    /// A client that retries once (as Curator's tests).
+    fn connect(connect_string: &str) -> CuratorFramework {
+        let t = zk_testing::Timing::from_env();
+        let c = CuratorFramework::builder()
+            .connect_string(connect_string)
+            .session_timeout(t.session())
+            .connection_timeout(t.connection())
+            .retry_policy(RetryOneTime::new(Duration::from_millis(100)))
+            .build()
+            .expect("build client");
+        c.block_until_connected(t.wait()).expect("client connects");
+        c
+    }
+    use connect as connect_one_time;
+
+    fn lock_children(c: &CuratorFramework, path: &str) -> Vec<String> {
+        match c.get_children(path) {
+            Ok(k) => k,
+            Err(zk_framework::Error::NoNode { .. }) => Vec::new(),
+            Err(e) => panic!("get_children {path}: {e}"),
+        }
+    }
+
+    /// A lock that wraps a real mutex and fails on demand (Curator's test doubles).
+    pub(crate) struct FaultyLock {
+        inner: Arc<InterProcessMutex>,
+        fail_release: bool,
+        /// On acquire: records whether `watch` is held, then fails.
+        fail_acquire: Option<(Arc<InterProcessMutex>, Arc<AtomicBool>)>,
+    }
+
+    impl InterProcessLock for FaultyLock {
+        fn acquire_holding(&self, deadline: Option<Instant>) -> Result<Option<Holding>> {
+            if let Some((watch, saw)) = &self.fail_acquire {
+                saw.store(watch.is_acquired_in_this_process(), Ordering::SeqCst);
+                return Err(Error::InvalidArgument("foo".into()));
+            }
+            self.inner.acquire_holding(deadline)
+        }
+        fn release_holding(&self, holding: Holding) -> Result<()> {
+            if self.fail_release {
+                return Err(Error::InvalidArgument("foo".into()));
+            }
+            self.inner.release_holding(holding)
+        }
+        fn release(&self) -> Result<()> {
+            if self.fail_release {
+                return Err(Error::InvalidArgument("foo".into()));
+            }
+            self.inner.release()
+        }
+        fn is_acquired_in_this_process(&self) -> bool {
+            self.inner.is_acquired_in_this_process()
+        }
+        fn order_key(&self) -> (String, u8) {
+            self.inner.order_key()
+        }
+    }
+
+    #[test]
+    fn test_some_releases_fail() {
+        let server = server();
+        let client = connect_one_time(&server.connect_string());
+        let good = Arc::new(InterProcessMutex::new(&client, PATH_1).unwrap());
+        let other_good = Arc::new(InterProcessMutex::new(&client, PATH_2).unwrap());
+        let bad = FaultyLock {
+            inner: other_good.clone(),
+            fail_release: true,
+            fail_acquire: None,
+        };
+        let multi = MultiLock::new(vec![good.clone() as Arc<dyn InterProcessLock>, Arc::new(bad)]).unwrap();
+        let g = multi.acquire().unwrap();
+        let err = g.release().unwrap_err();
+        match &err {
+            Error::Multiple(errors) => assert_eq!(errors, &vec![Error::InvalidArgument("foo".into())]),
+            other => panic!("expected Multiple, got {other:?}"),
+        }
+        // The bad lock failed first (reverse order); the good one was still released.
+        assert!(!good.is_acquired_in_this_process());
+        assert!(other_good.is_acquired_in_this_process());
+        assert!(lock_children(&client, PATH_1).is_empty());
+        other_good.release().unwrap();
+    }
+
+    #[test]
+    fn test_some_locks_fail_to_lock() {
+        let server = server();
+        let client = connect_one_time(&server.connect_string());
+        let good = Arc::new(InterProcessMutex::new(&client, PATH_1).unwrap());
+        let saw = Arc::new(AtomicBool::new(false));
+        let bad = FaultyLock {
+            inner: Arc::new(InterProcessMutex::new(&client, PATH_2).unwrap()),
+            fail_release: false,
+            fail_acquire: Some((good.clone(), saw.clone())),
+        };
+        // Given in the "wrong" order: the canonical order still takes PATH_1 first.
+        let multi = MultiLock::new(vec![Arc::new(bad) as Arc<dyn InterProcessLock>, good.clone()]).unwrap();
+        assert_eq!(multi.order(), vec![PATH_1.to_string(), PATH_2.to_string()]);
+        let err = multi.acquire().unwrap_err();
+        assert_eq!(err, Error::InvalidArgument("foo".into()));
+        assert!(!good.is_acquired_in_this_process(), "rolled back");
+        assert!(saw.load(Ordering::SeqCst), "the good lock was taken before the bad one");
+        assert!(!multi.is_acquired_in_this_process());
+        assert!(lock_children(&client, PATH_1).is_empty());
+        assert!(multi.release().is_err(), "nothing to release");
+    }
+
+    /// Release goes on past failures and reports each of them.
+    #[test]
+    fn release_reports_every_error() {
+        let server = server();
+        let client = connect(&server.connect_string());
+        let paths = ["/multi/e1", "/multi/e2", "/multi/e3"];
+        let inner: Vec<Arc<InterProcessMutex>> = paths
+            .iter()
+            .map(|p| Arc::new(InterProcessMutex::new(&client, p).unwrap()))
+            .collect();
+        let locks: Vec<Arc<dyn InterProcessLock>> = vec![
+            Arc::new(FaultyLock {
+                inner: inner[0].clone(),
+                fail_release: true,
+                fail_acquire: None,
+            }),
+            inner[1].clone(),
+            Arc::new(FaultyLock {
+                inner: inner[2].clone(),
+                fail_release: true,
+                fail_acquire: None,
+            }),
+        ];
+        let multi = MultiLock::new(locks).unwrap();
+        let g = multi.acquire().unwrap();
+        match g.release() {
+            Err(Error::Multiple(errors)) => {
+                assert_eq!(errors.len(), 2, "{errors:?}");
+                assert!(errors.iter().all(|e| *e == Error::InvalidArgument("foo".into())));
+            }
+            other => panic!("expected Multiple with 2 errors, got {other:?}"),
+        }
+        assert!(!inner[1].is_acquired_in_this_process(), "released between the failures");
+        // A release by a thread that does not hold the set is NotOwner, not Multiple.
+        assert!(matches!(multi.release(), Err(Error::NotOwner { .. })));
+        for m in [&inner[0], &inner[2]] {
+            m.release().unwrap();
+        }
+    }
+}

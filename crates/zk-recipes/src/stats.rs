@@ -445,10 +445,9 @@ pub fn snapshot_of(client: &CuratorFramework, server_path: &str) -> Option<LockS
 /// # Examples
 ///
 /// ```
-/// let per_cycle = zk_recipes::unstable::bookkeeping_cost(1000);
+/// let per_cycle = zk_recipes::stats::bookkeeping_cost(1000);
 /// assert!(per_cycle < std::time::Duration::from_millis(1));
 /// ```
-#[doc(hidden)]
 pub fn bookkeeping_cost(cycles: u32) -> Duration {
     let stats = Figures::new().for_path("/zk-recipes/bookkeeping");
     let started = Instant::now();

@@ -56,7 +56,7 @@ fn status_lists_holders_and_waiters_in_order() {
     let token = c.check_exists(&node).unwrap().unwrap().czxid;
     let first = format!("{path}/{}", {
         let mut v = lock_nodes(&c, path);
-        zk_recipes::unstable::driver::Driver::MUTEX.sort(&mut v);
+        zk_recipes::driver::Driver::MUTEX.sort(&mut v);
         v[0].clone()
     });
     let first_token = c.check_exists(&first).unwrap().unwrap().czxid;

@@ -25,7 +25,7 @@ use crate::waiter::WatchedHolding;
 /// # Examples
 ///
 /// ```
-/// assert!(zk_recipes::unstable::OWN_WATCH_DELAY <= std::time::Duration::from_millis(10));
+/// assert!(zk_recipes::OWN_WATCH_DELAY <= std::time::Duration::from_millis(10));
 /// ```
 pub const OWN_WATCH_DELAY: Duration = Duration::from_millis(10);
 

@@ -801,8 +801,7 @@ fn a_waiters_own_node_watch_becomes_its_holdings() {
             // Well past the grant's OWN_WATCH_DELAY: still only the waiter's
             // own watch, sent while it waited.
             let granted = Instant::now();
-            assert!(wait_until(t.wait(), || granted.elapsed()
-                > zk_recipes::unstable::OWN_WATCH_DELAY * 10));
+            assert!(wait_until(t.wait(), || granted.elapsed() > zk_recipes::OWN_WATCH_DELAY * 10));
             assert_eq!(
                 exists().unwrap() - before,
                 1,

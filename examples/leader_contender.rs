@@ -79,7 +79,7 @@ fn sequence(node: &str) -> i64 {
 fn our_sequence(participants: &[Participant], id: &str, term: i64) -> i64 {
     participants
         .iter()
-        .find(|p| p.id == id && p.term == term)
+        .find(|p| p.id == id && p.fencing_token == term)
         .map_or(-1, |p| sequence(&p.node))
 }
 

@@ -100,7 +100,26 @@ impl ParticipantKind {
     }
 }
 
-/// One node queued on (or holding) a lock.
+/// One node queued on (or holding) a lock, or taking part in an election:
+/// the one participant type of every recipe (a lock's `participant_nodes()`,
+/// [`inspect`], an election's `participants()` and `leader()`, the leader
+/// observer).
+///
+/// For an election, `holds` is whether the node leads (the first by the
+/// election's order: Curator's `Participant.isLeader`), `fencing_token` is
+/// the term its leadership has (or will have), and `id` is the participant
+/// id (the node's data).
+///
+/// # Examples
+///
+/// ```no_run
+/// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// let latch = zk_recipes::leader::LeaderLatch::builder(&client, "/election").id("node-1").build()?;
+/// for p in latch.participants()? {
+///     println!("{} leads={} term={}", p.id, p.holds, p.fencing_token);
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Participant {
@@ -112,13 +131,17 @@ pub struct Participant {
     pub session_id: i64,
     /// Who created it, from its data.
     pub identity: HolderIdentity,
+    /// The node's data as text (invalid UTF-8 replaced, as Curator reads
+    /// it): an election participant's id.
+    pub id: String,
     /// Its place in its queue, from 0 (lock order; leases and the lease queue
     /// are numbered separately).
     pub position: usize,
-    /// Whether it holds the lock (a lease), by the lock's own rule.
+    /// Whether it holds the lock (a lease), by the lock's own rule; in an
+    /// election, whether it leads.
     pub holds: bool,
     /// Its fencing token: the node's czxid, as the holder's
-    /// `fencing_token()`.
+    /// `fencing_token()` (an election's term).
     pub fencing_token: i64,
     /// When the node was created (queued), in milliseconds since the Unix
     /// epoch, by the server's clock.
@@ -126,6 +149,28 @@ pub struct Participant {
 }
 
 impl Participant {
+    /// A participant as its node reads.
+    pub(crate) fn read(
+        node: String,
+        kind: ParticipantKind,
+        data: &[u8],
+        stat: &zk_framework::proto::Stat,
+        position: usize,
+        holds: bool,
+    ) -> Participant {
+        Participant {
+            node,
+            kind,
+            session_id: stat.ephemeral_owner,
+            identity: HolderIdentity::parse(data),
+            id: String::from_utf8_lossy(data).into_owned(),
+            position,
+            holds,
+            fencing_token: stat.czxid,
+            created_ms: stat.ctime,
+        }
+    }
+
     /// How long ago the node was created (queued), by this host's clock
     /// against the server's; zero if the clocks disagree the other way.
     ///
@@ -484,16 +529,14 @@ fn judge(
         };
         let (driver, kind) = rule(name);
         let holds = matches!(driver.decide(&names, name), Ok(Decision::Acquired));
-        out.push(Participant {
-            node: join(base, name),
+        out.push(Participant::read(
+            join(base, name),
             kind,
-            session_id: r.stat.ephemeral_owner,
-            identity: HolderIdentity::parse(&r.data),
+            &r.data,
+            &r.stat,
             position,
             holds,
-            fencing_token: r.stat.czxid,
-            created_ms: r.stat.ctime,
-        });
+        ));
     }
     Ok(out)
 }

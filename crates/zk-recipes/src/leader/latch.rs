@@ -11,10 +11,11 @@ use zk_framework::CuratorFramework;
 
 use super::candidate::{self, Ended, Leading, TurnEnd};
 use super::election::{Election, LeaderEvent, LeaderStatus, Lifecycle, NotLeaderReason, SuspendPolicy};
-use super::participant::{self, Participant};
+use super::participant;
 use crate::driver::{Driver, LATCH_LOCK_NAME};
 use crate::error::{Error, Result};
 use crate::holding::Holding;
+use crate::inspect::Participant;
 use crate::internals::LockInternals;
 use crate::transaction::GuardedTransaction;
 use crate::worker::Worker;
@@ -697,7 +698,7 @@ impl LeaderLatch {
         let next = self
             .participants()?
             .into_iter()
-            .find(|p| Some(&p.node) != ours.as_ref() && !p.is_leader);
+            .find(|p| Some(&p.node) != ours.as_ref() && !p.holds);
         match next {
             None => Ok(None),
             Some(p) => {

@@ -17,8 +17,10 @@ mod observer;
 mod participant;
 mod selector;
 
+/// An election's participants are [`crate::inspect::Participant`]s (the one
+/// participant type): `holds` is whether it leads, `fencing_token` its term.
+pub use crate::inspect::Participant;
 pub use election::{LeaderEvent, LeaderStatus, NotLeaderReason, SuspendPolicy};
 pub use latch::{CloseMode, LeaderLatch, LeaderLatchBuilder};
 pub use observer::{ElectionKind, LeaderObserver};
-pub use participant::Participant;
 pub use selector::{LeaderSelector, LeaderSelectorBuilder, Leadership};

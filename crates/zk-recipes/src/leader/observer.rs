@@ -8,9 +8,10 @@ use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 use zk_framework::CuratorFramework;
 
-use super::participant::{self, Participant};
+use super::participant;
 use crate::driver::Driver;
 use crate::error::Result;
+use crate::inspect::Participant;
 use crate::internals::state_changes;
 use crate::queue;
 use crate::wait::{wait_or_cancel, Woken};
@@ -166,7 +167,7 @@ impl LeaderObserver {
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let observer = zk_recipes::leader::LeaderObserver::new(&client, "/election", zk_recipes::leader::ElectionKind::Latch)?;
-    /// if let Some(l) = observer.leader() { println!("{} leads in term {}", l.id, l.term) }
+    /// if let Some(l) = observer.leader() { println!("{} leads in term {}", l.id, l.fencing_token) }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn leader(&self) -> Option<Participant> {
@@ -264,7 +265,10 @@ fn observe(inner: &Inner, cancel: &Receiver<()>) {
             };
             // The first readable node is the leader: watch it, and only it.
             if let Some(n) = queue::read(client, &inner.path, kids, Some(1), Some(&watcher))?.pop() {
-                publish(inner, Some(participant::participant(n.path, &n.data, &n.stat, true)));
+                publish(
+                    inner,
+                    Some(participant::participant(n.path, driver, &n.data, &n.stat, 0)),
+                );
                 return Ok(());
             }
             // Nobody: watch the election's children until someone joins.

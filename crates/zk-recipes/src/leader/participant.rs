@@ -5,40 +5,8 @@ use zk_framework::CuratorFramework;
 
 use crate::driver::Driver;
 use crate::error::Result;
-use crate::identity::HolderIdentity;
+use crate::inspect::{Participant, ParticipantKind};
 use crate::queue;
-
-/// One participant of an election, as its node tells.
-///
-/// # Examples
-///
-/// ```no_run
-/// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-/// let latch = zk_recipes::leader::LeaderLatch::builder(&client, "/election").id("node-1").build()?;
-/// for p in latch.participants()? {
-///     println!("{} leader={} term={}", p.id, p.is_leader, p.term);
-/// }
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Participant {
-    /// The participant id (the node's data as UTF-8, invalid bytes replaced,
-    /// as Curator reads it).
-    pub id: String,
-    /// Who created the node, when its data is the holder identity our
-    /// participants write by default (otherwise an address or unknown).
-    pub identity: HolderIdentity,
-    /// The node's full path (relative to the client's namespace).
-    pub node: String,
-    /// The session that owns the node.
-    pub session_id: i64,
-    /// The node's czxid: the term its leadership has (or will have).
-    pub term: i64,
-    /// Whether this node is first: the leader by the election's order. (The
-    /// participant itself may not have noticed yet, as with Curator.)
-    pub is_leader: bool,
-}
 
 /// The participants of the election at `path` whose nodes sort with
 /// `driver`, in election order; the first readable node is the leader.
@@ -56,19 +24,26 @@ fn read_up_to(client: &CuratorFramework, path: &str, driver: Driver, limit: Opti
     Ok(nodes
         .into_iter()
         .enumerate()
-        .map(|(i, n)| participant(n.path, &n.data, &n.stat, i == 0))
+        .map(|(i, n)| participant(n.path, driver, &n.data, &n.stat, i))
         .collect())
 }
 
-pub(crate) fn participant(node: String, data: &[u8], stat: &zk_framework::proto::Stat, first: bool) -> Participant {
-    Participant {
-        id: String::from_utf8_lossy(data).into_owned(),
-        identity: HolderIdentity::parse(data),
-        node,
-        session_id: stat.ephemeral_owner,
-        term: stat.czxid,
-        is_leader: first,
-    }
+/// An election's participant as its node reads, at `position` in the
+/// election's order (the first leads).
+pub(crate) fn participant(
+    node: String,
+    driver: Driver,
+    data: &[u8],
+    stat: &zk_framework::proto::Stat,
+    position: usize,
+) -> Participant {
+    let kind = if driver == Driver::LATCH {
+        ParticipantKind::Latch
+    } else {
+        // A selector's election is a mutex (Curator's).
+        ParticipantKind::Mutex
+    };
+    Participant::read(node, kind, data, stat, position, position == 0)
 }
 
 /// The leader of the election at `path`: the first readable node.

@@ -14,10 +14,11 @@ use zk_framework::CuratorFramework;
 
 use super::candidate::{self, Ended, Leading, TurnEnd};
 use super::election::{Election, LeaderEvent, LeaderStatus, Lifecycle, NotLeaderReason, SuspendPolicy};
-use super::participant::{self, Participant};
+use super::participant;
 use crate::driver::{Driver, MUTEX_LOCK_NAME};
 use crate::error::{Error, Result};
 use crate::holding::{Holding, LockEvent};
+use crate::inspect::Participant;
 use crate::internals::LockInternals;
 use crate::transaction::GuardedTransaction;
 use crate::worker::Worker;

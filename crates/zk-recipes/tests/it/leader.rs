@@ -83,8 +83,8 @@ fn one_leader_at_a_time_and_terms_only_grow() {
         // Everyone reads the same leader from the server.
         let leader = latches[0].leader().unwrap().unwrap();
         assert_eq!(leader.id, latches[l].id());
-        assert_eq!(leader.term, term);
-        assert!(leader.is_leader);
+        assert_eq!(leader.fencing_token, term);
+        assert!(leader.holds);
         // (Every latch queues on its own thread after start(): on a loaded
         // machine the last one may still be on its way at round 0.)
         assert!(
@@ -718,7 +718,7 @@ fn the_observer_reports_each_change_of_leader_and_nothing_else() {
     a.close().unwrap();
     let second = changes.recv_timeout(timing().wait()).unwrap().unwrap();
     assert_eq!(second.id, "b");
-    assert!(second.term > first.term);
+    assert!(second.fencing_token > first.fencing_token);
     assert_eq!(observer.leader().unwrap().id, "b");
     b.close().unwrap();
     assert_eq!(changes.recv_timeout(timing().wait()).unwrap(), None);

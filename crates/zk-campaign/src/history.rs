@@ -31,6 +31,23 @@
 //!   the optional fields.
 //! * `D pid thread attempt end` — the work of a section is done; written before
 //!   the release, so a worker killed during its release is not blamed.
+//! * `C pid thread attempt lock mode token session what first-lo first-hi
+//!   last-lo last-hi count ended` — after its section was cut short (a
+//!   `Suspended`/`Lost` heard, or a `check()` that was not `Ok`), the holder
+//!   kept watching its lock until it was lost or its watch ended, and was
+//!   told it holds it again: a *claim span*, `count` claims in a row with no
+//!   sign of doubt between them (one line per lock of a multi-lock). `what`
+//!   lists the kinds of claim in the span, joined by `+`: `reconnected` (a
+//!   `Reconnected` event), `leader` (a `Leader { term }` event), `ok` (`check()`
+//!   said `Ok`), `held` (the status said `Held`). `token` is the token the
+//!   claim is for (a leader's: the term of its event, or of the latch when it
+//!   was asked). Each claim happened at some instant the worker can only
+//!   bound: `first-lo`..`first-hi` for the first claim, `last-lo`..`last-hi`
+//!   for the last (a call: from before it to after it returned; an event:
+//!   from the last moment its channel was seen empty to its receipt).
+//!   `ended`: `doubt` (a sign of doubt came next), `lost`, or `end` (the
+//!   holder was still told it holds when it stopped watching). Older logs have
+//!   no `C` lines: before them, a holder stopped at the first sign of doubt.
 //!
 //! Coordinator lines (`coordinator.log`): `P key=value…` (parameters),
 //! `F kind start end detail` (a fault), `N …` (a fault that could not be
@@ -166,6 +183,51 @@ pub struct ResourceWrite {
     pub attempt: AttemptKey,
 }
 
+/// A claim span (a `C` line): after its section was cut short, a holder was
+/// told again, `count` times in a row, that it holds its lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimRec {
+    /// The worker's pid.
+    pub pid: u32,
+    /// The worker thread.
+    pub thr: u32,
+    /// The attempt number (its section's).
+    pub att: u64,
+    /// The lock path.
+    pub lock: String,
+    /// The mode of the attempt.
+    pub mode: String,
+    /// The token the claim is for (a leader's: its term).
+    pub token: i64,
+    /// The session id (hex).
+    pub sid: String,
+    /// The kinds of claim in the span, joined by `+` (`reconnected`,
+    /// `leader`, `ok`, `held`).
+    pub what: String,
+    /// When the first claim happened: at some instant in `first.0..=first.1`.
+    pub first: (u64, u64),
+    /// When the last claim happened: at some instant in `last.0..=last.1`.
+    pub last: (u64, u64),
+    /// How many claims the span holds.
+    pub count: u64,
+    /// What came after it: `doubt`, `lost` or `end`.
+    pub ended: String,
+}
+
+impl ClaimRec {
+    /// Its section's key.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let h = zk_campaign::history::History::from_lines(["C 10 0 1 /l mutex 5 a ok 100 101 150 151 10 end"]);
+    /// assert_eq!(h.claims[0].key(), (10, 0, 1, "/l".to_string()));
+    /// ```
+    pub fn key(&self) -> SectionKey {
+        (self.pid, self.thr, self.att, self.lock.clone())
+    }
+}
+
 /// An injected fault (an `F` line).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FaultRec {
@@ -186,6 +248,8 @@ pub struct History {
     pub attempts: HashMap<AttemptKey, AttemptRec>,
     /// Critical sections.
     pub sections: HashMap<SectionKey, SecRec>,
+    /// Claim spans (`C`), in log order.
+    pub claims: Vec<ClaimRec>,
     /// Workers killed -9: pid → when.
     pub killed: HashMap<u32, u64>,
     /// Sessions reported by workers (`Z`): (pid, when, session hex).
@@ -348,6 +412,23 @@ impl History {
                     });
                 }
             }
+            "C" => {
+                f.get(14)?;
+                self.claims.push(ClaimRec {
+                    pid: p32(1)?,
+                    thr: p32(2)?,
+                    att: p64(3)?,
+                    lock: s(4)?,
+                    mode: s(5)?,
+                    token: f.get(6)?.parse().ok()?,
+                    sid: s(7)?,
+                    what: s(8)?,
+                    first: (p64(9)?, p64(10)?),
+                    last: (p64(11)?, p64(12)?),
+                    count: p64(13)?,
+                    ended: s(14)?,
+                });
+            }
             "A" => {
                 let start = p64(6)?;
                 let k = (p32(1)?, p32(2)?, p64(3)?);
@@ -475,6 +556,8 @@ mod tests {
             "E 10 0 1 /l mutex 7 1a 150 200 180 Suspended - Held Lost 0 ok 1500",
             "E 10 0 3 /l mutex 8 1a 250 300 - - - Held Held 1 ok 1500 290 295 ok",
             "Q 10 5 9",
+            "C 10 0 3 /l mutex 8 1a reconnected+ok 310 312 400 401 20 lost",
+            "C 10 0 3 /l mutex 8 1a ok 310",
             "V /l 3 7 10 0 1",
             "A 10 0 2 /l mutex 300",
             "X 10 400",
@@ -518,6 +601,23 @@ mod tests {
             (Some(290), Some(295), "ok")
         );
         assert_eq!(h.paused, vec![(10, 5, 9)]);
+        assert_eq!(
+            h.claims,
+            vec![ClaimRec {
+                pid: 10,
+                thr: 0,
+                att: 3,
+                lock: "/l".into(),
+                mode: "mutex".into(),
+                token: 8,
+                sid: "1a".into(),
+                what: "reconnected+ok".into(),
+                first: (310, 312),
+                last: (400, 401),
+                count: 20,
+                ended: "lost".into(),
+            }]
+        );
         assert_eq!(h.sessions, vec![(10, 2, "1a".to_string())]);
         assert!(h.resource_read);
         assert_eq!(
@@ -529,6 +629,7 @@ mod tests {
                 attempt: (10, 0, 1)
             }]
         );
-        assert_eq!(h.unparsed, 1);
+        // `garbage` and the truncated `C` line.
+        assert_eq!(h.unparsed, 2);
     }
 }

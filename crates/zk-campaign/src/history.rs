@@ -18,10 +18,14 @@
 //!   the lock node's name, or `-` where the recipe does not expose it.
 //! * `E pid thread attempt lock mode token session start end told told-event
 //!   told-late status-at-grant status-at-end connected-before-release release
-//!   [release-ns [last-ok first-bad write]]` — it ended. `told` is when the
+//!   [release-ns [last-ok first-bad write [watched]]]` — it ended. `end` is
+//!   when the holder stopped working (at its first sign of doubt, or when its
+//!   hold was over). `told` is when the
 //!   first `Suspended`/`Lost` was received on the guard's loss receiver while
-//!   holding (`-`: never; equal to `start` when it was already queued at
-//!   grant); `told-late` when one came while the holder waited before
+//!   holding, or while watching the lock after a cut (`-`: never; equal to
+//!   `start` when it was already queued at grant); `watched`, when the holder
+//!   stopped watching its lock after its work was cut short (`-`: it did not
+//!   watch; see the `C` lines); `told-late` when one came while the holder waited before
 //!   releasing a lock that looked lost; the statuses are the guard's (`?` in
 //!   older logs); `release-ns`, how long the release call took; `last-ok`,
 //!   when the holder's `check()` (called at grant and every 5 ms while it
@@ -126,6 +130,9 @@ pub struct EndRec {
     pub first_bad: Option<u64>,
     /// The guarded write to the resource: `ok`, an error kind, `-` (none, or older logs).
     pub write: String,
+    /// When the holder stopped watching its lock after a cut (`None`: it did
+    /// not watch, or older logs).
+    pub watched: Option<u64>,
 }
 
 /// A critical section on one lock (`S`, then `E`).
@@ -490,6 +497,7 @@ impl History {
                         last_ok: f.get(18).and_then(|v| opt_u64(v)),
                         first_bad: f.get(19).and_then(|v| opt_u64(v)),
                         write: s(20).unwrap_or_else(|| "-".into()),
+                        watched: f.get(21).and_then(|v| opt_u64(v)),
                     })
                 } else {
                     None
@@ -554,7 +562,7 @@ mod tests {
             "S 10 0 1 /l mutex 7 1a 150 node",
             "D 10 0 1 190",
             "E 10 0 1 /l mutex 7 1a 150 200 180 Suspended - Held Lost 0 ok 1500",
-            "E 10 0 3 /l mutex 8 1a 250 300 - - - Held Held 1 ok 1500 290 295 ok",
+            "E 10 0 3 /l mutex 8 1a 250 300 - - - Held Held 1 ok 1500 290 295 ok 420",
             "Q 10 5 9",
             "C 10 0 3 /l mutex 8 1a reconnected+ok 310 312 400 401 20 lost",
             "C 10 0 3 /l mutex 8 1a ok 310",
@@ -597,9 +605,10 @@ mod tests {
         );
         let e3 = h.sections[&(10, 0, 3, "/l".to_string())].end.clone().unwrap();
         assert_eq!(
-            (e3.last_ok, e3.first_bad, e3.write.as_str()),
-            (Some(290), Some(295), "ok")
+            (e3.last_ok, e3.first_bad, e3.write.as_str(), e3.watched),
+            (Some(290), Some(295), "ok", Some(420))
         );
+        assert_eq!(e.watched, None);
         assert_eq!(h.paused, vec![(10, 5, 9)]);
         assert_eq!(
             h.claims,

@@ -244,13 +244,21 @@ pub(super) fn judge(h: &History, views: &[View<'_>], violations: &mut Vec<String
     claimed_tokens_never_go_back(h, violations);
     let mut kinds: BTreeMap<&str, u64> = BTreeMap::new();
     let mut ended: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut total = 0u64;
     for c in &h.claims {
         for k in c.what.split('+') {
-            *kinds.entry(k).or_default() += c.count.max(1);
+            *kinds.entry(k).or_default() += 1;
         }
         *ended.entry(c.ended.as_str()).or_default() += 1;
+        total += c.count;
     }
     let sections: std::collections::HashSet<(u32, u32, u64)> = h.claims.iter().map(|c| (c.pid, c.thr, c.att)).collect();
+    let watched: std::collections::HashSet<(u32, u32, u64)> = h
+        .sections
+        .values()
+        .filter(|s| s.end.as_ref().is_some_and(|e| e.watched.is_some()))
+        .map(|s| (s.pid, s.thr, s.att))
+        .collect();
     let list = |m: &BTreeMap<&str, u64>| {
         if m.is_empty() {
             "none".to_string()
@@ -261,9 +269,10 @@ pub(super) fn judge(h: &History, views: &[View<'_>], violations: &mut Vec<String
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "claims after a cut: {judged} spans in {} sections (claims: {}; spans ended by: {}); \
-         fenced after an instant expiry: {excused}",
+        "claims after a cut: {judged} spans of {total} claims in {} of {} watched attempts (spans with: {}; \
+         ended by: {}); fenced after an instant expiry: {excused}",
         sections.len(),
+        watched.len(),
         list(&kinds),
         list(&ended)
     );
@@ -483,7 +492,7 @@ mod tests {
         assert!(!r.margins.contains_key("all"), "{:#?}", r.margins);
         assert!(
             r.text.contains(
-                "claims after a cut: 1 spans in 1 sections (claims: held 8, ok 8, reconnected 8; spans ended by: end 1)"
+                "claims after a cut: 1 spans of 8 claims in 1 of 0 watched attempts (spans with: held 1, ok 1, reconnected 1; ended by: end 1)"
             ),
             "{}",
             r.text
@@ -642,7 +651,8 @@ mod tests {
         let r = check(&h, &opts());
         assert!(r.violations.is_empty(), "{:#?}", r.violations);
         assert!(
-            r.text.contains("claims after a cut: 0 spans in 0 sections"),
+            r.text
+                .contains("claims after a cut: 0 spans of 0 claims in 0 of 0 watched attempts"),
             "{}",
             r.text
         );

@@ -79,12 +79,27 @@ case "$profile" in
           --workers 4 --threads 5 --session-ms 6000
           --hold-ms 5 --think-ms 5 --long-hold-permille 8)
     ;;
+  composed)
+    args=(--faults composed --min-each 20 --seconds 60 --max-seconds 2400
+          --workers 4 --threads 5 --session-ms 3000
+          --hold-ms 5 --think-ms 5 --long-hold-permille 40)
+    ;;
+  composed-ensemble)
+    args=(--ensemble --faults composed --min-each 20 --seconds 60 --max-seconds 3600
+          --workers 4 --threads 5 --session-ms 6000
+          --hold-ms 5 --think-ms 5 --long-hold-permille 40)
+    ;;
+  composed-ci)
+    args=(--faults composed --min-each 1 --seconds 15 --max-seconds 120
+          --workers 4 --threads 5 --session-ms 3000
+          --hold-ms 5 --think-ms 5 --long-hold-permille 40)
+    ;;
   -h|--help)
     sed -n '2,42p' "$0"
     exit 0
     ;;
   *)
-    echo "unknown profile $profile (ci, long, ensemble, partitions-ci or partitions-long)" >&2
+    echo "unknown profile $profile (ci, long, ensemble, partitions-ci, partitions-long, composed, composed-ensemble or composed-ci)" >&2
     exit 2
     ;;
 esac

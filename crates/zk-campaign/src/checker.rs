@@ -765,7 +765,7 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
         .get("kinds")
         .map(|k| k.split(',').filter(|s| !s.is_empty()).map(String::from).collect())
         .unwrap_or_default();
-    let missing: Vec<String> = kinds.iter().filter(|k| !faults.contains_key(*k)).cloned().collect();
+    let missing = missing_kinds(h, &kinds, &faults);
 
     // The report.
     let mut t = String::new();
@@ -897,6 +897,20 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
         overshoots_by_lock: overshoot.by_lock,
         margins,
     }
+}
+
+/// The fault kinds that happened fewer times than the run asked for: once,
+/// or `min_each` times (`P`); `kind (N of M)` when it happened N < M times.
+fn missing_kinds(h: &History, kinds: &[String], faults: &BTreeMap<String, usize>) -> Vec<String> {
+    let need = h.param_u64("min_each").unwrap_or(0).max(1) as usize;
+    kinds
+        .iter()
+        .filter_map(|k| match faults.get(k).copied().unwrap_or(0) {
+            0 => Some(k.clone()),
+            n if n < need => Some(format!("{k} ({n} of {need})")),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Statistics of margin samples (ns, may be negative), by key.
@@ -1696,6 +1710,11 @@ mod tests {
         let mut h = clean();
         h.add_line("P kinds=cut,restart");
         assert_eq!(check(&h, &opts()).missing, vec!["restart".to_string()]);
+        // With min_each, a kind that happened fewer times is missing too.
+        h.add_line("P min_each=2");
+        h.add_line("F restart 5 6 server down");
+        h.add_line("F restart 7 8 server down");
+        assert_eq!(check(&h, &opts()).missing, vec!["cut (1 of 2)".to_string()]);
     }
 
     #[test]

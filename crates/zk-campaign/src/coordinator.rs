@@ -138,13 +138,14 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
         dir.display()
     );
     log.line(&format!(
-        "P seed={seed} backend={} workers={} threads={} session_ms={} acquire_timeout_ms={} short_timeout_percent={} kinds={}",
+        "P seed={seed} backend={} workers={} threads={} session_ms={} acquire_timeout_ms={} short_timeout_percent={} min_each={} kinds={}",
         server.name(),
         o.workers,
         o.threads,
         session.as_millis(),
         o.acquire_timeout_ms,
         o.short_timeout_percent,
+        o.min_each,
         kinds.join(",")
     ));
     let mut slots = Vec::new();
@@ -221,10 +222,12 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
                 kinds: kinds.clone(),
                 partitions_done: &partitions_done,
                 round_done: &round_done,
+                min_each: o.min_each,
             };
             f.run(&stop_faults);
         });
         let limit = Duration::from_secs_f64(seconds);
+        let cap = o.max_seconds.map_or(limit * 2, Duration::from_secs_f64).max(limit);
         let mut next_report = Duration::from_secs(10);
         loop {
             std::thread::sleep(Duration::from_millis(200));
@@ -241,8 +244,9 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
             }
             let enough = o.acquisitions.is_some_and(|a| scanner.acquired >= a)
                 && partitions_done.load(Ordering::SeqCst) >= o.min_partition_faults;
-            // Every kind once at least (at most twice the time asked for).
-            let round = round_done.load(Ordering::SeqCst) || el >= limit * 2;
+            // Every kind once at least, or --min-each times (at most until
+            // --max-seconds, twice the time asked for by default).
+            let round = round_done.load(Ordering::SeqCst) || el >= cap;
             if ((enough || el >= limit) && round) || faults.is_finished() {
                 break;
             }

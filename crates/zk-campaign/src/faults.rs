@@ -16,6 +16,8 @@ use crate::prng::Rng;
 use crate::record::{now_ns, LineLog};
 use crate::server::{Server, PARTITION_KINDS};
 
+mod composed;
+
 /// Latest session (id, password) reported by each worker slot.
 pub(crate) type Sessions = Mutex<HashMap<usize, (i64, Vec<u8>)>>;
 
@@ -32,8 +34,12 @@ pub(crate) struct Faults<'a> {
     pub(crate) kinds: Vec<&'static str>,
     /// Partition faults injected so far (the coordinator may wait for a number).
     pub(crate) partitions_done: &'a AtomicUsize,
-    /// Set once every kind was injected (or tried) once: the run lasts at least that long.
+    /// Set once every kind was injected (or tried) once, or with `min_each`
+    /// once every kind happened that many times: the run lasts at least
+    /// that long.
     pub(crate) round_done: &'a AtomicBool,
+    /// How many times every kind must happen (0: tried once is enough).
+    pub(crate) min_each: usize,
 }
 
 impl Faults<'_> {
@@ -559,6 +565,7 @@ impl Faults<'_> {
             | "minority-client"
             | "pause-leader-sync"
             | "pause-holder-minority" => self.partition(kind),
+            k if k.starts_with("composed-") => self.composed(k),
             other => Err(io::Error::other(format!("unknown fault {other}"))),
         }
     }
@@ -573,6 +580,8 @@ impl Faults<'_> {
             order.swap(i, j);
         }
         let mut n = 0usize;
+        // Kinds injected so far (with `min_each`, the least happened go first).
+        let mut done: HashMap<&str, usize> = HashMap::new();
         let sleep_checked = |d: Duration| {
             let until = Instant::now() + d;
             while !stop.load(Ordering::SeqCst) && Instant::now() < until {
@@ -584,8 +593,22 @@ impl Faults<'_> {
             // After the first round, partitions (when among the kinds) are
             // picked three times in five: they are what this profile is for.
             let partitions: Vec<&str> = kinds.iter().copied().filter(|k| PARTITION_KINDS.contains(k)).collect();
+            let behind: Vec<&str> = {
+                let least = kinds
+                    .iter()
+                    .map(|k| done.get(k).copied().unwrap_or(0))
+                    .min()
+                    .unwrap_or(0);
+                kinds
+                    .iter()
+                    .copied()
+                    .filter(|k| least < self.min_each && done.get(k).copied().unwrap_or(0) == least)
+                    .collect()
+            };
             let kind = if n < order.len() {
                 order[n]
+            } else if !behind.is_empty() {
+                behind[self.rng.below(behind.len() as u64) as usize]
             } else if !partitions.is_empty() && partitions.len() < kinds.len() && self.rng.below(5) < 3 {
                 partitions[self.rng.below(partitions.len() as u64) as usize]
             } else {
@@ -594,7 +617,10 @@ impl Faults<'_> {
             n += 1;
             let start = now_ns();
             match self.inject(kind) {
-                Ok(detail) => self.record(kind, start, &detail),
+                Ok(detail) => {
+                    self.record(kind, start, &detail);
+                    *done.entry(kind).or_default() += 1;
+                }
                 Err(e) => {
                     eprintln!("fault {kind} failed: {e}");
                     self.log.line(&format!("N {kind} {start} {e}"));
@@ -604,7 +630,12 @@ impl Faults<'_> {
                     }
                 }
             }
-            if n >= order.len() {
+            let round = if self.min_each > 0 {
+                kinds.iter().all(|k| done.get(k).copied().unwrap_or(0) >= self.min_each)
+            } else {
+                n >= order.len()
+            };
+            if round {
                 self.round_done.store(true, Ordering::SeqCst);
             }
             let gap = self.rng.ms(300, 1500);

@@ -1,0 +1,807 @@
+//! The composed faults: two or three faults whose windows overlap, as
+//! Jepsen's composed nemeses do. Each one picks a holder that holds a lock
+//! now (the head of the mutex's queue, the semaphore's lease, or the leader
+//! of the election, the same node 300 ms apart) and does its steps in an
+//! order that makes them overlap, checking each step on the server; a
+//! composition whose steps did not all happen (the holder let go before the
+//! break, no rival was granted, the session did not survive the heal) is
+//! logged as not injected (`N`) and tried again later, so that every `F`
+//! line of a composed kind is a composition that really happened.
+//!
+//! | kind | steps |
+//! |---|---|
+//! | `composed-partition-break-heal` | the holder's worker cut off (its proxies cut and refusing); once the server has dropped its connection (it is told `Suspended`), an operator deletes every node of its session under the campaign's root; another holder is granted the lock; the partition heals before the session expires, the worker's re-registered watches (`SetWatches`) held back 300-600 ms |
+//! | `composed-partition-restart` | the holder's worker cut off; the server (ensemble: the holder's node, or the leader) stopped and restarted while it is away, half the time with the break as above meanwhile; the heal before the session expires, with the watches held back |
+//! | `composed-pause-expire-resume` | the holder's worker stopped (SIGSTOP) until the server has expired its session (its node gone) and another holder is granted; resumed (its proxies frozen half the time): it must not be told it holds |
+//! | `composed-ensemble-partition-failover` | (ensemble) the holder on a follower; that follower cut off from the others, the holder's connections cut; the break on the majority, a rival granted there; the holder fails over to a majority node (watches held back) before its session expires; the follower healed after its sync limit |
+//! | `composed-break-during-handoff` | an operator break in a leader hand-off: at the moment the leader's node goes (its turn ends), the next leader's node is deleted; or the leader's node is deleted while it leads, and the next one at the hand-off that follows |
+//! | `composed-random` | two or three of the plain kinds at once, each on its own thread, the longest first and the others started inside its window |
+
+use std::io;
+use std::time::{Duration, Instant};
+
+use zk_framework::CuratorFramework;
+use zk_framework::ExponentialBackoffRetry;
+
+use super::Faults;
+use crate::paths::{ELECTION_PATH, MUTEX_PATH, ROOT};
+use crate::prng::Rng;
+use crate::record::now_ns;
+use crate::server::Server;
+
+/// The queues whose head holds a lock: (queue, node marker, what).
+const HELD_QUEUES: [(&str, &str, &str); 3] = [
+    (MUTEX_PATH, "lock-", "mutex"),
+    ("/campaign/sem/leases", "lease-", "semaphore lease"),
+    (ELECTION_PATH, "latch-", "leader"),
+];
+
+/// A holder picked for a composition.
+#[derive(Debug, Clone)]
+struct Target {
+    slot: usize,
+    session: i64,
+    /// The queue its node heads.
+    queue: &'static str,
+    marker: &'static str,
+    /// Its held node.
+    node: String,
+    what: &'static str,
+}
+
+impl Target {
+    fn describe(&self) -> String {
+        format!(
+            "{} holder: worker {} (session 0x{:x}, {})",
+            self.what, self.slot, self.session, self.node
+        )
+    }
+}
+
+/// Milliseconds since `t0`, for the steps' log.
+fn ms_since(t0: Instant) -> u128 {
+    t0.elapsed().as_millis()
+}
+
+/// The head of `queue` (sorted by sequence) and its owner, read through `c`.
+fn head(c: &CuratorFramework, queue: &str, marker: &str) -> Option<(String, i64)> {
+    let mut kids = c.get_children(queue).ok()?;
+    kids.retain(|k| k.contains(marker));
+    zk_framework::paths::sort_by_sequence(&mut kids, marker);
+    let node = format!("{queue}/{}", kids.first()?);
+    let owner = c.check_exists(&node).ok().flatten()?.ephemeral_owner;
+    Some((node, owner))
+}
+
+/// Every ephemeral node under `ROOT` owned by `session` (a tree of depth 3 at most).
+fn session_nodes(c: &CuratorFramework, session: i64) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![ROOT.to_string()];
+    while let Some(p) = stack.pop() {
+        let Ok(kids) = c.get_children(&p) else { continue };
+        for k in kids {
+            let child = format!("{p}/{k}");
+            match c.check_exists(&child) {
+                Ok(Some(st)) if st.ephemeral_owner == session => out.push(child),
+                Ok(Some(st)) if st.ephemeral_owner == 0 && st.num_children > 0 => stack.push(child),
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// An operator's break: deletes every node of `session` under the campaign's
+/// root (a semaphore holder's lease and internal-mutex node, a multi-lock's
+/// every member, its worker's waiting nodes). Returns the nodes deleted.
+fn break_session(c: &CuratorFramework, session: i64) -> Vec<String> {
+    session_nodes(c, session)
+        .into_iter()
+        .filter(|p| c.delete().for_path(p).is_ok())
+        .collect()
+}
+
+impl<'a> Faults<'a> {
+    /// A copy of this injector for one part of a composition: the same
+    /// server, fleet and log, its own PRNG (seeded from this one's) and its
+    /// own admin client.
+    fn fork(&mut self) -> Faults<'a> {
+        Faults {
+            server: self.server,
+            fleet: self.fleet,
+            log: self.log,
+            session: self.session,
+            sessions: self.sessions,
+            rng: Rng::new(self.rng.below(u64::MAX)),
+            admin: None,
+            kinds: self.kinds.clone(),
+            partitions_done: self.partitions_done,
+            round_done: self.round_done,
+            min_each: self.min_each,
+        }
+    }
+
+    /// Holders that hold now: the heads of the mutex's queue, the
+    /// semaphore's leases and the election, the same node 300 ms apart, whose
+    /// owner is a worker's session. Tries for up to `patience`.
+    fn holders(&mut self, patience: Duration) -> io::Result<Vec<Target>> {
+        let deadline = Instant::now() + patience;
+        loop {
+            let c = self.admin()?.clone();
+            let first: Vec<_> = HELD_QUEUES.iter().map(|(q, m, _)| head(&c, q, m)).collect();
+            std::thread::sleep(Duration::from_millis(300));
+            let mut found = Vec::new();
+            for ((q, m, what), before) in HELD_QUEUES.iter().zip(first) {
+                let (Some(before), Some(now)) = (before, head(&c, q, m)) else {
+                    continue;
+                };
+                if before != now {
+                    continue;
+                }
+                let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some((&slot, _)) = sessions.iter().find(|(_, (sid, _))| *sid == now.1) {
+                    found.push(Target {
+                        slot,
+                        session: now.1,
+                        queue: q,
+                        marker: m,
+                        node: now.0,
+                        what,
+                    });
+                }
+            }
+            if !found.is_empty() {
+                return Ok(found);
+            }
+            if Instant::now() >= deadline {
+                return Err(io::Error::other("no holder held its lock for 300 ms"));
+            }
+        }
+    }
+
+    /// A holder that holds now, at random among [`Faults::holders`].
+    fn pick_holder(&mut self) -> io::Result<Target> {
+        let mut all = self.holders(Duration::from_secs(8))?;
+        let i = self.rng.below(all.len() as u64) as usize;
+        Ok(all.swap_remove(i))
+    }
+
+    /// Cuts off a worker: its proxies cut, new connections refused.
+    fn isolate_slot(&self, slot: usize) {
+        for p in &self.fleet.slots[slot].proxies {
+            p.refuse(true);
+            p.cut();
+        }
+    }
+
+    /// The sum of `SetWatches` frames the slot's proxies held back so far.
+    fn set_watches_held(&self, slot: usize) -> usize {
+        self.fleet.slots[slot]
+            .proxies
+            .iter()
+            .map(zk_testing::proxy::FaultProxy::set_watches_delayed)
+            .sum()
+    }
+
+    /// Whether `session` has a connection on the server, as the server sees
+    /// it (`None`: the server cannot say).
+    fn session_connected(&self, session: i64) -> Option<bool> {
+        match self.server {
+            Server::Embedded(s) => {
+                let e = s.embedded()?;
+                Some(e.sessions().iter().any(|x| x.id == session && x.connected))
+            }
+            _ => {
+                let mut any = false;
+                for a in self.server.addrs() {
+                    let cons = zk_testing::fourlw::four_letter_word(&a, "cons", Duration::from_secs(2)).ok()?;
+                    any |= cons.contains(&format!("sid=0x{session:x}"));
+                }
+                Some(any)
+            }
+        }
+    }
+
+    /// Waits (bounded) until the server has dropped `session`'s connection:
+    /// its client has then seen its connection close, and is told
+    /// `Suspended`. Returns the milliseconds it took, or an error.
+    fn wait_dropped(&self, session: i64, t0: Instant) -> io::Result<u128> {
+        let deadline = Instant::now() + Duration::from_secs(3);
+        loop {
+            match self.session_connected(session) {
+                Some(false) => return Ok(ms_since(t0)),
+                None => return Ok(ms_since(t0)),
+                Some(true) if Instant::now() >= deadline => {
+                    return Err(io::Error::other(
+                        "the server still had the holder's connection after 3 s",
+                    ))
+                }
+                Some(true) => std::thread::sleep(Duration::from_millis(5)),
+            }
+        }
+    }
+
+    /// Waits (bounded) until `queue`'s head is a node of another session
+    /// than `session`: a rival was granted the lock. Returns it.
+    fn wait_rival(c: &CuratorFramework, t: &Target, bound: Duration) -> Option<(String, i64)> {
+        let deadline = Instant::now() + bound;
+        loop {
+            if let Some((node, owner)) = head(c, t.queue, t.marker) {
+                if owner != t.session && owner != 0 {
+                    return Some((node, owner));
+                }
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Heals a worker cut off by [`Faults::isolate_slot`] (only the proxies
+    /// `open` says), its re-registered watches held back `delay`; waits
+    /// (bounded by a session timeout) until a `SetWatches` was held back, then
+    /// for the delay, and turns the delay off. Returns the frames held back.
+    fn heal_slot_slowly(&self, slot: usize, delay: Duration, open: impl Fn(usize) -> bool) -> usize {
+        let before = self.set_watches_held(slot);
+        for (i, p) in self.fleet.slots[slot].proxies.iter().enumerate() {
+            if open(i) {
+                p.delay_set_watches(delay);
+                p.refuse(false);
+            }
+        }
+        let deadline = Instant::now() + self.session;
+        while self.set_watches_held(slot) == before && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let held = self.set_watches_held(slot) - before;
+        if held > 0 {
+            std::thread::sleep(delay + Duration::from_millis(100));
+        }
+        for p in &self.fleet.slots[slot].proxies {
+            p.delay_set_watches(Duration::ZERO);
+        }
+        held
+    }
+
+    /// Undoes what a composition may have left on a worker: proxies open,
+    /// no delay, the process running.
+    fn release_slot(&self, slot: usize) {
+        for p in &self.fleet.slots[slot].proxies {
+            p.delay_set_watches(Duration::ZERO);
+            p.freeze(false);
+            p.refuse(false);
+        }
+        let _ = self.fleet.signal(slot, "CONT");
+    }
+
+    /// The injector of every composed kind.
+    pub(super) fn composed(&mut self, kind: &str) -> io::Result<String> {
+        let r = match kind {
+            "composed-partition-break-heal" => self.partition_break_heal(),
+            "composed-partition-restart" => self.partition_restart(),
+            "composed-pause-expire-resume" => self.pause_expire_resume(),
+            "composed-ensemble-partition-failover" => self.ensemble_partition_failover(),
+            "composed-break-during-handoff" => self.break_during_handoff(),
+            "composed-random" => self.random_composition(),
+            other => Err(io::Error::other(format!("unknown composed fault {other}"))),
+        };
+        for slot in 0..self.fleet.slots.len() {
+            for p in &self.fleet.slots[slot].proxies {
+                p.delay_set_watches(Duration::ZERO);
+            }
+        }
+        r
+    }
+
+    /// The holder cut off, told `Suspended`; its nodes broken; a rival
+    /// granted; healed before its session expires, with its watches held
+    /// back.
+    fn partition_break_heal(&mut self) -> io::Result<String> {
+        let t = self.pick_holder()?;
+        let delay = self.rng.ms(300, 600);
+        let t0 = Instant::now();
+        self.isolate_slot(t.slot);
+        let r = self.break_and_heal(&t, t0, delay);
+        self.release_slot(t.slot);
+        r
+    }
+
+    /// The steps after the cut, shared by the compositions with a break:
+    /// wait for the drop, break, wait for a rival, heal slowly.
+    fn break_and_heal(&mut self, t: &Target, t0: Instant, delay: Duration) -> io::Result<String> {
+        let dropped = self.wait_dropped(t.session, t0)?;
+        let (broken, at_break) = self.break_holder(t, t0)?;
+        let bound = self.session / 2;
+        let c = self.admin()?;
+        let (rival, rival_ms) = match Self::wait_rival(c, t, bound) {
+            Some((n, o)) => (format!("0x{o:x} ({n})"), ms_since(t0)),
+            None => return Err(io::Error::other("no rival was granted the broken lock")),
+        };
+        // A little more time away, well before the session expires.
+        std::thread::sleep(self.rng.ms(0, 300));
+        let healed_ms = ms_since(t0);
+        let held = self.heal_slot_slowly(t.slot, delay, |_| true);
+        if held == 0 {
+            return Err(io::Error::other(
+                "the holder did not re-register its watches after the heal (its session expired?)",
+            ));
+        }
+        Ok(format!(
+            "{}: cut off at +0 ms, its connection dropped at +{dropped} ms; {broken} at +{at_break} ms; rival {rival} \
+             granted at +{rival_ms} ms; healed at +{healed_ms} ms (session {} ms) with SetWatches held back {} ms \
+             ({held} held back)",
+            t.describe(),
+            self.session.as_millis(),
+            delay.as_millis()
+        ))
+    }
+
+    /// Deletes every node of the holder's session; fails unless its held
+    /// node was among them. Returns what was deleted and when.
+    fn break_holder(&mut self, t: &Target, t0: Instant) -> io::Result<(String, u128)> {
+        let c = self.admin()?;
+        let deleted = break_session(c, t.session);
+        let at = ms_since(t0);
+        if !deleted.contains(&t.node) {
+            return Err(io::Error::other(format!(
+                "the holder let go of {} before the break ({} other nodes of its session deleted)",
+                t.node,
+                deleted.len()
+            )));
+        }
+        Ok((format!("{} nodes of its session deleted", deleted.len()), at))
+    }
+
+    /// The holder cut off; the server restarted while it is away (half the
+    /// time with a break meanwhile); healed before its session expires, with
+    /// its watches held back.
+    fn partition_restart(&mut self) -> io::Result<String> {
+        let t = self.pick_holder()?;
+        let with_break = self.rng.below(2) == 0;
+        let delay = self.rng.ms(300, 600);
+        let t0 = Instant::now();
+        self.isolate_slot(t.slot);
+        let r = self.restart_while_away(&t, t0, with_break, delay);
+        self.release_slot(t.slot);
+        if r.is_err() {
+            let _ = self.server.heal();
+        }
+        r
+    }
+
+    fn restart_while_away(&mut self, t: &Target, t0: Instant, with_break: bool, delay: Duration) -> io::Result<String> {
+        let dropped = self.wait_dropped(t.session, t0)?;
+        let down = self.rng.ms(200, 800);
+        let restarted = match self.server {
+            Server::Embedded(s) | Server::Apache(s) => {
+                s.stop()?;
+                std::thread::sleep(down);
+                s.restart()?;
+                format!(
+                    "server stopped at +{dropped} ms, restarted after {} ms",
+                    down.as_millis()
+                )
+            }
+            Server::Ensemble(..) => {
+                // The node the holder was on is gone from `cons`; the leader.
+                let i = self
+                    .node(true)
+                    .ok_or_else(|| io::Error::other("no leader (no quorum?)"))?;
+                self.server.cluster().stop(i)?;
+                std::thread::sleep(down);
+                self.server.cluster().restart(i)?;
+                format!(
+                    "leader {i} stopped at +{dropped} ms, restarted after {} ms",
+                    down.as_millis()
+                )
+            }
+        };
+        if matches!(self.server, Server::Ensemble(..)) {
+            self.server.cluster().wait_for_quorum(Duration::from_secs(60))?;
+        }
+        let quorum_ms = ms_since(t0);
+        let broke = if with_break {
+            let (broken, at) = self.break_holder(t, t0)?;
+            let bound = self.session / 2;
+            let c = self.admin()?;
+            match Self::wait_rival(c, t, bound) {
+                Some((n, o)) => format!(
+                    "; {broken} at +{at} ms, rival 0x{o:x} ({n}) granted at +{} ms",
+                    ms_since(t0)
+                ),
+                None => return Err(io::Error::other("no rival was granted the broken lock")),
+            }
+        } else {
+            String::new()
+        };
+        let healed_ms = ms_since(t0);
+        let held = self.heal_slot_slowly(t.slot, delay, |_| true);
+        if held == 0 {
+            return Err(io::Error::other(
+                "the holder did not re-register its watches after the heal (its session expired?)",
+            ));
+        }
+        Ok(format!(
+            "{}: cut off at +0 ms; {restarted}, serving at +{quorum_ms} ms{broke}; healed at +{healed_ms} ms \
+             (session {} ms) with SetWatches held back {} ms ({held} held back)",
+            t.describe(),
+            self.session.as_millis(),
+            delay.as_millis()
+        ))
+    }
+
+    /// The holder's worker stopped until the server expired its session and
+    /// a rival was granted; resumed (half the time into frozen proxies).
+    fn pause_expire_resume(&mut self) -> io::Result<String> {
+        let t = self.pick_holder()?;
+        let t0 = Instant::now();
+        let pid = self.fleet.signal(t.slot, "STOP")?;
+        // Taken once every thread has stopped.
+        let stopped_at = now_ns();
+        let r = self.expire_while_stopped(&t, t0);
+        let frozen = self.rng.below(2) == 0;
+        if frozen {
+            for p in &self.fleet.slots[t.slot].proxies {
+                p.freeze(true);
+            }
+        }
+        let cont = self.fleet.signal(t.slot, "CONT");
+        let resumed_at = now_ns();
+        self.log.line(&format!("Q {pid} {stopped_at} {resumed_at}"));
+        let resumed_ms = ms_since(t0);
+        if frozen {
+            std::thread::sleep(self.rng.ms(300, 800));
+        }
+        self.release_slot(t.slot);
+        let (expired_ms, rival) = r?;
+        cont?;
+        Ok(format!(
+            "{} (pid {pid}): stopped at +0 ms; its session expired at +{expired_ms} ms (timeout {} ms); rival {rival}; \
+             resumed at +{resumed_ms} ms{}",
+            t.describe(),
+            self.session.as_millis(),
+            if frozen { ", its proxies frozen for a while" } else { "" }
+        ))
+    }
+
+    /// Waits (bounded) until the stopped holder's session expired (embedded:
+    /// the server's sessions; otherwise: its node gone) and a rival holds.
+    fn expire_while_stopped(&mut self, t: &Target, t0: Instant) -> io::Result<(u128, String)> {
+        let deadline = Instant::now() + self.session * 3 + Duration::from_secs(5);
+        loop {
+            let gone = match self.server {
+                Server::Embedded(s) => s
+                    .embedded()
+                    .is_some_and(|e| !e.sessions().iter().any(|x| x.id == t.session)),
+                _ => {
+                    let c = self.admin()?;
+                    matches!(c.check_exists(&t.node), Ok(None))
+                }
+            };
+            if gone {
+                break;
+            }
+            if Instant::now() >= deadline {
+                return Err(io::Error::other("the stopped holder's session did not expire"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let expired_ms = ms_since(t0);
+        let bound = self.session;
+        let c = self.admin()?;
+        match Self::wait_rival(c, t, bound) {
+            Some((n, o)) => Ok((expired_ms, format!("0x{o:x} ({n}) granted at +{} ms", ms_since(t0)))),
+            None => Err(io::Error::other("no rival was granted after the expiry")),
+        }
+    }
+
+    /// (Ensemble) the holder on a follower; the follower cut off from the
+    /// others and the holder's connections cut; break and rival on the
+    /// majority; the holder fails over to the majority with its watches held
+    /// back; the follower healed after its sync limit.
+    fn ensemble_partition_failover(&mut self) -> io::Result<String> {
+        if !matches!(self.server, Server::Ensemble(..)) {
+            return Err(io::Error::other(
+                "composed-ensemble-partition-failover needs --ensemble",
+            ));
+        }
+        let t = self.pick_holder()?;
+        let (leader, sync, n) = {
+            let c = self.server.cluster();
+            let l = c.leader().ok_or_else(|| io::Error::other("no leader (no quorum?)"))?;
+            (l, c.sync_limit(), c.len())
+        };
+        // The follower the holder is on, or one it is moved to.
+        let on = (0..n).find(|&i| self.slots_on(i).contains(&t.slot));
+        let (f, moved) = match on {
+            Some(i) if i != leader => (i, false),
+            _ => {
+                let f = (0..n)
+                    .find(|&i| i != leader)
+                    .ok_or_else(|| io::Error::other("no follower"))?;
+                self.steer_slot_onto(t.slot, f)?;
+                (f, true)
+            }
+        };
+        // An admin on the majority.
+        let majority: Vec<String> = (0..n)
+            .filter(|&i| i != f)
+            .map(|i| format!("127.0.0.1:{}", self.server.cluster().client_port(i)))
+            .collect();
+        let admin = CuratorFramework::builder()
+            .connect_string(majority.join(","))
+            .session_timeout(Duration::from_secs(20))
+            .connection_timeout(Duration::from_secs(5))
+            .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
+            .build()
+            .map_err(io::Error::other)?;
+        admin
+            .block_until_connected(Duration::from_secs(10))
+            .map_err(io::Error::other)?;
+        let delay = self.rng.ms(300, 600);
+        let t0 = Instant::now();
+        let r = self.failover_steps(&t, f, &admin, t0, delay);
+        admin.close();
+        // The follower stays cut off past its sync limit (it leaves its
+        // leader and drops its clients), then heals.
+        let rest = (sync + Duration::from_millis(500)).saturating_sub(t0.elapsed());
+        std::thread::sleep(rest);
+        let healed = self.heal_after(Duration::ZERO);
+        self.release_slot(t.slot);
+        let steps = r?;
+        healed?;
+        Ok(format!(
+            "{}{}: follower {f} cut off from the others and the holder's connections cut at +0 ms; {steps}; \
+             follower healed at +{} ms (sync limit {} ms)",
+            t.describe(),
+            if moved { " (moved onto the follower first)" } else { "" },
+            ms_since(t0),
+            sync.as_millis()
+        ))
+    }
+
+    fn failover_steps(
+        &mut self,
+        t: &Target,
+        f: usize,
+        admin: &CuratorFramework,
+        t0: Instant,
+        delay: Duration,
+    ) -> io::Result<String> {
+        self.server.cluster().isolate(f)?;
+        self.isolate_slot(t.slot);
+        let dropped = self.wait_dropped(t.session, t0)?;
+        let deleted = break_session(admin, t.session);
+        let at_break = ms_since(t0);
+        if !deleted.contains(&t.node) {
+            return Err(io::Error::other(format!(
+                "the holder let go of {} before the break",
+                t.node
+            )));
+        }
+        let (rival, rival_ms) = match Self::wait_rival(admin, t, self.session / 2) {
+            Some((n, o)) => (format!("0x{o:x} ({n})"), ms_since(t0)),
+            None => return Err(io::Error::other("no rival was granted on the majority")),
+        };
+        let failover_ms = ms_since(t0);
+        let held = self.heal_slot_slowly(t.slot, delay, |i| i != f);
+        if held == 0 {
+            return Err(io::Error::other(
+                "the holder did not fail over on its session (no SetWatches re-registered)",
+            ));
+        }
+        let now_on: Vec<usize> = (0..self.server.cluster().len())
+            .filter(|&i| self.slots_on(i).contains(&t.slot))
+            .collect();
+        Ok(format!(
+            "connection dropped at +{dropped} ms; {} nodes of its session deleted on the majority at +{at_break} ms; \
+             rival {rival} granted at +{rival_ms} ms; failover allowed at +{failover_ms} ms with SetWatches held \
+             back {} ms ({held} held back), now on {now_on:?}",
+            deleted.len(),
+            delay.as_millis()
+        ))
+    }
+
+    /// Moves a worker's session onto node `i` (its other proxies refuse and
+    /// are cut until it is there, at most 5 s), then lets it settle.
+    fn steer_slot_onto(&mut self, slot: usize, i: usize) -> io::Result<()> {
+        for (j, p) in self.fleet.slots[slot].proxies.iter().enumerate() {
+            if j != i {
+                p.refuse(true);
+                p.cut();
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !self.slots_on(i).contains(&slot) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        for p in &self.fleet.slots[slot].proxies {
+            p.refuse(false);
+        }
+        if !self.slots_on(i).contains(&slot) {
+            return Err(io::Error::other(format!("worker {slot} did not move onto node {i}")));
+        }
+        // Its holdings prove themselves again on the new connection.
+        std::thread::sleep(Duration::from_millis(300));
+        Ok(())
+    }
+
+    /// An operator break in a leader hand-off. "next": at the moment the
+    /// leader's node goes (its turn ends), the next leader's node is
+    /// deleted; "old": the leader's node is deleted while it leads, and the
+    /// next one at the hand-off that follows.
+    fn break_during_handoff(&mut self) -> io::Result<String> {
+        let old_first = self.rng.below(2) == 0;
+        let t0 = Instant::now();
+        let deadline = t0 + Duration::from_secs(15);
+        let mut steps = Vec::new();
+        let mut old_node: Option<String> = None;
+        let _ = self.admin()?;
+        let c = self.admin.as_ref().expect("just set");
+        if old_first {
+            // A leader that has led for 200 ms with someone behind it.
+            let mut seen: Option<(String, Instant)> = None;
+            loop {
+                let kids = queue(c);
+                if let (Some(h), true) = (kids.first(), kids.len() >= 2) {
+                    match &seen {
+                        Some((s, since)) if s == h && since.elapsed() >= Duration::from_millis(200) => break,
+                        Some((s, _)) if s == h => {}
+                        _ => seen = Some((h.clone(), Instant::now())),
+                    }
+                }
+                if Instant::now() >= deadline {
+                    return Err(io::Error::other("no leader with a successor led for 200 ms"));
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let old = seen.map(|(s, _)| s).unwrap_or_default();
+            c.delete()
+                .for_path(&old)
+                .map_err(|e| io::Error::other(format!("the leader's node {old}: {e}")))?;
+            steps.push(format!(
+                "the leader's node {old} deleted while it led at +{} ms",
+                ms_since(t0)
+            ));
+            old_node = Some(old);
+        }
+        // The next hand-off: the head goes and another takes its place;
+        // delete the new head at once.
+        let mut before: Option<String> = match steps.first() {
+            Some(_) => old_node.clone(),
+            None => queue(c).first().cloned(),
+        };
+        loop {
+            let kids = queue(c);
+            match (&before, kids.first()) {
+                (Some(b), Some(new)) if new != b && !kids.contains(b) => {
+                    let (b, new) = (b.clone(), new.clone());
+                    let seen_ms = ms_since(t0);
+                    match c.delete().for_path(&new) {
+                        Ok(()) => {
+                            steps.push(format!(
+                                "hand-off from {b} seen at +{seen_ms} ms; the next leader's node {new} deleted at +{} ms",
+                                ms_since(t0)
+                            ));
+                            break;
+                        }
+                        // Its owner closed it first: wait for the next hand-off.
+                        Err(_) => before = Some(new),
+                    }
+                }
+                (_, Some(new)) => before = Some(new.clone()),
+                (_, None) => {}
+            }
+            if Instant::now() >= deadline {
+                return Err(io::Error::other(format!(
+                    "no hand-off to break within 15 s ({})",
+                    steps.join("; ")
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let after = queue(c).first().cloned().unwrap_or_else(|| "(none)".into());
+        Ok(format!(
+            "{}: {}; leader after: {after}",
+            if old_first { "old then next" } else { "next" },
+            steps.join("; ")
+        ))
+    }
+
+    /// Two or three plain kinds at once, each on its own thread: the longest
+    /// first, the others started inside its window.
+    fn random_composition(&mut self) -> io::Result<String> {
+        let base: Vec<&'static str> = self.server.kinds().to_vec();
+        let k = 2 + self.rng.below(2) as usize;
+        let mut picked: Vec<&'static str> = Vec::new();
+        while picked.len() < k.min(base.len()) {
+            let kind = base[self.rng.below(base.len() as u64) as usize];
+            if !picked.contains(&kind) {
+                picked.push(kind);
+            }
+        }
+        picked.sort_by_key(|kind| std::cmp::Reverse(self.expected_window(kind)));
+        let window = self.expected_window(picked[0]);
+        // The others start inside the first one's window (near-simultaneous
+        // when it is an instant).
+        let mut offsets = vec![Duration::ZERO];
+        for _ in 1..picked.len() {
+            let hi = window.saturating_sub(Duration::from_millis(100)).as_millis() as u64;
+            offsets.push(if hi >= 100 {
+                self.rng.ms(100, hi.min(1500))
+            } else {
+                self.rng.ms(0, 50)
+            });
+        }
+        let mut forks: Vec<Faults<'_>> = (0..picked.len()).map(|_| self.fork()).collect();
+        let t0 = Instant::now();
+        let results: Vec<(String, io::Result<String>, u128)> = std::thread::scope(|s| {
+            let handles: Vec<_> = forks
+                .iter_mut()
+                .zip(picked.iter().zip(&offsets))
+                .map(|(f, (kind, off))| {
+                    s.spawn(move || {
+                        std::thread::sleep(*off);
+                        let at = ms_since(t0);
+                        let r = f.inject(kind);
+                        if let Some(c) = f.admin.take() {
+                            c.close();
+                        }
+                        (kind.to_string(), r, at)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .zip(&picked)
+                .map(|(h, kind)| {
+                    h.join()
+                        .unwrap_or_else(|_| (kind.to_string(), Err(io::Error::other("panicked")), 0))
+                })
+                .collect()
+        });
+        let ok = results.iter().filter(|(_, r, _)| r.is_ok()).count();
+        let parts: Vec<String> = results
+            .iter()
+            .map(|(kind, r, at)| match r {
+                Ok(d) => format!("[{kind} at +{at} ms: {d}]"),
+                Err(e) => format!("[{kind} at +{at} ms failed: {e}]"),
+            })
+            .collect();
+        if ok < 2 {
+            return Err(io::Error::other(format!(
+                "fewer than two parts happened: {}",
+                parts.join(" ")
+            )));
+        }
+        Ok(format!("{}: {}", picked.join("+"), parts.join(" ")))
+    }
+
+    /// How long a plain kind's window lasts, roughly (zero for an instant).
+    fn expected_window(&self, kind: &str) -> Duration {
+        let t = self.session;
+        match kind {
+            "partition-expire" | "pause-long" => t * 3 / 2,
+            "pause-short" => t / 2,
+            "restart" => Duration::from_millis(600),
+            "stop-leader" | "kill-leader" | "stop-follower" | "kill-follower" => Duration::from_millis(1500),
+            "isolate-leader" | "isolate-follower" | "oneway-from-leader" | "oneway-to-leader" | "pause-leader-sync" => {
+                Duration::from_secs(5)
+            }
+            "flap-leader" => t,
+            "minority-client" | "pause-holder-minority" => t + Duration::from_secs(5),
+            _ => Duration::ZERO,
+        }
+    }
+}
+
+/// The election's nodes, sorted by sequence (full paths).
+fn queue(c: &CuratorFramework) -> Vec<String> {
+    let Ok(mut kids) = c.get_children(ELECTION_PATH) else {
+        return Vec::new();
+    };
+    kids.retain(|k| k.contains("latch-"));
+    zk_framework::paths::sort_by_sequence(&mut kids, "latch-");
+    kids.into_iter().map(|k| format!("{ELECTION_PATH}/{k}")).collect()
+}

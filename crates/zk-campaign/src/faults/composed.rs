@@ -591,9 +591,9 @@ impl<'a> Faults<'a> {
                 "the holder did not fail over on its session (no SetWatches re-registered)",
             ));
         }
-        let now_on: Vec<usize> = (0..self.server.cluster().len())
-            .filter(|&i| self.slots_on(i).contains(&t.slot))
-            .collect();
+        // (The cluster's lock is not held across slots_on, which takes it.)
+        let n = self.server.cluster().len();
+        let now_on: Vec<usize> = (0..n).filter(|&i| self.slots_on(i).contains(&t.slot)).collect();
         Ok(format!(
             "connection dropped at +{dropped} ms; {} nodes of its session deleted on the majority at +{at_break} ms; \
              rival {rival} granted at +{rival_ms} ms; failover allowed at +{failover_ms} ms with SetWatches held \
@@ -629,8 +629,9 @@ impl<'a> Faults<'a> {
 
     /// An operator break in a leader hand-off. "next": at the moment the
     /// leader's node goes (its turn ends), the next leader's node is
-    /// deleted; "old": the leader's node is deleted while it leads, and the
-    /// next one at the hand-off that follows.
+    /// deleted; "old": the leader's node (at the head for 20 ms, someone
+    /// behind it) is deleted while it leads, and the next one at the
+    /// hand-off that follows.
     fn break_during_handoff(&mut self) -> io::Result<String> {
         let old_first = self.rng.below(2) == 0;
         let t0 = Instant::now();
@@ -640,31 +641,34 @@ impl<'a> Faults<'a> {
         let _ = self.admin()?;
         let c = self.admin.as_ref().expect("just set");
         if old_first {
-            // A leader that has led for 200 ms with someone behind it.
+            // A leader (at the head for 20 ms: granted) with someone behind
+            // it, its node deleted while it leads; when its owner closed it
+            // first, the next one.
             let mut seen: Option<(String, Instant)> = None;
             loop {
                 let kids = queue(c);
                 if let (Some(h), true) = (kids.first(), kids.len() >= 2) {
                     match &seen {
-                        Some((s, since)) if s == h && since.elapsed() >= Duration::from_millis(200) => break,
+                        Some((s, since)) if s == h && since.elapsed() >= Duration::from_millis(20) => {
+                            if c.delete().for_path(h).is_ok() {
+                                steps.push(format!(
+                                    "the leader's node {h} deleted while it led at +{} ms",
+                                    ms_since(t0)
+                                ));
+                                old_node = Some(h.clone());
+                                break;
+                            }
+                            seen = None;
+                        }
                         Some((s, _)) if s == h => {}
                         _ => seen = Some((h.clone(), Instant::now())),
                     }
                 }
                 if Instant::now() >= deadline {
-                    return Err(io::Error::other("no leader with a successor led for 200 ms"));
+                    return Err(io::Error::other("no leader with a successor to break"));
                 }
-                std::thread::sleep(Duration::from_millis(5));
+                std::thread::sleep(Duration::from_millis(2));
             }
-            let old = seen.map(|(s, _)| s).unwrap_or_default();
-            c.delete()
-                .for_path(&old)
-                .map_err(|e| io::Error::other(format!("the leader's node {old}: {e}")))?;
-            steps.push(format!(
-                "the leader's node {old} deleted while it led at +{} ms",
-                ms_since(t0)
-            ));
-            old_node = Some(old);
         }
         // The next hand-off: the head goes and another takes its place;
         // delete the new head at once.

@@ -17,7 +17,10 @@
 //!    excuse, counted apart: when the server expired a holder's session
 //!    *instantly* (`I`), no client can learn of it before another one is
 //!    granted the lock; such an overlap is "fenced" if that holder was told at
-//!    all and its fencing token is smaller than the other's.
+//!    all and its fencing token is smaller than the other's. The same holds,
+//!    counted apart, after an operator deleted a holder's node (`B`, a
+//!    composed fault's break of a holder that was still working): its
+//!    notification is on its way while the next holder is granted.
 //! 2. **Fencing.** On each lock, the tokens of exclusive sections (all but
 //!    reads; empty sections left out) increase strictly in start order. This
 //!    also covers what rule 1 cannot see: a multi-lock's sections start when
@@ -74,8 +77,10 @@
 //!    (a `Reconnected` or `Leader { term }` event, an `Ok` from `check()`, a
 //!    `Held` status: the `C` lines) must fall outside every other holder's
 //!    exclusive section on the same lock (its grant to its effective end, as
-//!    in rule 1), unless both are reads. The same fenced excuse as rule 1's
-//!    applies after an instant expiry.
+//!    in rule 1), unless both are reads. Rule 1's fenced excuse applies after
+//!    an instant expiry, and after an operator break that came while the
+//!    claims went on (never one that came before them: a holder in doubt
+//!    whose node was broken must not be told it holds again).
 //! 9. **Tokens and terms grow in claim order.** On each lock, no claim is for
 //!    a smaller token (a leader's: term) than one already granted to another
 //!    holder it excludes: a `Leader` event whose term is older than another
@@ -436,6 +441,41 @@ fn killed_end(h: &History, s: &SecRec) -> Option<u64> {
     Some(h.done.get(&(s.pid, s.thr, s.att)).copied().unwrap_or(t).min(t))
 }
 
+/// Why an overlap of holder `p` with one whose token is `q_token`, from `at`
+/// on, is excused as fenced (rule 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fence {
+    /// The server expired `p`'s session at once.
+    Instant,
+    /// An operator deleted `p`'s node.
+    Broken,
+}
+
+/// Rule 1's fenced excuse: before `at`, the server expired `p`'s session at
+/// once (`I`), or an operator deleted `p`'s node (`B`); `p` was told at all;
+/// its token is smaller than the other's. No client can learn of either
+/// before another one is granted the lock: its notification is on its way.
+fn fenced_by(h: &History, p: &View<'_>, q_token: i64, at: u64) -> Option<Fence> {
+    if !p.told_any || p.s.token >= q_token {
+        return None;
+    }
+    if h.instant.iter().any(|(sid, x)| *sid == p.s.sid && *x <= at) {
+        Some(Fence::Instant)
+    } else if broken_before(h, p.s, at) {
+        Some(Fence::Broken)
+    } else {
+        None
+    }
+}
+
+/// Whether an operator deleted section `s`'s node (`B`, same session and
+/// node name) at or before `at`.
+fn broken_before(h: &History, s: &SecRec, at: u64) -> bool {
+    h.broken.iter().any(|(sid, x, path)| {
+        *sid == s.sid && *x <= at && s.node != "-" && path.rsplit('/').next() == Some(s.node.as_str())
+    })
+}
+
 /// Checks a history against the rules above.
 ///
 /// # Examples
@@ -623,6 +663,7 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
         by_lock.entry(v.s.lock.as_str()).or_default().push(v);
     }
     let (mut fenced, mut fenced_max_ns) = (0u64, 0u64);
+    let (mut fenced_broken, mut fenced_broken_max_ns) = (0u64, 0u64);
     let mut overlaps_checked = 0u64;
     let mut margin_samples: BTreeMap<String, Vec<i64>> = BTreeMap::new();
     let session_ns = session_ms * 1_000_000;
@@ -641,13 +682,15 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
                 overlaps_checked += 1;
                 let o_start = v.s.start;
                 let o_len = a.eff.min(v.eff) - o_start;
-                let expired_before = |p: &View<'_>| h.instant.iter().any(|(sid, x)| *sid == p.s.sid && *x <= o_start);
                 let excused = [(*a, *v), (*v, *a)]
                     .iter()
-                    .any(|(p, q)| expired_before(p) && p.told_any && p.s.token < q.s.token);
-                if excused {
+                    .find_map(|(p, q)| fenced_by(h, p, q.s.token, o_start));
+                if excused == Some(Fence::Instant) {
                     fenced += 1;
                     fenced_max_ns = fenced_max_ns.max(o_len);
+                } else if excused == Some(Fence::Broken) {
+                    fenced_broken += 1;
+                    fenced_broken_max_ns = fenced_broken_max_ns.max(o_len);
                 } else {
                     violations.push(format!(
                         "overlap on {lock}: {} [{}..{}] and {} [{}..{}] for {} us",
@@ -676,7 +719,8 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
                 continue;
             };
             let margin = b.s.start as i64 - a.last_ok as i64;
-            let fenced_pair = h.instant.iter().any(|(sid, x)| *sid == a.s.sid && *x <= b.s.start);
+            let fenced_pair =
+                h.instant.iter().any(|(sid, x)| *sid == a.s.sid && *x <= b.s.start) || broken_before(h, a.s, b.s.start);
             // The fault in effect when the holder was told: the latest one
             // that began before and had not ended a session timeout before.
             let kind = h
@@ -843,8 +887,10 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
     );
     let _ = writeln!(
         t,
-        "fenced overlaps after an instant expiry: {fenced} (longest {:.3} ms)",
-        fenced_max_ns as f64 / 1e6
+        "fenced overlaps after an instant expiry: {fenced} (longest {:.3} ms); after an operator break: \
+         {fenced_broken} (longest {:.3} ms)",
+        fenced_max_ns as f64 / 1e6,
+        fenced_broken_max_ns as f64 / 1e6
     );
     match &longest {
         Some((w, what)) => {
@@ -1703,6 +1749,38 @@ mod tests {
             ],
         );
         assert_caught(&h, "overlap on /l");
+    }
+
+    #[test]
+    fn an_overlap_after_an_operator_broke_a_working_holder_is_fenced() {
+        // An operator deleted leader a's node (token 5) at 140 while it led;
+        // b (token 6) was granted at 150 on that deletion; a heard Lost at
+        // 152, its notification on its way meanwhile.
+        let a = || {
+            let mut v = section(10, 1, "/e", "leader", 5, "a", 100, 152, Some(152));
+            v[2] = "S 10 0 1 /e leader 5 a 100 latch-5".into();
+            v
+        };
+        let b = || worker(11, vec![section(11, 1, "/e", "leader", 6, "b", 150, 250, None)]);
+        let h = history(&["B a 140 /e/latch-5"], vec![worker(10, vec![a()]), b()]);
+        let r = check(&h, &opts());
+        assert!(r.violations.is_empty(), "{:#?}", r.violations);
+        assert!(
+            r.text.contains("after an operator break: 1 (longest 0.000 ms)"),
+            "{}",
+            r.text
+        );
+        // Another node of its session broken, or none: an overlap.
+        assert_caught(
+            &history(&["B a 140 /e/latch-4"], vec![worker(10, vec![a()]), b()]),
+            "overlap on /e",
+        );
+        assert_caught(&history(&[], vec![worker(10, vec![a()]), b()]), "overlap on /e");
+        // Broken after b's grant: not the cause of the overlap.
+        assert_caught(
+            &history(&["B a 151 /e/latch-5"], vec![worker(10, vec![a()]), b()]),
+            "overlap on /e",
+        );
     }
 
     #[test]

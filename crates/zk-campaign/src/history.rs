@@ -56,7 +56,9 @@
 //! Coordinator lines (`coordinator.log`): `P key=value…` (parameters),
 //! `F kind start end detail` (a fault), `N …` (a fault that could not be
 //! injected), `K slot pid t` (a worker was killed -9), `I session-hex t` (a
-//! session was expired by the server at once), `W pid exit=N|straggler`,
+//! session was expired by the server at once), `B session-hex t path` (an
+//! operator deleted a node of that session: a composed fault's break; the
+//! time is taken just before the delete is sent), `W pid exit=N|straggler`,
 //! `Q pid from to` (a worker was paused with SIGSTOP from `from` to `to`).
 //!
 //! The guarded resource (`resource.log`, read back from the server after the
@@ -154,6 +156,8 @@ pub struct SecRec {
     pub sid: String,
     /// When the section began.
     pub start: u64,
+    /// The lock node's name (`-` when not known).
+    pub node: String,
     /// Its end, if it ended.
     pub end: Option<EndRec>,
 }
@@ -267,6 +271,9 @@ pub struct History {
     pub done: HashMap<AttemptKey, u64>,
     /// Sessions expired at once by the server: (session hex, when).
     pub instant: Vec<(String, u64)>,
+    /// Nodes an operator deleted (a composed fault's break): (owner's
+    /// session hex, when, the node's path).
+    pub broken: Vec<(String, u64, String)>,
     /// Workers that started (`H`).
     pub started: HashSet<u32>,
     /// Workers that finished cleanly (`X`).
@@ -396,6 +403,7 @@ impl History {
                 self.killed.insert(p32(2)?, p64(3)?);
             }
             "I" => self.instant.push((s(1)?, p64(2)?)),
+            "B" => self.broken.push((s(1)?, p64(2)?, s(3)?)),
             "Q" => self.paused.push((p32(1)?, p64(2)?, p64(3)?)),
             "D" => {
                 self.done.insert((p32(1)?, p32(2)?, p64(3)?), p64(4)?);
@@ -481,6 +489,11 @@ impl History {
                     token: f.get(6)?.parse().ok()?,
                     sid: s(7)?,
                     start: p64(8)?,
+                    node: if f[0] == "S" {
+                        s(9).unwrap_or_else(|| "-".into())
+                    } else {
+                        "-".into()
+                    },
                     end: None,
                 };
                 let end = if f[0] == "E" {
@@ -502,9 +515,12 @@ impl History {
                 } else {
                     None
                 };
+                let node = rec.node.clone();
                 let e = self.sections.entry(key).or_insert(rec);
                 if end.is_some() {
                     e.end = end;
+                } else {
+                    e.node = node;
                 }
             }
             _ => return None,
@@ -554,6 +570,7 @@ mod tests {
             "N restart failed",
             "K 0 11 50",
             "I 1a 40",
+            "B 1a 45 /l/node",
             "W 12 exit=0",
             "H 10 0 1",
             "Z 10 0 2 1a 00ff",
@@ -585,6 +602,7 @@ mod tests {
         assert_eq!(h.failed_faults, 1);
         assert_eq!(h.killed.get(&11), Some(&50));
         assert_eq!(h.instant, vec![("1a".to_string(), 40)]);
+        assert_eq!(h.broken, vec![("1a".to_string(), 45, "/l/node".to_string())]);
         assert_eq!(h.worker_status, vec![(12, "exit=0".to_string())]);
         assert!(h.started.contains(&10) && h.exited.contains(&10));
         let a = &h.attempts[&(10, 0, 1)];
@@ -595,6 +613,7 @@ mod tests {
         assert_eq!((old.deadline, old.result.is_none()), (None, true));
         assert_eq!(h.done.get(&(10, 0, 1)), Some(&190));
         let s = &h.sections[&(10, 0, 1, "/l".to_string())];
+        assert_eq!(s.node, "node");
         let e = s.end.as_ref().unwrap();
         assert_eq!((s.token, e.end, e.told, e.told_late), (7, 200, Some(180), None));
         assert_eq!((e.st_end.as_str(), e.connected), ("Lost", false));

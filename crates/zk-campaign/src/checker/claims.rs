@@ -60,14 +60,23 @@ fn same_attempt(c: &ClaimRec, s: &crate::history::SecRec) -> bool {
     (c.pid, c.thr, c.att) == (s.pid, s.thr, s.att)
 }
 
-/// Rule 1's fenced excuse, for a claim: the server expired the claimant's
-/// session at once (`I`) before the claim, the claimant heard of a loss at
-/// all, and its token is smaller than the other holder's. No client can
-/// learn of an instant expiry before another is granted the lock.
+/// Rule 1's fenced excuse, for a claim span: the claimant heard of a loss
+/// at all, its token is smaller than the other holder's, and before the
+/// span's last claim the server expired its session at once (`I`), or an
+/// operator deleted its node (`B`) *while the span went on* (after its first
+/// claim began: the holder was certain again, working, when its node was
+/// broken, and its notification was on its way). A node broken before the
+/// span began excuses nothing: the holder was in doubt then, and a claim
+/// after it is the library saying it holds a lock that was gone (the bug
+/// these rules are for).
 fn fenced(h: &History, c: &ClaimRec, claimant: Option<&View<'_>>, other_token: i64) -> bool {
-    claimant.is_some_and(|v| v.told_any)
-        && c.token < other_token
-        && h.instant.iter().any(|(sid, x)| *sid == c.sid && *x <= c.last.1)
+    let Some(v) = claimant.filter(|v| v.told_any && c.token < other_token) else {
+        return false;
+    };
+    h.instant.iter().any(|(sid, x)| *sid == c.sid && *x <= c.last.1)
+        || h.broken.iter().any(|(sid, x, path)| {
+            *sid == c.sid && c.first.0 <= *x && *x <= c.last.1 && path.rsplit('/').next() == Some(v.s.node.as_str())
+        })
 }
 
 /// The sections of each lock that exclude someone for a while (non-empty:
@@ -270,7 +279,7 @@ pub(super) fn judge(h: &History, views: &[View<'_>], violations: &mut Vec<String
     let _ = writeln!(
         t,
         "claims after a cut: {judged} spans of {total} claims in {} of {} watched attempts (spans with: {}; \
-         ended by: {}); fenced after an instant expiry: {excused}",
+         ended by: {}); fenced after an instant expiry or a break: {excused}",
         sections.len(),
         watched.len(),
         list(&kinds),
@@ -636,7 +645,58 @@ mod tests {
         );
         let r = check(&h, &opts());
         assert!(r.violations.is_empty(), "{:#?}", r.violations);
-        assert!(r.text.contains("fenced after an instant expiry: 1"), "{}", r.text);
+        assert!(
+            r.text.contains("fenced after an instant expiry or a break: 1"),
+            "{}",
+            r.text
+        );
+    }
+
+    #[test]
+    fn a_break_excuses_only_the_claims_it_interrupted() {
+        // A reconnected at 155 and was told it holds until 210; an operator
+        // deleted its node at 190, B was granted at 200, A heard Lost at
+        // 212: the break came while A was certain, its notification on its
+        // way (fenced, like rule 1's overlap).
+        let a = || {
+            let mut v = checked(10, 5, "a", 100, 150, Some(150), 140, None, "ok");
+            v[2] = "S 10 0 1 /l mutex 5 a 100 lock-5".into();
+            v[4] = v[4].replacen(" 150 150 Suspended - ", " 150 150 Suspended 212 ", 1);
+            v
+        };
+        let b = || worker(11, vec![checked(11, 6, "b", 200, 700, None, 690, None, "ok")]);
+        let span = || {
+            claim(
+                10,
+                "/l",
+                "mutex",
+                5,
+                "a",
+                "reconnected+ok",
+                (152, 155),
+                (209, 210),
+                11,
+                "lost",
+            )
+        };
+        let h = history(&["B a 190 /l/lock-5"], vec![worker(10, vec![a(), span()]), b()]);
+        let r = check(&h, &opts());
+        assert!(r.violations.is_empty(), "{:#?}", r.violations);
+        assert!(
+            r.text.contains("fenced after an instant expiry or a break: 1"),
+            "{}",
+            r.text
+        );
+        // The fixed bug: the node broken at 140, while A was cut off, before
+        // its claims began: not excused.
+        let h = history(&["B a 140 /l/lock-5"], vec![worker(10, vec![a(), span()]), b()]);
+        assert!(
+            violations(&h)
+                .iter()
+                .any(|v| v.starts_with("claim inside another's section on /l")),
+            "{:#?}",
+            violations(&h)
+        );
     }
 
     #[test]

@@ -91,17 +91,29 @@ fn session_nodes(c: &CuratorFramework, session: i64) -> Vec<String> {
     out
 }
 
-/// An operator's break: deletes every node of `session` under the campaign's
-/// root (a semaphore holder's lease and internal-mutex node, a multi-lock's
-/// every member, its worker's waiting nodes). Returns the nodes deleted.
-fn break_session(c: &CuratorFramework, session: i64) -> Vec<String> {
-    session_nodes(c, session)
-        .into_iter()
-        .filter(|p| c.delete().for_path(p).is_ok())
-        .collect()
-}
-
 impl<'a> Faults<'a> {
+    /// An operator deletes `node`, owned by `session`; logged (`B`, the time
+    /// taken before the delete is sent) when it succeeded.
+    fn delete_node(&self, c: &CuratorFramework, session: i64, node: &str) -> bool {
+        let t = now_ns();
+        let ok = c.delete().for_path(node).is_ok();
+        if ok {
+            self.log.line(&format!("B {session:x} {t} {node}"));
+        }
+        ok
+    }
+
+    /// An operator's break: deletes every node of `session` under the
+    /// campaign's root (a semaphore holder's lease and internal-mutex node, a
+    /// multi-lock's every member, its worker's waiting nodes). Returns the
+    /// nodes deleted.
+    fn break_session(&self, c: &CuratorFramework, session: i64) -> Vec<String> {
+        session_nodes(c, session)
+            .into_iter()
+            .filter(|p| self.delete_node(c, session, p))
+            .collect()
+    }
+
     /// A copy of this injector for one part of a composition: the same
     /// server, fleet and log, its own PRNG (seeded from this one's) and its
     /// own admin client.
@@ -340,8 +352,8 @@ impl<'a> Faults<'a> {
     /// Deletes every node of the holder's session; fails unless its held
     /// node was among them. Returns what was deleted and when.
     fn break_holder(&mut self, t: &Target, t0: Instant) -> io::Result<(String, u128)> {
-        let c = self.admin()?;
-        let deleted = break_session(c, t.session);
+        let c = self.admin()?.clone();
+        let deleted = self.break_session(&c, t.session);
         let at = ms_since(t0);
         if !deleted.contains(&t.node) {
             return Err(io::Error::other(format!(
@@ -572,7 +584,7 @@ impl<'a> Faults<'a> {
         self.server.cluster().isolate(f)?;
         self.isolate_slot(t.slot);
         let dropped = self.wait_dropped(t.session, t0)?;
-        let deleted = break_session(admin, t.session);
+        let deleted = self.break_session(admin, t.session);
         let at_break = ms_since(t0);
         if !deleted.contains(&t.node) {
             return Err(io::Error::other(format!(
@@ -638,8 +650,13 @@ impl<'a> Faults<'a> {
         let deadline = t0 + Duration::from_secs(15);
         let mut steps = Vec::new();
         let mut old_node: Option<String> = None;
-        let _ = self.admin()?;
-        let c = self.admin.as_ref().expect("just set");
+        let c = self.admin()?.clone();
+        let c = &c;
+        // The owner of a node (0 when unknown), then the node deleted.
+        let delete = |node: &str| {
+            let owner = c.check_exists(node).ok().flatten().map_or(0, |st| st.ephemeral_owner);
+            self.delete_node(c, owner, node)
+        };
         if old_first {
             // A leader (at the head for 20 ms: granted) with someone behind
             // it, its node deleted while it leads; when its owner closed it
@@ -650,7 +667,7 @@ impl<'a> Faults<'a> {
                 if let (Some(h), true) = (kids.first(), kids.len() >= 2) {
                     match &seen {
                         Some((s, since)) if s == h && since.elapsed() >= Duration::from_millis(20) => {
-                            if c.delete().for_path(h).is_ok() {
+                            if delete(h) {
                                 steps.push(format!(
                                     "the leader's node {h} deleted while it led at +{} ms",
                                     ms_since(t0)
@@ -682,17 +699,15 @@ impl<'a> Faults<'a> {
                 (Some(b), Some(new)) if new != b && !kids.contains(b) => {
                     let (b, new) = (b.clone(), new.clone());
                     let seen_ms = ms_since(t0);
-                    match c.delete().for_path(&new) {
-                        Ok(()) => {
-                            steps.push(format!(
-                                "hand-off from {b} seen at +{seen_ms} ms; the next leader's node {new} deleted at +{} ms",
-                                ms_since(t0)
-                            ));
-                            break;
-                        }
-                        // Its owner closed it first: wait for the next hand-off.
-                        Err(_) => before = Some(new),
+                    if delete(&new) {
+                        steps.push(format!(
+                            "hand-off from {b} seen at +{seen_ms} ms; the next leader's node {new} deleted at +{} ms",
+                            ms_since(t0)
+                        ));
+                        break;
                     }
+                    // Its owner closed it first: wait for the next hand-off.
+                    before = Some(new);
                 }
                 (_, Some(new)) => before = Some(new.clone()),
                 (_, None) => {}

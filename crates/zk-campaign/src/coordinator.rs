@@ -15,7 +15,7 @@ use zk_testing::proxy::FaultProxy;
 use zk_campaign::checker::check_dir;
 
 use crate::cli::Opts;
-use crate::faults::{Faults, Sessions};
+use crate::faults::{Faults, Holders, Sessions};
 use crate::fleet::{Fleet, Slot};
 use crate::leaks::{check_leaks, print_leaks};
 use crate::paths::ROOT;
@@ -32,7 +32,7 @@ struct Scanner {
 }
 
 impl Scanner {
-    fn scan(&mut self, dir: &Path, sessions: &Sessions) {
+    fn scan(&mut self, dir: &Path, sessions: &Sessions, holders: &Holders) {
         let Ok(rd) = fs::read_dir(dir) else { return };
         for e in rd.flatten() {
             let name = e.file_name().to_string_lossy().to_string();
@@ -53,8 +53,10 @@ impl Scanner {
             partial.push_str(&String::from_utf8_lossy(&buf));
             let Some(cut) = partial.rfind('\n') else { continue };
             let complete: String = partial.drain(..=cut).collect();
+            let mut book = holders.lock().unwrap_or_else(|e| e.into_inner());
             for line in complete.lines() {
                 let f: Vec<&str> = line.split(' ').collect();
+                book.line(&f);
                 match f.first() {
                     Some(&"R") if f.get(7) == Some(&"acquired") => self.acquired += 1,
                     Some(&"Z") if f.len() >= 6 => {
@@ -196,6 +198,7 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
         }
     }
     let sessions: Sessions = Mutex::new(HashMap::new());
+    let holders: Holders = Mutex::new(Default::default());
     let stop_faults = AtomicBool::new(false);
     let partitions_done = AtomicUsize::new(0);
     let round_done = AtomicBool::new(false);
@@ -217,6 +220,7 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
                 log: &log,
                 session,
                 sessions: &sessions,
+                holders: &holders,
                 rng: Rng::new(seed ^ 0x00FA_0175),
                 admin: None,
                 kinds: kinds.clone(),
@@ -231,7 +235,7 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
         let mut next_report = Duration::from_secs(10);
         loop {
             std::thread::sleep(Duration::from_millis(200));
-            scanner.scan(&dir, &sessions);
+            scanner.scan(&dir, &sessions, &holders);
             let el = run_start.elapsed();
             if el >= next_report {
                 println!(

@@ -21,12 +21,84 @@ mod composed;
 /// Latest session (id, password) reported by each worker slot.
 pub(crate) type Sessions = Mutex<HashMap<usize, (i64, Vec<u8>)>>;
 
+/// A section under way, as its worker's log says (an `S` line, no `D` or
+/// `E` yet).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Open {
+    /// The lock path (a multi-lock: each member's).
+    pub(crate) lock: String,
+    pub(crate) mode: String,
+    pub(crate) session: i64,
+    /// When it was granted (wall-clock ns).
+    pub(crate) start: u64,
+    /// The lock node's name.
+    pub(crate) node: String,
+}
+
+/// What the coordinator reads in the workers' logs while they run: the
+/// sections under way (by pid, thread, attempt, lock), and the latest
+/// grants on each lock (when, to which session).
+#[derive(Debug, Default)]
+pub(crate) struct Book {
+    pub(crate) open: HashMap<(u32, u32, u64, String), Open>,
+    pub(crate) grants: HashMap<String, std::collections::VecDeque<(u64, i64)>>,
+}
+
+impl Book {
+    /// Reads one worker log line (`S`, `D`, `E`; others are ignored).
+    pub(crate) fn line(&mut self, f: &[&str]) {
+        let key = |f: &[&str]| -> Option<(u32, u32, u64)> {
+            Some((
+                f.get(1)?.parse().ok()?,
+                f.get(2)?.parse().ok()?,
+                f.get(3)?.parse().ok()?,
+            ))
+        };
+        match f.first() {
+            Some(&"S") if f.len() >= 10 => {
+                let (Some(k), Ok(session), Ok(start)) = (key(f), u64::from_str_radix(f[7], 16), f[8].parse::<u64>())
+                else {
+                    return;
+                };
+                let session = session as i64;
+                let grants = self.grants.entry(f[4].to_string()).or_default();
+                grants.push_back((start, session));
+                if grants.len() > 64 {
+                    grants.pop_front();
+                }
+                self.open.insert(
+                    (k.0, k.1, k.2, f[4].to_string()),
+                    Open {
+                        lock: f[4].to_string(),
+                        mode: f[5].to_string(),
+                        session,
+                        start,
+                        node: f[9].to_string(),
+                    },
+                );
+            }
+            Some(&"D") | Some(&"E") => {
+                if let Some(k) = key(f) {
+                    self.open.retain(|o, _| (o.0, o.1, o.2) != k);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The coordinator's [`Book`], shared with the fault thread.
+pub(crate) type Holders = Mutex<Book>;
+
 pub(crate) struct Faults<'a> {
     pub(crate) server: &'a Server,
     pub(crate) fleet: &'a Fleet,
     pub(crate) log: &'a LineLog,
     pub(crate) session: Duration,
     pub(crate) sessions: &'a Sessions,
+    /// The sections under way and the latest grants (the composed faults
+    /// pick their holders there).
+    pub(crate) holders: &'a Holders,
     pub(crate) rng: Rng,
     /// A client of the coordinator's own (for `break-waiter`), made when needed.
     pub(crate) admin: Option<CuratorFramework>,

@@ -1,8 +1,10 @@
 //! The composed faults: two or three faults whose windows overlap, as
 //! Jepsen's composed nemeses do. Each one picks a holder that holds a lock
-//! now (the head of the mutex's queue, the semaphore's lease, or the leader
-//! of the election, the same node 300 ms apart) and does its steps in an
-//! order that makes them overlap, checking each step on the server; a
+//! now (a section under way for 300 ms at least, as its worker logged it:
+//! a mutex, a write lock, a semaphore, a multi-lock or a leadership) and
+//! does its steps in an order that makes them overlap, checking each step
+//! on the server or in the workers' logs (a rival is a worker that logged a
+//! grant of the same lock after the break); a
 //! composition whose steps did not all happen (the holder let go before the
 //! break, no rival was granted, the session did not survive the heal) is
 //! logged as not injected (`N`) and tried again later, so that every `F`
@@ -24,53 +26,45 @@ use zk_framework::CuratorFramework;
 use zk_framework::ExponentialBackoffRetry;
 
 use super::Faults;
-use crate::paths::{ELECTION_PATH, MUTEX_PATH, ROOT};
+use crate::paths::{ELECTION_PATH, ROOT, SEM_PATH};
 use crate::prng::Rng;
 use crate::record::now_ns;
 use crate::server::Server;
 
-/// The queues whose head holds a lock: (queue, node marker, what).
-const HELD_QUEUES: [(&str, &str, &str); 3] = [
-    (MUTEX_PATH, "lock-", "mutex"),
-    ("/campaign/sem/leases", "lease-", "semaphore lease"),
-    (ELECTION_PATH, "latch-", "leader"),
-];
-
-/// A holder picked for a composition.
+/// A holder picked for a composition: a section under way for at least
+/// 300 ms, as its worker logged it.
 #[derive(Debug, Clone)]
 struct Target {
     slot: usize,
     session: i64,
-    /// The queue its node heads.
-    queue: &'static str,
-    marker: &'static str,
-    /// Its held node.
+    /// The lock path (a multi-lock's: one member's).
+    lock: String,
+    mode: String,
+    /// Its lock node's name.
     node: String,
-    what: &'static str,
 }
 
 impl Target {
     fn describe(&self) -> String {
         format!(
-            "{} holder: worker {} (session 0x{:x}, {})",
-            self.what, self.slot, self.session, self.node
+            "{} holder on {}: worker {} (session 0x{:x}, node {})",
+            self.mode, self.lock, self.slot, self.session, self.node
         )
+    }
+
+    /// Its lock node's path (a semaphore's: its lease).
+    fn node_path(&self) -> String {
+        if self.lock == SEM_PATH {
+            format!("{SEM_PATH}/leases/{}", self.node)
+        } else {
+            format!("{}/{}", self.lock, self.node)
+        }
     }
 }
 
 /// Milliseconds since `t0`, for the steps' log.
 fn ms_since(t0: Instant) -> u128 {
     t0.elapsed().as_millis()
-}
-
-/// The head of `queue` (sorted by sequence) and its owner, read through `c`.
-fn head(c: &CuratorFramework, queue: &str, marker: &str) -> Option<(String, i64)> {
-    let mut kids = c.get_children(queue).ok()?;
-    kids.retain(|k| k.contains(marker));
-    zk_framework::paths::sort_by_sequence(&mut kids, marker);
-    let node = format!("{queue}/{}", kids.first()?);
-    let owner = c.check_exists(&node).ok().flatten()?.ephemeral_owner;
-    Some((node, owner))
 }
 
 /// Every ephemeral node under `ROOT` owned by `session` (a tree of depth 3 at most).
@@ -124,6 +118,7 @@ impl<'a> Faults<'a> {
             log: self.log,
             session: self.session,
             sessions: self.sessions,
+            holders: self.holders,
             rng: Rng::new(self.rng.below(u64::MAX)),
             admin: None,
             kinds: self.kinds.clone(),
@@ -133,47 +128,52 @@ impl<'a> Faults<'a> {
         }
     }
 
-    /// Holders that hold now: the heads of the mutex's queue, the
-    /// semaphore's leases and the election, the same node 300 ms apart, whose
-    /// owner is a worker's session. Tries for up to `patience`.
-    fn holders(&mut self, patience: Duration) -> io::Result<Vec<Target>> {
+    /// Holders that hold now: sections under way for 300 ms at least (their
+    /// worker logged the grant, not the end of its work), but reads, whose
+    /// session is a running worker's. Tries for up to `patience`.
+    fn holders_now(&mut self, patience: Duration) -> io::Result<Vec<Target>> {
         let deadline = Instant::now() + patience;
         loop {
-            let c = self.admin()?.clone();
-            let first: Vec<_> = HELD_QUEUES.iter().map(|(q, m, _)| head(&c, q, m)).collect();
-            std::thread::sleep(Duration::from_millis(300));
-            let mut found = Vec::new();
-            for ((q, m, what), before) in HELD_QUEUES.iter().zip(first) {
-                let (Some(before), Some(now)) = (before, head(&c, q, m)) else {
-                    continue;
-                };
-                if before != now {
-                    continue;
-                }
+            let since = now_ns().saturating_sub(300_000_000);
+            let open: Vec<super::Open> = {
+                let book = self.holders.lock().unwrap_or_else(|e| e.into_inner());
+                let mut v: Vec<super::Open> = book
+                    .open
+                    .values()
+                    .filter(|o| o.start <= since && o.mode != "read")
+                    .cloned()
+                    .collect();
+                v.sort_by(|a, b| (a.start, &a.lock).cmp(&(b.start, &b.lock)));
+                v
+            };
+            let found: Vec<Target> = {
                 let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some((&slot, _)) = sessions.iter().find(|(_, (sid, _))| *sid == now.1) {
-                    found.push(Target {
-                        slot,
-                        session: now.1,
-                        queue: q,
-                        marker: m,
-                        node: now.0,
-                        what,
-                    });
-                }
-            }
+                open.into_iter()
+                    .filter_map(|o| {
+                        let (&slot, _) = sessions.iter().find(|(_, (sid, _))| *sid == o.session)?;
+                        Some(Target {
+                            slot,
+                            session: o.session,
+                            lock: o.lock,
+                            mode: o.mode,
+                            node: o.node,
+                        })
+                    })
+                    .collect()
+            };
             if !found.is_empty() {
                 return Ok(found);
             }
             if Instant::now() >= deadline {
                 return Err(io::Error::other("no holder held its lock for 300 ms"));
             }
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
 
-    /// A holder that holds now, at random among [`Faults::holders`].
+    /// A holder that holds now, at random among [`Faults::holders_now`].
     fn pick_holder(&mut self) -> io::Result<Target> {
-        let mut all = self.holders(Duration::from_secs(8))?;
+        let mut all = self.holders_now(Duration::from_secs(8))?;
         let i = self.rng.below(all.len() as u64) as usize;
         Ok(all.swap_remove(i))
     }
@@ -233,20 +233,25 @@ impl<'a> Faults<'a> {
         }
     }
 
-    /// Waits (bounded) until `queue`'s head is a node of another session
-    /// than `session`: a rival was granted the lock. Returns it.
-    fn wait_rival(c: &CuratorFramework, t: &Target, bound: Duration) -> Option<(String, i64)> {
+    /// Waits (bounded) until a worker logs a grant of the target's lock to
+    /// another session at or after `since` (wall-clock ns): a rival was told
+    /// it holds the lock. Returns its session and when.
+    fn wait_rival(&self, t: &Target, since: u64, bound: Duration) -> Option<(i64, u64)> {
         let deadline = Instant::now() + bound;
         loop {
-            if let Some((node, owner)) = head(c, t.queue, t.marker) {
-                if owner != t.session && owner != 0 {
-                    return Some((node, owner));
-                }
+            let found = {
+                let book = self.holders.lock().unwrap_or_else(|e| e.into_inner());
+                book.grants
+                    .get(&t.lock)
+                    .and_then(|g| g.iter().find(|(at, sid)| *at >= since && *sid != t.session).copied())
+            };
+            if let Some((at, sid)) = found {
+                return Some((sid, at));
             }
             if Instant::now() >= deadline {
                 return None;
             }
-            std::thread::sleep(Duration::from_millis(5));
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
 
@@ -323,13 +328,8 @@ impl<'a> Faults<'a> {
     /// wait for the drop, break, wait for a rival, heal slowly.
     fn break_and_heal(&mut self, t: &Target, t0: Instant, delay: Duration) -> io::Result<String> {
         let dropped = self.wait_dropped(t.session, t0)?;
-        let (broken, at_break) = self.break_holder(t, t0)?;
-        let bound = self.session / 2;
-        let c = self.admin()?;
-        let (rival, rival_ms) = match Self::wait_rival(c, t, bound) {
-            Some((n, o)) => (format!("0x{o:x} ({n})"), ms_since(t0)),
-            None => return Err(io::Error::other("no rival was granted the broken lock")),
-        };
+        let (broken, at_break, break_ns) = self.break_holder(t, t0)?;
+        let (rival, rival_ms) = self.rival_step(t, break_ns, t0)?;
         // A little more time away, well before the session expires.
         std::thread::sleep(self.rng.ms(0, 300));
         let healed_ms = ms_since(t0);
@@ -341,7 +341,7 @@ impl<'a> Faults<'a> {
         }
         Ok(format!(
             "{}: cut off at +0 ms, its connection dropped at +{dropped} ms; {broken} at +{at_break} ms; rival {rival} \
-             granted at +{rival_ms} ms; healed at +{healed_ms} ms (session {} ms) with SetWatches held back {} ms \
+             seen at +{rival_ms} ms; healed at +{healed_ms} ms (session {} ms) with SetWatches held back {} ms \
              ({held} held back)",
             t.describe(),
             self.session.as_millis(),
@@ -349,20 +349,50 @@ impl<'a> Faults<'a> {
         ))
     }
 
-    /// Deletes every node of the holder's session; fails unless its held
-    /// node was among them. Returns what was deleted and when.
-    fn break_holder(&mut self, t: &Target, t0: Instant) -> io::Result<(String, u128)> {
-        let c = self.admin()?.clone();
+    /// Deletes every node of the holder's session (through `c`, or the
+    /// admin client); fails unless its held node was among them. Returns
+    /// what was deleted, when (ms since `t0`), and the wall-clock time
+    /// before the break.
+    fn break_holder_with(
+        &mut self,
+        c: Option<&CuratorFramework>,
+        t: &Target,
+        t0: Instant,
+    ) -> io::Result<(String, u128, u64)> {
+        let c = match c {
+            Some(c) => c.clone(),
+            None => self.admin()?.clone(),
+        };
+        let before = now_ns();
         let deleted = self.break_session(&c, t.session);
         let at = ms_since(t0);
-        if !deleted.contains(&t.node) {
+        if !deleted.contains(&t.node_path()) {
             return Err(io::Error::other(format!(
                 "the holder let go of {} before the break ({} other nodes of its session deleted)",
-                t.node,
+                t.node_path(),
                 deleted.len()
             )));
         }
-        Ok((format!("{} nodes of its session deleted", deleted.len()), at))
+        Ok((format!("{} nodes of its session deleted", deleted.len()), at, before))
+    }
+
+    fn break_holder(&mut self, t: &Target, t0: Instant) -> io::Result<(String, u128, u64)> {
+        self.break_holder_with(None, t, t0)
+    }
+
+    /// Waits (up to half a session timeout) for a rival told it holds the
+    /// target's lock after `since`; its description and when it was seen.
+    fn rival_step(&self, t: &Target, since: u64, t0: Instant) -> io::Result<(String, u128)> {
+        match self.wait_rival(t, since, self.session / 2) {
+            Some((sid, at)) => Ok((
+                format!(
+                    "0x{sid:x} (told it holds {:.1} ms after the break)",
+                    at.saturating_sub(since) as f64 / 1e6
+                ),
+                ms_since(t0),
+            )),
+            None => Err(io::Error::other("no rival was granted the broken lock")),
+        }
     }
 
     /// The holder cut off; the server restarted while it is away (half the
@@ -414,16 +444,9 @@ impl<'a> Faults<'a> {
         }
         let quorum_ms = ms_since(t0);
         let broke = if with_break {
-            let (broken, at) = self.break_holder(t, t0)?;
-            let bound = self.session / 2;
-            let c = self.admin()?;
-            match Self::wait_rival(c, t, bound) {
-                Some((n, o)) => format!(
-                    "; {broken} at +{at} ms, rival 0x{o:x} ({n}) granted at +{} ms",
-                    ms_since(t0)
-                ),
-                None => return Err(io::Error::other("no rival was granted the broken lock")),
-            }
+            let (broken, at, break_ns) = self.break_holder(t, t0)?;
+            let (rival, rival_ms) = self.rival_step(t, break_ns, t0)?;
+            format!("; {broken} at +{at} ms, rival {rival} seen at +{rival_ms} ms")
         } else {
             String::new()
         };
@@ -487,8 +510,9 @@ impl<'a> Faults<'a> {
                     .embedded()
                     .is_some_and(|e| !e.sessions().iter().any(|x| x.id == t.session)),
                 _ => {
+                    let path = t.node_path();
                     let c = self.admin()?;
-                    matches!(c.check_exists(&t.node), Ok(None))
+                    matches!(c.check_exists(&path), Ok(None))
                 }
             };
             if gone {
@@ -500,10 +524,12 @@ impl<'a> Faults<'a> {
             std::thread::sleep(Duration::from_millis(20));
         }
         let expired_ms = ms_since(t0);
-        let bound = self.session;
-        let c = self.admin()?;
-        match Self::wait_rival(c, t, bound) {
-            Some((n, o)) => Ok((expired_ms, format!("0x{o:x} ({n}) granted at +{} ms", ms_since(t0)))),
+        let since = now_ns().saturating_sub((expired_ms as u64 + 1) * 1_000_000);
+        match self.wait_rival(t, since, self.session) {
+            Some((sid, _)) => Ok((
+                expired_ms,
+                format!("0x{sid:x} told it holds, seen at +{} ms", ms_since(t0)),
+            )),
             None => Err(io::Error::other("no rival was granted after the expiry")),
         }
     }
@@ -584,18 +610,8 @@ impl<'a> Faults<'a> {
         self.server.cluster().isolate(f)?;
         self.isolate_slot(t.slot);
         let dropped = self.wait_dropped(t.session, t0)?;
-        let deleted = self.break_session(admin, t.session);
-        let at_break = ms_since(t0);
-        if !deleted.contains(&t.node) {
-            return Err(io::Error::other(format!(
-                "the holder let go of {} before the break",
-                t.node
-            )));
-        }
-        let (rival, rival_ms) = match Self::wait_rival(admin, t, self.session / 2) {
-            Some((n, o)) => (format!("0x{o:x} ({n})"), ms_since(t0)),
-            None => return Err(io::Error::other("no rival was granted on the majority")),
-        };
+        let (broken, at_break, break_ns) = self.break_holder_with(Some(admin), t, t0)?;
+        let (rival, rival_ms) = self.rival_step(t, break_ns, t0)?;
         let failover_ms = ms_since(t0);
         let held = self.heal_slot_slowly(t.slot, delay, |i| i != f);
         if held == 0 {
@@ -607,10 +623,9 @@ impl<'a> Faults<'a> {
         let n = self.server.cluster().len();
         let now_on: Vec<usize> = (0..n).filter(|&i| self.slots_on(i).contains(&t.slot)).collect();
         Ok(format!(
-            "connection dropped at +{dropped} ms; {} nodes of its session deleted on the majority at +{at_break} ms; \
-             rival {rival} granted at +{rival_ms} ms; failover allowed at +{failover_ms} ms with SetWatches held \
-             back {} ms ({held} held back), now on {now_on:?}",
-            deleted.len(),
+            "connection dropped at +{dropped} ms; {broken} on the majority at +{at_break} ms; rival {rival} seen at \
+             +{rival_ms} ms; failover allowed at +{failover_ms} ms with SetWatches held back {} ms ({held} held \
+             back), now on {now_on:?}",
             delay.as_millis()
         ))
     }

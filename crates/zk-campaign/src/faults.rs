@@ -718,3 +718,50 @@ impl Faults<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Book;
+
+    fn feed(book: &mut Book, line: &str) {
+        let f: Vec<&str> = line.split(' ').collect();
+        book.line(&f);
+    }
+
+    #[test]
+    fn the_book_keeps_the_sections_under_way_and_the_grants() {
+        let mut b = Book::default();
+        feed(&mut b, "S 10 0 1 /campaign/mutex multi 5 1a 100 _c_x-lock-0000000005");
+        feed(&mut b, "S 10 0 1 /campaign/sem multi 7 1a 100 _c_x-lease-0000000007");
+        feed(
+            &mut b,
+            "S 11 2 4 /campaign/election leader 90 2b 150 _c_y-latch-0000000001",
+        );
+        assert_eq!(b.open.len(), 3);
+        let o = &b.open[&(11, 2, 4, "/campaign/election".to_string())];
+        assert_eq!(
+            (o.session, o.start, o.node.as_str()),
+            (0x2b, 150, "_c_y-latch-0000000001")
+        );
+        // The work of the multi-lock's attempt is done: both members go.
+        feed(&mut b, "D 10 0 1 200");
+        assert_eq!(b.open.len(), 1);
+        feed(
+            &mut b,
+            "E 11 2 4 /campaign/election leader 90 2b 150 300 - - - Held Held 1 ok",
+        );
+        assert!(b.open.is_empty());
+        assert_eq!(b.grants["/campaign/mutex"], [(100, 0x1a)]);
+        // Lines it cannot read change nothing.
+        feed(&mut b, "S 12 0 1 /l mutex 5 not-hex 100 n");
+        feed(&mut b, "S 12");
+        feed(&mut b, "D x");
+        assert!(b.open.is_empty());
+        // Only the latest 64 grants of a lock are kept.
+        for i in 0..100u64 {
+            feed(&mut b, &format!("S 13 0 {i} /l mutex {i} 3c {i} n"));
+        }
+        assert_eq!(b.grants["/l"].len(), 64);
+        assert_eq!(b.grants["/l"].front(), Some(&(36, 0x3c)));
+    }
+}

@@ -656,9 +656,9 @@ impl<'a> Faults<'a> {
 
     /// An operator break in a leader hand-off. "next": at the moment the
     /// leader's node goes (its turn ends), the next leader's node is
-    /// deleted; "old": the leader's node (at the head for 20 ms, someone
-    /// behind it) is deleted while it leads, and the next one at the
-    /// hand-off that follows.
+    /// deleted; "old": the leader's node (at the head on two polls 2 ms
+    /// apart, someone behind it) is deleted while it leads or is being
+    /// granted, and the next one at the hand-off that follows.
     fn break_during_handoff(&mut self) -> io::Result<String> {
         let old_first = self.rng.below(2) == 0;
         let t0 = Instant::now();
@@ -673,28 +673,26 @@ impl<'a> Faults<'a> {
             self.delete_node(c, owner, node)
         };
         if old_first {
-            // A leader (at the head for 20 ms: granted) with someone behind
-            // it, its node deleted while it leads; when its owner closed it
-            // first, the next one.
-            let mut seen: Option<(String, Instant)> = None;
+            // The head of the election with someone behind it, seen on two
+            // polls in a row (it leads, or is being granted), its node
+            // deleted; when its owner closed it first, the next one.
+            let mut seen: Option<String> = None;
             loop {
                 let kids = queue(c);
-                if let (Some(h), true) = (kids.first(), kids.len() >= 2) {
-                    match &seen {
-                        Some((s, since)) if s == h && since.elapsed() >= Duration::from_millis(20) => {
-                            if delete(h) {
-                                steps.push(format!(
-                                    "the leader's node {h} deleted while it led at +{} ms",
-                                    ms_since(t0)
-                                ));
-                                old_node = Some(h.clone());
-                                break;
-                            }
-                            seen = None;
+                match (kids.first(), kids.len() >= 2) {
+                    (Some(h), true) if seen.as_ref() == Some(h) => {
+                        if delete(h) {
+                            steps.push(format!(
+                                "the leader's node {h} deleted while it led at +{} ms",
+                                ms_since(t0)
+                            ));
+                            old_node = Some(h.clone());
+                            break;
                         }
-                        Some((s, _)) if s == h => {}
-                        _ => seen = Some((h.clone(), Instant::now())),
+                        seen = None;
                     }
+                    (Some(h), true) => seen = Some(h.clone()),
+                    _ => seen = None,
                 }
                 if Instant::now() >= deadline {
                     return Err(io::Error::other("no leader with a successor to break"));

@@ -119,6 +119,7 @@ impl Faults<'_> {
         if PARTITION_KINDS.contains(&kind) {
             self.partitions_done.fetch_add(1, Ordering::SeqCst);
         }
+        let detail = one_line(detail);
         self.log.line(&format!("F {kind} {start} {} {detail}", now_ns()));
         println!("fault {kind}: {detail}");
     }
@@ -694,6 +695,7 @@ impl Faults<'_> {
                     *done.entry(kind).or_default() += 1;
                 }
                 Err(e) => {
+                    let e = one_line(&e.to_string());
                     eprintln!("fault {kind} failed: {e}");
                     self.log.line(&format!("N {kind} {start} {e}"));
                     self.fleet.thaw_all();
@@ -719,9 +721,28 @@ impl Faults<'_> {
     }
 }
 
+/// A fault's detail on one log line: its lines joined by ` / ` (an error
+/// from a server may carry the tail of its log).
+fn one_line(s: &str) -> String {
+    s.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" / ")
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Book;
+    use super::{one_line, Book};
+
+    #[test]
+    fn a_detail_goes_on_one_line() {
+        assert_eq!(
+            one_line("did not start:\n  log line 1\n\nlog line 2"),
+            "did not start: / log line 1 / log line 2"
+        );
+        assert_eq!(one_line("plain"), "plain");
+    }
 
     fn feed(book: &mut Book, line: &str) {
         let f: Vec<&str> = line.split(' ').collect();

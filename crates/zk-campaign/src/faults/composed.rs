@@ -15,7 +15,7 @@
 //! | `composed-partition-break-heal` | the holder's worker cut off (its proxies cut and refusing); once the server has dropped its connection (it is told `Suspended`), an operator deletes every node of its session under the campaign's root; another holder is granted the lock; the partition heals before the session expires, the worker's re-registered watches (`SetWatches`) held back 300-600 ms |
 //! | `composed-partition-restart` | the holder's worker cut off; the server (ensemble: the holder's node, or the leader) stopped and restarted while it is away, half the time with the break as above meanwhile; the heal before the session expires, with the watches held back |
 //! | `composed-pause-expire-resume` | the holder's worker stopped (SIGSTOP) until the server has expired its session (its node gone) and another holder is granted; resumed (its proxies frozen half the time): it must not be told it holds |
-//! | `composed-ensemble-partition-failover` | (ensemble) the holder on a follower; that follower cut off from the others, the holder's connections cut; the break on the majority, a rival granted there; the holder fails over to a majority node (watches held back) before its session expires; the follower healed after its sync limit |
+//! | `composed-ensemble-partition-failover` | (ensemble) the holder on a follower; that follower cut off from the others, the holder's connections cut; the break on the majority, a rival granted there when one waits there; the holder fails over to a majority node (watches held back) before its session expires; the follower healed after its sync limit |
 //! | `composed-break-during-handoff` | an operator break in a leader hand-off: at the moment the leader's node goes (its turn ends), the next leader's node is deleted; or the leader's node is deleted while it leads, and the next one at the hand-off that follows |
 //! | `composed-random` | two or three of the plain kinds at once, each on its own thread, the longest first and the others started inside its window |
 
@@ -611,7 +611,13 @@ impl<'a> Faults<'a> {
         self.isolate_slot(t.slot);
         let dropped = self.wait_dropped(t.session, t0)?;
         let (broken, at_break, break_ns) = self.break_holder_with(Some(admin), t, t0)?;
-        let (rival, rival_ms) = self.rival_step(t, break_ns, t0)?;
+        // A rival needs a waiter on the majority (the isolated follower's
+        // clients are stuck until its sync limit): without one within half
+        // a session the holder fails over all the same (its lock broken, no
+        // one else holding it).
+        let (rival, rival_ms) = self
+            .rival_step(t, break_ns, t0)
+            .unwrap_or_else(|_| ("none (no waiter on the majority)".into(), ms_since(t0)));
         let failover_ms = ms_since(t0);
         let held = self.heal_slot_slowly(t.slot, delay, |i| i != f);
         if held == 0 {
@@ -658,7 +664,8 @@ impl<'a> Faults<'a> {
     /// leader's node goes (its turn ends), the next leader's node is
     /// deleted; "old": the leader's node (at the head on two polls 2 ms
     /// apart, someone behind it) is deleted while it leads or is being
-    /// granted, and the next one at the hand-off that follows.
+    /// granted, and the next one at the hand-off that follows (the next
+    /// alone when no leader had a successor for 7 s).
     fn break_during_handoff(&mut self) -> io::Result<String> {
         let old_first = self.rng.below(2) == 0;
         let t0 = Instant::now();
@@ -694,8 +701,10 @@ impl<'a> Faults<'a> {
                     (Some(h), true) => seen = Some(h.clone()),
                     _ => seen = None,
                 }
-                if Instant::now() >= deadline {
-                    return Err(io::Error::other("no leader with a successor to break"));
+                // None for 7 s (leaders with a successor are rare when
+                // holds are short): the next hand-off alone.
+                if t0.elapsed() >= Duration::from_secs(7) {
+                    break;
                 }
                 std::thread::sleep(Duration::from_millis(2));
             }
@@ -736,7 +745,11 @@ impl<'a> Faults<'a> {
         let after = queue(c).first().cloned().unwrap_or_else(|| "(none)".into());
         Ok(format!(
             "{}: {}; leader after: {after}",
-            if old_first { "old then next" } else { "next" },
+            match (old_first, &old_node) {
+                (_, Some(_)) => "old then next",
+                (true, None) => "next (no leader with a successor to break in 7 s)",
+                (false, None) => "next",
+            },
             steps.join("; ")
         ))
     }

@@ -79,6 +79,23 @@ fn fenced(h: &History, c: &ClaimRec, claimant: Option<&View<'_>>, other_token: i
         })
 }
 
+/// When the server let section `s`'s lock go behind its holder's back, if
+/// it did: the first operator break of its node (`B`) or instant expiry of
+/// its session (`I`) after its grant.
+fn let_go(h: &History, s: &crate::history::SecRec) -> Option<u64> {
+    let broken = h
+        .broken
+        .iter()
+        .filter(|(sid, x, path)| *sid == s.sid && *x >= s.start && path.rsplit('/').next() == Some(s.node.as_str()))
+        .map(|(_, x, _)| *x);
+    let expired = h
+        .instant
+        .iter()
+        .filter(|(sid, x)| *sid == s.sid && *x >= s.start)
+        .map(|(_, x)| *x);
+    broken.chain(expired).min()
+}
+
 /// The sections of each lock that exclude someone for a while (non-empty:
 /// their effective end after their grant), sorted by grant.
 fn exclusive_sections<'v, 'a>(views: &'v [View<'a>]) -> BTreeMap<&'a str, Vec<&'v View<'a>>> {
@@ -101,7 +118,9 @@ fn describe(c: &ClaimRec) -> String {
 }
 
 /// Rule 8: no claim falls inside another holder's exclusive section on the
-/// same lock (reads excepted), from its grant to its effective end. A claim
+/// same lock (reads excepted), from its grant to its effective end (or to
+/// the break of its node, or the instant expiry of its session, when one
+/// came first: the server had let its lock go then). A claim
 /// is inside when its whole bound is (first or last claim of a span), or
 /// when the span's interior (from the first claim's end to the last claim's
 /// start) meets the section. Returns the spans judged and those excused as
@@ -122,13 +141,18 @@ pub(super) fn claims_inside_other_sections(
         let Some(list) = by_lock.get(c.lock.as_str()) else {
             continue;
         };
-        let within = |v: &View<'_>, (lo, hi): (u64, u64)| v.s.start <= lo && hi < v.eff;
+        // A section excludes others until its effective end, or until its
+        // node was broken or its session expired at once, whichever came
+        // first: from then on the server had let its lock go, and its
+        // overlap with the next holder is rule 1's (fenced) business.
+        let end = |v: &View<'_>| v.eff.min(let_go(h, v.s).unwrap_or(u64::MAX));
+        let within = |v: &View<'_>, (lo, hi): (u64, u64)| v.s.start <= lo && hi < end(v);
         let offended = list.iter().find(|v| {
             !same_attempt(c, v.s)
                 && excludes(&c.mode, &v.s.mode)
                 && (within(v, c.first)
                     || within(v, c.last)
-                    || (c.count >= 2 && c.first.1.max(v.s.start) < c.last.0.min(v.eff)))
+                    || (c.count >= 2 && c.first.1.max(v.s.start) < c.last.0.min(end(v))))
         });
         let Some(v) = offended else { continue };
         if fenced(h, c, by_key.get(&c.key()).copied(), v.s.token) {
@@ -694,6 +718,34 @@ mod tests {
             violations(&h)
                 .iter()
                 .any(|v| v.starts_with("claim inside another's section on /l")),
+            "{:#?}",
+            violations(&h)
+        );
+    }
+
+    #[test]
+    fn a_claim_after_the_other_holders_node_was_broken_is_not_inside_its_section() {
+        // An operator deleted A's node (token 5) at 140, while A worked (it
+        // heard Lost at 170); B (token 6) was granted at 150 and its Leader
+        // event came at 155..160, then it was in doubt: B's claim is not
+        // inside A's section, which the server had let go at 140. (A's own
+        // overlap with B is rule 1's, fenced: A was told, token smaller.)
+        let mut a = section(10, 1, "/e", "leader", 5, "a", 100, 170, Some(170));
+        a[2] = "S 10 0 1 /e leader 5 a 100 latch-5".into();
+        let mut b = section(11, 1, "/e", "leader", 6, "b", 150, 152, Some(152));
+        b.push(claim(11, "/e", "leader", 6, "b", "leader", (155, 160), (155, 160), 1, "doubt").remove(0));
+        let h = history(
+            &["B a 140 /e/latch-5"],
+            vec![worker(10, vec![a.clone()]), worker(11, vec![b.clone()])],
+        );
+        let r = check(&h, &opts());
+        assert!(r.violations.is_empty(), "{:#?}", r.violations);
+        // Without the break, the claim is inside A's section (and so is B's grant).
+        let h = history(&[], vec![worker(10, vec![a]), worker(11, vec![b])]);
+        assert!(
+            violations(&h)
+                .iter()
+                .any(|v| v.starts_with("claim inside another's section on /e")),
             "{:#?}",
             violations(&h)
         );

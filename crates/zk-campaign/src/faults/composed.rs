@@ -662,10 +662,10 @@ impl<'a> Faults<'a> {
 
     /// An operator break in a leader hand-off. "next": at the moment the
     /// leader's node goes (its turn ends), the next leader's node is
-    /// deleted; "old": the leader's node (at the head on two polls 2 ms
-    /// apart, someone behind it) is deleted while it leads or is being
-    /// granted, and the next one at the hand-off that follows (the next
-    /// alone when no leader had a successor for 7 s).
+    /// deleted; "old": the leader's node (at the head for three times the
+    /// recipes' own-node watch delay, someone behind it) is deleted while it
+    /// leads, and the next one at the hand-off that follows (the next alone
+    /// when no such leader came in 7 s).
     fn break_during_handoff(&mut self) -> io::Result<String> {
         let old_first = self.rng.below(2) == 0;
         let t0 = Instant::now();
@@ -680,14 +680,18 @@ impl<'a> Faults<'a> {
             self.delete_node(c, owner, node)
         };
         if old_first {
-            // The head of the election with someone behind it, seen on two
-            // polls in a row (it leads, or is being granted), its node
-            // deleted; when its owner closed it first, the next one.
-            let mut seen: Option<String> = None;
+            // The head of the election with someone behind it, for three
+            // times the recipes' own-node watch delay (it leads, and the
+            // server watches its node for it), its node deleted; when its
+            // owner closed it first, the next one. (A holding released
+            // within that delay of its grant never learns of a break that
+            // came before its watch was set: docs/campaign.md.)
+            let settled = zk_recipes::unstable::OWN_WATCH_DELAY * 3;
+            let mut seen: Option<(String, Instant)> = None;
             loop {
                 let kids = queue(c);
                 match (kids.first(), kids.len() >= 2) {
-                    (Some(h), true) if seen.as_ref() == Some(h) => {
+                    (Some(h), true) if seen.as_ref().is_some_and(|(s, at)| s == h && at.elapsed() >= settled) => {
                         if delete(h) {
                             steps.push(format!(
                                 "the leader's node {h} deleted while it led at +{} ms",
@@ -698,7 +702,8 @@ impl<'a> Faults<'a> {
                         }
                         seen = None;
                     }
-                    (Some(h), true) => seen = Some(h.clone()),
+                    (Some(h), true) if seen.as_ref().is_some_and(|(s, _)| s == h) => {}
+                    (Some(h), true) => seen = Some((h.clone(), Instant::now())),
                     _ => seen = None,
                 }
                 // None for 7 s (leaders with a successor are rare when

@@ -90,7 +90,7 @@ case "$profile" in
           --hold-ms 5 --think-ms 5 --long-hold-permille 40)
     ;;
   composed-ci)
-    args=(--faults composed --min-each 1 --seconds 15 --max-seconds 120
+    args=(--faults composed --min-each 1 --seconds 15 --max-seconds 90
           --workers 4 --threads 5 --session-ms 3000
           --hold-ms 5 --think-ms 5 --long-hold-permille 40)
     ;;

@@ -82,17 +82,17 @@ case "$profile" in
   composed)
     args=(--faults composed --min-each 20 --seconds 60 --max-seconds 2400
           --workers 4 --threads 5 --session-ms 3000
-          --hold-ms 5 --think-ms 5 --long-hold-permille 40)
+          --hold-ms 5 --think-ms 5 --long-hold-permille 40 --long-lead-permille 250)
     ;;
   composed-ensemble)
     args=(--ensemble --faults composed --min-each 20 --seconds 60 --max-seconds 3600
           --workers 4 --threads 5 --session-ms 6000
-          --hold-ms 5 --think-ms 5 --long-hold-permille 40)
+          --hold-ms 5 --think-ms 5 --long-hold-permille 40 --long-lead-permille 250)
     ;;
   composed-ci)
     args=(--faults composed --min-each 1 --seconds 15 --max-seconds 90
           --workers 4 --threads 5 --session-ms 3000
-          --hold-ms 5 --think-ms 5 --long-hold-permille 40)
+          --hold-ms 5 --think-ms 5 --long-hold-permille 40 --long-lead-permille 250)
     ;;
   -h|--help)
     sed -n '2,42p' "$0"

@@ -27,7 +27,7 @@ pub(crate) enum Mode {
 pub(crate) const USAGE: &str = "\
 zk-campaign [--seconds N] [--acquisitions N] [--seed N] [--workers N] [--threads N]
                    [--session-ms N] [--apache | --ensemble] [--dir DIR] [--hold-ms N]
-                   [--long-hold-permille N] [--think-ms N] [--acquire-timeout-ms N]
+                   [--long-hold-permille N] [--long-lead-permille N] [--think-ms N] [--acquire-timeout-ms N]
                    [--short-timeout-percent N] [--overshoot-margin-ms N] [--max-overshoot-ms N]
                    [--faults all|partitions|composed|KIND,...] [--min-partition-faults N]
                    [--min-each N] [--max-seconds N]
@@ -88,6 +88,10 @@ pub(crate) struct Cli {
     /// Per mille of holds lasting 0.5-1.5 session timeouts.
     #[arg(long, value_name = "N", default_value_t = 5)]
     long_hold_permille: u64,
+    /// Per mille of leaderships lasting 0.5-1.5 session timeouts [default:
+    /// --long-hold-permille].
+    #[arg(long, value_name = "N")]
+    long_lead_permille: Option<u64>,
     /// Longest pause between attempts.
     #[arg(long, value_name = "N", default_value_t = 10)]
     think_ms: u64,
@@ -157,6 +161,7 @@ pub(crate) struct Opts {
     pub(crate) dir: Option<PathBuf>,
     pub(crate) hold_ms: u64,
     pub(crate) long_hold_permille: u64,
+    pub(crate) long_lead_permille: u64,
     pub(crate) think_ms: u64,
     pub(crate) acquire_timeout_ms: u64,
     pub(crate) short_timeout_percent: u64,
@@ -223,6 +228,7 @@ impl Opts {
             dir: c.dir,
             hold_ms: c.hold_ms,
             long_hold_permille: c.long_hold_permille,
+            long_lead_permille: c.long_lead_permille.unwrap_or(c.long_hold_permille),
             think_ms: c.think_ms,
             acquire_timeout_ms: c.acquire_timeout_ms,
             short_timeout_percent: c.short_timeout_percent,

@@ -186,6 +186,8 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
             o.hold_ms.to_string(),
             "--long-hold-permille".into(),
             o.long_hold_permille.to_string(),
+            "--long-lead-permille".into(),
+            o.long_lead_permille.to_string(),
             "--think-ms".into(),
             o.think_ms.to_string(),
         ],

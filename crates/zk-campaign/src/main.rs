@@ -3,7 +3,7 @@
 //! ```text
 //! zk-campaign [--seconds N] [--acquisitions N] [--seed N] [--workers N] [--threads N]
 //!             [--session-ms N] [--apache | --ensemble] [--dir DIR] [--hold-ms N]
-//!             [--long-hold-permille N] [--think-ms N] [--acquire-timeout-ms N]
+//!             [--long-hold-permille N] [--long-lead-permille N] [--think-ms N] [--acquire-timeout-ms N]
 //!             [--short-timeout-percent N] [--overshoot-margin-ms N] [--max-overshoot-ms N]
 //!             [--faults all|partitions|composed|KIND,...] [--min-partition-faults N]
 //!             [--min-each N] [--max-seconds N]

@@ -80,6 +80,8 @@ struct Worker {
     /// Per mille of sections held for 0.5–1.5 session timeouts, so that faults
     /// catch holders in the middle of their work.
     long_hold_permille: u64,
+    /// The same for leaderships (the composed faults pick leaders too).
+    long_lead_permille: u64,
     session: Duration,
     think_max_ms: u64,
     /// How long a holder whose lock looks lost waits for the loss signal.
@@ -786,7 +788,12 @@ impl Worker {
         while !self.stop.load(Ordering::SeqCst) {
             att += 1;
             let kind = Kind::pick(&mut rng);
-            let hold = if rng.below(1000) < self.long_hold_permille {
+            let long = if kind == Kind::Leader {
+                self.long_lead_permille
+            } else {
+                self.long_hold_permille
+            };
+            let hold = if rng.below(1000) < long {
                 rng.scale(self.session, 0.5, 1.5)
             } else {
                 Duration::from_millis(rng.below(self.hold_max_ms + 1))
@@ -918,6 +925,7 @@ pub(crate) fn worker_main(o: &Opts) -> ExitCode {
         short_timeout_percent: o.short_timeout_percent,
         hold_max_ms: o.hold_ms,
         long_hold_permille: o.long_hold_permille,
+        long_lead_permille: o.long_lead_permille,
         session,
         think_max_ms: o.think_ms,
         grace: session,

@@ -171,8 +171,27 @@ impl<'a> Faults<'a> {
         }
     }
 
-    /// A holder that holds now, at random among [`Faults::holders_now`].
+    /// A holder that holds now, at random among [`Faults::holders_now`];
+    /// one time in three a leader when one has led for 300 ms within 3 s
+    /// (leaders are a tenth of the workers' turns: they would seldom be
+    /// picked otherwise).
     fn pick_holder(&mut self) -> io::Result<Target> {
+        if self.rng.below(3) == 0 {
+            let deadline = Instant::now() + Duration::from_secs(3);
+            while Instant::now() < deadline {
+                let mut leaders: Vec<Target> = self
+                    .holders_now(Duration::ZERO)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|t| t.mode == "leader")
+                    .collect();
+                if !leaders.is_empty() {
+                    let i = self.rng.below(leaders.len() as u64) as usize;
+                    return Ok(leaders.swap_remove(i));
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
         let mut all = self.holders_now(Duration::from_secs(8))?;
         let i = self.rng.below(all.len() as u64) as usize;
         Ok(all.swap_remove(i))
@@ -661,8 +680,8 @@ impl<'a> Faults<'a> {
     }
 
     /// An operator break in a leader hand-off. "next": at the moment the
-    /// leader's node goes (its turn ends), the next leader's node is
-    /// deleted; "old": the leader's node (at the head for three times the
+    /// leader's node goes (its turn ends), the next leader's node (a waiter
+    /// behind it) is deleted; "old": the leader's node (at the head for three times the
     /// recipes' own-node watch delay, someone behind it) is deleted while it
     /// leads, and the next one at the hand-off that follows (the next alone
     /// when no such leader came in 7 s).
@@ -716,14 +735,20 @@ impl<'a> Faults<'a> {
         }
         // The next hand-off: the head goes and another takes its place;
         // delete the new head at once.
+        // Only a waiter (in the queue behind the old head on the poll
+        // before) counts as the next leader: it watches its own node from
+        // the start, whereas a newcomer to an empty election is granted
+        // without waiting and watches it only OWN_WATCH_DELAY later.
+        let mut prev: Vec<String> = queue(c);
         let mut before: Option<String> = match steps.first() {
             Some(_) => old_node.clone(),
-            None => queue(c).first().cloned(),
+            None => prev.first().cloned(),
         };
         loop {
             let kids = queue(c);
+            let waited = |n: &String| prev.iter().skip(1).any(|p| p == n) || (old_node.is_some() && prev.contains(n));
             match (&before, kids.first()) {
-                (Some(b), Some(new)) if new != b && !kids.contains(b) => {
+                (Some(b), Some(new)) if new != b && !kids.contains(b) && waited(new) => {
                     let (b, new) = (b.clone(), new.clone());
                     let seen_ms = ms_since(t0);
                     if delete(&new) {
@@ -739,6 +764,7 @@ impl<'a> Faults<'a> {
                 (_, Some(new)) => before = Some(new.clone()),
                 (_, None) => {}
             }
+            prev = kids;
             if Instant::now() >= deadline {
                 return Err(io::Error::other(format!(
                     "no hand-off to break within 15 s ({})",

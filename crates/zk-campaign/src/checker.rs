@@ -395,6 +395,7 @@ fn overshoots(h: &History, opts: &CheckOptions, violations: &mut Vec<String>) ->
 
 /// A section as the exclusion rules see it.
 pub(crate) struct View<'a> {
+    /// The section.
     pub(crate) s: &'a SecRec,
     /// Its effective end: the first moment its holder was told it might not
     /// hold the lock, or its end (see rule 1).

@@ -27,7 +27,9 @@ pub(crate) type Sessions = Mutex<HashMap<usize, (i64, Vec<u8>)>>;
 pub(crate) struct Open {
     /// The lock path (a multi-lock: each member's).
     pub(crate) lock: String,
+    /// `mutex`, `read`, `write`, `semaphore`, `multi` or `leader`.
     pub(crate) mode: String,
+    /// Its holder's session.
     pub(crate) session: i64,
     /// When it was granted (wall-clock ns).
     pub(crate) start: u64,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The Jepsen-style fault campaign (crates/zk-campaign) in three profiles.
+# The Jepsen-style fault campaign (crates/zk-campaign) in its profiles.
 #
-# usage: scripts/campaign.sh [ci|long|ensemble|partitions-ci|partitions-long] [--seed N] [more options]
+# usage: scripts/campaign.sh [ci|long|ensemble|partitions-ci|partitions-long|composed|composed-ensemble|composed-ci]
+#                            [--seed N] [more options]
 #
 #   ci        (default) the embedded server, 4 worker processes x 5 threads,
 #             session 3 s, 50 s of load and faults (longer until every fault kind happened at least
@@ -27,6 +28,22 @@
 #             until 20,000 acquisitions and 100 partition faults (capped at
 #             60 min), with more long holds (8 per mille) so that faults catch
 #             holders in the middle of their work.
+#   composed  the composed faults (docs/campaign.md: a holder cut off while
+#             its lock is broken and another is granted it, healed before
+#             its session expires with its watches re-registered late;
+#             partition + restart; pause + expire + resume; an operator
+#             break in a leader hand-off; two or three plain kinds at once)
+#             on the embedded server, session 3 s, until every composition
+#             happened 20 times (at most 40 min), with long holds (40 per
+#             mille, 250 of leaderships): about 7-9 minutes.
+#   composed-ensemble
+#             the same on the 3-node ensemble, session 6 s, with the
+#             ensemble partition + client failover composition too: about
+#             21-26 minutes.
+#   composed-ci
+#             the composed faults on the embedded server until each
+#             happened once (at least 15 s, at most 90 s): about 20-30 s
+#             (CI: with ZK_BUILD_PROFILE=dev).
 #
 # Options after the profile override its own (the last one wins), e.g.
 # `long --seconds 480` for an 8-minute run with the long profile's fault mix
@@ -43,7 +60,7 @@
 # the same checks hold, with fewer acquisitions per second).
 #
 # Exit status: 0 clean; 1 a violation or a leaked node; 3 a fault kind never
-# happened; 2 a usage or set-up error.
+# happened (or fewer times than --min-each asks); 2 a usage or set-up error.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -79,12 +96,27 @@ case "$profile" in
           --workers 4 --threads 5 --session-ms 6000
           --hold-ms 5 --think-ms 5 --long-hold-permille 8)
     ;;
+  composed)
+    args=(--faults composed --min-each 20 --seconds 60 --max-seconds 2400
+          --workers 4 --threads 5 --session-ms 3000
+          --hold-ms 5 --think-ms 5 --long-hold-permille 40 --long-lead-permille 250)
+    ;;
+  composed-ensemble)
+    args=(--ensemble --faults composed --min-each 20 --seconds 60 --max-seconds 3600
+          --workers 4 --threads 5 --session-ms 6000
+          --hold-ms 5 --think-ms 5 --long-hold-permille 40 --long-lead-permille 250)
+    ;;
+  composed-ci)
+    args=(--faults composed --min-each 1 --seconds 15 --max-seconds 90
+          --workers 4 --threads 5 --session-ms 3000
+          --hold-ms 5 --think-ms 5 --long-hold-permille 40 --long-lead-permille 250)
+    ;;
   -h|--help)
-    sed -n '2,42p' "$0"
+    sed -n '2,63p' "$0"
     exit 0
     ;;
   *)
-    echo "unknown profile $profile (ci, long, ensemble, partitions-ci or partitions-long)" >&2
+    echo "unknown profile $profile (ci, long, ensemble, partitions-ci, partitions-long, composed, composed-ensemble or composed-ci)" >&2
     exit 2
     ;;
 esac

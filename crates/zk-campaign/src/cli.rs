@@ -27,9 +27,10 @@ pub(crate) enum Mode {
 pub(crate) const USAGE: &str = "\
 zk-campaign [--seconds N] [--acquisitions N] [--seed N] [--workers N] [--threads N]
                    [--session-ms N] [--apache | --ensemble] [--dir DIR] [--hold-ms N]
-                   [--long-hold-permille N] [--think-ms N] [--acquire-timeout-ms N]
+                   [--long-hold-permille N] [--long-lead-permille N] [--think-ms N] [--acquire-timeout-ms N]
                    [--short-timeout-percent N] [--overshoot-margin-ms N] [--max-overshoot-ms N]
-                   [--faults all|partitions|KIND,...] [--min-partition-faults N]
+                   [--faults all|partitions|composed|KIND,...] [--min-partition-faults N]
+                   [--min-each N] [--max-seconds N]
        zk-campaign --check DIR [--connect HOST:PORT] [--overshoot-margin-ms N] [--max-overshoot-ms N]
        zk-campaign --leaks HOST:PORT [--root /campaign] [--leak-wait-ms N]";
 
@@ -87,6 +88,10 @@ pub(crate) struct Cli {
     /// Per mille of holds lasting 0.5-1.5 session timeouts.
     #[arg(long, value_name = "N", default_value_t = 5)]
     long_hold_permille: u64,
+    /// Per mille of leaderships lasting 0.5-1.5 session timeouts [default:
+    /// --long-hold-permille].
+    #[arg(long, value_name = "N")]
+    long_lead_permille: Option<u64>,
     /// Longest pause between attempts.
     #[arg(long, value_name = "N", default_value_t = 10)]
     think_ms: u64,
@@ -105,14 +110,24 @@ pub(crate) struct Cli {
     /// [default: report overshoots only].
     #[arg(long, value_name = "N")]
     max_overshoot_ms: Option<f64>,
-    /// The fault kinds to inject: `all`, `partitions` (the ensemble's
-    /// partition kinds only), or kinds separated by commas.
+    /// The fault kinds to inject: `all` (the plain kinds), `partitions` (the
+    /// ensemble's partition kinds only), `composed` (the composed kinds), or
+    /// kinds separated by commas.
     #[arg(long, value_name = "LIST", default_value = "all")]
     faults: String,
     /// With --acquisitions: also keep going until this many partition faults
     /// happened (--ensemble).
     #[arg(long, value_name = "N", default_value_t = 0)]
     min_partition_faults: usize,
+    /// Keep going until every fault kind happened at least N times (the
+    /// checker reports a kind that happened fewer times as missing)
+    /// [default: every kind tried once].
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    min_each: usize,
+    /// The longest a run may last while it waits for every kind to happen
+    /// [default: twice --seconds].
+    #[arg(long, value_name = "N")]
+    max_seconds: Option<f64>,
     /// Worker: its slot.
     #[arg(long, hide = true, value_name = "N", default_value_t = 0)]
     slot: usize,
@@ -146,12 +161,15 @@ pub(crate) struct Opts {
     pub(crate) dir: Option<PathBuf>,
     pub(crate) hold_ms: u64,
     pub(crate) long_hold_permille: u64,
+    pub(crate) long_lead_permille: u64,
     pub(crate) think_ms: u64,
     pub(crate) acquire_timeout_ms: u64,
     pub(crate) short_timeout_percent: u64,
     pub(crate) check: CheckOptions,
     pub(crate) faults: String,
     pub(crate) min_partition_faults: usize,
+    pub(crate) min_each: usize,
+    pub(crate) max_seconds: Option<f64>,
     // worker role
     pub(crate) slot: usize,
     pub(crate) connect: Option<String>,
@@ -210,12 +228,15 @@ impl Opts {
             dir: c.dir,
             hold_ms: c.hold_ms,
             long_hold_permille: c.long_hold_permille,
+            long_lead_permille: c.long_lead_permille.unwrap_or(c.long_hold_permille),
             think_ms: c.think_ms,
             acquire_timeout_ms: c.acquire_timeout_ms,
             short_timeout_percent: c.short_timeout_percent,
             check,
             faults: c.faults,
             min_partition_faults: c.min_partition_faults,
+            min_each: c.min_each,
+            max_seconds: c.max_seconds,
             slot: c.slot,
             connect: c.connect,
             log: c.log,
@@ -232,6 +253,11 @@ impl Opts {
             }
             if o.short_timeout_percent > 100 {
                 return Err("--short-timeout-percent must be at most 100".into());
+            }
+            for (name, v) in [("--seconds", o.seconds), ("--max-seconds", o.max_seconds)] {
+                if v.is_some_and(|v| !(v.is_finite() && (0.0..=1e9).contains(&v))) {
+                    return Err(format!("{name} must be a number of seconds"));
+                }
             }
         }
         Ok(Some(o))

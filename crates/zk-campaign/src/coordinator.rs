@@ -15,7 +15,7 @@ use zk_testing::proxy::FaultProxy;
 use zk_campaign::checker::check_dir;
 
 use crate::cli::Opts;
-use crate::faults::{Faults, Sessions};
+use crate::faults::{Faults, Holders, Sessions};
 use crate::fleet::{Fleet, Slot};
 use crate::leaks::{check_leaks, print_leaks};
 use crate::paths::ROOT;
@@ -32,7 +32,7 @@ struct Scanner {
 }
 
 impl Scanner {
-    fn scan(&mut self, dir: &Path, sessions: &Sessions) {
+    fn scan(&mut self, dir: &Path, sessions: &Sessions, holders: &Holders) {
         let Ok(rd) = fs::read_dir(dir) else { return };
         for e in rd.flatten() {
             let name = e.file_name().to_string_lossy().to_string();
@@ -53,8 +53,10 @@ impl Scanner {
             partial.push_str(&String::from_utf8_lossy(&buf));
             let Some(cut) = partial.rfind('\n') else { continue };
             let complete: String = partial.drain(..=cut).collect();
+            let mut book = holders.lock().unwrap_or_else(|e| e.into_inner());
             for line in complete.lines() {
                 let f: Vec<&str> = line.split(' ').collect();
+                book.line(&f);
                 match f.first() {
                     Some(&"R") if f.get(7) == Some(&"acquired") => self.acquired += 1,
                     Some(&"Z") if f.len() >= 6 => {
@@ -138,13 +140,14 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
         dir.display()
     );
     log.line(&format!(
-        "P seed={seed} backend={} workers={} threads={} session_ms={} acquire_timeout_ms={} short_timeout_percent={} kinds={}",
+        "P seed={seed} backend={} workers={} threads={} session_ms={} acquire_timeout_ms={} short_timeout_percent={} min_each={} kinds={}",
         server.name(),
         o.workers,
         o.threads,
         session.as_millis(),
         o.acquire_timeout_ms,
         o.short_timeout_percent,
+        o.min_each,
         kinds.join(",")
     ));
     let mut slots = Vec::new();
@@ -183,6 +186,8 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
             o.hold_ms.to_string(),
             "--long-hold-permille".into(),
             o.long_hold_permille.to_string(),
+            "--long-lead-permille".into(),
+            o.long_lead_permille.to_string(),
             "--think-ms".into(),
             o.think_ms.to_string(),
         ],
@@ -195,6 +200,7 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
         }
     }
     let sessions: Sessions = Mutex::new(HashMap::new());
+    let holders: Holders = Mutex::new(Default::default());
     let stop_faults = AtomicBool::new(false);
     let partitions_done = AtomicUsize::new(0);
     let round_done = AtomicBool::new(false);
@@ -216,19 +222,22 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
                 log: &log,
                 session,
                 sessions: &sessions,
+                holders: &holders,
                 rng: Rng::new(seed ^ 0x00FA_0175),
                 admin: None,
                 kinds: kinds.clone(),
                 partitions_done: &partitions_done,
                 round_done: &round_done,
+                min_each: o.min_each,
             };
             f.run(&stop_faults);
         });
         let limit = Duration::from_secs_f64(seconds);
+        let cap = o.max_seconds.map_or(limit * 2, Duration::from_secs_f64).max(limit);
         let mut next_report = Duration::from_secs(10);
         loop {
             std::thread::sleep(Duration::from_millis(200));
-            scanner.scan(&dir, &sessions);
+            scanner.scan(&dir, &sessions, &holders);
             let el = run_start.elapsed();
             if el >= next_report {
                 println!(
@@ -241,8 +250,9 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
             }
             let enough = o.acquisitions.is_some_and(|a| scanner.acquired >= a)
                 && partitions_done.load(Ordering::SeqCst) >= o.min_partition_faults;
-            // Every kind once at least (at most twice the time asked for).
-            let round = round_done.load(Ordering::SeqCst) || el >= limit * 2;
+            // Every kind once at least, or --min-each times (at most until
+            // --max-seconds, twice the time asked for by default).
+            let round = round_done.load(Ordering::SeqCst) || el >= cap;
             if ((enough || el >= limit) && round) || faults.is_finished() {
                 break;
             }

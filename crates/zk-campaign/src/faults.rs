@@ -16,8 +16,81 @@ use crate::prng::Rng;
 use crate::record::{now_ns, LineLog};
 use crate::server::{Server, PARTITION_KINDS};
 
+mod composed;
+
 /// Latest session (id, password) reported by each worker slot.
 pub(crate) type Sessions = Mutex<HashMap<usize, (i64, Vec<u8>)>>;
+
+/// A section under way, as its worker's log says (an `S` line, no `D` or
+/// `E` yet).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Open {
+    /// The lock path (a multi-lock: each member's).
+    pub(crate) lock: String,
+    /// `mutex`, `read`, `write`, `semaphore`, `multi` or `leader`.
+    pub(crate) mode: String,
+    /// Its holder's session.
+    pub(crate) session: i64,
+    /// When it was granted (wall-clock ns).
+    pub(crate) start: u64,
+    /// The lock node's name.
+    pub(crate) node: String,
+}
+
+/// What the coordinator reads in the workers' logs while they run: the
+/// sections under way (by pid, thread, attempt, lock), and the latest
+/// grants on each lock (when, to which session).
+#[derive(Debug, Default)]
+pub(crate) struct Book {
+    pub(crate) open: HashMap<(u32, u32, u64, String), Open>,
+    pub(crate) grants: HashMap<String, std::collections::VecDeque<(u64, i64)>>,
+}
+
+impl Book {
+    /// Reads one worker log line (`S`, `D`, `E`; others are ignored).
+    pub(crate) fn line(&mut self, f: &[&str]) {
+        let key = |f: &[&str]| -> Option<(u32, u32, u64)> {
+            Some((
+                f.get(1)?.parse().ok()?,
+                f.get(2)?.parse().ok()?,
+                f.get(3)?.parse().ok()?,
+            ))
+        };
+        match f.first() {
+            Some(&"S") if f.len() >= 10 => {
+                let (Some(k), Ok(session), Ok(start)) = (key(f), u64::from_str_radix(f[7], 16), f[8].parse::<u64>())
+                else {
+                    return;
+                };
+                let session = session as i64;
+                let grants = self.grants.entry(f[4].to_string()).or_default();
+                grants.push_back((start, session));
+                if grants.len() > 64 {
+                    grants.pop_front();
+                }
+                self.open.insert(
+                    (k.0, k.1, k.2, f[4].to_string()),
+                    Open {
+                        lock: f[4].to_string(),
+                        mode: f[5].to_string(),
+                        session,
+                        start,
+                        node: f[9].to_string(),
+                    },
+                );
+            }
+            Some(&"D") | Some(&"E") => {
+                if let Some(k) = key(f) {
+                    self.open.retain(|o, _| (o.0, o.1, o.2) != k);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The coordinator's [`Book`], shared with the fault thread.
+pub(crate) type Holders = Mutex<Book>;
 
 pub(crate) struct Faults<'a> {
     pub(crate) server: &'a Server,
@@ -25,6 +98,9 @@ pub(crate) struct Faults<'a> {
     pub(crate) log: &'a LineLog,
     pub(crate) session: Duration,
     pub(crate) sessions: &'a Sessions,
+    /// The sections under way and the latest grants (the composed faults
+    /// pick their holders there).
+    pub(crate) holders: &'a Holders,
     pub(crate) rng: Rng,
     /// A client of the coordinator's own (for `break-waiter`), made when needed.
     pub(crate) admin: Option<CuratorFramework>,
@@ -32,8 +108,12 @@ pub(crate) struct Faults<'a> {
     pub(crate) kinds: Vec<&'static str>,
     /// Partition faults injected so far (the coordinator may wait for a number).
     pub(crate) partitions_done: &'a AtomicUsize,
-    /// Set once every kind was injected (or tried) once: the run lasts at least that long.
+    /// Set once every kind was injected (or tried) once, or with `min_each`
+    /// once every kind happened that many times: the run lasts at least
+    /// that long.
     pub(crate) round_done: &'a AtomicBool,
+    /// How many times every kind must happen (0: tried once is enough).
+    pub(crate) min_each: usize,
 }
 
 impl Faults<'_> {
@@ -41,6 +121,7 @@ impl Faults<'_> {
         if PARTITION_KINDS.contains(&kind) {
             self.partitions_done.fetch_add(1, Ordering::SeqCst);
         }
+        let detail = one_line(detail);
         self.log.line(&format!("F {kind} {start} {} {detail}", now_ns()));
         println!("fault {kind}: {detail}");
     }
@@ -559,6 +640,7 @@ impl Faults<'_> {
             | "minority-client"
             | "pause-leader-sync"
             | "pause-holder-minority" => self.partition(kind),
+            k if k.starts_with("composed-") => self.composed(k),
             other => Err(io::Error::other(format!("unknown fault {other}"))),
         }
     }
@@ -573,6 +655,8 @@ impl Faults<'_> {
             order.swap(i, j);
         }
         let mut n = 0usize;
+        // Kinds injected so far (with `min_each`, the least happened go first).
+        let mut done: HashMap<&str, usize> = HashMap::new();
         let sleep_checked = |d: Duration| {
             let until = Instant::now() + d;
             while !stop.load(Ordering::SeqCst) && Instant::now() < until {
@@ -584,8 +668,22 @@ impl Faults<'_> {
             // After the first round, partitions (when among the kinds) are
             // picked three times in five: they are what this profile is for.
             let partitions: Vec<&str> = kinds.iter().copied().filter(|k| PARTITION_KINDS.contains(k)).collect();
+            let behind: Vec<&str> = {
+                let least = kinds
+                    .iter()
+                    .map(|k| done.get(k).copied().unwrap_or(0))
+                    .min()
+                    .unwrap_or(0);
+                kinds
+                    .iter()
+                    .copied()
+                    .filter(|k| least < self.min_each && done.get(k).copied().unwrap_or(0) == least)
+                    .collect()
+            };
             let kind = if n < order.len() {
                 order[n]
+            } else if !behind.is_empty() {
+                behind[self.rng.below(behind.len() as u64) as usize]
             } else if !partitions.is_empty() && partitions.len() < kinds.len() && self.rng.below(5) < 3 {
                 partitions[self.rng.below(partitions.len() as u64) as usize]
             } else {
@@ -594,8 +692,12 @@ impl Faults<'_> {
             n += 1;
             let start = now_ns();
             match self.inject(kind) {
-                Ok(detail) => self.record(kind, start, &detail),
+                Ok(detail) => {
+                    self.record(kind, start, &detail);
+                    *done.entry(kind).or_default() += 1;
+                }
                 Err(e) => {
+                    let e = one_line(&e.to_string());
                     eprintln!("fault {kind} failed: {e}");
                     self.log.line(&format!("N {kind} {start} {e}"));
                     self.fleet.thaw_all();
@@ -604,7 +706,12 @@ impl Faults<'_> {
                     }
                 }
             }
-            if n >= order.len() {
+            let round = if self.min_each > 0 {
+                kinds.iter().all(|k| done.get(k).copied().unwrap_or(0) >= self.min_each)
+            } else {
+                n >= order.len()
+            };
+            if round {
                 self.round_done.store(true, Ordering::SeqCst);
             }
             let gap = self.rng.ms(300, 1500);
@@ -613,5 +720,71 @@ impl Faults<'_> {
         if let Some(c) = self.admin.take() {
             c.close();
         }
+    }
+}
+
+/// A fault's detail on one log line: its lines joined by ` / ` (an error
+/// from a server may carry the tail of its log).
+fn one_line(s: &str) -> String {
+    s.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" / ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{one_line, Book};
+
+    #[test]
+    fn a_detail_goes_on_one_line() {
+        assert_eq!(
+            one_line("did not start:\n  log line 1\n\nlog line 2"),
+            "did not start: / log line 1 / log line 2"
+        );
+        assert_eq!(one_line("plain"), "plain");
+    }
+
+    fn feed(book: &mut Book, line: &str) {
+        let f: Vec<&str> = line.split(' ').collect();
+        book.line(&f);
+    }
+
+    #[test]
+    fn the_book_keeps_the_sections_under_way_and_the_grants() {
+        let mut b = Book::default();
+        feed(&mut b, "S 10 0 1 /campaign/mutex multi 5 1a 100 _c_x-lock-0000000005");
+        feed(&mut b, "S 10 0 1 /campaign/sem multi 7 1a 100 _c_x-lease-0000000007");
+        feed(
+            &mut b,
+            "S 11 2 4 /campaign/election leader 90 2b 150 _c_y-latch-0000000001",
+        );
+        assert_eq!(b.open.len(), 3);
+        let o = &b.open[&(11, 2, 4, "/campaign/election".to_string())];
+        assert_eq!(
+            (o.session, o.start, o.node.as_str()),
+            (0x2b, 150, "_c_y-latch-0000000001")
+        );
+        // The work of the multi-lock's attempt is done: both members go.
+        feed(&mut b, "D 10 0 1 200");
+        assert_eq!(b.open.len(), 1);
+        feed(
+            &mut b,
+            "E 11 2 4 /campaign/election leader 90 2b 150 300 - - - Held Held 1 ok",
+        );
+        assert!(b.open.is_empty());
+        assert_eq!(b.grants["/campaign/mutex"], [(100, 0x1a)]);
+        // Lines it cannot read change nothing.
+        feed(&mut b, "S 12 0 1 /l mutex 5 not-hex 100 n");
+        feed(&mut b, "S 12");
+        feed(&mut b, "D x");
+        assert!(b.open.is_empty());
+        // Only the latest 64 grants of a lock are kept.
+        for i in 0..100u64 {
+            feed(&mut b, &format!("S 13 0 {i} /l mutex {i} 3c {i} n"));
+        }
+        assert_eq!(b.grants["/l"].len(), 64);
+        assert_eq!(b.grants["/l"].front(), Some(&(36, 0x3c)));
     }
 }

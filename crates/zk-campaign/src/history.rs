@@ -18,10 +18,14 @@
 //!   the lock node's name, or `-` where the recipe does not expose it.
 //! * `E pid thread attempt lock mode token session start end told told-event
 //!   told-late status-at-grant status-at-end connected-before-release release
-//!   [release-ns [last-ok first-bad write]]` — it ended. `told` is when the
+//!   [release-ns [last-ok first-bad write [watched]]]` — it ended. `end` is
+//!   when the holder stopped working (at its first sign of doubt, or when its
+//!   hold was over). `told` is when the
 //!   first `Suspended`/`Lost` was received on the guard's loss receiver while
-//!   holding (`-`: never; equal to `start` when it was already queued at
-//!   grant); `told-late` when one came while the holder waited before
+//!   holding, or while watching the lock after a cut (`-`: never; equal to
+//!   `start` when it was already queued at grant); `watched`, when the holder
+//!   stopped watching its lock after its work was cut short (`-`: it did not
+//!   watch; see the `C` lines); `told-late` when one came while the holder waited before
 //!   releasing a lock that looked lost; the statuses are the guard's (`?` in
 //!   older logs); `release-ns`, how long the release call took; `last-ok`,
 //!   when the holder's `check()` (called at grant and every 5 ms while it
@@ -31,11 +35,30 @@
 //!   the optional fields.
 //! * `D pid thread attempt end` — the work of a section is done; written before
 //!   the release, so a worker killed during its release is not blamed.
+//! * `C pid thread attempt lock mode token session what first-lo first-hi
+//!   last-lo last-hi count ended` — after its section was cut short (a
+//!   `Suspended`/`Lost` heard, or a `check()` that was not `Ok`), the holder
+//!   kept watching its lock until it was lost or its watch ended, and was
+//!   told it holds it again: a *claim span*, `count` claims in a row with no
+//!   sign of doubt between them (one line per lock of a multi-lock). `what`
+//!   lists the kinds of claim in the span, joined by `+`: `reconnected` (a
+//!   `Reconnected` event), `leader` (a `Leader { term }` event), `ok` (`check()`
+//!   said `Ok`), `held` (the status said `Held`). `token` is the token the
+//!   claim is for (a leader's: the term of its event, or of the latch when it
+//!   was asked). Each claim happened at some instant the worker can only
+//!   bound: `first-lo`..`first-hi` for the first claim, `last-lo`..`last-hi`
+//!   for the last (a call: from before it to after it returned; an event:
+//!   from the last moment its channel was seen empty to its receipt).
+//!   `ended`: `doubt` (a sign of doubt came next), `lost`, or `end` (the
+//!   holder was still told it holds when it stopped watching). Older logs have
+//!   no `C` lines: before them, a holder stopped at the first sign of doubt.
 //!
 //! Coordinator lines (`coordinator.log`): `P key=value…` (parameters),
 //! `F kind start end detail` (a fault), `N …` (a fault that could not be
 //! injected), `K slot pid t` (a worker was killed -9), `I session-hex t` (a
-//! session was expired by the server at once), `W pid exit=N|straggler`,
+//! session was expired by the server at once), `B session-hex t path` (an
+//! operator deleted a node of that session: a composed fault's break; the
+//! time is taken just before the delete is sent), `W pid exit=N|straggler`,
 //! `Q pid from to` (a worker was paused with SIGSTOP from `from` to `to`).
 //!
 //! The guarded resource (`resource.log`, read back from the server after the
@@ -109,6 +132,9 @@ pub struct EndRec {
     pub first_bad: Option<u64>,
     /// The guarded write to the resource: `ok`, an error kind, `-` (none, or older logs).
     pub write: String,
+    /// When the holder stopped watching its lock after a cut (`None`: it did
+    /// not watch, or older logs).
+    pub watched: Option<u64>,
 }
 
 /// A critical section on one lock (`S`, then `E`).
@@ -130,6 +156,8 @@ pub struct SecRec {
     pub sid: String,
     /// When the section began.
     pub start: u64,
+    /// The lock node's name (`-` when not known).
+    pub node: String,
     /// Its end, if it ended.
     pub end: Option<EndRec>,
 }
@@ -166,6 +194,51 @@ pub struct ResourceWrite {
     pub attempt: AttemptKey,
 }
 
+/// A claim span (a `C` line): after its section was cut short, a holder was
+/// told again, `count` times in a row, that it holds its lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimRec {
+    /// The worker's pid.
+    pub pid: u32,
+    /// The worker thread.
+    pub thr: u32,
+    /// The attempt number (its section's).
+    pub att: u64,
+    /// The lock path.
+    pub lock: String,
+    /// The mode of the attempt.
+    pub mode: String,
+    /// The token the claim is for (a leader's: its term).
+    pub token: i64,
+    /// The session id (hex).
+    pub sid: String,
+    /// The kinds of claim in the span, joined by `+` (`reconnected`,
+    /// `leader`, `ok`, `held`).
+    pub what: String,
+    /// When the first claim happened: at some instant in `first.0..=first.1`.
+    pub first: (u64, u64),
+    /// When the last claim happened: at some instant in `last.0..=last.1`.
+    pub last: (u64, u64),
+    /// How many claims the span holds.
+    pub count: u64,
+    /// What came after it: `doubt`, `lost` or `end`.
+    pub ended: String,
+}
+
+impl ClaimRec {
+    /// Its section's key.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let h = zk_campaign::history::History::from_lines(["C 10 0 1 /l mutex 5 a ok 100 101 150 151 10 end"]);
+    /// assert_eq!(h.claims[0].key(), (10, 0, 1, "/l".to_string()));
+    /// ```
+    pub fn key(&self) -> SectionKey {
+        (self.pid, self.thr, self.att, self.lock.clone())
+    }
+}
+
 /// An injected fault (an `F` line).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FaultRec {
@@ -186,6 +259,8 @@ pub struct History {
     pub attempts: HashMap<AttemptKey, AttemptRec>,
     /// Critical sections.
     pub sections: HashMap<SectionKey, SecRec>,
+    /// Claim spans (`C`), in log order.
+    pub claims: Vec<ClaimRec>,
     /// Workers killed -9: pid → when.
     pub killed: HashMap<u32, u64>,
     /// Sessions reported by workers (`Z`): (pid, when, session hex).
@@ -196,6 +271,9 @@ pub struct History {
     pub done: HashMap<AttemptKey, u64>,
     /// Sessions expired at once by the server: (session hex, when).
     pub instant: Vec<(String, u64)>,
+    /// Nodes an operator deleted (a composed fault's break): (owner's
+    /// session hex, when, the node's path).
+    pub broken: Vec<(String, u64, String)>,
     /// Workers that started (`H`).
     pub started: HashSet<u32>,
     /// Workers that finished cleanly (`X`).
@@ -325,6 +403,7 @@ impl History {
                 self.killed.insert(p32(2)?, p64(3)?);
             }
             "I" => self.instant.push((s(1)?, p64(2)?)),
+            "B" => self.broken.push((s(1)?, p64(2)?, s(3)?)),
             "Q" => self.paused.push((p32(1)?, p64(2)?, p64(3)?)),
             "D" => {
                 self.done.insert((p32(1)?, p32(2)?, p64(3)?), p64(4)?);
@@ -347,6 +426,23 @@ impl History {
                         attempt: (p32(4)?, p32(5)?, p64(6)?),
                     });
                 }
+            }
+            "C" => {
+                f.get(14)?;
+                self.claims.push(ClaimRec {
+                    pid: p32(1)?,
+                    thr: p32(2)?,
+                    att: p64(3)?,
+                    lock: s(4)?,
+                    mode: s(5)?,
+                    token: f.get(6)?.parse().ok()?,
+                    sid: s(7)?,
+                    what: s(8)?,
+                    first: (p64(9)?, p64(10)?),
+                    last: (p64(11)?, p64(12)?),
+                    count: p64(13)?,
+                    ended: s(14)?,
+                });
             }
             "A" => {
                 let start = p64(6)?;
@@ -393,6 +489,11 @@ impl History {
                     token: f.get(6)?.parse().ok()?,
                     sid: s(7)?,
                     start: p64(8)?,
+                    node: if f[0] == "S" {
+                        s(9).unwrap_or_else(|| "-".into())
+                    } else {
+                        "-".into()
+                    },
                     end: None,
                 };
                 let end = if f[0] == "E" {
@@ -409,13 +510,17 @@ impl History {
                         last_ok: f.get(18).and_then(|v| opt_u64(v)),
                         first_bad: f.get(19).and_then(|v| opt_u64(v)),
                         write: s(20).unwrap_or_else(|| "-".into()),
+                        watched: f.get(21).and_then(|v| opt_u64(v)),
                     })
                 } else {
                     None
                 };
+                let node = rec.node.clone();
                 let e = self.sections.entry(key).or_insert(rec);
                 if end.is_some() {
                     e.end = end;
+                } else {
+                    e.node = node;
                 }
             }
             _ => return None,
@@ -465,6 +570,7 @@ mod tests {
             "N restart failed",
             "K 0 11 50",
             "I 1a 40",
+            "B 1a 45 /l/node",
             "W 12 exit=0",
             "H 10 0 1",
             "Z 10 0 2 1a 00ff",
@@ -473,8 +579,10 @@ mod tests {
             "S 10 0 1 /l mutex 7 1a 150 node",
             "D 10 0 1 190",
             "E 10 0 1 /l mutex 7 1a 150 200 180 Suspended - Held Lost 0 ok 1500",
-            "E 10 0 3 /l mutex 8 1a 250 300 - - - Held Held 1 ok 1500 290 295 ok",
+            "E 10 0 3 /l mutex 8 1a 250 300 - - - Held Held 1 ok 1500 290 295 ok 420",
             "Q 10 5 9",
+            "C 10 0 3 /l mutex 8 1a reconnected+ok 310 312 400 401 20 lost",
+            "C 10 0 3 /l mutex 8 1a ok 310",
             "V /l 3 7 10 0 1",
             "A 10 0 2 /l mutex 300",
             "X 10 400",
@@ -494,6 +602,7 @@ mod tests {
         assert_eq!(h.failed_faults, 1);
         assert_eq!(h.killed.get(&11), Some(&50));
         assert_eq!(h.instant, vec![("1a".to_string(), 40)]);
+        assert_eq!(h.broken, vec![("1a".to_string(), 45, "/l/node".to_string())]);
         assert_eq!(h.worker_status, vec![(12, "exit=0".to_string())]);
         assert!(h.started.contains(&10) && h.exited.contains(&10));
         let a = &h.attempts[&(10, 0, 1)];
@@ -504,6 +613,7 @@ mod tests {
         assert_eq!((old.deadline, old.result.is_none()), (None, true));
         assert_eq!(h.done.get(&(10, 0, 1)), Some(&190));
         let s = &h.sections[&(10, 0, 1, "/l".to_string())];
+        assert_eq!(s.node, "node");
         let e = s.end.as_ref().unwrap();
         assert_eq!((s.token, e.end, e.told, e.told_late), (7, 200, Some(180), None));
         assert_eq!((e.st_end.as_str(), e.connected), ("Lost", false));
@@ -514,10 +624,28 @@ mod tests {
         );
         let e3 = h.sections[&(10, 0, 3, "/l".to_string())].end.clone().unwrap();
         assert_eq!(
-            (e3.last_ok, e3.first_bad, e3.write.as_str()),
-            (Some(290), Some(295), "ok")
+            (e3.last_ok, e3.first_bad, e3.write.as_str(), e3.watched),
+            (Some(290), Some(295), "ok", Some(420))
         );
+        assert_eq!(e.watched, None);
         assert_eq!(h.paused, vec![(10, 5, 9)]);
+        assert_eq!(
+            h.claims,
+            vec![ClaimRec {
+                pid: 10,
+                thr: 0,
+                att: 3,
+                lock: "/l".into(),
+                mode: "mutex".into(),
+                token: 8,
+                sid: "1a".into(),
+                what: "reconnected+ok".into(),
+                first: (310, 312),
+                last: (400, 401),
+                count: 20,
+                ended: "lost".into(),
+            }]
+        );
         assert_eq!(h.sessions, vec![(10, 2, "1a".to_string())]);
         assert!(h.resource_read);
         assert_eq!(
@@ -529,6 +657,7 @@ mod tests {
                 attempt: (10, 0, 1)
             }]
         );
-        assert_eq!(h.unparsed, 1);
+        // `garbage` and the truncated `C` line.
+        assert_eq!(h.unparsed, 2);
     }
 }

@@ -3,9 +3,10 @@
 //! ```text
 //! zk-campaign [--seconds N] [--acquisitions N] [--seed N] [--workers N] [--threads N]
 //!             [--session-ms N] [--apache | --ensemble] [--dir DIR] [--hold-ms N]
-//!             [--long-hold-permille N] [--think-ms N] [--acquire-timeout-ms N]
+//!             [--long-hold-permille N] [--long-lead-permille N] [--think-ms N] [--acquire-timeout-ms N]
 //!             [--short-timeout-percent N] [--overshoot-margin-ms N] [--max-overshoot-ms N]
-//!             [--faults all|partitions|KIND,...] [--min-partition-faults N]
+//!             [--faults all|partitions|composed|KIND,...] [--min-partition-faults N]
+//!             [--min-each N] [--max-seconds N]
 //! zk-campaign --check DIR [--connect HOST:PORT] [--overshoot-margin-ms N] [--max-overshoot-ms N]
 //! zk-campaign --leaks HOST:PORT [--root /campaign] [--leak-wait-ms N]
 //! ```
@@ -48,6 +49,22 @@
 //! | `minority-client` | a worker that reaches only one node (its proxies to the others frozen), that node cut off from the others for a session timeout plus a sync limit plus 0.5-1.5 s: its session expires on the majority side |
 //! | `pause-leader-sync` | the leader paused (SIGSTOP) past its sync limit, short of the session timeout |
 //! | `pause-holder-minority` | as `minority-client`, the worker also paused (SIGSTOP); it resumes 1 s before the heal, still cut off: its `check()` must not say `Ok` |
+//!
+//! | `composed-partition-break-heal` | a holder's worker cut off; once told `Suspended`, every node of its session deleted by an operator; a rival granted; healed before its session expires, its re-registered watches held back 300-600 ms |
+//! | `composed-partition-restart` | a holder's worker cut off; the server (ensemble: the leader) restarted while it is away, half the time with the break too; healed as above |
+//! | `composed-pause-expire-resume` | a holder's worker stopped (SIGSTOP) until its session expired and a rival was granted; resumed (its proxies frozen half the time) |
+//! | `composed-ensemble-partition-failover` | ensemble only: a holder on a follower; the follower cut off, the holder's connections cut, the break and a rival on the majority; the holder fails over before its session expires (watches held back) |
+//! | `composed-break-during-handoff` | an operator break in a leader hand-off: the next leader's node deleted as the leader's goes, or the leader's node deleted while it leads and then the next one's |
+//! | `composed-random` | two or three of the kinds above the composed ones at once, on their own threads, inside the first one's window |
+//!
+//! The composed kinds (`--faults composed`; not in `all`) are described in
+//! `docs/campaign.md` and `src/faults/composed.rs`: each picks a holder from
+//! the workers' logs, checks every step, and is logged as not injected when a
+//! step did not happen; `--min-each N` keeps a run going until every kind
+//! happened N times (`--max-seconds` caps it). A holder told it may have lost
+//! its lock keeps watching it and logs every claim it is given afterwards
+//! (`Reconnected`, `Leader { term }`, `Ok`, `Held`); the checker judges each
+//! against every other holder and the order of tokens and terms.
 //!
 //! The ensemble is partitionable (`ApacheCluster::start_partitionable`): see
 //! `docs/partitions.md`. `--faults partitions` injects the partition kinds only;

@@ -41,6 +41,18 @@ pub(crate) const PARTITION_KINDS: &[&str] = &[
     "pause-holder-minority",
 ];
 
+/// The composed faults (faults/composed.rs), on every backend.
+const COMPOSED_KINDS: &[&str] = &[
+    "composed-partition-break-heal",
+    "composed-partition-restart",
+    "composed-pause-expire-resume",
+    "composed-break-during-handoff",
+    "composed-random",
+];
+
+/// The composed faults of the ensemble alone.
+const ENSEMBLE_COMPOSED_KINDS: &[&str] = &["composed-ensemble-partition-failover"];
+
 const ENSEMBLE_KINDS: &[&str] = &[
     "isolate-leader",
     "isolate-follower",
@@ -111,14 +123,26 @@ impl Server {
         }
     }
 
-    /// The fault kinds to inject: `only` (`all`, `partitions`, or kinds
-    /// separated by commas) among those this server supports.
+    /// The composed kinds this server supports.
+    pub(crate) fn composed_kinds(&self) -> Vec<&'static str> {
+        let mut v = COMPOSED_KINDS.to_vec();
+        if matches!(self, Server::Ensemble(..)) {
+            v.insert(3, ENSEMBLE_COMPOSED_KINDS[0]);
+        }
+        v
+    }
+
+    /// The fault kinds to inject: `only` (`all`, `partitions`, `composed`,
+    /// or kinds separated by commas) among those this server supports.
+    /// `all` is the plain kinds; the composed ones are asked for by name or
+    /// as `composed`.
     pub(crate) fn select_kinds(&self, only: &str) -> Result<Vec<&'static str>, String> {
-        let all = self.kinds();
+        let all: Vec<&'static str> = self.kinds().iter().copied().chain(self.composed_kinds()).collect();
         match only {
-            "all" => Ok(all.to_vec()),
+            "all" => Ok(self.kinds().to_vec()),
             "partitions" if matches!(self, Server::Ensemble(..)) => Ok(PARTITION_KINDS.to_vec()),
             "partitions" => Err("partition faults need --ensemble".into()),
+            "composed" => Ok(self.composed_kinds()),
             list => list
                 .split(',')
                 .filter(|k| !k.is_empty())

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError};
+use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
 use zk_framework::CuratorFramework;
 use zk_framework::ExponentialBackoffRetry;
 use zk_recipes::leader::{LeaderEvent, LeaderLatch, LeaderStatus, NotLeaderReason, SuspendPolicy};
@@ -80,6 +80,8 @@ struct Worker {
     /// Per mille of sections held for 0.5–1.5 session timeouts, so that faults
     /// catch holders in the middle of their work.
     long_hold_permille: u64,
+    /// The same for leaderships (the composed faults pick leaders too).
+    long_lead_permille: u64,
     session: Duration,
     think_max_ms: u64,
     /// How long a holder whose lock looks lost waits for the loss signal.
@@ -141,19 +143,54 @@ fn members(kind: Kind, nodes: &str, tokens: &[i64]) -> Vec<Member> {
     }
 }
 
-/// What the holder hears on its guard's loss receiver (for a multi-lock, the
-/// events of every member on one channel), and the guard's status.
+/// What a holder hears about its lock, as the checker reads it: a lock
+/// event, and for a leader's `Leader { term }` (read as `Reconnected`) its
+/// term.
+#[derive(Debug, Clone, Copy)]
+struct Heard {
+    ev: LockEvent,
+    term: Option<i64>,
+}
+
+/// Where a holder hears about its lock: its guard's loss receiver (for a
+/// multi-lock, the events of every member on one channel), or a leader's
+/// events as translated on its turn's thread.
+enum Source {
+    Lock(Receiver<LockEvent>),
+    Leader(Receiver<Heard>),
+}
+
+impl Source {
+    fn recv_timeout(&self, d: Duration) -> Result<Heard, RecvTimeoutError> {
+        match self {
+            Source::Lock(rx) => rx.recv_timeout(d).map(|ev| Heard { ev, term: None }),
+            Source::Leader(rx) => rx.recv_timeout(d),
+        }
+    }
+
+    fn try_recv(&self) -> Result<Heard, TryRecvError> {
+        match self {
+            Source::Lock(rx) => rx.try_recv().map(|ev| Heard { ev, term: None }),
+            Source::Leader(rx) => rx.try_recv(),
+        }
+    }
+}
+
+/// What the holder hears, and the guard's status.
 struct Signal {
-    rx: Receiver<LockEvent>,
+    rx: Source,
     closed: bool,
     told: Option<(u64, LockEvent)>,
     told_late: Option<u64>,
     st0: &'static str,
     st_end: &'static str,
+    /// The last moment the channel was seen empty (taken before the call
+    /// that found it so): an event received later was sent after it.
+    seen_empty: u64,
 }
 
 impl Signal {
-    fn new(rx: Receiver<LockEvent>, st0: LockStatus) -> Signal {
+    fn new(rx: Source, st0: LockStatus) -> Signal {
         Signal {
             rx,
             closed: false,
@@ -161,6 +198,40 @@ impl Signal {
             told_late: None,
             st0: status_str(st0),
             st_end: status_str(st0),
+            seen_empty: now_ns(),
+        }
+    }
+
+    /// The next event if one is queued, with the bounds of when it was sent
+    /// (the last moment the channel was seen empty, its receipt).
+    fn next(&mut self) -> Option<(Heard, u64, u64)> {
+        let before = now_ns();
+        match self.rx.try_recv() {
+            Ok(h) => Some((h, self.seen_empty, now_ns())),
+            Err(TryRecvError::Empty) => {
+                self.seen_empty = before;
+                None
+            }
+            Err(TryRecvError::Disconnected) => {
+                self.closed = true;
+                None
+            }
+        }
+    }
+
+    /// Waits up to `d` for an event, as [`Signal::next`].
+    fn wait(&mut self, d: Duration) -> Option<(Heard, u64, u64)> {
+        let before = now_ns();
+        match self.rx.recv_timeout(d) {
+            Ok(h) => Some((h, self.seen_empty, now_ns())),
+            Err(RecvTimeoutError::Timeout) => {
+                self.seen_empty = before;
+                None
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                self.closed = true;
+                None
+            }
         }
     }
 }
@@ -178,7 +249,7 @@ fn wait_for_loss(sig: &mut Signal, until: Instant) {
             return;
         }
         match sig.rx.recv_timeout(until - now) {
-            Ok(ev) if is_loss(ev) => {
+            Ok(h) if is_loss(h.ev) => {
                 sig.told_late = Some(now_ns());
                 return;
             }
@@ -189,16 +260,45 @@ fn wait_for_loss(sig: &mut Signal, until: Instant) {
     }
 }
 
-/// Takes every pending event without waiting; records the first loss (at
-/// `at`, or now).
-fn drain(sig: &mut Signal, at: Option<u64>) {
+/// At grant: takes every pending event without waiting, up to the first
+/// loss, which it records (at `at`): the holder was told at grant.
+fn drain(sig: &mut Signal, at: u64) {
     while sig.told.is_none() {
-        match sig.rx.try_recv() {
-            Ok(ev) if is_loss(ev) => sig.told = Some((at.unwrap_or_else(now_ns), ev)),
-            Ok(_) => {}
-            Err(_) => break,
+        match sig.next() {
+            Some((h, _, _)) if is_loss(h.ev) => sig.told = Some((at, h.ev)),
+            Some(_) => {}
+            None => break,
         }
     }
+}
+
+/// What the holder's status says, for watching after a cut: told it holds,
+/// in doubt, or lost for good.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stand {
+    Held,
+    Doubt,
+    Lost,
+}
+
+fn lock_stand(s: LockStatus) -> Stand {
+    match s {
+        LockStatus::Held => Stand::Held,
+        LockStatus::Uncertain => Stand::Doubt,
+        LockStatus::Lost => Stand::Lost,
+    }
+}
+
+/// A run of claims (told it holds) with no sign of doubt between them,
+/// after a section was cut short: one `C` line per lock.
+struct Span {
+    /// The kinds of claim, in the order first met.
+    what: Vec<&'static str>,
+    /// The term claimed (a leader's), if any.
+    term: Option<i64>,
+    first: (u64, u64),
+    last: (u64, u64),
+    count: u64,
 }
 
 struct Attempt<'a> {
@@ -229,7 +329,7 @@ impl Attempt<'_> {
         self.result("acquired", "-");
         let sid = format!("{:x}", self.w.client.session_id());
         let start = now_ns();
-        drain(&mut sig, Some(start));
+        drain(&mut sig, start);
         for m in &members {
             self.w.line(&format!(
                 "S {} {} {} {} {} {} {sid} {start} {}",
@@ -253,6 +353,8 @@ impl Attempt<'_> {
             last_ok: None,
             first_bad: None,
             write: "-".into(),
+            watched: None,
+            span: None,
         }
     }
 }
@@ -271,6 +373,11 @@ struct Section<'a> {
     first_bad: Option<u64>,
     /// The guarded write's outcome: `ok`, an error kind, `-` (none made).
     write: String,
+    /// When the holder stopped watching its lock after a cut (`None`: it
+    /// did not watch).
+    watched: Option<u64>,
+    /// The claim span under way while watching.
+    span: Option<Span>,
 }
 
 impl Section<'_> {
@@ -278,13 +385,16 @@ impl Section<'_> {
     /// (recording the last `Ok` and the first error), makes its guarded write
     /// to the resource right after its first `Ok` (`write`), and stops early at
     /// the first sign that the lock may not be held (a check that is not `Ok`,
-    /// or a `Suspended`/`Lost` on the loss receiver). Then checks the receiver
-    /// once more, records the guard's status and the end.
+    /// or a `Suspended`/`Lost` on the loss receiver). Then, unless the lock is
+    /// lost for good, it watches the lock ([`Section::watch`]). Then records
+    /// the guard's status.
     fn hold(
         &mut self,
         hold: Duration,
         status: impl Fn() -> LockStatus,
+        stand: impl Fn() -> Stand,
         check: impl Fn() -> Result<(), LockError>,
+        term: impl Fn() -> Option<i64>,
         mut write: impl FnMut() -> String,
     ) {
         let until = Instant::now() + hold;
@@ -308,22 +418,157 @@ impl Section<'_> {
             if now >= until {
                 break;
             }
-            match self.sig.rx.recv_timeout(CHECK_EVERY.min(until - now)) {
-                Ok(ev) if is_loss(ev) => {
-                    self.sig.told = Some((now_ns(), ev));
+            match self.sig.wait(CHECK_EVERY.min(until - now)) {
+                Some((h, _, _)) if is_loss(h.ev) => {
+                    self.sig.told = Some((now_ns(), h.ev));
                     break;
                 }
-                Ok(_) | Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => self.sig.closed = true,
+                _ => {}
             }
         }
-        drain(&mut self.sig, None);
         self.end = now_ns();
-        self.sig.st_end = status_str(status());
         // Before the release: a worker killed from here on has finished its
         // work, and the lock may be free before its `E` lines are written.
         let a = self.a;
         a.w.line(&format!("D {} {} {} {}", a.w.pid, a.thr, a.att, self.end));
+        let cut = self.first_bad.is_some() || self.sig.told.is_some();
+        let lost = matches!(self.sig.told, Some((_, LockEvent::Lost)));
+        if cut && !lost && !self.sig.closed {
+            self.watch(until, &stand, &check, &term);
+        }
+        self.sig.st_end = status_str(status());
+    }
+
+    /// After a cut: watches the lock as an application waiting for
+    /// `Reconnected` would, polling the status and `check()` every
+    /// [`CHECK_EVERY`] and reading every event, until the lock is lost for
+    /// good, or it is held again and the hold time is over, or a session
+    /// timeout after the cut (and the hold time) has passed. Every claim (an
+    /// event saying it holds, a `Held` status, an `Ok`) goes into a claim
+    /// span, logged at the next sign of doubt or at the end (`C` lines).
+    fn watch(
+        &mut self,
+        until: Instant,
+        stand: &impl Fn() -> Stand,
+        check: &impl Fn() -> Result<(), LockError>,
+        term: &impl Fn() -> Option<i64>,
+    ) {
+        let stop_at = until.max(Instant::now() + self.a.w.session);
+        let mut lost = false;
+        'watch: loop {
+            while let Some((h, lo, hi)) = self.sig.next() {
+                if self.heard(h, lo, hi) {
+                    lost = true;
+                    break 'watch;
+                }
+            }
+            if self.sig.closed {
+                break;
+            }
+            let t0 = now_ns();
+            let st = stand();
+            let t1 = now_ns();
+            match st {
+                Stand::Held => self.claim("held", term(), t0, t1),
+                Stand::Doubt => self.doubt("doubt"),
+                Stand::Lost => {
+                    lost = true;
+                    break;
+                }
+            }
+            let t0 = now_ns();
+            let ok = check().is_ok();
+            let t1 = now_ns();
+            if ok {
+                self.claim("ok", term(), t0, t1);
+            } else {
+                self.doubt("doubt");
+            }
+            let now = Instant::now();
+            if now >= stop_at || (self.span.is_some() && now >= until) {
+                break;
+            }
+            if let Some((h, lo, hi)) = self.sig.wait(CHECK_EVERY.min(stop_at - now)) {
+                if self.heard(h, lo, hi) {
+                    lost = true;
+                    break;
+                }
+            }
+        }
+        self.doubt(if lost { "lost" } else { "end" });
+        self.watched = Some(now_ns());
+    }
+
+    /// An event heard while watching, sent at some instant in `lo..=hi`;
+    /// `true` when it says the lock is lost for good.
+    fn heard(&mut self, h: Heard, lo: u64, hi: u64) -> bool {
+        match h.ev {
+            LockEvent::Reconnected => {
+                let what = if h.term.is_some() { "leader" } else { "reconnected" };
+                self.claim(what, h.term, lo, hi);
+                false
+            }
+            LockEvent::Suspended => {
+                if self.sig.told.is_none() {
+                    self.sig.told = Some((hi, h.ev));
+                }
+                self.doubt("doubt");
+                false
+            }
+            LockEvent::Lost => {
+                if self.sig.told.is_none() {
+                    self.sig.told = Some((hi, h.ev));
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// A claim made at some instant in `lo..=hi`, for `term` (a leader's) or
+    /// the section's tokens: extends the span under way, or begins one (a
+    /// claim for another term ends the span before it).
+    fn claim(&mut self, what: &'static str, term: Option<i64>, lo: u64, hi: u64) {
+        if self.span.as_ref().is_some_and(|s| s.term != term) {
+            self.doubt("term");
+        }
+        let span = self.span.get_or_insert(Span {
+            what: Vec::new(),
+            term,
+            first: (lo, hi),
+            last: (lo, hi),
+            count: 0,
+        });
+        if !span.what.contains(&what) {
+            span.what.push(what);
+        }
+        span.last = (lo.max(span.last.0), hi.max(span.last.1));
+        span.count += 1;
+    }
+
+    /// Ends the claim span under way, if any (`ended`: what came next), and
+    /// logs it: one `C` line per lock.
+    fn doubt(&mut self, ended: &str) {
+        let Some(span) = self.span.take() else { return };
+        let a = self.a;
+        let what = span.what.join("+");
+        for m in &self.members {
+            a.w.line(&format!(
+                "C {} {} {} {} {} {} {} {what} {} {} {} {} {} {ended}",
+                a.w.pid,
+                a.thr,
+                a.att,
+                m.lock,
+                a.kind.mode(),
+                span.term.unwrap_or(m.token),
+                self.sid,
+                span.first.0,
+                span.first.1,
+                span.last.0,
+                span.last.1,
+                span.count,
+            ));
+        }
     }
 
     /// Before releasing: a holder whose lock looks lost (status not `Held`, or
@@ -350,9 +595,10 @@ impl Section<'_> {
         let late = sig.told_late.map_or("-".to_string(), |t| t.to_string());
         let last_ok = self.last_ok.map_or("-".to_string(), |t| t.to_string());
         let first_bad = self.first_bad.map_or("-".to_string(), |t| t.to_string());
+        let watched = self.watched.map_or("-".to_string(), |t| t.to_string());
         for m in &self.members {
             a.w.line(&format!(
-                "E {} {} {} {} {} {} {} {} {} {told} {ev} {late} {} {} {} {rel} {} {last_ok} {first_bad} {}",
+                "E {} {} {} {} {} {} {} {} {} {told} {ev} {late} {} {} {} {rel} {} {last_ok} {first_bad} {} {watched}",
                 a.w.pid,
                 a.thr,
                 a.att,
@@ -374,16 +620,18 @@ impl Section<'_> {
 
 /// A leader's event as the lock checker reads a holder's: any sign that it
 /// may not lead (uncertain, or not leader: given up at a suspension, or lost)
-/// ends the section; certainly leader again is a reconnection.
-fn lock_event(ev: LeaderEvent) -> LockEvent {
-    match ev {
-        LeaderEvent::Leader { .. } => LockEvent::Reconnected,
+/// ends the section; certainly leader again is a reconnection, a claim for
+/// its term.
+fn leader_heard(ev: LeaderEvent) -> Heard {
+    let (ev, term) = match ev {
+        LeaderEvent::Leader { term } => (LockEvent::Reconnected, Some(term)),
         LeaderEvent::Uncertain
         | LeaderEvent::NotLeader {
             reason: NotLeaderReason::Suspended,
-        } => LockEvent::Suspended,
-        _ => LockEvent::Lost,
-    }
+        } => (LockEvent::Suspended, None),
+        _ => (LockEvent::Lost, None),
+    };
+    Heard { ev, term }
 }
 
 fn lock_status(s: LeaderStatus) -> LockStatus {
@@ -434,7 +682,7 @@ impl Worker {
                 // from the worker's standing ones.
                 let translator = std::thread::Builder::new().name("leader-events".into()).spawn(move || {
                     for ev in events {
-                        if tx.send(lock_event(ev)).is_err() {
+                        if tx.send(leader_heard(ev)).is_err() {
                             return;
                         }
                     }
@@ -449,7 +697,7 @@ impl Worker {
                     }
                 };
                 let status = || lock_status(latch.status());
-                let sig = Signal::new(rx, status());
+                let sig = Signal::new(Source::Leader(rx), status());
                 let term = latch.term().unwrap_or(0);
                 let node = latch.node().unwrap_or_default();
                 let mut s = a.begin(vec![Member::new(ELECTION_PATH, term, &node)], sig);
@@ -471,7 +719,14 @@ impl Worker {
                         Err(e) => err_kind(&e),
                     }
                 };
-                s.hold(hold, status, || latch.check(), write);
+                // A latch that gave its leadership up at a suspension
+                // (NotLeader) may lead again in the same term: only an event
+                // says it is lost for good.
+                let stand = || match latch.status() {
+                    LeaderStatus::Leader => Stand::Held,
+                    _ => Stand::Doubt,
+                };
+                s.hold(hold, status, stand, || latch.check(), || latch.term(), write);
                 s.before_release();
                 let released = Instant::now();
                 // What a lock's release says: held when it began, lost, or
@@ -533,7 +788,12 @@ impl Worker {
         while !self.stop.load(Ordering::SeqCst) {
             att += 1;
             let kind = Kind::pick(&mut rng);
-            let hold = if rng.below(1000) < self.long_hold_permille {
+            let long = if kind == Kind::Leader {
+                self.long_lead_permille
+            } else {
+                self.long_hold_permille
+            };
+            let hold = if rng.below(1000) < long {
                 rng.scale(self.session, 0.5, 1.5)
             } else {
                 Duration::from_millis(rng.below(self.hold_max_ms + 1))
@@ -564,7 +824,7 @@ impl Worker {
                 ($r:expr) => {
                     match $r {
                         Ok(Some(g)) => {
-                            let sig = Signal::new(g.loss_receiver(), g.status());
+                            let sig = Signal::new(Source::Lock(g.loss_receiver()), g.status());
                             let mut s = a.begin(members(kind, &g.lock_path(), &g.fencing_tokens()), sig);
                             let write = || {
                                 if kind == Kind::Read {
@@ -587,7 +847,14 @@ impl Worker {
                                     Err(e) => err_kind(&e),
                                 }
                             };
-                            s.hold(hold, || g.status(), || g.check(), write);
+                            s.hold(
+                                hold,
+                                || g.status(),
+                                || lock_stand(g.status()),
+                                || g.check(),
+                                || None,
+                                write,
+                            );
                             s.before_release();
                             let released = Instant::now();
                             let r = g.release();
@@ -658,6 +925,7 @@ pub(crate) fn worker_main(o: &Opts) -> ExitCode {
         short_timeout_percent: o.short_timeout_percent,
         hold_max_ms: o.hold_ms,
         long_hold_permille: o.long_hold_permille,
+        long_lead_permille: o.long_lead_permille,
         session,
         think_max_ms: o.think_ms,
         grace: session,

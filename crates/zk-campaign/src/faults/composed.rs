@@ -1,0 +1,883 @@
+//! The composed faults: two or three faults whose windows overlap, as
+//! Jepsen's composed nemeses do. Each one picks a holder that holds a lock
+//! now (a section under way for 300 ms at least, as its worker logged it:
+//! a mutex, a write lock, a semaphore, a multi-lock or a leadership) and
+//! does its steps in an order that makes them overlap, checking each step
+//! on the server or in the workers' logs (a rival is a worker that logged a
+//! grant of the same lock after the break); a
+//! composition whose steps did not all happen (the holder let go before the
+//! break, no rival was granted, the session did not survive the heal) is
+//! logged as not injected (`N`) and tried again later, so that every `F`
+//! line of a composed kind is a composition that really happened.
+//!
+//! | kind | steps |
+//! |---|---|
+//! | `composed-partition-break-heal` | the holder's worker cut off (its proxies cut and refusing); once the server has dropped its connection (it is told `Suspended`), an operator deletes every node of its session under the campaign's root; another holder is granted the lock; the partition heals before the session expires, the worker's re-registered watches (`SetWatches`) held back 300-600 ms |
+//! | `composed-partition-restart` | the holder's worker cut off; the server (ensemble: the holder's node, or the leader) stopped and restarted while it is away, half the time with the break as above meanwhile; the heal before the session expires, with the watches held back |
+//! | `composed-pause-expire-resume` | the holder's worker stopped (SIGSTOP) until the server has expired its session (its node gone) and another holder is granted; resumed (its proxies frozen half the time): it must not be told it holds |
+//! | `composed-ensemble-partition-failover` | (ensemble) the holder on a follower; that follower cut off from the others, the holder's connections cut; the break on the majority, a rival granted there when one waits there; the holder fails over to a majority node (watches held back) before its session expires; the follower healed after its sync limit |
+//! | `composed-break-during-handoff` | an operator break in a leader hand-off: at the moment the leader's node goes (its turn ends), the next leader's node is deleted; or the leader's node is deleted while it leads, and the next one at the hand-off that follows |
+//! | `composed-random` | two or three of the plain kinds at once, each on its own thread, the longest first and the others started inside its window |
+
+use std::io;
+use std::time::{Duration, Instant};
+
+use zk_framework::CuratorFramework;
+use zk_framework::ExponentialBackoffRetry;
+
+use super::Faults;
+use crate::paths::{ELECTION_PATH, ROOT, SEM_PATH};
+use crate::prng::Rng;
+use crate::record::now_ns;
+use crate::server::Server;
+
+/// A holder picked for a composition: a section under way for at least
+/// 300 ms, as its worker logged it.
+#[derive(Debug, Clone)]
+struct Target {
+    slot: usize,
+    session: i64,
+    /// The lock path (a multi-lock's: one member's).
+    lock: String,
+    mode: String,
+    /// Its lock node's name.
+    node: String,
+}
+
+impl Target {
+    fn describe(&self) -> String {
+        format!(
+            "{} holder on {}: worker {} (session 0x{:x}, node {})",
+            self.mode, self.lock, self.slot, self.session, self.node
+        )
+    }
+
+    /// Its lock node's path (a semaphore's: its lease).
+    fn node_path(&self) -> String {
+        if self.lock == SEM_PATH {
+            format!("{SEM_PATH}/leases/{}", self.node)
+        } else {
+            format!("{}/{}", self.lock, self.node)
+        }
+    }
+}
+
+/// Milliseconds since `t0`, for the steps' log.
+fn ms_since(t0: Instant) -> u128 {
+    t0.elapsed().as_millis()
+}
+
+/// Every ephemeral node under `ROOT` owned by `session` (a tree of depth 3 at most).
+fn session_nodes(c: &CuratorFramework, session: i64) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![ROOT.to_string()];
+    while let Some(p) = stack.pop() {
+        let Ok(kids) = c.get_children(&p) else { continue };
+        for k in kids {
+            let child = format!("{p}/{k}");
+            match c.check_exists(&child) {
+                Ok(Some(st)) if st.ephemeral_owner == session => out.push(child),
+                Ok(Some(st)) if st.ephemeral_owner == 0 && st.num_children > 0 => stack.push(child),
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+impl<'a> Faults<'a> {
+    /// An operator deletes `node`, owned by `session`; logged (`B`, the time
+    /// taken before the delete is sent) when it succeeded.
+    fn delete_node(&self, c: &CuratorFramework, session: i64, node: &str) -> bool {
+        let t = now_ns();
+        let ok = c.delete().for_path(node).is_ok();
+        if ok {
+            self.log.line(&format!("B {session:x} {t} {node}"));
+        }
+        ok
+    }
+
+    /// An operator's break: deletes every node of `session` under the
+    /// campaign's root (a semaphore holder's lease and internal-mutex node, a
+    /// multi-lock's every member, its worker's waiting nodes). Returns the
+    /// nodes deleted.
+    fn break_session(&self, c: &CuratorFramework, session: i64) -> Vec<String> {
+        session_nodes(c, session)
+            .into_iter()
+            .filter(|p| self.delete_node(c, session, p))
+            .collect()
+    }
+
+    /// A copy of this injector for one part of a composition: the same
+    /// server, fleet and log, its own PRNG (seeded from this one's) and its
+    /// own admin client.
+    fn fork(&mut self) -> Faults<'a> {
+        Faults {
+            server: self.server,
+            fleet: self.fleet,
+            log: self.log,
+            session: self.session,
+            sessions: self.sessions,
+            holders: self.holders,
+            rng: Rng::new(self.rng.below(u64::MAX)),
+            admin: None,
+            kinds: self.kinds.clone(),
+            partitions_done: self.partitions_done,
+            round_done: self.round_done,
+            min_each: self.min_each,
+        }
+    }
+
+    /// Holders that hold now: sections under way for 300 ms at least (their
+    /// worker logged the grant, not the end of its work), but reads, whose
+    /// session is a running worker's. Tries for up to `patience`.
+    fn holders_now(&mut self, patience: Duration) -> io::Result<Vec<Target>> {
+        let deadline = Instant::now() + patience;
+        loop {
+            let since = now_ns().saturating_sub(300_000_000);
+            let open: Vec<super::Open> = {
+                let book = self.holders.lock().unwrap_or_else(|e| e.into_inner());
+                let mut v: Vec<super::Open> = book
+                    .open
+                    .values()
+                    .filter(|o| o.start <= since && o.mode != "read")
+                    .cloned()
+                    .collect();
+                v.sort_by(|a, b| (a.start, &a.lock).cmp(&(b.start, &b.lock)));
+                v
+            };
+            let found: Vec<Target> = {
+                let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+                open.into_iter()
+                    .filter_map(|o| {
+                        let (&slot, _) = sessions.iter().find(|(_, (sid, _))| *sid == o.session)?;
+                        Some(Target {
+                            slot,
+                            session: o.session,
+                            lock: o.lock,
+                            mode: o.mode,
+                            node: o.node,
+                        })
+                    })
+                    .collect()
+            };
+            if !found.is_empty() {
+                return Ok(found);
+            }
+            if Instant::now() >= deadline {
+                return Err(io::Error::other("no holder held its lock for 300 ms"));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// A holder that holds now, at random among [`Faults::holders_now`];
+    /// one time in three a leader when one has led for 300 ms within 3 s
+    /// (leaders are a tenth of the workers' turns: they would seldom be
+    /// picked otherwise).
+    fn pick_holder(&mut self) -> io::Result<Target> {
+        if self.rng.below(3) == 0 {
+            let deadline = Instant::now() + Duration::from_secs(3);
+            while Instant::now() < deadline {
+                let mut leaders: Vec<Target> = self
+                    .holders_now(Duration::ZERO)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|t| t.mode == "leader")
+                    .collect();
+                if !leaders.is_empty() {
+                    let i = self.rng.below(leaders.len() as u64) as usize;
+                    return Ok(leaders.swap_remove(i));
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        let mut all = self.holders_now(Duration::from_secs(8))?;
+        let i = self.rng.below(all.len() as u64) as usize;
+        Ok(all.swap_remove(i))
+    }
+
+    /// Cuts off a worker: its proxies cut, new connections refused.
+    fn isolate_slot(&self, slot: usize) {
+        for p in &self.fleet.slots[slot].proxies {
+            p.refuse(true);
+            p.cut();
+        }
+    }
+
+    /// The sum of `SetWatches` frames the slot's proxies held back so far.
+    fn set_watches_held(&self, slot: usize) -> usize {
+        self.fleet.slots[slot]
+            .proxies
+            .iter()
+            .map(zk_testing::proxy::FaultProxy::set_watches_delayed)
+            .sum()
+    }
+
+    /// Whether `session` has a connection on the server, as the server sees
+    /// it (`None`: the server cannot say).
+    fn session_connected(&self, session: i64) -> Option<bool> {
+        match self.server {
+            Server::Embedded(s) => {
+                let e = s.embedded()?;
+                Some(e.sessions().iter().any(|x| x.id == session && x.connected))
+            }
+            _ => {
+                let mut any = false;
+                for a in self.server.addrs() {
+                    let cons = zk_testing::fourlw::four_letter_word(&a, "cons", Duration::from_secs(2)).ok()?;
+                    any |= cons.contains(&format!("sid=0x{session:x}"));
+                }
+                Some(any)
+            }
+        }
+    }
+
+    /// Waits (bounded) until the server has dropped `session`'s connection:
+    /// its client has then seen its connection close, and is told
+    /// `Suspended`. Returns the milliseconds it took, or an error.
+    fn wait_dropped(&self, session: i64, t0: Instant) -> io::Result<u128> {
+        let deadline = Instant::now() + Duration::from_secs(3);
+        loop {
+            match self.session_connected(session) {
+                Some(false) => return Ok(ms_since(t0)),
+                None => return Ok(ms_since(t0)),
+                Some(true) if Instant::now() >= deadline => {
+                    return Err(io::Error::other(
+                        "the server still had the holder's connection after 3 s",
+                    ))
+                }
+                Some(true) => std::thread::sleep(Duration::from_millis(5)),
+            }
+        }
+    }
+
+    /// Waits (bounded) until a worker logs a grant of the target's lock to
+    /// another session at or after `since` (wall-clock ns): a rival was told
+    /// it holds the lock. Returns its session and when.
+    fn wait_rival(&self, t: &Target, since: u64, bound: Duration) -> Option<(i64, u64)> {
+        let deadline = Instant::now() + bound;
+        loop {
+            let found = {
+                let book = self.holders.lock().unwrap_or_else(|e| e.into_inner());
+                book.grants
+                    .get(&t.lock)
+                    .and_then(|g| g.iter().find(|(at, sid)| *at >= since && *sid != t.session).copied())
+            };
+            if let Some((at, sid)) = found {
+                return Some((sid, at));
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Heals a worker cut off by [`Faults::isolate_slot`] (only the proxies
+    /// `open` says), its re-registered watches held back `delay`; waits
+    /// (bounded by a session timeout) until a `SetWatches` was held back, then
+    /// for the delay, and turns the delay off. Returns the frames held back.
+    fn heal_slot_slowly(&self, slot: usize, delay: Duration, open: impl Fn(usize) -> bool) -> usize {
+        let before = self.set_watches_held(slot);
+        for (i, p) in self.fleet.slots[slot].proxies.iter().enumerate() {
+            if open(i) {
+                p.delay_set_watches(delay);
+                p.refuse(false);
+            }
+        }
+        let deadline = Instant::now() + self.session;
+        while self.set_watches_held(slot) == before && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let held = self.set_watches_held(slot) - before;
+        if held > 0 {
+            std::thread::sleep(delay + Duration::from_millis(100));
+        }
+        for p in &self.fleet.slots[slot].proxies {
+            p.delay_set_watches(Duration::ZERO);
+        }
+        held
+    }
+
+    /// Undoes what a composition may have left on a worker: proxies open,
+    /// no delay, the process running.
+    fn release_slot(&self, slot: usize) {
+        for p in &self.fleet.slots[slot].proxies {
+            p.delay_set_watches(Duration::ZERO);
+            p.freeze(false);
+            p.refuse(false);
+        }
+        let _ = self.fleet.signal(slot, "CONT");
+    }
+
+    /// The injector of every composed kind.
+    pub(super) fn composed(&mut self, kind: &str) -> io::Result<String> {
+        let r = match kind {
+            "composed-partition-break-heal" => self.partition_break_heal(),
+            "composed-partition-restart" => self.partition_restart(),
+            "composed-pause-expire-resume" => self.pause_expire_resume(),
+            "composed-ensemble-partition-failover" => self.ensemble_partition_failover(),
+            "composed-break-during-handoff" => self.break_during_handoff(),
+            "composed-random" => self.random_composition(),
+            other => Err(io::Error::other(format!("unknown composed fault {other}"))),
+        };
+        for slot in 0..self.fleet.slots.len() {
+            for p in &self.fleet.slots[slot].proxies {
+                p.delay_set_watches(Duration::ZERO);
+            }
+        }
+        r
+    }
+
+    /// The holder cut off, told `Suspended`; its nodes broken; a rival
+    /// granted; healed before its session expires, with its watches held
+    /// back.
+    fn partition_break_heal(&mut self) -> io::Result<String> {
+        let t = self.pick_holder()?;
+        let delay = self.rng.ms(300, 600);
+        let t0 = Instant::now();
+        self.isolate_slot(t.slot);
+        let r = self.break_and_heal(&t, t0, delay);
+        self.release_slot(t.slot);
+        r
+    }
+
+    /// The steps after the cut, shared by the compositions with a break:
+    /// wait for the drop, break, wait for a rival, heal slowly.
+    fn break_and_heal(&mut self, t: &Target, t0: Instant, delay: Duration) -> io::Result<String> {
+        let dropped = self.wait_dropped(t.session, t0)?;
+        let (broken, at_break, break_ns) = self.break_holder(t, t0)?;
+        let (rival, rival_ms) = self.rival_step(t, break_ns, t0)?;
+        // A little more time away, well before the session expires.
+        std::thread::sleep(self.rng.ms(0, 300));
+        let healed_ms = ms_since(t0);
+        let held = self.heal_slot_slowly(t.slot, delay, |_| true);
+        if held == 0 {
+            return Err(io::Error::other(
+                "the holder did not re-register its watches after the heal (its session expired?)",
+            ));
+        }
+        Ok(format!(
+            "{}: cut off at +0 ms, its connection dropped at +{dropped} ms; {broken} at +{at_break} ms; rival {rival} \
+             seen at +{rival_ms} ms; healed at +{healed_ms} ms (session {} ms) with SetWatches held back {} ms \
+             ({held} held back)",
+            t.describe(),
+            self.session.as_millis(),
+            delay.as_millis()
+        ))
+    }
+
+    /// Deletes every node of the holder's session (through `c`, or the
+    /// admin client); fails unless its held node was among them. Returns
+    /// what was deleted, when (ms since `t0`), and the wall-clock time
+    /// before the break.
+    fn break_holder_with(
+        &mut self,
+        c: Option<&CuratorFramework>,
+        t: &Target,
+        t0: Instant,
+    ) -> io::Result<(String, u128, u64)> {
+        let c = match c {
+            Some(c) => c.clone(),
+            None => self.admin()?.clone(),
+        };
+        let before = now_ns();
+        let deleted = self.break_session(&c, t.session);
+        let at = ms_since(t0);
+        if !deleted.contains(&t.node_path()) {
+            return Err(io::Error::other(format!(
+                "the holder let go of {} before the break ({} other nodes of its session deleted)",
+                t.node_path(),
+                deleted.len()
+            )));
+        }
+        Ok((format!("{} nodes of its session deleted", deleted.len()), at, before))
+    }
+
+    fn break_holder(&mut self, t: &Target, t0: Instant) -> io::Result<(String, u128, u64)> {
+        self.break_holder_with(None, t, t0)
+    }
+
+    /// Waits (up to half a session timeout) for a rival told it holds the
+    /// target's lock after `since`; its description and when it was seen.
+    fn rival_step(&self, t: &Target, since: u64, t0: Instant) -> io::Result<(String, u128)> {
+        match self.wait_rival(t, since, self.session / 2) {
+            Some((sid, at)) => Ok((
+                format!(
+                    "0x{sid:x} (told it holds {:.1} ms after the break)",
+                    at.saturating_sub(since) as f64 / 1e6
+                ),
+                ms_since(t0),
+            )),
+            None => Err(io::Error::other("no rival was granted the broken lock")),
+        }
+    }
+
+    /// The holder cut off; the server restarted while it is away (half the
+    /// time with a break meanwhile); healed before its session expires, with
+    /// its watches held back.
+    fn partition_restart(&mut self) -> io::Result<String> {
+        let t = self.pick_holder()?;
+        let with_break = self.rng.below(2) == 0;
+        let delay = self.rng.ms(300, 600);
+        let t0 = Instant::now();
+        self.isolate_slot(t.slot);
+        let r = self.restart_while_away(&t, t0, with_break, delay);
+        self.release_slot(t.slot);
+        if r.is_err() {
+            let _ = self.server.heal();
+        }
+        r
+    }
+
+    fn restart_while_away(&mut self, t: &Target, t0: Instant, with_break: bool, delay: Duration) -> io::Result<String> {
+        let dropped = self.wait_dropped(t.session, t0)?;
+        let down = self.rng.ms(200, 800);
+        let restarted = match self.server {
+            Server::Embedded(s) | Server::Apache(s) => {
+                s.stop()?;
+                std::thread::sleep(down);
+                s.restart()?;
+                format!(
+                    "server stopped at +{dropped} ms, restarted after {} ms",
+                    down.as_millis()
+                )
+            }
+            Server::Ensemble(..) => {
+                // The node the holder was on is gone from `cons`; the leader.
+                let i = self
+                    .node(true)
+                    .ok_or_else(|| io::Error::other("no leader (no quorum?)"))?;
+                self.server.cluster().stop(i)?;
+                std::thread::sleep(down);
+                self.server.cluster().restart(i)?;
+                format!(
+                    "leader {i} stopped at +{dropped} ms, restarted after {} ms",
+                    down.as_millis()
+                )
+            }
+        };
+        if matches!(self.server, Server::Ensemble(..)) {
+            self.server.cluster().wait_for_quorum(Duration::from_secs(60))?;
+        }
+        let quorum_ms = ms_since(t0);
+        let broke = if with_break {
+            let (broken, at, break_ns) = self.break_holder(t, t0)?;
+            let (rival, rival_ms) = self.rival_step(t, break_ns, t0)?;
+            format!("; {broken} at +{at} ms, rival {rival} seen at +{rival_ms} ms")
+        } else {
+            String::new()
+        };
+        let healed_ms = ms_since(t0);
+        let held = self.heal_slot_slowly(t.slot, delay, |_| true);
+        if held == 0 {
+            return Err(io::Error::other(
+                "the holder did not re-register its watches after the heal (its session expired?)",
+            ));
+        }
+        Ok(format!(
+            "{}: cut off at +0 ms; {restarted}, serving at +{quorum_ms} ms{broke}; healed at +{healed_ms} ms \
+             (session {} ms) with SetWatches held back {} ms ({held} held back)",
+            t.describe(),
+            self.session.as_millis(),
+            delay.as_millis()
+        ))
+    }
+
+    /// The holder's worker stopped until the server expired its session and
+    /// a rival was granted; resumed (half the time into frozen proxies).
+    fn pause_expire_resume(&mut self) -> io::Result<String> {
+        let t = self.pick_holder()?;
+        let t0 = Instant::now();
+        let pid = self.fleet.signal(t.slot, "STOP")?;
+        // Taken once every thread has stopped.
+        let stopped_at = now_ns();
+        let r = self.expire_while_stopped(&t, t0);
+        let frozen = self.rng.below(2) == 0;
+        if frozen {
+            for p in &self.fleet.slots[t.slot].proxies {
+                p.freeze(true);
+            }
+        }
+        let cont = self.fleet.signal(t.slot, "CONT");
+        let resumed_at = now_ns();
+        self.log.line(&format!("Q {pid} {stopped_at} {resumed_at}"));
+        let resumed_ms = ms_since(t0);
+        if frozen {
+            std::thread::sleep(self.rng.ms(300, 800));
+        }
+        self.release_slot(t.slot);
+        let (expired_ms, rival) = r?;
+        cont?;
+        Ok(format!(
+            "{} (pid {pid}): stopped at +0 ms; its session expired at +{expired_ms} ms (timeout {} ms); rival {rival}; \
+             resumed at +{resumed_ms} ms{}",
+            t.describe(),
+            self.session.as_millis(),
+            if frozen { ", its proxies frozen for a while" } else { "" }
+        ))
+    }
+
+    /// Waits (bounded) until the stopped holder's session expired (embedded:
+    /// the server's sessions; otherwise: its node gone) and a rival holds.
+    fn expire_while_stopped(&mut self, t: &Target, t0: Instant) -> io::Result<(u128, String)> {
+        let deadline = Instant::now() + self.session * 3 + Duration::from_secs(5);
+        loop {
+            let gone = match self.server {
+                Server::Embedded(s) => s
+                    .embedded()
+                    .is_some_and(|e| !e.sessions().iter().any(|x| x.id == t.session)),
+                _ => {
+                    let path = t.node_path();
+                    let c = self.admin()?;
+                    matches!(c.check_exists(&path), Ok(None))
+                }
+            };
+            if gone {
+                break;
+            }
+            if Instant::now() >= deadline {
+                return Err(io::Error::other("the stopped holder's session did not expire"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let expired_ms = ms_since(t0);
+        let since = now_ns().saturating_sub((expired_ms as u64 + 1) * 1_000_000);
+        match self.wait_rival(t, since, self.session) {
+            Some((sid, _)) => Ok((
+                expired_ms,
+                format!("0x{sid:x} told it holds, seen at +{} ms", ms_since(t0)),
+            )),
+            None => Err(io::Error::other("no rival was granted after the expiry")),
+        }
+    }
+
+    /// (Ensemble) the holder on a follower; the follower cut off from the
+    /// others and the holder's connections cut; break and rival on the
+    /// majority; the holder fails over to the majority with its watches held
+    /// back; the follower healed after its sync limit.
+    fn ensemble_partition_failover(&mut self) -> io::Result<String> {
+        if !matches!(self.server, Server::Ensemble(..)) {
+            return Err(io::Error::other(
+                "composed-ensemble-partition-failover needs --ensemble",
+            ));
+        }
+        let t = self.pick_holder()?;
+        let (leader, sync, n) = {
+            let c = self.server.cluster();
+            let l = c.leader().ok_or_else(|| io::Error::other("no leader (no quorum?)"))?;
+            (l, c.sync_limit(), c.len())
+        };
+        // The follower the holder is on, or one it is moved to.
+        let on = (0..n).find(|&i| self.slots_on(i).contains(&t.slot));
+        let (f, moved) = match on {
+            Some(i) if i != leader => (i, false),
+            _ => {
+                let f = (0..n)
+                    .find(|&i| i != leader)
+                    .ok_or_else(|| io::Error::other("no follower"))?;
+                self.steer_slot_onto(t.slot, f)?;
+                (f, true)
+            }
+        };
+        // An admin on the majority.
+        let majority: Vec<String> = (0..n)
+            .filter(|&i| i != f)
+            .map(|i| format!("127.0.0.1:{}", self.server.cluster().client_port(i)))
+            .collect();
+        let admin = CuratorFramework::builder()
+            .connect_string(majority.join(","))
+            .session_timeout(Duration::from_secs(20))
+            .connection_timeout(Duration::from_secs(5))
+            .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
+            .build()
+            .map_err(io::Error::other)?;
+        admin
+            .block_until_connected(Duration::from_secs(10))
+            .map_err(io::Error::other)?;
+        let delay = self.rng.ms(300, 600);
+        let t0 = Instant::now();
+        let r = self.failover_steps(&t, f, &admin, t0, delay);
+        admin.close();
+        // The follower stays cut off past its sync limit (it leaves its
+        // leader and drops its clients), then heals.
+        let rest = (sync + Duration::from_millis(500)).saturating_sub(t0.elapsed());
+        std::thread::sleep(rest);
+        let healed = self.heal_after(Duration::ZERO);
+        self.release_slot(t.slot);
+        let steps = r?;
+        healed?;
+        Ok(format!(
+            "{}{}: follower {f} cut off from the others and the holder's connections cut at +0 ms; {steps}; \
+             follower healed at +{} ms (sync limit {} ms)",
+            t.describe(),
+            if moved { " (moved onto the follower first)" } else { "" },
+            ms_since(t0),
+            sync.as_millis()
+        ))
+    }
+
+    fn failover_steps(
+        &mut self,
+        t: &Target,
+        f: usize,
+        admin: &CuratorFramework,
+        t0: Instant,
+        delay: Duration,
+    ) -> io::Result<String> {
+        self.server.cluster().isolate(f)?;
+        self.isolate_slot(t.slot);
+        let dropped = self.wait_dropped(t.session, t0)?;
+        let (broken, at_break, break_ns) = self.break_holder_with(Some(admin), t, t0)?;
+        // A rival needs a waiter on the majority (the isolated follower's
+        // clients are stuck until its sync limit): without one within half
+        // a session the holder fails over all the same (its lock broken, no
+        // one else holding it).
+        let (rival, rival_ms) = self
+            .rival_step(t, break_ns, t0)
+            .unwrap_or_else(|_| ("none (no waiter on the majority)".into(), ms_since(t0)));
+        let failover_ms = ms_since(t0);
+        let held = self.heal_slot_slowly(t.slot, delay, |i| i != f);
+        if held == 0 {
+            return Err(io::Error::other(
+                "the holder did not fail over on its session (no SetWatches re-registered)",
+            ));
+        }
+        // (The cluster's lock is not held across slots_on, which takes it.)
+        let n = self.server.cluster().len();
+        let now_on: Vec<usize> = (0..n).filter(|&i| self.slots_on(i).contains(&t.slot)).collect();
+        Ok(format!(
+            "connection dropped at +{dropped} ms; {broken} on the majority at +{at_break} ms; rival {rival} seen at \
+             +{rival_ms} ms; failover allowed at +{failover_ms} ms with SetWatches held back {} ms ({held} held \
+             back), now on {now_on:?}",
+            delay.as_millis()
+        ))
+    }
+
+    /// Moves a worker's session onto node `i` (its other proxies refuse and
+    /// are cut until it is there, at most 5 s), then lets it settle.
+    fn steer_slot_onto(&mut self, slot: usize, i: usize) -> io::Result<()> {
+        for (j, p) in self.fleet.slots[slot].proxies.iter().enumerate() {
+            if j != i {
+                p.refuse(true);
+                p.cut();
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !self.slots_on(i).contains(&slot) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        for p in &self.fleet.slots[slot].proxies {
+            p.refuse(false);
+        }
+        if !self.slots_on(i).contains(&slot) {
+            return Err(io::Error::other(format!("worker {slot} did not move onto node {i}")));
+        }
+        // Its holdings prove themselves again on the new connection.
+        std::thread::sleep(Duration::from_millis(300));
+        Ok(())
+    }
+
+    /// An operator break in a leader hand-off. "next": at the moment the
+    /// leader's node goes (its turn ends), the next leader's node (a waiter
+    /// behind it) is deleted; "old": the leader's node (at the head for three times the
+    /// recipes' own-node watch delay, someone behind it) is deleted while it
+    /// leads, and the next one at the hand-off that follows (the next alone
+    /// when no such leader came in 7 s).
+    fn break_during_handoff(&mut self) -> io::Result<String> {
+        let old_first = self.rng.below(2) == 0;
+        let t0 = Instant::now();
+        let deadline = t0 + Duration::from_secs(15);
+        let mut steps = Vec::new();
+        let mut old_node: Option<String> = None;
+        let c = self.admin()?.clone();
+        let c = &c;
+        // The owner of a node (0 when unknown), then the node deleted.
+        let delete = |node: &str| {
+            let owner = c.check_exists(node).ok().flatten().map_or(0, |st| st.ephemeral_owner);
+            self.delete_node(c, owner, node)
+        };
+        if old_first {
+            // The head of the election with someone behind it, for three
+            // times the recipes' own-node watch delay (it leads, and the
+            // server watches its node for it), its node deleted; when its
+            // owner closed it first, the next one. (A holding released
+            // within that delay of its grant never learns of a break that
+            // came before its watch was set: docs/campaign.md.)
+            let settled = zk_recipes::unstable::OWN_WATCH_DELAY * 3;
+            let mut seen: Option<(String, Instant)> = None;
+            loop {
+                let kids = queue(c);
+                match (kids.first(), kids.len() >= 2) {
+                    (Some(h), true) if seen.as_ref().is_some_and(|(s, at)| s == h && at.elapsed() >= settled) => {
+                        if delete(h) {
+                            steps.push(format!(
+                                "the leader's node {h} deleted while it led at +{} ms",
+                                ms_since(t0)
+                            ));
+                            old_node = Some(h.clone());
+                            break;
+                        }
+                        seen = None;
+                    }
+                    (Some(h), true) if seen.as_ref().is_some_and(|(s, _)| s == h) => {}
+                    (Some(h), true) => seen = Some((h.clone(), Instant::now())),
+                    _ => seen = None,
+                }
+                // None for 7 s (leaders with a successor are rare when
+                // holds are short): the next hand-off alone.
+                if t0.elapsed() >= Duration::from_secs(7) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        // The next hand-off: the head goes and another takes its place;
+        // delete the new head at once.
+        // Only a waiter (in the queue behind the old head on the poll
+        // before) counts as the next leader: it watches its own node from
+        // the start, whereas a newcomer to an empty election is granted
+        // without waiting and watches it only OWN_WATCH_DELAY later.
+        let mut prev: Vec<String> = queue(c);
+        let mut before: Option<String> = match steps.first() {
+            Some(_) => old_node.clone(),
+            None => prev.first().cloned(),
+        };
+        loop {
+            let kids = queue(c);
+            let waited = |n: &String| prev.iter().skip(1).any(|p| p == n) || (old_node.is_some() && prev.contains(n));
+            match (&before, kids.first()) {
+                (Some(b), Some(new)) if new != b && !kids.contains(b) && waited(new) => {
+                    let (b, new) = (b.clone(), new.clone());
+                    let seen_ms = ms_since(t0);
+                    if delete(&new) {
+                        steps.push(format!(
+                            "hand-off from {b} seen at +{seen_ms} ms; the next leader's node {new} deleted at +{} ms",
+                            ms_since(t0)
+                        ));
+                        break;
+                    }
+                    // Its owner closed it first: wait for the next hand-off.
+                    before = Some(new);
+                }
+                (_, Some(new)) => before = Some(new.clone()),
+                (_, None) => {}
+            }
+            prev = kids;
+            if Instant::now() >= deadline {
+                return Err(io::Error::other(format!(
+                    "no hand-off to break within 15 s ({})",
+                    steps.join("; ")
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let after = queue(c).first().cloned().unwrap_or_else(|| "(none)".into());
+        Ok(format!(
+            "{}: {}; leader after: {after}",
+            match (old_first, &old_node) {
+                (_, Some(_)) => "old then next",
+                (true, None) => "next (no leader with a successor to break in 7 s)",
+                (false, None) => "next",
+            },
+            steps.join("; ")
+        ))
+    }
+
+    /// Two or three plain kinds at once, each on its own thread: the longest
+    /// first, the others started inside its window.
+    fn random_composition(&mut self) -> io::Result<String> {
+        let base: Vec<&'static str> = self.server.kinds().to_vec();
+        let k = 2 + self.rng.below(2) as usize;
+        let mut picked: Vec<&'static str> = Vec::new();
+        while picked.len() < k.min(base.len()) {
+            let kind = base[self.rng.below(base.len() as u64) as usize];
+            if !picked.contains(&kind) {
+                picked.push(kind);
+            }
+        }
+        picked.sort_by_key(|kind| std::cmp::Reverse(self.expected_window(kind)));
+        let window = self.expected_window(picked[0]);
+        // The others start inside the first one's window (near-simultaneous
+        // when it is an instant).
+        let mut offsets = vec![Duration::ZERO];
+        for _ in 1..picked.len() {
+            let hi = window.saturating_sub(Duration::from_millis(100)).as_millis() as u64;
+            offsets.push(if hi >= 100 {
+                self.rng.ms(100, hi.min(1500))
+            } else {
+                self.rng.ms(0, 50)
+            });
+        }
+        let mut forks: Vec<Faults<'_>> = (0..picked.len()).map(|_| self.fork()).collect();
+        let t0 = Instant::now();
+        let results: Vec<(String, io::Result<String>, u128)> = std::thread::scope(|s| {
+            let handles: Vec<_> = forks
+                .iter_mut()
+                .zip(picked.iter().zip(&offsets))
+                .map(|(f, (kind, off))| {
+                    s.spawn(move || {
+                        std::thread::sleep(*off);
+                        let at = ms_since(t0);
+                        let r = f.inject(kind);
+                        if let Some(c) = f.admin.take() {
+                            c.close();
+                        }
+                        (kind.to_string(), r, at)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .zip(&picked)
+                .map(|(h, kind)| {
+                    h.join()
+                        .unwrap_or_else(|_| (kind.to_string(), Err(io::Error::other("panicked")), 0))
+                })
+                .collect()
+        });
+        let ok = results.iter().filter(|(_, r, _)| r.is_ok()).count();
+        let parts: Vec<String> = results
+            .iter()
+            .map(|(kind, r, at)| match r {
+                Ok(d) => format!("[{kind} at +{at} ms: {d}]"),
+                Err(e) => format!("[{kind} at +{at} ms failed: {e}]"),
+            })
+            .collect();
+        if ok < 2 {
+            return Err(io::Error::other(format!(
+                "fewer than two parts happened: {}",
+                parts.join(" ")
+            )));
+        }
+        Ok(format!("{}: {}", picked.join("+"), parts.join(" ")))
+    }
+
+    /// How long a plain kind's window lasts, roughly (zero for an instant).
+    fn expected_window(&self, kind: &str) -> Duration {
+        let t = self.session;
+        match kind {
+            "partition-expire" | "pause-long" => t * 3 / 2,
+            "pause-short" => t / 2,
+            "restart" => Duration::from_millis(600),
+            "stop-leader" | "kill-leader" | "stop-follower" | "kill-follower" => Duration::from_millis(1500),
+            "isolate-leader" | "isolate-follower" | "oneway-from-leader" | "oneway-to-leader" | "pause-leader-sync" => {
+                Duration::from_secs(5)
+            }
+            "flap-leader" => t,
+            "minority-client" | "pause-holder-minority" => t + Duration::from_secs(5),
+            _ => Duration::ZERO,
+        }
+    }
+}
+
+/// The election's nodes, sorted by sequence (full paths).
+fn queue(c: &CuratorFramework) -> Vec<String> {
+    let Ok(mut kids) = c.get_children(ELECTION_PATH) else {
+        return Vec::new();
+    };
+    kids.retain(|k| k.contains("latch-"));
+    zk_framework::paths::sort_by_sequence(&mut kids, "latch-");
+    kids.into_iter().map(|k| format!("{ELECTION_PATH}/{k}")).collect()
+}

@@ -678,10 +678,18 @@ impl Worker {
                 // The checker reads lock events: translate on a thread that
                 // ends with the latch's channel.
                 let (tx, rx) = crossbeam_channel::unbounded();
+                // The events so far, read here for the grant's term (a
+                // leadership lost between the grant and `term()`, its node
+                // broken at once, has none any more) and handed on first.
+                let early: Vec<LeaderEvent> = events.try_iter().collect();
+                let granted_term = early.iter().find_map(|ev| match ev {
+                    LeaderEvent::Leader { term } => Some(*term),
+                    _ => None,
+                });
                 // Named: the soak counts a turn's threads (`leader-*`) apart
                 // from the worker's standing ones.
                 let translator = std::thread::Builder::new().name("leader-events".into()).spawn(move || {
-                    for ev in events {
+                    for ev in early.into_iter().chain(events) {
                         if tx.send(leader_heard(ev)).is_err() {
                             return;
                         }
@@ -698,7 +706,7 @@ impl Worker {
                 };
                 let status = || lock_status(latch.status());
                 let sig = Signal::new(Source::Leader(rx), status());
-                let term = latch.term().unwrap_or(0);
+                let term = latch.term().or(granted_term).unwrap_or(0);
                 let node = latch.node().unwrap_or_default();
                 let mut s = a.begin(vec![Member::new(ELECTION_PATH, term, &node)], sig);
                 // The leader's guarded write, as a lock holder's: one node in

@@ -680,11 +680,12 @@ impl<'a> Faults<'a> {
     }
 
     /// An operator break in a leader hand-off. "next": at the moment the
-    /// leader's node goes (its turn ends), the next leader's node (a waiter
-    /// behind it) is deleted; "old": the leader's node (at the head for three times the
-    /// recipes' own-node watch delay, someone behind it) is deleted while it
-    /// leads, and the next one at the hand-off that follows (the next alone
-    /// when no such leader came in 7 s).
+    /// leader's node goes (its turn ends), the next leader's node is deleted;
+    /// "old": the leader's node (at the head with someone behind it on two
+    /// polls 2 ms apart) is deleted while it leads, and the next one at the
+    /// hand-off that follows (the next alone when no such leader came in 7 s).
+    /// A leadership watches its own node from its grant, so a break right
+    /// after an election is heard of at once (`docs/campaign.md`).
     fn break_during_handoff(&mut self) -> io::Result<String> {
         let old_first = self.rng.below(2) == 0;
         let t0 = Instant::now();
@@ -699,13 +700,12 @@ impl<'a> Faults<'a> {
             self.delete_node(c, owner, node)
         };
         if old_first {
-            // The head of the election with someone behind it, for three
-            // times the recipes' own-node watch delay (it leads, and the
-            // server watches its node for it), its node deleted; when its
-            // owner closed it first, the next one. (A holding released
-            // within that delay of its grant never learns of a break that
-            // came before its watch was set: docs/campaign.md.)
-            let settled = zk_recipes::unstable::OWN_WATCH_DELAY * 3;
+            // The head of the election with someone behind it, seen on two
+            // polls, its node deleted; when its owner closed it first, the
+            // next one. No wait after the grant: a leadership's own-node
+            // watch is sent with its grant (seed 105 of composed-ci broke a
+            // leader 4.8 ms after its grant when it was sent 10 ms later).
+            let settled = Duration::ZERO;
             let mut seen: Option<(String, Instant)> = None;
             loop {
                 let kids = queue(c);
@@ -734,21 +734,16 @@ impl<'a> Faults<'a> {
             }
         }
         // The next hand-off: the head goes and another takes its place;
-        // delete the new head at once.
-        // Only a waiter (in the queue behind the old head on the poll
-        // before) counts as the next leader: it watches its own node from
-        // the start, whereas a newcomer to an empty election is granted
-        // without waiting and watches it only OWN_WATCH_DELAY later.
-        let mut prev: Vec<String> = queue(c);
+        // delete the new head at once, a waiter that was behind the old head
+        // or a newcomer granted in an empty election alike.
         let mut before: Option<String> = match steps.first() {
             Some(_) => old_node.clone(),
-            None => prev.first().cloned(),
+            None => queue(c).first().cloned(),
         };
         loop {
             let kids = queue(c);
-            let waited = |n: &String| prev.iter().skip(1).any(|p| p == n) || (old_node.is_some() && prev.contains(n));
             match (&before, kids.first()) {
-                (Some(b), Some(new)) if new != b && !kids.contains(b) && waited(new) => {
+                (Some(b), Some(new)) if new != b && !kids.contains(b) => {
                     let (b, new) = (b.clone(), new.clone());
                     let seen_ms = ms_since(t0);
                     if delete(&new) {
@@ -764,7 +759,6 @@ impl<'a> Faults<'a> {
                 (_, Some(new)) => before = Some(new.clone()),
                 (_, None) => {}
             }
-            prev = kids;
             if Instant::now() >= deadline {
                 return Err(io::Error::other(format!(
                     "no hand-off to break within 15 s ({})",

@@ -14,7 +14,7 @@ use super::files::{keep_dirs, make_temp_dir};
 use super::links::{FlapThread, Links};
 use super::node::Node;
 use super::probe::{POLL_INTERVAL, READY_TIMEOUT};
-use super::process::free_ports;
+use super::process::{hold_free_ports, is_port_clash, ports_of};
 
 const QUORUM_MAIN: &str = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
 
@@ -58,6 +58,9 @@ const QUORUM_MODES: &[&str] = &["leader", "follower", "observer"];
 /// The ensemble's `syncLimit`, in ticks: how long a leader keeps leading without hearing from a
 /// quorum of followers, and how long a follower waits for its leader, before giving up.
 const SYNC_LIMIT_TICKS: u32 = 5;
+
+/// How many times an ensemble start is tried when a node finds one of its ports taken.
+const START_ATTEMPTS: u32 = 3;
 
 impl ApacheCluster {
     /// Starts an ensemble of `n` nodes with `config`, each in its own subdirectory of a fresh
@@ -135,6 +138,25 @@ impl ApacheCluster {
                 "an ensemble needs at least one node",
             ));
         }
+        // The ports are picked free, then released for the servers to bind: a test running
+        // beside this one can bind one of them in between (seen 2 of 4 runs of the campaign
+        // suite on 2 cores: a node exited with "Address already in use"). Such a start is
+        // tried again on fresh ports; any other failure is returned at once.
+        let mut attempt = 1;
+        loop {
+            match Self::start_once(n, config.clone(), partitionable) {
+                Err(e) if attempt < START_ATTEMPTS && is_port_clash(&e) => {
+                    log::info!(
+                        "an ensemble node found its port taken (attempt {attempt}); starting again on fresh ports"
+                    );
+                    attempt += 1;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    fn start_once(n: usize, config: ApacheConfig, partitionable: bool) -> io::Result<Self> {
         let dir = make_temp_dir("ensemble")?;
         let mut cluster = ApacheCluster {
             dir,
@@ -144,12 +166,15 @@ impl ApacheCluster {
             tick: Duration::from_millis(u64::from(config.tick_time_ms)),
         };
         // On error, dropping `cluster` kills what started and removes the directory.
-        let ports = free_ports(3 * n)?;
+        let held = hold_free_ports(3 * n)?;
+        let ports = ports_of(&held)?;
         let (client, rest) = ports.split_at(n);
         let (quorum, election) = rest.split_at(n);
         if partitionable {
+            // Bound while the servers' ports are held, so no proxy takes one of them.
             cluster.links = Some(Links::start(quorum, election)?);
         }
+        drop(held);
         let mut servers = String::new();
         for i in 0..n {
             let _ = writeln!(servers, "server.{}=127.0.0.1:{}:{}", i + 1, quorum[i], election[i]);

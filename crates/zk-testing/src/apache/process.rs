@@ -13,10 +13,26 @@ use super::probe::POLL_INTERVAL;
 /// Picks `n` distinct free ports on 127.0.0.1 (all listeners are held until every port is
 /// picked, so they differ, then released).
 pub(super) fn free_ports(n: usize) -> io::Result<Vec<u16>> {
-    let listeners = (0..n)
-        .map(|_| TcpListener::bind("127.0.0.1:0"))
-        .collect::<io::Result<Vec<_>>>()?;
+    let listeners = hold_free_ports(n)?;
+    ports_of(&listeners)
+}
+
+/// Binds `n` listeners on free ports of 127.0.0.1 and keeps them: whoever needs more ports
+/// (the ensemble's link proxies) binds them while these are held, so no port is picked twice;
+/// dropping the listeners frees the ports for the servers.
+pub(super) fn hold_free_ports(n: usize) -> io::Result<Vec<TcpListener>> {
+    (0..n).map(|_| TcpListener::bind("127.0.0.1:0")).collect()
+}
+
+/// The ports of `listeners`, in order.
+pub(super) fn ports_of(listeners: &[TcpListener]) -> io::Result<Vec<u16>> {
     listeners.iter().map(|l| l.local_addr().map(|a| a.port())).collect()
+}
+
+/// Whether `e` says a server exited because one of its ports was taken (another process
+/// bound it between the pick and the server's own bind).
+pub(super) fn is_port_clash(e: &io::Error) -> bool {
+    e.to_string().contains("Address already in use")
 }
 
 /// Waits (polling, until `deadline`) until `port` can be bound on 127.0.0.1 (with

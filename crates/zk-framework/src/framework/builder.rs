@@ -410,14 +410,17 @@ impl CuratorFrameworkBuilder {
             inner: inner.clone(),
             deadline: None,
         };
+        // The dispatch and background threads start when there is work for them;
+        // they know their client before the session monitor can post anything
+        // (a `Connected` posted before this was dropped unheard: the listeners
+        // of 1 client in about 60 never heard it).
+        inner.dispatch.attach(Arc::downgrade(&inner));
+        inner.background.attach(Arc::downgrade(&inner));
         let weak = Arc::downgrade(&inner);
         let monitor = std::thread::Builder::new()
             .name("zk-framework-session".into())
             .spawn(move || session_monitor(weak))
             .map_err(|e| Error::InvalidArgument(format!("cannot spawn thread: {e}")))?;
-        // The dispatch and background threads start when there is work for them.
-        inner.dispatch.attach(Arc::downgrade(&inner));
-        inner.background.attach(Arc::downgrade(&inner));
         inner.threads.lock().push(monitor);
         Ok(fw)
     }

@@ -35,6 +35,12 @@
 //! * **Deadlines** ([`CuratorFramework::with_deadline`]): a handle whose
 //!   every operation (the wait for a connection, the retry pauses, each
 //!   reply) ends by the deadline.
+//! * **Node keys** ([`CuratorFramework::node_key`], [`NodeKey`]): a node as
+//!   the server names it (the client's namespace applied), to key what a
+//!   recipe records about nodes (figures per lock, nodes granted, a
+//!   canonical order of locks) so that two clients with different
+//!   namespaces naming one node agree, and a user's path cannot be mistaken
+//!   for the server's.
 //!
 //! # Examples
 //!
@@ -79,3 +85,51 @@
 //! [`CuratorFramework::extension`]: crate::CuratorFramework::extension
 //! [`CuratorFramework::close_signal`]: crate::CuratorFramework::close_signal
 //! [`CuratorFramework::with_deadline`]: crate::CuratorFramework::with_deadline
+//! [`CuratorFramework::node_key`]: crate::CuratorFramework::node_key
+
+use std::fmt;
+use std::sync::Arc;
+
+/// A node as the server names it: the path a client was given with its
+/// namespace applied (handed out by [`CuratorFramework::node_key`]). Two
+/// clients with different namespaces that name one node get equal keys;
+/// the order is the server paths' order. Cheap to clone.
+///
+/// # Examples
+///
+/// ```no_run
+/// # let a = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").namespace("app").build()?;
+/// # let root = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// assert_eq!(a.node_key("/locks/x"), root.node_key("/app/locks/x"));
+/// assert_eq!(a.node_key("/locks/x").as_str(), "/app/locks/x");
+/// # Ok::<(), zk_framework::Error>(())
+/// ```
+///
+/// [`CuratorFramework::node_key`]: crate::CuratorFramework::node_key
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NodeKey(Arc<str>);
+
+impl NodeKey {
+    pub(crate) fn new(server_path: String) -> NodeKey {
+        NodeKey(server_path.into())
+    }
+
+    /// The server path.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").namespace("app").build()?;
+    /// assert_eq!(c.node_key("/a").as_str(), "/app/a");
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for NodeKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}

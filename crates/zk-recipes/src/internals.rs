@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Receiver;
 use zk_framework::proto::path::{basename, join, validate_path};
 use zk_framework::proto::{CreateMode, Stat};
+use zk_framework::recipe::NodeKey;
 use zk_framework::RetryDecision;
 use zk_framework::{CuratorFramework, ListenerHandle};
 
@@ -60,12 +61,7 @@ impl std::fmt::Debug for LockInternals {
 #[derive(Default)]
 pub(crate) struct Granted {
     #[allow(clippy::type_complexity)]
-    inner: std::sync::Mutex<
-        Option<(
-            std::collections::HashSet<Arc<str>>,
-            std::collections::VecDeque<Arc<str>>,
-        )>,
-    >,
+    inner: std::sync::Mutex<Option<(std::collections::HashSet<NodeKey>, std::collections::VecDeque<NodeKey>)>>,
 }
 
 impl Granted {
@@ -79,8 +75,7 @@ impl Granted {
         client.extension(Granted::default)
     }
 
-    fn record(&self, node: String) {
-        let node: Arc<str> = node.into();
+    fn record(&self, node: NodeKey) {
         let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let (set, order) = g.get_or_insert_with(Default::default);
         if set.insert(node.clone()) {
@@ -93,7 +88,7 @@ impl Granted {
         }
     }
 
-    fn contains(&self, node: &str) -> bool {
+    fn contains(&self, node: &NodeKey) -> bool {
         let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         g.as_ref().is_some_and(|(set, _)| set.contains(node))
     }
@@ -206,7 +201,7 @@ impl LockInternals {
 
     fn stats(&self) -> &std::sync::Arc<crate::stats::PathStats> {
         self.stats
-            .get_or_init(|| crate::stats::for_path(&self.client, &self.client.fix_path(&self.base_path)))
+            .get_or_init(|| crate::stats::for_path(&self.client, &self.client.node_key(&self.base_path)))
     }
 
     pub(crate) fn client(&self) -> &CuratorFramework {
@@ -484,7 +479,7 @@ impl LockInternals {
                 Err(NodeMissing) => return Err(LoopError::NodeMissing),
                 Ok(Decision::Acquired) => {
                     if shortcut {
-                        granted.record(self.client.fix_path(&node.path));
+                        granted.record(self.client.node_key(&node.path));
                     }
                     node.epoch = epoch;
                     return Ok(true);
@@ -525,7 +520,7 @@ impl LockInternals {
                     let facts = || Deletion {
                         watched_was_head: pred_is_head,
                         watched_was_granted: !pred_is_head
-                            && granted.contains(&self.client.fix_path(&join(&self.base_path, &pred))),
+                            && granted.contains(&self.client.node_key(&join(&self.base_path, &pred))),
                         own_node_watched: node.waited.as_ref().is_some_and(|w| w.present()),
                         steady_session: self.client.session_generation() == generation
                             && states.is_empty()
@@ -538,7 +533,7 @@ impl LockInternals {
                         && ev.map(|e| e.event_type) == Some(zk_framework::proto::EventType::NodeDeleted)
                         && self.driver.granted_on_deletion(facts())
                     {
-                        granted.record(self.client.fix_path(&node.path));
+                        granted.record(self.client.node_key(&node.path));
                         // Proven for the epoch its own watch was sent in
                         // (a reconnect since makes the holding prove it).
                         if let Some(w) = &node.waited {
@@ -687,16 +682,23 @@ mod granted_tests {
 
     #[test]
     fn granted_keeps_the_most_recent_names_and_no_more() {
+        // Keys need a client (they are the server's paths); no server.
+        let c = zk_framework::CuratorFramework::builder()
+            .connect_string("127.0.0.1:1")
+            .build()
+            .unwrap();
+        let key = |i: usize| c.node_key(&format!("/l/_c_{i}-lock-{i:010}"));
         let g = Granted::default();
         for i in 0..3 * Granted::CAPACITY {
-            g.record(format!("/l/_c_{i}-lock-{i:010}"));
+            g.record(key(i));
         }
         assert_eq!(g.len(), Granted::CAPACITY);
         let last = 3 * Granted::CAPACITY - 1;
-        assert!(g.contains(&format!("/l/_c_{last}-lock-{last:010}")));
-        assert!(!g.contains("/l/_c_0-lock-0000000000"));
+        assert!(g.contains(&key(last)));
+        assert!(!g.contains(&key(0)));
         // A name recorded twice is kept once.
-        g.record(format!("/l/_c_{last}-lock-{last:010}"));
+        g.record(key(last));
         assert_eq!(g.len(), Granted::CAPACITY);
+        c.close();
     }
 }

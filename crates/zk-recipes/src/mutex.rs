@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
+use zk_framework::recipe::NodeKey;
 use zk_framework::CuratorFramework;
 
 use crate::driver::{Driver, MUTEX_LOCK_NAME};
@@ -133,10 +134,10 @@ impl InterProcessMutex {
         &self.internals
     }
 
-    /// The base path as the server sees it (namespace included): the canonical
-    /// order of a multi-lock.
-    pub(crate) fn full_path(&self) -> String {
-        self.internals.client().fix_path(self.internals.base_path())
+    /// The base node's key (the server's path): the canonical order of a
+    /// multi-lock.
+    pub(crate) fn node_key(&self) -> NodeKey {
+        self.internals.client().node_key(self.internals.base_path())
     }
 
     fn acquire_inner(&self, deadline: Option<Instant>, seq: Option<&str>) -> Result<Option<Holding>> {
@@ -522,7 +523,7 @@ impl InterProcessLock for InterProcessMutex {
     }
 
     fn order_key(&self) -> (String, u8) {
-        (self.full_path(), 0)
+        (self.node_key().to_string(), 0)
     }
 }
 

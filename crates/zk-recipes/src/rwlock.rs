@@ -8,6 +8,7 @@ use std::thread::ThreadId;
 use std::time::Instant;
 
 use parking_lot::Mutex;
+use zk_framework::recipe::NodeKey;
 use zk_framework::CuratorFramework;
 
 use crate::driver::{Driver, READ_LOCK_NAME, WRITE_LOCK_NAME};
@@ -21,15 +22,15 @@ use crate::mutex::InterProcessMutex;
 /// holding a read lock through one instance is refused the write lock through
 /// another as well (it would wait on itself forever).
 #[derive(Debug, Default)]
-struct Readers(Mutex<HashMap<(String, ThreadId), u32>>);
+struct Readers(Mutex<HashMap<(NodeKey, ThreadId), u32>>);
 
 impl Readers {
     fn of(client: &CuratorFramework) -> Arc<Readers> {
         client.extension(Readers::default)
     }
 
-    fn add(&self, path: &str, delta: i64) {
-        let key = (path.to_string(), std::thread::current().id());
+    fn add(&self, node: NodeKey, delta: i64) {
+        let key = (node, std::thread::current().id());
         let mut map = self.0.lock();
         let n = map.get(&key).copied().unwrap_or(0) as i64 + delta;
         if n <= 0 {
@@ -39,10 +40,8 @@ impl Readers {
         }
     }
 
-    fn held_by_this_thread(&self, path: &str) -> bool {
-        self.0
-            .lock()
-            .contains_key(&(path.to_string(), std::thread::current().id()))
+    fn held_by_this_thread(&self, node: NodeKey) -> bool {
+        self.0.lock().contains_key(&(node, std::thread::current().id()))
     }
 }
 
@@ -420,8 +419,8 @@ macro_rules! half_common {
                 self.shared.$field.base_path()
             }
 
-            pub(crate) fn full_path(&self) -> String {
-                self.shared.$field.full_path()
+            pub(crate) fn node_key(&self) -> NodeKey {
+                self.shared.$field.node_key()
             }
         }
 
@@ -493,7 +492,7 @@ impl InterProcessLock for ReadLock {
     fn acquire_holding(&self, deadline: Option<Instant>) -> Result<Option<Holding>> {
         let h = self.acquire_read(deadline)?;
         if h.is_some() {
-            self.shared.readers.add(&self.full_path(), 1);
+            self.shared.readers.add(self.node_key(), 1);
         }
         Ok(h)
     }
@@ -501,7 +500,7 @@ impl InterProcessLock for ReadLock {
     fn release_holding(&self, holding: Holding) -> Result<()> {
         let r = self.shared.read.release_holding(holding);
         if !matches!(r, Err(Error::NotOwner { .. })) {
-            self.shared.readers.add(&self.full_path(), -1);
+            self.shared.readers.add(self.node_key(), -1);
         }
         r
     }
@@ -511,7 +510,7 @@ impl InterProcessLock for ReadLock {
     }
 
     fn order_key(&self) -> (String, u8) {
-        (self.full_path(), 2)
+        (self.node_key().to_string(), 2)
     }
 
     fn instance_id(&self) -> usize {
@@ -530,7 +529,7 @@ impl InterProcessLock for WriteLock {
         // when the read lock is held through another instance on this path
         // (of the same client).
         if !s.write.is_owned_by_current_thread()
-            && (s.read.is_owned_by_current_thread() || s.readers.held_by_this_thread(&self.full_path()))
+            && (s.read.is_owned_by_current_thread() || s.readers.held_by_this_thread(self.node_key()))
         {
             return Err(Error::UpgradeRefused {
                 path: s.write.base_path().to_string(),
@@ -548,7 +547,7 @@ impl InterProcessLock for WriteLock {
     }
 
     fn order_key(&self) -> (String, u8) {
-        (self.full_path(), 1)
+        (self.node_key().to_string(), 1)
     }
 
     fn instance_id(&self) -> usize {

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use zk_framework::proto::path::{basename, join};
 use zk_framework::proto::{CreateMode, Stat};
+use zk_framework::recipe::NodeKey;
 use zk_framework::CuratorFramework;
 
 use crate::driver::{Driver, LEASE_NAME, MUTEX_LOCK_NAME};
@@ -133,7 +134,7 @@ impl InterProcessSemaphoreV2 {
                 )?,
                 max_leases,
                 data,
-                stats: crate::stats::for_path(client, &client.fix_path(path)),
+                stats: crate::stats::for_path(client, &client.node_key(path)),
                 out: AtomicUsize::new(0),
             }),
         })
@@ -183,8 +184,9 @@ impl InterProcessSemaphoreV2 {
         &self.inner.base_path
     }
 
-    pub(crate) fn full_path(&self) -> String {
-        self.inner.client.fix_path(&self.inner.base_path)
+    /// The base node's key: the canonical order of a multi-lock.
+    pub(crate) fn node_key(&self) -> NodeKey {
+        self.inner.client.node_key(&self.inner.base_path)
     }
 
     /// Blocks until a lease is available.
@@ -650,7 +652,7 @@ impl InterProcessLock for InterProcessSemaphoreV2 {
     }
 
     fn order_key(&self) -> (String, u8) {
-        (self.full_path(), 0)
+        (self.node_key().to_string(), 0)
     }
 
     fn instance_id(&self) -> usize {

@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
+use zk_framework::recipe::NodeKey;
 use zk_framework::CuratorFramework;
 
 use crate::error::{Error, Result};
@@ -165,8 +166,8 @@ impl InterProcessSemaphoreMutex {
         &self.base_path
     }
 
-    pub(crate) fn full_path(&self) -> String {
-        self.semaphore.full_path()
+    pub(crate) fn node_key(&self) -> NodeKey {
+        self.semaphore.node_key()
     }
 
     /// The lease nodes, in sequence order, as typed participants (the
@@ -290,7 +291,7 @@ impl InterProcessLock for InterProcessSemaphoreMutex {
     }
 
     fn order_key(&self) -> (String, u8) {
-        (self.full_path(), 0)
+        (self.node_key().to_string(), 0)
     }
 }
 

@@ -48,6 +48,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
+use zk_framework::recipe::NodeKey;
 use zk_framework::CuratorFramework;
 
 /// Why a held lock was lost.
@@ -397,10 +398,10 @@ impl PathStats {
     }
 }
 
-/// The counters of `server_path` kept by `client` (created on first use;
-/// lock instances look theirs up once).
-pub(crate) fn for_path(client: &CuratorFramework, server_path: &str) -> Arc<PathStats> {
-    Figures::of(client).for_path(server_path)
+/// The counters of the lock node `key` kept by `client` (created on first
+/// use; lock instances look theirs up once), by its server path.
+pub(crate) fn for_path(client: &CuratorFramework, key: &NodeKey) -> Arc<PathStats> {
+    Figures::of(client).for_path(key.as_str())
 }
 
 /// Every lock path's figures kept by `client` (the paths its locks used), by

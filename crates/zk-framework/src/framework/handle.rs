@@ -678,6 +678,23 @@ impl CuratorFramework {
         fix_for_namespace(self.inner.namespace.as_deref(), path)
     }
 
+    /// The key of the node at `path` (a user path, this client's namespace
+    /// applied): what a recipe records about a node by, so that clients with
+    /// different namespaces naming one node agree (see
+    /// [`recipe`](crate::recipe)). The path is not validated: an invalid one
+    /// names no node, and its key matches none.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").namespace("ns").build()?;
+    /// assert_eq!(c.node_key("/a").as_str(), "/ns/a");
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn node_key(&self, path: &str) -> crate::recipe::NodeKey {
+        crate::recipe::NodeKey::new(self.fix_path(path))
+    }
+
     /// The client's path for a server path: the namespace taken off (the
     /// inverse of [`fix_path`](Self::fix_path); a path outside the namespace
     /// is given back as it is). For a path the server reports (a watched

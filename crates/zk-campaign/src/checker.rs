@@ -99,7 +99,7 @@ use std::io;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::history::{AttemptEnd, AttemptKey, History, SecRec};
+use crate::history::{AttemptEnd, AttemptKey, EndRec, History, SecRec};
 
 mod claims;
 
@@ -479,6 +479,12 @@ fn broken_before(h: &History, s: &SecRec, at: u64) -> bool {
 
 /// Checks a history against the rules above.
 ///
+/// Each rule is a function of its own, called in a fixed order (so the
+/// violations come in the same order run after run): the attempts (rule 4),
+/// each section in key order (rules 3 and 4), each lock in name order
+/// (rules 1, 6 and 2), the claims (rules 8 to 10), the timed acquires
+/// (rule 5), the guarded resource (rule 7), and the workers (rule 4).
+///
 /// # Examples
 ///
 /// ```
@@ -488,24 +494,84 @@ fn broken_before(h: &History, s: &SecRec, at: u64) -> bool {
 /// assert!(check(&h, &CheckOptions::default()).violations.is_empty());
 /// ```
 pub fn check(h: &History, opts: &CheckOptions) -> Report {
+    let session_ns = h.param_u64("session_ms").unwrap_or(3000) * 1_000_000;
+    let mut violations: Vec<String> = Vec::new();
+
+    let attempts = attempts_end_in_time(h, &mut violations);
+    let (views, sections) = section_views(h, &mut violations);
+    let mut exclusion = ExclusionStats::default();
+    let mut margin_samples: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    for (lock, list) in &views_by_lock(&views) {
+        sections_exclude_each_other(h, lock, list, &mut exclusion, &mut violations);
+        safety_margins_are_positive(h, lock, list, session_ns, &mut margin_samples, &mut violations);
+        fencing_tokens_increase(lock, list, &mut violations);
+    }
+    let claimed = claims::judge(h, &views, &mut violations);
+    let overshoot = overshoots(h, opts, &mut violations);
+    let resource = resource_writes(h, &mut violations);
+    workers_finish_cleanly(h, &mut violations);
+
+    let faults = h.fault_counts();
+    let kinds: Vec<String> = h
+        .params
+        .get("kinds")
+        .map(|k| k.split(',').filter(|s| !s.is_empty()).map(String::from).collect())
+        .unwrap_or_default();
+    let missing = missing_kinds(h, &kinds, &faults);
+    let facts = Facts {
+        attempts,
+        sections,
+        exclusion,
+        kinds,
+        faults,
+        missing,
+        resource,
+        claimed,
+        margins: margin_stats(margin_samples),
+        overshoot,
+    };
+    Report {
+        text: summary(h, &facts, &violations),
+        violations,
+        missing: facts.missing,
+        overshoots: facts.overshoot.by_fault,
+        overshoots_by_lock: facts.overshoot.by_lock,
+        margins: facts.margins,
+    }
+}
+
+/// The attempts' outcomes, for the report.
+#[derive(Default)]
+struct AttemptStats {
+    /// Attempts that acquired, by lock kind.
+    acquired: BTreeMap<String, u64>,
+    /// Attempts that timed out.
+    timeouts: u64,
+    /// Attempts that failed.
+    errors: u64,
+    /// Failed attempts by error kind.
+    error_kinds: BTreeMap<String, u64>,
+    /// Attempts in flight when their worker was killed -9.
+    inflight_killed: u64,
+    /// The longest wait (ns), and what it was for.
+    longest: Option<(u64, String)>,
+}
+
+/// Rule 4 for attempts: every attempt ended unless its worker was killed -9,
+/// and none took longer than its timeout plus 4 session timeouts plus 10 s.
+fn attempts_end_in_time(h: &History, violations: &mut Vec<String>) -> AttemptStats {
     let session_ms: u64 = h.param_u64("session_ms").unwrap_or(3000);
     let timeout_ms: u64 = h.param_u64("acquire_timeout_ms").unwrap_or(30_000);
     // Beyond its own timeout (older logs: the parameter) plus 4 sessions plus 10 s.
     let overlong_after =
         |deadline: Option<u64>| deadline.unwrap_or(timeout_ms * 1_000_000) + (4 * session_ms + 10_000) * 1_000_000;
-    let mut violations: Vec<String> = Vec::new();
-
-    // Attempts.
-    let mut acquired: BTreeMap<String, u64> = BTreeMap::new();
-    let (mut timeouts, mut errors, mut inflight_killed) = (0u64, 0u64, 0u64);
-    let mut error_kinds: BTreeMap<String, u64> = BTreeMap::new();
-    let mut longest: Option<(u64, String)> = None;
+    let mut st = AttemptStats::default();
     let mut keys: Vec<_> = h.attempts.keys().copied().collect();
     keys.sort();
     for k in keys {
         let a = &h.attempts[&k];
         match &a.result {
-            None if h.killed.contains_key(&k.0) => inflight_killed += 1,
+            None if h.killed.contains_key(&k.0) => st.inflight_killed += 1,
             None => violations.push(format!(
                 "hung attempt: pid {} thread {} attempt {} ({} on {}) never ended",
                 k.0, k.1, k.2, a.mode, a.lock
@@ -517,15 +583,15 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
                 ..
             }) => {
                 match outcome.as_str() {
-                    "acquired" => *acquired.entry(a.mode.clone()).or_default() += 1,
-                    "timeout" => timeouts += 1,
+                    "acquired" => *st.acquired.entry(a.mode.clone()).or_default() += 1,
+                    "timeout" => st.timeouts += 1,
                     _ => {
-                        errors += 1;
-                        *error_kinds.entry(kind.clone()).or_default() += 1;
+                        st.errors += 1;
+                        *st.error_kinds.entry(kind.clone()).or_default() += 1;
                     }
                 }
-                if longest.as_ref().map_or(true, |(w, _)| wait > w) {
-                    longest = Some((*wait, format!("{} on {}, {outcome}", a.mode, a.lock)));
+                if st.longest.as_ref().map_or(true, |(w, _)| wait > w) {
+                    st.longest = Some((*wait, format!("{} on {}, {outcome}", a.mode, a.lock)));
                 }
                 if *wait > overlong_after(a.deadline) {
                     violations.push(format!(
@@ -541,255 +607,367 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
             }
         }
     }
+    st
+}
 
-    // Sections: effective ends, loss reports.
+/// The sections' counts, for the report.
+#[derive(Default)]
+struct SectionStats {
+    /// Sections whose holder was told of a loss while it held the lock.
+    cut_short: u64,
+    /// Sections whose holder was told of a loss at grant.
+    told_at_grant: u64,
+    /// Sections open when their worker was killed -9.
+    killed_in_section: u64,
+    /// Releases that failed (one answering `LockLost` did not).
+    release_failed: u64,
+    /// Of those, the ones that began while still connected.
+    release_failed_connected: u64,
+    /// Releases that answered `LockLost`.
+    release_lost: u64,
+    /// Of those, the ones that were the first word of the loss.
+    release_lost_first: u64,
+    /// Sections with no status (`?`, older logs).
+    status_unknown: u64,
+    /// Sections whose first sign of a loss was a `check()` that was not `Ok`.
+    check_first: u64,
+    /// Sections whose holder was stopped (SIGSTOP) and heard of a loss
+    /// first thing after.
+    ended_by_pause: u64,
+    /// The longest release (ns), and what it was for.
+    longest_release: Option<(u64, String)>,
+}
+
+/// Every section as the exclusion rules see it, in key order, and their
+/// counts. On the way it judges each section by rule 3 (ended ones) or
+/// rule 4 (the others), so their violations come section by section.
+fn section_views<'a>(h: &'a History, violations: &mut Vec<String>) -> (Vec<View<'a>>, SectionStats) {
     let regained = claims::regained(h);
+    let mut st = SectionStats::default();
     let mut views: Vec<View<'_>> = Vec::new();
-    let (mut cut_short, mut told_at_grant, mut killed_in_section) = (0u64, 0u64, 0u64);
-    let (mut release_failed, mut release_failed_connected) = (0u64, 0u64);
-    let (mut release_lost_n, mut release_lost_first, mut status_unknown) = (0u64, 0u64, 0u64);
-    // Sections whose first sign of a loss was a `check()` that was not `Ok`.
-    let mut check_first = 0u64;
-    // Sections whose holder was stopped (SIGSTOP) and heard of a loss first thing after.
-    let mut ended_by_pause = 0u64;
-    let mut longest_release: Option<(u64, String)> = None;
     let mut unreported_attempts: HashSet<(u32, u32, u64)> = HashSet::new();
     let mut sec_keys: Vec<_> = h.sections.keys().cloned().collect();
     sec_keys.sort();
     for k in &sec_keys {
         let s = &h.sections[k];
-        let (eff, told_any, cut, last_ok) = match &s.end {
+        views.push(match &s.end {
             Some(e) => {
-                // Heard on the loss receiver (while holding, or while waiting
-                // before the release).
-                let heard = e.told.is_some() || e.told_late.is_some();
-                // A release answering `LockLost` tells the holder too (a
-                // multi-lock's says so for the set, or within `Multiple`).
-                let release_lost =
-                    e.release == "LockLost" || (e.release.starts_with("Multiple[") && e.release.contains("LockLost"));
-                let told_any = heard || release_lost;
-                if let Some(t) = e.told {
-                    if t <= s.start {
-                        told_at_grant += 1;
-                    } else if t <= e.end {
-                        cut_short += 1;
-                    }
-                }
-                if let Some(w) = e.release_wait {
-                    if longest_release.as_ref().map_or(true, |(l, _)| w > *l) {
-                        longest_release = Some((w, format!("{} on {}, release {}", s.mode, s.lock, e.release)));
-                    }
-                }
-                if e.st0 == "?" || e.st_end == "?" {
-                    status_unknown += 1;
-                }
-                let lost_at_end = matches!(e.st_end.as_str(), "Lost" | "Uncertain");
-                // A release that says the lock was lost is a report, not a failure.
-                let failed = e.release != "ok" && e.release != "LockLost";
-                if release_lost {
-                    release_lost_n += 1;
-                    if !heard && !lost_at_end {
-                        release_lost_first += 1;
-                    }
-                }
-                if failed {
-                    release_failed += 1;
-                    if e.connected {
-                        release_failed_connected += 1;
-                    }
-                }
-                if e.release.contains("NotOwner") {
-                    violations.push(format!("release refused (NotOwner) on {}: {}", s.lock, s.describe()));
-                }
-                let unreported = if lost_at_end && !heard {
-                    Some(format!(
-                        "status {} at the end, release {}, no Suspended/Lost received",
-                        e.st_end, e.release
-                    ))
-                } else if failed && !e.connected && !heard {
-                    Some(format!(
-                        "release {} while disconnected, status {} at the end, no Suspended/Lost received",
-                        e.release, e.st_end
-                    ))
-                } else if matches!(e.st0.as_str(), "Lost" | "Uncertain") && !heard {
-                    Some(format!(
-                        "status {} at grant, but the loss receiver never said so",
-                        e.st0
-                    ))
-                } else {
-                    None
-                };
-                // One report per attempt: a multi-lock's members share their
-                // guard's status and receiver.
-                if let Some(what) = unreported {
-                    if unreported_attempts.insert((s.pid, s.thr, s.att)) {
-                        violations.push(format!("unreported loss on {}: {} {what}", s.lock, s.describe()));
-                    }
-                }
-                let (eff, by_pause) = effective_end(h, s, e);
-                ended_by_pause += u64::from(by_pause);
-                if e.first_bad.is_some_and(|b| b < e.told.unwrap_or(u64::MAX)) {
-                    check_first += 1;
-                }
-                // A holder told it holds again after the cut (claims) and
-                // still told so when it stopped watching released in
-                // certainty: not a lock that changed hands after a signal.
-                let (last_claim, certain) = regained.get(k).copied().unwrap_or((0, false));
-                let cut = (e.told.is_some() || e.first_bad.is_some()) && !certain;
-                (eff, told_any, cut, e.last_ok.unwrap_or(s.start).max(last_claim))
+                losses_are_reported(s, e, &mut unreported_attempts, &mut st, violations);
+                ended_view(h, s, e, regained.get(k).copied(), &mut st)
             }
-            None => match killed_end(h, s) {
-                Some(eff) => {
-                    killed_in_section += 1;
-                    (eff, false, false, s.start)
-                }
-                None => {
-                    violations.push(format!("section never ended on {}: {}", s.lock, s.describe()));
-                    (s.start, false, false, s.start)
-                }
-            },
-        };
-        views.push(View {
-            s,
-            eff,
-            told_any,
-            cut,
-            last_ok,
+            None => unended_section_was_killed(h, s, &mut st, violations),
         });
     }
+    (views, st)
+}
 
-    // Exclusion and fencing, per lock.
-    let mut by_lock: BTreeMap<&str, Vec<&View<'_>>> = BTreeMap::new();
-    for v in &views {
+/// Whether a section's holder heard `Suspended`/`Lost` on its loss receiver
+/// (while holding, or while waiting before the release).
+fn heard_of_loss(e: &EndRec) -> bool {
+    e.told.is_some() || e.told_late.is_some()
+}
+
+/// Whether a section's release answered `LockLost`, which tells the holder
+/// too (a multi-lock's says so for the set, or within `Multiple`).
+fn release_said_lost(e: &EndRec) -> bool {
+    e.release == "LockLost" || (e.release.starts_with("Multiple[") && e.release.contains("LockLost"))
+}
+
+/// Rule 3 on an ended section: a lost lock (status `Lost`/`Uncertain` at
+/// the end or at grant, or a release failed while disconnected) was reported
+/// on the loss receiver (one violation per attempt, recorded in
+/// `unreported_attempts`), and no release was refused with `NotOwner`.
+/// Counts the releases and the sections with no status.
+fn losses_are_reported(
+    s: &SecRec,
+    e: &EndRec,
+    unreported_attempts: &mut HashSet<(u32, u32, u64)>,
+    st: &mut SectionStats,
+    violations: &mut Vec<String>,
+) {
+    let heard = heard_of_loss(e);
+    let release_lost = release_said_lost(e);
+    if e.st0 == "?" || e.st_end == "?" {
+        st.status_unknown += 1;
+    }
+    let lost_at_end = matches!(e.st_end.as_str(), "Lost" | "Uncertain");
+    // A release that says the lock was lost is a report, not a failure.
+    let failed = e.release != "ok" && e.release != "LockLost";
+    if release_lost {
+        st.release_lost += 1;
+        if !heard && !lost_at_end {
+            st.release_lost_first += 1;
+        }
+    }
+    if failed {
+        st.release_failed += 1;
+        if e.connected {
+            st.release_failed_connected += 1;
+        }
+    }
+    if e.release.contains("NotOwner") {
+        violations.push(format!("release refused (NotOwner) on {}: {}", s.lock, s.describe()));
+    }
+    let unreported = if lost_at_end && !heard {
+        Some(format!(
+            "status {} at the end, release {}, no Suspended/Lost received",
+            e.st_end, e.release
+        ))
+    } else if failed && !e.connected && !heard {
+        Some(format!(
+            "release {} while disconnected, status {} at the end, no Suspended/Lost received",
+            e.release, e.st_end
+        ))
+    } else if matches!(e.st0.as_str(), "Lost" | "Uncertain") && !heard {
+        Some(format!(
+            "status {} at grant, but the loss receiver never said so",
+            e.st0
+        ))
+    } else {
+        None
+    };
+    // One report per attempt: a multi-lock's members share their
+    // guard's status and receiver.
+    if let Some(what) = unreported {
+        if unreported_attempts.insert((s.pid, s.thr, s.att)) {
+            violations.push(format!("unreported loss on {}: {} {what}", s.lock, s.describe()));
+        }
+    }
+}
+
+/// An ended section as the exclusion rules see it: its effective end (rule
+/// 1), whether its holder was told at all, whether it was cut short (not
+/// when it was `regained`: its last claim, and whether it released in
+/// certainty), and its last `Ok` or claim. Counts the sections told at grant
+/// or cut short, ended at a pause or by `check()` first, and the longest
+/// release.
+fn ended_view<'a>(
+    h: &History,
+    s: &'a SecRec,
+    e: &EndRec,
+    regained: Option<(u64, bool)>,
+    st: &mut SectionStats,
+) -> View<'a> {
+    let told_any = heard_of_loss(e) || release_said_lost(e);
+    if let Some(t) = e.told {
+        if t <= s.start {
+            st.told_at_grant += 1;
+        } else if t <= e.end {
+            st.cut_short += 1;
+        }
+    }
+    if let Some(w) = e.release_wait {
+        if st.longest_release.as_ref().map_or(true, |(l, _)| w > *l) {
+            st.longest_release = Some((w, format!("{} on {}, release {}", s.mode, s.lock, e.release)));
+        }
+    }
+    let (eff, by_pause) = effective_end(h, s, e);
+    st.ended_by_pause += u64::from(by_pause);
+    if e.first_bad.is_some_and(|b| b < e.told.unwrap_or(u64::MAX)) {
+        st.check_first += 1;
+    }
+    // A holder told it holds again after the cut (claims) and
+    // still told so when it stopped watching released in
+    // certainty: not a lock that changed hands after a signal.
+    let (last_claim, certain) = regained.unwrap_or((0, false));
+    let cut = (e.told.is_some() || e.first_bad.is_some()) && !certain;
+    View {
+        s,
+        eff,
+        told_any,
+        cut,
+        last_ok: e.last_ok.unwrap_or(s.start).max(last_claim),
+    }
+}
+
+/// Rule 4 for a section that never ended: its worker was killed -9 (it then
+/// ends at its `D` line, or else at the kill; counted), or it is a violation
+/// (and empty). Returns its view.
+fn unended_section_was_killed<'a>(
+    h: &History,
+    s: &'a SecRec,
+    st: &mut SectionStats,
+    violations: &mut Vec<String>,
+) -> View<'a> {
+    let eff = match killed_end(h, s) {
+        Some(eff) => {
+            st.killed_in_section += 1;
+            eff
+        }
+        None => {
+            violations.push(format!("section never ended on {}: {}", s.lock, s.describe()));
+            s.start
+        }
+    };
+    View {
+        s,
+        eff,
+        told_any: false,
+        cut: false,
+        last_ok: s.start,
+    }
+}
+
+/// The views by lock, each lock's sorted by grant (then pid, thread and
+/// attempt).
+fn views_by_lock<'v, 'a>(views: &'v [View<'a>]) -> BTreeMap<&'a str, Vec<&'v View<'a>>> {
+    let mut by_lock: BTreeMap<&'a str, Vec<&'v View<'a>>> = BTreeMap::new();
+    for v in views {
         by_lock.entry(v.s.lock.as_str()).or_default().push(v);
     }
-    let (mut fenced, mut fenced_max_ns) = (0u64, 0u64);
-    let (mut fenced_broken, mut fenced_broken_max_ns) = (0u64, 0u64);
-    let mut overlaps_checked = 0u64;
-    let mut margin_samples: BTreeMap<String, Vec<i64>> = BTreeMap::new();
-    let session_ns = session_ms * 1_000_000;
-    for (lock, list) in by_lock.iter_mut() {
+    for list in by_lock.values_mut() {
         list.sort_by_key(|v| (v.s.start, v.s.pid, v.s.thr, v.s.att));
-        let mut active: Vec<&View<'_>> = Vec::new();
-        for v in list.iter() {
-            if v.eff <= v.s.start {
-                continue;
-            }
-            active.retain(|a| a.eff > v.s.start);
-            for a in &active {
-                if a.s.mode == "read" && v.s.mode == "read" {
-                    continue;
-                }
-                overlaps_checked += 1;
-                let o_start = v.s.start;
-                let o_len = a.eff.min(v.eff) - o_start;
-                let excused = [(*a, *v), (*v, *a)]
-                    .iter()
-                    .find_map(|(p, q)| fenced_by(h, p, q.s.token, o_start));
-                if excused == Some(Fence::Instant) {
-                    fenced += 1;
-                    fenced_max_ns = fenced_max_ns.max(o_len);
-                } else if excused == Some(Fence::Broken) {
-                    fenced_broken += 1;
-                    fenced_broken_max_ns = fenced_broken_max_ns.max(o_len);
-                } else {
-                    violations.push(format!(
-                        "overlap on {lock}: {} [{}..{}] and {} [{}..{}] for {} us",
-                        a.s.describe(),
-                        a.s.start,
-                        a.eff,
-                        v.s.describe(),
-                        v.s.start,
-                        v.eff,
-                        o_len / 1000
-                    ));
-                }
-            }
-            active.push(v);
+    }
+    by_lock
+}
+
+/// Rule 1's counts, for the report.
+#[derive(Default)]
+struct ExclusionStats {
+    /// Pairs of overlapping sections that exclude each other.
+    overlaps_checked: u64,
+    /// Overlaps excused after an instant expiry, and the longest (ns).
+    fenced: u64,
+    fenced_max_ns: u64,
+    /// Overlaps excused after an operator break, and the longest (ns).
+    fenced_broken: u64,
+    fenced_broken_max_ns: u64,
+}
+
+/// Rule 1 on one lock's sections (sorted by grant): no two non-empty
+/// sections overlap (to their effective ends) unless both are reads or the
+/// overlap is fenced (counted apart).
+fn sections_exclude_each_other(
+    h: &History,
+    lock: &str,
+    list: &[&View<'_>],
+    st: &mut ExclusionStats,
+    violations: &mut Vec<String>,
+) {
+    let mut active: Vec<&View<'_>> = Vec::new();
+    for v in list {
+        if v.eff <= v.s.start {
+            continue;
         }
-        // The safety margin: a section cut short by a loss signal, and the
-        // next section on the lock that excludes it.
-        for (i, a) in list.iter().enumerate() {
-            if !a.cut || a.eff <= a.s.start {
+        active.retain(|a| a.eff > v.s.start);
+        for a in &active {
+            if a.s.mode == "read" && v.s.mode == "read" {
                 continue;
             }
-            let Some(b) = list[i + 1..]
+            st.overlaps_checked += 1;
+            let o_start = v.s.start;
+            let o_len = a.eff.min(v.eff) - o_start;
+            let excused = [(*a, *v), (*v, *a)]
                 .iter()
-                .find(|b| b.eff > b.s.start && !(a.s.mode == "read" && b.s.mode == "read"))
-            else {
-                continue;
-            };
-            let margin = b.s.start as i64 - a.last_ok as i64;
-            let fenced_pair =
-                h.instant.iter().any(|(sid, x)| *sid == a.s.sid && *x <= b.s.start) || broken_before(h, a.s, b.s.start);
-            // The fault in effect when the holder was told: the latest one
-            // that began before and had not ended a session timeout before.
-            let kind = h
-                .faults
-                .iter()
-                .filter(|f| f.start <= a.eff && a.eff <= f.end.saturating_add(session_ms * 1_000_000))
-                .max_by_key(|f| f.start)
-                .map_or("no fault", |f| f.kind.as_str());
-            let kinds = [kind];
-            margin_samples.entry(kind.to_string()).or_default().push(margin);
-            margin_samples.entry("all".to_string()).or_default().push(margin);
-            // The old holder's session expired around the hand-over: its
-            // worker reported a new session after its grant and no later than
-            // two session timeouts after the new grant.
-            let expired = h.sessions.iter().any(|(pid, t, sid)| {
-                *pid == a.s.pid && *t > a.s.start && *t <= b.s.start + 2 * session_ns && *sid != a.s.sid
-            });
-            if expired {
-                // The holder's session expired: the lock was most likely taken
-                // by the expiry rather than given back.
-                margin_samples
-                    .entry(format!("expired/{kind}"))
-                    .or_default()
-                    .push(margin);
-                margin_samples
-                    .entry("expired/all".to_string())
-                    .or_default()
-                    .push(margin);
-            }
-            if margin <= 0 && !fenced_pair {
+                .find_map(|(p, q)| fenced_by(h, p, q.s.token, o_start));
+            if excused == Some(Fence::Instant) {
+                st.fenced += 1;
+                st.fenced_max_ns = st.fenced_max_ns.max(o_len);
+            } else if excused == Some(Fence::Broken) {
+                st.fenced_broken += 1;
+                st.fenced_broken_max_ns = st.fenced_broken_max_ns.max(o_len);
+            } else {
                 violations.push(format!(
-                    "no safety margin on {lock}: {} had check() Ok at {}, {} was granted at {} ({:.3} ms; faults: {})",
+                    "overlap on {lock}: {} [{}..{}] and {} [{}..{}] for {} us",
                     a.s.describe(),
-                    a.last_ok,
-                    b.s.describe(),
-                    b.s.start,
-                    margin as f64 / 1e6,
-                    kinds.join(", ")
+                    a.s.start,
+                    a.eff,
+                    v.s.describe(),
+                    v.s.start,
+                    v.eff,
+                    o_len / 1000
                 ));
             }
         }
-        let mut prev: Option<&View<'_>> = None;
-        for v in list.iter().filter(|v| v.s.mode != "read" && v.eff > v.s.start) {
-            if let Some(p) = prev {
-                if v.s.token <= p.s.token {
-                    violations.push(format!(
-                        "fencing tokens out of order on {lock}: {} started at {} after {} at {}",
-                        v.s.describe(),
-                        v.s.start,
-                        p.s.describe(),
-                        p.s.start
-                    ));
-                }
-            }
-            prev = Some(v);
+        active.push(v);
+    }
+}
+
+/// Rule 6 on one lock's sections (sorted by grant): from a section cut short
+/// by a loss signal to the next section that excludes it, the margin (its
+/// last `Ok` or claim to the next grant) is positive unless fenced. Adds
+/// each margin to `samples` by fault kind, `all`, and `expired/…`.
+fn safety_margins_are_positive(
+    h: &History,
+    lock: &str,
+    list: &[&View<'_>],
+    session_ns: u64,
+    samples: &mut BTreeMap<String, Vec<i64>>,
+    violations: &mut Vec<String>,
+) {
+    for (i, a) in list.iter().enumerate() {
+        if !a.cut || a.eff <= a.s.start {
+            continue;
+        }
+        let Some(b) = list[i + 1..]
+            .iter()
+            .find(|b| b.eff > b.s.start && !(a.s.mode == "read" && b.s.mode == "read"))
+        else {
+            continue;
+        };
+        let margin = b.s.start as i64 - a.last_ok as i64;
+        let fenced_pair =
+            h.instant.iter().any(|(sid, x)| *sid == a.s.sid && *x <= b.s.start) || broken_before(h, a.s, b.s.start);
+        // The fault in effect when the holder was told: the latest one
+        // that began before and had not ended a session timeout before.
+        let kind = h
+            .faults
+            .iter()
+            .filter(|f| f.start <= a.eff && a.eff <= f.end.saturating_add(session_ns))
+            .max_by_key(|f| f.start)
+            .map_or("no fault", |f| f.kind.as_str());
+        let kinds = [kind];
+        samples.entry(kind.to_string()).or_default().push(margin);
+        samples.entry("all".to_string()).or_default().push(margin);
+        // The old holder's session expired around the hand-over: its
+        // worker reported a new session after its grant and no later than
+        // two session timeouts after the new grant.
+        let expired = h.sessions.iter().any(|(pid, t, sid)| {
+            *pid == a.s.pid && *t > a.s.start && *t <= b.s.start + 2 * session_ns && *sid != a.s.sid
+        });
+        if expired {
+            // The holder's session expired: the lock was most likely taken
+            // by the expiry rather than given back.
+            samples.entry(format!("expired/{kind}")).or_default().push(margin);
+            samples.entry("expired/all".to_string()).or_default().push(margin);
+        }
+        if margin <= 0 && !fenced_pair {
+            violations.push(format!(
+                "no safety margin on {lock}: {} had check() Ok at {}, {} was granted at {} ({:.3} ms; faults: {})",
+                a.s.describe(),
+                a.last_ok,
+                b.s.describe(),
+                b.s.start,
+                margin as f64 / 1e6,
+                kinds.join(", ")
+            ));
         }
     }
+}
 
-    // Claims after a cut, each against the other holders (rules 8-10).
-    let claimed = claims::judge(h, &views, &mut violations);
-    // Timed acquires that returned late.
-    let overshoot = overshoots(h, opts, &mut violations);
+/// Rule 2 on one lock's sections (sorted by grant): the tokens of exclusive
+/// sections (all but reads; empty ones left out) increase strictly.
+fn fencing_tokens_increase(lock: &str, list: &[&View<'_>], violations: &mut Vec<String>) {
+    let mut prev: Option<&View<'_>> = None;
+    for v in list.iter().filter(|v| v.s.mode != "read" && v.eff > v.s.start) {
+        if let Some(p) = prev {
+            if v.s.token <= p.s.token {
+                violations.push(format!(
+                    "fencing tokens out of order on {lock}: {} started at {} after {} at {}",
+                    v.s.describe(),
+                    v.s.start,
+                    p.s.describe(),
+                    p.s.start
+                ));
+            }
+        }
+        prev = Some(v);
+    }
+}
 
-    // The guarded resource: tokens reach it in order, and only from their own sections.
-    let resource = resource_writes(h, &mut violations);
-    let margins = margin_stats(margin_samples);
-
-    // Workers.
+/// Rule 4 for workers: every worker finished (an `X` line) with exit status
+/// 0, unless it was killed -9.
+fn workers_finish_cleanly(h: &History, violations: &mut Vec<String>) {
     let mut pids: Vec<_> = h.started.iter().copied().collect();
     pids.sort_unstable();
     for pid in pids {
@@ -802,43 +980,62 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
             violations.push(format!("worker {pid} ended badly: {st}"));
         }
     }
+}
 
-    // Faults.
-    let faults = h.fault_counts();
-    let kinds: Vec<String> = h
-        .params
-        .get("kinds")
-        .map(|k| k.split(',').filter(|s| !s.is_empty()).map(String::from).collect())
-        .unwrap_or_default();
-    let missing = missing_kinds(h, &kinds, &faults);
+/// What the rules found besides their violations: the report's facts.
+struct Facts {
+    attempts: AttemptStats,
+    sections: SectionStats,
+    exclusion: ExclusionStats,
+    /// The fault kinds the run asked for (the `kinds` parameter).
+    kinds: Vec<String>,
+    /// How many faults of each kind happened.
+    faults: BTreeMap<String, usize>,
+    /// See [`Report::missing`].
+    missing: Vec<String>,
+    /// Rule 7's lines.
+    resource: String,
+    /// Rules 8 to 10's lines.
+    claimed: String,
+    /// See [`Report::margins`].
+    margins: BTreeMap<String, MarginStats>,
+    /// Rule 5's lines and statistics.
+    overshoot: Overshoot,
+}
 
-    // The report.
+/// The report's text ([`Report::text`]): the facts, then the first 30
+/// violations.
+fn summary(h: &History, f: &Facts, violations: &[String]) -> String {
+    let (a, s, x) = (&f.attempts, &f.sections, &f.exclusion);
     let mut t = String::new();
-    let total: u64 = acquired.values().sum();
+    let total: u64 = a.acquired.values().sum();
     let by_mode = ["mutex", "read", "write", "semaphore", "multi", "leader"]
         .iter()
-        .map(|m| format!("{m} {}", acquired.get(*m).copied().unwrap_or(0)))
+        .map(|m| format!("{m} {}", a.acquired.get(*m).copied().unwrap_or(0)))
         .collect::<Vec<_>>()
         .join(", ");
     let _ = writeln!(t, "acquisitions: {total} ({by_mode})");
     let _ = writeln!(
         t,
-        "attempts: {} (acquired {total}, timed out {timeouts}, errors {errors}, in flight at kill -9 {inflight_killed})",
-        h.attempts.len()
+        "attempts: {} (acquired {total}, timed out {}, errors {}, in flight at kill -9 {})",
+        h.attempts.len(),
+        a.timeouts,
+        a.errors,
+        a.inflight_killed
     );
-    if !error_kinds.is_empty() {
+    if !a.error_kinds.is_empty() {
         let _ = writeln!(
             t,
             "errors by kind: {}",
-            error_kinds
+            a.error_kinds
                 .iter()
                 .map(|(k, n)| format!("{k} {n}"))
                 .collect::<Vec<_>>()
                 .join(", ")
         );
     }
-    let mut fault_names: Vec<String> = kinds.clone();
-    for k in faults.keys() {
+    let mut fault_names: Vec<String> = f.kinds.clone();
+    for k in f.faults.keys() {
         if !fault_names.contains(k) {
             fault_names.push(k.clone());
         }
@@ -846,10 +1043,10 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
     let _ = writeln!(
         t,
         "faults: {} ({}){}",
-        faults.values().sum::<usize>(),
+        f.faults.values().sum::<usize>(),
         fault_names
             .iter()
-            .map(|k| format!("{k} {}", faults.get(k).copied().unwrap_or(0)))
+            .map(|k| format!("{k} {}", f.faults.get(k).copied().unwrap_or(0)))
             .collect::<Vec<_>>()
             .join(", "),
         if h.failed_faults > 0 {
@@ -861,39 +1058,48 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
     let _ = writeln!(
         t,
         "missing fault kinds: {}",
-        if missing.is_empty() {
+        if f.missing.is_empty() {
             "none".to_string()
         } else {
-            missing.join(", ")
+            f.missing.join(", ")
         }
     );
     let _ = writeln!(
         t,
-        "sections: {} (cut short by a loss signal {cut_short}, told at grant {told_at_grant}, open at kill -9 {killed_in_section}); {overlaps_checked} overlaps checked",
-        h.sections.len()
+        "sections: {} (cut short by a loss signal {}, told at grant {}, open at kill -9 {}); {} overlaps checked",
+        h.sections.len(),
+        s.cut_short,
+        s.told_at_grant,
+        s.killed_in_section,
+        x.overlaps_checked
     );
-    if status_unknown > 0 {
+    if s.status_unknown > 0 {
         let _ = writeln!(
             t,
-            "sections with no status (older logs; the status part of rule 3 cannot apply): {status_unknown}"
+            "sections with no status (older logs; the status part of rule 3 cannot apply): {}",
+            s.status_unknown
         );
     }
     let _ = writeln!(
         t,
-        "releases that reported the loss (LockLost): {release_lost_n} ({release_lost_first} first learned at the release)"
+        "releases that reported the loss (LockLost): {} ({} first learned at the release)",
+        s.release_lost, s.release_lost_first
     );
     let _ = writeln!(
         t,
-        "release failures: {release_failed} ({release_failed_connected} began while still connected)"
+        "release failures: {} ({} began while still connected)",
+        s.release_failed, s.release_failed_connected
     );
     let _ = writeln!(
         t,
-        "fenced overlaps after an instant expiry: {fenced} (longest {:.3} ms); after an operator break: \
-         {fenced_broken} (longest {:.3} ms)",
-        fenced_max_ns as f64 / 1e6,
-        fenced_broken_max_ns as f64 / 1e6
+        "fenced overlaps after an instant expiry: {} (longest {:.3} ms); after an operator break: \
+         {} (longest {:.3} ms)",
+        x.fenced,
+        x.fenced_max_ns as f64 / 1e6,
+        x.fenced_broken,
+        x.fenced_broken_max_ns as f64 / 1e6
     );
-    match &longest {
+    match &a.longest {
         Some((w, what)) => {
             let _ = writeln!(t, "longest wait: {:.1} ms ({what})", *w as f64 / 1e6);
         }
@@ -901,7 +1107,7 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
             let _ = writeln!(t, "longest wait: none");
         }
     }
-    if let Some((w, what)) = &longest_release {
+    if let Some((w, what)) = &s.longest_release {
         let _ = writeln!(t, "longest release: {:.1} ms ({what})", *w as f64 / 1e6);
     }
     if h.unparsed > 0 {
@@ -909,16 +1115,17 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
     }
     let _ = writeln!(
         t,
-        "sections ended by check() before any loss event: {check_first}; ended at a SIGSTOP of their holder (no Ok after it): {ended_by_pause}"
+        "sections ended by check() before any loss event: {}; ended at a SIGSTOP of their holder (no Ok after it): {}",
+        s.check_first, s.ended_by_pause
     );
-    t.push_str(&resource);
-    t.push_str(&claimed);
+    t.push_str(&f.resource);
+    t.push_str(&f.claimed);
     let _ = writeln!(
         t,
         "safety margin (a section cut short by a loss signal: its last Ok check() to the next grant that excludes it): {}",
-        if margins.is_empty() { "no lock changed hands after a loss signal" } else { "by fault kind" }
+        if f.margins.is_empty() { "no lock changed hands after a loss signal" } else { "by fault kind" }
     );
-    for (kind, m) in &margins {
+    for (kind, m) in &f.margins {
         let _ = writeln!(
             t,
             "  margin {kind}: {} hand-overs, min {:.1} ms, p1 {:.1} ms, median {:.1} ms",
@@ -928,7 +1135,7 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
             m.median_ns as f64 / 1e6
         );
     }
-    t.push_str(&overshoot.text);
+    t.push_str(&f.overshoot.text);
     let _ = writeln!(t, "violations: {}", violations.len());
     for v in violations.iter().take(30) {
         let _ = writeln!(t, "  VIOLATION: {v}");
@@ -936,14 +1143,7 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
     if violations.len() > 30 {
         let _ = writeln!(t, "  ... and {} more", violations.len() - 30);
     }
-    Report {
-        text: t,
-        violations,
-        missing,
-        overshoots: overshoot.by_fault,
-        overshoots_by_lock: overshoot.by_lock,
-        margins,
-    }
+    t
 }
 
 /// The fault kinds that happened fewer times than the run asked for: once,

@@ -88,20 +88,29 @@
 //! 10. **A holder's claims never go back** to a token smaller than it was
 //!     granted or claimed before.
 //!
-//! Rules 8 to 10 are in their own module (`checker/claims.rs`), one function
-//! each, with the bounds a claim's instant is judged by.
+//! Rules 1 to 7 are in their own module (`checker/rules.rs`), one function
+//! each (rule 4 in three: attempts, sections and workers). Rules 8 to 10 are
+//! in another (`checker/claims.rs`), one function each, with the bounds a
+//! claim's instant is judged by. [`check`] calls them in turn and writes the
+//! report.
 //!
 //! The history format is described in [`crate::history`].
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::history::{AttemptEnd, AttemptKey, History, SecRec};
+use crate::history::{History, SecRec};
+use rules::{
+    attempts_end_in_time, fencing_tokens_increase, overshoots, resource_writes, safety_margins_are_positive,
+    section_views, sections_exclude_each_other, views_by_lock, workers_finish_cleanly, AttemptStats, ExclusionStats,
+    Overshoot, SectionStats,
+};
 
 mod claims;
+mod rules;
 
 /// The checker's parameters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,11 +122,6 @@ pub struct CheckOptions {
     /// a violation; unset, overshoots are only reported.
     pub max_overshoot: Option<Duration>,
 }
-
-/// How much later than a `Q` line's stop time a holder's last `Ok` may be and
-/// still count as before the stop (older logs took the time before sending
-/// SIGSTOP; newer ones once every thread has stopped).
-const PAUSE_SLACK_NS: u64 = 100_000_000;
 
 /// The default overshoot margin before scaling: 50 ms.
 pub const DEFAULT_OVERSHOOT_MARGIN: Duration = Duration::from_millis(50);
@@ -241,158 +245,6 @@ pub fn leak_report(leaks: &[String]) -> String {
     t
 }
 
-struct Overshoot {
-    text: String,
-    by_fault: BTreeMap<String, OvershootStats>,
-    by_lock: BTreeMap<String, OvershootStats>,
-}
-
-/// Statistics of overshoot samples, by key.
-fn stats(samples: BTreeMap<String, Vec<u64>>, margin: u64) -> BTreeMap<String, OvershootStats> {
-    samples
-        .into_iter()
-        .map(|(kind, mut v)| {
-            v.sort_unstable();
-            let p99 = v[(v.len() * 99).div_ceil(100).saturating_sub(1)];
-            let s = OvershootStats {
-                at_deadline: v.len() as u64,
-                late: v.iter().filter(|o| **o > margin).count() as u64,
-                max_ns: v.last().copied().unwrap_or(0),
-                p99_ns: p99,
-            };
-            (kind, s)
-        })
-        .collect()
-}
-
-/// Rule 5: the overshoots of timed acquires, by fault kind and by lock kind.
-/// An attempt counts for every fault whose window (from its start to its end
-/// plus one session timeout, while its effects last) meets the attempt, or for
-/// `no fault`; and for its lock kind.
-fn overshoots(h: &History, opts: &CheckOptions, violations: &mut Vec<String>) -> Overshoot {
-    let session_ns = h.param_u64("session_ms").unwrap_or(3000) * 1_000_000;
-    let default_deadline = h.param_u64("acquire_timeout_ms").map(|ms| ms * 1_000_000);
-    let margin = opts.overshoot_margin.as_nanos() as u64;
-    let limit = opts.max_overshoot.map(|d| d.as_nanos() as u64);
-    let mut samples: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    let mut by_lock_samples: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    let mut timed_by_lock: BTreeMap<String, u64> = BTreeMap::new();
-    let mut timed = 0u64;
-    let mut paused_skipped = 0u64;
-    let mut keys: Vec<_> = h.attempts.keys().copied().collect();
-    keys.sort_unstable();
-    for k in keys {
-        let a = &h.attempts[&k];
-        let (Some(AttemptEnd { t, wait, outcome, .. }), Some(deadline)) = (&a.result, a.deadline.or(default_deadline))
-        else {
-            continue;
-        };
-        timed += 1;
-        *timed_by_lock.entry(a.mode.clone()).or_default() += 1;
-        if *wait < deadline {
-            continue;
-        }
-        // A worker stopped by SIGSTOP cannot return while stopped: not an overshoot.
-        let (from, to) = (a.start.unwrap_or(t.saturating_sub(*wait)), *t);
-        if h.paused
-            .iter()
-            .any(|&(pid, p0, p1)| pid == k.0 && p0 <= to && from <= p1)
-        {
-            paused_skipped += 1;
-            continue;
-        }
-        let over = wait - deadline;
-        by_lock_samples.entry(a.mode.clone()).or_default().push(over);
-        let mut kinds: Vec<&str> = h
-            .faults
-            .iter()
-            .filter(|f| f.start <= to && from <= f.end.saturating_add(session_ns))
-            .map(|f| f.kind.as_str())
-            .collect();
-        kinds.sort_unstable();
-        kinds.dedup();
-        if kinds.is_empty() {
-            kinds.push("no fault");
-        }
-        for kind in &kinds {
-            samples.entry(kind.to_string()).or_default().push(over);
-        }
-        if let Some(limit) = limit.filter(|l| over > *l) {
-            violations.push(format!(
-                "late acquire: pid {} thread {} attempt {} ({} on {}, {outcome}) returned {:.1} ms after its \
-                 {:.0} ms deadline (limit {:.1} ms; faults: {})",
-                k.0,
-                k.1,
-                k.2,
-                a.mode,
-                a.lock,
-                over as f64 / 1e6,
-                deadline as f64 / 1e6,
-                limit as f64 / 1e6,
-                kinds.join(", ")
-            ));
-        }
-    }
-    let by_fault = stats(samples, margin);
-    let by_lock = stats(by_lock_samples, margin);
-    let mut text = String::new();
-    let at_deadline: u64 = by_fault
-        .values()
-        .map(|s: &OvershootStats| s.at_deadline)
-        .max()
-        .unwrap_or(0);
-    let _ = writeln!(
-        text,
-        "acquire overshoot past the deadline: {timed} timed attempts, margin {:.1} ms, {}{}",
-        margin as f64 / 1e6,
-        match limit {
-            Some(l) => format!("a violation beyond {:.1} ms", l as f64 / 1e6),
-            None => "report only".to_string(),
-        },
-        if at_deadline == 0 {
-            "; none reached its deadline"
-        } else {
-            ""
-        }
-    );
-    if paused_skipped > 0 {
-        let _ = writeln!(
-            text,
-            "  (left out: {paused_skipped} attempts past their deadline in a worker paused by SIGSTOP meanwhile)"
-        );
-    }
-    for (kind, s) in &by_fault {
-        let _ = writeln!(
-            text,
-            "  overshoot {kind}: {} at the deadline, {} late, max {:.1} ms, p99 {:.1} ms",
-            s.at_deadline,
-            s.late,
-            s.max_ns as f64 / 1e6,
-            s.p99_ns as f64 / 1e6
-        );
-    }
-    for mode in ["mutex", "read", "write", "semaphore", "multi", "leader"] {
-        let n = timed_by_lock.get(mode).copied().unwrap_or(0);
-        if n == 0 {
-            continue;
-        }
-        let s = by_lock.get(mode).cloned().unwrap_or_default();
-        let _ = writeln!(
-            text,
-            "  overshoot by lock {mode}: {n} timed, {} at the deadline, {} late, max {:.1} ms, p99 {:.1} ms",
-            s.at_deadline,
-            s.late,
-            s.max_ns as f64 / 1e6,
-            s.p99_ns as f64 / 1e6
-        );
-    }
-    Overshoot {
-        text,
-        by_fault,
-        by_lock,
-    }
-}
-
 /// A section as the exclusion rules see it.
 pub(crate) struct View<'a> {
     /// The section.
@@ -410,74 +262,13 @@ pub(crate) struct View<'a> {
     last_ok: u64,
 }
 
-/// Rule 1's effective end of an ended section: the first of its end, its
-/// first `Suspended`/`Lost` and its first `check()` that was not `Ok`; and
-/// whether a SIGSTOP of its holder ended it earlier. A holder stopped by
-/// SIGSTOP does nothing until it resumes: if its last `Ok` came before the
-/// stop, its first act after it was to hear that it might not hold the lock,
-/// and its section ended when it was stopped (an `Ok` after the resume is not
-/// excused). Older logs took the stop's time just before sending it: an `Ok`
-/// up to `PAUSE_SLACK_NS` later came before the stop took effect.
-fn effective_end(h: &History, s: &SecRec, e: &crate::history::EndRec) -> (u64, bool) {
-    let eff = e
-        .end
-        .min(e.told.unwrap_or(u64::MAX))
-        .min(e.first_bad.unwrap_or(u64::MAX));
-    let last = e.last_ok.unwrap_or(s.start);
-    match h
-        .paused
-        .iter()
-        .find(|&&(pid, from, to)| pid == s.pid && last <= from + PAUSE_SLACK_NS && last < to && from < eff)
-    {
-        Some(&(_, from, _)) => (eff.min(from.max(last).max(s.start)), true),
-        None => (eff, false),
-    }
-}
-
-/// The effective end of a section that never ended because its worker was
-/// killed -9: its work done (`D`, the release under way), or else the kill.
-/// `None` when its worker was not killed.
-fn killed_end(h: &History, s: &SecRec) -> Option<u64> {
-    let t = *h.killed.get(&s.pid)?;
-    Some(h.done.get(&(s.pid, s.thr, s.att)).copied().unwrap_or(t).min(t))
-}
-
-/// Why an overlap of holder `p` with one whose token is `q_token`, from `at`
-/// on, is excused as fenced (rule 1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Fence {
-    /// The server expired `p`'s session at once.
-    Instant,
-    /// An operator deleted `p`'s node.
-    Broken,
-}
-
-/// Rule 1's fenced excuse: before `at`, the server expired `p`'s session at
-/// once (`I`), or an operator deleted `p`'s node (`B`); `p` was told at all;
-/// its token is smaller than the other's. No client can learn of either
-/// before another one is granted the lock: its notification is on its way.
-fn fenced_by(h: &History, p: &View<'_>, q_token: i64, at: u64) -> Option<Fence> {
-    if !p.told_any || p.s.token >= q_token {
-        return None;
-    }
-    if h.instant.iter().any(|(sid, x)| *sid == p.s.sid && *x <= at) {
-        Some(Fence::Instant)
-    } else if broken_before(h, p.s, at) {
-        Some(Fence::Broken)
-    } else {
-        None
-    }
-}
-
-/// Whether an operator deleted section `s`'s node (`B`, same session and
-/// node name) at or before `at`.
-fn broken_before(h: &History, s: &SecRec, at: u64) -> bool {
-    h.broken.iter().any(|(sid, x, path)| {
-        *sid == s.sid && *x <= at && s.node != "-" && path.rsplit('/').next() == Some(s.node.as_str())
-    })
-}
-
 /// Checks a history against the rules above.
+///
+/// Each rule is a function of its own, called in a fixed order (so the
+/// violations come in the same order run after run): the attempts (rule 4),
+/// each section in key order (rules 3 and 4), each lock in name order
+/// (rules 1, 6 and 2), the claims (rules 8 to 10), the timed acquires
+/// (rule 5), the guarded resource (rule 7), and the workers (rule 4).
 ///
 /// # Examples
 ///
@@ -488,322 +279,23 @@ fn broken_before(h: &History, s: &SecRec, at: u64) -> bool {
 /// assert!(check(&h, &CheckOptions::default()).violations.is_empty());
 /// ```
 pub fn check(h: &History, opts: &CheckOptions) -> Report {
-    let session_ms: u64 = h.param_u64("session_ms").unwrap_or(3000);
-    let timeout_ms: u64 = h.param_u64("acquire_timeout_ms").unwrap_or(30_000);
-    // Beyond its own timeout (older logs: the parameter) plus 4 sessions plus 10 s.
-    let overlong_after =
-        |deadline: Option<u64>| deadline.unwrap_or(timeout_ms * 1_000_000) + (4 * session_ms + 10_000) * 1_000_000;
+    let session_ns = h.param_u64("session_ms").unwrap_or(3000) * 1_000_000;
     let mut violations: Vec<String> = Vec::new();
 
-    // Attempts.
-    let mut acquired: BTreeMap<String, u64> = BTreeMap::new();
-    let (mut timeouts, mut errors, mut inflight_killed) = (0u64, 0u64, 0u64);
-    let mut error_kinds: BTreeMap<String, u64> = BTreeMap::new();
-    let mut longest: Option<(u64, String)> = None;
-    let mut keys: Vec<_> = h.attempts.keys().copied().collect();
-    keys.sort();
-    for k in keys {
-        let a = &h.attempts[&k];
-        match &a.result {
-            None if h.killed.contains_key(&k.0) => inflight_killed += 1,
-            None => violations.push(format!(
-                "hung attempt: pid {} thread {} attempt {} ({} on {}) never ended",
-                k.0, k.1, k.2, a.mode, a.lock
-            )),
-            Some(AttemptEnd {
-                outcome,
-                error: kind,
-                wait,
-                ..
-            }) => {
-                match outcome.as_str() {
-                    "acquired" => *acquired.entry(a.mode.clone()).or_default() += 1,
-                    "timeout" => timeouts += 1,
-                    _ => {
-                        errors += 1;
-                        *error_kinds.entry(kind.clone()).or_default() += 1;
-                    }
-                }
-                if longest.as_ref().map_or(true, |(w, _)| wait > w) {
-                    longest = Some((*wait, format!("{} on {}, {outcome}", a.mode, a.lock)));
-                }
-                if *wait > overlong_after(a.deadline) {
-                    violations.push(format!(
-                        "overlong attempt: pid {} thread {} attempt {} ({} on {}) took {} ms",
-                        k.0,
-                        k.1,
-                        k.2,
-                        a.mode,
-                        a.lock,
-                        wait / 1_000_000
-                    ));
-                }
-            }
-        }
-    }
-
-    // Sections: effective ends, loss reports.
-    let regained = claims::regained(h);
-    let mut views: Vec<View<'_>> = Vec::new();
-    let (mut cut_short, mut told_at_grant, mut killed_in_section) = (0u64, 0u64, 0u64);
-    let (mut release_failed, mut release_failed_connected) = (0u64, 0u64);
-    let (mut release_lost_n, mut release_lost_first, mut status_unknown) = (0u64, 0u64, 0u64);
-    // Sections whose first sign of a loss was a `check()` that was not `Ok`.
-    let mut check_first = 0u64;
-    // Sections whose holder was stopped (SIGSTOP) and heard of a loss first thing after.
-    let mut ended_by_pause = 0u64;
-    let mut longest_release: Option<(u64, String)> = None;
-    let mut unreported_attempts: HashSet<(u32, u32, u64)> = HashSet::new();
-    let mut sec_keys: Vec<_> = h.sections.keys().cloned().collect();
-    sec_keys.sort();
-    for k in &sec_keys {
-        let s = &h.sections[k];
-        let (eff, told_any, cut, last_ok) = match &s.end {
-            Some(e) => {
-                // Heard on the loss receiver (while holding, or while waiting
-                // before the release).
-                let heard = e.told.is_some() || e.told_late.is_some();
-                // A release answering `LockLost` tells the holder too (a
-                // multi-lock's says so for the set, or within `Multiple`).
-                let release_lost =
-                    e.release == "LockLost" || (e.release.starts_with("Multiple[") && e.release.contains("LockLost"));
-                let told_any = heard || release_lost;
-                if let Some(t) = e.told {
-                    if t <= s.start {
-                        told_at_grant += 1;
-                    } else if t <= e.end {
-                        cut_short += 1;
-                    }
-                }
-                if let Some(w) = e.release_wait {
-                    if longest_release.as_ref().map_or(true, |(l, _)| w > *l) {
-                        longest_release = Some((w, format!("{} on {}, release {}", s.mode, s.lock, e.release)));
-                    }
-                }
-                if e.st0 == "?" || e.st_end == "?" {
-                    status_unknown += 1;
-                }
-                let lost_at_end = matches!(e.st_end.as_str(), "Lost" | "Uncertain");
-                // A release that says the lock was lost is a report, not a failure.
-                let failed = e.release != "ok" && e.release != "LockLost";
-                if release_lost {
-                    release_lost_n += 1;
-                    if !heard && !lost_at_end {
-                        release_lost_first += 1;
-                    }
-                }
-                if failed {
-                    release_failed += 1;
-                    if e.connected {
-                        release_failed_connected += 1;
-                    }
-                }
-                if e.release.contains("NotOwner") {
-                    violations.push(format!("release refused (NotOwner) on {}: {}", s.lock, s.describe()));
-                }
-                let unreported = if lost_at_end && !heard {
-                    Some(format!(
-                        "status {} at the end, release {}, no Suspended/Lost received",
-                        e.st_end, e.release
-                    ))
-                } else if failed && !e.connected && !heard {
-                    Some(format!(
-                        "release {} while disconnected, status {} at the end, no Suspended/Lost received",
-                        e.release, e.st_end
-                    ))
-                } else if matches!(e.st0.as_str(), "Lost" | "Uncertain") && !heard {
-                    Some(format!(
-                        "status {} at grant, but the loss receiver never said so",
-                        e.st0
-                    ))
-                } else {
-                    None
-                };
-                // One report per attempt: a multi-lock's members share their
-                // guard's status and receiver.
-                if let Some(what) = unreported {
-                    if unreported_attempts.insert((s.pid, s.thr, s.att)) {
-                        violations.push(format!("unreported loss on {}: {} {what}", s.lock, s.describe()));
-                    }
-                }
-                let (eff, by_pause) = effective_end(h, s, e);
-                ended_by_pause += u64::from(by_pause);
-                if e.first_bad.is_some_and(|b| b < e.told.unwrap_or(u64::MAX)) {
-                    check_first += 1;
-                }
-                // A holder told it holds again after the cut (claims) and
-                // still told so when it stopped watching released in
-                // certainty: not a lock that changed hands after a signal.
-                let (last_claim, certain) = regained.get(k).copied().unwrap_or((0, false));
-                let cut = (e.told.is_some() || e.first_bad.is_some()) && !certain;
-                (eff, told_any, cut, e.last_ok.unwrap_or(s.start).max(last_claim))
-            }
-            None => match killed_end(h, s) {
-                Some(eff) => {
-                    killed_in_section += 1;
-                    (eff, false, false, s.start)
-                }
-                None => {
-                    violations.push(format!("section never ended on {}: {}", s.lock, s.describe()));
-                    (s.start, false, false, s.start)
-                }
-            },
-        };
-        views.push(View {
-            s,
-            eff,
-            told_any,
-            cut,
-            last_ok,
-        });
-    }
-
-    // Exclusion and fencing, per lock.
-    let mut by_lock: BTreeMap<&str, Vec<&View<'_>>> = BTreeMap::new();
-    for v in &views {
-        by_lock.entry(v.s.lock.as_str()).or_default().push(v);
-    }
-    let (mut fenced, mut fenced_max_ns) = (0u64, 0u64);
-    let (mut fenced_broken, mut fenced_broken_max_ns) = (0u64, 0u64);
-    let mut overlaps_checked = 0u64;
+    let attempts = attempts_end_in_time(h, &mut violations);
+    let (views, sections) = section_views(h, &mut violations);
+    let mut exclusion = ExclusionStats::default();
     let mut margin_samples: BTreeMap<String, Vec<i64>> = BTreeMap::new();
-    let session_ns = session_ms * 1_000_000;
-    for (lock, list) in by_lock.iter_mut() {
-        list.sort_by_key(|v| (v.s.start, v.s.pid, v.s.thr, v.s.att));
-        let mut active: Vec<&View<'_>> = Vec::new();
-        for v in list.iter() {
-            if v.eff <= v.s.start {
-                continue;
-            }
-            active.retain(|a| a.eff > v.s.start);
-            for a in &active {
-                if a.s.mode == "read" && v.s.mode == "read" {
-                    continue;
-                }
-                overlaps_checked += 1;
-                let o_start = v.s.start;
-                let o_len = a.eff.min(v.eff) - o_start;
-                let excused = [(*a, *v), (*v, *a)]
-                    .iter()
-                    .find_map(|(p, q)| fenced_by(h, p, q.s.token, o_start));
-                if excused == Some(Fence::Instant) {
-                    fenced += 1;
-                    fenced_max_ns = fenced_max_ns.max(o_len);
-                } else if excused == Some(Fence::Broken) {
-                    fenced_broken += 1;
-                    fenced_broken_max_ns = fenced_broken_max_ns.max(o_len);
-                } else {
-                    violations.push(format!(
-                        "overlap on {lock}: {} [{}..{}] and {} [{}..{}] for {} us",
-                        a.s.describe(),
-                        a.s.start,
-                        a.eff,
-                        v.s.describe(),
-                        v.s.start,
-                        v.eff,
-                        o_len / 1000
-                    ));
-                }
-            }
-            active.push(v);
-        }
-        // The safety margin: a section cut short by a loss signal, and the
-        // next section on the lock that excludes it.
-        for (i, a) in list.iter().enumerate() {
-            if !a.cut || a.eff <= a.s.start {
-                continue;
-            }
-            let Some(b) = list[i + 1..]
-                .iter()
-                .find(|b| b.eff > b.s.start && !(a.s.mode == "read" && b.s.mode == "read"))
-            else {
-                continue;
-            };
-            let margin = b.s.start as i64 - a.last_ok as i64;
-            let fenced_pair =
-                h.instant.iter().any(|(sid, x)| *sid == a.s.sid && *x <= b.s.start) || broken_before(h, a.s, b.s.start);
-            // The fault in effect when the holder was told: the latest one
-            // that began before and had not ended a session timeout before.
-            let kind = h
-                .faults
-                .iter()
-                .filter(|f| f.start <= a.eff && a.eff <= f.end.saturating_add(session_ms * 1_000_000))
-                .max_by_key(|f| f.start)
-                .map_or("no fault", |f| f.kind.as_str());
-            let kinds = [kind];
-            margin_samples.entry(kind.to_string()).or_default().push(margin);
-            margin_samples.entry("all".to_string()).or_default().push(margin);
-            // The old holder's session expired around the hand-over: its
-            // worker reported a new session after its grant and no later than
-            // two session timeouts after the new grant.
-            let expired = h.sessions.iter().any(|(pid, t, sid)| {
-                *pid == a.s.pid && *t > a.s.start && *t <= b.s.start + 2 * session_ns && *sid != a.s.sid
-            });
-            if expired {
-                // The holder's session expired: the lock was most likely taken
-                // by the expiry rather than given back.
-                margin_samples
-                    .entry(format!("expired/{kind}"))
-                    .or_default()
-                    .push(margin);
-                margin_samples
-                    .entry("expired/all".to_string())
-                    .or_default()
-                    .push(margin);
-            }
-            if margin <= 0 && !fenced_pair {
-                violations.push(format!(
-                    "no safety margin on {lock}: {} had check() Ok at {}, {} was granted at {} ({:.3} ms; faults: {})",
-                    a.s.describe(),
-                    a.last_ok,
-                    b.s.describe(),
-                    b.s.start,
-                    margin as f64 / 1e6,
-                    kinds.join(", ")
-                ));
-            }
-        }
-        let mut prev: Option<&View<'_>> = None;
-        for v in list.iter().filter(|v| v.s.mode != "read" && v.eff > v.s.start) {
-            if let Some(p) = prev {
-                if v.s.token <= p.s.token {
-                    violations.push(format!(
-                        "fencing tokens out of order on {lock}: {} started at {} after {} at {}",
-                        v.s.describe(),
-                        v.s.start,
-                        p.s.describe(),
-                        p.s.start
-                    ));
-                }
-            }
-            prev = Some(v);
-        }
+    for (lock, list) in &views_by_lock(&views) {
+        sections_exclude_each_other(h, lock, list, &mut exclusion, &mut violations);
+        safety_margins_are_positive(h, lock, list, session_ns, &mut margin_samples, &mut violations);
+        fencing_tokens_increase(lock, list, &mut violations);
     }
-
-    // Claims after a cut, each against the other holders (rules 8-10).
     let claimed = claims::judge(h, &views, &mut violations);
-    // Timed acquires that returned late.
     let overshoot = overshoots(h, opts, &mut violations);
-
-    // The guarded resource: tokens reach it in order, and only from their own sections.
     let resource = resource_writes(h, &mut violations);
-    let margins = margin_stats(margin_samples);
+    workers_finish_cleanly(h, &mut violations);
 
-    // Workers.
-    let mut pids: Vec<_> = h.started.iter().copied().collect();
-    pids.sort_unstable();
-    for pid in pids {
-        if !h.exited.contains(&pid) && !h.killed.contains_key(&pid) {
-            violations.push(format!("worker {pid} never finished (no X line) and was not killed"));
-        }
-    }
-    for (pid, st) in &h.worker_status {
-        if st != "exit=0" && !h.killed.contains_key(pid) {
-            violations.push(format!("worker {pid} ended badly: {st}"));
-        }
-    }
-
-    // Faults.
     let faults = h.fault_counts();
     let kinds: Vec<String> = h
         .params
@@ -811,34 +303,82 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
         .map(|k| k.split(',').filter(|s| !s.is_empty()).map(String::from).collect())
         .unwrap_or_default();
     let missing = missing_kinds(h, &kinds, &faults);
+    let facts = Facts {
+        attempts,
+        sections,
+        exclusion,
+        kinds,
+        faults,
+        missing,
+        resource,
+        claimed,
+        margins: margin_stats(margin_samples),
+        overshoot,
+    };
+    Report {
+        text: summary(h, &facts, &violations),
+        violations,
+        missing: facts.missing,
+        overshoots: facts.overshoot.by_fault,
+        overshoots_by_lock: facts.overshoot.by_lock,
+        margins: facts.margins,
+    }
+}
 
-    // The report.
+/// What the rules found besides their violations: the report's facts.
+struct Facts {
+    attempts: AttemptStats,
+    sections: SectionStats,
+    exclusion: ExclusionStats,
+    /// The fault kinds the run asked for (the `kinds` parameter).
+    kinds: Vec<String>,
+    /// How many faults of each kind happened.
+    faults: BTreeMap<String, usize>,
+    /// See [`Report::missing`].
+    missing: Vec<String>,
+    /// Rule 7's lines.
+    resource: String,
+    /// Rules 8 to 10's lines.
+    claimed: String,
+    /// See [`Report::margins`].
+    margins: BTreeMap<String, MarginStats>,
+    /// Rule 5's lines and statistics.
+    overshoot: Overshoot,
+}
+
+/// The report's text ([`Report::text`]): the facts, then the first 30
+/// violations.
+fn summary(h: &History, f: &Facts, violations: &[String]) -> String {
+    let (a, s, x) = (&f.attempts, &f.sections, &f.exclusion);
     let mut t = String::new();
-    let total: u64 = acquired.values().sum();
+    let total: u64 = a.acquired.values().sum();
     let by_mode = ["mutex", "read", "write", "semaphore", "multi", "leader"]
         .iter()
-        .map(|m| format!("{m} {}", acquired.get(*m).copied().unwrap_or(0)))
+        .map(|m| format!("{m} {}", a.acquired.get(*m).copied().unwrap_or(0)))
         .collect::<Vec<_>>()
         .join(", ");
     let _ = writeln!(t, "acquisitions: {total} ({by_mode})");
     let _ = writeln!(
         t,
-        "attempts: {} (acquired {total}, timed out {timeouts}, errors {errors}, in flight at kill -9 {inflight_killed})",
-        h.attempts.len()
+        "attempts: {} (acquired {total}, timed out {}, errors {}, in flight at kill -9 {})",
+        h.attempts.len(),
+        a.timeouts,
+        a.errors,
+        a.inflight_killed
     );
-    if !error_kinds.is_empty() {
+    if !a.error_kinds.is_empty() {
         let _ = writeln!(
             t,
             "errors by kind: {}",
-            error_kinds
+            a.error_kinds
                 .iter()
                 .map(|(k, n)| format!("{k} {n}"))
                 .collect::<Vec<_>>()
                 .join(", ")
         );
     }
-    let mut fault_names: Vec<String> = kinds.clone();
-    for k in faults.keys() {
+    let mut fault_names: Vec<String> = f.kinds.clone();
+    for k in f.faults.keys() {
         if !fault_names.contains(k) {
             fault_names.push(k.clone());
         }
@@ -846,10 +386,10 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
     let _ = writeln!(
         t,
         "faults: {} ({}){}",
-        faults.values().sum::<usize>(),
+        f.faults.values().sum::<usize>(),
         fault_names
             .iter()
-            .map(|k| format!("{k} {}", faults.get(k).copied().unwrap_or(0)))
+            .map(|k| format!("{k} {}", f.faults.get(k).copied().unwrap_or(0)))
             .collect::<Vec<_>>()
             .join(", "),
         if h.failed_faults > 0 {
@@ -861,39 +401,48 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
     let _ = writeln!(
         t,
         "missing fault kinds: {}",
-        if missing.is_empty() {
+        if f.missing.is_empty() {
             "none".to_string()
         } else {
-            missing.join(", ")
+            f.missing.join(", ")
         }
     );
     let _ = writeln!(
         t,
-        "sections: {} (cut short by a loss signal {cut_short}, told at grant {told_at_grant}, open at kill -9 {killed_in_section}); {overlaps_checked} overlaps checked",
-        h.sections.len()
+        "sections: {} (cut short by a loss signal {}, told at grant {}, open at kill -9 {}); {} overlaps checked",
+        h.sections.len(),
+        s.cut_short,
+        s.told_at_grant,
+        s.killed_in_section,
+        x.overlaps_checked
     );
-    if status_unknown > 0 {
+    if s.status_unknown > 0 {
         let _ = writeln!(
             t,
-            "sections with no status (older logs; the status part of rule 3 cannot apply): {status_unknown}"
+            "sections with no status (older logs; the status part of rule 3 cannot apply): {}",
+            s.status_unknown
         );
     }
     let _ = writeln!(
         t,
-        "releases that reported the loss (LockLost): {release_lost_n} ({release_lost_first} first learned at the release)"
+        "releases that reported the loss (LockLost): {} ({} first learned at the release)",
+        s.release_lost, s.release_lost_first
     );
     let _ = writeln!(
         t,
-        "release failures: {release_failed} ({release_failed_connected} began while still connected)"
+        "release failures: {} ({} began while still connected)",
+        s.release_failed, s.release_failed_connected
     );
     let _ = writeln!(
         t,
-        "fenced overlaps after an instant expiry: {fenced} (longest {:.3} ms); after an operator break: \
-         {fenced_broken} (longest {:.3} ms)",
-        fenced_max_ns as f64 / 1e6,
-        fenced_broken_max_ns as f64 / 1e6
+        "fenced overlaps after an instant expiry: {} (longest {:.3} ms); after an operator break: \
+         {} (longest {:.3} ms)",
+        x.fenced,
+        x.fenced_max_ns as f64 / 1e6,
+        x.fenced_broken,
+        x.fenced_broken_max_ns as f64 / 1e6
     );
-    match &longest {
+    match &a.longest {
         Some((w, what)) => {
             let _ = writeln!(t, "longest wait: {:.1} ms ({what})", *w as f64 / 1e6);
         }
@@ -901,7 +450,7 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
             let _ = writeln!(t, "longest wait: none");
         }
     }
-    if let Some((w, what)) = &longest_release {
+    if let Some((w, what)) = &s.longest_release {
         let _ = writeln!(t, "longest release: {:.1} ms ({what})", *w as f64 / 1e6);
     }
     if h.unparsed > 0 {
@@ -909,16 +458,17 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
     }
     let _ = writeln!(
         t,
-        "sections ended by check() before any loss event: {check_first}; ended at a SIGSTOP of their holder (no Ok after it): {ended_by_pause}"
+        "sections ended by check() before any loss event: {}; ended at a SIGSTOP of their holder (no Ok after it): {}",
+        s.check_first, s.ended_by_pause
     );
-    t.push_str(&resource);
-    t.push_str(&claimed);
+    t.push_str(&f.resource);
+    t.push_str(&f.claimed);
     let _ = writeln!(
         t,
         "safety margin (a section cut short by a loss signal: its last Ok check() to the next grant that excludes it): {}",
-        if margins.is_empty() { "no lock changed hands after a loss signal" } else { "by fault kind" }
+        if f.margins.is_empty() { "no lock changed hands after a loss signal" } else { "by fault kind" }
     );
-    for (kind, m) in &margins {
+    for (kind, m) in &f.margins {
         let _ = writeln!(
             t,
             "  margin {kind}: {} hand-overs, min {:.1} ms, p1 {:.1} ms, median {:.1} ms",
@@ -928,7 +478,7 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
             m.median_ns as f64 / 1e6
         );
     }
-    t.push_str(&overshoot.text);
+    t.push_str(&f.overshoot.text);
     let _ = writeln!(t, "violations: {}", violations.len());
     for v in violations.iter().take(30) {
         let _ = writeln!(t, "  VIOLATION: {v}");
@@ -936,14 +486,7 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
     if violations.len() > 30 {
         let _ = writeln!(t, "  ... and {} more", violations.len() - 30);
     }
-    Report {
-        text: t,
-        violations,
-        missing,
-        overshoots: overshoot.by_fault,
-        overshoots_by_lock: overshoot.by_lock,
-        margins,
-    }
+    t
 }
 
 /// The fault kinds that happened fewer times than the run asked for: once,
@@ -976,84 +519,6 @@ fn margin_stats(samples: BTreeMap<String, Vec<i64>>) -> BTreeMap<String, MarginS
             (kind, m)
         })
         .collect()
-}
-
-/// Rule 7: the writes read back from the guarded resources. On each lock's
-/// resource, in the order they arrived (ZooKeeper's sequence numbers), the
-/// tokens never decrease, and two sections never write with the same token;
-/// each write carries its section's own token; a write its section saw
-/// succeed is there. Returns the report's lines.
-fn resource_writes(h: &History, violations: &mut Vec<String>) -> String {
-    let mut t = String::new();
-    if !h.resource_read {
-        let _ = writeln!(t, "guarded writes: not read back");
-        return t;
-    }
-    let mut by_lock: BTreeMap<&str, Vec<&crate::history::ResourceWrite>> = BTreeMap::new();
-    for w in &h.writes {
-        by_lock.entry(w.lock.as_str()).or_default().push(w);
-    }
-    let mut seen: HashSet<(AttemptKey, &str)> = HashSet::new();
-    for (lock, list) in by_lock.iter_mut() {
-        list.sort_by_key(|w| w.seq);
-        for pair in list.windows(2) {
-            let (p, w) = (pair[0], pair[1]);
-            if w.token < p.token || (w.token == p.token && w.attempt != p.attempt) {
-                violations.push(format!(
-                    "resource {lock}: token {} (pid {} thread {} attempt {}) arrived after token {} (pid {} thread {} attempt {})",
-                    w.token, w.attempt.0, w.attempt.1, w.attempt.2, p.token, p.attempt.0, p.attempt.1, p.attempt.2
-                ));
-            }
-        }
-        for w in list.iter() {
-            seen.insert((w.attempt, lock));
-            let key = (w.attempt.0, w.attempt.1, w.attempt.2, lock.to_string());
-            if let Some(sec) = h.sections.get(&key) {
-                if sec.token != w.token {
-                    violations.push(format!(
-                        "resource {lock}: a write with token {} from {} whose token is {}",
-                        w.token,
-                        sec.describe(),
-                        sec.token
-                    ));
-                }
-            }
-        }
-    }
-    let (mut acked, mut refused) = (0u64, BTreeMap::<String, u64>::new());
-    for s in h.sections.values() {
-        let Some(e) = &s.end else { continue };
-        match e.write.as_str() {
-            "-" => {}
-            "ok" => {
-                acked += 1;
-                if !seen.contains(&((s.pid, s.thr, s.att), s.lock.as_str())) {
-                    violations.push(format!(
-                        "resource {}: the write of {} succeeded but is not there",
-                        s.lock,
-                        s.describe()
-                    ));
-                }
-            }
-            other => *refused.entry(other.to_string()).or_default() += 1,
-        }
-    }
-    let _ = writeln!(
-        t,
-        "guarded writes: {} read back on {} resources, {acked} acknowledged, refused {}",
-        h.writes.len(),
-        by_lock.len(),
-        if refused.is_empty() {
-            "0".to_string()
-        } else {
-            refused
-                .iter()
-                .map(|(k, n)| format!("{k} {n}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        }
-    );
-    t
 }
 
 #[cfg(test)]

@@ -133,3 +133,34 @@ impl fmt::Display for NodeKey {
         f.write_str(&self.0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::CuratorFramework;
+
+    /// A client needs no server to hand out keys: it is built against a port
+    /// nothing listens on, and closed.
+    fn client(namespace: Option<&str>) -> CuratorFramework {
+        let b = CuratorFramework::builder().connect_string("127.0.0.1:1");
+        let b = match namespace {
+            Some(ns) => b.namespace(ns),
+            None => b,
+        };
+        b.build().expect("a client builds without a server")
+    }
+
+    #[test]
+    fn one_node_has_one_key_whatever_the_namespace() {
+        let app = client(Some("app"));
+        let root = client(None);
+        let other = client(Some("other"));
+        assert_eq!(app.node_key("/locks/x"), root.node_key("/app/locks/x"));
+        assert_eq!(app.node_key("/locks/x").as_str(), "/app/locks/x");
+        assert_eq!(app.node_key("/locks/x").to_string(), "/app/locks/x");
+        assert_ne!(app.node_key("/locks/x"), other.node_key("/locks/x"));
+        assert!(root.node_key("/a") < root.node_key("/b"), "ordered as the server paths");
+        for c in [app, root, other] {
+            c.close();
+        }
+    }
+}

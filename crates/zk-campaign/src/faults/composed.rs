@@ -177,19 +177,18 @@ impl<'a> Faults<'a> {
     /// picked otherwise).
     fn pick_holder(&mut self) -> io::Result<Target> {
         if self.rng.below(3) == 0 {
-            let deadline = Instant::now() + Duration::from_secs(3);
-            while Instant::now() < deadline {
-                let mut leaders: Vec<Target> = self
+            let mut leaders: Vec<Target> = Vec::new();
+            if zk_testing::wait_until(Duration::from_secs(3), || {
+                leaders = self
                     .holders_now(Duration::ZERO)
                     .unwrap_or_default()
                     .into_iter()
                     .filter(|t| t.mode == "leader")
                     .collect();
-                if !leaders.is_empty() {
-                    let i = self.rng.below(leaders.len() as u64) as usize;
-                    return Ok(leaders.swap_remove(i));
-                }
-                std::thread::sleep(Duration::from_millis(50));
+                !leaders.is_empty()
+            }) {
+                let i = self.rng.below(leaders.len() as u64) as usize;
+                return Ok(leaders.swap_remove(i));
             }
         }
         let mut all = self.holders_now(Duration::from_secs(8))?;
@@ -664,14 +663,11 @@ impl<'a> Faults<'a> {
                 p.cut();
             }
         }
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while !self.slots_on(i).contains(&slot) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let moved = zk_testing::wait_until(Duration::from_secs(5), || self.slots_on(i).contains(&slot));
         for p in &self.fleet.slots[slot].proxies {
             p.refuse(false);
         }
-        if !self.slots_on(i).contains(&slot) {
+        if !moved && !self.slots_on(i).contains(&slot) {
             return Err(io::Error::other(format!("worker {slot} did not move onto node {i}")));
         }
         // Its holdings prove themselves again on the new connection.

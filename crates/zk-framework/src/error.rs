@@ -145,6 +145,18 @@ pub enum Error {
     /// speak TLS). See [`TlsError::kind`]. Not retryable: the same
     /// certificates fail the same way.
     Tls(TlsError),
+    /// The server is too old for the request: it answered `code`
+    /// (`Unimplemented` for addWatch on a server before 3.6,
+    /// `MarshallingError` for the persistent watcher types 4 and 5 on a server
+    /// before 3.9). Not retryable: the same server answers the same.
+    ServerTooOld {
+        /// What was asked, e.g. `addWatch`.
+        what: String,
+        /// The first ZooKeeper version that serves it, e.g. `3.6`.
+        needs: String,
+        /// The server's answer.
+        code: ErrorCode,
+    },
 }
 
 impl Error {
@@ -214,6 +226,7 @@ impl Error {
             Error::InvalidAcl { .. } => ErrorCode::InvalidAcl,
             Error::ChrootMissing { .. } => ErrorCode::NoNode,
             Error::Keeper { code, .. } => *code,
+            Error::ServerTooOld { code, .. } => *code,
             Error::InvalidPath(_)
             | Error::InvalidConnectString { .. }
             | Error::InvalidArgument(_)
@@ -288,6 +301,12 @@ impl fmt::Display for Error {
             Error::ConnectTimeout { waited } => write!(f, "not connected within {waited:?}"),
             Error::ConnectFailed { reason } => write!(f, "cannot connect to ZooKeeper: {reason}"),
             Error::Tls(e) => write!(f, "TLS: {e}"),
+            Error::ServerTooOld { what, needs, code } => write!(
+                f,
+                "{what} needs ZooKeeper {needs}+ (the server answered {}, {})",
+                code.name(),
+                code.code()
+            ),
         }
     }
 }

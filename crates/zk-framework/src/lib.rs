@@ -69,8 +69,8 @@ mod state;
 pub use zk_proto as proto;
 
 pub use client::{
-    Client, ClientConfig, ClientState, Op, OpResult, RegisteredWatches, SessionEvent, TlsConfig, TlsConfigBuilder,
-    TlsError, TlsErrorKind, WatchedEvent, Watcher,
+    AddWatchMode, Client, ClientConfig, ClientState, Op, OpResult, PersistentWatcher, RegisteredWatches, SessionEvent,
+    TlsConfig, TlsConfigBuilder, TlsError, TlsErrorKind, WatchId, WatchedEvent, Watcher, WatcherType,
 };
 pub use error::{Error, Result};
 pub use framework::{

@@ -100,7 +100,14 @@ impl Client {
             path: sp,
         };
         let inner = self.inner();
-        let submitted = inner.submit(OpCode::Exists, Some(&req), watch, false, None, self.request_bound())?;
+        let submitted = inner.submit(
+            OpCode::Exists,
+            Some(&req),
+            watch.map(Into::into),
+            false,
+            None,
+            self.request_bound(),
+        )?;
         let p = path.to_string();
         inner.on_reply(
             submitted,

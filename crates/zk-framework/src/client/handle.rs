@@ -667,13 +667,15 @@ impl Client {
     /// ```
     pub fn registered_watches(&self) -> RegisteredWatches {
         let inner = self.inner();
-        let (data, exist, child, callbacks) = inner.core.lock().watches.snapshot();
+        let snap = inner.core.lock().watches.snapshot();
         let strip = |v: Vec<String>| v.into_iter().map(|p| inner.client_path(&p)).collect();
         RegisteredWatches {
-            data: strip(data),
-            exist: strip(exist),
-            child: strip(child),
-            callbacks,
+            data: strip(snap.data),
+            exist: strip(snap.exist),
+            child: strip(snap.child),
+            persistent: strip(snap.persistent),
+            persistent_recursive: strip(snap.recursive),
+            callbacks: snap.callbacks,
         }
     }
 

@@ -21,9 +21,10 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use super::connect_string::HostPort;
 use super::events::{fire, EventMsg};
+use super::persistent::ServerWatchTypes;
 use super::tls::{TlsConfig, Transport};
 use super::types::{ClientState, SessionEvent, WatchedEvent, Watcher};
-use super::watches::{WatchReg, WatchRegistry};
+use super::watches::{Registration, WatchRegistry};
 use crate::error::{Error, Result, TlsError};
 use crate::proto::frame::{request_frame, EncodeDyn};
 use crate::proto::jute::{Decode, Reader};
@@ -124,7 +125,7 @@ pub(super) struct Pending {
     /// Where the reply goes; `None` for internal requests (SetWatches).
     pub slot: Option<Arc<Slot>>,
     /// The watch to register when the reply says the server set it.
-    pub watch: Option<WatchReg>,
+    pub watch: Option<Registration>,
     pub op: OpCode,
 }
 
@@ -263,6 +264,8 @@ pub(super) struct Inner {
     pub workers: Mutex<Vec<Worker>>,
     pub io_thread: OnceLock<ThreadId>,
     pub event_thread: OnceLock<ThreadId>,
+    /// Whether the server takes watcher types 4 and 5 (learnt on use).
+    pub watch_types: ServerWatchTypes,
 }
 
 /// Settings checked by `Client::connect`.
@@ -348,6 +351,7 @@ impl Inner {
             workers: Mutex::new(Vec::new()),
             io_thread: OnceLock::new(),
             event_thread: OnceLock::new(),
+            watch_types: ServerWatchTypes::new(),
         }
     }
 
@@ -498,7 +502,7 @@ impl Inner {
         &self,
         op: OpCode,
         body: Option<&dyn EncodeDyn>,
-        watch: Option<WatchReg>,
+        watch: Option<Registration>,
         internal: bool,
         deadline: Option<Instant>,
         caller: Option<Instant>,
@@ -514,7 +518,7 @@ impl Inner {
         &self,
         op: OpCode,
         body: Option<&dyn EncodeDyn>,
-        watch: Option<WatchReg>,
+        watch: Option<Registration>,
         internal: bool,
         deadline: Option<Instant>,
         caller: Option<Instant>,
@@ -751,9 +755,16 @@ impl Inner {
         Ok(())
     }
 
+    /// Drops `watchers` on the event thread (their `Drop` is user code).
+    pub(super) fn discard(&self, watchers: Vec<Box<dyn Watcher>>) {
+        if !watchers.is_empty() {
+            self.to_event_thread(EventMsg::Discard(watchers));
+        }
+    }
+
     /// Hands `msg` (`Fire` or `Discard`) to the event thread, counted until
     /// it is handled.
-    fn to_event_thread(&self, msg: EventMsg) {
+    pub(super) fn to_event_thread(&self, msg: EventMsg) {
         self.events_queued.fetch_add(1, Ordering::AcqRel);
         if self.events.send(msg).is_err() {
             // The event thread is gone: nothing will count it down.
@@ -779,11 +790,15 @@ impl Inner {
         }
         let pending = std::mem::take(&mut core.pending);
         let waiters = std::mem::take(&mut core.auth_waiters);
+        core.watches.connection_gone();
+        let mut shots = Vec::new();
         if !closing && core.state.is_connected() {
             core.state = ClientState::Connecting;
             core.emit(SessionEvent::Disconnected);
+            shots = core.watches.persistent_shots();
         }
         drop(core);
+        self.fire_persistent_state(shots, KeeperState::Disconnected);
         self.cond.notify_all();
         self.fail_all(pending, waiters, Error::ConnectionLoss, Vec::new());
     }
@@ -809,6 +824,8 @@ impl Inner {
         let pending = std::mem::take(&mut core.pending);
         let waiters = std::mem::take(&mut core.auth_waiters);
         let watchers = core.watches.take_all();
+        core.watches.connection_gone();
+        let last = core.watches.take_persistent();
         core.emit(match new_state {
             ClientState::Expired => SessionEvent::Expired,
             ClientState::AuthFailed => SessionEvent::AuthFailed,
@@ -816,6 +833,15 @@ impl Inner {
         });
         drop(core);
         self.cond.notify_all();
+        // Persistent registrations get a final state, then are forgotten.
+        self.fire_persistent_state(
+            last,
+            match new_state {
+                ClientState::Expired => KeeperState::Expired,
+                ClientState::AuthFailed => KeeperState::AuthFailed,
+                _ => KeeperState::Closed,
+            },
+        );
         self.fail_all(pending, waiters, state_error(new_state), watchers);
         let _ = self.events.send(EventMsg::Stop);
         let _ = self.wake_tx.try_send(());
@@ -830,7 +856,7 @@ impl Inner {
     ) {
         for p in pending {
             if let Some(w) = p.watch {
-                discard.push(w.watcher);
+                discard.push(w.into_watcher());
             }
             if let Some(slot) = p.slot {
                 slot.fill(Err(err.clone()));

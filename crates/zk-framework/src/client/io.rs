@@ -16,10 +16,11 @@ use super::connect_string::HostPort;
 use super::inner::{read_timeout_of, Inner, Pending, Stop};
 use super::tls::{self, tls_error_of, HandshakeError, Transport};
 use super::types::{ClientState, SessionEvent};
+use super::watches::batch_request;
 use crate::error::{TlsError, TlsErrorKind};
 use crate::proto::frame::{frame, request_frame, FrameBuffer};
 use crate::proto::jute::{Decode, Encode, Reader};
-use crate::proto::{xid, AuthPacket, ConnectRequest, ConnectResponse, OpCode};
+use crate::proto::{xid, AuthPacket, ConnectRequest, ConnectResponse, KeeperState, OpCode};
 
 /// First pause after a full round of failed attempts.
 const BACKOFF_INITIAL: Duration = Duration::from_millis(100);
@@ -345,18 +346,21 @@ fn establish(inner: &Arc<Inner>, stream: Transport, fb: FrameBuffer, resp: Conne
         ));
         core.auth_waiters.push_back(None);
     }
+    // Re-registration in the Java order and batches: SetWatches2 only for a
+    // batch with a persistent path.
     let set_watches = core.watches.set_watches(core.last_zxid);
     for sw in &set_watches {
         let x = wire.next_xid();
         wire.seq += 1;
-        out.extend(request_frame(x, OpCode::SetWatches, Some(sw)));
+        let (op, body) = batch_request(sw);
+        out.extend(request_frame(x, op, Some(&*body)));
         core.pending.push_back(Pending {
             xid: x,
             seq: wire.seq,
             sent_ms: inner.now_ms(),
             slot: None,
             watch: None,
-            op: OpCode::SetWatches,
+            op,
         });
     }
     drop(core);
@@ -385,7 +389,11 @@ fn establish(inner: &Arc<Inner>, stream: Transport, fb: FrameBuffer, resp: Conne
         resp.timeout,
         set_watches
             .iter()
-            .map(|s| s.data_watches.len() + s.exist_watches.len() + s.child_watches.len())
+            .map(|s| s.data_watches.len()
+                + s.exist_watches.len()
+                + s.child_watches.len()
+                + s.persistent_watches.len()
+                + s.persistent_recursive_watches.len())
             .sum::<usize>()
     );
     core.emit(if read_only {
@@ -393,7 +401,18 @@ fn establish(inner: &Arc<Inner>, stream: Transport, fb: FrameBuffer, resp: Conne
     } else {
         SessionEvent::SyncConnected
     });
+    // Persistent watchers hear the connection is back (as in Java), before
+    // any event that comes on it.
+    let shots = core.watches.persistent_shots();
     drop(core);
+    inner.fire_persistent_state(
+        shots,
+        if read_only {
+            KeeperState::ConnectedReadOnly
+        } else {
+            KeeperState::SyncConnected
+        },
+    );
     drop(wire);
     inner.cond.notify_all();
     Ok(Attempt::Established(Conn { stream, fb, gen }))

@@ -60,7 +60,7 @@
 //!
 //! * A session on a read-only server stays there: there is no search for a
 //!   read-write server (Java's `pingRwServer`).
-//! * No persistent watches (addWatch), removeWatches or SASL.
+//! * No SASL.
 //! * A server that refuses the handshake because it has not seen the client's
 //!   last zxid is retried forever with backoff, as Java does.
 //!
@@ -79,8 +79,18 @@
 //! Watches are one-shot callbacks ([`Watcher`]) on nodes. A watch is registered
 //! only when the server really set it: `get_data_w`/`get_children_w` on success,
 //! `exists_w` on success and on NoNode. Registered watches survive reconnects.
-//! Session events are **not** delivered to watchers (unlike Java, which sends
-//! `Disconnected` to every watcher); they go to [`Client::state_receiver`].
+//! Session events are **not** delivered to one-shot watchers (unlike Java, which
+//! sends `Disconnected` to every watcher); they go to [`Client::state_receiver`].
+//!
+//! Persistent watches (ZooKeeper 3.6+, [`Client::add_watch`]) are multi-shot
+//! callbacks ([`PersistentWatcher`]) that stay registered when they fire; they
+//! do get the session's states, as in Java (see [`Client::add_watch`]). After a
+//! reconnect every registration is re-sent in Java's order (data, exist, child,
+//! persistent, persistent recursive) in batches of about 128 KiB of paths: a
+//! batch with a persistent path as SetWatches2 (105), any other as SetWatches
+//! (101). The server replays no missed change for persistent watches.
+//! [`Client::remove_watch`], [`Client::remove_all_watches`] and
+//! [`Client::check_watches`] are opcodes 18 and 17.
 //! Callbacks run on a dedicated event thread, never under a lock, so they may
 //! call the client; a panicking callback is caught and logged. They run one at
 //! a time: keep them short. One exception, opted into: a watcher whose
@@ -114,6 +124,7 @@ mod inner;
 mod io;
 mod multi;
 mod nodes;
+mod persistent;
 mod request;
 mod tls;
 mod types;
@@ -124,5 +135,6 @@ mod watches;
 #[doc(inline)]
 pub use crate::error::{TlsError, TlsErrorKind};
 pub use handle::Client;
+pub use persistent::{AddWatchMode, PersistentWatcher, WatchId, WatcherType};
 pub use tls::{TlsConfig, TlsConfigBuilder};
 pub use types::{ClientConfig, ClientState, Op, OpResult, RegisteredWatches, SessionEvent, WatchedEvent, Watcher};

@@ -61,7 +61,7 @@ impl Client {
         watch: Option<WatchReg>,
     ) -> Result<Reply> {
         self.inner()
-            .call(op, Some(body), watch, false, None, self.request_bound())
+            .call(op, Some(body), watch.map(Into::into), false, None, self.request_bound())
     }
 }
 

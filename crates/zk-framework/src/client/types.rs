@@ -693,7 +693,14 @@ pub struct RegisteredWatches {
     pub exist: Vec<String>,
     /// Child watches, one entry per path.
     pub child: Vec<String>,
-    /// Number of registered callbacks (several may share a path).
+    /// Persistent watches ([`Client::add_watch`](super::Client::add_watch)
+    /// with [`AddWatchMode::Persistent`](super::AddWatchMode::Persistent)),
+    /// one entry per path.
+    pub persistent: Vec<String>,
+    /// Persistent recursive watches, one entry per path.
+    pub persistent_recursive: Vec<String>,
+    /// Number of registered callbacks (several may share a path), persistent
+    /// registrations included.
     pub callbacks: usize,
 }
 

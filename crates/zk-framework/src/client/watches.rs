@@ -1,9 +1,12 @@
-//! The client-side watch registry (server paths, chroot included).
+//! The client-side watch registry (server paths, chroot included): one-shot
+//! watches by kind, and persistent (addWatch) registrations by mode.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
-use super::types::Watcher;
-use crate::proto::{EventType, SetWatches};
+use super::persistent::{AddWatchMode, PersistentWatcher, WatchId, WatcherType};
+use super::types::{WatchedEvent, Watcher};
+use crate::proto::{EventType, OpCode, SetWatches, SetWatches2};
 
 /// How a watch was asked for; decides where (and whether) it is registered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,24 +26,110 @@ pub(crate) struct WatchReg {
     pub watcher: Box<dyn Watcher>,
 }
 
-type Table = HashMap<String, Vec<Box<dyn Watcher>>>;
+/// A persistent watch waiting for the reply of its addWatch.
+pub(crate) struct PersistentReg {
+    pub mode: AddWatchMode,
+    pub server_path: String,
+    pub id: WatchId,
+    pub watcher: Arc<dyn PersistentWatcher>,
+}
 
-/// Registered one-shot watches, by kind and server path.
+/// What a request registers when its reply says the server set it.
+pub(crate) enum Registration {
+    /// A one-shot watch (exists, getData, getChildren).
+    Once(WatchReg),
+    /// A persistent registration (addWatch).
+    Many(PersistentReg),
+}
+
+impl From<WatchReg> for Registration {
+    fn from(r: WatchReg) -> Registration {
+        Registration::Once(r)
+    }
+}
+
+impl Registration {
+    /// The callback, to be dropped on the event thread.
+    pub fn into_watcher(self) -> Box<dyn Watcher> {
+        match self {
+            Registration::Once(r) => r.watcher,
+            Registration::Many(r) => Box::new(Shot(r.watcher)),
+        }
+    }
+}
+
+/// One delivery of an event to a persistent watcher, as a one-shot
+/// [`Watcher`] (what the event thread runs).
+pub(crate) struct Shot(pub Arc<dyn PersistentWatcher>);
+
+impl Watcher for Shot {
+    fn process(self: Box<Self>, event: WatchedEvent) {
+        self.0.process(event)
+    }
+}
+
+type Table = HashMap<String, Vec<Box<dyn Watcher>>>;
+type PTable = HashMap<String, Vec<(WatchId, Arc<dyn PersistentWatcher>)>>;
+
+/// Registered watches: one-shot ones by kind and server path, persistent
+/// ones by mode and server path.
 #[derive(Default)]
 pub(crate) struct WatchRegistry {
     data: Table,
     exist: Table,
     child: Table,
+    persistent: PTable,
+    recursive: PTable,
+    /// addWatch calls whose caller gave up before the reply (its deadline):
+    /// their registration, if the reply still comes, is dropped. Cleared when
+    /// the connection goes (no reply can come after that).
+    cancelled: HashSet<WatchId>,
 }
+
+/// A watch the registry gave up locally, with the event its callback gets.
+pub(crate) type Removed = (Box<dyn Watcher>, EventType);
 
 /// Largest amount of path text put in one SetWatches frame (as the Java client).
 const SET_WATCHES_CHUNK: usize = 128 * 1024;
 
+/// The opcode and record of one re-registration batch: SetWatches2 (105) when
+/// it carries a persistent path, else SetWatches (101), as the Java client
+/// (so that a server before 3.6 is never sent 105).
+pub(crate) fn batch_request(b: &SetWatches2) -> (OpCode, Box<dyn crate::proto::frame::EncodeDyn>) {
+    if b.persistent_watches.is_empty() && b.persistent_recursive_watches.is_empty() {
+        (
+            OpCode::SetWatches,
+            Box::new(SetWatches {
+                relative_zxid: b.relative_zxid,
+                data_watches: b.data_watches.clone(),
+                exist_watches: b.exist_watches.clone(),
+                child_watches: b.child_watches.clone(),
+            }),
+        )
+    } else {
+        (OpCode::SetWatches2, Box::new(b.clone()))
+    }
+}
+
 impl WatchRegistry {
     /// Registers `reg` after its request got `err`; gives the watcher back when it
     /// must not be registered (the server did not set a watch).
-    pub fn register(&mut self, reg: WatchReg, err: i32) -> Option<Box<dyn Watcher>> {
+    pub fn register(&mut self, reg: Registration, err: i32) -> Option<Box<dyn Watcher>> {
         const NO_NODE: i32 = crate::proto::ErrorCode::NoNode.code();
+        let reg = match reg {
+            Registration::Once(reg) => reg,
+            Registration::Many(p) => {
+                if err != 0 || self.cancelled.remove(&p.id) {
+                    return Some(Box::new(Shot(p.watcher)));
+                }
+                let table = match p.mode {
+                    AddWatchMode::Persistent => &mut self.persistent,
+                    AddWatchMode::PersistentRecursive => &mut self.recursive,
+                };
+                table.entry(p.server_path).or_default().push((p.id, p.watcher));
+                return None;
+            }
+        };
         let table = match (reg.mode, err) {
             (WatchMode::Exists, 0) | (WatchMode::Data, 0) => &mut self.data,
             (WatchMode::Exists, NO_NODE) => &mut self.exist,
@@ -51,8 +140,11 @@ impl WatchRegistry {
         None
     }
 
-    /// Removes and returns the watchers an event triggers (as ZooKeeper's
-    /// `ZKWatchManager.materialize`).
+    /// Removes and returns the one-shot watchers an event triggers, and adds a
+    /// delivery for each persistent registration it matches (as ZooKeeper's
+    /// `ZKWatchManager.materialize`): persistent ones on the path for every
+    /// event type, recursive ones on the path or an ancestor for every type
+    /// but NodeChildrenChanged. Each registration is called once per event.
     pub fn materialize(&mut self, event_type: EventType, server_path: &str) -> Vec<Box<dyn Watcher>> {
         let mut out = Vec::new();
         let mut take = |t: &mut Table| {
@@ -71,39 +163,156 @@ impl WatchRegistry {
                 take(&mut self.child);
             }
             EventType::NodeChildrenChanged => take(&mut self.child),
-            _ => {}
+            _ => return out,
+        }
+        let shots = |v: &Vec<(WatchId, Arc<dyn PersistentWatcher>)>, out: &mut Vec<Box<dyn Watcher>>| {
+            out.extend(v.iter().map(|(_, w)| Box::new(Shot(w.clone())) as Box<dyn Watcher>));
+        };
+        if let Some(v) = self.persistent.get(server_path) {
+            shots(v, &mut out);
+        }
+        if event_type != EventType::NodeChildrenChanged && !self.recursive.is_empty() {
+            for p in ancestors_and_self(server_path) {
+                if let Some(v) = self.recursive.get(p) {
+                    shots(v, &mut out);
+                }
+            }
         }
         out
     }
 
-    /// The SetWatches records that re-register everything, split so that each
-    /// carries at most about 128 KiB of paths.
-    pub fn set_watches(&self, relative_zxid: i64) -> Vec<SetWatches> {
+    /// Deliveries of a session event to every persistent registration (they
+    /// stay registered).
+    pub fn persistent_shots(&self) -> Vec<Box<dyn Watcher>> {
+        self.persistent
+            .values()
+            .chain(self.recursive.values())
+            .flatten()
+            .map(|(_, w)| Box::new(Shot(w.clone())) as Box<dyn Watcher>)
+            .collect()
+    }
+
+    /// Removes one persistent registration: its mode, server path, watcher,
+    /// and whether another registration of that mode remains on that path.
+    pub fn remove_persistent(
+        &mut self,
+        id: WatchId,
+    ) -> Option<(AddWatchMode, String, Arc<dyn PersistentWatcher>, bool)> {
+        for (mode, table) in [
+            (AddWatchMode::Persistent, &mut self.persistent),
+            (AddWatchMode::PersistentRecursive, &mut self.recursive),
+        ] {
+            let found = table
+                .iter()
+                .find_map(|(p, v)| v.iter().position(|(i, _)| *i == id).map(|at| (p.clone(), at)));
+            if let Some((path, at)) = found {
+                let v = table.get_mut(&path).expect("found above");
+                let (_, w) = v.remove(at);
+                let others = !v.is_empty();
+                if !others {
+                    table.remove(&path);
+                }
+                return Some((mode, path, w, others));
+            }
+        }
+        None
+    }
+
+    /// An addWatch whose caller gave up: drops its registration now, or when
+    /// its reply comes.
+    pub fn cancel(&mut self, id: WatchId) -> Option<Arc<dyn PersistentWatcher>> {
+        match self.remove_persistent(id) {
+            Some((_, _, w, _)) => Some(w),
+            None => {
+                self.cancelled.insert(id);
+                None
+            }
+        }
+    }
+
+    /// The connection is gone: no addWatch reply can come any more.
+    pub fn connection_gone(&mut self) {
+        self.cancelled.clear();
+    }
+
+    /// Removes the local watches of `kind` on `server_path` (Java's
+    /// `removeAllWatches`), each with the event its callback gets:
+    /// DataWatchRemoved for data and exist watches, ChildWatchRemoved for
+    /// child watches, PersistentWatchRemoved for persistent registrations.
+    /// `Any` removes every kind.
+    pub fn remove_kind(&mut self, server_path: &str, kind: WatcherType) -> Vec<Removed> {
+        let (data, child, persistent, recursive) = match kind {
+            WatcherType::Children => (false, true, false, false),
+            WatcherType::Data => (true, false, false, false),
+            WatcherType::Persistent => (false, false, true, false),
+            WatcherType::PersistentRecursive => (false, false, false, true),
+            WatcherType::Any => (true, true, true, true),
+        };
+        let mut out: Vec<Removed> = Vec::new();
+        let mut once = |t: &mut Table, ev: EventType| {
+            if let Some(v) = t.remove(server_path) {
+                out.extend(v.into_iter().map(|w| (w, ev)));
+            }
+        };
+        if data {
+            once(&mut self.data, EventType::DataWatchRemoved);
+            once(&mut self.exist, EventType::DataWatchRemoved);
+        }
+        if child {
+            once(&mut self.child, EventType::ChildWatchRemoved);
+        }
+        for (on, t) in [(persistent, &mut self.persistent), (recursive, &mut self.recursive)] {
+            if on {
+                if let Some(v) = t.remove(server_path) {
+                    out.extend(
+                        v.into_iter()
+                            .map(|(_, w)| (Box::new(Shot(w)) as Box<dyn Watcher>, EventType::PersistentWatchRemoved)),
+                    );
+                }
+            }
+        }
+        out
+    }
+
+    /// The re-registration batches after a reconnect, in the Java order
+    /// (data, exist, child, persistent, persistent recursive), each carrying
+    /// at most about 128 KiB of paths. [`batch_request`] picks each one's
+    /// opcode.
+    pub fn set_watches(&self, relative_zxid: i64) -> Vec<SetWatches2> {
         let mut out = Vec::new();
-        let mut cur = SetWatches {
+        let fresh = || SetWatches2 {
             relative_zxid,
             ..Default::default()
         };
+        let mut cur = fresh();
         let mut size = 0;
-        let lists: [(&Table, u8); 3] = [(&self.data, 0), (&self.exist, 1), (&self.child, 2)];
-        for (table, which) in lists {
-            for path in table.keys() {
+        fn sorted<V>(t: &HashMap<String, V>) -> Vec<&String> {
+            let mut v: Vec<&String> = t.keys().collect();
+            v.sort();
+            v
+        }
+        let lists = [
+            sorted(&self.data),
+            sorted(&self.exist),
+            sorted(&self.child),
+            sorted(&self.persistent),
+            sorted(&self.recursive),
+        ];
+        for (which, paths) in lists.into_iter().enumerate() {
+            for path in paths {
                 if size > 0 && size + path.len() > SET_WATCHES_CHUNK {
-                    out.push(std::mem::replace(
-                        &mut cur,
-                        SetWatches {
-                            relative_zxid,
-                            ..Default::default()
-                        },
-                    ));
+                    out.push(std::mem::replace(&mut cur, fresh()));
                     size = 0;
                 }
                 size += path.len() + 4;
-                match which {
-                    0 => cur.data_watches.push(path.clone()),
-                    1 => cur.exist_watches.push(path.clone()),
-                    _ => cur.child_watches.push(path.clone()),
-                }
+                let list = match which {
+                    0 => &mut cur.data_watches,
+                    1 => &mut cur.exist_watches,
+                    2 => &mut cur.child_watches,
+                    3 => &mut cur.persistent_watches,
+                    _ => &mut cur.persistent_recursive_watches,
+                };
+                list.push(path.clone());
             }
         }
         if size > 0 {
@@ -112,7 +321,7 @@ impl WatchRegistry {
         out
     }
 
-    /// Removes every watch (on expiry and close).
+    /// Removes every one-shot watch (on expiry and close).
     pub fn take_all(&mut self) -> Vec<Box<dyn Watcher>> {
         let mut out = Vec::new();
         for t in [&mut self.data, &mut self.exist, &mut self.child] {
@@ -123,19 +332,68 @@ impl WatchRegistry {
         out
     }
 
+    /// Removes every persistent registration (on expiry and close), as
+    /// deliveries of the final event.
+    pub fn take_persistent(&mut self) -> Vec<Box<dyn Watcher>> {
+        let mut out: Vec<Box<dyn Watcher>> = Vec::new();
+        for t in [&mut self.persistent, &mut self.recursive] {
+            for (_, v) in t.drain() {
+                out.extend(v.into_iter().map(|(_, w)| Box::new(Shot(w)) as Box<dyn Watcher>));
+            }
+        }
+        out
+    }
+
     /// The registered server paths per kind, and the number of callbacks.
-    pub fn snapshot(&self) -> (Vec<String>, Vec<String>, Vec<String>, usize) {
-        let keys = |t: &Table| {
+    pub fn snapshot(&self) -> Snapshot {
+        fn keys<V>(t: &HashMap<String, V>) -> Vec<String> {
             let mut v: Vec<String> = t.keys().cloned().collect();
             v.sort();
             v
-        };
+        }
         let n = [&self.data, &self.exist, &self.child]
             .iter()
             .map(|t| t.values().map(Vec::len).sum::<usize>())
-            .sum();
-        (keys(&self.data), keys(&self.exist), keys(&self.child), n)
+            .sum::<usize>()
+            + [&self.persistent, &self.recursive]
+                .iter()
+                .map(|t| t.values().map(Vec::len).sum::<usize>())
+                .sum::<usize>();
+        Snapshot {
+            data: keys(&self.data),
+            exist: keys(&self.exist),
+            child: keys(&self.child),
+            persistent: keys(&self.persistent),
+            recursive: keys(&self.recursive),
+            callbacks: n,
+        }
     }
+}
+
+/// The registered server paths per kind, and the number of callbacks.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Snapshot {
+    pub data: Vec<String>,
+    pub exist: Vec<String>,
+    pub child: Vec<String>,
+    pub persistent: Vec<String>,
+    pub recursive: Vec<String>,
+    pub callbacks: usize,
+}
+
+/// `path` and each of its ancestors up to `/`.
+fn ancestors_and_self(path: &str) -> impl Iterator<Item = &str> {
+    let mut next = Some(path);
+    std::iter::from_fn(move || {
+        let cur = next?;
+        next = match cur.rfind('/') {
+            _ if cur == "/" => None,
+            Some(0) => Some("/"),
+            Some(i) => Some(&cur[..i]),
+            None => None,
+        };
+        Some(cur)
+    })
 }
 
 #[cfg(test)]
@@ -143,12 +401,21 @@ mod tests {
     use super::*;
     use crate::client::WatchedEvent;
 
-    fn reg(mode: WatchMode, p: &str) -> WatchReg {
-        WatchReg {
+    fn reg(mode: WatchMode, p: &str) -> Registration {
+        Registration::Once(WatchReg {
             mode,
             server_path: p.into(),
             watcher: Box::new(|_: WatchedEvent| {}),
-        }
+        })
+    }
+
+    fn preg(mode: AddWatchMode, p: &str, id: u64) -> Registration {
+        Registration::Many(PersistentReg {
+            mode,
+            server_path: p.into(),
+            id: WatchId::from_raw(id),
+            watcher: Arc::new(|_: WatchedEvent| {}),
+        })
     }
 
     #[test]
@@ -161,9 +428,9 @@ mod tests {
         assert!(r.register(reg(WatchMode::Exists, "/e"), -102).is_some());
         assert!(r.register(reg(WatchMode::Child, "/f"), 0).is_none());
         assert!(r.register(reg(WatchMode::Child, "/g"), -4).is_some());
-        let (d, e, c, n) = r.snapshot();
+        let snap = r.snapshot();
         assert_eq!(
-            (d, e, c, n),
+            (snap.data, snap.exist, snap.child, snap.callbacks),
             (vec!["/a".into(), "/d".into()], vec!["/c".into()], vec!["/f".into()], 4)
         );
         let sw = r.set_watches(9);
@@ -189,5 +456,121 @@ mod tests {
         let sw = r.set_watches(1);
         assert!(sw.len() >= 3, "{}", sw.len());
         assert_eq!(sw.iter().map(|s| s.child_watches.len()).sum::<usize>(), 400);
+    }
+
+    #[test]
+    fn persistent_registrations_stay_and_match_as_the_server_sends() {
+        let mut r = WatchRegistry::default();
+        assert!(r.register(preg(AddWatchMode::Persistent, "/p", 1), 0).is_none());
+        assert!(r
+            .register(preg(AddWatchMode::PersistentRecursive, "/r", 2), 0)
+            .is_none());
+        assert!(r.register(preg(AddWatchMode::PersistentRecursive, "/", 3), 0).is_none());
+        // A failed addWatch registers nothing.
+        assert!(r.register(preg(AddWatchMode::Persistent, "/x", 4), -6).is_some());
+        assert!(r.register(reg(WatchMode::Data, "/p"), 0).is_none());
+        // (event, path) -> number of callbacks called
+        let table = [
+            (EventType::NodeDataChanged, "/p", 3), // one-shot + persistent + recursive on /
+            (EventType::NodeDataChanged, "/p", 2), // the one-shot is gone
+            (EventType::NodeChildrenChanged, "/p", 1),
+            (EventType::NodeCreated, "/r/a/b", 2),
+            (EventType::NodeChildrenChanged, "/r", 0),
+            (EventType::NodeDeleted, "/r", 2),
+            (EventType::NodeCreated, "/q", 1),
+            (EventType::None, "/p", 0),
+        ];
+        for (ev, p, n) in table {
+            assert_eq!(r.materialize(ev, p).len(), n, "{ev:?} {p}");
+        }
+        assert_eq!(r.persistent_shots().len(), 3);
+        let snap = r.snapshot();
+        assert_eq!(snap.persistent, vec!["/p".to_string()]);
+        assert_eq!(snap.recursive, vec!["/".to_string(), "/r".to_string()]);
+        assert_eq!(snap.callbacks, 3);
+        let (mode, path, _, others) = r.remove_persistent(WatchId::from_raw(2)).unwrap();
+        assert_eq!(
+            (mode, path.as_str(), others),
+            (AddWatchMode::PersistentRecursive, "/r", false)
+        );
+        assert!(r.remove_persistent(WatchId::from_raw(2)).is_none());
+        assert_eq!(r.take_persistent().len(), 2);
+        assert!(r.persistent_shots().is_empty());
+    }
+
+    #[test]
+    fn a_cancelled_add_watch_is_not_registered_when_its_reply_comes() {
+        let mut r = WatchRegistry::default();
+        assert!(r.cancel(WatchId::from_raw(7)).is_none());
+        assert!(r.register(preg(AddWatchMode::Persistent, "/p", 7), 0).is_some());
+        assert!(r.snapshot().persistent.is_empty());
+        // Registered first, cancelled after: removed at once.
+        r.register(preg(AddWatchMode::Persistent, "/p", 8), 0);
+        assert!(r.cancel(WatchId::from_raw(8)).is_some());
+        assert!(r.snapshot().persistent.is_empty());
+    }
+
+    #[test]
+    fn remove_kind_says_what_each_watcher_hears() {
+        let mut r = WatchRegistry::default();
+        r.register(reg(WatchMode::Data, "/a"), 0);
+        r.register(reg(WatchMode::Exists, "/a"), -101);
+        r.register(reg(WatchMode::Child, "/a"), 0);
+        r.register(preg(AddWatchMode::Persistent, "/a", 11), 0);
+        r.register(preg(AddWatchMode::PersistentRecursive, "/a", 12), 0);
+        let kinds = |v: Vec<Removed>| v.into_iter().map(|(_, e)| e).collect::<Vec<_>>();
+        assert_eq!(
+            kinds(r.remove_kind("/a", WatcherType::Data)),
+            vec![EventType::DataWatchRemoved, EventType::DataWatchRemoved]
+        );
+        assert_eq!(
+            kinds(r.remove_kind("/a", WatcherType::Persistent)),
+            vec![EventType::PersistentWatchRemoved]
+        );
+        assert_eq!(
+            kinds(r.remove_kind("/a", WatcherType::Any)),
+            vec![EventType::ChildWatchRemoved, EventType::PersistentWatchRemoved]
+        );
+        assert!(r.remove_kind("/a", WatcherType::Any).is_empty());
+    }
+
+    /// The reconnect batches: Java's order, and SetWatches2 (105) only for a
+    /// batch that carries a persistent path.
+    #[test]
+    fn a_batch_with_a_persistent_path_is_set_watches2() {
+        let mut r = WatchRegistry::default();
+        r.register(reg(WatchMode::Data, "/d"), 0);
+        let b = r.set_watches(5);
+        assert_eq!(b.len(), 1);
+        assert_eq!(batch_request(&b[0]).0, OpCode::SetWatches);
+        r.register(preg(AddWatchMode::PersistentRecursive, "/r", 21), 0);
+        r.register(preg(AddWatchMode::Persistent, "/p", 22), 0);
+        let b = r.set_watches(5);
+        assert_eq!(b.len(), 1);
+        assert_eq!(batch_request(&b[0]).0, OpCode::SetWatches2);
+        assert_eq!(b[0].data_watches, vec!["/d".to_string()]);
+        assert_eq!(b[0].persistent_watches, vec!["/p".to_string()]);
+        assert_eq!(b[0].persistent_recursive_watches, vec!["/r".to_string()]);
+        // Many one-shot paths first: the early batches have no persistent
+        // path and go as SetWatches, the last one as SetWatches2.
+        let long = "y".repeat(1000);
+        for i in 0..300 {
+            r.register(reg(WatchMode::Child, &format!("/{long}{i}")), 0);
+        }
+        let b = r.set_watches(5);
+        assert!(b.len() >= 3, "{}", b.len());
+        let ops: Vec<OpCode> = b.iter().map(|x| batch_request(x).0).collect();
+        assert_eq!(ops.last(), Some(&OpCode::SetWatches2));
+        assert!(ops[..ops.len() - 1].iter().all(|&o| o == OpCode::SetWatches), "{ops:?}");
+    }
+
+    #[test]
+    fn ancestors() {
+        assert_eq!(
+            ancestors_and_self("/a/b/c").collect::<Vec<_>>(),
+            vec!["/a/b/c", "/a/b", "/a", "/"]
+        );
+        assert_eq!(ancestors_and_self("/").collect::<Vec<_>>(), vec!["/"]);
+        assert_eq!(ancestors_and_self("/a").collect::<Vec<_>>(), vec!["/a", "/"]);
     }
 }

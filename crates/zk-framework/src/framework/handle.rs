@@ -11,7 +11,7 @@ use parking_lot::Mutex;
 use super::dispatch::ListenerHandle;
 use super::inner::Inner;
 use super::{retry_loop, CreateBuilder, CuratorFrameworkBuilder, DeleteBuilder};
-use crate::client::{Client, WatchedEvent, Watcher};
+use crate::client::{AddWatchMode, Client, PersistentWatcher, WatchId, WatchedEvent, Watcher, WatcherType};
 use crate::paths::{fix_for_namespace, unfix_for_namespace};
 use crate::proto::Stat;
 use crate::retry::RetryPolicy;
@@ -858,6 +858,105 @@ impl CuratorFramework {
         self.call_with_retry(|c| c.get_children_w(&p, slot.attempt()))
     }
 
+    /// Sets a persistent watch on `path` (see [`Client::add_watch`]), with
+    /// retries. The namespace is added to `path` and taken off the paths of
+    /// the events. The registration belongs to the current session's client:
+    /// after the session's expiry (the watcher's final `(None, Expired)`
+    /// event) it is gone, and a recipe adds it again on the new session; the
+    /// server replays nothing for persistent watches after a reconnect, so a
+    /// caller that keeps state re-reads on `(None, SyncConnected)`.
+    ///
+    /// On ZooKeeper 3.6–3.8 a one-shot and a persistent watch (or two modes)
+    /// on the same path of one client interfere (ZOOKEEPER-4466, see
+    /// [`Client::add_watch`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`]; [`Error::ServerTooOld`] on a server before 3.6;
+    /// the last retryable error when retries are exhausted.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// use zk_framework::{AddWatchMode, WatchedEvent};
+    /// let (tx, rx) = crossbeam_channel::unbounded::<WatchedEvent>();
+    /// let id = c.add_watch("/config", AddWatchMode::PersistentRecursive, tx)?;
+    /// c.remove_watch(id)?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn add_watch(&self, path: &str, mode: AddWatchMode, watcher: impl PersistentWatcher) -> Result<WatchId> {
+        let p = self.checked_path(path)?;
+        let shared: Arc<dyn PersistentWatcher> = Arc::new(Unnamespaced {
+            inner: watcher,
+            namespace: self.inner.namespace.clone(),
+        });
+        self.call_with_retry(|c| c.add_watch_arc(&p, mode, shared.clone()))
+    }
+
+    /// Removes one [`add_watch`](CuratorFramework::add_watch) registration
+    /// (see [`Client::remove_watch`]), with retries. An id of an earlier
+    /// session's client is already gone: `Ok`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::remove_watch`], after retries.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// use zk_framework::{AddWatchMode, WatchedEvent};
+    /// let id = c.add_watch("/a", AddWatchMode::Persistent, |e: WatchedEvent| println!("{e:?}"))?;
+    /// c.remove_watch(id)?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn remove_watch(&self, id: WatchId) -> Result<()> {
+        self.call_with_retry(|c| c.remove_watch(id))
+    }
+
+    /// Removes every watch of `kind` on `path` (see
+    /// [`Client::remove_all_watches`]), with retries; the namespace is added
+    /// to `path`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::remove_all_watches`], after retries.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// use zk_framework::WatcherType;
+    /// c.remove_all_watches("/a", WatcherType::Any, false)?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn remove_all_watches(&self, path: &str, kind: WatcherType, local: bool) -> Result<()> {
+        let p = self.checked_path(path)?;
+        self.call_with_retry(|c| c.remove_all_watches(&p, kind, local))
+    }
+
+    /// Whether this client's connection has a watch of `kind` on `path` on the
+    /// server (see [`Client::check_watches`]), with retries; the namespace is
+    /// added to `path`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::check_watches`], after retries.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// use zk_framework::WatcherType;
+    /// let watched = c.check_watches("/a", WatcherType::Any)?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn check_watches(&self, path: &str, kind: WatcherType) -> Result<bool> {
+        let p = self.checked_path(path)?;
+        self.call_with_retry(|c| c.check_watches(&p, kind))
+    }
+
     /// Sets a node's data, with retries.
     ///
     /// # Errors
@@ -1176,5 +1275,20 @@ impl Watcher for SlotAttempt {
 
     fn only_signals(&self) -> bool {
         self.signals
+    }
+}
+
+/// A persistent watcher that is given event paths without the namespace.
+struct Unnamespaced<W> {
+    inner: W,
+    namespace: Option<String>,
+}
+
+impl<W: PersistentWatcher> PersistentWatcher for Unnamespaced<W> {
+    fn process(&self, mut e: WatchedEvent) {
+        if let Some(p) = e.path.take() {
+            e.path = Some(unfix_for_namespace(self.namespace.as_deref(), &p));
+        }
+        self.inner.process(e)
     }
 }

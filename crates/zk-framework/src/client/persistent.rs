@@ -1,0 +1,521 @@
+//! Persistent watches (ZooKeeper 3.6+): addWatch (106), removeWatches (18) and
+//! checkWatches (17), and the types of their API.
+//!
+//! A persistent registration stays when it fires; a recursive one also sees
+//! every descendant (never NodeChildrenChanged). Besides node events its
+//! callback gets the session's states, as the Java client gives them:
+//! `(None, Disconnected)` when the connection drops, `(None, SyncConnected)`
+//! (or `ConnectedReadOnly`) when it is back on the same session, and a final
+//! `(None, Expired)` on expiry, `(None, Closed)` on close or
+//! `(None, AuthFailed)`, after which the client has forgotten it.
+
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+
+use super::handle::Client;
+use super::inner::Inner;
+use super::types::{WatchedEvent, Watcher};
+use super::watches::{PersistentReg, Registration, Removed, Shot};
+use crate::error::{Error, Result};
+use crate::proto::{AddWatchRequest, ErrorCode, EventType, KeeperState, OpCode, WatchTypeRequest};
+
+/// The mode of an [`add_watch`](Client::add_watch) registration (`AddWatchMode`
+/// of ZooKeeper 3.6+; wire values 0 and 1).
+///
+/// # Examples
+///
+/// ```
+/// use zk_framework::AddWatchMode;
+/// assert_eq!(AddWatchMode::PersistentRecursive.code(), 1);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum AddWatchMode {
+    /// The node itself: NodeCreated, NodeDataChanged, NodeDeleted and
+    /// NodeChildrenChanged on its path. Wire value 0.
+    Persistent,
+    /// The node and every descendant: NodeCreated, NodeDataChanged and
+    /// NodeDeleted with the changed node's path, never NodeChildrenChanged.
+    /// Wire value 1.
+    PersistentRecursive,
+}
+
+impl AddWatchMode {
+    /// The wire value.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(zk_framework::AddWatchMode::Persistent.code(), 0);
+    /// ```
+    pub fn code(self) -> i32 {
+        match self {
+            AddWatchMode::Persistent => crate::proto::add_watch_mode::PERSISTENT,
+            AddWatchMode::PersistentRecursive => crate::proto::add_watch_mode::PERSISTENT_RECURSIVE,
+        }
+    }
+}
+
+/// Which watches [`Client::remove_all_watches`] and [`Client::check_watches`]
+/// mean (`WatcherType`; wire values 1 to 5).
+///
+/// `Persistent` (4) and `PersistentRecursive` (5) are understood by servers
+/// from 3.9.0 on; 3.6–3.8 answer them with MarshallingError, reported as
+/// [`Error::ServerTooOld`]. On 3.6–3.8, `Data` and `Children` also match the
+/// data or child half of a persistent watch on the server (ZOOKEEPER-4471),
+/// and `Any` removes every mode.
+///
+/// # Examples
+///
+/// ```
+/// use zk_framework::WatcherType;
+/// assert_eq!(WatcherType::Children.code(), 1);
+/// assert_eq!(WatcherType::PersistentRecursive.code(), 5);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum WatcherType {
+    /// Child watches (getChildren). Wire value 1.
+    Children,
+    /// Data and exists watches. Wire value 2.
+    Data,
+    /// Every kind, persistent ones included. Wire value 3.
+    Any,
+    /// Persistent watches (ZooKeeper 3.9+ on the server). Wire value 4.
+    Persistent,
+    /// Persistent recursive watches (ZooKeeper 3.9+ on the server). Wire value 5.
+    PersistentRecursive,
+}
+
+impl WatcherType {
+    /// The wire value.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(zk_framework::WatcherType::Any.code(), 3);
+    /// ```
+    pub fn code(self) -> i32 {
+        match self {
+            WatcherType::Children => 1,
+            WatcherType::Data => 2,
+            WatcherType::Any => 3,
+            WatcherType::Persistent => 4,
+            WatcherType::PersistentRecursive => 5,
+        }
+    }
+
+    fn is_persistent(self) -> bool {
+        matches!(self, WatcherType::Persistent | WatcherType::PersistentRecursive)
+    }
+}
+
+/// A multi-shot watch callback, for [`Client::add_watch`].
+///
+/// Implemented for `Fn(WatchedEvent) + Send + Sync + 'static` closures and for
+/// `crossbeam_channel::Sender<WatchedEvent>` (the event is sent with
+/// `try_send`, so a full bounded channel drops it). It runs on the client's
+/// event thread like a one-shot [`Watcher`], one event at a time, with no lock
+/// held (it may call the client); a panic is caught and logged and does not
+/// stop other watchers or later events.
+///
+/// # Examples
+///
+/// ```
+/// use zk_framework::{PersistentWatcher, WatchedEvent};
+/// fn takes(_: impl PersistentWatcher) {}
+/// takes(|e: WatchedEvent| println!("{e:?}"));
+/// let (tx, _rx) = crossbeam_channel::unbounded::<WatchedEvent>();
+/// takes(tx);
+/// ```
+pub trait PersistentWatcher: Send + Sync + 'static {
+    /// Handles one event (node events and session states).
+    fn process(&self, event: WatchedEvent);
+}
+
+impl<F: Fn(WatchedEvent) + Send + Sync + 'static> PersistentWatcher for F {
+    fn process(&self, event: WatchedEvent) {
+        self(event)
+    }
+}
+
+impl PersistentWatcher for crossbeam_channel::Sender<WatchedEvent> {
+    fn process(&self, event: WatchedEvent) {
+        if let Err(e) = self.try_send(event) {
+            log::debug!("persistent watch event not delivered to its channel: {e}");
+        }
+    }
+}
+
+/// Identifies one registration made by [`Client::add_watch`] (unique in the
+/// process), for [`Client::remove_watch`].
+///
+/// # Examples
+///
+/// ```no_run
+/// # use zk_framework::{Client, ClientConfig, WatchedEvent, AddWatchMode};
+/// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
+/// let id = zk.add_watch("/a", AddWatchMode::Persistent, |_: WatchedEvent| {})?;
+/// println!("{id:?}");
+/// # Ok::<(), zk_framework::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct WatchId(u64);
+
+impl WatchId {
+    #[cfg(test)]
+    pub(crate) fn from_raw(n: u64) -> WatchId {
+        WatchId(n)
+    }
+
+    fn next() -> WatchId {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        WatchId(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+/// What the client knows of the server's watcher types 4 and 5.
+pub(super) const TYPES_UNKNOWN: u8 = 0;
+/// The server answered them with MarshallingError (3.6–3.8).
+pub(super) const TYPES_OLD: u8 = 1;
+
+/// The server's knowledge of watcher types 4/5, as learnt (per client).
+pub(super) struct ServerWatchTypes(AtomicU8);
+
+impl ServerWatchTypes {
+    pub fn new() -> ServerWatchTypes {
+        ServerWatchTypes(AtomicU8::new(TYPES_UNKNOWN))
+    }
+}
+
+fn too_old(what: &str, needs: &str, code: ErrorCode) -> Error {
+    Error::ServerTooOld {
+        what: what.to_string(),
+        needs: needs.to_string(),
+        code,
+    }
+}
+
+impl Inner {
+    /// Hands the removal events of `removed` to the event thread.
+    pub(super) fn fire_removed(&self, removed: Vec<Removed>, client_path: &str) {
+        for (w, ev) in removed {
+            self.to_event_thread(super::events::EventMsg::Fire(
+                vec![w],
+                WatchedEvent {
+                    event_type: ev,
+                    state: KeeperState::SyncConnected,
+                    path: Some(client_path.to_string()),
+                },
+            ));
+        }
+    }
+
+    /// Gives every persistent registration a session event (they stay).
+    pub(super) fn fire_persistent_state(&self, shots: Vec<Box<dyn Watcher>>, state: KeeperState) {
+        if shots.is_empty() {
+            return;
+        }
+        self.to_event_thread(super::events::EventMsg::Fire(
+            shots,
+            WatchedEvent {
+                event_type: EventType::None,
+                state,
+                path: None,
+            },
+        ));
+    }
+}
+
+impl Client {
+    /// Sets a persistent watch (addWatch, opcode 106): `watcher` is called for
+    /// every event of `mode` on `path` (and, recursive, its descendants) until
+    /// [`Client::remove_watch`], the session's expiry or the client's close.
+    /// The node need not exist (a later create is reported). Event paths are
+    /// the changed node's, relative to the chroot.
+    ///
+    /// The watcher also gets the session's states: `(None, Disconnected)`
+    /// when the connection drops, `(None, SyncConnected)` when it is back on
+    /// the same session (the registration is re-sent in SetWatches2), and a
+    /// final `(None, Expired)` (or `Closed`, `AuthFailed`) after which the
+    /// registration is gone (a recipe adds it again on a new session). **The
+    /// server replays nothing for persistent watches after a reconnect**:
+    /// changes made while disconnected are never reported, so a caller that
+    /// keeps state re-reads it on `SyncConnected`.
+    ///
+    /// Several registrations may share a path and mode: the server is asked
+    /// each time, and each callback is called once per event. The server
+    /// sends each (type, path) notification once per connection; the client
+    /// hands it to every local watcher it matches, one-shot ones included.
+    ///
+    /// **ZooKeeper 3.6–3.8 (ZOOKEEPER-4466):** the server keeps one watch mode
+    /// per path per connection, the latest one set. A one-shot watch
+    /// (`exists_w`, `get_data_w`, `get_children_w`) and a persistent watch, or
+    /// a persistent and a recursive one, on the same path of one client
+    /// interfere there (e.g. the persistent watch's NodeChildrenChanged stops
+    /// after a recursive one is added on that path). The client does not work
+    /// around it: use one mode per path per client, or a second client.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`] (nothing sent); [`Error::ServerTooOld`] when the
+    /// server is older than 3.6 (it answers Unimplemented); the connection
+    /// errors of [`Client`] (no registration is left then).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use zk_framework::{Client, ClientConfig, WatchedEvent, AddWatchMode};
+    /// let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
+    /// let (tx, rx) = crossbeam_channel::unbounded::<WatchedEvent>();
+    /// let id = zk.add_watch("/config", AddWatchMode::PersistentRecursive, tx)?;
+    /// // ... every change under /config arrives on rx ...
+    /// zk.remove_watch(id)?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn add_watch(&self, path: &str, mode: AddWatchMode, watcher: impl PersistentWatcher) -> Result<WatchId> {
+        self.add_watch_arc(path, mode, Arc::new(watcher))
+    }
+
+    pub(crate) fn add_watch_arc(
+        &self,
+        path: &str,
+        mode: AddWatchMode,
+        watcher: Arc<dyn PersistentWatcher>,
+    ) -> Result<WatchId> {
+        let sp = self.server_path(path, false)?;
+        let id = WatchId::next();
+        let reg = Registration::Many(PersistentReg {
+            mode,
+            server_path: sp.clone(),
+            id,
+            watcher,
+        });
+        let req = AddWatchRequest {
+            path: sp,
+            mode: mode.code(),
+        };
+        let inner = self.inner();
+        let reply = match inner.call(
+            OpCode::AddWatch,
+            Some(&req),
+            Some(reg),
+            false,
+            None,
+            self.request_bound(),
+        ) {
+            Ok(r) => r,
+            Err(e) => {
+                // The reply may still come (a caller's deadline): drop what
+                // it would register.
+                if let Some(w) = inner.core.lock().watches.cancel(id) {
+                    inner.discard(vec![Box::new(Shot(w))]);
+                }
+                return Err(e);
+            }
+        };
+        match reply.header.err {
+            0 => Ok(id),
+            e if e == ErrorCode::Unimplemented.code() => Err(too_old("addWatch", "3.6", ErrorCode::Unimplemented)),
+            e => Err(Error::from_raw(e, path)),
+        }
+    }
+
+    /// Removes one [`add_watch`](Client::add_watch) registration. Its watcher
+    /// gets a final event of type [`EventType::PersistentWatchRemoved`] (on the
+    /// event thread). When no other local registration of that path and mode
+    /// remains, the server is told with removeWatches (18): type
+    /// `Persistent`/`PersistentRecursive` (4/5) on ZooKeeper 3.9+; on 3.6–3.8,
+    /// which reject 4/5, type `Any` (3), which also removes this client's
+    /// one-shot watches on that path on the server (their local callbacks then
+    /// never fire). The client remembers that the server rejected 4/5.
+    ///
+    /// An unknown id (already removed, or forgotten at expiry or close) is
+    /// `Ok`: there is nothing to remove. A connection that is down, or a
+    /// session that ended, is `Ok` too: the server's watch died with the
+    /// connection and is not re-registered.
+    ///
+    /// # Errors
+    ///
+    /// The local registration is removed in every case; an error says that
+    /// the server may keep sending events for it (the client drops them):
+    /// [`Error::OperationTimeout`], [`Error::DeadlineExceeded`], or another
+    /// server error.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # use zk_framework::{Client, ClientConfig, WatchedEvent, AddWatchMode};
+    /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
+    /// let id = zk.add_watch("/a", AddWatchMode::Persistent, |e: WatchedEvent| println!("{e:?}"))?;
+    /// zk.remove_watch(id)?;
+    /// zk.remove_watch(id)?; // gone already: Ok
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn remove_watch(&self, id: WatchId) -> Result<()> {
+        let inner = self.inner();
+        let Some((mode, sp, w, others)) = inner.core.lock().watches.remove_persistent(id) else {
+            return Ok(());
+        };
+        let client_path = inner.client_path(&sp);
+        inner.fire_removed(
+            vec![(Box::new(Shot(w)), EventType::PersistentWatchRemoved)],
+            &client_path,
+        );
+        if others {
+            return Ok(());
+        }
+        let exact = match mode {
+            AddWatchMode::Persistent => WatcherType::Persistent,
+            AddWatchMode::PersistentRecursive => WatcherType::PersistentRecursive,
+        };
+        let mut kind = if inner.watch_types.0.load(Ordering::Relaxed) == TYPES_OLD {
+            WatcherType::Any
+        } else {
+            exact
+        };
+        loop {
+            let req = WatchTypeRequest {
+                path: sp.clone(),
+                watcher_type: kind.code(),
+            };
+            let err = match inner.call(
+                OpCode::RemoveWatches,
+                Some(&req),
+                None,
+                false,
+                None,
+                self.request_bound(),
+            ) {
+                Ok(r) => r.header.err,
+                Err(Error::ConnectionLoss | Error::SessionExpired | Error::Closed) => return Ok(()),
+                Err(e) => return Err(e),
+            };
+            match err {
+                0 => return Ok(()),
+                e if e == ErrorCode::NoWatcher.code() => return Ok(()),
+                e if e == ErrorCode::MarshallingError.code() && kind.is_persistent() => {
+                    log::debug!("the server rejects watcher type {}: ZooKeeper before 3.9", kind.code());
+                    inner.watch_types.0.store(TYPES_OLD, Ordering::Relaxed);
+                    kind = WatcherType::Any;
+                }
+                e => return Err(Error::from_raw(e, &client_path)),
+            }
+        }
+    }
+
+    /// Removes every watch of `kind` on `path` (Java's `removeAllWatches`):
+    /// with `local` false, removeWatches (opcode 18) asks the server to drop
+    /// this connection's matching watches, then the matching local watchers
+    /// are removed; with `local` true only the local ones are (nothing is
+    /// sent; the server may keep sending events, which the client drops).
+    /// Each removed watcher gets a final event: DataWatchRemoved (data and
+    /// exists watches), ChildWatchRemoved, or PersistentWatchRemoved (for
+    /// [`add_watch`](Client::add_watch) registrations, which `Any`,
+    /// `Persistent` and `PersistentRecursive` remove).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`] (nothing sent or removed);
+    /// [`Error::Keeper`] with [`ErrorCode::NoWatcher`] when neither the server
+    /// (unless `local`) nor the client had a matching watch;
+    /// [`Error::ServerTooOld`] for `Persistent`/`PersistentRecursive` on a
+    /// server before 3.9 (nothing removed: use `Any` or
+    /// [`Client::remove_watch`]); connection errors (nothing removed).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # use zk_framework::{Client, ClientConfig, WatchedEvent, WatcherType};
+    /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
+    /// zk.exists_w("/a", |e: WatchedEvent| println!("{e:?}"))?;
+    /// zk.remove_all_watches("/a", WatcherType::Data, false)?; // prints DataWatchRemoved
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn remove_all_watches(&self, path: &str, kind: WatcherType, local: bool) -> Result<()> {
+        let sp = self.server_path(path, false)?;
+        let inner = self.inner();
+        let mut server_removed = false;
+        if !local {
+            let req = WatchTypeRequest {
+                path: sp.clone(),
+                watcher_type: kind.code(),
+            };
+            let reply = inner.call(
+                OpCode::RemoveWatches,
+                Some(&req),
+                None,
+                false,
+                None,
+                self.request_bound(),
+            )?;
+            match reply.header.err {
+                0 => server_removed = true,
+                e if e == ErrorCode::NoWatcher.code() => {}
+                e if e == ErrorCode::MarshallingError.code() && kind.is_persistent() => {
+                    inner.watch_types.0.store(TYPES_OLD, Ordering::Relaxed);
+                    return Err(too_old(
+                        "removeWatches with WatcherType::Persistent/PersistentRecursive",
+                        "3.9",
+                        ErrorCode::MarshallingError,
+                    ));
+                }
+                e => return Err(Error::from_raw(e, path)),
+            }
+        }
+        let removed = inner.core.lock().watches.remove_kind(&sp, kind);
+        if removed.is_empty() && !server_removed {
+            return Err(Error::from_code(ErrorCode::NoWatcher, path));
+        }
+        inner.fire_removed(removed, path);
+        Ok(())
+    }
+
+    /// Whether this connection has a watch of `kind` on `path` on the server
+    /// (checkWatches, opcode 17). It removes nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`]; [`Error::ServerTooOld`] for
+    /// `Persistent`/`PersistentRecursive` on a server before 3.9; connection
+    /// errors.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # use zk_framework::{Client, ClientConfig, WatchedEvent, WatcherType};
+    /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
+    /// zk.get_children_w("/", |_: WatchedEvent| {})?;
+    /// assert!(zk.check_watches("/", WatcherType::Children)?);
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn check_watches(&self, path: &str, kind: WatcherType) -> Result<bool> {
+        let sp = self.server_path(path, false)?;
+        let inner = self.inner();
+        let req = WatchTypeRequest {
+            path: sp,
+            watcher_type: kind.code(),
+        };
+        let reply = inner.call(
+            OpCode::CheckWatches,
+            Some(&req),
+            None,
+            false,
+            None,
+            self.request_bound(),
+        )?;
+        match reply.header.err {
+            0 => Ok(true),
+            e if e == ErrorCode::NoWatcher.code() => Ok(false),
+            e if e == ErrorCode::MarshallingError.code() && kind.is_persistent() => {
+                inner.watch_types.0.store(TYPES_OLD, Ordering::Relaxed);
+                Err(too_old(
+                    "checkWatches with WatcherType::Persistent/PersistentRecursive",
+                    "3.9",
+                    ErrorCode::MarshallingError,
+                ))
+            }
+            e => Err(Error::from_raw(e, path)),
+        }
+    }
+}

@@ -15,6 +15,7 @@ mod client_embedded_faults;
 mod client_faults;
 mod client_inputs;
 mod client_ops;
+mod persistent_watches;
 
 // The managed client (`zk_framework::framework`).
 mod connect;

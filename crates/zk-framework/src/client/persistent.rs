@@ -474,6 +474,11 @@ impl Client {
     /// Whether this connection has a watch of `kind` on `path` on the server
     /// (checkWatches, opcode 17). It removes nothing.
     ///
+    /// **ZooKeeper 3.6–3.8** answer for the path rather than the connection:
+    /// `true` when *any* connection has a watch of that table (data or child)
+    /// on exactly that path (their `WatchManager.containsWatcher`), and
+    /// `false` on a path covered only by a recursive watch on an ancestor.
+    ///
     /// # Errors
     ///
     /// [`Error::InvalidPath`]; [`Error::ServerTooOld`] for

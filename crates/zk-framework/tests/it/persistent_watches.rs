@@ -355,18 +355,30 @@ fn remove_all_watches_and_check_watches_on_each_kind() {
     assert_eq!(zk.registered_watches().persistent, vec![a.clone()]);
 }
 
-/// checkWatches asks about this connection's watches only.
+/// checkWatches on 3.6–3.8 answers for the path, not the connection: it is
+/// true when any connection watches the path in the table asked about
+/// (`WatchManager.containsWatcher` returns true at the path for any watcher),
+/// and false on a descendant of another connection's recursive watch.
 #[test]
-fn check_watches_sees_only_this_connections_watches() {
+fn check_watches_answers_for_any_connection_as_3_8_does() {
     let Some(server) = TestServer::start() else { return };
     let zk = server.client(Duration::from_secs(10));
     let other = server.client(Duration::from_secs(10));
     let root = test_root(&zk, "pw-check");
+    let child = format!("{root}/c");
     let (tx, _rx) = unbounded();
-    other.add_watch(&root, AddWatchMode::Persistent, tx).unwrap();
+    other.add_watch(&root, AddWatchMode::PersistentRecursive, tx).unwrap();
     assert!(other.check_watches(&root, WatcherType::Any).unwrap());
-    let got = zk.check_watches(&root, WatcherType::Any).unwrap();
-    assert!(!got, "another connection's watch");
+    assert!(zk.check_watches(&root, WatcherType::Any).unwrap(), "3.8: another connection's watch counts");
+    assert!(zk.check_watches(&root, WatcherType::Data).unwrap());
+    assert!(!zk.check_watches(&child, WatcherType::Any).unwrap());
+    assert!(!other.check_watches(&child, WatcherType::Any).unwrap());
+    // removeWatches does mean this connection: NoWatcher for zk.
+    assert!(matches!(
+        zk.remove_all_watches(&root, WatcherType::Any, false),
+        Err(Error::Keeper { code: ErrorCode::NoWatcher, .. })
+    ));
+    assert!(other.check_watches(&root, WatcherType::Any).unwrap());
 }
 
 /// Paths in and out are relative to the chroot.

@@ -43,9 +43,11 @@ impl WatchTable {
         }
     }
 
-    /// Whether `conn` watches `path` in any mode.
-    pub fn contains(&self, path: &str, conn: ConnId) -> bool {
-        self.map.get(path).is_some_and(|m| m.contains_key(&conn))
+    /// Whether any connection watches `path` in this table: what 3.6–3.8
+    /// answer to checkWatches (`WatchManager.containsWatcher` returns true at
+    /// the path for any watcher there, not only the asking connection's).
+    pub fn watched(&self, path: &str) -> bool {
+        self.map.contains_key(path)
     }
 
     /// Removes the watch of `conn` on `path`, whatever its mode.

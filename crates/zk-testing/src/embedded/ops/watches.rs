@@ -83,8 +83,9 @@ impl State {
             let c = child && self.watches.child.remove(&req.path, cid);
             d || c
         } else {
-            (data && self.watches.data.contains(&req.path, cid))
-                || (child && self.watches.child.contains(&req.path, cid))
+            // As 3.8: true when any connection watches the path there
+            // (`WatchManager.containsWatcher`), not only this one.
+            (data && self.watches.data.watched(&req.path)) || (child && self.watches.child.watched(&req.path))
         };
         if found {
             Outcome::ok(zxid, Vec::new())

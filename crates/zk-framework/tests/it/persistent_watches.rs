@@ -597,3 +597,25 @@ fn server_too_old_reads_as_such() {
     assert_eq!(e.code(), Some(ErrorCode::Unimplemented));
     assert!(!e.is_retryable());
 }
+
+/// The four-letter words count persistent watches (they sit in the data
+/// table, which is all `wchs`/`wchp`/`wchc` count on 3.8).
+#[test]
+fn four_letter_words_count_persistent_watches() {
+    let Some(server) = TestServer::start() else { return };
+    let zk = server.client(Duration::from_secs(10));
+    let root = test_root(&zk, "pw-4lw");
+    let (p, r) = (format!("{root}/p"), format!("{root}/r"));
+    let (tx, _rx) = unbounded();
+    zk.add_watch(&p, AddWatchMode::Persistent, tx.clone()).unwrap();
+    zk.add_watch(&r, AddWatchMode::PersistentRecursive, tx).unwrap();
+    let word = |w: &str| {
+        zk_testing::fourlw::four_letter_word(&server.connect_string(), w, WAIT).expect("four-letter word")
+    };
+    assert_eq!(word("wchs"), "1 connections watching 2 paths\nTotal watches:2\n");
+    let wchp = word("wchp");
+    assert!(wchp.contains(&format!("{p}\n\t0x{:x}\n", zk.session_id())), "{wchp}");
+    assert!(wchp.contains(&format!("{r}\n\t0x{:x}\n", zk.session_id())), "{wchp}");
+    let wchc = word("wchc");
+    assert!(wchc.contains(&format!("0x{:x}\n", zk.session_id())), "{wchc}");
+}

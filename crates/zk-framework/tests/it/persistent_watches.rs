@@ -327,7 +327,15 @@ fn remove_all_watches_and_check_watches_on_each_kind() {
     assert!(!zk.check_watches(&a, WatcherType::Any).unwrap());
     assert!(zk.registered_watches().is_empty());
     // Nothing left: NoWatcher, from the server and locally.
-    let no_watcher = |r: Result<(), Error>| matches!(r, Err(Error::Keeper { code: ErrorCode::NoWatcher, .. }));
+    let no_watcher = |r: Result<(), Error>| {
+        matches!(
+            r,
+            Err(Error::Keeper {
+                code: ErrorCode::NoWatcher,
+                ..
+            })
+        )
+    };
     assert!(no_watcher(zk.remove_all_watches(&a, WatcherType::Any, false)));
     assert!(no_watcher(zk.remove_all_watches(&a, WatcherType::Any, true)));
 
@@ -369,14 +377,20 @@ fn check_watches_answers_for_any_connection_as_3_8_does() {
     let (tx, _rx) = unbounded();
     other.add_watch(&root, AddWatchMode::PersistentRecursive, tx).unwrap();
     assert!(other.check_watches(&root, WatcherType::Any).unwrap());
-    assert!(zk.check_watches(&root, WatcherType::Any).unwrap(), "3.8: another connection's watch counts");
+    assert!(
+        zk.check_watches(&root, WatcherType::Any).unwrap(),
+        "3.8: another connection's watch counts"
+    );
     assert!(zk.check_watches(&root, WatcherType::Data).unwrap());
     assert!(!zk.check_watches(&child, WatcherType::Any).unwrap());
     assert!(!other.check_watches(&child, WatcherType::Any).unwrap());
     // removeWatches does mean this connection: NoWatcher for zk.
     assert!(matches!(
         zk.remove_all_watches(&root, WatcherType::Any, false),
-        Err(Error::Keeper { code: ErrorCode::NoWatcher, .. })
+        Err(Error::Keeper {
+            code: ErrorCode::NoWatcher,
+            ..
+        })
     ));
     assert!(other.check_watches(&root, WatcherType::Any).unwrap());
 }
@@ -417,7 +431,10 @@ fn the_framework_namespace_is_taken_off_event_paths() {
     raw.create("/pwns/n/c", b"", &open(), CreateMode::Persistent).unwrap();
     raw.set_data("/pwns/n", b"1", None).unwrap();
     let end = node(EventType::NodeDataChanged, "/n");
-    assert_eq!(until(&rx, &end), vec![node(EventType::NodeCreated, "/n/c"), end.clone()]);
+    assert_eq!(
+        until(&rx, &end),
+        vec![node(EventType::NodeCreated, "/n/c"), end.clone()]
+    );
     assert!(c.check_watches("/n", WatcherType::Any).unwrap());
     c.remove_watch(id).unwrap();
     assert_eq!(next(&rx).path.as_deref(), Some("/n"));
@@ -426,7 +443,10 @@ fn the_framework_namespace_is_taken_off_event_paths() {
     c.add_watch("/n", AddWatchMode::Persistent, tx2).unwrap();
     c.remove_all_watches("/n", WatcherType::Any, false).unwrap();
     let e = next(&rx2);
-    assert_eq!((e.event_type, e.path.as_deref()), (EventType::PersistentWatchRemoved, Some("/n")));
+    assert_eq!(
+        (e.event_type, e.path.as_deref()),
+        (EventType::PersistentWatchRemoved, Some("/n"))
+    );
     assert!(matches!(
         c.add_watch("n", AddWatchMode::Persistent, |_: WatchedEvent| {}),
         Err(Error::InvalidPath(_))
@@ -470,8 +490,14 @@ fn a_reconnect_reregisters_persistent_watches_and_replays_nothing() {
     zk.sync("/").unwrap();
     if let (Some(s), Some(before)) = (server.embedded(), &before) {
         let now = s.stats();
-        assert_eq!(now.requests(OpCode::SetWatches2) - before.requests(OpCode::SetWatches2), 1);
-        assert_eq!(now.requests(OpCode::SetWatches) - before.requests(OpCode::SetWatches), 0);
+        assert_eq!(
+            now.requests(OpCode::SetWatches2) - before.requests(OpCode::SetWatches2),
+            1
+        );
+        assert_eq!(
+            now.requests(OpCode::SetWatches) - before.requests(OpCode::SetWatches),
+            0
+        );
     }
     writer.set_data(&p, b"back", None).unwrap();
     mk(&writer, &format!("{r}/back"));
@@ -492,8 +518,14 @@ fn a_reconnect_reregisters_persistent_watches_and_replays_nothing() {
     assert!(wait_until(WAIT, || zk.sync("/").is_ok()));
     if let (Some(s), Some(before)) = (server.embedded(), &before) {
         let now = s.stats();
-        assert_eq!(now.requests(OpCode::SetWatches) - before.requests(OpCode::SetWatches), 1);
-        assert_eq!(now.requests(OpCode::SetWatches2) - before.requests(OpCode::SetWatches2), 0);
+        assert_eq!(
+            now.requests(OpCode::SetWatches) - before.requests(OpCode::SetWatches),
+            1
+        );
+        assert_eq!(
+            now.requests(OpCode::SetWatches2) - before.requests(OpCode::SetWatches2),
+            0
+        );
     }
     writer.set_data(&p, b"again", None).unwrap();
     assert_eq!(next(&drx).event_type, EventType::NodeDataChanged);
@@ -518,7 +550,10 @@ fn expiry_is_told_to_persistent_watchers_and_forgets_them() {
         assert_eq!(e.event_type, EventType::None, "{e:?}");
     }
     assert!(zk.registered_watches().is_empty());
-    assert_eq!(zk.add_watch(&root, AddWatchMode::Persistent, |_: WatchedEvent| {}), Err(Error::SessionExpired));
+    assert_eq!(
+        zk.add_watch(&root, AddWatchMode::Persistent, |_: WatchedEvent| {}),
+        Err(Error::SessionExpired)
+    );
 }
 
 /// Close: a final (None, Closed), then nothing.
@@ -571,7 +606,10 @@ fn bad_paths_are_refused_before_sending() {
             ),
             "{bad:?}"
         );
-        assert!(matches!(zk.check_watches(bad, WatcherType::Any), Err(Error::InvalidPath(_))));
+        assert!(matches!(
+            zk.check_watches(bad, WatcherType::Any),
+            Err(Error::InvalidPath(_))
+        ));
         assert!(matches!(
             zk.remove_all_watches(bad, WatcherType::Any, false),
             Err(Error::InvalidPath(_))
@@ -581,7 +619,8 @@ fn bad_paths_are_refused_before_sending() {
     // A watch on a missing node is fine: its creation is reported.
     let (tx, rx) = unbounded();
     zk.add_watch("/pw-missing-node", AddWatchMode::Persistent, tx).unwrap();
-    zk.create("/pw-missing-node", b"", &open(), CreateMode::Ephemeral).unwrap();
+    zk.create("/pw-missing-node", b"", &open(), CreateMode::Ephemeral)
+        .unwrap();
     assert_eq!(next(&rx).event_type, EventType::NodeCreated);
 }
 
@@ -593,7 +632,10 @@ fn server_too_old_reads_as_such() {
         needs: "3.6".into(),
         code: ErrorCode::Unimplemented,
     };
-    assert_eq!(e.to_string(), "addWatch needs ZooKeeper 3.6+ (the server answered Unimplemented, -6)");
+    assert_eq!(
+        e.to_string(),
+        "addWatch needs ZooKeeper 3.6+ (the server answered Unimplemented, -6)"
+    );
     assert_eq!(e.code(), Some(ErrorCode::Unimplemented));
     assert!(!e.is_retryable());
 }
@@ -609,9 +651,8 @@ fn four_letter_words_count_persistent_watches() {
     let (tx, _rx) = unbounded();
     zk.add_watch(&p, AddWatchMode::Persistent, tx.clone()).unwrap();
     zk.add_watch(&r, AddWatchMode::PersistentRecursive, tx).unwrap();
-    let word = |w: &str| {
-        zk_testing::fourlw::four_letter_word(&server.connect_string(), w, WAIT).expect("four-letter word")
-    };
+    let word =
+        |w: &str| zk_testing::fourlw::four_letter_word(&server.connect_string(), w, WAIT).expect("four-letter word");
     assert_eq!(word("wchs"), "1 connections watching 2 paths\nTotal watches:2\n");
     let wchp = word("wchp");
     assert!(wchp.contains(&format!("{p}\n\t0x{:x}\n", zk.session_id())), "{wchp}");

@@ -214,6 +214,34 @@ fn a_second_mode_on_one_path_replaces_the_first_as_3_8_does() {
     assert_eq!(until(&r2rx, &end2), vec![end2.clone()]);
 }
 
+/// ZOOKEEPER-4466 with a one-shot watch: a getData watch set on a path with a
+/// persistent watch takes the data table (one-shot): it fires once, to both
+/// local watchers, and then the server sends no more data events for the
+/// path; the child table keeps the persistent mode.
+#[test]
+fn a_one_shot_watch_on_a_persistent_path_takes_its_data_half_as_3_8_does() {
+    let Some(server) = TestServer::start() else { return };
+    let writer = server.client(Duration::from_secs(10));
+    let root = test_root(&writer, "pw-4466-once");
+    let pw = format!("{root}/pw");
+    mk(&writer, &pw);
+    let zk = server.client(Duration::from_secs(10));
+    let (ptx, prx) = unbounded();
+    let (dtx, drx) = unbounded();
+    zk.add_watch(&pw, AddWatchMode::Persistent, ptx).unwrap();
+    zk.get_data_w(&pw, dtx).unwrap();
+    writer.set_data(&pw, b"1", None).unwrap();
+    writer.set_data(&pw, b"2", None).unwrap();
+    let k = format!("{pw}/k");
+    mk(&writer, &k);
+    let changed = node(EventType::NodeDataChanged, &pw);
+    let children = node(EventType::NodeChildrenChanged, &pw);
+    assert_eq!(until(&prx, &children), vec![changed.clone(), children.clone()]);
+    assert_eq!(take(&drx, 1), vec![changed]);
+    assert!(zk.check_watches(&pw, WatcherType::Children).unwrap());
+    assert!(!zk.check_watches(&pw, WatcherType::Data).unwrap());
+}
+
 /// remove_watch: the watcher's last event is PersistentWatchRemoved, the
 /// server's watch is gone (checkWatches says so), and other registrations on
 /// the path keep theirs until the last one goes.

@@ -737,13 +737,18 @@ impl Inner {
             log::warn!("ignoring notification with unknown type {}", ev.event_type);
             return Ok(());
         };
-        let watchers = self.core.lock().watches.materialize(event_type, &ev.path);
-        if !watchers.is_empty() {
+        let due = self.core.lock().watches.materialize(event_type, &ev.path);
+        if !due.is_empty() {
             let event = WatchedEvent {
                 event_type,
                 state: KeeperState::from_code(ev.state).unwrap_or(KeeperState::SyncConnected),
                 path: Some(self.client_path(&ev.path)),
             };
+            fire(due.in_order, &event);
+            let watchers = due.watchers;
+            if watchers.is_empty() {
+                return Ok(());
+            }
             // Signals only, and nothing queued ahead of them: run them here,
             // one thread hop sooner; otherwise behind what is queued.
             if self.events_queued.load(Ordering::Acquire) == 0 && watchers.iter().all(|w| w.only_signals()) {
@@ -791,11 +796,11 @@ impl Inner {
         let pending = std::mem::take(&mut core.pending);
         let waiters = std::mem::take(&mut core.auth_waiters);
         core.watches.connection_gone();
-        let mut shots = Vec::new();
+        let mut shots = super::watches::Due::default();
         if !closing && core.state.is_connected() {
             core.state = ClientState::Connecting;
             core.emit(SessionEvent::Disconnected);
-            shots = core.watches.persistent_shots();
+            shots = core.watches.persistent_due();
         }
         drop(core);
         self.fire_persistent_state(shots, KeeperState::Disconnected);

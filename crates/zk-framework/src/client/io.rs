@@ -403,7 +403,7 @@ fn establish(inner: &Arc<Inner>, stream: Transport, fb: FrameBuffer, resp: Conne
     });
     // Persistent watchers hear the connection is back (as in Java), before
     // any event that comes on it.
-    let shots = core.watches.persistent_shots();
+    let shots = core.watches.persistent_due();
     drop(core);
     inner.fire_persistent_state(
         shots,

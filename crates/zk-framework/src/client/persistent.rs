@@ -14,7 +14,9 @@ use std::sync::Arc;
 
 use super::handle::Client;
 use super::inner::Inner;
-use super::types::{WatchedEvent, Watcher};
+use super::types::WatchedEvent;
+#[cfg(doc)]
+use super::types::Watcher;
 use super::watches::{PersistentReg, Registration, Removed, Shot};
 use crate::error::{Error, Result};
 use crate::proto::{AddWatchRequest, ErrorCode, EventType, KeeperState, OpCode, WatchTypeRequest};
@@ -117,7 +119,12 @@ impl WatcherType {
 /// `try_send`, so a full bounded channel drops it). It runs on the client's
 /// event thread like a one-shot [`Watcher`], one event at a time, with no lock
 /// held (it may call the client); a panic is caught and logged and does not
-/// stop other watchers or later events.
+/// stop other watchers or later events. A watcher that only signals (see
+/// [`PersistentWatcher::only_signals`]; a channel's `Sender` does) may run on
+/// the I/O thread as soon as its notification is read, when nothing is queued
+/// for the event thread ahead of it: its event is then in its channel before
+/// the reply to any later request is handed to the caller, so whoever reads
+/// after a notification sees the notification first.
 ///
 /// # Examples
 ///
@@ -131,6 +138,25 @@ impl WatcherType {
 pub trait PersistentWatcher: Send + Sync + 'static {
     /// Handles one event (node events and session states).
     fn process(&self, event: WatchedEvent);
+
+    /// Whether [`process`](PersistentWatcher::process) only signals (a
+    /// `try_send`, an atomic store): it never blocks, never calls the client
+    /// and runs no other code, so it may run on the client's I/O thread (see
+    /// [`Watcher::only_signals`]). `false` unless overridden; `true` for a
+    /// channel's `Sender`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_framework::{PersistentWatcher, WatchedEvent};
+    /// let (tx, _rx) = crossbeam_channel::unbounded::<WatchedEvent>();
+    /// assert!(PersistentWatcher::only_signals(&tx));
+    /// let f = |_: WatchedEvent| {};
+    /// assert!(!PersistentWatcher::only_signals(&f));
+    /// ```
+    fn only_signals(&self) -> bool {
+        false
+    }
 }
 
 impl<F: Fn(WatchedEvent) + Send + Sync + 'static> PersistentWatcher for F {
@@ -144,6 +170,10 @@ impl PersistentWatcher for crossbeam_channel::Sender<WatchedEvent> {
         if let Err(e) = self.try_send(event) {
             log::debug!("persistent watch event not delivered to its channel: {e}");
         }
+    }
+
+    fn only_signals(&self) -> bool {
+        true
     }
 }
 
@@ -212,18 +242,16 @@ impl Inner {
     }
 
     /// Gives every persistent registration a session event (they stay).
-    pub(super) fn fire_persistent_state(&self, shots: Vec<Box<dyn Watcher>>, state: KeeperState) {
-        if shots.is_empty() {
-            return;
+    pub(super) fn fire_persistent_state(&self, due: super::watches::Due, state: KeeperState) {
+        let event = WatchedEvent {
+            event_type: EventType::None,
+            state,
+            path: None,
+        };
+        super::events::fire(due.in_order, &event);
+        if !due.watchers.is_empty() {
+            self.to_event_thread(super::events::EventMsg::Fire(due.watchers, event));
         }
-        self.to_event_thread(super::events::EventMsg::Fire(
-            shots,
-            WatchedEvent {
-                event_type: EventType::None,
-                state,
-                path: None,
-            },
-        ));
     }
 }
 

@@ -62,9 +62,48 @@ impl Registration {
 /// [`Watcher`] (what the event thread runs).
 pub(crate) struct Shot(pub Arc<dyn PersistentWatcher>);
 
+/// The watchers an event is due to: `watchers` run in the order of
+/// everything handed to the event thread; `in_order` are persistent
+/// watchers that only signal, run on the I/O thread at once, so that each
+/// one's events (node events and session states alike) reach it in the
+/// order the connection brought them, and before the reply to any later
+/// request reaches its caller.
+#[derive(Default)]
+pub(crate) struct Due {
+    pub watchers: Vec<Box<dyn Watcher>>,
+    pub in_order: Vec<Box<dyn Watcher>>,
+}
+
+impl Due {
+    fn add_shots(&mut self, v: &[(WatchId, Arc<dyn PersistentWatcher>)]) {
+        for (_, w) in v {
+            let shot = Box::new(Shot(w.clone())) as Box<dyn Watcher>;
+            if w.only_signals() {
+                self.in_order.push(shot);
+            } else {
+                self.watchers.push(shot);
+            }
+        }
+    }
+
+    /// How many watchers in all.
+    pub fn len(&self) -> usize {
+        self.watchers.len() + self.in_order.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 impl Watcher for Shot {
     fn process(self: Box<Self>, event: WatchedEvent) {
         self.0.process(event)
+    }
+
+    fn only_signals(&self) -> bool {
+        self.0.only_signals()
     }
 }
 
@@ -145,11 +184,11 @@ impl WatchRegistry {
     /// `ZKWatchManager.materialize`): persistent ones on the path for every
     /// event type, recursive ones on the path or an ancestor for every type
     /// but NodeChildrenChanged. Each registration is called once per event.
-    pub fn materialize(&mut self, event_type: EventType, server_path: &str) -> Vec<Box<dyn Watcher>> {
-        let mut out = Vec::new();
+    pub fn materialize(&mut self, event_type: EventType, server_path: &str) -> Due {
+        let mut out = Due::default();
         let mut take = |t: &mut Table| {
             if let Some(v) = t.remove(server_path) {
-                out.extend(v);
+                out.watchers.extend(v);
             }
         };
         match event_type {
@@ -165,16 +204,13 @@ impl WatchRegistry {
             EventType::NodeChildrenChanged => take(&mut self.child),
             _ => return out,
         }
-        let shots = |v: &Vec<(WatchId, Arc<dyn PersistentWatcher>)>, out: &mut Vec<Box<dyn Watcher>>| {
-            out.extend(v.iter().map(|(_, w)| Box::new(Shot(w.clone())) as Box<dyn Watcher>));
-        };
         if let Some(v) = self.persistent.get(server_path) {
-            shots(v, &mut out);
+            out.add_shots(v);
         }
         if event_type != EventType::NodeChildrenChanged && !self.recursive.is_empty() {
             for p in ancestors_and_self(server_path) {
                 if let Some(v) = self.recursive.get(p) {
-                    shots(v, &mut out);
+                    out.add_shots(v);
                 }
             }
         }
@@ -183,13 +219,12 @@ impl WatchRegistry {
 
     /// Deliveries of a session event to every persistent registration (they
     /// stay registered).
-    pub fn persistent_shots(&self) -> Vec<Box<dyn Watcher>> {
-        self.persistent
-            .values()
-            .chain(self.recursive.values())
-            .flatten()
-            .map(|(_, w)| Box::new(Shot(w.clone())) as Box<dyn Watcher>)
-            .collect()
+    pub fn persistent_due(&self) -> Due {
+        let mut out = Due::default();
+        for v in self.persistent.values().chain(self.recursive.values()) {
+            out.add_shots(v);
+        }
+        out
     }
 
     /// Removes one persistent registration: its mode, server path, watcher,
@@ -334,11 +369,11 @@ impl WatchRegistry {
 
     /// Removes every persistent registration (on expiry and close), as
     /// deliveries of the final event.
-    pub fn take_persistent(&mut self) -> Vec<Box<dyn Watcher>> {
-        let mut out: Vec<Box<dyn Watcher>> = Vec::new();
+    pub fn take_persistent(&mut self) -> Due {
+        let mut out = Due::default();
         for t in [&mut self.persistent, &mut self.recursive] {
             for (_, v) in t.drain() {
-                out.extend(v.into_iter().map(|(_, w)| Box::new(Shot(w)) as Box<dyn Watcher>));
+                out.add_shots(&v);
             }
         }
         out
@@ -483,7 +518,7 @@ mod tests {
         for (ev, p, n) in table {
             assert_eq!(r.materialize(ev, p).len(), n, "{ev:?} {p}");
         }
-        assert_eq!(r.persistent_shots().len(), 3);
+        assert_eq!(r.persistent_due().len(), 3);
         let snap = r.snapshot();
         assert_eq!(snap.persistent, vec!["/p".to_string()]);
         assert_eq!(snap.recursive, vec!["/".to_string(), "/r".to_string()]);
@@ -495,7 +530,7 @@ mod tests {
         );
         assert!(r.remove_persistent(WatchId::from_raw(2)).is_none());
         assert_eq!(r.take_persistent().len(), 2);
-        assert!(r.persistent_shots().is_empty());
+        assert!(r.persistent_due().is_empty());
     }
 
     #[test]

@@ -100,6 +100,32 @@ pub enum Error {
         /// The election path.
         path: String,
     },
+    /// A cache's subtree holds more nodes than its limit
+    /// ([`crate::cache::CuratorCacheBuilder::max_nodes`]): the cache stopped
+    /// following the server rather than grow without bound.
+    CacheTooLarge {
+        /// The cache's root.
+        path: String,
+        /// The limit it was built with.
+        limit: usize,
+    },
+    /// A cache was asked for a current value while its view is not current.
+    CacheNotCurrent {
+        /// The path asked for.
+        path: String,
+        /// How fresh the view is.
+        freshness: crate::cache::Freshness,
+    },
+    /// `start()` on a cache that was started already.
+    CacheAlreadyStarted {
+        /// The cache's root.
+        path: String,
+    },
+    /// The cache (or watcher) at `path` is closed.
+    CacheClosed {
+        /// The cache's root.
+        path: String,
+    },
 }
 
 impl Error {
@@ -137,7 +163,8 @@ impl Error {
             | Error::LockLost { .. }
             | Error::LockUncertain { .. }
             | Error::LeadershipUncertain { .. }
-            | Error::NoAnswer { .. } => true,
+            | Error::NoAnswer { .. }
+            | Error::CacheNotCurrent { .. } => true,
             _ => false,
         }
     }
@@ -185,6 +212,15 @@ impl fmt::Display for Error {
             }
             Error::NotStarted { path } => write!(f, "the participant in the election at {path} was never started"),
             Error::ElectionClosed { path } => write!(f, "the participant in the election at {path} is closed"),
+            Error::CacheTooLarge { path, limit } => write!(
+                f,
+                "the subtree at {path} holds more than {limit} nodes, the cache's limit: the cache stopped"
+            ),
+            Error::CacheNotCurrent { path, freshness } => {
+                write!(f, "the cache's view of {path} is not current: it is {freshness}")
+            }
+            Error::CacheAlreadyStarted { path } => write!(f, "the cache of {path} was already started"),
+            Error::CacheClosed { path } => write!(f, "the cache of {path} is closed"),
             Error::Multiple(errors) => {
                 write!(f, "{} errors: ", errors.len())?;
                 for (i, e) in errors.iter().enumerate() {

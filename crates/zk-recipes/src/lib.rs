@@ -13,12 +13,17 @@
 //! * [`leader`]: leader election on the same core ([`leader::LeaderLatch`],
 //!   [`leader::LeaderSelector`], [`leader::LeaderObserver`]), wire-compatible
 //!   with Curator's, with a three-valued status and a fencing term.
+//! * [`cache`]: [`cache::CuratorCache`], a subtree kept by one persistent
+//!   watch, with exact events in zxid order and a [`cache::Freshness`];
+//!   [`watch::PersistentWatcher`], a persistent watch kept through
+//!   reconnects and new sessions.
 //! * [`inspect`]: who holds a lock and who waits (typed participants, for
 //!   any lock path); [`identity`]: the holder identity our lock nodes carry.
 //! * [`guide`]: the manual (using the locks, what they promise under faults,
 //!   the safe horizon, fencing, operations, ensembles, TLS and ACLs, Curator
 //!   interop), with examples that run.
 
+pub mod cache;
 pub mod driver;
 /// The manual: how to use the locks, what they promise under faults, and how
 /// to run them. Every example runs as a doctest on the embedded server
@@ -40,6 +45,8 @@ pub mod guide {
     pub mod curator {}
     #[doc = include_str!("../guide/leader.md")]
     pub mod leader {}
+    #[doc = include_str!("../guide/watching.md")]
+    pub mod watching {}
 }
 mod error;
 mod holding;
@@ -60,6 +67,7 @@ mod timer;
 mod transaction;
 mod wait;
 mod waiter;
+pub mod watch;
 mod worker;
 
 pub use error::{Error, Result};

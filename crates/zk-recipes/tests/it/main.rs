@@ -24,6 +24,9 @@ mod semaphore;
 // Leader election (the latch, the selector, the observer).
 mod leader;
 
+// Watching: CuratorCache and PersistentWatcher.
+mod cache;
+
 // Across kinds: what a holder is told, figures, inspection, clients.
 mod bad_input;
 mod client_cost;

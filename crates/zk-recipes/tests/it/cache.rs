@@ -1,0 +1,631 @@
+//! `CuratorCache` and `PersistentWatcher` against a real server (the backend
+//! `ZK_TEST_SERVER` names): the first load, live changes in zxid order, a
+//! node deleted and created again (live and while disconnected), a partition
+//! that heals before expiry, a new session, the freshness through all of it,
+//! the bound on memory, the options, listeners that panic or block, and bad
+//! input.
+//!
+//! Every test checks the events against the server: replayed from an empty
+//! view, the events a cache told must give exactly what the server holds
+//! (each creation of a node the cache did not show, each change and
+//! deletion of the node it showed, with the data it showed), and the node
+//! events between two `Initialized` come in the order of their zxids.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Receiver;
+use zk_framework::{CuratorFramework, ExponentialBackoffRetry};
+use zk_recipes::cache::{CacheEvent, ChildData, CuratorCache, Freshness};
+use zk_recipes::watch::{PersistentWatcher, WatcherEvent};
+use zk_recipes::Error;
+use zk_testing::proxy::FaultProxy;
+
+use crate::support::{client, init_log, server, timing, tree, wait_until};
+
+/// What a node is, for comparing: czxid, mzxid, data.
+type Node = (i64, i64, Option<Vec<u8>>);
+
+fn node_of(d: &ChildData) -> Node {
+    (d.stat().czxid, d.stat().mzxid, d.data().map(<[u8]>::to_vec))
+}
+
+/// The server's subtree at `root`, read by `c`.
+fn server_view(c: &CuratorFramework, root: &str) -> BTreeMap<String, Node> {
+    let mut paths = vec![root.to_string()];
+    paths.extend(tree(c, root));
+    paths
+        .into_iter()
+        .filter_map(|p| {
+            let (data, st) = c.get_data(&p).ok()?;
+            Some((p, (st.czxid, st.mzxid, Some(data))))
+        })
+        .collect()
+}
+
+fn cache_view(cache: &CuratorCache) -> BTreeMap<String, Node> {
+    cache
+        .snapshot()
+        .iter()
+        .map(|d| (d.path().to_string(), node_of(d)))
+        .collect()
+}
+
+/// Replays `events` from an empty view: each must apply (a creation of an
+/// absent node, a change or deletion of the node shown, with what it
+/// showed), and live events must come in zxid order. Returns the view.
+fn replay(events: &[CacheEvent]) -> BTreeMap<String, Node> {
+    let mut v: BTreeMap<String, Node> = BTreeMap::new();
+    let mut last_zxid = i64::MIN;
+    for ev in events {
+        match ev {
+            CacheEvent::Created(d) => {
+                assert!(
+                    v.insert(d.path().to_string(), node_of(d)).is_none(),
+                    "created twice: {ev:?}"
+                );
+                assert!(
+                    d.stat().czxid >= last_zxid,
+                    "out of zxid order: {ev:?} after {last_zxid:#x}"
+                );
+                last_zxid = d.stat().czxid;
+            }
+            CacheEvent::Changed { old, new } => {
+                assert_eq!(
+                    v.get(old.path()),
+                    Some(&node_of(old)),
+                    "changed from what was not shown: {ev:?}"
+                );
+                assert_eq!(old.stat().czxid, new.stat().czxid, "a change is of one node: {ev:?}");
+                assert!(new.stat().mzxid > old.stat().mzxid, "a change moves on: {ev:?}");
+                assert!(
+                    new.stat().mzxid >= last_zxid,
+                    "out of zxid order: {ev:?} after {last_zxid:#x}"
+                );
+                last_zxid = new.stat().mzxid;
+                v.insert(new.path().to_string(), node_of(new));
+            }
+            CacheEvent::Deleted(d) => {
+                assert_eq!(
+                    v.remove(d.path()),
+                    Some(node_of(d)),
+                    "deleted what was not shown: {ev:?}"
+                );
+            }
+            // A re-synchronisation's difference is ordered by its own rule
+            // (deletions at their latest possible zxid).
+            CacheEvent::Initialized => last_zxid = i64::MIN,
+            _ => {}
+        }
+    }
+    v
+}
+
+/// Collects events until `done` holds on what was collected, within the
+/// test wait.
+fn collect_until(rx: &Receiver<CacheEvent>, all: &mut Vec<CacheEvent>, done: impl Fn(&[CacheEvent]) -> bool) {
+    let end = Instant::now() + timing().wait();
+    while !done(all) {
+        match rx.recv_deadline(end) {
+            Ok(ev) => all.push(ev),
+            Err(e) => panic!("events ended ({e}) before the condition held; got {all:#?}"),
+        }
+    }
+}
+
+fn initialized_count(evs: &[CacheEvent]) -> usize {
+    evs.iter().filter(|e| **e == CacheEvent::Initialized).count()
+}
+
+/// Waits until the cache is current and shows what the server has.
+fn settles(cache: &CuratorCache, c: &CuratorFramework, root: &str) {
+    assert!(
+        wait_until(timing().wait(), || cache.freshness().is_current()
+            && cache_view(cache) == server_view(c, root)),
+        "the cache of {root} did not settle: {:?}\ncache  {:?}\nserver {:?}",
+        cache.freshness(),
+        cache_view(cache),
+        server_view(c, root)
+    );
+}
+
+fn mk(c: &CuratorFramework, path: &str, data: &str) {
+    c.create()
+        .creating_parents_if_needed()
+        .with_data(data.as_bytes().to_vec())
+        .for_path(path)
+        .unwrap();
+}
+
+fn set(c: &CuratorFramework, path: &str, data: &str) {
+    c.set_data(path, data.as_bytes().to_vec(), None).unwrap();
+}
+
+fn proxied(proxy: &FaultProxy) -> CuratorFramework {
+    let t = timing();
+    let c = CuratorFramework::builder()
+        .connect_string(proxy.connect_string())
+        .session_timeout(t.session())
+        .connection_timeout(t.connection())
+        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
+        .build()
+        .unwrap();
+    c.block_until_connected(t.wait()).unwrap();
+    c
+}
+
+// ---- the first load and live changes ---------------------------------------------------
+
+#[test]
+fn the_first_load_tells_every_node_parents_first_then_initialized() {
+    init_log();
+    let s = server();
+    let c = client(&s);
+    mk(&c, "/cc1/a", "a");
+    mk(&c, "/cc1/a/x", "x");
+    mk(&c, "/cc1/b", "b");
+    let cache = CuratorCache::builder(&c, "/cc1").build().unwrap();
+    let rx = cache.events();
+    cache.start().unwrap();
+    let mut evs = Vec::new();
+    collect_until(&rx, &mut evs, |e| initialized_count(e) == 1);
+    let paths: Vec<&str> = evs.iter().filter_map(CacheEvent::path).collect();
+    assert_eq!(paths, vec!["/cc1", "/cc1/a", "/cc1/a/x", "/cc1/b"]);
+    assert_eq!(replay(&evs), server_view(&c, "/cc1"));
+    settles(&cache, &c, "/cc1");
+    assert_eq!(cache.get("/cc1/a/x").unwrap().data(), Some(&b"x"[..]));
+    assert_eq!(cache.size(), 4);
+    assert_eq!(cache.stats().resyncs, 1);
+    cache.close();
+}
+
+#[test]
+fn live_changes_come_in_zxid_order_and_a_recreation_is_a_delete_and_a_create() {
+    init_log();
+    let s = server();
+    let c = client(&s);
+    let writer = client(&s);
+    mk(&c, "/cc2/a", "a1");
+    let cache = CuratorCache::builder(&c, "/cc2").build().unwrap();
+    let rx = cache.events();
+    cache.start().unwrap();
+    assert!(cache.wait_current_for(timing().wait()));
+    // Many writes from another session, as fast as they go.
+    for i in 0..20 {
+        mk(&writer, &format!("/cc2/n{i}"), "0");
+        set(&writer, &format!("/cc2/n{i}"), "1");
+        set(&writer, "/cc2/a", &format!("a{i}"));
+        if i % 3 == 0 {
+            writer.delete().for_path(&format!("/cc2/n{i}")).unwrap();
+        }
+    }
+    // Deleted and created again with the same version (0): a delete and a
+    // create, never a silent change.
+    writer.delete().for_path("/cc2/a").unwrap();
+    mk(&writer, "/cc2/a", "again");
+    mk(&writer, "/cc2/a/deep/er", "d");
+    let want = server_view(&writer, "/cc2");
+    let mut evs = Vec::new();
+    collect_until(&rx, &mut evs, |e| replay(e) == want);
+    let a_events: Vec<&CacheEvent> = evs.iter().filter(|e| e.path() == Some("/cc2/a")).collect();
+    assert!(
+        matches!(
+            a_events[a_events.len() - 2..],
+            [CacheEvent::Deleted(_), CacheEvent::Created(_)]
+        ),
+        "{a_events:#?}"
+    );
+    settles(&cache, &c, "/cc2");
+    cache.close();
+}
+
+#[test]
+fn a_cache_follows_its_root_into_existence_and_out_of_it() {
+    init_log();
+    let s = server();
+    let c = client(&s);
+    let cache = CuratorCache::builder(&c, "/cc3/not/yet").build().unwrap();
+    let rx = cache.events();
+    cache.start().unwrap();
+    assert!(cache.wait_current_for(timing().wait()));
+    assert_eq!(cache.size(), 0);
+    mk(&c, "/cc3/not/yet/child", "c");
+    settles(&cache, &c, "/cc3/not/yet");
+    assert_eq!(cache.size(), 2);
+    c.delete()
+        .deleting_children_if_needed()
+        .for_path("/cc3/not/yet")
+        .unwrap();
+    assert!(wait_until(timing().wait(), || cache.size() == 0));
+    let evs: Vec<CacheEvent> = rx.try_iter().collect();
+    assert!(replay(&evs).is_empty(), "{evs:#?}");
+    cache.close();
+}
+
+// ---- faults ------------------------------------------------------------------------------
+
+/// A partition that heals before the session expires, with a node deleted
+/// and created again, one changed, one created and one deleted while the
+/// cache was cut off: after the heal the cache re-reads and tells exactly
+/// those, then `Initialized` again. Its freshness went stale (with the
+/// zxid of its view), then re-synchronising, then current; `get_current`
+/// refused while it was not current.
+#[test]
+fn a_partition_that_heals_is_stale_then_resyncs_with_the_exact_difference() {
+    init_log();
+    let s = server();
+    let proxy = FaultProxy::start(&s.connect_string()).unwrap();
+    let c = proxied(&proxy);
+    let writer = client(&s);
+    mk(&writer, "/cc4/a", "a1");
+    mk(&writer, "/cc4/b", "b1");
+    mk(&writer, "/cc4/gone", "g");
+    let cache = CuratorCache::builder(&c, "/cc4").build().unwrap();
+    let rx = cache.events();
+    cache.start().unwrap();
+    assert!(cache.wait_current_for(timing().wait()));
+    let before = cache_view(&cache);
+
+    proxy.refuse(true);
+    proxy.cut();
+    let mut evs = Vec::new();
+    collect_until(&rx, &mut evs, |e| {
+        e.iter()
+            .any(|e| matches!(e, CacheEvent::Freshness(Freshness::Stale { .. })))
+    });
+    let Freshness::Stale { last_zxid, .. } = cache.freshness() else {
+        panic!("not stale: {:?}", cache.freshness())
+    };
+    assert!(
+        last_zxid >= before.values().map(|n| n.1).max().unwrap(),
+        "{last_zxid:#x}"
+    );
+    assert!(matches!(
+        cache.get_current("/cc4/a"),
+        Err(Error::CacheNotCurrent { .. })
+    ));
+    // The view is still served, as it was.
+    assert_eq!(cache_view(&cache), before);
+
+    writer.delete().for_path("/cc4/a").unwrap();
+    mk(&writer, "/cc4/a", "a2");
+    set(&writer, "/cc4/b", "b2");
+    mk(&writer, "/cc4/new", "n");
+    writer.delete().for_path("/cc4/gone").unwrap();
+    proxy.refuse(false);
+
+    let want = server_view(&writer, "/cc4");
+    collect_until(&rx, &mut evs, |e| initialized_count(e) == 2 && replay(e) == want);
+    let after_heal: Vec<String> = evs
+        .iter()
+        .skip_while(|e| !matches!(e, CacheEvent::Freshness(Freshness::Stale { .. })))
+        .filter_map(|e| match e {
+            CacheEvent::Created(d) => Some(format!("+{}", d.path())),
+            CacheEvent::Changed { new, .. } => Some(format!("~{}", new.path())),
+            CacheEvent::Deleted(d) => Some(format!("-{}", d.path())),
+            _ => None,
+        })
+        .collect();
+    let mut sorted = after_heal.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted,
+        vec!["+/cc4/a", "+/cc4/new", "-/cc4/a", "-/cc4/gone", "~/cc4/b"],
+        "{after_heal:?}"
+    );
+    let a_pos = |s: &str| after_heal.iter().position(|x| x == s).unwrap();
+    assert!(a_pos("-/cc4/a") < a_pos("+/cc4/a"));
+    let freshness: Vec<&CacheEvent> = evs.iter().filter(|e| matches!(e, CacheEvent::Freshness(_))).collect();
+    assert!(
+        freshness.windows(2).any(|w| matches!(
+            w,
+            [
+                CacheEvent::Freshness(Freshness::Resyncing),
+                CacheEvent::Freshness(Freshness::Current)
+            ]
+        )),
+        "{freshness:?}"
+    );
+    settles(&cache, &c, "/cc4");
+    assert_eq!(cache.get_current("/cc4/new").unwrap().unwrap().data(), Some(&b"n"[..]));
+    cache.close();
+}
+
+/// An expired session: the cache adds its watch again on the new session,
+/// re-reads, and tells the difference; live changes after it are told.
+#[test]
+fn a_new_session_adds_the_watch_again_and_resyncs() {
+    init_log();
+    let s = server();
+    let c = client(&s);
+    let writer = client(&s);
+    mk(&writer, "/cc5/a", "a1");
+    let cache = CuratorCache::builder(&c, "/cc5").build().unwrap();
+    let rx = cache.events();
+    cache.start().unwrap();
+    assert!(cache.wait_current_for(timing().wait()));
+    let zk = c.zookeeper_client();
+    s.expire_session(zk.session_id(), &zk.session_password()).unwrap();
+    writer.delete().for_path("/cc5/a").unwrap();
+    mk(&writer, "/cc5/a", "a2");
+    let mut evs = Vec::new();
+    collect_until(&rx, &mut evs, |e| initialized_count(e) == 2);
+    mk(&writer, "/cc5/after", "x");
+    let want = server_view(&writer, "/cc5");
+    collect_until(&rx, &mut evs, |e| replay(e) == want);
+    settles(&cache, &c, "/cc5");
+    cache.close();
+}
+
+// ---- bounds and options ------------------------------------------------------------------
+
+#[test]
+fn a_subtree_past_the_limit_is_refused_with_a_clear_error() {
+    init_log();
+    let s = server();
+    let c = client(&s);
+    for i in 0..5 {
+        mk(&c, &format!("/cc6/n{i}"), "");
+    }
+    // Too large at the first load.
+    let cache = CuratorCache::builder(&c, "/cc6").max_nodes(3).build().unwrap();
+    let rx = cache.events();
+    cache.start().unwrap();
+    let ev = rx
+        .iter()
+        .find(|e| matches!(e, CacheEvent::Failed(_)))
+        .expect("a failure");
+    assert_eq!(
+        ev,
+        CacheEvent::Failed(Error::CacheTooLarge {
+            path: "/cc6".into(),
+            limit: 3
+        })
+    );
+    assert!(!cache.wait_current_for(Duration::from_millis(1)));
+    assert!(matches!(cache.failure(), Some(Error::CacheTooLarge { limit: 3, .. })));
+    cache.close();
+    // Growing past the limit while followed.
+    let cache = CuratorCache::builder(&c, "/cc6").max_nodes(7).build().unwrap();
+    let rx = cache.events();
+    cache.start().unwrap();
+    assert!(cache.wait_current_for(timing().wait()));
+    mk(&c, "/cc6/n5", "");
+    mk(&c, "/cc6/n6", "");
+    assert!(rx.iter().any(|e| e
+        == CacheEvent::Failed(Error::CacheTooLarge {
+            path: "/cc6".into(),
+            limit: 7
+        })));
+    assert!(cache.size() <= 8, "{}", cache.size());
+    assert!(!cache.freshness().is_current());
+    cache.close();
+    assert!(matches!(
+        CuratorCache::builder(&c, "/cc6").max_nodes(0).build(),
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+#[test]
+fn depth_data_and_filter_options() {
+    init_log();
+    let s = server();
+    let c = client(&s);
+    mk(&c, "/cc7/a/x", "x");
+    mk(&c, "/cc7/b", "b");
+    mk(&c, "/cc7/b.tmp", "t");
+    let single = CuratorCache::builder(&c, "/cc7").single_node().build().unwrap();
+    let children = CuratorCache::builder(&c, "/cc7").max_depth(Some(1)).build().unwrap();
+    let stats_only = CuratorCache::builder(&c, "/cc7").data_not_cached().build().unwrap();
+    let filtered = CuratorCache::builder(&c, "/cc7")
+        .filter(|p| !p.ends_with(".tmp"))
+        .build()
+        .unwrap();
+    for cache in [&single, &children, &stats_only, &filtered] {
+        cache.start().unwrap();
+        assert!(cache.wait_current_for(timing().wait()));
+    }
+    let paths = |cache: &CuratorCache| {
+        cache
+            .snapshot()
+            .iter()
+            .map(|d| d.path().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(paths(&single), vec!["/cc7"]);
+    assert_eq!(paths(&children), vec!["/cc7", "/cc7/a", "/cc7/b", "/cc7/b.tmp"]);
+    assert_eq!(paths(&filtered), vec!["/cc7", "/cc7/a", "/cc7/a/x", "/cc7/b"]);
+    assert!(stats_only.snapshot().iter().all(|d| d.data().is_none()));
+    assert_eq!(stats_only.size(), 5);
+    // Live: a change below the depth is not followed; a filtered one is not kept.
+    mk(&c, "/cc7/a/y", "y");
+    mk(&c, "/cc7/c.tmp", "t");
+    mk(&c, "/cc7/c", "c");
+    set(&c, "/cc7", "root");
+    assert!(wait_until(timing().wait(), || {
+        single.get("/cc7").and_then(|d| d.data().map(<[u8]>::to_vec)) == Some(b"root".to_vec())
+            && children.get("/cc7/c").is_some()
+            && filtered.get("/cc7/c").is_some()
+            && filtered.get("/cc7/a/y").is_some()
+            && stats_only.size() == 8
+    }));
+    assert_eq!(single.size(), 1);
+    assert!(children.get("/cc7/a/y").is_none());
+    assert!(filtered.get("/cc7/c.tmp").is_none());
+    for cache in [&single, &children, &stats_only, &filtered] {
+        cache.close();
+    }
+}
+
+#[test]
+fn close_ends_channels_and_clears_unless_told_not_to() {
+    init_log();
+    let s = server();
+    let c = client(&s);
+    mk(&c, "/cc8/a", "a");
+    let clears = CuratorCache::builder(&c, "/cc8").build().unwrap();
+    let keeps = CuratorCache::builder(&c, "/cc8")
+        .do_not_clear_on_close()
+        .build()
+        .unwrap();
+    for cache in [&clears, &keeps] {
+        cache.start().unwrap();
+        assert!(cache.wait_current_for(timing().wait()));
+    }
+    let rx = clears.events();
+    clears.close();
+    clears.close();
+    keeps.close();
+    assert_eq!(clears.size(), 0);
+    assert_eq!(keeps.size(), 2);
+    assert!(rx.recv_timeout(timing().wait()).is_err(), "the channel ends");
+    assert!(matches!(clears.start(), Err(Error::CacheClosed { .. })));
+    assert!(matches!(
+        clears.get_current("/cc8/a"),
+        Err(Error::CacheNotCurrent { .. })
+    ));
+    assert!(matches!(clears.listen(|_| {}), Err(Error::CacheClosed { .. })));
+    // The watch went with it: the client keeps none for /cc8.
+    let w = c.zookeeper_client().registered_watches();
+    assert!(!format!("{w:?}").contains("/cc8"), "{w:?}");
+}
+
+#[test]
+fn a_listener_that_panics_or_blocks_stops_no_one_else() {
+    init_log();
+    let s = server();
+    let c = client(&s);
+    let cache = CuratorCache::builder(&c, "/cc9").build().unwrap();
+    let (block_tx, block_rx) = crossbeam_channel::bounded::<()>(0);
+    let heard = Arc::new(AtomicUsize::new(0));
+    let _panics = cache.listen(|_| panic!("a listener's bug")).unwrap();
+    let _blocks = cache
+        .listen(move |_| {
+            let _ = block_rx.recv();
+        })
+        .unwrap();
+    let h = heard.clone();
+    let _counts = cache
+        .listen(move |ev| {
+            if matches!(ev, CacheEvent::Created(_)) {
+                h.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+        .unwrap();
+    cache.start().unwrap();
+    for i in 0..5 {
+        mk(&c, &format!("/cc9/n{i}"), "");
+    }
+    assert!(wait_until(timing().wait(), || heard.load(Ordering::SeqCst) == 6));
+    settles(&cache, &c, "/cc9");
+    drop(block_tx);
+    cache.close();
+}
+
+#[test]
+fn bad_input_is_a_typed_error() {
+    let s = server();
+    let c = client(&s);
+    for bad in ["", "no-slash", "/trailing/", "/a//b"] {
+        assert!(
+            matches!(
+                CuratorCache::builder(&c, bad).build(),
+                Err(Error::ZooKeeper(zk_framework::Error::InvalidPath(_)))
+            ),
+            "{bad:?}"
+        );
+        assert!(PersistentWatcher::new(&c, bad, true).is_err(), "{bad:?}");
+    }
+    let cache = CuratorCache::builder(&c, "/cc10").build().unwrap();
+    cache.start().unwrap();
+    assert!(matches!(cache.start(), Err(Error::CacheAlreadyStarted { .. })));
+    cache.close();
+}
+
+/// The root path: the whole tree (here filtered to this test's part).
+#[test]
+fn the_root_path_caches_the_tree() {
+    init_log();
+    let s = server();
+    let c = client(&s);
+    mk(&c, "/cc11/a", "a");
+    let cache = CuratorCache::builder(&c, "/")
+        .filter(|p| p == "/cc11" || p.starts_with("/cc11/"))
+        .build()
+        .unwrap();
+    cache.start().unwrap();
+    assert!(cache.wait_current_for(timing().wait()));
+    assert_eq!(cache_view(&cache), server_view(&c, "/cc11"));
+    mk(&c, "/cc11/b", "b");
+    assert!(wait_until(timing().wait(), || cache_view(&cache) == server_view(&c, "/cc11")));
+    cache.close();
+}
+
+// ---- PersistentWatcher ---------------------------------------------------------------------
+
+fn next_watch(rx: &Receiver<WatcherEvent>) -> WatcherEvent {
+    rx.recv_timeout(timing().wait()).expect("a watcher event")
+}
+
+#[test]
+fn a_persistent_watcher_is_kept_through_a_cut_and_a_new_session() {
+    init_log();
+    let s = server();
+    let proxy = FaultProxy::start(&s.connect_string()).unwrap();
+    let c = proxied(&proxy);
+    let writer = client(&s);
+    let w = PersistentWatcher::new(&c, "/pw1", true).unwrap();
+    let rx = w.events();
+    w.start().unwrap();
+    assert_eq!(next_watch(&rx), WatcherEvent::Reset { new_session: true });
+    mk(&writer, "/pw1/a", "");
+    // The parent is created first (creating parents), then the child.
+    let mut got = vec![next_watch(&rx), next_watch(&rx)];
+    got.sort_by_key(|e| format!("{e:?}"));
+    assert!(
+        got.iter().all(|e| matches!(
+            e,
+            WatcherEvent::Node {
+                event_type: zk_framework::EventType::NodeCreated,
+                ..
+            }
+        )),
+        "{got:?}"
+    );
+
+    // A cut: suspended, then reset on the same session.
+    proxy.cut();
+    assert_eq!(next_watch(&rx), WatcherEvent::Suspended);
+    assert_eq!(next_watch(&rx), WatcherEvent::Reset { new_session: false });
+    set(&writer, "/pw1/a", "x");
+    assert_eq!(
+        next_watch(&rx),
+        WatcherEvent::Node {
+            event_type: zk_framework::EventType::NodeDataChanged,
+            path: "/pw1/a".into()
+        }
+    );
+
+    // A new session: the watch is added again.
+    let zk = c.zookeeper_client();
+    s.expire_session(zk.session_id(), &zk.session_password()).unwrap();
+    let end = Instant::now() + timing().wait();
+    loop {
+        let ev = rx.recv_deadline(end).expect("a reset on the new session");
+        if ev == (WatcherEvent::Reset { new_session: true }) {
+            break;
+        }
+    }
+    writer.delete().for_path("/pw1/a").unwrap();
+    assert_eq!(
+        next_watch(&rx),
+        WatcherEvent::Node {
+            event_type: zk_framework::EventType::NodeDeleted,
+            path: "/pw1/a".into()
+        }
+    );
+    w.close();
+    assert!(rx.recv_timeout(timing().wait()).is_err());
+}

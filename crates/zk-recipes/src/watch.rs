@@ -72,6 +72,9 @@ pub enum WatcherEvent {
     /// The connection is down: nothing is announced until the next
     /// `Reset`.
     Suspended,
+    /// The watch cannot be kept (the server is older than 3.6 and has no
+    /// `addWatch`): the watcher stopped, and the channel ends.
+    Failed(Error),
 }
 
 impl WatcherEvent {
@@ -295,6 +298,12 @@ fn keep(inner: &Inner, cancel: &Receiver<()>) {
                     Ok(id) => {
                         watch = Some((id, generation));
                         true
+                    }
+                    Err(e @ zk_framework::Error::ServerTooOld { .. }) => {
+                        log::warn!("the watch on {} cannot be kept: {e}", inner.path);
+                        inner.tell(WatcherEvent::Failed(Error::ZooKeeper(e)));
+                        inner.subscribers.lock().clear();
+                        return;
                     }
                     Err(e) => {
                         log::debug!("the watch on {} is not in place yet: {e}", inner.path);

@@ -356,3 +356,72 @@ impl Drop for ChildTest {
         let _ = self.child.wait();
     }
 }
+
+/// A stand-in for a ZooKeeper server older than 3.6: it accepts one
+/// connection, completes the handshake (session `0x35`, timeout 6 s) and
+/// answers every request with `Unimplemented` (-6), a ping or a close with
+/// success, until the client goes or `idle` passes without a frame. Gives
+/// its address and the thread serving it.
+///
+/// # Examples
+///
+/// ```
+/// let (addr, served) = zk_testing::support::pre_3_6_server(std::time::Duration::from_millis(50));
+/// assert!(addr.starts_with("127.0.0.1:"));
+/// # drop(std::net::TcpStream::connect(&addr));
+/// # served.join().unwrap();
+/// ```
+pub fn pre_3_6_server(idle: Duration) -> (String, std::thread::JoinHandle<()>) {
+    use std::io::{ErrorKind, Read, Write};
+    use zk_proto::frame::{frame, FrameBuffer, DEFAULT_MAX_FRAME};
+    use zk_proto::jute::Encode;
+    use zk_proto::{ConnectResponse, OpCode, ReplyHeader};
+
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+    let addr = listener.local_addr().expect("its address").to_string();
+    let served = std::thread::spawn(move || {
+        let Ok((mut s, _)) = listener.accept() else { return };
+        let _ = s.set_read_timeout(Some(idle));
+        let mut fb = FrameBuffer::new(DEFAULT_MAX_FRAME);
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut handshaken = false;
+        loop {
+            while let Ok(Some(f)) = fb.next_frame() {
+                let out = if !handshaken {
+                    handshaken = true;
+                    frame(|o| {
+                        ConnectResponse {
+                            protocol_version: 0,
+                            timeout: 6000,
+                            session_id: 0x35,
+                            passwd: vec![1; 16],
+                            read_only: Some(false),
+                        }
+                        .encode(o)
+                    })
+                } else if f.len() < 8 {
+                    return;
+                } else {
+                    let xid = i32::from_be_bytes([f[0], f[1], f[2], f[3]]);
+                    let op = i32::from_be_bytes([f[4], f[5], f[6], f[7]]);
+                    let err = if op == OpCode::CloseSession.code() || xid == -2 {
+                        0
+                    } else {
+                        -6
+                    };
+                    frame(|o| ReplyHeader { xid, zxid: 1, err }.encode(o))
+                };
+                if s.write_all(&out).is_err() {
+                    return;
+                }
+            }
+            match s.read(&mut buf) {
+                Ok(0) => return,
+                Ok(n) => fb.extend(&buf[..n]),
+                Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::TimedOut => return,
+                Err(_) => return,
+            }
+        }
+    });
+    (addr, served)
+}

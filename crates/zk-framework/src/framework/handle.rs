@@ -1291,4 +1291,9 @@ impl<W: PersistentWatcher> PersistentWatcher for Unnamespaced<W> {
         }
         self.inner.process(e)
     }
+
+    /// Taking the namespace off a path only signals too.
+    fn only_signals(&self) -> bool {
+        self.inner.only_signals()
+    }
 }

@@ -656,56 +656,8 @@ fn bad_paths_are_refused_before_sending() {
 /// that speaks the handshake and answers every request so (pings aside).
 #[test]
 fn add_watch_on_a_server_before_3_6_is_server_too_old() {
-    use std::io::{ErrorKind, Read, Write};
-    use zk_framework::proto::frame::{frame, FrameBuffer, DEFAULT_MAX_FRAME};
-    use zk_framework::proto::jute::Encode;
-    use zk_framework::proto::{ConnectResponse, ReplyHeader};
-
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server = std::thread::spawn(move || {
-        let (mut s, _) = listener.accept().unwrap();
-        s.set_read_timeout(Some(WAIT)).unwrap();
-        let mut fb = FrameBuffer::new(DEFAULT_MAX_FRAME);
-        let mut buf = vec![0u8; 64 * 1024];
-        let mut handshaken = false;
-        loop {
-            while let Ok(Some(f)) = fb.next_frame() {
-                let out = if !handshaken {
-                    handshaken = true;
-                    frame(|o| {
-                        ConnectResponse {
-                            protocol_version: 0,
-                            timeout: 6000,
-                            session_id: 0x35,
-                            passwd: vec![1; 16],
-                            read_only: Some(false),
-                        }
-                        .encode(o)
-                    })
-                } else {
-                    let xid = i32::from_be_bytes(f[0..4].try_into().unwrap());
-                    let op = i32::from_be_bytes(f[4..8].try_into().unwrap());
-                    let err = if op == OpCode::CloseSession.code() || xid == -2 {
-                        0
-                    } else {
-                        -6
-                    };
-                    frame(|o| ReplyHeader { xid, zxid: 1, err }.encode(o))
-                };
-                if s.write_all(&out).is_err() {
-                    return;
-                }
-            }
-            match s.read(&mut buf) {
-                Ok(0) => return,
-                Ok(n) => fb.extend(&buf[..n]),
-                Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::TimedOut => return,
-                Err(_) => return,
-            }
-        }
-    });
-    let zk = Client::connect(&addr.to_string(), config(Duration::from_secs(6))).unwrap();
+    let (addr, server) = zk_testing::support::pre_3_6_server(WAIT);
+    let zk = Client::connect(&addr, config(Duration::from_secs(6))).unwrap();
     zk.wait_connected_timeout(WAIT).unwrap();
     let e = zk
         .add_watch("/a", AddWatchMode::Persistent, |_: WatchedEvent| {})

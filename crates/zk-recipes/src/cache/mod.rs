@@ -103,7 +103,8 @@ impl Options {
 
     /// Whether `path`'s children are followed.
     pub(crate) fn lists(&self, root: &str, path: &str) -> bool {
-        self.max_depth.map_or(true, |d| view::depth(path) - view::depth(root) < d)
+        self.max_depth
+            .map_or(true, |d| view::depth(path) - view::depth(root) < d)
     }
 
     /// Whether `path` is kept (the filter).

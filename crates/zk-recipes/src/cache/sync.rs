@@ -279,9 +279,12 @@ impl Sync<'_> {
             } else {
                 AddWatchMode::PersistentRecursive
             };
-            let id = self
-                .bounded()
-                .add_watch(&self.shared.root, mode, self.note_tx.clone())?;
+            let id = match self.bounded().add_watch(&self.shared.root, mode, self.note_tx.clone()) {
+                Ok(id) => id,
+                // A server before 3.6 answers the same however often asked.
+                Err(e @ zk_framework::Error::ServerTooOld { .. }) => return Err(Stop::Fatal(Error::ZooKeeper(e))),
+                Err(e) => return Err(e.into()),
+            };
             self.watch = Some((id, generation));
         }
         // Notifications queued before the read are covered by it.

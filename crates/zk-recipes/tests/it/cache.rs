@@ -115,6 +115,18 @@ fn collect_until(rx: &Receiver<CacheEvent>, all: &mut Vec<CacheEvent>, done: imp
     }
 }
 
+/// The next failure the cache tells, within the test wait.
+fn next_failure(rx: &Receiver<CacheEvent>) -> Error {
+    let end = Instant::now() + timing().wait();
+    loop {
+        match rx.recv_deadline(end) {
+            Ok(CacheEvent::Failed(e)) => return e,
+            Ok(_) => {}
+            Err(e) => panic!("no failure told: {e}"),
+        }
+    }
+}
+
 fn initialized_count(evs: &[CacheEvent]) -> usize {
     evs.iter().filter(|e| **e == CacheEvent::Initialized).count()
 }
@@ -394,11 +406,13 @@ fn a_subtree_past_the_limit_is_refused_with_a_clear_error() {
     assert!(cache.wait_current_for(timing().wait()));
     mk(&c, "/cc6/n5", "");
     mk(&c, "/cc6/n6", "");
-    assert!(rx.iter().any(|e| e
-        == CacheEvent::Failed(Error::CacheTooLarge {
+    assert_eq!(
+        next_failure(&rx),
+        Error::CacheTooLarge {
             path: "/cc6".into(),
             limit: 7
-        })));
+        }
+    );
     assert!(cache.size() <= 8, "{}", cache.size());
     assert!(!cache.freshness().is_current());
     cache.close();
@@ -628,4 +642,81 @@ fn a_persistent_watcher_is_kept_through_a_cut_and_a_new_session() {
     );
     w.close();
     assert!(rx.recv_timeout(timing().wait()).is_err());
+}
+
+/// A server before 3.6 has no `addWatch`: the cache and the watcher say so
+/// with a typed error and stop, they do not hang or retry forever.
+#[test]
+fn a_server_before_3_6_is_a_typed_failure_not_a_hang() {
+    init_log();
+    for which in ["cache", "watcher"] {
+        let (addr, served) = zk_testing::support::pre_3_6_server(timing().wait());
+        let c = CuratorFramework::builder()
+            .connect_string(addr)
+            .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(10), 2))
+            .build()
+            .unwrap();
+        c.block_until_connected(timing().wait()).unwrap();
+        let too_old = |e: &Error| matches!(e, Error::ZooKeeper(zk_framework::Error::ServerTooOld { what, .. }) if what == "addWatch");
+        if which == "cache" {
+            let cache = CuratorCache::builder(&c, "/a").build().unwrap();
+            let rx = cache.events();
+            cache.start().unwrap();
+            let failed = next_failure(&rx);
+            assert!(too_old(&failed), "{failed:?}");
+            assert!(!cache.wait_current_for(Duration::from_millis(1)));
+            cache.close();
+        } else {
+            let w = PersistentWatcher::new(&c, "/a", true).unwrap();
+            let rx = w.events();
+            w.start().unwrap();
+            match rx.recv_timeout(timing().wait()).unwrap() {
+                WatcherEvent::Failed(e) => assert!(too_old(&e), "{e:?}"),
+                other => panic!("{other:?}"),
+            }
+            assert!(rx.recv_timeout(timing().wait()).is_err(), "the channel ends");
+            w.close();
+        }
+        c.close();
+        served.join().unwrap();
+    }
+}
+
+/// A cache's root the client may not read: the cache stops with the
+/// server's `NoAuth`; a descendant it may not read is left out.
+#[test]
+fn acl_forbidden_nodes_are_a_failure_at_the_root_and_left_out_below() {
+    use zk_framework::{perms, Acl, Id};
+    init_log();
+    let s = server();
+    let admin = client(&s);
+    let nobody_reads = vec![Acl {
+        perms: perms::ALL & !perms::READ,
+        id: Id {
+            scheme: "world".into(),
+            id: "anyone".into(),
+        },
+    }];
+    mk(&admin, "/cc12/open", "o");
+    admin
+        .create()
+        .with_acl(nobody_reads.clone())
+        .for_path("/cc12/closed")
+        .unwrap();
+    let cache = CuratorCache::builder(&admin, "/cc12").build().unwrap();
+    cache.start().unwrap();
+    assert!(cache.wait_current_for(timing().wait()));
+    let paths: Vec<String> = cache.snapshot().iter().map(|d| d.path().to_string()).collect();
+    assert_eq!(paths, vec!["/cc12", "/cc12/open"]);
+    cache.close();
+
+    let root = CuratorCache::builder(&admin, "/cc12/closed").build().unwrap();
+    let rx = root.events();
+    root.start().unwrap();
+    let failed = next_failure(&rx);
+    assert!(
+        matches!(failed, Error::ZooKeeper(zk_framework::Error::NoAuth { .. })),
+        "{failed:?}"
+    );
+    root.close();
 }

@@ -61,9 +61,10 @@ pub enum WatcherEvent {
         /// The node that changed.
         path: String,
     },
-    /// The watch is in place: first after `start()`, then after each
-    /// reconnect. Changes made while it was not in place were not
-    /// announced.
+    /// The watch is in place at the server (an answered request came after
+    /// it): first after `start()`, then after each reconnect. Changes made
+    /// while it was not in place were not announced; a read made after this
+    /// event sees them.
     Reset {
         /// Whether the watch was added anew (at start, or on a new session)
         /// rather than kept by the server through a reconnect.
@@ -291,7 +292,17 @@ fn keep(inner: &Inner, cancel: &Receiver<()>) {
             let generation = client.session_generation();
             let new_session = watch.map(|(_, g)| g) != Some(generation);
             let ok = if !new_session {
-                true
+                // The client re-registered the watch (SetWatches2) ahead of
+                // anything else on the new connection: one answered request
+                // after it means the server has it in place.
+                let bounded = client.with_deadline(Some(Instant::now() + Duration::from_secs(5)));
+                match bounded.check_exists(&inner.path) {
+                    Ok(_) => true,
+                    Err(e) => {
+                        log::debug!("the watch on {} is not confirmed yet: {e}", inner.path);
+                        false
+                    }
+                }
             } else {
                 let bounded = client.with_deadline(Some(Instant::now() + Duration::from_secs(5)));
                 match bounded.add_watch(&inner.path, mode, node_tx.clone()) {

@@ -52,6 +52,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod bridges;
 mod freshness;
 mod sync;
 mod view;
@@ -64,6 +65,7 @@ use crossbeam_channel::{Receiver, Sender};
 use parking_lot::{Condvar, Mutex, RwLock};
 use zk_framework::CuratorFramework;
 
+pub use bridges::{NodeCache, PathChildrenCache, PathChildrenCacheEvent};
 pub use freshness::Freshness;
 pub use view::{CacheEvent, ChildData};
 
@@ -304,9 +306,13 @@ pub struct CacheStats {
     pub time_not_current: Duration,
 }
 
+/// A subscriber: tells it an event (sending, never blocking), `false` once
+/// it is gone.
+pub(crate) type Sink = Box<dyn FnMut(&CacheEvent) -> bool + Send>;
+
 /// Where a cache's events go: channels, listener threads, and waiters.
 pub(crate) struct Outlets {
-    subscribers: Vec<Sender<CacheEvent>>,
+    subscribers: Vec<Sink>,
     listeners: Vec<(u64, Sender<CacheEvent>)>,
     freshness: Freshness,
     /// Since when the view has not been current (`None` while it is).
@@ -412,7 +418,7 @@ impl Shared {
     }
 
     fn tell(out: &mut Outlets, ev: CacheEvent) {
-        out.subscribers.retain(|s| s.send(ev.clone()).is_ok());
+        out.subscribers.retain_mut(|s| s(&ev));
         out.listeners.retain(|(_, s)| s.send(ev.clone()).is_ok());
     }
 }
@@ -825,12 +831,21 @@ impl CuratorCache {
     /// ```
     pub fn events_with_snapshot(&self) -> (Vec<ChildData>, Receiver<CacheEvent>) {
         let (tx, rx) = crossbeam_channel::unbounded();
-        let mut out = self.shared.out.lock();
-        let snapshot = self.shared.view.read().values().cloned().collect();
-        if !out.closed {
-            out.subscribers.push(tx);
-        }
+        let snapshot = self.subscribe(|_| Box::new(move |ev| tx.send(ev.clone()).is_ok()));
         (snapshot, rx)
+    }
+
+    /// Reads the view and adds the sink `make` builds from it, under one
+    /// lock (nothing missed, nothing twice between them); the bridges'
+    /// channels come this way. Returns the view read.
+    pub(crate) fn subscribe(&self, make: impl FnOnce(&[ChildData]) -> Sink) -> Vec<ChildData> {
+        let mut out = self.shared.out.lock();
+        let snapshot: Vec<ChildData> = self.shared.view.read().values().cloned().collect();
+        let sink = make(&snapshot);
+        if !out.closed {
+            out.subscribers.push(sink);
+        }
+        snapshot
     }
 
     /// Calls `f` with every event from now on, on a thread of its own (a

@@ -579,6 +579,7 @@ fn the_root_path_caches_the_tree() {
 
 // ---- PersistentWatcher ---------------------------------------------------------------------
 
+#[track_caller]
 fn next_watch(rx: &Receiver<WatcherEvent>) -> WatcherEvent {
     rx.recv_timeout(timing().wait()).expect("a watcher event")
 }
@@ -719,4 +720,98 @@ fn acl_forbidden_nodes_are_a_failure_at_the_root_and_left_out_below() {
         "{failed:?}"
     );
     root.close();
+}
+
+// ---- the bridges -----------------------------------------------------------------------------
+
+#[test]
+fn node_cache_follows_one_node() {
+    init_log();
+    let s = server();
+    let c = client(&s);
+    let n = zk_recipes::cache::NodeCache::new(&c, "/cc13/flag").unwrap();
+    let rx = n.events();
+    n.start().unwrap();
+    assert!(n.wait_current_for(timing().wait()));
+    assert!(n.current().unwrap().is_none());
+    mk(&c, "/cc13/flag", "on");
+    mk(&c, "/cc13/flag/child", "ignored");
+    set(&c, "/cc13/flag", "off");
+    // The node alone, as the server has it (a change the first read already
+    // saw is in the creation: one event).
+    let (data, st) = c.get_data("/cc13/flag").unwrap();
+    let want: BTreeMap<String, Node> = [("/cc13/flag".to_string(), (st.czxid, st.mzxid, Some(data)))].into();
+    let mut evs = Vec::new();
+    collect_until(&rx, &mut evs, |e| replay(e) == want);
+    assert!(
+        evs.iter().all(|e| e.path().is_none_or(|p| p == "/cc13/flag")),
+        "{evs:?}"
+    );
+    assert_eq!(n.current_data().unwrap().data(), Some(&b"off"[..]));
+    assert_eq!(n.cache().size(), 1);
+    n.close();
+}
+
+#[test]
+fn path_children_cache_tells_children_and_members() {
+    use zk_recipes::cache::{PathChildrenCache, PathChildrenCacheEvent as P};
+    init_log();
+    let s = server();
+    let proxy = FaultProxy::start(&s.connect_string()).unwrap();
+    let c = proxied(&proxy);
+    let writer = client(&s);
+    mk(&writer, "/cc14/a", "10.0.0.1");
+    let g = PathChildrenCache::new(&c, "/cc14").unwrap();
+    let rx = g.events();
+    g.start().unwrap();
+    let next = |want: &dyn Fn(&P) -> bool| -> P {
+        let end = Instant::now() + timing().wait();
+        loop {
+            let ev = rx.recv_deadline(end).expect("a children event");
+            if want(&ev) {
+                return ev;
+            }
+        }
+    };
+    let P::ChildAdded(a) = next(&|e| matches!(e, P::ChildAdded(_))) else {
+        unreachable!()
+    };
+    assert_eq!(a.path(), "/cc14/a");
+    let P::Initialized(now) = next(&|e| matches!(e, P::Initialized(_))) else {
+        unreachable!()
+    };
+    assert_eq!(now.len(), 1);
+    // One step at a time: changes a read sees together are one event.
+    mk(&writer, "/cc14/b", "10.0.0.2");
+    assert!(matches!(next(&|e| !matches!(e, P::Freshness(_))), P::ChildAdded(d) if d.path() == "/cc14/b"));
+    mk(&writer, "/cc14/b/deeper", "not a member");
+    set(&writer, "/cc14/a", "10.0.0.9");
+    assert!(matches!(next(&|e| !matches!(e, P::Freshness(_))), P::ChildUpdated { new, .. } if new.path() == "/cc14/a"));
+    writer.delete().for_path("/cc14/b/deeper").unwrap();
+    writer.delete().for_path("/cc14/b").unwrap();
+    assert!(matches!(next(&|e| !matches!(e, P::Freshness(_))), P::ChildRemoved(d) if d.path() == "/cc14/b"));
+    assert!(wait_until(timing().wait(), || g.members().len() == 1));
+    assert_eq!(g.current_members().unwrap()["a"], b"10.0.0.9".to_vec());
+    assert_eq!(g.current_data_for("/cc14/a").unwrap().data(), Some(&b"10.0.0.9"[..]));
+    assert!(g.current_data_for("/cc14").is_none());
+
+    // A member that leaves and joins again while this process is cut off:
+    // removed and added, and Initialized again with the children.
+    proxy.refuse(true);
+    proxy.cut();
+    next(&|e| matches!(e, P::Freshness(Freshness::Stale { .. })));
+    assert!(matches!(g.current_members(), Err(Error::CacheNotCurrent { .. })));
+    writer.delete().for_path("/cc14/a").unwrap();
+    mk(&writer, "/cc14/a", "10.0.0.3");
+    proxy.refuse(false);
+    assert!(matches!(
+        next(&|e| matches!(e, P::ChildRemoved(_) | P::ChildAdded(_))),
+        P::ChildRemoved(_)
+    ));
+    assert!(matches!(next(&|e| matches!(e, P::ChildAdded(_))), P::ChildAdded(d) if d.data() == Some(&b"10.0.0.3"[..])));
+    let P::Initialized(now) = next(&|e| matches!(e, P::Initialized(_))) else {
+        unreachable!()
+    };
+    assert_eq!(now.iter().map(|d| d.path()).collect::<Vec<_>>(), vec!["/cc14/a"]);
+    g.close();
 }

@@ -86,6 +86,8 @@ pub(crate) struct Options {
     /// on a non-recursive watch); `None`: the whole subtree.
     pub max_depth: Option<usize>,
     pub load_data: bool,
+    /// Data is gzip (Curator's `COMPRESSED_DATA`): inflated when read.
+    pub compressed: bool,
     pub clear_on_close: bool,
     pub max_nodes: usize,
     pub filter: Option<Filter>,
@@ -143,6 +145,7 @@ impl std::fmt::Debug for CuratorCacheBuilder {
             .field("path", &self.path)
             .field("max_depth", &self.opts.max_depth)
             .field("load_data", &self.opts.load_data)
+            .field("compressed", &self.opts.compressed)
             .field("clear_on_close", &self.opts.clear_on_close)
             .field("max_nodes", &self.opts.max_nodes)
             .field("filter", &self.opts.filter.is_some())
@@ -196,6 +199,24 @@ impl CuratorCacheBuilder {
     /// ```
     pub fn data_not_cached(mut self) -> Self {
         self.opts.load_data = false;
+        self
+    }
+
+    /// Reads data as gzip (Curator's `COMPRESSED_DATA`, for nodes written
+    /// with Curator's `compressed()`): [`ChildData::data`] is the inflated
+    /// bytes. A node whose data is not gzip keeps its bytes as read (and a
+    /// warning is logged), so one bad node does not stop the cache.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+    /// let cache = zk_recipes::cache::CuratorCache::builder(&client, "/zipped").compressed_data().build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn compressed_data(mut self) -> Self {
+        self.opts.compressed = true;
         self
     }
 
@@ -527,6 +548,7 @@ impl CuratorCache {
             opts: Options {
                 max_depth: None,
                 load_data: true,
+                compressed: false,
                 clear_on_close: true,
                 max_nodes: DEFAULT_MAX_NODES,
                 filter: None,

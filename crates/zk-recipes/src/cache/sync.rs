@@ -187,7 +187,13 @@ impl Sync<'_> {
             })
         };
         match got {
-            Ok((stat, data)) => Ok(Some(ChildData::new(path, stat, data))),
+            Ok((stat, data)) => {
+                let data = match data {
+                    Some(d) if self.opts.compressed && !d.is_empty() => Some(gunzip(path, d)),
+                    d => d,
+                };
+                Ok(Some(ChildData::new(path, stat, data)))
+            }
             Err(zk_framework::Error::NoNode { .. }) => Ok(None),
             Err(zk_framework::Error::NoAuth { .. }) if path != self.shared.root => {
                 log::warn!("the cache of {} may not read {path}; it is left out", self.shared.root);
@@ -332,5 +338,33 @@ impl Sync<'_> {
         self.judge();
         self.shared.initialized();
         Ok(())
+    }
+}
+
+/// Inflates gzip data (Curator's `GzipCompressionProvider`); data that is
+/// not gzip is kept as read, with a warning.
+fn gunzip(path: &str, data: Vec<u8>) -> Vec<u8> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    match flate2::read::GzDecoder::new(&data[..]).read_to_end(&mut out) {
+        Ok(_) => out,
+        Err(e) => {
+            log::warn!("the data of {path} is not gzip ({e}); kept as read");
+            data
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn gunzip_inflates_gzip_and_keeps_anything_else() {
+        use std::io::Write;
+        let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        z.write_all(b"hello, cache").unwrap();
+        let zipped = z.finish().unwrap();
+        assert_eq!(&zipped[..3], &[0x1f, 0x8b, 0x08]);
+        assert_eq!(super::gunzip("/a", zipped), b"hello, cache");
+        assert_eq!(super::gunzip("/a", b"plain".to_vec()), b"plain");
     }
 }

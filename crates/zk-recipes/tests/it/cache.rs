@@ -815,3 +815,35 @@ fn path_children_cache_tells_children_and_members() {
     assert_eq!(now.iter().map(|d| d.path()).collect::<Vec<_>>(), vec!["/cc14/a"]);
     g.close();
 }
+
+/// Curator's `COMPRESSED_DATA`: nodes written gzip (as Curator's
+/// `compressed()` writes them) are read inflated; a node that is not gzip
+/// keeps its bytes.
+#[test]
+fn compressed_data_is_inflated() {
+    use std::io::Write;
+    init_log();
+    let s = server();
+    let c = client(&s);
+    let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    z.write_all(b"a long configuration value").unwrap();
+    let zipped = z.finish().unwrap();
+    c.create()
+        .creating_parents_if_needed()
+        .with_data(zipped.clone())
+        .for_path("/cc15/zipped")
+        .unwrap();
+    mk(&c, "/cc15/plain", "not gzip");
+    let inflating = CuratorCache::builder(&c, "/cc15").compressed_data().build().unwrap();
+    let raw = CuratorCache::builder(&c, "/cc15").build().unwrap();
+    for cache in [&inflating, &raw] {
+        cache.start().unwrap();
+        assert!(cache.wait_current_for(timing().wait()));
+    }
+    let data = |cache: &CuratorCache, p: &str| cache.get(p).unwrap().data().unwrap().to_vec();
+    assert_eq!(data(&inflating, "/cc15/zipped"), b"a long configuration value");
+    assert_eq!(data(&inflating, "/cc15/plain"), b"not gzip");
+    assert_eq!(data(&raw, "/cc15/zipped"), zipped);
+    inflating.close();
+    raw.close();
+}

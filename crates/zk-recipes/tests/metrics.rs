@@ -192,3 +192,42 @@ fn every_lock_event_reaches_the_metrics_facade() {
     c.close();
     other.close();
 }
+
+/// A cache's figures reach the facade and agree with its own `stats()`.
+#[test]
+fn every_cache_figure_reaches_the_metrics_facade() {
+    use zk_recipes::cache::CuratorCache;
+    let rec = recorder();
+    let server = TestingServer::start().unwrap();
+    let c = client(&server);
+    let t = Timing::from_env();
+    let path = "/metrics/cache";
+    c.create()
+        .creating_parents_if_needed()
+        .for_path(&format!("{path}/a"))
+        .unwrap();
+    let cache = CuratorCache::builder(&c, path).build().unwrap();
+    cache.start().unwrap();
+    assert!(cache.wait_current_for(t.wait()));
+    c.set_data(&format!("{path}/a"), b"x".to_vec(), None).unwrap();
+    c.create().for_path(&format!("{path}/b")).unwrap();
+    c.delete().for_path(&format!("{path}/a")).unwrap();
+    assert!(wait_until(t.wait(), || cache.get(&format!("{path}/b")).is_some()
+        && cache.get(&format!("{path}/a")).is_none()));
+    let labels = format!("path={path}");
+    let kind = |k: &str| rec.counter("zk_cache_events_total", &format!("kind={k},{labels}"));
+    assert!(wait_until(t.wait(), || kind("deleted") == 1));
+    let stats = cache.stats();
+    assert_eq!(kind("created") + kind("changed") + kind("deleted"), stats.events);
+    assert_eq!(kind("created"), 3, "the root, a, b");
+    assert_eq!(rec.counter("zk_cache_resyncs_total", &labels), stats.resyncs);
+    assert_eq!(rec.counter("zk_cache_reads_total", &labels), stats.reads);
+    assert_eq!(rec.gauge("zk_cache_entries", &labels), 2.0);
+    assert_eq!(rec.gauge("zk_cache_current", &labels), 1.0);
+    assert_eq!(
+        rec.samples("zk_cache_not_current_seconds", &labels),
+        1,
+        "the spell before the first load"
+    );
+    cache.close();
+}

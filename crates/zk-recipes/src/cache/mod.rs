@@ -54,6 +54,7 @@
 
 mod bridges;
 mod freshness;
+mod metrics;
 mod sync;
 mod view;
 
@@ -352,13 +353,15 @@ pub(crate) struct Shared {
     changed: Condvar,
     events: AtomicU64,
     resyncs: AtomicU64,
-    pub(crate) reads: AtomicU64,
+    reads: AtomicU64,
     next_listener: AtomicU64,
+    metrics: metrics::Handles,
 }
 
 impl Shared {
     fn new(root: String) -> Shared {
         Shared {
+            metrics: metrics::Handles::new(&root),
             root,
             view: RwLock::new(View::new()),
             out: Mutex::new(Outlets {
@@ -387,9 +390,13 @@ impl Shared {
         if out.closed {
             return;
         }
-        let evs = f(&mut self.view.write());
+        let mut view = self.view.write();
+        let evs = f(&mut view);
+        self.metrics.entries(view.len());
+        drop(view);
         self.events.fetch_add(evs.len() as u64, Ordering::Relaxed);
         for ev in evs {
+            self.metrics.event(&ev);
             Self::tell(&mut out, ev);
         }
     }
@@ -398,6 +405,7 @@ impl Shared {
     pub(crate) fn initialized(&self) {
         let mut out = self.out.lock();
         self.resyncs.fetch_add(1, Ordering::Relaxed);
+        self.metrics.resynced();
         out.initialized += 1;
         Self::tell(&mut out, CacheEvent::Initialized);
         self.changed.notify_all();
@@ -411,16 +419,24 @@ impl Shared {
         }
         out.freshness = f;
         let now = Instant::now();
+        self.metrics.current(f.is_current());
         match (f.is_current(), out.not_current_since) {
             (true, Some(since)) => {
                 out.not_current_total += now - since;
                 out.not_current_since = None;
+                self.metrics.spell_ended(now - since);
             }
             (false, None) => out.not_current_since = Some(now),
             _ => {}
         }
         Self::tell(&mut out, CacheEvent::Freshness(f));
         self.changed.notify_all();
+    }
+
+    /// One read sent.
+    pub(crate) fn read_sent(&self) {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        self.metrics.read();
     }
 
     pub(crate) fn freshness(&self) -> Freshness {

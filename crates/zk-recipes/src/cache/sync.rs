@@ -11,7 +11,6 @@
 //! the place of its last notification ([`view::apply_batch`]).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
@@ -176,7 +175,7 @@ impl Sync<'_> {
 
     /// Reads `path`: `None` when it does not exist (or may not be read).
     fn read(&self, path: &str) -> Result<Option<ChildData>, Stop> {
-        self.shared.reads.fetch_add(1, Ordering::Relaxed);
+        self.shared.read_sent();
         let client = self.bounded();
         let got = if self.opts.load_data {
             client.get_data(path).map(|(data, stat)| (stat, Some(data)))
@@ -315,7 +314,7 @@ impl Sync<'_> {
                     Err(zk_framework::Error::NoAuth { .. }) if p != root => Vec::new(),
                     Err(e) => return Err(e.into()),
                 };
-                self.shared.reads.fetch_add(1, Ordering::Relaxed);
+                self.shared.read_sent();
                 let mut children = children;
                 children.sort();
                 for c in children {

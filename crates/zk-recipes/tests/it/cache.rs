@@ -847,3 +847,53 @@ fn compressed_data_is_inflated() {
     inflating.close();
     raw.close();
 }
+
+/// A partition that outlasts the session: the client is told Lost, the
+/// server expires the session, and after the heal a new session adds the
+/// watch again; the cache re-reads and tells the difference (a node
+/// re-created while away among it), then follows live changes.
+#[test]
+fn a_partition_that_heals_after_expiry_resyncs_on_a_new_session() {
+    init_log();
+    let s = server();
+    let proxy = FaultProxy::start(&s.connect_string()).unwrap();
+    let c = proxied(&proxy);
+    let states = c.state_receiver();
+    let writer = client(&s);
+    mk(&writer, "/cc16/a", "a1");
+    let cache = CuratorCache::builder(&c, "/cc16").build().unwrap();
+    let rx = cache.events();
+    cache.start().unwrap();
+    assert!(cache.wait_current_for(timing().wait()));
+    let session = c.session_id();
+    let password = c.zookeeper_client().session_password();
+    proxy.refuse(true);
+    proxy.cut();
+    let end = Instant::now() + timing().wait() * 3;
+    loop {
+        match states.recv_deadline(end) {
+            Ok(zk_framework::ConnectionState::Lost) => break,
+            Ok(_) => {}
+            Err(e) => panic!("no Lost: {e}"),
+        }
+    }
+    // The server expires it too if it has not yet (its timeout passed with
+    // no connection; an error means it is gone already).
+    let _ = s.expire_session(session, &password);
+    writer.delete().for_path("/cc16/a").unwrap();
+    mk(&writer, "/cc16/a", "a2");
+    mk(&writer, "/cc16/b", "b");
+    proxy.refuse(false);
+    let want = server_view(&writer, "/cc16");
+    let mut evs = Vec::new();
+    collect_until(&rx, &mut evs, |e| initialized_count(e) == 2 && replay(e) == want);
+    assert_ne!(c.session_id(), session, "a new session");
+    let a: Vec<&CacheEvent> = evs.iter().filter(|e| e.path() == Some("/cc16/a")).collect();
+    assert!(
+        matches!(a[a.len() - 2..], [CacheEvent::Deleted(_), CacheEvent::Created(_)]),
+        "{a:?}"
+    );
+    set(&writer, "/cc16/b", "live");
+    settles(&cache, &c, "/cc16");
+    cache.close();
+}

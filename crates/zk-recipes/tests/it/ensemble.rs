@@ -589,3 +589,85 @@ fn leader_latches_keep_one_leader_across_a_zookeeper_leader_kill() {
         c.close();
     }
 }
+
+/// A cache on a follower whose server is killed while another server takes
+/// writes (a node deleted and re-created among them): the session fails
+/// over, the persistent watch comes with it (SetWatches2), the cache
+/// re-reads and tells exactly the difference, then follows live changes
+/// made through another server.
+#[test]
+fn a_cache_follows_its_subtree_across_a_server_kill() {
+    use zk_recipes::cache::{CacheEvent, CuratorCache};
+    if !apache_or_skip("a_cache_follows_its_subtree_across_a_server_kill") {
+        return;
+    }
+    let _serial = serial();
+    let t = timing();
+    let mut cluster = ensemble();
+    let followers = followers(&cluster);
+    assert_eq!(followers.len(), 2);
+    let (reader, _states) = managed(&connect_of(&cluster, &followers), t.scale(Duration::from_secs(10)));
+    let leader = (0..3).find(|i| !followers.contains(i)).unwrap();
+    let (writer, _) = managed(&addr(&cluster, leader), t.scale(Duration::from_secs(10)));
+    for p in ["/ec/a", "/ec/b"] {
+        writer
+            .create()
+            .creating_parents_if_needed()
+            .with_data(b"1".to_vec())
+            .for_path(p)
+            .unwrap();
+    }
+    let cache = CuratorCache::builder(&reader, "/ec").build().unwrap();
+    let rx = cache.events();
+    cache.start().unwrap();
+    assert!(cache.wait_current_for(t.wait()));
+    let on = wait_node_serving(&cluster, reader.session_id(), t.wait());
+    cluster.kill(on).expect("SIGKILL the cache's server");
+    writer.delete().for_path("/ec/a").unwrap();
+    writer.create().with_data(b"2".to_vec()).for_path("/ec/a").unwrap();
+    writer.set_data("/ec/b", b"2".to_vec(), None).unwrap();
+    writer.create().for_path("/ec/c").unwrap();
+    // The server's view, read through the leader.
+    let server_view = || -> Vec<(String, i64, i64)> {
+        let mut v = vec![];
+        for p in ["/ec", "/ec/a", "/ec/b", "/ec/c"] {
+            if let Ok(Some(st)) = writer.check_exists(p) {
+                v.push((p.to_string(), st.czxid, st.mzxid));
+            }
+        }
+        v
+    };
+    let cache_view = || -> Vec<(String, i64, i64)> {
+        cache
+            .snapshot()
+            .iter()
+            .map(|d| (d.path().to_string(), d.stat().czxid, d.stat().mzxid))
+            .collect()
+    };
+    assert!(
+        wait_until(t.wait() * 2, || cache.freshness().is_current()
+            && cache_view() == server_view()),
+        "cache {:?} server {:?} ({:?})",
+        cache_view(),
+        server_view(),
+        cache.freshness()
+    );
+    let evs: Vec<CacheEvent> = drain(&rx);
+    let a: Vec<&CacheEvent> = evs.iter().filter(|e| e.path() == Some("/ec/a")).collect();
+    assert!(
+        matches!(a[a.len() - 2..], [CacheEvent::Deleted(_), CacheEvent::Created(_)]),
+        "the re-created node: {a:?}"
+    );
+    assert!(
+        evs.iter().filter(|e| **e == CacheEvent::Initialized).count() >= 2,
+        "{evs:?}"
+    );
+    writer.set_data("/ec/c", b"live".to_vec(), None).unwrap();
+    assert!(wait_until(t.wait(), || cache
+        .get("/ec/c")
+        .is_some_and(|d| d.data() == Some(&b"live"[..]))));
+    cache.close();
+    cluster.restart(on).expect("restart the server");
+    reader.close();
+    writer.close();
+}

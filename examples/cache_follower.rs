@@ -6,6 +6,7 @@
 //! ```text
 //! cache_follower [CONNECT] follow PATH   our cache of PATH, one line per event
 //! cache_follower [CONNECT] write         a writer: one command per stdin line
+//! cache_follower [CONNECT] proxy CONTROL a fault proxy to CONNECT (for the cut phase)
 //! cache_follower                         a short demo of both on an embedded server
 //! ```
 //!
@@ -26,6 +27,10 @@
 //! `recreate PATH HEX` (a delete, then a create), `txn OP ARGS...` (one multi of
 //! `create PATH HEX`, `set PATH HEX`, `delete PATH`). Exits 0 at the end of stdin.
 //!
+//! proxy: prints `PROXY connect-string` (a `zk_testing::proxy::FaultProxy` to CONNECT); while
+//! the file CONTROL.cut exists its connections are cut and new ones refused (it prints `CUT`,
+//! then `HEALED` when the file is gone); it exits 0 when CONTROL.stop appears.
+//!
 //! Without arguments it starts an embedded server, follows `/examples/cache_follower` while
 //! the writer creates, changes, deletes and re-creates nodes there, prints the lines, checks
 //! the view against the server, and exits 0.
@@ -39,7 +44,8 @@ use zk_recipes::cache::{CacheEvent, ChildData, CuratorCache, Freshness};
 
 type BoxError = Box<dyn std::error::Error>;
 
-const USAGE: &str = "usage: cache_follower [CONNECT] follow PATH | [CONNECT] write | (no arguments: a demo)";
+const USAGE: &str =
+    "usage: cache_follower [CONNECT] follow PATH | [CONNECT] write | [CONNECT] proxy CONTROL | (no arguments: a demo)";
 
 fn connect(cs: &str) -> Result<CuratorFramework, BoxError> {
     let session_ms: u64 = std::env::var("SESSION_MS")
@@ -226,6 +232,28 @@ fn write(cs: &str) -> Result<(), BoxError> {
     Ok(())
 }
 
+/// A fault proxy to `cs`, cut while `CONTROL.cut` exists, until `CONTROL.stop` appears.
+fn proxy(cs: &str, control: &str) -> Result<(), BoxError> {
+    let proxy = zk_testing::proxy::FaultProxy::start(cs)?;
+    emit(&format!("PROXY {}", proxy.connect_string()));
+    let (cut_file, stop_file) = (format!("{control}.cut"), format!("{control}.stop"));
+    let mut cut = false;
+    while !std::path::Path::new(&stop_file).exists() {
+        let want = std::path::Path::new(&cut_file).exists();
+        if want && !cut {
+            proxy.refuse(true);
+            proxy.cut();
+            emit("CUT");
+        } else if !want && cut {
+            proxy.refuse(false);
+            emit("HEALED");
+        }
+        cut = want;
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Ok(())
+}
+
 /// The server's subtree as `VIEW` lines (the same format as [`view_lines`]).
 fn server_lines(c: &CuratorFramework, root: &str) -> Result<String, BoxError> {
     let mut view = BTreeMap::new();
@@ -322,7 +350,7 @@ fn main() {
             }
             return;
         }
-        Some("follow" | "write") => (env, &a[..]),
+        Some("follow" | "write" | "proxy") => (env, &a[..]),
         Some(_) => (Some(a[0].clone()), &a[1..]),
     };
     let Some(cs) = cs else {
@@ -332,6 +360,7 @@ fn main() {
     let r = match rest.iter().map(String::as_str).collect::<Vec<_>>()[..] {
         ["follow", path] => follow(&cs, path),
         ["write"] => write(&cs),
+        ["proxy", control] => proxy(&cs, control),
         _ => {
             eprintln!("{USAGE}");
             std::process::exit(2);

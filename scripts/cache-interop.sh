@@ -5,11 +5,18 @@
 # server, while a Java (Curator framework), a Python (kazoo) and a Rust (zk_framework) writer
 # change it in turn.
 #
-# usage: scripts/cache-interop.sh [--server embedded|apache] [CONNECT_STRING]
+# usage: scripts/cache-interop.sh [--server embedded|apache] [--cut] [CONNECT_STRING]
 #
 #   CONNECT_STRING       use that server (e.g. 127.0.0.1:2181); nothing is started.
 #   --server embedded    (default) build and start this repo's embedded server (zk-embedded).
 #   --server apache      start Apache ZooKeeper with scripts/zk-standalone.sh on a free port.
+#   --cut                then the cut phase (a finding, not a check; not in CI): both caches
+#                        follow /cache-interop/<run>-cut through one fault proxy
+#                        (examples/cache_follower.rs' proxy mode); while it is cut, a node
+#                        is deleted and created again (version 0 both times), another changed
+#                        and one created; after the heal, once both views equal the server's,
+#                        the script prints what each cache told (CURATOR-391: Curator's
+#                        tells nothing for the re-created node, ours DELETED + CREATED).
 #
 # 1. The driver (scripts/interop/cache_driver.py) creates the subtree's first content with
 #    kazoo; both followers start on it (one CREATED per node, then INITIALIZED).
@@ -23,7 +30,8 @@
 # 3. Both followers dump their views; a separate kazoo client reads the server's subtree.
 # Check (scripts/interop/check_cache.py, whose self-test runs first and must catch a wrong
 # sequence): both followers printed, step by step, the same events (kind, path, czxid, mzxid,
-# data, in the same order), the ones the step must give; nothing after the last step; both
+# data, in the same order; inside one transaction, one zxid, Curator tells deletions first:
+# a note), the ones the step must give; nothing after the last step; both
 # final views equal the server's subtree.
 #
 # Needs: java + javac (17), Debian's curator/zookeeper jars in /usr/share/java, python3 with
@@ -50,15 +58,17 @@ JAVA_OPTS=(-Xmx64m -XX:+UseSerialGC -XX:TieredStopAtLevel=1
 
 log() { printf '[cache-interop] %s\n' "$*" >&2; }
 die() { log "FAIL: $*"; exit 1; }
-usage() { sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//' >&2; }
+usage() { sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//' >&2; }
 
 # ---- arguments ---------------------------------------------------------------------------
 SERVER=""
 CONNECT=""
+CUT=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --server) [ $# -ge 2 ] || { usage; exit 2; }; SERVER=$2; shift 2 ;;
     --server=*) SERVER=${1#--server=}; shift ;;
+    --cut) CUT=1; shift ;;
     -h|--help) usage; exit 0 ;;
     -*) log "unknown option $1"; usage; exit 2 ;;
     *) [ -z "$CONNECT" ] || { usage; exit 2; }; CONNECT=$1; shift ;;
@@ -206,12 +216,13 @@ start_embedded() {
 declare -A PID_OF=()   # role -> pid of its `timeout`
 
 # start ROLE CMD...: CMD under `timeout`, stdin from the FIFO WORK/ROLE.in (the driver writes
-# it), stdout to WORK/ROLE.out, stderr to WORK/ROLE.err
+# it; NOIN=1: /dev/null), stdout to WORK/ROLE.out, stderr to WORK/ROLE.err
 start() {
-  local role=$1
+  local role=$1 in
   shift
-  mkfifo "$WORK/$role.in"
-  timeout --kill-after=5 "$PROC_TIMEOUT" "$@" <"$WORK/$role.in" >"$WORK/$role.out" 2>"$WORK/$role.err" &
+  in=/dev/null
+  if [ "${NOIN:-0}" != 1 ]; then in=$WORK/$role.in; mkfifo "$in"; fi
+  timeout --kill-after=5 "$PROC_TIMEOUT" "$@" <"$in" >"$WORK/$role.out" 2>"$WORK/$role.err" &
   STARTED_PIDS+=($!)
   PID_OF[$role]=$!
 }
@@ -228,6 +239,27 @@ await_exit() {
     tail -n 20 "$WORK/$role.err" >&2 || true
     die "$role exited with $rc"
   fi
+}
+
+# cut_phase: see --cut above (cache_driver.py cut)
+cut_phase() {
+  local root=$ROOT-cut line through deadline=$((SECONDS + 60)) t0=$SECONDS
+  log "cut phase: both caches follow $root through one fault proxy"
+  timeout 60 "$PY" "$INTEROP/cache_driver.py" setup "$CONNECT" "$root" "$WORK/initial-cut.view" \
+    || die "cannot create the cut phase's first content"
+  NOIN=1 start proxy "$RUST_FOLLOWER" "$CONNECT" proxy "$WORK/proxy"
+  until line=$(grep -m1 '^PROXY ' "$WORK/proxy.out" 2>/dev/null); do
+    [ $SECONDS -lt $deadline ] || die "the fault proxy did not start within 60 s"
+    sleep 0.05
+  done
+  through=${line#PROXY }
+  start java-cut java "${JAVA_OPTS[@]}" -cp "$JAVA_CP" CuratorCacheFollower "$through" follow "$root"
+  start rust-cut "$RUST_FOLLOWER" "$through" follow "$root"
+  timeout --kill-after=5 "$PROC_TIMEOUT" "$PY" "$INTEROP/cache_driver.py" cut "$CONNECT" "$root" "$WORK" \
+    || die "the cut phase failed (files: $WORK)"
+  touch "$WORK/proxy.stop"
+  for role in java-cut rust-cut proxy; do await_exit "$role"; done
+  log "cut phase: $((SECONDS - t0)) s"
 }
 
 # ---- main --------------------------------------------------------------------------------
@@ -260,4 +292,5 @@ fi
 for role in java-follower rust-follower java-writer kazoo-writer rust-writer; do await_exit "$role"; done
 T2=$SECONDS
 "$PY" "$INTEROP/check_cache.py" "$WORK" || die "the check failed (files: $WORK)"
+if [ "$CUT" = 1 ]; then cut_phase; fi
 log "PASS: cache interop in $((SECONDS - T0)) s (lockstep phase $((T2 - T1)) s): Curator's CuratorCache and ours told the same events and hold the server's subtree"

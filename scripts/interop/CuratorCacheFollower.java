@@ -29,7 +29,8 @@ import org.apache.zookeeper.data.Stat;
  * <p>follow: one line per cache event on stdout, flushed: {@code CREATED path czxid mzxid hex},
  * {@code CHANGED path czxid mzxid hex} (the new data), {@code DELETED path czxid mzxid hex} (the
  * data the cache held), {@code INITIALIZED}; hex is the data in lower-case hex, {@code -} when
- * empty. A {@code dump} line on stdin, and the end of stdin, print the cache's view: {@code VIEW
+ * empty; {@code STATE name} for each connection state change (SUSPENDED, RECONNECTED, ...).
+ * A {@code dump} line on stdin, and the end of stdin, print the cache's view: {@code VIEW
  * path czxid mzxid hex} per node, sorted by path, then {@code VIEW-END count}. At the end of
  * stdin the cache and the client close and the process exits 0.
  *
@@ -111,6 +112,7 @@ public final class CuratorCacheFollower {
     }
 
     private static void follow(CuratorFramework client, String path, BufferedReader in) throws Exception {
+        client.getConnectionStateListenable().addListener((c, state) -> line("STATE " + state));
         CuratorCache cache = CuratorCache.build(client, path);
         cache.listenable().addListener(new CuratorCacheListener() {
             @Override

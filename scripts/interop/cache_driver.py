@@ -15,6 +15,17 @@
       client of its own (kazoo), and WORK/steps.json and WORK/server.view are written.
       The followers' and writers' stdin close at the end (they exit 0).
 
+  cache_driver.py cut CONNECT ROOT WORK
+      the cut phase (a finding, not a check): both followers (WORK/F-cut.in, WORK/F-cut.out)
+      follow ROOT through one fault proxy (WORK/proxy.cut cuts it, see cache_follower's proxy
+      mode; its lines in WORK/proxy.out). Once both are initialized the proxy is cut; once
+      both noticed (ours: FRESHNESS stale, Curator: STATE SUSPENDED), a client of the driver's
+      own deletes ROOT/cfg/a and creates it again with other data (version 0 both times:
+      CURATOR-391's shape), changes ROOT/cfg and creates ROOT/new; then the proxy heals. When
+      both views equal the server's (bounded wait, by repeated dumps), prints what each cache
+      told after the cut, per path. Exit status 1 only when something did not happen in time
+      or our view is not the server's.
+
 Waits poll the output files every 5 ms, each under a deadline. Exit status 1 when a writer
 failed a step, a follower did not keep up (three step timeouts end the run early) or did not
 dump its view; the event comparison itself is scripts/interop/check_cache.py's.
@@ -194,7 +205,7 @@ def open_fifo(path, deadline):
             time.sleep(0.01)
 
 
-def wait_for(what, pred, limit, polls):
+def wait_for(what, pred, limit, polls, quiet=False):
     deadline = time.monotonic() + limit
     while True:
         for t in polls:
@@ -202,7 +213,8 @@ def wait_for(what, pred, limit, polls):
         if pred():
             return True
         if time.monotonic() > deadline:
-            log("no %s within %.0f s" % (what, limit))
+            if not quiet:
+                log("no %s within %.0f s" % (what, limit))
             return False
         time.sleep(0.005)
 
@@ -337,11 +349,96 @@ def run(cs, root, work):
     return 0 if failures == 0 and timeouts == 0 and dumped else 1
 
 
+def cut(cs, root, work):
+    t0 = time.monotonic()
+    fout = {f: Tail(os.path.join(work, "%s-cut.out" % f)) for f in FOLLOWERS}
+    fin = {f: open_fifo(os.path.join(work, "%s-cut.in" % f), t0 + 60) for f in FOLLOWERS}
+    pout = Tail(os.path.join(work, "proxy.out"))
+    ctl = os.path.join(work, "proxy.cut")
+    for f in FOLLOWERS:
+        if not wait_for("INITIALIZED from the %s follower (through the proxy)" % f,
+                        lambda f=f: "INITIALIZED" in fout[f].lines, 60, [fout[f]]):
+            return 1
+    mark = {f: len(fout[f].lines) for f in FOLLOWERS}
+    open(ctl, "w").close()
+    noticed = {"rust": lambda l: l.startswith("FRESHNESS stale"), "java": lambda l: l == "STATE SUSPENDED"}
+    for f in FOLLOWERS:
+        if not wait_for("the %s follower noticing the cut" % f,
+                        lambda f=f: any(noticed[f](l) for l in fout[f].lines[mark[f]:]), 30, [fout[f], pout]):
+            return 1
+    log("cut: both followers are cut off (%.1f s); deleting and re-creating %s/cfg/a" % (
+        time.monotonic() - t0, root))
+    zk = kazoo(cs)
+    try:
+        before = zk.exists(root + "/cfg/a")
+        zk.delete(root + "/cfg/a")
+        zk.create(root + "/cfg/a", b"b0")
+        after = zk.exists(root + "/cfg/a")
+        zk.set(root + "/cfg", b"v1")
+        zk.create(root + "/new", b"n")
+        log("cut: %s/cfg/a was czxid %d version %d data 6130, is czxid %d version %d data 6230" % (
+            root, before.czxid, before.version, after.czxid, after.version))
+        os.unlink(ctl)
+        server = read_tree(zk, root)
+    finally:
+        zk.stop()
+        zk.close()
+    with open(os.path.join(work, "server-cut.view"), "w") as fh:
+        fh.write("\n".join(server) + "\n")
+
+    def views_current():
+        ok = True
+        for f in FOLLOWERS:
+            lines = fout[f].lines
+            ends = [i for i, l in enumerate(lines) if l.startswith("VIEW-END")]
+            if not ends:
+                ok = False
+                continue
+            start = max((i for i in range(ends[-1]) if not lines[i].startswith("VIEW ")), default=-1) + 1
+            ok &= lines[start:ends[-1]] == server[:-1]
+        return ok
+
+    deadline = time.monotonic() + 30
+    while True:
+        for f in FOLLOWERS:
+            os.write(fin[f], b"dump\n")
+        if wait_for("both views equal to the server's", views_current, 0.2, list(fout.values()), quiet=True):
+            break
+        if time.monotonic() > deadline:
+            for f in FOLLOWERS:
+                log("%s's last lines: %s" % (f, fout[f].lines[-8:]))
+            log("cut: the views did not come to equal the server's within 30 s")
+            for fd in fin.values():
+                os.close(fd)
+            return 1
+    for fd in fin.values():
+        os.close(fd)
+    log("cut: healed; both views equal the server's (%.1f s)" % (time.monotonic() - t0))
+    short = lambda p: p.replace(root, "R")
+    told = {}
+    for f in FOLLOWERS:
+        told[f] = [l for l in fout[f].lines[mark[f]:]
+                   if l.split(" ", 1)[0] in NODE_KINDS + ("INITIALIZED", "FRESHNESS", "STATE")]
+        log("cut: %s told after the cut: %s" % (
+            "Curator's cache" if f == "java" else "ours", "; ".join(
+                " ".join([l.split()[0], short(l.split()[1])] if l.split()[0] in NODE_KINDS else l.split())
+                for l in told[f])))
+    a = root + "/cfg/a"
+    about = {f: [l.split()[0] for l in told[f] if l.split()[0] in NODE_KINDS and l.split()[1] == a] for f in FOLLOWERS}
+    log("FINDING (CURATOR-391): R/cfg/a deleted and re-created while the followers were cut off: "
+        "Curator's CuratorCache told %s, ours told %s; both views now hold the new node (%s)" % (
+            " + ".join(about["java"]) or "nothing", " + ".join(about["rust"]) or "nothing",
+            next((short(l[5:]) for l in server if l.startswith("VIEW %s " % a)), "?")))
+    return 0
+
+
 def main(argv):
     if len(argv) == 5 and argv[1] == "setup":
         return setup(argv[2], argv[3], argv[4])
     if len(argv) == 5 and argv[1] == "run":
         return run(argv[2], argv[3], argv[4])
+    if len(argv) == 5 and argv[1] == "cut":
+        return cut(argv[2], argv[3], argv[4])
     print(__doc__, file=sys.stderr)
     return 2
 

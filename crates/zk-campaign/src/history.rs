@@ -288,6 +288,9 @@ pub struct History {
     pub writes: Vec<ResourceWrite>,
     /// Whether the resources were read back at all (a `resource.log` exists).
     pub resource_read: bool,
+    /// The cache kind's lines (`Y`, `G`, `U`, `T`), in read order: judged by
+    /// the checker's cache rules (`checker/cache.rs`, which describes them).
+    pub cache_lines: Vec<String>,
     /// Lines that could not be parsed.
     pub unparsed: usize,
 }
@@ -323,7 +326,10 @@ impl History {
                     .file_name()
                     .map(|n| n.to_string_lossy().to_string())
                     .unwrap_or_default();
-                (n.starts_with("worker-") && n.ends_with(".log")) || n == "coordinator.log" || n == "resource.log"
+                (n.starts_with("worker-") && n.ends_with(".log"))
+                    || n == "coordinator.log"
+                    || n == "resource.log"
+                    || n == "cache-server.log"
             })
             .collect();
         files.sort();
@@ -384,6 +390,7 @@ impl History {
         let p64 = |i: usize| f.get(i)?.parse::<u64>().ok();
         let s = |i: usize| f.get(i).map(|s| s.to_string());
         match *f.first()? {
+            "Y" | "G" | "U" | "T" => self.cache_lines.push(line.to_string()),
             "P" => {
                 for kv in &f[1..] {
                     let (k, v) = kv.split_once('=')?;

@@ -6,7 +6,7 @@
 //!             [--long-hold-permille N] [--long-lead-permille N] [--think-ms N] [--acquire-timeout-ms N]
 //!             [--short-timeout-percent N] [--overshoot-margin-ms N] [--max-overshoot-ms N]
 //!             [--faults all|partitions|composed|KIND,...] [--min-partition-faults N]
-//!             [--min-each N] [--max-seconds N]
+//!             [--min-each N] [--max-seconds N] [--cache]
 //! zk-campaign --check DIR [--connect HOST:PORT] [--overshoot-margin-ms N] [--max-overshoot-ms N]
 //! zk-campaign --leaks HOST:PORT [--root /campaign] [--leak-wait-ms N]
 //! ```
@@ -99,6 +99,7 @@
 //! `ZK_TEST_TIMING`) are reported per fault kind; `--max-overshoot-ms` makes an
 //! overshoot beyond it a violation.
 
+mod cachekind;
 mod check;
 mod cli;
 mod coordinator;

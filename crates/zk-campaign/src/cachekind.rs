@@ -24,6 +24,9 @@ use crate::record::{err_kind, now_ns, LineLog};
 /// a cache re-reads).
 const KEYS: u64 = 8;
 
+/// The pause between a writer's writes, in milliseconds (from, to).
+const THINK_MS: (u64, u64) = (20, 60);
+
 /// The file (next to the stop file) that tells the writers to stop: the
 /// coordinator creates it first, waits for every writer's `G pid t end`,
 /// reads the server's final subtree, and only then creates the stop file.
@@ -169,38 +172,41 @@ pub(crate) fn run_writer(client: &CuratorFramework, log: &LineLog, pid: u32, see
         let create = |data: Vec<u8>| {
             let h = hash(Some(&data));
             let r = zk.create2(&path, &data, &acl, CreateMode::Persistent);
-            let out = match r {
-                Ok((_, s)) => format!("ok {}", stat_fields(&s)),
-                Err(e) => format!("{} - - -", zk_err(e)),
+            let (out, failed) = match r {
+                Ok((_, s)) => (format!("ok {}", stat_fields(&s)), false),
+                Err(e) => (format!("{} - - -", zk_err(e)), true),
             };
             log.line(&format!("G {pid} {} create {path} {out} {h}", now_ns()));
+            failed
         };
         let delete = || {
             let r = zk.delete(&path, None);
-            let out = match r {
-                Ok(()) => format!("ok {}", zk.last_zxid()),
-                Err(e) => format!("{} -", zk_err(e)),
+            let (out, failed) = match r {
+                Ok(()) => (format!("ok {}", zk.last_zxid()), false),
+                Err(e) => (format!("{} -", zk_err(e)), true),
             };
             log.line(&format!("G {pid} {} delete {path} {out}", now_ns()));
+            failed
         };
-        match rng.below(100) {
+        let failed = match rng.below(100) {
             0..=34 => create(data()),
             35..=69 => {
                 let d = data();
                 let h = hash(Some(&d));
-                let out = match zk.set_data(&path, &d, None) {
-                    Ok(s) => format!("ok {}", stat_fields(&s)),
-                    Err(e) => format!("{} - - -", zk_err(e)),
+                let (out, failed) = match zk.set_data(&path, &d, None) {
+                    Ok(s) => (format!("ok {}", stat_fields(&s)), false),
+                    Err(e) => (format!("{} - - -", zk_err(e)), true),
                 };
                 log.line(&format!("G {pid} {} set {path} {out} {h}", now_ns()));
+                failed
             }
             70..=84 => delete(),
-            _ => {
-                delete();
-                create(data());
-            }
-        }
-        std::thread::sleep(Duration::from_millis(5 + rng.below(20)));
+            _ => delete() | create(data()),
+        };
+        // Paced (the caches' reads and logs share the machine with the
+        // locks), and slower after an error: a writer cut off does not spin.
+        let think = THINK_MS.0 + rng.below(THINK_MS.1 - THINK_MS.0) + if failed { 100 } else { 0 };
+        std::thread::sleep(Duration::from_millis(think));
     }
     log.line(&format!("G {pid} {} end", now_ns()));
 }

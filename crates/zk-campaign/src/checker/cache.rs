@@ -11,7 +11,8 @@
 //! * [`nothing_invented`] (C3): every node state a cache showed is one a
 //!   writer made (a create's czxid, a set's mzxid, with that data);
 //! * [`live_events_in_zxid_order`] (C4): between an `initialized` and the next
-//!   re-synchronisation, created czxids and changed mzxids never go back;
+//!   re-synchronisation, the zxids of the states told (a created or changed
+//!   node's mzxid) never go back;
 //! * [`no_silent_recreation`] (C5): a node shown with one czxid and later
 //!   with another was shown `deleted` between the two.
 //!
@@ -361,15 +362,26 @@ pub(crate) fn nothing_invented(pid: u32, c: &CacheLog, w: &Writes, violations: &
 
 /// C4: between an `initialized` and the next re-synchronisation (a
 /// `freshness resyncing`, an `initialized` or a `failed`), the zxids of the
-/// live events never go back: a created node's czxid, a changed node's new
-/// mzxid (deletions carry no zxid of their own). The events before the first
-/// `initialized`, and those a re-read tells just before its `initialized`,
-/// are differences, not live events: not judged.
-pub(crate) fn live_events_in_zxid_order(pid: u32, c: &CacheLog, violations: &mut Vec<String>) {
+/// live events never go back. An event is judged at the zxid of the state it
+/// shows: a created node's `mzxid` (its `czxid`, unless the cache read it
+/// only after it had been set again: a creation and the sets after it that
+/// no read saw apart are one `created`, told in the place of the last of
+/// them), a changed node's new `mzxid` (deletions carry no zxid of their
+/// own). The events before the first `initialized`, and those a re-read
+/// tells just before its `initialized`, are differences, not live events:
+/// not judged. Returns the `created` events whose `czxid` is below the zxid
+/// of an event told before them (coalesced creations: in order by their
+/// state's zxid, not by their creation's), and the first such line.
+pub(crate) fn live_events_in_zxid_order(
+    pid: u32,
+    c: &CacheLog,
+    violations: &mut Vec<String>,
+) -> (usize, Option<String>) {
     let mut live = false;
     let mut last: Option<(i64, &str)> = None;
+    let mut coalesced = (0, None);
     for (ev, line) in &c.events {
-        let z = match ev {
+        let (z, created_at) = match ev {
             Ev::Initialized => {
                 live = true;
                 last = None;
@@ -383,8 +395,8 @@ pub(crate) fn live_events_in_zxid_order(pid: u32, c: &CacheLog, violations: &mut
                 live = false;
                 continue;
             }
-            Ev::Created(_, n) => n.czxid,
-            Ev::Changed(_, _, n) => n.mzxid,
+            Ev::Created(_, n) => (n.mzxid, Some(n.czxid)),
+            Ev::Changed(_, _, n) => (n.mzxid, None),
             _ => continue,
         };
         if !live {
@@ -396,10 +408,16 @@ pub(crate) fn live_events_in_zxid_order(pid: u32, c: &CacheLog, violations: &mut
                     "cache zxid order: {} told zxid {z:#x} after {prev:#x}: {line} after {prev_line}",
                     who(pid)
                 ));
+            } else if created_at.is_some_and(|cz| cz < prev) {
+                coalesced.0 += 1;
+                if coalesced.1.is_none() {
+                    coalesced.1 = Some(format!("{line} after {prev_line}"));
+                }
             }
         }
         last = Some((z, line));
     }
+    coalesced
 }
 
 /// C5: a node the cache showed with one czxid and later with another (it
@@ -469,6 +487,7 @@ pub(crate) fn judge<S: AsRef<str>>(lines: &[S], violations: &mut Vec<String>) ->
         .map(|c| c.events.iter().filter(|(e, _)| matches!(e, Ev::Initialized)).count())
         .sum();
     let (mut current, mut stale, mut no_dump, mut excused, mut recreations) = (0, 0, 0, 0, 0);
+    let (mut coalesced, mut first_coalesced) = (0, None);
     for (pid, c) in &h.caches {
         replay_gives_the_view(*pid, c, violations);
         if current_view_is_the_servers(*pid, c, h.server.as_ref(), violations) {
@@ -479,7 +498,11 @@ pub(crate) fn judge<S: AsRef<str>>(lines: &[S], violations: &mut Vec<String>) ->
             no_dump += 1;
         }
         excused += nothing_invented(*pid, c, &h.writes, violations);
-        live_events_in_zxid_order(*pid, c, violations);
+        let (n, first) = live_events_in_zxid_order(*pid, c, violations);
+        coalesced += n;
+        if first_coalesced.is_none() {
+            first_coalesced = first;
+        }
         recreations += no_silent_recreation(*pid, c, &h.writes, violations);
     }
     let writes: Vec<String> = h.writes.counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
@@ -495,6 +518,12 @@ pub(crate) fn judge<S: AsRef<str>>(lines: &[S], violations: &mut Vec<String>) ->
         if writes.is_empty() { "none".to_string() } else { writes.join(", ") },
         if bad > 0 { format!("; unparsed cache lines: {bad}") } else { String::new() }
     );
+    if let Some(first) = first_coalesced {
+        let _ = writeln!(
+            t,
+            "cache creations told after a later zxid than their czxid (a create and later sets read as one created, in order by the state's mzxid): {coalesced}, the first: {first}"
+        );
+    }
     t
 }
 
@@ -664,10 +693,31 @@ mod tests {
                 "Y 7 5 deleted /c/b 11 11 0 hb",
                 "Y 7 6 created /c/b 11 11 0 hb",
             ],
-            |p, c, _, v| live_events_in_zxid_order(p, c, v),
+            |p, c, _, v| {
+                live_events_in_zxid_order(p, c, v);
+            },
         );
         assert_eq!(v.len(), 1, "{v:?}");
         assert!(v[0].contains("told zxid 0xb after 0xc"), "{v:?}");
+        // A creation read after a later set (one created at mzxid 0xc,
+        // czxid 0xa) told after a change at 0xb: in order by its state,
+        // counted; the same told after 0xd is a violation.
+        let v = run(
+            &[
+                "Y 7 1 initialized",
+                "Y 7 2 changed /c/b 11 11 0 hb 11 11 1 hb",
+                "Y 7 3 created /c/a 10 12 1 h2",
+                "Y 7 4 changed /c/b 11 11 1 hb 11 13 2 hb",
+                "Y 7 5 created /c/x 10 12 1 h2",
+            ],
+            |p, c, _, v| {
+                let (n, first) = live_events_in_zxid_order(p, c, v);
+                assert_eq!(n, 1);
+                assert!(first.unwrap().contains("created /c/a"));
+            },
+        );
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].contains("told zxid 0xc after 0xd"), "{v:?}");
         // A re-read's differences (after resyncing) are not live events.
         let v = run(
             &[
@@ -678,7 +728,9 @@ mod tests {
                 "Y 7 5 initialized",
                 "Y 7 6 created /c/x 5 5 0 hx",
             ],
-            |p, c, _, v| live_events_in_zxid_order(p, c, v),
+            |p, c, _, v| {
+                live_events_in_zxid_order(p, c, v);
+            },
         );
         assert!(v.is_empty(), "{v:?}");
     }

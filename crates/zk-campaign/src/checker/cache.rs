@@ -170,11 +170,11 @@ impl CacheHistory {
             }
             "G" => {
                 let op = *f.get(3)?;
-                *self
-                    .writes
-                    .counts
-                    .entry(format!("{op} {}", f.get(5).unwrap_or(&"?")))
-                    .or_default() += 1;
+                let key = match f.get(5) {
+                    Some(outcome) => format!("{op} {outcome}"),
+                    None => op.to_string(),
+                };
+                *self.writes.counts.entry(key).or_default() += 1;
                 match op {
                     "create" | "set" => {
                         let path = f.get(4)?.to_string();

@@ -61,6 +61,11 @@
 //! time is taken just before the delete is sent), `W pid exit=N|straggler`,
 //! `Q pid from to` (a worker was paused with SIGSTOP from `from` to `to`).
 //!
+//! The cache kind (`--cache`): `Y` lines (a worker's cache events and final
+//! view), `G` lines (its writer's calls) and `cache-server.log` (`U`, `T`: the
+//! server's final subtree), described in the checker's cache module
+//! (`checker/cache.rs`) and kept in [`History::cache_lines`].
+//!
 //! The guarded resource (`resource.log`, read back from the server after the
 //! run): `V lock seq token pid thread attempt`, one per write that reached
 //! the resource of `lock`, `seq` being ZooKeeper's sequence number (the order

@@ -109,6 +109,7 @@ use rules::{
     Overshoot, SectionStats,
 };
 
+mod cache;
 mod claims;
 mod rules;
 
@@ -295,6 +296,7 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
     let overshoot = overshoots(h, opts, &mut violations);
     let resource = resource_writes(h, &mut violations);
     workers_finish_cleanly(h, &mut violations);
+    let cached = cache::judge(&h.cache_lines, &mut violations);
 
     let faults = h.fault_counts();
     let kinds: Vec<String> = h
@@ -312,6 +314,7 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
         missing,
         resource,
         claimed,
+        cached,
         margins: margin_stats(margin_samples),
         overshoot,
     };
@@ -340,6 +343,8 @@ struct Facts {
     resource: String,
     /// Rules 8 to 10's lines.
     claimed: String,
+    /// The cache rules' lines (`cache.rs`; empty without a cache).
+    cached: String,
     /// See [`Report::margins`].
     margins: BTreeMap<String, MarginStats>,
     /// Rule 5's lines and statistics.
@@ -479,6 +484,7 @@ fn summary(h: &History, f: &Facts, violations: &[String]) -> String {
         );
     }
     t.push_str(&f.overshoot.text);
+    t.push_str(&f.cached);
     let _ = writeln!(t, "violations: {}", violations.len());
     for v in violations.iter().take(30) {
         let _ = writeln!(t, "  VIOLATION: {v}");

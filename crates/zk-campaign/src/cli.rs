@@ -30,7 +30,7 @@ zk-campaign [--seconds N] [--acquisitions N] [--seed N] [--workers N] [--threads
                    [--long-hold-permille N] [--long-lead-permille N] [--think-ms N] [--acquire-timeout-ms N]
                    [--short-timeout-percent N] [--overshoot-margin-ms N] [--max-overshoot-ms N]
                    [--faults all|partitions|composed|KIND,...] [--min-partition-faults N]
-                   [--min-each N] [--max-seconds N]
+                   [--min-each N] [--max-seconds N] [--cache]
        zk-campaign --check DIR [--connect HOST:PORT] [--overshoot-margin-ms N] [--max-overshoot-ms N]
        zk-campaign --leaks HOST:PORT [--root /campaign] [--leak-wait-ms N]";
 
@@ -128,6 +128,11 @@ pub(crate) struct Cli {
     /// [default: twice --seconds].
     #[arg(long, value_name = "N")]
     max_seconds: Option<f64>,
+    /// The cache kind: every worker also runs a `CuratorCache` on
+    /// /campaign-cache and a writer thread that changes nodes there; the
+    /// checker judges every cache's events and final view (docs/campaign.md).
+    #[arg(long)]
+    cache: bool,
     /// Worker: its slot.
     #[arg(long, hide = true, value_name = "N", default_value_t = 0)]
     slot: usize,
@@ -170,6 +175,7 @@ pub(crate) struct Opts {
     pub(crate) min_partition_faults: usize,
     pub(crate) min_each: usize,
     pub(crate) max_seconds: Option<f64>,
+    pub(crate) cache: bool,
     // worker role
     pub(crate) slot: usize,
     pub(crate) connect: Option<String>,
@@ -237,6 +243,7 @@ impl Opts {
             min_partition_faults: c.min_partition_faults,
             min_each: c.min_each,
             max_seconds: c.max_seconds,
+            cache: c.cache,
             slot: c.slot,
             connect: c.connect,
             log: c.log,

@@ -127,6 +127,12 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
         eprintln!("zk-campaign: cannot create the guarded resources: {e}");
         return ExitCode::from(2);
     }
+    if o.cache {
+        if let Err(e) = crate::cachekind::prepare(&server.connect_string()) {
+            eprintln!("zk-campaign: cannot create the cache subtree: {e}");
+            return ExitCode::from(2);
+        }
+    }
     println!(
         "zk-campaign: seed {seed}, {} server at {}, {} workers x {} threads, session {} ms, {} s{}, logs in {}",
         server.name(),
@@ -193,6 +199,10 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
         ],
         log: log.clone(),
     };
+    let mut fleet = fleet;
+    if o.cache {
+        fleet.common.push("--cache".into());
+    }
     for slot in 0..o.workers {
         if let Err(e) = fleet.spawn(slot) {
             eprintln!("zk-campaign: cannot start worker {slot}: {e}");
@@ -267,9 +277,30 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
         eprintln!("zk-campaign: final heal failed: {e}");
     }
     let run_secs = run_start.elapsed().as_secs_f64();
+    if o.cache {
+        // The writers stop first; once every live one has said so, the
+        // server's final subtree is read, and then the workers stop (their
+        // caches settle and dump their view).
+        let t0 = Instant::now();
+        let _ = File::create(dir.join(crate::cachekind::STOP_WRITES));
+        let pids: Vec<u32> = (0..o.workers).filter_map(|slot| fleet.pid(slot)).collect();
+        let left = crate::cachekind::wait_writers(&dir, &pids, Instant::now() + session * 2 + Duration::from_secs(5));
+        if !left.is_empty() {
+            eprintln!("zk-campaign: the writers of {left:?} did not say they stopped");
+        }
+        match crate::cachekind::read_final(&server.connect_string(), &dir) {
+            Ok(n) => println!(
+                "cache subtree read back: {n} nodes ({:.2} s after the writers were told to stop)",
+                t0.elapsed().as_secs_f64()
+            ),
+            Err(e) => eprintln!("zk-campaign: cannot read the cache subtree back: {e}"),
+        }
+    }
     let _ = File::create(&fleet.stop_file);
     let deadline = Instant::now() + Duration::from_millis(o.acquire_timeout_ms) + session * 4 + Duration::from_secs(30);
+    let t_stop = Instant::now();
     let stragglers = fleet.wait_all(deadline);
+    println!("workers stopped in {:.2} s", t_stop.elapsed().as_secs_f64());
     if stragglers > 0 {
         eprintln!("zk-campaign: {stragglers} workers had to be killed at the end");
     }
@@ -336,6 +367,8 @@ fn prepare_dir(dir: &Path) -> io::Result<()> {
             || name == "coordinator.log"
             || name == "resource.log"
             || name == "stop"
+            || name == crate::cachekind::STOP_WRITES
+            || name == "cache-server.log"
         {
             fs::remove_file(e.path())?;
         }

@@ -61,6 +61,11 @@
 //! time is taken just before the delete is sent), `W pid exit=N|straggler`,
 //! `Q pid from to` (a worker was paused with SIGSTOP from `from` to `to`).
 //!
+//! The cache kind (`--cache`): `Y` lines (a worker's cache events and final
+//! view), `G` lines (its writer's calls) and `cache-server.log` (`U`, `T`: the
+//! server's final subtree), described in the checker's cache module
+//! (`checker/cache.rs`) and kept in [`History::cache_lines`].
+//!
 //! The guarded resource (`resource.log`, read back from the server after the
 //! run): `V lock seq token pid thread attempt`, one per write that reached
 //! the resource of `lock`, `seq` being ZooKeeper's sequence number (the order
@@ -288,6 +293,9 @@ pub struct History {
     pub writes: Vec<ResourceWrite>,
     /// Whether the resources were read back at all (a `resource.log` exists).
     pub resource_read: bool,
+    /// The cache kind's lines (`Y`, `G`, `U`, `T`), in read order: judged by
+    /// the checker's cache rules (`checker/cache.rs`, which describes them).
+    pub cache_lines: Vec<String>,
     /// Lines that could not be parsed.
     pub unparsed: usize,
 }
@@ -323,7 +331,10 @@ impl History {
                     .file_name()
                     .map(|n| n.to_string_lossy().to_string())
                     .unwrap_or_default();
-                (n.starts_with("worker-") && n.ends_with(".log")) || n == "coordinator.log" || n == "resource.log"
+                (n.starts_with("worker-") && n.ends_with(".log"))
+                    || n == "coordinator.log"
+                    || n == "resource.log"
+                    || n == "cache-server.log"
             })
             .collect();
         files.sort();
@@ -384,6 +395,7 @@ impl History {
         let p64 = |i: usize| f.get(i)?.parse::<u64>().ok();
         let s = |i: usize| f.get(i).map(|s| s.to_string());
         match *f.first()? {
+            "Y" | "G" | "U" | "T" => self.cache_lines.push(line.to_string()),
             "P" => {
                 for kv in &f[1..] {
                     let (k, v) = kv.split_once('=')?;

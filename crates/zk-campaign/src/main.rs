@@ -6,7 +6,7 @@
 //!             [--long-hold-permille N] [--long-lead-permille N] [--think-ms N] [--acquire-timeout-ms N]
 //!             [--short-timeout-percent N] [--overshoot-margin-ms N] [--max-overshoot-ms N]
 //!             [--faults all|partitions|composed|KIND,...] [--min-partition-faults N]
-//!             [--min-each N] [--max-seconds N]
+//!             [--min-each N] [--max-seconds N] [--cache]
 //! zk-campaign --check DIR [--connect HOST:PORT] [--overshoot-margin-ms N] [--max-overshoot-ms N]
 //! zk-campaign --leaks HOST:PORT [--root /campaign] [--leak-wait-ms N]
 //! ```
@@ -66,6 +66,14 @@
 //! (`Reconnected`, `Leader { term }`, `Ok`, `Held`); the checker judges each
 //! against every other holder and the order of tokens and terms.
 //!
+//! `--cache` (the `ci` and `composed-ci` profiles) adds the cache kind: each
+//! worker also runs a `CuratorCache` on `/campaign-cache`, logging every event,
+//! and a writer thread that creates, sets, deletes and re-creates nodes there;
+//! after the run the writers stop first, the coordinator reads the server's
+//! final subtree, and each cache dumps its final view once current. The
+//! checker's cache rules (C1-C5, `checker/cache.rs`, `docs/campaign.md`)
+//! judge the events against the writers' log and the server.
+//!
 //! The ensemble is partitionable (`ApacheCluster::start_partitionable`): see
 //! `docs/partitions.md`. `--faults partitions` injects the partition kinds only;
 //! with every kind, a partition is picked three times in five after the first
@@ -99,6 +107,7 @@
 //! `ZK_TEST_TIMING`) are reported per fault kind; `--max-overshoot-ms` makes an
 //! overshoot beyond it a violation.
 
+mod cachekind;
 mod check;
 mod cli;
 mod coordinator;

@@ -16,3 +16,8 @@ pub(crate) const RESOURCE: &str = "/campaign-resource";
 pub(crate) fn resource_path(lock: &str) -> String {
     format!("{RESOURCE}/{}", lock.rsplit('/').next().unwrap_or(lock))
 }
+
+/// The cache kind's subtree (`--cache`): the writers' nodes, which every
+/// worker's `CuratorCache` follows. Outside [`ROOT`], so that the leak check
+/// does not count its nodes.
+pub(crate) const CACHE_ROOT: &str = "/campaign-cache";

@@ -941,6 +941,7 @@ pub(crate) fn worker_main(o: &Opts) -> ExitCode {
     w.line(&format!("H {} {} {}", w.pid, w.slot, now_ns()));
     let seed = o.seed.unwrap_or(0);
     let mut failed = false;
+    let writes_stop = stop.with_file_name(crate::cachekind::STOP_WRITES);
     std::thread::scope(|s| {
         let w = &w;
         // The watcher: the stop file, the parent's death, session changes.
@@ -960,6 +961,18 @@ pub(crate) fn worker_main(o: &Opts) -> ExitCode {
                 std::thread::sleep(Duration::from_millis(50));
             }
         });
+        // The cache kind: the cache and the writer, on threads of their own.
+        if o.cache {
+            let writes_stop = &writes_stop;
+            s.spawn(move || {
+                crate::cachekind::run_writer(&w.client, &w.log, w.pid, seed ^ ((w.pid as u64) << 8), || {
+                    w.stop.load(Ordering::SeqCst) || writes_stop.exists()
+                })
+            });
+            s.spawn(move || {
+                crate::cachekind::run_cache(&w.client, &w.log, w.pid, session * 2, || w.stop.load(Ordering::SeqCst))
+            });
+        }
         let handles: Vec<_> = (0..o.threads)
             .map(|thr| {
                 let tseed = seed ^ ((o.slot as u64) << 40) ^ ((w.pid as u64) << 8) ^ thr as u64;

@@ -256,6 +256,19 @@ impl Inner {
 }
 
 impl Client {
+    /// Sends checkWatches (17) or removeWatches (18) for `kind` on the
+    /// server path `sp`; the server's result code.
+    fn watch_type_err(&self, op: OpCode, sp: &str, kind: WatcherType) -> Result<i32> {
+        let req = WatchTypeRequest {
+            path: sp.to_string(),
+            watcher_type: kind.code(),
+        };
+        let reply = self
+            .inner()
+            .call(op, Some(&req), None, false, None, self.request_bound())?;
+        Ok(reply.header.err)
+    }
+
     /// Sets a persistent watch (addWatch, opcode 106): `watcher` is called for
     /// every event of `mode` on `path` (and, recursive, its descendants) until
     /// [`Client::remove_watch`], the session's expiry or the client's close.
@@ -403,19 +416,8 @@ impl Client {
             exact
         };
         loop {
-            let req = WatchTypeRequest {
-                path: sp.clone(),
-                watcher_type: kind.code(),
-            };
-            let err = match inner.call(
-                OpCode::RemoveWatches,
-                Some(&req),
-                None,
-                false,
-                None,
-                self.request_bound(),
-            ) {
-                Ok(r) => r.header.err,
+            let err = match self.watch_type_err(OpCode::RemoveWatches, &sp, kind) {
+                Ok(e) => e,
                 Err(Error::ConnectionLoss | Error::SessionExpired | Error::Closed) => return Ok(()),
                 Err(e) => return Err(e),
             };
@@ -465,19 +467,7 @@ impl Client {
         let inner = self.inner();
         let mut server_removed = false;
         if !local {
-            let req = WatchTypeRequest {
-                path: sp.clone(),
-                watcher_type: kind.code(),
-            };
-            let reply = inner.call(
-                OpCode::RemoveWatches,
-                Some(&req),
-                None,
-                false,
-                None,
-                self.request_bound(),
-            )?;
-            match reply.header.err {
+            match self.watch_type_err(OpCode::RemoveWatches, &sp, kind)? {
                 0 => server_removed = true,
                 e if e == ErrorCode::NoWatcher.code() => {}
                 e if e == ErrorCode::MarshallingError.code() && kind.is_persistent() => {
@@ -525,19 +515,7 @@ impl Client {
     pub fn check_watches(&self, path: &str, kind: WatcherType) -> Result<bool> {
         let sp = self.server_path(path, false)?;
         let inner = self.inner();
-        let req = WatchTypeRequest {
-            path: sp,
-            watcher_type: kind.code(),
-        };
-        let reply = inner.call(
-            OpCode::CheckWatches,
-            Some(&req),
-            None,
-            false,
-            None,
-            self.request_bound(),
-        )?;
-        match reply.header.err {
+        match self.watch_type_err(OpCode::CheckWatches, &sp, kind)? {
             0 => Ok(true),
             e if e == ErrorCode::NoWatcher.code() => Ok(false),
             e if e == ErrorCode::MarshallingError.code() && kind.is_persistent() => {

@@ -66,11 +66,13 @@ fn replay(events: &[CacheEvent]) -> BTreeMap<String, Node> {
                     v.insert(d.path().to_string(), node_of(d)).is_none(),
                     "created twice: {ev:?}"
                 );
+                // At the zxid of the state it shows (a creation read after
+                // later changes of the node shows them: one event).
                 assert!(
-                    d.stat().czxid >= last_zxid,
+                    d.stat().mzxid >= last_zxid,
                     "out of zxid order: {ev:?} after {last_zxid:#x}"
                 );
-                last_zxid = d.stat().czxid;
+                last_zxid = d.stat().mzxid;
             }
             CacheEvent::Changed { old, new } => {
                 assert_eq!(

@@ -8,7 +8,7 @@ use super::types::Watcher;
 use super::watches::{WatchMode, WatchReg};
 use crate::error::{Error, Result};
 use crate::proto::jute::Decode;
-use crate::proto::{DeleteRequest, ErrorCode, OpCode, PathWatchRequest, Stat};
+use crate::proto::{DeleteRequest, ErrorCode, GetChildrenResponse, GetDataResponse, OpCode, PathWatchRequest, Stat};
 
 impl Client {
     /// Sets an exists-watch on `path` without waiting for the reply: the
@@ -121,6 +121,110 @@ impl Client {
                             Error::ConnectionLoss
                         })
                     }
+                    Ok(reply) if reply.header.err == ErrorCode::NoNode.code() => Ok(None),
+                    Ok(reply) => Err(Error::from_raw(reply.header.err, &p)),
+                    Err(e) => Err(e.clone()),
+                })
+            }),
+        );
+        Ok(())
+    }
+
+    /// Reads `path`'s data and `Stat` without waiting for the reply: the
+    /// request is written and this returns, so many reads can be in flight
+    /// on the connection at once (a cache's first load). `on_reply` is
+    /// called once, on the client's I/O thread (so it must only signal), with
+    /// `Ok(Some((data, stat)))`, `Ok(None)` if the node does not exist, or the
+    /// error.
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::exists_detached`]: nothing was sent then and `on_reply`
+    /// is not called.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use zk_framework::{Client, ClientConfig};
+    /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
+    /// let (tx, rx) = crossbeam_channel::unbounded();
+    /// for p in ["/a", "/b"] {
+    ///     let tx = tx.clone();
+    ///     zk.get_data_detached(p, move |r| {
+    ///         let _ = tx.send(r);
+    ///     })?;
+    /// }
+    /// println!("{:?} {:?}", rx.recv(), rx.recv());
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn get_data_detached(
+        &self,
+        path: &str,
+        on_reply: impl FnOnce(Result<Option<(Vec<u8>, Stat)>>) + Send + 'static,
+    ) -> Result<()> {
+        self.read_detached(
+            path,
+            OpCode::GetData,
+            |r| GetDataResponse::decode(r).map(|d| (d.data, d.stat)),
+            Box::new(on_reply),
+        )
+    }
+
+    /// Lists `path`'s children without waiting for the reply (see
+    /// [`Client::get_data_detached`]): `Ok(Some(children))`, `Ok(None)` if
+    /// the node does not exist, or the error.
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::exists_detached`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use zk_framework::{Client, ClientConfig};
+    /// # let zk = Client::connect("127.0.0.1:2181", ClientConfig::default())?;
+    /// let (tx, rx) = crossbeam_channel::bounded(1);
+    /// zk.get_children_detached("/a", move |r| {
+    ///     let _ = tx.try_send(r);
+    /// })?;
+    /// println!("{:?}", rx.recv());
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn get_children_detached(
+        &self,
+        path: &str,
+        on_reply: impl FnOnce(Result<Option<Vec<String>>>) + Send + 'static,
+    ) -> Result<()> {
+        self.read_detached(
+            path,
+            OpCode::GetChildren,
+            |r| GetChildrenResponse::decode(r).map(|c| c.children),
+            Box::new(on_reply),
+        )
+    }
+
+    /// A read without a watch, answered through `on_reply` (NoNode: `None`).
+    #[allow(clippy::type_complexity)]
+    fn read_detached<T: 'static>(
+        &self,
+        path: &str,
+        op: OpCode,
+        decode: fn(&mut crate::proto::jute::Reader<'_>) -> std::result::Result<T, crate::proto::jute::DecodeError>,
+        on_reply: Box<dyn FnOnce(Result<Option<T>>) + Send>,
+    ) -> Result<()> {
+        let sp = self.server_path(path, false)?;
+        let req = PathWatchRequest { watch: false, path: sp };
+        let inner = self.inner();
+        let submitted = inner.submit(op, Some(&req), None, false, None, self.request_bound())?;
+        let p = path.to_string();
+        inner.on_reply(
+            submitted,
+            Box::new(move |r| {
+                on_reply(match r {
+                    Ok(reply) if reply.header.err == 0 => decode(&mut reply.body()).map(Some).map_err(|e| {
+                        log::warn!("garbage {op:?} reply for {p}: {e}");
+                        Error::ConnectionLoss
+                    }),
                     Ok(reply) if reply.header.err == ErrorCode::NoNode.code() => Ok(None),
                     Ok(reply) => Err(Error::from_raw(reply.header.err, &p)),
                     Err(e) => Err(e.clone()),

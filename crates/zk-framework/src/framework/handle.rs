@@ -1128,6 +1128,60 @@ impl CuratorFramework {
             .exists_detached(&p, on_reply)
     }
 
+    /// Reads `path`'s data and Stat on the current session without waiting
+    /// for the reply (the namespace applied; see
+    /// [`Client::get_data_detached`]): `on_reply` is called once, on the
+    /// client's I/O thread (so it must only signal), with the data and Stat,
+    /// `None` when the node does not exist, or the error. Many reads can be
+    /// in flight at once; their replies come in the order they were sent.
+    ///
+    /// # Errors
+    ///
+    /// As [`delete_detached`](Self::delete_detached).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// c.get_data_detached("/config/a", |r| println!("{r:?}"))?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn get_data_detached(
+        &self,
+        path: &str,
+        on_reply: impl FnOnce(Result<Option<(Vec<u8>, Stat)>>) + Send + 'static,
+    ) -> Result<()> {
+        let p = self.checked_path(path)?;
+        self.zookeeper_client()
+            .with_deadline(self.deadline)
+            .get_data_detached(&p, on_reply)
+    }
+
+    /// Lists `path`'s children on the current session without waiting for
+    /// the reply (see [`get_data_detached`](Self::get_data_detached)).
+    ///
+    /// # Errors
+    ///
+    /// As [`delete_detached`](Self::delete_detached).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// c.get_children_detached("/config", |r| println!("{r:?}"))?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn get_children_detached(
+        &self,
+        path: &str,
+        on_reply: impl FnOnce(Result<Option<Vec<String>>>) + Send + 'static,
+    ) -> Result<()> {
+        let p = self.checked_path(path)?;
+        self.zookeeper_client()
+            .with_deadline(self.deadline)
+            .get_children_detached(&p, on_reply)
+    }
+
     /// Starts a create (Curator's `client.create()...forPath(path)`).
     ///
     /// # Examples

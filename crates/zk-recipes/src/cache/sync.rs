@@ -10,7 +10,7 @@
 //! brings none; then every path's final state is known, and its event takes
 //! the place of its last notification ([`view::apply_batch`]).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
@@ -25,6 +25,9 @@ use crate::Error;
 /// The first and the longest pause before a failed re-synchronisation is
 /// tried again (while connected).
 const RETRY_PAUSE: (Duration, Duration) = (Duration::from_millis(50), Duration::from_secs(2));
+
+/// At most this many reads in flight at once.
+const WINDOW: usize = 256;
 
 /// At most this many rounds of reads make one batch (a subtree written
 /// faster than it can be read still gets its events out).
@@ -43,6 +46,10 @@ impl From<zk_framework::Error> for Stop {
         Stop::Retry(e)
     }
 }
+
+/// A read's answer: the node's stat and data (unless not loaded), `None`
+/// when it does not exist, or the error.
+type Answer = zk_framework::Result<Option<(zk_framework::Stat, Option<Vec<u8>>)>>;
 
 /// A batch: the notes in order, and each noted path's final state.
 type Batch = (Vec<String>, HashMap<String, Option<ChildData>>);
@@ -173,27 +180,57 @@ impl Sync<'_> {
         self.client.with_deadline(Some(Instant::now() + read))
     }
 
-    /// Reads `path`: `None` when it does not exist (or may not be read).
-    fn read(&self, path: &str) -> Result<Option<ChildData>, Stop> {
-        self.shared.read_sent();
-        let client = self.bounded();
-        let got = if self.opts.load_data {
-            client.get_data(path).map(|(data, stat)| (stat, Some(data)))
-        } else {
-            client.check_exists(path).and_then(|s| {
-                s.map(|s| (s, None))
-                    .ok_or(zk_framework::Error::NoNode { path: path.to_string() })
-            })
-        };
+    /// Reads `paths`, up to [`WINDOW`] requests in flight at once (their
+    /// replies come in the order sent, and each after every notification the
+    /// server sent before it): each path's node, `None` when it does not
+    /// exist or may not be read (below the root).
+    fn read_many(&self, paths: &[String]) -> Result<Vec<Option<ChildData>>, Stop> {
+        let mut out = Vec::with_capacity(paths.len());
+        for chunk in paths.chunks(WINDOW) {
+            let client = self.bounded();
+            let deadline = client.deadline();
+            let (tx, rx) = crossbeam_channel::unbounded();
+            for (i, p) in chunk.iter().enumerate() {
+                let tx = tx.clone();
+                self.shared.read_sent();
+                let sent = if self.opts.load_data {
+                    client.get_data_detached(p, move |r| {
+                        let _ = tx.send((i, r.map(|o| o.map(|(d, st)| (st, Some(d))))));
+                    })
+                } else {
+                    client.exists_detached(p, move |r| {
+                        let _ = tx.send((i, r.map(|o| o.map(|st| (st, None)))));
+                    })
+                };
+                sent?;
+            }
+            drop(tx);
+            let mut got: Vec<Option<Answer>> = (0..chunk.len()).map(|_| None).collect();
+            for _ in 0..chunk.len() {
+                let (i, r) = match deadline {
+                    Some(d) => rx.recv_deadline(d).map_err(|_| zk_framework::Error::DeadlineExceeded)?,
+                    None => rx.recv().map_err(|_| zk_framework::Error::ConnectionLoss)?,
+                };
+                got[i] = Some(r);
+            }
+            for (p, r) in chunk.iter().zip(got) {
+                out.push(self.node(p, r.unwrap_or(Err(zk_framework::Error::ConnectionLoss)))?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// One read's answer as a node (see [`Sync::read_many`]).
+    fn node(&self, path: &str, got: Answer) -> Result<Option<ChildData>, Stop> {
         match got {
-            Ok((stat, data)) => {
+            Ok(Some((stat, data))) => {
                 let data = match data {
                     Some(d) if self.opts.compressed && !d.is_empty() => Some(gunzip(path, d)),
                     d => d,
                 };
                 Ok(Some(ChildData::new(path, stat, data)))
             }
-            Err(zk_framework::Error::NoNode { .. }) => Ok(None),
+            Ok(None) => Ok(None),
             Err(zk_framework::Error::NoAuth { .. }) if path != self.shared.root => {
                 log::warn!("the cache of {} may not read {path}; it is left out", self.shared.root);
                 Ok(None)
@@ -201,6 +238,39 @@ impl Sync<'_> {
             Err(e @ zk_framework::Error::NoAuth { .. }) => Err(Stop::Fatal(Error::ZooKeeper(e))),
             Err(e) => Err(Stop::Retry(e)),
         }
+    }
+
+    /// Lists each of `paths`, pipelined as [`Sync::read_many`]: its children
+    /// (none when it is gone or may not be listed, below the root).
+    fn list_many(&self, paths: &[String]) -> Result<Vec<Vec<String>>, Stop> {
+        let mut out = Vec::with_capacity(paths.len());
+        for chunk in paths.chunks(WINDOW) {
+            let client = self.bounded();
+            let deadline = client.deadline();
+            let (tx, rx) = crossbeam_channel::unbounded();
+            for (i, p) in chunk.iter().enumerate() {
+                let tx = tx.clone();
+                self.shared.read_sent();
+                client.get_children_detached(p, move |r| {
+                    let _ = tx.send((i, r));
+                })?;
+            }
+            drop(tx);
+            let mut got: Vec<Vec<String>> = vec![Vec::new(); chunk.len()];
+            for _ in 0..chunk.len() {
+                let (i, r) = match deadline {
+                    Some(d) => rx.recv_deadline(d).map_err(|_| zk_framework::Error::DeadlineExceeded)?,
+                    None => rx.recv().map_err(|_| zk_framework::Error::ConnectionLoss)?,
+                };
+                got[i] = match r {
+                    Ok(c) => c.unwrap_or_default(),
+                    Err(zk_framework::Error::NoAuth { .. }) if chunk[i] != self.shared.root => Vec::new(),
+                    Err(e) => return Err(e.into()),
+                };
+            }
+            out.extend(got);
+        }
+        Ok(out)
     }
 
     /// The path a notification is about, when the cache follows it.
@@ -226,12 +296,10 @@ impl Sync<'_> {
         let mut round = 0;
         while !pending.is_empty() && round < MAX_ROUNDS {
             let mut seen = std::collections::HashSet::new();
-            for p in &pending {
-                if seen.insert(p.clone()) {
-                    let got = self.read(p)?;
-                    let kept = got.filter(|_| self.opts.keeps(p));
-                    reads.insert(p.clone(), kept);
-                }
+            let distinct: Vec<String> = pending.iter().filter(|p| seen.insert(p.as_str())).cloned().collect();
+            for (p, got) in distinct.iter().zip(self.read_many(&distinct)?) {
+                let kept = got.filter(|_| self.opts.keeps(p));
+                reads.insert(p.clone(), kept);
             }
             notes.append(&mut pending);
             pending = self.drain();
@@ -297,30 +365,35 @@ impl Sync<'_> {
         self.link.synced = false;
         self.judge();
         let root = self.shared.root.clone();
+        // Level by level, each level's reads pipelined; a node is listed
+        // only when its stat says it has children.
         let mut fresh = View::new();
-        let mut queue = VecDeque::from([root.clone()]);
-        while let Some(p) = queue.pop_front() {
-            let Some(node) = self.read(&p)? else { continue };
-            if self.opts.keeps(&p) {
-                fresh.insert(p.clone(), node);
-                if fresh.len() > self.opts.max_nodes {
-                    return Err(Stop::Fatal(self.too_large()));
+        let mut level = vec![root.clone()];
+        while !level.is_empty() {
+            let nodes = self.read_many(&level)?;
+            let mut parents = Vec::new();
+            for (p, node) in level.iter().zip(nodes) {
+                let Some(node) = node else { continue };
+                if self.opts.lists(&root, p) && node.stat().num_children > 0 {
+                    parents.push(p.clone());
+                }
+                if self.opts.keeps(p) {
+                    fresh.insert(p.clone(), node);
+                    if fresh.len() > self.opts.max_nodes {
+                        return Err(Stop::Fatal(self.too_large()));
+                    }
                 }
             }
-            if self.opts.lists(&root, &p) {
-                let children = match self.bounded().get_children(&p) {
-                    Ok(c) => c,
-                    Err(zk_framework::Error::NoNode { .. }) => Vec::new(),
-                    Err(zk_framework::Error::NoAuth { .. }) if p != root => Vec::new(),
-                    Err(e) => return Err(e.into()),
-                };
-                self.shared.read_sent();
-                let mut children = children;
+            let mut next = Vec::new();
+            for (p, mut children) in parents.iter().zip(self.list_many(&parents)?) {
                 children.sort();
-                for c in children {
-                    queue.push_back(if p == "/" { format!("/{c}") } else { format!("{p}/{c}") });
-                }
+                next.extend(
+                    children
+                        .into_iter()
+                        .map(|c| if p == "/" { format!("/{c}") } else { format!("{p}/{c}") }),
+                );
             }
+            level = next;
         }
         // Changes announced while the subtree was read.
         let pending = self.drain();

@@ -899,3 +899,39 @@ fn a_partition_that_heals_after_expiry_resyncs_on_a_new_session() {
     settles(&cache, &c, "/cc16");
     cache.close();
 }
+
+/// A subtree wider than the reads the cache keeps in flight at once (its
+/// first load pipelines them in windows): read whole, every node once.
+#[test]
+fn a_wide_subtree_is_read_whole() {
+    init_log();
+    let s = server();
+    let c = client(&s);
+    mk(&c, "/cc18/x", "");
+    let ops: Vec<zk_framework::Op> = (0..600)
+        .map(|i| {
+            zk_framework::Op::create(
+                format!("/cc18/x/n{i:04}"),
+                format!("v{i}").into_bytes(),
+                zk_framework::Acl::open_unsafe(),
+                zk_framework::CreateMode::Persistent,
+            )
+        })
+        .collect();
+    for chunk in ops.chunks(200) {
+        c.multi_results(chunk.to_vec()).unwrap();
+    }
+    mk(&c, "/cc18/x/n0007/deeper", "d");
+    let cache = CuratorCache::builder(&c, "/cc18").build().unwrap();
+    let rx = cache.events();
+    cache.start().unwrap();
+    let want = server_view(&c, "/cc18");
+    assert_eq!(want.len(), 603);
+    let mut evs = Vec::new();
+    collect_until(&rx, &mut evs, |e| initialized_count(e) == 1);
+    assert_eq!(replay(&evs), want);
+    // Read each node once, and listed only the nodes with children.
+    let stats = cache.stats();
+    assert_eq!(stats.reads, 603 + 3, "{stats:?}");
+    cache.close();
+}

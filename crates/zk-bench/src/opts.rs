@@ -186,7 +186,7 @@ mod tests {
     #[test]
     fn scale_scenarios_run_only_when_named() {
         let o = Opts::from_args(&["zk-bench"]);
-        assert!(o.wanted("mutex") && o.wanted("clients") && !o.wanted("deep"));
+        assert!(o.wanted("mutex") && o.wanted("clients") && o.wanted("cache") && !o.wanted("deep"));
         let o = Opts::from_args(&["zk-bench", "--only", "scale"]);
         assert!(o.wanted("deep") && o.wanted("many") && o.wanted("latency") && o.wanted("clients"));
         assert!(!o.wanted("mutex") && !o.wanted("failover"));

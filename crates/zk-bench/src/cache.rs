@@ -7,6 +7,9 @@
 //!   (spread over them, one write at a time); the time from just before the
 //!   `setData` to the cache's listener being called with that change, one
 //!   clock. `--cache-writes` writes measured after half as many unmeasured.
+//! * **Its floor** (ours only): the write, then one `getData` of the
+//!   cache's client, one after the other: what a cache that reads each
+//!   changed node waits at least.
 //! * **Requests per change**: the server's request count over the measured
 //!   writes, less the writes themselves, per write.
 //! * **Start**: `start()` to `Initialized` on a subtree of `--cache-nodes`
@@ -220,6 +223,24 @@ pub fn ours(x: &Ctx, c: &CuratorFramework) {
         report_requests_per_change("", leaves, v.len(), p0.zip(p1).map(|(a, b)| b - a));
         cache.close();
     }
+    // The floor of one change: the write, then one getData round trip of
+    // the cache's client (what any cache that reads a changed node must
+    // wait for at least; the notification comes before the write's reply).
+    let root = tree_root(1);
+    let mut v = Vec::with_capacity(x.o.cache_writes);
+    for i in 0..warm_writes(x) + x.o.cache_writes.max(1) {
+        seq += 1;
+        let path = leaf(&root, 0);
+        let t0 = Instant::now();
+        writer.set_data(&path, data(seq), None).expect("setData");
+        cc.get_data(&path).expect("getData");
+        if i >= warm_writes(x) {
+            v.push(t0.elapsed());
+        }
+    }
+    v.sort();
+    println!("cache.floor.set_then_get.p50_us={}", us(percentile(&v, 0.5)));
+    println!("cache.floor.set_then_get.p99_us={}", us(percentile(&v, 0.99)));
     writer.close();
     // The start: once on the warm-up subtree, then measured.
     let warm = CuratorCache::builder(&cc, &tree_root(WARM_LEAVES))

@@ -10,6 +10,9 @@
 //! * **Its floor** (ours only): the write, then one `getData` of the
 //!   cache's client, one after the other: what a cache that reads each
 //!   changed node waits at least.
+//! * **The start's floor** (ours only): the same `getData` and
+//!   `getChildren` of every node without a cache, one at a time on one
+//!   client, then spread over 8 threads of it (8 in flight).
 //! * **Requests per change**: the server's request count over the measured
 //!   writes, less the writes themselves, per write.
 //! * **Start**: `start()` to `Initialized` on a subtree of `--cache-nodes`
@@ -273,7 +276,34 @@ pub fn ours(x: &Ctx, c: &CuratorFramework) {
     report_start("", leaves, took, nodes, rss1.saturating_sub(rss0));
     report_start_requests("", leaves, nodes, p0.zip(p1).map(|(a, b)| b - a));
     println!("cache.start_reads.leaves_{leaves}={}", cache.stats().reads);
+    let paths: Vec<String> = cache.snapshot().iter().map(|d| d.path().to_string()).collect();
     cache.close();
+    // The start's requests without a cache: a getData and a getChildren
+    // of every node, one at a time on one client (what our start does),
+    // then the same spread over 8 threads of that client (8 in flight).
+    let read = |c: &CuratorFramework, p: &str| {
+        c.get_data(p).expect("getData");
+        c.get_children(p).expect("getChildren");
+    };
+    let t = Instant::now();
+    for p in &paths {
+        read(&cc, p);
+    }
+    println!(
+        "cache.floor.sequential_reads_ms.leaves_{leaves}={:.1}",
+        t.elapsed().as_secs_f64() * 1e3
+    );
+    let t = Instant::now();
+    std::thread::scope(|s| {
+        for chunk in paths.chunks(paths.len().div_ceil(8)) {
+            let (cc, read) = (&cc, &read);
+            s.spawn(move || chunk.iter().for_each(|p| read(cc, p)));
+        }
+    });
+    println!(
+        "cache.floor.reads_8_threads_ms.leaves_{leaves}={:.1}",
+        t.elapsed().as_secs_f64() * 1e3
+    );
     cc.close();
 }
 

@@ -21,6 +21,19 @@
 //                                       connect-to-ready and close() time
 //   cycles mutex|semaphore N            N uncontended cycles (zk-bench counts requests)
 //   chain mutex|semaphore N             N waiters queued behind a holder, released in turn
+//   cache latency ROOT LEAVES WARM WRITES SEQ
+//                                       a CuratorCache of ROOT (a subtree of LEAVES leaves,
+//                                       ROOT/gI/nJ, made by zk-bench) on one client, a second
+//                                       client writes leaf SEQ % LEAVES (32 bytes, SEQ counting
+//                                       up), one write at a time: the time from before the
+//                                       setData to the listener's NODE_CHANGED of it; WARM
+//                                       writes, "ready" (wait for a line), WRITES writes,
+//                                       "done" (wait), the figures
+//   cache start ROOT LEAVES NODES WARM_ROOT
+//                                       a cache started and closed on WARM_ROOT, then "ready"
+//                                       (wait), a cache of ROOT from start() to initialized(),
+//                                       "done" (wait), the time and the memory grown per node
+//                                       (RSS and Java heap, after System.gc())
 //   rwherd READERS                      writer W1 holds; READERS/2 readers, a writer W2,
 //                                       READERS/2 readers queue (one session each); prints
 //                                       "ready", waits for a line on stdin, releases W1,
@@ -40,6 +53,10 @@ import java.nio.file.Files;
 import java.nio.file.Paths;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import java.util.concurrent.LinkedBlockingQueue;
+import org.apache.curator.framework.recipes.cache.ChildData;
+import org.apache.curator.framework.recipes.cache.CuratorCache;
+import org.apache.curator.framework.recipes.cache.CuratorCacheListener;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
@@ -129,6 +146,120 @@ public class CuratorBench {
             System.out.printf("curator.many.rss_bytes_per_held_lock=%.0f%n", (rss1 - rss0) * 1024.0 / locks);
             System.out.printf("curator.many.java_heap_bytes_per_held_lock=%.0f%n", (h1 - h0) / (double) locks);
         }
+    }
+
+    /** A change the cache's listener heard: path, data, System.nanoTime() of the call. */
+    static final class Heard {
+        final String path;
+        final byte[] data;
+        final long at;
+
+        Heard(String path, byte[] data, long at) {
+            this.path = path;
+            this.data = data;
+            this.at = at;
+        }
+    }
+
+    /** A started CuratorCache of ROOT whose NODE_CHANGED events go to HEARD (may be null). */
+    static CuratorCache startedCache(CuratorFramework c, String root, LinkedBlockingQueue<Heard> heard) throws Exception {
+        CuratorCache cache = CuratorCache.build(c, root);
+        CountDownLatch initialized = new CountDownLatch(1);
+        cache.listenable().addListener(new CuratorCacheListener() {
+            @Override
+            public void event(Type type, ChildData oldData, ChildData data) {
+                if (type == Type.NODE_CHANGED && heard != null) {
+                    long at = System.nanoTime();
+                    heard.add(new Heard(data.getPath(), data.getData(), at));
+                }
+            }
+
+            @Override
+            public void initialized() {
+                initialized.countDown();
+            }
+        });
+        cache.start();
+        if (!initialized.await(600, TimeUnit.SECONDS)) throw new IllegalStateException("the cache of " + root + " did not initialize");
+        return cache;
+    }
+
+    static String leaf(String root, long i) {
+        return root + "/g" + (i / 100) + "/n" + (i % 100);
+    }
+
+    /** Writes leaf SEQ % LEAVES and waits for the cache's event of it: ns from before the write. */
+    static long writeAndWait(CuratorFramework w, String root, int leaves, long seq, LinkedBlockingQueue<Heard> heard) throws Exception {
+        String path = leaf(root, seq % leaves);
+        byte[] d = String.format("%032d", seq).getBytes();
+        long t0 = System.nanoTime();
+        w.setData().forPath(path, d);
+        while (true) {
+            Heard h = heard.poll(30, TimeUnit.SECONDS);
+            if (h == null) throw new IllegalStateException("no event for " + path + " within 30 s");
+            if (h.path.equals(path) && java.util.Arrays.equals(h.data, d)) return h.at - t0;
+        }
+    }
+
+    static void cache(String cs, String[] args) throws Exception {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+        String root = args[3];
+        int leaves = Integer.parseInt(args[4]);
+        CuratorFramework c = client(cs);
+        if (args[2].equals("latency")) {
+            int warm = Integer.parseInt(args[5]);
+            int writes = Integer.parseInt(args[6]);
+            long seq = Long.parseLong(args[7]);
+            CuratorFramework w = client(cs);
+            LinkedBlockingQueue<Heard> heard = new LinkedBlockingQueue<>();
+            CuratorCache cache = startedCache(c, root, heard);
+            for (int i = 0; i < warm; i++) writeAndWait(w, root, leaves, ++seq, heard);
+            System.out.println("ready");
+            System.out.flush();
+            in.readLine();
+            List<Long> lat = new ArrayList<>();
+            for (int i = 0; i < writes; i++) lat.add(writeAndWait(w, root, leaves, ++seq, heard));
+            System.out.println("done");
+            System.out.flush();
+            in.readLine();
+            Collections.sort(lat);
+            System.out.printf("curator.cache.write_to_event.p50_us.leaves_%d=%.1f%n", leaves,
+                    lat.get((int) Math.round((lat.size() - 1) * 0.5)) / 1e3);
+            System.out.printf("curator.cache.write_to_event.p99_us.leaves_%d=%.1f%n", leaves,
+                    lat.get((int) Math.round((lat.size() - 1) * 0.99)) / 1e3);
+            System.out.printf("curator.cache.write_to_event.writes.leaves_%d=%d%n", leaves, lat.size());
+            cache.close();
+            w.close();
+        } else {
+            int nodes = Integer.parseInt(args[5]);
+            String warmRoot = args[6];
+            // Classes, JIT and the client's buffers: one cache started and closed first.
+            startedCache(c, warmRoot, null).close();
+            long h0 = heap();
+            heap();
+            long rss0 = rss();
+            System.out.println("ready");
+            System.out.flush();
+            in.readLine();
+            long t0 = System.nanoTime();
+            CuratorCache cache = startedCache(c, root, null);
+            long took = System.nanoTime() - t0;
+            System.out.println("done");
+            System.out.flush();
+            in.readLine();
+            heap();
+            long h1 = heap();
+            long rss1 = rss();
+            if (cache.size() != nodes) throw new IllegalStateException("the cache holds " + cache.size() + " nodes, not " + nodes);
+            System.out.printf("curator.cache.start_to_initialized_ms.leaves_%d=%.1f%n", leaves, took / 1e6);
+            System.out.printf("curator.cache.nodes.leaves_%d=%d%n", leaves, nodes);
+            System.out.printf("curator.cache.rss_bytes_per_node.leaves_%d=%.0f%n", leaves, (rss1 - rss0) * 1024.0 / nodes);
+            System.out.printf("curator.cache.java_heap_bytes_per_node.leaves_%d=%.0f%n", leaves, (h1 - h0) / (double) nodes);
+            cache.close();
+        }
+        c.close();
+        System.out.flush();
+        System.exit(0);
     }
 
     public static void main(String[] args) throws Exception {
@@ -401,6 +532,9 @@ public class CuratorBench {
                 hc.close();
                 System.exit(0);
             }
+            case "cache":
+                cache(cs, args);
+                break;
             case "rwherd": {
                 // W1 holds; READERS/2 readers queue; W2 queues; READERS/2 more readers.
                 // W1's release can let only the first half proceed.

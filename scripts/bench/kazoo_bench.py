@@ -24,6 +24,13 @@ usage: python3 kazoo_bench.py CONNECT MODE ARGS...
                                       mutexes (held all at once), then release them
   cycles mutex N                      N uncontended cycles (zk-bench counts requests)
   chain mutex N                       N waiters queued behind a holder, released in turn
+  cache latency ROOT LEAVES WARM WRITES SEQ
+  cache start ROOT LEAVES NODES WARM_ROOT
+                                      kazoo's TreeCache (one-shot watches: a getData and a
+                                      getChildren with a watch per node, each watch set again
+                                      when it fires) in CuratorBench.java's protocol: the
+                                      write-to-event latency, the start and its memory (RSS
+                                      after gc.collect()); keys "kazoo.cache."
   failover close N REPS WARMUP SESSION_MS PATH
   failover kill N REPS SESSION_MS PATH CS1,...,CSN
   failover idle N SESSION_MS PATH
@@ -31,6 +38,7 @@ usage: python3 kazoo_bench.py CONNECT MODE ARGS...
                                       underneath): the protocol of CuratorLeaderBench.java
                                       (see failover() below), keys "kazoo.failover."
 """
+import gc
 import logging
 import os
 import queue
@@ -40,6 +48,7 @@ import time
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
+from kazoo.recipe.cache import TreeCache, TreeEvent
 
 logging.basicConfig(level=logging.CRITICAL)
 
@@ -280,6 +289,89 @@ def chain(cs, kind, n):
     close(hc)
 
 
+def started_cache(c, root, heard):
+    """A started TreeCache of root whose NODE_UPDATED events go to the queue
+    heard (path, data, time.perf_counter_ns() of the call), if any."""
+    cache = TreeCache(c, root)
+    initialized = threading.Event()
+
+    def listener(ev):
+        if ev.event_type == TreeEvent.NODE_UPDATED and heard is not None:
+            at = time.perf_counter_ns()
+            heard.put((ev.event_data.path, ev.event_data.data, at))
+        elif ev.event_type == TreeEvent.INITIALIZED:
+            initialized.set()
+
+    cache.listen(listener)
+    cache.start()
+    if not initialized.wait(600):
+        raise RuntimeError("the cache of %s did not initialize" % root)
+    return cache
+
+
+def leaf(root, i):
+    return "%s/g%d/n%d" % (root, i // 100, i % 100)
+
+
+def write_and_wait(w, root, leaves, seq, heard):
+    path = leaf(root, seq % leaves)
+    d = b"%032d" % seq
+    t0 = time.perf_counter_ns()
+    w.set(path, d)
+    while True:
+        p, got, at = heard.get(timeout=30)
+        if p == path and got == d:
+            return at - t0
+
+
+def cache_bench(cs, a):
+    kind, root, leaves = a[0], a[1], int(a[2])
+    c = client(cs)
+    if kind == "latency":
+        warm, writes, seq = int(a[3]), int(a[4]), int(a[5])
+        w = client(cs)
+        heard = queue.Queue()
+        cache = started_cache(c, root, heard)
+        for _ in range(warm):
+            seq += 1
+            write_and_wait(w, root, leaves, seq, heard)
+        say("ready")
+        wait_line()
+        lat = []
+        for _ in range(writes):
+            seq += 1
+            lat.append(write_and_wait(w, root, leaves, seq, heard))
+        say("done")
+        wait_line()
+        lat.sort()
+        say("kazoo.cache.write_to_event.p50_us.leaves_%d=%.1f" % (leaves, pct(lat, 0.5) / 1e3))
+        say("kazoo.cache.write_to_event.p99_us.leaves_%d=%.1f" % (leaves, pct(lat, 0.99) / 1e3))
+        say("kazoo.cache.write_to_event.writes.leaves_%d=%d" % (leaves, len(lat)))
+        cache.close()
+        close(w)
+    else:
+        nodes, warm_root = int(a[3]), a[4]
+        started_cache(c, warm_root, None).close()
+        gc.collect()
+        rss0 = rss_kib()
+        say("ready")
+        wait_line()
+        t0 = time.perf_counter_ns()
+        cache = started_cache(c, root, None)
+        took = time.perf_counter_ns() - t0
+        say("done")
+        wait_line()
+        gc.collect()
+        rss1 = rss_kib()
+        say("kazoo.cache.start_to_initialized_ms.leaves_%d=%.1f" % (leaves, took / 1e6))
+        say("kazoo.cache.nodes.leaves_%d=%d" % (leaves, nodes))
+        say("kazoo.cache.rss_bytes_per_node.leaves_%d=%.0f" % (leaves, (rss1 - rss0) * 1024.0 / nodes))
+        cache.close()
+    close(c)
+    sys.stdout.flush()
+    os._exit(0)
+
+
 # (participant, time.perf_counter_ns()) of every leader function's start.
 ELECTED = queue.Queue()
 
@@ -510,6 +602,8 @@ def main(argv):
         chain(cs, a[0], int(a[1]))
     elif mode == "failover":
         return failover(cs, a)
+    elif mode == "cache":
+        return cache_bench(cs, a)
     else:
         print("kazoo_bench: unknown mode %s" % mode, file=sys.stderr)
         return 2

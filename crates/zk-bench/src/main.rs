@@ -7,7 +7,8 @@
 //! Without `--connect` it starts the embedded server in-process; `--apache`
 //! starts Debian's ZooKeeper 3.8 instead. Scenarios (`--only` picks some):
 //! `connect`, `floor`, `mutex`, `semaphore`, `reentrant`, `handoff`, `herd`,
-//! `rwlock`, `multilock`, `clients` and `metrics` (the uncontended mutex cycle
+//! `rwlock`, `multilock`, `clients`, `cache` (our `CuratorCache` beside
+//! Curator's and kazoo's `TreeCache`: [`cache`]) and `metrics` (the uncontended mutex cycle
 //! with the lock figures on and off, in alternating rounds; built with
 //! `--features metrics` the figures also go through the `metrics` facade to a
 //! counting recorder) by default; the scale scenarios `latency` (release to
@@ -31,6 +32,7 @@
 //! driver, the zookeeper-client and zookeeper 0.8 drivers), [`measure`]
 //! (latencies, handoff windows, the server's counters, reporting).
 
+mod cache;
 mod failover;
 mod measure;
 mod metrics;
@@ -176,6 +178,10 @@ fn main() {
         ours::clients(&x);
     }
     side_by_side("clients");
+    if want("cache") {
+        cache::ours(&x, &c);
+    }
+    side_by_side("cache");
     if want("failover") {
         failover::run(&x);
     }

@@ -399,6 +399,27 @@ pub fn requests(server: Option<&TestingServer>) -> Option<u64> {
     )
 }
 
+/// Requests the servers have received so far: the embedded server's count
+/// (pings excluded), or Apache ZooKeeper's `mntr` `zk_packets_received`
+/// (pings included: one per idle session every third of its timeout),
+/// summed over every server of the connect string.
+pub fn packets_received(server: Option<&TestingServer>, cs: &str) -> Option<u64> {
+    if server.and_then(|s| s.embedded()).is_some() {
+        return requests(server);
+    }
+    let mut sum = 0;
+    for addr in cs.split('/').next()?.split(',') {
+        let text = zk_testing::fourlw::four_letter_word(addr, "mntr", Duration::from_secs(5)).ok()?;
+        sum += text
+            .lines()
+            .find_map(|l| l.strip_prefix("zk_packets_received\t"))?
+            .trim()
+            .parse::<u64>()
+            .ok()?;
+    }
+    Some(sum)
+}
+
 /// Server requests made by one call of `f`, averaged over 50 calls after one
 /// (embedded server only; pings excluded).
 pub fn count_requests(server: Option<&TestingServer>, mut f: impl FnMut()) -> Option<u64> {

@@ -7,7 +7,7 @@ use clap::{Parser, ValueEnum};
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "zk-bench",
-    override_usage = "zk-bench [--connect HOST:PORT | --apache | --ensemble] [--tls] [--peers NAMES | --curator] [--seconds N] [--warmup N] [--only NAMES] [--failovers N] [--failover-kills N] [--idle-seconds N]",
+    override_usage = "zk-bench [--connect HOST:PORT | --apache | --ensemble] [--tls] [--peers NAMES | --curator] [--seconds N] [--warmup N] [--only NAMES] [--cache-nodes N] [--cache-writes N] [--failovers N] [--failover-kills N] [--idle-seconds N]",
     args_override_self = true,
     disable_version_flag = true
 )]
@@ -46,12 +46,21 @@ pub struct Opts {
     #[arg(long, value_name = "N", default_value_t = 5.0)]
     pub warmup: f64,
     /// Only these scenarios, comma-separated: connect, floor, mutex, semaphore,
-    /// reentrant, handoff, herd, rwlock, multilock, clients, metrics (the
+    /// reentrant, handoff, herd, rwlock, multilock, clients, metrics, cache (the
     /// default set), and the scale scenarios latency, deep, many (run only when
     /// named; `--only scale` names latency, deep, many and clients), and
     /// failover (leader election, only when named).
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     pub only: Option<Vec<String>>,
+    /// The cache scenario: leaves of the subtree whose start and memory are
+    /// measured (the latency subtrees of 1, 100 and 1,000 leaves run only
+    /// when they are no larger).
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub cache_nodes: usize,
+    /// The cache scenario: writes measured per latency subtree (after half as
+    /// many unmeasured).
+    #[arg(long, value_name = "N", default_value_t = 400)]
+    pub cache_writes: usize,
     /// The failover scenario: participants of the close and kill failovers.
     #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(2..))]
     pub failover_n: u16,
@@ -177,7 +186,7 @@ mod tests {
     #[test]
     fn scale_scenarios_run_only_when_named() {
         let o = Opts::from_args(&["zk-bench"]);
-        assert!(o.wanted("mutex") && o.wanted("clients") && !o.wanted("deep"));
+        assert!(o.wanted("mutex") && o.wanted("clients") && o.wanted("cache") && !o.wanted("deep"));
         let o = Opts::from_args(&["zk-bench", "--only", "scale"]);
         assert!(o.wanted("deep") && o.wanted("many") && o.wanted("latency") && o.wanted("clients"));
         assert!(!o.wanted("mutex") && !o.wanted("failover"));

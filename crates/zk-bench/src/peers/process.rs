@@ -11,9 +11,10 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use crate::cache;
 use crate::measure::{
-    await_watches, deep_waiters, notifications, requests, wchs, Deep, DEEP_SESSIONS, HOLD, MANY, MANY_THREADS,
-    MANY_WARMUP, THINK,
+    await_watches, deep_waiters, notifications, packets_received, requests, wchs, Deep, DEEP_SESSIONS, HOLD, MANY,
+    MANY_THREADS, MANY_WARMUP, THINK,
 };
 use crate::Ctx;
 
@@ -269,6 +270,7 @@ impl Driver {
                 let root = format!("/bench/many-{}", self.prefix);
                 self.print_all(cs, &a(&["many", &n, &t, &root, &w]))?;
             }
+            "cache" => self.cache(x)?,
             "clients" if self.rwlock_and_clients => self.print_all(cs, &a(&["clients", "16"]))?,
             "herd" if notifications(x.server(), cs).is_some() => {
                 let kinds: &[&str] = if self.semaphore {
@@ -292,6 +294,65 @@ impl Driver {
             _ => {}
         }
         Ok(())
+    }
+
+    /// The cache scenario (see [`crate::cache`]): the write-to-event
+    /// latency on each latency subtree with the requests per change counted
+    /// here between `ready` and `done`, then the start on the large subtree,
+    /// its requests counted the same way (the peer prints its time and
+    /// memory).
+    fn cache(&self, x: &Ctx) -> Result<(), String> {
+        let prefix = format!("{}.", self.prefix);
+        let writes = x.o.cache_writes.max(1);
+        let mut seq = 2_000_000u64;
+        for leaves in cache::latency_sizes(x) {
+            let args = [
+                "cache".into(),
+                "latency".into(),
+                cache::tree_root(leaves),
+                leaves.to_string(),
+                cache::warm_writes(x).to_string(),
+                writes.to_string(),
+                seq.to_string(),
+            ];
+            seq += 1_000_000;
+            let packets = self.counted_packets(x, &args)?;
+            cache::report_requests_per_change(&prefix, leaves, writes, packets);
+        }
+        let leaves = x.o.cache_nodes;
+        let nodes = cache::tree_nodes(leaves) + 1;
+        let args = [
+            "cache".into(),
+            "start".into(),
+            cache::tree_root(leaves),
+            leaves.to_string(),
+            nodes.to_string(),
+            cache::tree_root(cache::WARM_LEAVES),
+        ];
+        let packets = self.counted_packets(x, &args)?;
+        cache::report_start_requests(&prefix, leaves, nodes, packets);
+        Ok(())
+    }
+
+    /// Runs a step that prints `ready`, waits for a line, prints `done`
+    /// when its work is over, waits for a line, prints its figures and
+    /// exits: the requests the servers received in between.
+    fn counted_packets(&self, x: &Ctx, args: &[String]) -> Result<Option<u64>, String> {
+        let mut p = self.spawn(&x.cs, args)?;
+        p.expect("ready")?;
+        let n0 = packets_received(x.server(), &x.cs);
+        p.go()?;
+        p.expect("done")?;
+        let n1 = packets_received(x.server(), &x.cs);
+        p.go()?;
+        while let Some(Ok(l)) = p.lines.next() {
+            println!("{l}");
+        }
+        let status = p.child.wait().map_err(|e| e.to_string())?;
+        if !status.success() {
+            return Err(format!("'{}' exited with {status}", args.join(" ")));
+        }
+        Ok(n0.zip(n1).map(|(a, b)| b - a))
     }
 
     /// A holder and `threads` waiters over `sessions` sessions, in the peer's

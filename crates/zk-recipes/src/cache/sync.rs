@@ -378,7 +378,7 @@ impl Sync<'_> {
                     parents.push(p.clone());
                 }
                 if self.opts.keeps(p) {
-                    fresh.insert(p.clone(), node);
+                    view::put(&mut fresh, node);
                     if fresh.len() > self.opts.max_nodes {
                         return Err(Stop::Fatal(self.too_large()));
                     }

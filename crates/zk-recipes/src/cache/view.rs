@@ -28,7 +28,8 @@ use super::Freshness;
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChildData {
-    path: String,
+    /// Shared with the view's key: a cached node keeps its path once.
+    path: Arc<str>,
     stat: Stat,
     data: Option<Arc<[u8]>>,
 }
@@ -44,7 +45,7 @@ impl ChildData {
     /// ```
     pub fn new(path: impl Into<String>, stat: Stat, data: Option<Vec<u8>>) -> ChildData {
         ChildData {
-            path: path.into(),
+            path: Arc::from(path.into()),
             stat,
             data: data.map(Arc::from),
         }
@@ -144,8 +145,14 @@ impl CacheEvent {
     }
 }
 
-/// The cache's nodes by path (sorted: a node's descendants follow it).
-pub(crate) type View = BTreeMap<String, ChildData>;
+/// The cache's nodes by path (sorted: a node's descendants follow it); the
+/// key is the node's own path, not a copy.
+pub(crate) type View = BTreeMap<Arc<str>, ChildData>;
+
+/// Puts `node` in `view` under its own path.
+pub(crate) fn put(view: &mut View, node: ChildData) {
+    view.insert(node.path.clone(), node);
+}
 
 /// The prefix every descendant of `path` starts with.
 fn child_prefix(path: &str) -> String {
@@ -160,10 +167,10 @@ fn child_prefix(path: &str) -> String {
 pub(crate) fn descendants(view: &View, path: &str) -> Vec<String> {
     let prefix = child_prefix(path);
     let mut out: Vec<String> = view
-        .range(prefix.clone()..)
+        .range::<str, _>((std::ops::Bound::Included(prefix.as_str()), std::ops::Bound::Unbounded))
         .take_while(|(p, _)| p.starts_with(&prefix))
-        .filter(|(p, _)| p.as_str() != path)
-        .map(|(p, _)| p.clone())
+        .filter(|(p, _)| &***p != path)
+        .map(|(p, _)| p.to_string())
         .collect();
     out.sort_by(|a, b| depth(b).cmp(&depth(a)).then_with(|| a.cmp(b)));
     out
@@ -220,18 +227,22 @@ pub(crate) fn apply_batch(
         let Some(new) = reads.get(p) else { continue };
         if new.is_none() {
             for d in descendants(view, p) {
-                if let Some(old) = view.remove(&d) {
+                if let Some(old) = view.remove(d.as_str()) {
                     out.push(CacheEvent::Deleted(old));
                 }
             }
         }
-        let old = view.get(p).cloned();
+        let old = view.get(p.as_str()).cloned();
         diff_node(old.as_ref(), new.as_ref(), &mut out);
         // The newer stat is kept even when nothing is told (child counts).
         match new {
-            Some(n) => view.insert(p.clone(), n.clone()),
-            None => view.remove(p),
-        };
+            Some(n) => {
+                put(view, n.clone());
+            }
+            None => {
+                view.remove(p.as_str());
+            }
+        }
     }
     out
 }
@@ -253,15 +264,16 @@ pub(crate) fn resync(view: &mut View, fresh: View) -> Vec<CacheEvent> {
     let mut keyed: Vec<(Key, CacheEvent)> = Vec::new();
     let mut evs = Vec::new();
     for (p, o) in view.iter() {
+        let p: &str = p;
         let n = fresh.get(p);
         evs.clear();
         diff_node(Some(o), n, &mut evs);
         for ev in evs.drain(..) {
             let key = match (&ev, n) {
-                (CacheEvent::Deleted(_), Some(n)) => (n.stat.czxid, 0, -(depth(p) as isize), p.clone()),
-                (CacheEvent::Deleted(_), None) => (deletion_bound(&fresh, p), 0, -(depth(p) as isize), p.clone()),
-                (CacheEvent::Created(n), _) => (n.stat.czxid, 1, depth(p) as isize, p.clone()),
-                (CacheEvent::Changed { new, .. }, _) => (new.stat.mzxid, 1, depth(p) as isize, p.clone()),
+                (CacheEvent::Deleted(_), Some(n)) => (n.stat.czxid, 0, -(depth(p) as isize), p.to_string()),
+                (CacheEvent::Deleted(_), None) => (deletion_bound(&fresh, p), 0, -(depth(p) as isize), p.to_string()),
+                (CacheEvent::Created(n), _) => (n.stat.czxid, 1, depth(p) as isize, p.to_string()),
+                (CacheEvent::Changed { new, .. }, _) => (new.stat.mzxid, 1, depth(p) as isize, p.to_string()),
                 _ => continue,
             };
             keyed.push((key, ev));
@@ -270,7 +282,7 @@ pub(crate) fn resync(view: &mut View, fresh: View) -> Vec<CacheEvent> {
     for (p, n) in fresh.iter() {
         if !view.contains_key(p) {
             keyed.push((
-                (n.stat.czxid, 1, depth(p) as isize, p.clone()),
+                (n.stat.czxid, 1, depth(p) as isize, p.to_string()),
                 CacheEvent::Created(n.clone()),
             ));
         }
@@ -370,8 +382,8 @@ mod tests {
         .collect();
         let evs = apply_batch(&mut v, &notes, &reads);
         assert_eq!(short(&evs), vec!["-/r/b", "+/r/a"]);
-        assert_eq!(v.keys().cloned().collect::<Vec<_>>(), vec!["/r", "/r/a"]);
-        assert_eq!(v["/r/a"].data(), Some(&b"a2"[..]));
+        assert_eq!(v.keys().map(|k| k.to_string()).collect::<Vec<_>>(), vec!["/r", "/r/a"]);
+        assert_eq!(v.get("/r/a").unwrap().data(), Some(&b"a2"[..]));
     }
 
     #[test]
@@ -392,7 +404,7 @@ mod tests {
         .collect();
         let evs = apply_batch(&mut v, &notes, &reads);
         assert_eq!(short(&evs), vec!["-/r/a/x/y", "-/r/a/x", "-/r/a", "-/r/b", "+/r/b"]);
-        assert_eq!(v.keys().cloned().collect::<Vec<_>>(), vec!["/r", "/r/b"]);
+        assert_eq!(v.keys().map(|k| k.to_string()).collect::<Vec<_>>(), vec!["/r", "/r/b"]);
         // A path created and deleted inside one batch was never shown: nothing.
         let evs = apply_batch(
             &mut v,

@@ -256,6 +256,7 @@ pub fn ours(x: &Ctx, c: &CuratorFramework) {
     let leaves = x.o.cache_nodes;
     let root = tree_root(leaves);
     let rss0 = proc_status("VmRSS");
+    let live0 = crate::alloc::live_bytes();
     let p0 = packets_received(x.server(), &x.cs);
     let t = Instant::now();
     let cache = CuratorCache::builder(&cc, &root)
@@ -270,8 +271,15 @@ pub fn ours(x: &Ctx, c: &CuratorFramework) {
     let took = t.elapsed();
     let p1 = packets_received(x.server(), &x.cs);
     let rss1 = proc_status("VmRSS");
+    let live1 = crate::alloc::live_bytes();
     // The marker node counts: it is in the cache.
     let nodes = tree_nodes(leaves) + 1;
+    // The heap the process keeps for the cache (what a JVM's heap in use
+    // after a GC counts), beside the RSS it grew by.
+    println!(
+        "cache.live_bytes_per_node.leaves_{leaves}={:.0}",
+        live1.saturating_sub(live0) as f64 / nodes as f64
+    );
     assert_eq!(cache.size(), nodes, "the cache of {root} holds every node");
     report_start("", leaves, took, nodes, rss1.saturating_sub(rss0));
     report_start_requests("", leaves, nodes, p0.zip(p1).map(|(a, b)| b - a));

@@ -32,6 +32,7 @@
 //! driver, the zookeeper-client and zookeeper 0.8 drivers), [`measure`]
 //! (latencies, handoff windows, the server's counters, reporting).
 
+mod alloc;
 mod cache;
 mod failover;
 mod measure;
@@ -47,6 +48,10 @@ use zk_testing::tls::TestPki;
 use zk_testing::{Backend, TestingServer};
 
 use crate::opts::Opts;
+
+/// Counts live heap bytes (the cache's memory per node beside a JVM's heap in use).
+#[global_allocator]
+static ALLOC: alloc::Counting = alloc::Counting;
 
 /// What every scenario runs against: the options, the server and its
 /// connect string, the window and the warm-up.

@@ -97,13 +97,20 @@ fn until(rx: &Receiver<CacheEvent>, mut done: impl FnMut(&CacheEvent) -> bool) -
     }
 }
 
-fn check(cache: &CuratorCache, writer: &CuratorFramework, what: &str) -> Result<(), BoxError> {
+/// Waits (10 s at most) until the cache is current and shows what the
+/// server has: every change of either is an event, so each event wakes the
+/// check.
+fn check(
+    cache: &CuratorCache,
+    events: &Receiver<CacheEvent>,
+    writer: &CuratorFramework,
+    what: &str,
+) -> Result<(), BoxError> {
     let end = Instant::now() + Duration::from_secs(10);
     while in_cache(cache) != on_server(writer)? || !cache.freshness().is_current() {
-        if Instant::now() > end {
+        if events.recv_deadline(end).is_err() {
             return Err(format!("{what}: the cache does not match the server").into());
         }
-        std::thread::sleep(Duration::from_millis(10));
     }
     println!(
         "{what}: the cache matches the server ({} nodes, {})",
@@ -131,7 +138,7 @@ fn main() -> Result<(), BoxError> {
     let events = cache.events();
     cache.start()?;
     until(&events, |e| *e == CacheEvent::Initialized)?;
-    check(&cache, &writer, "start")?;
+    check(&cache, &events, &writer, "start")?;
 
     println!("2. live changes");
     writer.set_data(&format!("{ROOT}/feature"), b"on".to_vec(), None)?;
@@ -154,7 +161,7 @@ fn main() -> Result<(), BoxError> {
     if pool != [false, true] {
         return Err(format!("a re-created node must be a delete and a create, got {pool:?}").into());
     }
-    check(&cache, &writer, "live")?;
+    check(&cache, &events, &writer, "live")?;
 
     println!("3. a cut connection");
     proxy.refuse(true);
@@ -172,7 +179,7 @@ fn main() -> Result<(), BoxError> {
         .for_path(&format!("{ROOT}/feature"))?;
     proxy.refuse(false);
     until(&events, |e| *e == CacheEvent::Initialized)?;
-    check(&cache, &writer, "after the cut")?;
+    check(&cache, &events, &writer, "after the cut")?;
     cache.close();
     println!("every check held");
     Ok(())

@@ -244,33 +244,36 @@ fn client(cs: &str) -> Result<CuratorFramework, String> {
 /// end`) in `dir`'s worker logs, or until `deadline`; returns the pids that
 /// did not.
 pub(crate) fn wait_writers(dir: &Path, pids: &[u32], deadline: Instant) -> Vec<u32> {
-    loop {
-        let mut ended = std::collections::HashSet::new();
-        if let Ok(rd) = std::fs::read_dir(dir) {
-            for e in rd.flatten() {
-                let name = e.file_name().to_string_lossy().to_string();
-                if !(name.starts_with("worker-") && name.ends_with(".log")) {
-                    continue;
-                }
-                let Ok(text) = std::fs::read_to_string(e.path()) else {
-                    continue;
-                };
-                for l in text.lines().rev().take(200) {
-                    let f: Vec<&str> = l.split(' ').collect();
-                    if f.len() == 4 && f[0] == "G" && f[3] == "end" {
-                        if let Ok(p) = f[1].parse::<u32>() {
-                            ended.insert(p);
-                        }
-                    }
+    let left = || -> Vec<u32> {
+        let ended = writers_ended(dir);
+        pids.iter().copied().filter(|p| !ended.contains(p)).collect()
+    };
+    zk_testing::wait_until(deadline.saturating_duration_since(Instant::now()), || left().is_empty());
+    left()
+}
+
+/// The pids whose writer's end line (`G pid t end`) is in `dir`'s worker logs.
+fn writers_ended(dir: &Path) -> std::collections::HashSet<u32> {
+    let mut ended = std::collections::HashSet::new();
+    let Ok(rd) = std::fs::read_dir(dir) else { return ended };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        if !(name.starts_with("worker-") && name.ends_with(".log")) {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(e.path()) else {
+            continue;
+        };
+        for l in text.lines().rev().take(200) {
+            let f: Vec<&str> = l.split(' ').collect();
+            if f.len() == 4 && f[0] == "G" && f[3] == "end" {
+                if let Ok(p) = f[1].parse::<u32>() {
+                    ended.insert(p);
                 }
             }
         }
-        let left: Vec<u32> = pids.iter().copied().filter(|p| !ended.contains(p)).collect();
-        if left.is_empty() || Instant::now() >= deadline {
-            return left;
-        }
-        std::thread::sleep(Duration::from_millis(50));
     }
+    ended
 }
 
 /// Reads the server's subtree under [`CACHE_ROOT`] (stats and data hashes)

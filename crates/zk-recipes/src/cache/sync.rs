@@ -180,11 +180,16 @@ impl Sync<'_> {
         self.client.with_deadline(Some(Instant::now() + read))
     }
 
-    /// Reads `paths`, up to [`WINDOW`] requests in flight at once (their
-    /// replies come in the order sent, and each after every notification the
-    /// server sent before it): each path's node, `None` when it does not
-    /// exist or may not be read (below the root).
-    fn read_many(&self, paths: &[String]) -> Result<Vec<Option<ChildData>>, Stop> {
+    /// Sends one request per path without waiting (`send(client, path,
+    /// reply)`), at most [`WINDOW`] in flight at once, and gives the answers
+    /// in the paths' order (the server answers a connection's requests in
+    /// the order sent, each after every notification it sent before it).
+    #[allow(clippy::type_complexity)]
+    fn pipelined<R: Send + 'static>(
+        &self,
+        paths: &[String],
+        send: impl Fn(&CuratorFramework, &str, Box<dyn FnOnce(R) + Send>) -> zk_framework::Result<()>,
+    ) -> Result<Vec<R>, Stop> {
         let mut out = Vec::with_capacity(paths.len());
         for chunk in paths.chunks(WINDOW) {
             let client = self.bounded();
@@ -193,19 +198,16 @@ impl Sync<'_> {
             for (i, p) in chunk.iter().enumerate() {
                 let tx = tx.clone();
                 self.shared.read_sent();
-                let sent = if self.opts.load_data {
-                    client.get_data_detached(p, move |r| {
-                        let _ = tx.send((i, r.map(|o| o.map(|(d, st)| (st, Some(d))))));
-                    })
-                } else {
-                    client.exists_detached(p, move |r| {
-                        let _ = tx.send((i, r.map(|o| o.map(|st| (st, None)))));
-                    })
-                };
-                sent?;
+                send(
+                    &client,
+                    p,
+                    Box::new(move |r| {
+                        let _ = tx.send((i, r));
+                    }),
+                )?;
             }
             drop(tx);
-            let mut got: Vec<Option<Answer>> = (0..chunk.len()).map(|_| None).collect();
+            let mut got: Vec<Option<R>> = (0..chunk.len()).map(|_| None).collect();
             for _ in 0..chunk.len() {
                 let (i, r) = match deadline {
                     Some(d) => rx.recv_deadline(d).map_err(|_| zk_framework::Error::DeadlineExceeded)?,
@@ -213,11 +215,24 @@ impl Sync<'_> {
                 };
                 got[i] = Some(r);
             }
-            for (p, r) in chunk.iter().zip(got) {
-                out.push(self.node(p, r.unwrap_or(Err(zk_framework::Error::ConnectionLoss)))?);
-            }
+            // Every slot was answered (one reply per request sent).
+            out.extend(got.into_iter().flatten());
         }
         Ok(out)
+    }
+
+    /// Reads `paths`, pipelined: each path's node, `None` when it does not
+    /// exist or may not be read (below the root).
+    fn read_many(&self, paths: &[String]) -> Result<Vec<Option<ChildData>>, Stop> {
+        let load_data = self.opts.load_data;
+        let answers: Vec<Answer> = self.pipelined(paths, |c, p, reply| {
+            if load_data {
+                c.get_data_detached(p, move |r| reply(r.map(|o| o.map(|(d, st)| (st, Some(d))))))
+            } else {
+                c.exists_detached(p, move |r| reply(r.map(|o| o.map(|st| (st, None)))))
+            }
+        })?;
+        paths.iter().zip(answers).map(|(p, a)| self.node(p, a)).collect()
     }
 
     /// One read's answer as a node (see [`Sync::read_many`]).
@@ -240,37 +255,19 @@ impl Sync<'_> {
         }
     }
 
-    /// Lists each of `paths`, pipelined as [`Sync::read_many`]: its children
-    /// (none when it is gone or may not be listed, below the root).
+    /// Lists each of `paths`, pipelined: its children (none when it is gone
+    /// or may not be listed, below the root).
     fn list_many(&self, paths: &[String]) -> Result<Vec<Vec<String>>, Stop> {
-        let mut out = Vec::with_capacity(paths.len());
-        for chunk in paths.chunks(WINDOW) {
-            let client = self.bounded();
-            let deadline = client.deadline();
-            let (tx, rx) = crossbeam_channel::unbounded();
-            for (i, p) in chunk.iter().enumerate() {
-                let tx = tx.clone();
-                self.shared.read_sent();
-                client.get_children_detached(p, move |r| {
-                    let _ = tx.send((i, r));
-                })?;
-            }
-            drop(tx);
-            let mut got: Vec<Vec<String>> = vec![Vec::new(); chunk.len()];
-            for _ in 0..chunk.len() {
-                let (i, r) = match deadline {
-                    Some(d) => rx.recv_deadline(d).map_err(|_| zk_framework::Error::DeadlineExceeded)?,
-                    None => rx.recv().map_err(|_| zk_framework::Error::ConnectionLoss)?,
-                };
-                got[i] = match r {
-                    Ok(c) => c.unwrap_or_default(),
-                    Err(zk_framework::Error::NoAuth { .. }) if chunk[i] != self.shared.root => Vec::new(),
-                    Err(e) => return Err(e.into()),
-                };
-            }
-            out.extend(got);
-        }
-        Ok(out)
+        let answers = self.pipelined(paths, |c, p, reply| c.get_children_detached(p, reply))?;
+        paths
+            .iter()
+            .zip(answers)
+            .map(|(p, a)| match a {
+                Ok(c) => Ok(c.unwrap_or_default()),
+                Err(zk_framework::Error::NoAuth { .. }) if *p != self.shared.root => Ok(Vec::new()),
+                Err(e) => Err(e.into()),
+            })
+            .collect()
     }
 
     /// The path a notification is about, when the cache follows it.

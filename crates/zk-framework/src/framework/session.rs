@@ -87,7 +87,10 @@ pub(super) fn session_monitor(weak: Weak<Inner>) {
                 lose_and_reset(&inner, generation);
                 continue;
             }
-            ClientState::Connecting | ClientState::AuthFailed => {}
+            ClientState::Connecting => {}
+            // Refused before we subscribed: no event will come, so wake
+            // whoever waits for a connection (it reads the refusal).
+            ClientState::AuthFailed => wake_waiters(&inner),
         }
         drop(inner);
         loop {
@@ -125,6 +128,7 @@ pub(super) fn session_monitor(weak: Weak<Inner>) {
                 }
                 Ok(SessionEvent::AuthFailed) => {
                     log::error!("authentication failed for session 0x{:x}", client.session_id());
+                    wake_waiters(&inner);
                 }
                 Ok(SessionEvent::Closed) | Err(RecvTimeoutError::Disconnected) => {
                     if inner.closed.load(Ordering::SeqCst) {
@@ -155,6 +159,15 @@ fn lose_and_reset(inner: &Inner, generation: u64) {
     while !inner.closed.load(Ordering::SeqCst) && Instant::now() < end {
         inner.conn_cv.wait_until(&mut c, end);
     }
+}
+
+/// Wakes `block_until_connected`'s wait on the state machine: the handle
+/// ended in a way the machine does not hear of (the server refused the
+/// session's credentials), and the waiter reads it from the handle. Under
+/// the lock the waiter checks before it waits, so the wake is not lost.
+fn wake_waiters(inner: &Inner) {
+    let _c = inner.conn.lock();
+    inner.conn_cv.notify_all();
 }
 
 fn on_connected(inner: &Inner, client: &Client, generation: u64, read_only: bool) {

@@ -9,9 +9,10 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::resource::client;
 use crossbeam_channel::RecvTimeoutError;
 use zk_framework::proto::CreateMode;
-use zk_framework::{Acl, CuratorFramework, ExponentialBackoffRetry, Stat};
+use zk_framework::{Acl, CuratorFramework, Stat};
 use zk_recipes::cache::{CacheEvent, ChildData, CuratorCache, Freshness};
 use zk_recipes::Error as LockError;
 
@@ -225,19 +226,6 @@ pub(crate) fn prepare(cs: &str) -> Result<(), String> {
     };
     c.close();
     r
-}
-
-fn client(cs: &str) -> Result<CuratorFramework, String> {
-    let c = CuratorFramework::builder()
-        .connect_string(cs)
-        .session_timeout(Duration::from_secs(20))
-        .connection_timeout(Duration::from_secs(5))
-        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 5))
-        .build()
-        .map_err(|e| e.to_string())?;
-    c.block_until_connected(Duration::from_secs(30))
-        .map_err(|e| e.to_string())?;
-    Ok(c)
 }
 
 /// Waits until every pid in `pids` has logged its writer's end (`G pid t

@@ -15,7 +15,9 @@ use crate::paths::{resource_path, ELECTION_PATH, MUTEX_PATH, RW_PATH, SEM_PATH};
 /// The locks (and the election, whose leaders write with their term) with a resource.
 const LOCKS: [&str; 4] = [MUTEX_PATH, RW_PATH, SEM_PATH, ELECTION_PATH];
 
-fn client(cs: &str) -> Result<CuratorFramework, String> {
+/// A coordinator-side client: the campaign's session and retry settings,
+/// connected (the resource check's and the cache kind's reads).
+pub(crate) fn client(cs: &str) -> Result<CuratorFramework, String> {
     let c = CuratorFramework::builder()
         .connect_string(cs)
         .session_timeout(Duration::from_secs(20))

@@ -32,6 +32,11 @@
 //! * **The close** ([`CuratorFramework::close_signal`]): a channel that
 //!   disconnects when the client closes; select on it beside a watch and a
 //!   deadline so that no wait outlives the client.
+//! * **Close hooks** ([`CuratorFramework::on_close`], [`CloseHook`]): a
+//!   signal run by the thread that closes the client, at once after every
+//!   `close_signal()` receiver has disconnected, for a recipe whose own
+//!   thread is busy elsewhere (a selector's thread runs its leader's work) and
+//!   must still hear the close at once. It only signals, as a watcher does.
 //! * **Deadlines** ([`CuratorFramework::with_deadline`]): a handle whose
 //!   every operation (the wait for a connection, the retry pauses, each
 //!   reply) ends by the deadline.
@@ -86,9 +91,117 @@
 //! [`CuratorFramework::close_signal`]: crate::CuratorFramework::close_signal
 //! [`CuratorFramework::with_deadline`]: crate::CuratorFramework::with_deadline
 //! [`CuratorFramework::node_key`]: crate::CuratorFramework::node_key
+//! [`CuratorFramework::on_close`]: crate::CuratorFramework::on_close
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
+
+/// A close hook's signal.
+type Signal = Box<dyn FnOnce() + Send>;
+
+/// The close hooks of one client, by id.
+#[derive(Default)]
+pub(crate) struct CloseHooks {
+    next: u64,
+    /// `None` once the client closed: a hook added then runs at once.
+    hooks: Option<Vec<(u64, Signal)>>,
+}
+
+impl CloseHooks {
+    pub(crate) fn new() -> Arc<Mutex<CloseHooks>> {
+        Arc::new(Mutex::new(CloseHooks {
+            next: 0,
+            hooks: Some(Vec::new()),
+        }))
+    }
+
+    /// Adds `f`; `Err(f)` when the client has closed (the caller runs it).
+    pub(crate) fn add(this: &Arc<Mutex<CloseHooks>>, f: Signal) -> Result<CloseHook, Signal> {
+        let mut h = this.lock();
+        h.next += 1;
+        let id = h.next;
+        match h.hooks.as_mut() {
+            Some(list) => {
+                list.push((id, f));
+                Ok(CloseHook {
+                    hooks: Arc::downgrade(this),
+                    id,
+                })
+            }
+            None => Err(f),
+        }
+    }
+
+    /// Takes every hook, for the closing thread to run outside the lock;
+    /// later ones run at once.
+    pub(crate) fn take(this: &Mutex<CloseHooks>) -> Vec<Signal> {
+        this.lock()
+            .hooks
+            .take()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(_, f)| f)
+            .collect()
+    }
+}
+
+/// A signal registered with [`CuratorFramework::on_close`]: dropping it
+/// removes the signal unrun (so a recipe registers per piece of work and
+/// leaves nothing behind).
+///
+/// # Examples
+///
+/// ```no_run
+/// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// let (tx, rx) = crossbeam_channel::bounded::<()>(0);
+/// let hook = c.on_close(move || drop(tx));
+/// c.close();
+/// assert!(rx.recv().is_err()); // the hook ran: the sender is gone
+/// drop(hook);
+/// # Ok::<(), zk_framework::Error>(())
+/// ```
+///
+/// [`CuratorFramework::on_close`]: crate::CuratorFramework::on_close
+#[must_use = "dropping the hook removes it"]
+pub struct CloseHook {
+    hooks: Weak<Mutex<CloseHooks>>,
+    id: u64,
+}
+
+impl CloseHook {
+    /// A hook that was never registered (or already ran).
+    pub(crate) fn inert() -> CloseHook {
+        CloseHook {
+            hooks: Weak::new(),
+            id: 0,
+        }
+    }
+}
+
+impl fmt::Debug for CloseHook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CloseHook").field("id", &self.id).finish()
+    }
+}
+
+impl Drop for CloseHook {
+    fn drop(&mut self) {
+        if let Some(hooks) = self.hooks.upgrade() {
+            let removed = {
+                let mut h = hooks.lock();
+                let id = self.id;
+                h.hooks.as_mut().and_then(|list| {
+                    let i = list.iter().position(|(x, _)| *x == id)?;
+                    Some(list.swap_remove(i))
+                })
+            };
+            // Dropped outside the lock (the closure may own anything).
+            drop(removed);
+        }
+    }
+}
 
 /// A node as the server names it: the path a client was given with its
 /// namespace applied (handed out by [`CuratorFramework::node_key`]). Two

@@ -405,6 +405,7 @@ impl CuratorFrameworkBuilder {
             extensions: Mutex::new(Default::default()),
             close_tx: Mutex::new(Some(close_tx)),
             close_rx,
+            close_hooks: crate::recipe::CloseHooks::new(),
         });
         let fw = CuratorFramework {
             inner: inner.clone(),

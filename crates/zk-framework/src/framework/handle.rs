@@ -518,6 +518,9 @@ impl CuratorFramework {
         // Every wait selecting on `close_signal()` ends now (a retry pause, a
         // lock's wait, a recipe's timer thread).
         drop(self.inner.close_tx.lock().take());
+        for hook in crate::recipe::CloseHooks::take(&self.inner.close_hooks) {
+            hook();
+        }
         self.inner.background.stop();
         self.inner.conn_cv.notify_all();
         let (client, _) = self.inner.current();
@@ -623,6 +626,37 @@ impl CuratorFramework {
     /// ```
     pub fn close_signal(&self) -> Receiver<()> {
         self.inner.close_rx.clone()
+    }
+
+    /// Runs `signal` when this client closes, on the closing thread, at once
+    /// after every [`close_signal`](Self::close_signal) receiver has
+    /// disconnected; at once on this thread when the client is closed
+    /// already. For a recipe whose thread is busy elsewhere (a selector's runs
+    /// its leader's work) and that must hear the close at once. The signal
+    /// only signals (drops a sender, sets an atomic): it must not block or
+    /// call the client. Dropping the returned hook removes it unrun.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use std::sync::Arc;
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let closed = Arc::new(AtomicBool::new(false));
+    /// let seen = closed.clone();
+    /// let _hook = c.on_close(move || seen.store(true, Ordering::SeqCst));
+    /// c.close();
+    /// assert!(closed.load(Ordering::SeqCst));
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn on_close(&self, signal: impl FnOnce() + Send + 'static) -> crate::recipe::CloseHook {
+        match crate::recipe::CloseHooks::add(&self.inner.close_hooks, Box::new(signal)) {
+            Ok(hook) => hook,
+            Err(run_now) => {
+                run_now();
+                crate::recipe::CloseHook::inert()
+            }
+        }
     }
 
     /// The value of type `T` this client keeps for a layer built on it (a

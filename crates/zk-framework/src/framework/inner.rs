@@ -64,6 +64,8 @@ pub(crate) struct Inner {
     /// Dropped at close, which disconnects every `close_signal()` receiver.
     pub(super) close_tx: Mutex<Option<Sender<()>>>,
     pub(super) close_rx: crossbeam_channel::Receiver<()>,
+    /// Run by `close()` (see `CuratorFramework::on_close`).
+    pub(super) close_hooks: Arc<Mutex<crate::recipe::CloseHooks>>,
 }
 
 /// Values kept for layers above, one per type.

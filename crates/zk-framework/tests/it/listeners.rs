@@ -100,3 +100,50 @@ fn a_detached_listener_is_released_with_the_client() {
         "the listener outlived the client"
     );
 }
+
+/// `on_close`: a hook runs once, on the closing thread, after every
+/// `close_signal()` receiver has disconnected; a dropped hook never runs; a
+/// hook added after the close runs at once.
+#[test]
+fn close_hooks_run_once_at_close_and_dropped_ones_never() {
+    let server = embedded();
+    let c = client(&server);
+    let closed = c.close_signal();
+    let (tx, ran) = crossbeam_channel::unbounded::<(&'static str, bool)>();
+    let t = tx.clone();
+    let kept = c.on_close(move || {
+        // The close signal has ended before any hook runs.
+        let _ = t.send((
+            "kept",
+            closed.try_recv() == Err(crossbeam_channel::TryRecvError::Disconnected),
+        ));
+    });
+    let t = tx.clone();
+    let dropped = c.on_close(move || {
+        let _ = t.send(("dropped", true));
+    });
+    drop(dropped);
+    assert!(ran.try_recv().is_err(), "nothing runs before the close");
+    c.close();
+    assert_eq!(
+        ran.try_recv(),
+        Ok(("kept", true)),
+        "the kept hook ran at close, after the signal"
+    );
+    assert!(
+        ran.try_recv().is_err(),
+        "the dropped hook never ran, and the kept one once"
+    );
+    c.close();
+    assert!(ran.try_recv().is_err(), "a second close runs nothing again");
+    drop(kept);
+    let t = tx.clone();
+    let _late = c.on_close(move || {
+        let _ = t.send(("late", true));
+    });
+    assert_eq!(
+        ran.try_recv(),
+        Ok(("late", true)),
+        "a hook added after the close ran at once"
+    );
+}

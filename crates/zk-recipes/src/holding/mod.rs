@@ -452,6 +452,33 @@ impl Holding {
     /// The lock's base path (a multi-lock's members', joined by `,`).
     /// Why a single holding was lost (`None` while not lost; a multi-lock's:
     /// its first lost member's).
+    /// The status as last told, without drawing it again (no side effect,
+    /// no lock): for a caller that must not publish (it holds a lock that a
+    /// subscriber takes), after the holding was asked (`status()`) outside
+    /// that lock or from inside a subscriber, which runs on every change.
+    pub(crate) fn told_status(&self) -> LockStatus {
+        self.leaves()
+            .iter()
+            .map(|l| match l.status.load(std::sync::atomic::Ordering::SeqCst) {
+                state::HELD => LockStatus::Held,
+                state::UNCERTAIN => LockStatus::Uncertain,
+                _ => LockStatus::Lost,
+            })
+            .fold(LockStatus::Held, worst)
+    }
+
+    /// Subscribes `signal` to every change of a single holding (as
+    /// [`loss_receiver`](Self::loss_receiver), first told where it stands):
+    /// it runs on the thread that tells the change, under the holding's
+    /// subscriber lock, so it only signals (an atomic, a channel, a lock
+    /// that never waits on this holding); it returns `false` to unsubscribe.
+    /// Dropped at the release. A multi-lock's holding is not subscribed.
+    pub(crate) fn subscribe_signal(&self, signal: Arc<dyn Fn(LockEvent) -> bool + Send + Sync>) {
+        if let HoldingKind::One(s) = &self.inner {
+            s.subscribe_with(Subscriber::Signal(signal));
+        }
+    }
+
     pub(crate) fn loss_cause(&self) -> Option<LossCause> {
         self.leaves().iter().find_map(|l| *l.loss_cause.lock())
     }

@@ -58,8 +58,8 @@ pub enum LockStatus {
     Lost,
 }
 
-pub(super) const HELD: u8 = 0;
-pub(super) const UNCERTAIN: u8 = 1;
+pub(crate) const HELD: u8 = 0;
+pub(crate) const UNCERTAIN: u8 = 1;
 pub(crate) const LOST: u8 = 2;
 pub(super) const RELEASED: u8 = 3;
 
@@ -338,6 +338,9 @@ impl HoldState {
 pub(super) enum Subscriber {
     Channel(Sender<LockEvent>),
     Set(Arc<SetEvents>),
+    /// A signal run under the subscriber lock (see
+    /// [`Holding::subscribe_signal`](super::Holding::subscribe_signal)).
+    Signal(Arc<dyn Fn(LockEvent) -> bool + Send + Sync>),
 }
 
 impl Subscriber {
@@ -346,6 +349,7 @@ impl Subscriber {
         match self {
             Subscriber::Channel(tx) => tell(tx, ev),
             Subscriber::Set(set) => set.member_changed(ev),
+            Subscriber::Signal(f) => f(ev),
         }
     }
 }

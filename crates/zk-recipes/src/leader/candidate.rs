@@ -1,5 +1,5 @@
-//! The one candidate loop of every election participant, and the one watch
-//! of a leadership.
+//! The one candidate loop of every election participant, and the watch of a
+//! latch's leadership.
 //!
 //! A participant's thread runs [`run`]: wait until a turn starts, wait for a
 //! connection, queue a node and wait in line (ended by the turn's cancel),
@@ -9,18 +9,19 @@
 //! started; a selector: when queued), what leading is (a latch waits, a
 //! selector runs its work), and whether a turn that ended queues again.
 //!
-//! While it leads, [`watch`] turns the holding's events into the election's
-//! (each one draws the status again and tells its change), and says how the
-//! leadership ended: the client closed, the holding lost, the holding
-//! released (a resign, a close, a selector's work that returned), or the
-//! watch stopped.
+//! While a latch leads, its thread runs [`watch`], which turns the holding's
+//! events into the election's (each one draws the status again and tells
+//! its change) and says how the leadership ended: the client closed, the
+//! holding lost, the holding released (a resign, a close), or the watch
+//! stopped. A selector's thread runs its work instead; a signal on its
+//! holding does the same following, with no thread of its own.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_channel::Receiver;
 
-use super::election::{Election, LeaderStatus, Lifecycle};
+use super::election::{Election, Lifecycle};
 use crate::holding::{Holding, LockEvent};
 use crate::internals::Attempt;
 
@@ -122,26 +123,22 @@ pub(crate) enum Ended {
     Stopped,
 }
 
-/// Watches a leadership: each of the holding's `events` draws the election's
-/// status again (telling its change) and is handed to `changed`; returns
+/// Watches a latch's leadership (a selector's is followed by a signal on
+/// its holding instead: its thread runs the work): each of the holding's
+/// `events` draws the election's status again (telling its change); returns
 /// how it ended. The client's close is seen at once (its holding would only
 /// find itself lost when asked).
-pub(crate) fn watch(
-    election: &Election,
-    events: &Receiver<LockEvent>,
-    stop: &Receiver<()>,
-    mut changed: impl FnMut(LeaderStatus),
-) -> Ended {
+pub(crate) fn watch(election: &Election, events: &Receiver<LockEvent>, stop: &Receiver<()>) -> Ended {
     let closed = election.client.close_signal();
     loop {
         crossbeam_channel::select! {
             recv(closed) -> _ => {
-                changed(election.refresh());
+                election.refresh();
                 return Ended::ClientClosed;
             }
             recv(events) -> ev => match ev {
                 Ok(_) => {
-                    changed(election.refresh());
+                    election.refresh();
                     if election.holding_lost() {
                         return Ended::Lost;
                     }

@@ -149,7 +149,7 @@ pub(crate) enum Lifecycle {
 }
 
 /// One participant's leadership.
-pub(crate) struct Election {
+pub struct Election {
     pub(crate) client: CuratorFramework,
     /// The election path (the client's, without its namespace).
     pub(crate) path: String,
@@ -255,6 +255,7 @@ impl Election {
     /// As [`Election::close`], with the number of events published once the
     /// close was told (see [`Election::subscribe_counted`]).
     pub(crate) fn close_counted(&self, notify: bool) -> Result<(Option<Holding>, u64)> {
+        self.draw();
         let mut st = self.state.lock();
         self.started_in(st.lifecycle)?;
         st.lifecycle = Lifecycle::Closed;
@@ -270,6 +271,8 @@ impl Election {
     /// A leadership begins with `holding`; a participant closed meanwhile
     /// gives it back (`Err`) for the caller to release.
     pub(crate) fn begin(&self, holding: Holding) -> std::result::Result<(), Holding> {
+        // Drawn outside the lock (see `draw`).
+        let _ = holding.status();
         let mut st = self.state.lock();
         if st.lifecycle != Lifecycle::Started {
             return Err(holding);
@@ -290,6 +293,7 @@ impl Election {
     /// As [`Election::end`], with the number of events published once the
     /// end was told (see [`Election::subscribe_counted`]).
     pub(crate) fn end_counted(&self, reason: NotLeaderReason) -> (Option<Holding>, u64) {
+        self.draw();
         let mut st = self.state.lock();
         let h = self.end_locked(&mut st, reason);
         self.changed.notify_all();
@@ -313,6 +317,26 @@ impl Election {
     /// on every holding event, and by every query, so that a caller asking
     /// hears of a change no later than its answer says it).
     pub(crate) fn refresh(&self) -> LeaderStatus {
+        self.draw();
+        self.follow()
+    }
+
+    /// Asks the current holding for its status outside the election's lock
+    /// (the lock order is the holding's subscriber lock, then the
+    /// election's: never the other way round): a change it finds is told to
+    /// its subscribers, a selector's signal among them, under the holding's
+    /// lock. Everything under the election's lock then reads the status as
+    /// told ([`Holding::told_status`]).
+    fn draw(&self) {
+        let h = self.state.lock().holding.as_ref().map(Holding::share);
+        if let Some(h) = h {
+            let _ = h.status();
+        }
+    }
+
+    /// Follows the holding's status as last told (tells a change): what a
+    /// holding's signal calls under the holding's subscriber lock.
+    pub(crate) fn follow(&self) -> LeaderStatus {
         let mut st = self.state.lock();
         let before = st.status;
         self.reconcile(&mut st);
@@ -325,14 +349,15 @@ impl Election {
     /// Whether the current leadership's holding is lost for certain (the
     /// participant must queue again).
     pub(crate) fn holding_lost(&self) -> bool {
+        self.draw();
         let st = self.state.lock();
-        st.holding.as_ref().is_some_and(|h| h.status() == LockStatus::Lost)
+        st.holding.as_ref().is_some_and(|h| h.told_status() == LockStatus::Lost)
     }
 
     fn reconcile(&self, st: &mut State) {
         let (new, reason) = match &st.holding {
             None => (LeaderStatus::NotLeader, None),
-            Some(h) => match h.status() {
+            Some(h) => match h.told_status() {
                 LockStatus::Held => (LeaderStatus::Leader, None),
                 LockStatus::Uncertain => match self.policy {
                     SuspendPolicy::Session => (LeaderStatus::Uncertain, None),
@@ -390,6 +415,7 @@ impl Election {
     /// where the participant stands, when there is one, counts as published
     /// just before).
     pub(crate) fn subscribe_counted(&self) -> (Receiver<LeaderEvent>, u64) {
+        self.draw();
         let (tx, rx) = crossbeam_channel::unbounded();
         let mut st = self.state.lock();
         self.reconcile(&mut st);
@@ -420,9 +446,15 @@ impl Election {
     /// Before `start()` [`Error::NotStarted`], after `close()`
     /// [`Error::ElectionClosed`].
     pub(crate) fn check(&self) -> Result<()> {
+        let h = self.state.lock().holding.as_ref().map(Holding::share);
+        let checked = h.as_ref().map(Holding::check);
         let mut st = self.state.lock();
         self.started_in(st.lifecycle)?;
-        let checked = st.holding.as_ref().map(Holding::check);
+        // The leadership checked must still be the current one.
+        let checked = checked.filter(|_| match (&h, &st.holding) {
+            (Some(a), Some(b)) => a.same(b),
+            _ => false,
+        });
         self.reconcile(&mut st);
         match (st.status, checked) {
             (LeaderStatus::Leader, Some(Ok(()))) => Ok(()),
@@ -437,6 +469,7 @@ impl Election {
 
     /// The current leadership's term (while leader or uncertain).
     pub(crate) fn term(&self) -> Option<i64> {
+        self.draw();
         let mut st = self.state.lock();
         self.reconcile(&mut st);
         match st.status {
@@ -452,6 +485,7 @@ impl Election {
 
     /// The current leadership's safe horizon.
     pub(crate) fn safe_until(&self) -> Option<std::time::Instant> {
+        self.draw();
         let mut st = self.state.lock();
         self.reconcile(&mut st);
         match st.status {
@@ -509,8 +543,9 @@ impl Election {
     /// Waits until certainly the leader (`Ok(true)`), `deadline` passes
     /// (`Ok(false)`), or the participant closes or cannot take part.
     pub(crate) fn await_until(&self, deadline: Option<Instant>) -> Result<bool> {
-        let mut st = self.state.lock();
         loop {
+            self.draw();
+            let mut st = self.state.lock();
             self.started_in(st.lifecycle)?;
             self.reconcile(&mut st);
             if st.status == LeaderStatus::Leader {

@@ -11,6 +11,7 @@
 //! [`SuspendPolicy`]s, fencing, the observer and Curator interop.
 
 mod candidate;
+mod contender;
 mod election;
 mod latch;
 mod observer;
@@ -20,6 +21,7 @@ mod selector;
 /// An election's participants are [`crate::inspect::Participant`]s (the one
 /// participant type): `holds` is whether it leads, `fencing_token` its term.
 pub use crate::inspect::Participant;
+pub use contender::Contender;
 pub use election::{LeaderEvent, LeaderStatus, NotLeaderReason, SuspendPolicy};
 pub use latch::{CloseMode, LeaderLatch, LeaderLatchBuilder};
 pub use observer::{ElectionKind, LeaderObserver};

@@ -137,3 +137,71 @@ fn close_is_bounded_when_the_server_does_not_answer() {
     drop(g);
     proxy.freeze(false);
 }
+
+/// A leading selector runs one thread of its own, the one that runs its
+/// work: its leadership is followed by a signal on its holding, not by a
+/// watcher thread (whose name, `leader-selector-watch`, the kernel would
+/// also show as `leader-selector`). The signal still cancels the work at
+/// once when the leadership ends (a deleted node here) and at the client's
+/// close.
+#[test]
+fn a_leading_selector_runs_one_thread_and_a_signal_follows_its_leadership() {
+    if in_own_process("client_cost::a_leading_selector_runs_one_thread_and_a_signal_follows_its_leadership") {
+        return;
+    }
+    use zk_recipes::leader::{LeaderEvent, LeaderSelector, NotLeaderReason};
+    let t = timing();
+    let server = server();
+    let c = client(&server);
+    let (led, leading) = crossbeam_channel::unbounded();
+    let (ended, work_ended) = crossbeam_channel::unbounded();
+    let s = LeaderSelector::builder(&c, "/client-cost/selector", move |l| {
+        let _ = led.send(l.term());
+        // Waits for the cancellation only.
+        let _ = l.cancelled().recv();
+        let _ = ended.send(());
+    })
+    .auto_requeue(true)
+    .build()
+    .unwrap();
+    let events = s.events();
+    s.start().unwrap();
+    leading.recv_timeout(t.wait()).expect("leads");
+    let selector_threads = || thread_names().get("leader-selector").copied().unwrap_or(0);
+    assert_eq!(selector_threads(), 1, "while leading: {:?}", thread_names());
+
+    // Someone deletes the leader's node: the signal tells the election and
+    // cancels the work, with no thread of its own.
+    let node = s
+        .participants()
+        .unwrap()
+        .into_iter()
+        .find(|p| p.holds)
+        .expect("a leader")
+        .node;
+    let admin = client(&server);
+    admin.delete().for_path(&node).unwrap();
+    work_ended
+        .recv_timeout(t.wait())
+        .expect("the work is cancelled when its node goes");
+    let told = events
+        .iter()
+        .take(3)
+        .find(|e| matches!(e, LeaderEvent::NotLeader { .. }));
+    assert_eq!(
+        told,
+        Some(LeaderEvent::NotLeader {
+            reason: NotLeaderReason::NodeDeleted
+        })
+    );
+
+    // Auto-requeue leads again; closing the client cancels that work too.
+    leading.recv_timeout(t.wait()).expect("leads again");
+    assert_eq!(selector_threads(), 1, "leading again: {:?}", thread_names());
+    c.close();
+    work_ended
+        .recv_timeout(t.wait())
+        .expect("the client's close cancels the work");
+    s.close().ok();
+    admin.close();
+}

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use zk_framework::CuratorFramework;
 
-use super::{CloseMode, Inner, LeaderLatch, Listener};
+use super::super::contender::Contender;
+use super::{CloseMode, Latch, LeaderLatch, Listener};
 use crate::driver::{Driver, LATCH_LOCK_NAME};
 use crate::error::Result;
 use crate::internals::LockInternals;
@@ -126,8 +127,8 @@ impl LeaderLatchBuilder {
         election::check_election_path(&self.path)?;
         let internals = LockInternals::new(self.client.clone(), &self.path, LATCH_LOCK_NAME, Driver::LATCH)?;
         let id = participant::id_or_identity(&self.client, self.id)?;
-        Ok(LeaderLatch {
-            inner: Arc::new(Inner {
+        Ok(Contender {
+            inner: Arc::new(Latch {
                 election: Election::new(&self.client, &self.path, internals, id, self.policy),
                 close_mode: self.close_mode,
                 worker: Mutex::new(None),

@@ -10,12 +10,11 @@ use parking_lot::Mutex;
 use zk_framework::CuratorFramework;
 
 use super::candidate::{self, Ended, Leading, TurnEnd};
-use super::election::{Election, LeaderEvent, LeaderStatus, Lifecycle, NotLeaderReason, SuspendPolicy};
-use super::participant;
+use super::contender::{Contender, Kind};
+use super::election::{Election, LeaderEvent, LeaderStatus, NotLeaderReason, SuspendPolicy};
 use crate::driver::Driver;
 use crate::error::{Error, Result};
 use crate::holding::Holding;
-use crate::inspect::Participant;
 use crate::transaction::GuardedTransaction;
 use crate::worker::Worker;
 
@@ -65,6 +64,14 @@ const CLOSE_WAIT: Duration = Duration::from_secs(2);
 /// [`term`](LeaderLatch::term) (its node's czxid, which only grows in an
 /// election) and guarded writes ([`transaction`](LeaderLatch::transaction)).
 ///
+/// What every participant answers is [`Contender`]'s, written once for
+/// the latch and the selector: [`status`](Contender::status),
+/// [`has_leadership`](Contender::has_leadership),
+/// [`events`](Contender::events), [`last_error`](Contender::last_error),
+/// [`id`](Contender::id), [`path`](Contender::path),
+/// [`participants`](Contender::participants) and
+/// [`leader`](Contender::leader). Dropping a started LeaderLatch closes it.
+///
 /// # Examples
 ///
 /// ```
@@ -83,11 +90,11 @@ const CLOSE_WAIT: Duration = Duration::from_secs(2);
 /// latch.close()?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct LeaderLatch {
-    inner: Arc<Inner>,
-}
+pub type LeaderLatch = Contender<Latch>;
 
-struct Inner {
+/// The latch's kind of [`Contender`]: its election, close mode, thread and
+/// listener.
+pub struct Latch {
     election: Arc<Election>,
     close_mode: CloseMode,
     /// The participant thread (cancelled at close: it wakes wherever it
@@ -131,16 +138,6 @@ impl Told {
             *handled += 1;
         }
         self.changed.notify_all();
-    }
-}
-
-impl std::fmt::Debug for LeaderLatch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LeaderLatch")
-            .field("path", &self.inner.election.path)
-            .field("id", &self.inner.election.id)
-            .field("status", &self.inner.election.status())
-            .finish()
     }
 }
 
@@ -273,23 +270,7 @@ impl LeaderLatch {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn close(&self) -> Result<()> {
-        let election = &self.inner.election;
-        let (holding, published) = election.close_counted(self.inner.close_mode == CloseMode::NotifyLeader)?;
-        let end = Instant::now() + CLOSE_WAIT;
-        if holding.is_some() && self.inner.close_mode == CloseMode::NotifyLeader {
-            self.inner.told.wait(published, end);
-        }
-        if let Some(h) = holding {
-            // A lock's release bound: a tenth of the session timeout, 100 ms
-            // to 2 s; an unanswered delete goes on in the background.
-            let _ = h.release_node();
-        }
-        // Wakes the participant thread; it deletes a node it is waiting
-        // with, or one it wins from now on.
-        if let Some(w) = self.inner.worker.lock().take() {
-            w.stop(end);
-        }
-        Ok(())
+        Kind::close(&*self.inner)
     }
 
     /// Waits until this latch is certainly the leader.
@@ -353,36 +334,6 @@ impl LeaderLatch {
     /// ```
     pub fn await_leadership_until(&self, deadline: Option<Instant>) -> Result<bool> {
         self.inner.election.await_until(deadline)
-    }
-
-    /// Leader, uncertain or not leader; answered locally, at once (it applies
-    /// the read-timeout rule, and tells a change it finds).
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let latch = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
-    /// assert_eq!(latch.status(), zk_recipes::leader::LeaderStatus::NotLeader);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn status(&self) -> LeaderStatus {
-        self.inner.election.status()
-    }
-
-    /// Whether this latch is certainly the leader now (Curator's
-    /// `hasLeadership`).
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let latch = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
-    /// assert!(!latch.has_leadership());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn has_leadership(&self) -> bool {
-        self.status().is_leader()
     }
 
     /// `Ok` only while certainly the leader: call it before each side effect.
@@ -468,26 +419,6 @@ impl LeaderLatch {
     /// ```
     pub fn transaction(&self) -> Result<GuardedTransaction<'static>> {
         self.inner.election.transaction()
-    }
-
-    /// Every change of leadership from now on, in order; a latch that leads
-    /// (or may) first says so. The channel ends when the latch closes: with
-    /// [`CloseMode::Silent`] that end is the only word a leader gets of its
-    /// close, so treat it as the end of leadership (an event read after
-    /// `close()` began was published before it).
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let latch = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
-    /// let events = latch.events();
-    /// latch.start()?;
-    /// println!("{:?}", events.recv()?);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn events(&self) -> Receiver<LeaderEvent> {
-        self.inner.election.subscribe()
     }
 
     /// Steps down without leaving: the node is deleted (the next participant
@@ -604,100 +535,34 @@ impl LeaderLatch {
         }
         e.leader_node()
     }
-
-    /// Why the latest try to join the election failed (for example `NoAuth`:
-    /// the ACL forbids the create), until a try succeeds; `None` when nothing
-    /// failed. The latch keeps trying (with a growing pause, at most 2 s).
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let x = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
-    /// if let Some(e) = x.last_error() { eprintln!("cannot take part: {e}") }
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn last_error(&self) -> Option<Error> {
-        self.inner.election.error()
-    }
-
-    /// The participant id (the node's data).
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let latch = zk_recipes::leader::LeaderLatch::builder(&client, "/election").id("a").build()?;
-    /// assert_eq!(latch.id(), "a");
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn id(&self) -> &str {
-        &self.inner.election.id
-    }
-
-    /// The election path.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let latch = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
-    /// assert_eq!(latch.path(), "/election");
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn path(&self) -> &str {
-        &self.inner.election.path
-    }
-
-    /// Every participant, in election order, read from the server (Curator's
-    /// `getParticipants`: the first node is marked leader).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::ZooKeeper`] when the listing or a read fails (a missing
-    /// election path has no participants).
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let latch = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
-    /// println!("{} participants", latch.participants()?.len());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn participants(&self) -> Result<Vec<Participant>> {
-        let e = &self.inner.election;
-        participant::read(&e.client, &e.path, Driver::LATCH)
-    }
-
-    /// The leader by the election's order, read from the server (`None`:
-    /// nobody takes part).
-    ///
-    /// # Errors
-    ///
-    /// As [`LeaderLatch::participants`].
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let latch = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
-    /// if let Some(l) = latch.leader()? { println!("{} leads", l.id) }
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn leader(&self) -> Result<Option<Participant>> {
-        let e = &self.inner.election;
-        participant::leader(&e.client, &e.path, Driver::LATCH)
-    }
 }
 
-impl Drop for LeaderLatch {
-    fn drop(&mut self) {
-        // (The participant thread holds the inner state too; the latch itself
-        // is the caller's only handle.)
-        if self.inner.election.lifecycle() == Lifecycle::Started {
-            let _ = self.close();
+impl Kind for Latch {
+    const NAME: &'static str = "LeaderLatch";
+    const DRIVER: Driver = Driver::LATCH;
+
+    fn election(&self) -> &Arc<Election> {
+        &self.election
+    }
+
+    fn close(&self) -> Result<()> {
+        let election = &self.election;
+        let (holding, published) = election.close_counted(self.close_mode == CloseMode::NotifyLeader)?;
+        let end = Instant::now() + CLOSE_WAIT;
+        if holding.is_some() && self.close_mode == CloseMode::NotifyLeader {
+            self.told.wait(published, end);
         }
+        if let Some(h) = holding {
+            // A lock's release bound: a tenth of the session timeout, 100 ms
+            // to 2 s; an unanswered delete goes on in the background.
+            let _ = h.release_node();
+        }
+        // Wakes the participant thread; it deletes a node it is waiting
+        // with, or one it wins from now on.
+        if let Some(w) = self.worker.lock().take() {
+            w.stop(end);
+        }
+        Ok(())
     }
 }
 
@@ -706,7 +571,7 @@ impl Drop for LeaderLatch {
 /// released and the loop queues again), released (a resign or the close),
 /// or the client closes.
 struct Turns<'a> {
-    inner: &'a Inner,
+    inner: &'a Latch,
 }
 
 impl Leading for Turns<'_> {
@@ -722,7 +587,7 @@ impl Leading for Turns<'_> {
         let events = holding.loss_receiver();
         // The election keeps its own share.
         drop(holding);
-        let reason = match candidate::watch(election, &events, turn, |_| {}) {
+        let reason = match candidate::watch(election, &events, turn) {
             Ended::ClientClosed => NotLeaderReason::ClientClosed,
             // (A loss seen first is told as the loss: `end` tells the cause.)
             Ended::Lost => NotLeaderReason::SessionExpired,

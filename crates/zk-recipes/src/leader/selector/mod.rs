@@ -12,13 +12,13 @@ use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 use zk_framework::CuratorFramework;
 
-use super::candidate::{self, Ended, Leading, TurnEnd};
-use super::election::{Election, LeaderEvent, LeaderStatus, Lifecycle, NotLeaderReason, SuspendPolicy};
+use super::candidate::{self, Leading, TurnEnd};
+use super::contender::{Contender, Kind};
+use super::election::{Election, LeaderStatus, Lifecycle, NotLeaderReason, SuspendPolicy};
 use super::participant;
 use crate::driver::{Driver, MUTEX_LOCK_NAME};
 use crate::error::{Error, Result};
-use crate::holding::{Holding, LockEvent};
-use crate::inspect::Participant;
+use crate::holding::Holding;
 use crate::internals::LockInternals;
 use crate::worker::Worker;
 
@@ -49,6 +49,14 @@ type Work = Box<dyn FnMut(&Leadership) + Send>;
 /// A closure that panics ends its leadership like a return (the panic is
 /// logged); with auto-requeue the selector queues again.
 ///
+/// What every participant answers is [`Contender`]'s, written once for
+/// the latch and the selector: [`status`](Contender::status),
+/// [`has_leadership`](Contender::has_leadership),
+/// [`events`](Contender::events), [`last_error`](Contender::last_error),
+/// [`id`](Contender::id), [`path`](Contender::path),
+/// [`participants`](Contender::participants) and
+/// [`leader`](Contender::leader). Dropping a started LeaderSelector closes it.
+///
 /// # Examples
 ///
 /// ```
@@ -76,33 +84,23 @@ type Work = Box<dyn FnMut(&Leadership) + Send>;
 /// selector.close()?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct LeaderSelector {
-    inner: Arc<Inner>,
-}
+pub type LeaderSelector = Contender<Selector>;
 
-struct Inner {
+/// The selector's kind of [`Contender`]: its election, queue state, work and
+/// thread.
+pub struct Selector {
     election: Arc<Election>,
     auto_requeue: AtomicBool,
     /// Whether a turn is queued or running (at most one at a time).
     busy: Mutex<bool>,
     wake: (Sender<()>, Receiver<()>),
-    /// The current turn's cancel: dropped to cancel its wait or leadership.
-    turn: Mutex<Option<Sender<()>>>,
+    /// The current turn's cancel: dropped to cancel its wait or leadership
+    /// (shared with the signal that watches a leadership).
+    turn: Arc<Mutex<Option<Sender<()>>>>,
     interrupted: AtomicBool,
     work: Mutex<Option<Work>>,
-    /// The selector's thread (the candidate loop and the work), and the
-    /// thread that watches each leadership while the work runs.
-    workers: Mutex<Vec<Worker>>,
-}
-
-impl std::fmt::Debug for LeaderSelector {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LeaderSelector")
-            .field("path", &self.inner.election.path)
-            .field("id", &self.inner.election.id)
-            .field("status", &self.inner.election.status())
-            .finish()
-    }
+    /// The selector's one thread: the candidate loop and the work.
+    worker: Mutex<Option<Worker>>,
 }
 
 /// Builds a [`LeaderSelector`]: [`LeaderSelector::builder`].
@@ -197,16 +195,16 @@ impl LeaderSelectorBuilder {
         super::election::check_election_path(&self.path)?;
         let internals = LockInternals::new(self.client.clone(), &self.path, MUTEX_LOCK_NAME, Driver::MUTEX)?;
         let id = participant::id_or_identity(&self.client, self.id)?;
-        Ok(LeaderSelector {
-            inner: Arc::new(Inner {
+        Ok(Contender {
+            inner: Arc::new(Selector {
                 election: Election::new(&self.client, &self.path, internals, id, self.policy),
                 auto_requeue: AtomicBool::new(self.auto_requeue),
                 busy: Mutex::new(false),
                 wake: crossbeam_channel::bounded(1),
-                turn: Mutex::new(None),
+                turn: Arc::new(Mutex::new(None)),
                 interrupted: AtomicBool::new(false),
                 work: Mutex::new(Some(self.work)),
-                workers: Mutex::new(Vec::new()),
+                worker: Mutex::new(None),
             }),
         })
     }
@@ -258,36 +256,24 @@ impl LeaderSelector {
         let election = &self.inner.election;
         election.start()?;
         *self.inner.busy.lock() = true;
-        // Each leadership is watched while its work runs, by one thread for
-        // the selector's life (not one per turn).
-        let (watch_tx, watch_rx) = crossbeam_channel::bounded::<Watch>(1);
         let inner = self.inner.clone();
-        let watcher = Worker::spawn("leader-selector-watch", move |cancel| {
-            watch_turns(&inner, &watch_rx, &cancel);
-        });
-        let inner = self.inner.clone();
-        let selector = watcher.and_then(|watcher| {
-            let w = Worker::spawn("leader-selector", move |cancel| {
-                if let Some(mut work) = inner.work.lock().take() {
-                    let mut turns = Turns {
-                        inner: &inner,
-                        work: &mut work,
-                        watch: watch_tx,
-                    };
-                    candidate::run(&inner.election, &cancel, &mut turns);
-                }
-            });
-            Ok((watcher, w?))
-        });
-        match selector {
-            Ok((watcher, selector)) => {
-                self.inner.workers.lock().extend([selector, watcher]);
+        match Worker::spawn("leader-selector", move |cancel| {
+            if let Some(mut work) = inner.work.lock().take() {
+                let mut turns = Turns {
+                    inner: &inner,
+                    work: &mut work,
+                };
+                candidate::run(&inner.election, &cancel, &mut turns);
+            }
+        }) {
+            Ok(w) => {
+                *self.inner.worker.lock() = Some(w);
                 Ok(())
             }
             Err(e) => {
                 let _ = election.close(false);
                 Err(Error::InvalidArgument(format!(
-                    "cannot start the selector's threads: {e}"
+                    "cannot start the selector's thread: {e}"
                 )))
             }
         }
@@ -377,187 +363,36 @@ impl LeaderSelector {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn close(&self) -> Result<()> {
+        Kind::close(&*self.inner)
+    }
+}
+
+impl Kind for Selector {
+    const NAME: &'static str = "LeaderSelector";
+    const DRIVER: Driver = Driver::MUTEX;
+
+    fn election(&self) -> &Arc<Election> {
+        &self.election
+    }
+
+    fn close(&self) -> Result<()> {
         // The holding stays with the running turn, which releases it when
         // its closure returns.
-        let _ = self.inner.election.close(false)?;
+        let _ = self.election.close(false)?;
         let end = Instant::now() + CLOSE_WAIT;
-        self.inner.turn.lock().take();
-        let workers: Vec<Worker> = std::mem::take(&mut *self.inner.workers.lock());
-        for w in &workers {
-            w.cancel();
-        }
-        for w in &workers {
-            w.join_until(end);
+        self.turn.lock().take();
+        if let Some(w) = self.worker.lock().take() {
+            w.stop(end);
         }
         Ok(())
-    }
-
-    /// Leader, uncertain or not leader.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |_| {}).build()?;
-    /// assert!(!s.status().is_leader());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn status(&self) -> LeaderStatus {
-        self.inner.election.status()
-    }
-
-    /// Whether this selector certainly leads now (Curator's `hasLeadership`).
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |_| {}).build()?;
-    /// assert!(!s.has_leadership());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn has_leadership(&self) -> bool {
-        self.status().is_leader()
-    }
-
-    /// Every change of leadership from now on, in order. The channel ends at
-    /// close without a word: a leading selector's close is told to its work
-    /// by cancellation ([`Leadership::cancelled`]), and its node is
-    /// deleted only when the work returns.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |_| {}).build()?;
-    /// let events = s.events();
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn events(&self) -> Receiver<LeaderEvent> {
-        self.inner.election.subscribe()
-    }
-
-    /// Why the latest try to join the election failed (for example `NoAuth`:
-    /// the ACL forbids the create), until a try succeeds; `None` when nothing
-    /// failed. The selector (with auto-requeue; without, the turn ends) keeps trying (with a growing pause, at most 2 s).
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let x = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |_| {}).build()?;
-    /// if let Some(e) = x.last_error() { eprintln!("cannot take part: {e}") }
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn last_error(&self) -> Option<Error> {
-        self.inner.election.error()
-    }
-
-    /// The participant id.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |_| {}).id("a").build()?;
-    /// assert_eq!(s.id(), "a");
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn id(&self) -> &str {
-        &self.inner.election.id
-    }
-
-    /// Every participant, in election order (Curator's `getParticipants`).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::ZooKeeper`] when the listing or a read fails.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |_| {}).build()?;
-    /// println!("{:?}", s.participants()?);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn participants(&self) -> Result<Vec<Participant>> {
-        let e = &self.inner.election;
-        participant::read(&e.client, &e.path, Driver::MUTEX)
-    }
-
-    /// The leader by the election's order (`None`: nobody takes part).
-    ///
-    /// # Errors
-    ///
-    /// As [`LeaderSelector::participants`].
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |_| {}).build()?;
-    /// println!("{:?}", s.leader()?);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn leader(&self) -> Result<Option<Participant>> {
-        let e = &self.inner.election;
-        participant::leader(&e.client, &e.path, Driver::MUTEX)
-    }
-}
-
-impl Drop for LeaderSelector {
-    fn drop(&mut self) {
-        if self.inner.election.lifecycle() == Lifecycle::Started {
-            let _ = self.close();
-        }
-    }
-}
-
-/// A leadership to watch while its work runs: the holding's events, and a
-/// channel that ends the watch (its sender dropped when the work returned).
-struct Watch {
-    events: Receiver<LockEvent>,
-    stop: Receiver<()>,
-    /// Dropped when the watch is over.
-    done: Sender<()>,
-}
-
-/// The watcher's thread: each leadership's events draw the election's status
-/// again, and the turn is cancelled (the work told to stop) when the
-/// selector is no longer leader (lost, or suspended under the standard
-/// policy) or the client closed.
-fn watch_turns(inner: &Inner, watches: &Receiver<Watch>, cancel: &Receiver<()>) {
-    loop {
-        let w = crossbeam_channel::select! {
-            recv(watches) -> w => match w {
-                Ok(w) => w,
-                Err(_) => return,
-            },
-            recv(cancel) -> _ => return,
-        };
-        let cancel_turn = || {
-            inner.turn.lock().take();
-        };
-        let ended = candidate::watch(&inner.election, &w.events, &w.stop, |status| {
-            // Uncertain under the session policy is not (yet) a reason.
-            if status == LeaderStatus::NotLeader {
-                cancel_turn();
-            }
-        });
-        if ended == Ended::ClientClosed {
-            cancel_turn();
-        }
-        drop(w.done);
     }
 }
 
 /// The selector's turns: one when queued (at start, by `requeue()`, or by
 /// auto-requeue), each with a cancel of its own; leading is running the work.
 struct Turns<'a> {
-    inner: &'a Inner,
+    inner: &'a Selector,
     work: &'a mut Work,
-    watch: Sender<Watch>,
 }
 
 impl Leading for Turns<'_> {
@@ -578,35 +413,38 @@ impl Leading for Turns<'_> {
         Some(turn_rx)
     }
 
-    /// The work runs while the watcher turns the holding's events into the
-    /// election's and cancels the leadership when it may be lost; the node
-    /// goes only when the work has returned, so the next leader never
-    /// starts while this one's work runs.
+    /// The work runs while a signal on the holding (not a thread) follows
+    /// it: each change of the holding is followed by the election (told on
+    /// `events()`), and a change that ends the leadership (a loss, or a
+    /// suspension under the standard policy) cancels the turn, as the
+    /// client's close does. The node goes only when the work has returned,
+    /// so the next leader never starts while this one's work runs.
     fn lead(&mut self, holding: Holding, turn: &Receiver<()>) {
         let election = &self.inner.election;
-        let (stop_tx, stop) = crossbeam_channel::bounded::<()>(0);
-        let (done, watched) = crossbeam_channel::bounded::<()>(0);
-        let watching = self
-            .watch
-            .send(Watch {
-                events: holding.loss_receiver(),
-                stop,
-                done,
-            })
-            .is_ok();
-        if watching {
-            let leadership = Leadership {
-                election: election.clone(),
-                cancel: turn.clone(),
+        let follower = Arc::downgrade(election);
+        let cancel = self.inner.turn.clone();
+        holding.subscribe_signal(Arc::new(move |_ev| {
+            let Some(election) = follower.upgrade() else {
+                return false;
             };
-            if std::panic::catch_unwind(AssertUnwindSafe(|| (self.work)(&leadership))).is_err() {
-                log::error!("the leader's work at {} panicked; its leadership ends", election.path);
+            // Uncertain under the session policy is not (yet) a reason.
+            if election.follow() == LeaderStatus::NotLeader {
+                cancel.lock().take();
             }
-        } else {
-            log::error!("the selector's watcher is gone; the leadership ends");
+            true
+        }));
+        let cancel = self.inner.turn.clone();
+        let on_close = election.client.on_close(move || {
+            cancel.lock().take();
+        });
+        let leadership = Leadership {
+            election: election.clone(),
+            cancel: turn.clone(),
+        };
+        if std::panic::catch_unwind(AssertUnwindSafe(|| (self.work)(&leadership))).is_err() {
+            log::error!("the leader's work at {} panicked; its leadership ends", election.path);
         }
-        drop(stop_tx);
-        let _ = watched.recv();
+        drop(on_close);
         let reason = if self.inner.interrupted.load(Ordering::SeqCst) {
             NotLeaderReason::Interrupted
         } else if election.lifecycle() == Lifecycle::Closed {
@@ -616,7 +454,7 @@ impl Leading for Turns<'_> {
         };
         // (A closed election already ended the leadership.)
         let _ = election.end(reason);
-        // The node goes only now.
+        // The node goes only now (and the signal with it).
         let _ = holding.release_node();
     }
 

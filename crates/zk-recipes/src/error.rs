@@ -126,6 +126,18 @@ pub enum Error {
         /// The cache's root.
         path: String,
     },
+    /// The node (a [`crate::nodes::PersistentNode`], a TTL node or a group
+    /// member) at `path` is closed.
+    NodeClosed {
+        /// The node's path.
+        path: String,
+    },
+    /// The server does not allow TTL nodes: start it with
+    /// `zookeeper.extendedTypesEnabled=true`.
+    TtlNotEnabled {
+        /// The TTL node's path.
+        path: String,
+    },
 }
 
 impl Error {
@@ -221,6 +233,11 @@ impl fmt::Display for Error {
             }
             Error::CacheAlreadyStarted { path } => write!(f, "the cache of {path} was already started"),
             Error::CacheClosed { path } => write!(f, "the cache of {path} is closed"),
+            Error::NodeClosed { path } => write!(f, "the node at {path} is closed"),
+            Error::TtlNotEnabled { path } => write!(
+                f,
+                "the server does not allow the TTL node at {path} (zookeeper.extendedTypesEnabled is off)"
+            ),
             Error::Multiple(errors) => {
                 write!(f, "{} errors: ", errors.len())?;
                 for (i, e) in errors.iter().enumerate() {

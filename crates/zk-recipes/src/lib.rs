@@ -57,6 +57,7 @@ pub mod leader;
 mod lock;
 mod multi;
 mod mutex;
+pub mod nodes;
 mod queue;
 mod revoke;
 mod rwlock;

@@ -32,6 +32,7 @@ mod bad_input;
 mod client_cost;
 mod clients;
 mod namespace;
+mod nodes;
 mod operations;
 mod stats;
 mod uncertainty;

@@ -1047,7 +1047,17 @@ impl Inner {
     /// nothing about the node. Either way, try again after a pause.
     fn failed(&self, e: zk_framework::Error) -> Next {
         log::debug!("persistent node {}: {e}", self.spec.path);
-        if !e.is_retryable() && e != zk_framework::Error::DeadlineExceeded && e != zk_framework::Error::Closed {
+        // The node (or a parent) went or came meanwhile (a write to a node
+        // deleted after our look, a parent reaped under a create): the next
+        // look tells.
+        let raced = matches!(
+            e,
+            zk_framework::Error::NoNode { .. }
+                | zk_framework::Error::NodeExists { .. }
+                | zk_framework::Error::BadVersion { .. }
+        );
+        if !raced && !e.is_retryable() && e != zk_framework::Error::DeadlineExceeded && e != zk_framework::Error::Closed
+        {
             self.set_fact(Fact::Absent(AbsentReason::Refused(e)));
         }
         Next::Retry
@@ -1084,7 +1094,9 @@ impl Inner {
                 let bounded = self.client.with_deadline(Some(end));
                 match bounded.delete().guaranteed().for_path(&path) {
                     Ok(()) | Err(zk_framework::Error::NoNode { .. }) => {}
-                    Err(e) => log::debug!("closing the persistent node {path}: {e} (the delete goes on in the background)"),
+                    Err(e) => {
+                        log::debug!("closing the persistent node {path}: {e} (the delete goes on in the background)")
+                    }
                 }
             }
         }

@@ -330,6 +330,14 @@ enum Try<T> {
     Lost(T),
 }
 
+/// How an optimistic loop ended.
+enum Loop<T> {
+    /// Settled: the outcome, the value read, the value written.
+    Settled(Outcome<T>, T, T),
+    /// The policy gave up; the last value read.
+    GaveUp(T),
+}
+
 /// What every counter shares: the node, the policy, the promotion.
 struct Core {
     client: CuratorFramework,
@@ -420,15 +428,15 @@ impl Core {
         change: &mut Change<'_, T>,
         policy: &dyn RetryPolicy,
         tries: &mut u32,
-    ) -> Result<std::result::Result<(Outcome<T>, T, T), T>> {
+    ) -> Result<Loop<T>> {
         let start = Instant::now();
         let mut retries = 0;
         loop {
             *tries += 1;
             match self.try_once(change)? {
-                Try::Done(o, pre, post) => return Ok(Ok((o, pre, post))),
+                Try::Done(o, pre, post) => return Ok(Loop::Settled(o, pre, post)),
                 Try::Lost(pre) => match policy.next_retry(retries, start.elapsed()) {
-                    RetryDecision::GiveUp => return Ok(Err(pre)),
+                    RetryDecision::GiveUp => return Ok(Loop::GaveUp(pre)),
                     RetryDecision::RetryAfter(d) => {
                         self.client.pause(d)?;
                         retries += 1;
@@ -445,7 +453,7 @@ impl Core {
         let first = self.optimistic(change, &*self.retry, &mut stats.optimistic_tries)?;
         stats.optimistic_time = t0.elapsed();
         let pre = match first {
-            Ok((outcome, pre, post)) => {
+            Loop::Settled(outcome, pre, post) => {
                 return Ok(AtomicValue {
                     outcome,
                     pre,
@@ -453,7 +461,7 @@ impl Core {
                     stats,
                 })
             }
-            Err(pre) => pre,
+            Loop::GaveUp(pre) => pre,
         };
         let Some((mutex, promoted)) = &self.promoted else {
             return Ok(not_applied(pre, stats));
@@ -462,13 +470,13 @@ impl Core {
         let result = match mutex.try_acquire_for(promoted.timeout)? {
             None => Ok(not_applied(pre, stats)),
             Some(_guard) => match self.optimistic(change, &*promoted.retry, &mut stats.promoted_tries)? {
-                Ok((outcome, pre, post)) => Ok(AtomicValue {
+                Loop::Settled(outcome, pre, post) => Ok(AtomicValue {
                     outcome,
                     pre,
                     post,
                     stats,
                 }),
-                Err(pre) => Ok(not_applied(pre, stats)),
+                Loop::GaveUp(pre) => Ok(not_applied(pre, stats)),
             },
         };
         result.map(|mut v| {

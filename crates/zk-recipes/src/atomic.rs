@@ -36,6 +36,39 @@
 //!
 //! Overflow is checked: an increment of `i64::MAX` is
 //! [`Error::Overflow`], and nothing is written.
+//!
+//! # The proof after a lost reply
+//!
+//! The writer read the node at version `v` (its `czxid` `c`, `mzxid` `m`)
+//! and sent `setData(bytes, v)`; the reply was lost. The managed client's
+//! retry loop runs the attempt again, but that attempt reads the node
+//! instead of writing; it finds data `d`, stat `s`:
+//!
+//! * `s.czxid == c` and `s.mzxid == m`: nothing happened to the node since
+//!   the read (a zxid names one transaction): not applied, and the write is
+//!   sent again (still conditional on `v`, so it cannot land twice).
+//! * `s.czxid == c`, `s.version == v + 1`, `d == bytes`, `s.mzxid > m`:
+//!   exactly one write took the node from our base to our bytes: applied
+//!   ([`Proof::ReadBack`]).
+//! * anything else: [`Outcome::Unknown`] with what was read.
+//!
+//! Why the second rule is sound for the value and bounded for the report:
+//! any other writer that produced `v + 1` with our bytes either wrote
+//! conditionally on `v` (then its write and ours exclude each other: one of
+//! them failed, so the node holds one change, never two) or unconditionally
+//! (Curator's `forceSet`). The value on the server is right in both cases.
+//! What the read cannot tell is *whose* change it was: ZooKeeper keeps no
+//! writer in the stat, and Curator's bare 4 or 8 bytes leave no room for a
+//! mark. For a counter that case is another client adding the same delta
+//! from the same base within our lost round trip; both callers are then
+//! told "applied" for one increment. The outcome names its proof so that a
+//! caller who cannot accept that (ids handed out from a counter) can treat
+//! [`Proof::ReadBack`] as unknown.
+//!
+//! A first create whose reply was lost is proven the same way: the client's
+//! last seen zxid `z` is noted before the create; a persistent node with
+//! `czxid > z`, version 0 and our bytes is ours (same bound), no node means
+//! not applied (the create is sent again), anything else is unknown.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -141,7 +174,9 @@ impl<T> AtomicValue<T> {
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let counter = zk_recipes::DistributedAtomicLong::new(&client, "/counters/jobs", zk_framework::RetryNTimes::new(10, std::time::Duration::from_millis(10)))?;
-    /// assert!(counter.compare_and_set(5, 6)?.succeeded() || true);
+    /// if !counter.compare_and_set(5, 6)?.succeeded() {
+    ///     println!("it was not 5 (or the outcome is unknown)");
+    /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn succeeded(&self) -> bool {

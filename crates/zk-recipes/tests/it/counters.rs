@@ -610,6 +610,117 @@ fn increments_under_lost_replies_sum_to_those_applied() {
     eprintln!("value {value}, by reply {by_reply}, by read-back {by_read_back}, unknown {unknown}");
 }
 
+/// Curator 5.4's `DistributedAtomicLong.increment()` (Debian's jars, through
+/// `scripts/interop/CuratorAtomicIncrement.java`) under the same lost
+/// setData reply: one increment from 1 leaves 3 and is reported as a success
+/// from 2 to 3 (2 optimistic tries: the first one's write was applied, its
+/// retry met BadVersion); ours, on the same node through the same proxy,
+/// counts once. Ignored by default (it needs java, javac and
+/// `/usr/share/java/curator-*.jar`, and a JVM start): run it with
+/// `cargo test -p zk-recipes --test it counters::curator -- --ignored`.
+#[test]
+#[ignore = "needs java, javac and Curator 5.4's jars; run with --ignored"]
+fn curator_counts_an_increment_twice_when_its_reply_is_lost() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let j = "/usr/share/java";
+    let jars = [
+        "curator-recipes",
+        "curator-framework",
+        "curator-client",
+        "zookeeper",
+        "zookeeper-jute",
+        "guava",
+        "slf4j-api",
+    ]
+    .map(|n| format!("{j}/{n}.jar"));
+    let src = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scripts/interop/CuratorAtomicIncrement.java"
+    );
+    let out = std::env::temp_dir().join(format!("zk-counters-java-{}", std::process::id()));
+    std::fs::create_dir_all(&out).unwrap();
+    let cp = jars.join(":");
+    let javac = Command::new("javac")
+        .args(["-nowarn", "-d"])
+        .arg(&out)
+        .args(["-cp", &cp, src])
+        .status()
+        .expect("javac runs");
+    assert!(javac.success(), "javac failed");
+
+    let s = server();
+    let admin = client(&s);
+    let dropper = ReplyDropper::start(&s.connect_string());
+    let path = "/curator/atomic";
+    admin
+        .create()
+        .creating_parents_if_needed()
+        .with_data(1i64.to_be_bytes().to_vec())
+        .for_path(path)
+        .unwrap();
+
+    /// The Java process, killed (and reaped) however the test ends.
+    struct Java(std::process::Child);
+    impl Drop for Java {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut java = Java(
+        Command::new("java")
+            .args(["-Xmx64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp"])
+            .arg(format!("{}:{cp}", out.display()))
+            .args(["CuratorAtomicIncrement", &dropper.connect_string(), path])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("java starts"),
+    );
+    let (lines_tx, lines) = crossbeam_channel::unbounded();
+    let stdout = java.0.stdout.take().unwrap();
+    thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = lines_tx.send(line);
+        }
+    });
+    let wait = Duration::from_secs(30);
+    let ready = lines.recv_timeout(wait);
+    let _ = std::fs::remove_dir_all(&out);
+    assert_eq!(ready.as_deref(), Ok("READY"), "the Java client did not connect");
+    dropper.drop_reply_to(OpCode::SetData);
+    let stdin = java.0.stdin.as_mut().unwrap();
+    writeln!(stdin, "increment").unwrap();
+    stdin.flush().unwrap();
+    let result = lines.recv_timeout(wait).expect("Curator's increment returned");
+    assert_eq!(dropper.dropped(), 1, "the setData's reply was lost");
+    drop(java);
+    eprintln!("Curator 5.4: {result}");
+    let fields: Vec<&str> = result.split_whitespace().collect();
+    assert_eq!(fields[..4], ["RESULT", "true", "2", "3"], "Curator reported {result}");
+    assert_eq!(
+        data(&admin, path),
+        3i64.to_be_bytes(),
+        "Curator: one increment from 1 left 3"
+    );
+
+    // Ours, same node, same fault.
+    let c = client_via(&dropper.connect_string());
+    let counter = DistributedAtomicLong::new(&c, path, patient()).unwrap();
+    dropper.drop_reply_to(OpCode::SetData);
+    let r = counter.increment().unwrap();
+    assert_eq!(dropper.dropped(), 2);
+    assert_eq!(r.outcome(), &Outcome::Applied { proof: Proof::ReadBack });
+    assert_eq!(
+        data(&admin, path),
+        4i64.to_be_bytes(),
+        "ours: one increment from 3 left 4"
+    );
+}
+
 // ---------------------------------------------------------------------------
 // The reply dropper
 

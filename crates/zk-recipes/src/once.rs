@@ -19,7 +19,8 @@
 //! closure that sends the write on its first attempt only. Once an attempt
 //! ended with an error after which the request may have been applied
 //! ([`may_have_applied`]: `ConnectionLoss`, `OperationTimeout`, the
-//! deadline, `SessionExpired`, `SessionMoved`, `Closed`), every later attempt
+//! deadline, `SessionExpired`, `SessionMoved`, `Closed`, the connection
+//! failures), every later attempt
 //! of the retry loop reads the node back instead, and the write is sent
 //! again only when the read proves it was not applied.
 //!
@@ -109,7 +110,10 @@ pub(crate) enum Written {
 }
 
 /// Whether a request that failed with `e` may still have been applied on the
-/// server (it may have left before the connection failed).
+/// server (it may have left before the connection failed). The connection
+/// failures proper (`ConnectFailed`, `ConnectTimeout`, `Tls`) are counted in
+/// too, as zk-framework's protected create counts them: the price of a
+/// needless doubt is one read.
 pub(crate) fn may_have_applied(e: &ZkError) -> bool {
     matches!(
         e,
@@ -119,6 +123,9 @@ pub(crate) fn may_have_applied(e: &ZkError) -> bool {
             | ZkError::SessionExpired
             | ZkError::SessionMoved
             | ZkError::Closed
+            | ZkError::ConnectFailed { .. }
+            | ZkError::ConnectTimeout { .. }
+            | ZkError::Tls(_)
     )
 }
 

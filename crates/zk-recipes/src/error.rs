@@ -138,6 +138,43 @@ pub enum Error {
         /// The TTL node's path.
         path: String,
     },
+    /// A counter or shared count node holds bytes of the wrong length
+    /// (shorter than the number's width, or for a shared count anything
+    /// but 4 bytes): someone else wrote it. The bytes are shown.
+    CorruptValue {
+        /// The node's path.
+        path: String,
+        /// How many bytes the value should have.
+        expected: usize,
+        /// What the node holds.
+        bytes: Vec<u8>,
+    },
+    /// An update would overflow the counter's type; nothing was written.
+    Overflow {
+        /// The counter's path.
+        path: String,
+        /// The value read.
+        value: i64,
+        /// `"+"` or `"-"`.
+        operation: &'static str,
+        /// The operand that did not fit.
+        operand: i64,
+    },
+    /// `start()` on a shared value (or count) that was started already.
+    ValueAlreadyStarted {
+        /// The value's path.
+        path: String,
+    },
+    /// A shared value (or count) used before `start()`.
+    ValueNotStarted {
+        /// The value's path.
+        path: String,
+    },
+    /// The shared value (or count) at `path` is closed.
+    ValueClosed {
+        /// The value's path.
+        path: String,
+    },
 }
 
 impl Error {
@@ -238,6 +275,23 @@ impl fmt::Display for Error {
                 f,
                 "the server does not allow the TTL node at {path} (zookeeper.extendedTypesEnabled is off)"
             ),
+            Error::CorruptValue { path, expected, bytes } => write!(
+                f,
+                "the value at {path} is {} bytes long where {expected} are expected: {bytes:02x?}",
+                bytes.len()
+            ),
+            Error::Overflow {
+                path,
+                value,
+                operation,
+                operand,
+            } => write!(
+                f,
+                "{value} {operation} {operand} overflows the counter at {path}; nothing was written"
+            ),
+            Error::ValueAlreadyStarted { path } => write!(f, "the shared value at {path} was already started"),
+            Error::ValueNotStarted { path } => write!(f, "the shared value at {path} was never started"),
+            Error::ValueClosed { path } => write!(f, "the shared value at {path} is closed"),
             Error::Multiple(errors) => {
                 write!(f, "{} errors: ", errors.len())?;
                 for (i, e) in errors.iter().enumerate() {

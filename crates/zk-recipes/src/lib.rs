@@ -17,12 +17,19 @@
 //!   watch, with exact events in zxid order and a [`cache::Freshness`];
 //!   [`watch::PersistentWatcher`], a persistent watch kept through
 //!   reconnects and new sessions.
+//! * [`shared_value`] and [`atomic`]: Curator's [`SharedValue`] /
+//!   [`SharedCount`] and [`DistributedAtomicLong`] /
+//!   [`DistributedAtomicInteger`] / [`DistributedAtomicValue`], on Curator's
+//!   node layout, whose updates are applied at most once: a write whose
+//!   reply was lost is proven by reading the node back, or reported
+//!   [`Outcome::Unknown`], never sent again blindly.
 //! * [`inspect`]: who holds a lock and who waits (typed participants, for
 //!   any lock path); [`identity`]: the holder identity our lock nodes carry.
 //! * [`guide`]: the manual (using the locks, what they promise under faults,
 //!   the safe horizon, fencing, operations, ensembles, TLS and ACLs, Curator
 //!   interop), with examples that run.
 
+pub mod atomic;
 pub mod cache;
 pub mod driver;
 /// The manual: how to use the locks, what they promise under faults, and how
@@ -58,11 +65,13 @@ mod lock;
 mod multi;
 mod mutex;
 pub mod nodes;
+mod once;
 mod queue;
 mod revoke;
 mod rwlock;
 mod semaphore;
 mod semaphore_mutex;
+pub mod shared_value;
 pub mod stats;
 mod timer;
 mod transaction;
@@ -71,6 +80,10 @@ mod waiter;
 pub mod watch;
 mod worker;
 
+pub use atomic::{
+    AtomicStats, AtomicValue, DistributedAtomicInteger, DistributedAtomicLong, DistributedAtomicValue, Outcome,
+    PromotedToLock,
+};
 pub use error::{Error, Result};
 pub use holding::{Holding, LockEvent, LockStatus, OWN_WATCH_DELAY};
 pub use lock::{ArcLockGuard, InterProcessLock, LockGuard, RawLock};
@@ -80,6 +93,7 @@ pub use revoke::{Revoker, REVOKE_MESSAGE};
 pub use rwlock::{InterProcessReadWriteLock, ReadLock, ReadLockGuard, WriteLock, WriteLockGuard};
 pub use semaphore::{InterProcessSemaphoreV2, Lease};
 pub use semaphore_mutex::{InterProcessSemaphoreMutex, InterProcessSemaphoreMutexGuard};
+pub use shared_value::{Proof, SharedCount, SharedValue, TrySet, ValueEvent, VersionedValue};
 pub use transaction::GuardedTransaction;
 
 /// The seal of [`InterProcessLock`]: only the locks of this crate implement

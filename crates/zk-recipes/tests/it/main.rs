@@ -27,6 +27,9 @@ mod leader;
 // Watching: CuratorCache and PersistentWatcher.
 mod cache;
 
+// Shared state: SharedValue/SharedCount and the atomic counters (at most once).
+mod counters;
+
 // Across kinds: what a holder is told, figures, inspection, clients.
 mod bad_input;
 mod client_cost;

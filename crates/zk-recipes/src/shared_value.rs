@@ -1,0 +1,966 @@
+//! [`SharedValue`] and [`SharedCount`]: a value every client sees, in one
+//! persistent node, with versioned writes whose outcome is told as a value
+//! and listeners on a channel.
+//!
+//! Curator's layout (`recipes/shared`): one PERSISTENT node at the path,
+//! created by `start()` with the seed (container parents; an existing node
+//! is kept). A [`SharedValue`] stores raw bytes; a [`SharedCount`] a 4-byte
+//! big-endian two's-complement `i32`, so Java's `SharedCount` and this one
+//! share a node.
+//!
+//! Unlike Curator's `trySetCount`, which returns `false` for a write that was
+//! applied when its reply was lost (its retry then meets `BadVersion`), a
+//! [`SharedValue::try_set_value`] whose reply was lost reads the node back
+//! and reports what the read proves (see [`TrySet`] and the bound in
+//! [`Proof::ReadBack`]): applied, not applied and re-sent, or
+//! [`TrySet::Unknown`].
+//!
+//! The watch that keeps the value current signals a background thread with a
+//! `try_send`; the thread re-reads and tells the listeners. Every wait of it
+//! ends with [`SharedValue::close`] or the client's close.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender};
+use parking_lot::Mutex;
+use zk_framework::proto::path::validate_path;
+use zk_framework::{ConnectionState, CreateMode, CuratorFramework, Error as ZkError, Stat, WatchedEvent};
+
+use crate::once::{self, Base, Written};
+use crate::worker::Worker;
+use crate::{Error, Result};
+
+/// A value with the version and zxids of the node state it was read from
+/// (Curator's `VersionedValue`, with the `mzxid` that orders reads as
+/// Curator 5.7 does). Give it back to a versioned write
+/// ([`SharedValue::try_set_value`], [`SharedCount::try_set_count`]).
+///
+/// # Examples
+///
+/// ```no_run
+/// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// let count = zk_recipes::SharedCount::new(&client, "/counts/a", 0)?;
+/// count.start()?;
+/// let v = count.get_versioned_count()?;
+/// println!("{} at version {} (mzxid {})", v.value(), v.version(), v.mzxid());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VersionedValue<T> {
+    value: T,
+    version: i32,
+    mzxid: i64,
+    czxid: i64,
+}
+
+impl<T> VersionedValue<T> {
+    pub(crate) fn new(value: T, stat: &Stat) -> Self {
+        VersionedValue {
+            value,
+            version: stat.version,
+            mzxid: stat.mzxid,
+            czxid: stat.czxid,
+        }
+    }
+
+    /// The value.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let count = zk_recipes::SharedCount::new(&client, "/counts/a", 0)?;
+    /// let n: i32 = *count.get_versioned_count()?.value();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn value(&self) -> &T {
+        &self.value
+    }
+
+    /// The value, taken out.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let shared = zk_recipes::SharedValue::new(&client, "/values/a", b"seed".to_vec())?;
+    /// let bytes: Vec<u8> = shared.get_versioned_value()?.into_value();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn into_value(self) -> T {
+        self.value
+    }
+
+    /// The node's data version when it was read.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let count = zk_recipes::SharedCount::new(&client, "/counts/a", 0)?;
+    /// let version = count.get_versioned_count()?.version();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn version(&self) -> i32 {
+        self.version
+    }
+
+    /// The zxid of the node's last change when it was read (newer reads have
+    /// larger ones, even after the version wraps).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let count = zk_recipes::SharedCount::new(&client, "/counts/a", 0)?;
+    /// let zxid = count.get_versioned_count()?.mzxid();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn mzxid(&self) -> i64 {
+        self.mzxid
+    }
+
+    pub(crate) fn base(&self) -> Base {
+        Base {
+            czxid: self.czxid,
+            mzxid: self.mzxid,
+            version: self.version,
+        }
+    }
+
+    pub(crate) fn map<U>(self, f: impl FnOnce(T) -> U) -> VersionedValue<U> {
+        VersionedValue {
+            value: f(self.value),
+            version: self.version,
+            mzxid: self.mzxid,
+            czxid: self.czxid,
+        }
+    }
+}
+
+/// How an outcome "applied" is known.
+///
+/// # Examples
+///
+/// ```
+/// use zk_recipes::Proof;
+/// assert_ne!(Proof::Reply, Proof::ReadBack);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Proof {
+    /// The server's reply to the write said so.
+    Reply,
+    /// The reply was lost, and reading the node back found exactly one
+    /// change since the writer's read, to the writer's bytes. The bound: the
+    /// read cannot tell whose change it was. Another client that wrote the
+    /// same bytes from the same version in the same round trip (a counter's
+    /// increment from the same base) makes both writers hear "applied" for
+    /// one change; the server's value is right either way, and nothing is
+    /// applied twice. Treat it as unknown when that matters (ids handed out
+    /// from a counter).
+    ReadBack,
+}
+
+/// The outcome of a versioned write ([`SharedValue::try_set_value`],
+/// [`SharedCount::try_set_count`]).
+///
+/// # Examples
+///
+/// ```no_run
+/// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// use zk_recipes::{SharedCount, TrySet};
+/// let count = SharedCount::new(&client, "/counts/a", 0)?;
+/// count.start()?;
+/// let seen = count.get_versioned_count()?;
+/// match count.try_set_count(seen.value() + 1, &seen)? {
+///     TrySet::Set { version, .. } => println!("now at version {version}"),
+///     TrySet::Stale { current } => println!("someone else set it first: {}", current.value()),
+///     TrySet::Unknown { read } => println!("reply lost; the node now holds {read:?}"),
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use = "a write that was not applied says so only here"]
+pub enum TrySet<T> {
+    /// Written: the node's new version, and how that is known.
+    Set {
+        /// The node's version after the write.
+        version: i32,
+        /// The reply, or a read-back after a lost reply.
+        proof: Proof,
+    },
+    /// Not written: the node had moved on from the version given; its
+    /// current value.
+    Stale {
+        /// The value read after the write was refused.
+        current: VersionedValue<T>,
+    },
+    /// The reply was lost and the read-back cannot tell whether the write
+    /// was applied (the node changed more than once, or to other bytes, or
+    /// was deleted): what it found (`None`: no node, or the read failed).
+    /// The write is not retried.
+    Unknown {
+        /// What the read-back found.
+        read: Option<VersionedValue<T>>,
+    },
+}
+
+/// A change a listener is told of.
+///
+/// # Examples
+///
+/// ```no_run
+/// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// use zk_recipes::{SharedCount, ValueEvent};
+/// let count = SharedCount::new(&client, "/counts/a", 0)?;
+/// let changes = count.listen();
+/// count.start()?;
+/// if let Ok(ValueEvent::Changed(v)) = changes.recv_timeout(std::time::Duration::from_secs(5)) {
+///     println!("now {}", v.value());
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ValueEvent<T> {
+    /// The node holds a newer value (a larger mzxid than the last one told).
+    Changed(VersionedValue<T>),
+    /// The node was deleted; the last value is kept until it comes back.
+    Deleted,
+    /// The node holds bytes that are not a value of this kind
+    /// ([`Error::CorruptValue`]).
+    Invalid(Error),
+}
+
+type Listener = Box<dyn Fn(&ValueEvent<Vec<u8>>) -> bool + Send>;
+
+enum Phase {
+    New,
+    Started(Worker),
+    Closed,
+}
+
+struct Shared {
+    client: CuratorFramework,
+    path: String,
+    current: Mutex<Option<VersionedValue<Vec<u8>>>>,
+    listeners: Mutex<Vec<Listener>>,
+}
+
+impl Shared {
+    /// Keeps `v` if it is newer than the current value; tells the listeners.
+    fn offer(&self, v: VersionedValue<Vec<u8>>) {
+        {
+            let mut cur = self.current.lock();
+            if cur.as_ref().is_some_and(|c| c.mzxid >= v.mzxid) {
+                return;
+            }
+            *cur = Some(v.clone());
+        }
+        self.tell(&ValueEvent::Changed(v));
+    }
+
+    fn tell(&self, e: &ValueEvent<Vec<u8>>) {
+        self.listeners.lock().retain(|l| l(e));
+    }
+
+    /// Reads the node, leaving a data watch (or, when it is missing, an
+    /// exists watch) that signals `tx`.
+    fn read_watched(&self, tx: &Sender<WatchedEvent>) -> std::result::Result<Option<VersionedValue<Vec<u8>>>, ZkError> {
+        match self.client.get_data_w(&self.path, tx.clone()) {
+            Ok((data, stat)) => Ok(Some(VersionedValue::new(data, &stat))),
+            Err(ZkError::NoNode { .. }) => match self.client.check_exists_w(&self.path, tx.clone())? {
+                // Created in between: read it (the exists watch fires too).
+                Some(_) => self.read_watched(tx),
+                None => Ok(None),
+            },
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// How long a failed re-read waits before the next (a closed client or
+/// `close()` ends the wait).
+const REREAD_PAUSE: Duration = Duration::from_millis(200);
+/// How long `close()` waits for the background thread.
+const STOP_WAIT: Duration = Duration::from_secs(2);
+
+/// A shared byte value in one node (Curator's `SharedValue`).
+///
+/// Reads ([`get_value`](SharedValue::get_value)) give the latest value the
+/// watch brought (as Curator's do); writes go to the server.
+///
+/// # Examples
+///
+/// ```
+/// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
+/// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// # client.block_until_connected(std::time::Duration::from_secs(10))?;
+/// use zk_recipes::{SharedValue, TrySet};
+/// let shared = SharedValue::new(&client, "/config/mode", b"blue".to_vec())?;
+/// shared.start()?;
+/// let seen = shared.get_versioned_value()?;
+/// assert_eq!(seen.value(), b"blue");
+/// assert!(matches!(shared.try_set_value(b"green".to_vec(), &seen)?, TrySet::Set { .. }));
+/// // The same version again is stale now.
+/// assert!(matches!(shared.try_set_value(b"red".to_vec(), &seen)?, TrySet::Stale { .. }));
+/// shared.close();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct SharedValue {
+    shared: Arc<Shared>,
+    seed: Vec<u8>,
+    phase: Mutex<Phase>,
+}
+
+impl std::fmt::Debug for SharedValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedValue")
+            .field("path", &self.shared.path)
+            .field("current", &*self.shared.current.lock())
+            .finish()
+    }
+}
+
+impl SharedValue {
+    /// A shared value at `path`, created with `seed` at
+    /// [`start`](SharedValue::start) if missing.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ZooKeeper`] with `InvalidPath` for a bad path;
+    /// [`Error::InvalidArgument`] for the root.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let shared = zk_recipes::SharedValue::new(&client, "/config/mode", b"blue".to_vec())?;
+    /// assert!(zk_recipes::SharedValue::new(&client, "relative", Vec::new()).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(client: &CuratorFramework, path: &str, seed: impl Into<Vec<u8>>) -> Result<Self> {
+        check_path(path)?;
+        Ok(SharedValue {
+            shared: Arc::new(Shared {
+                client: client.clone(),
+                path: path.to_string(),
+                current: Mutex::new(None),
+                listeners: Mutex::new(Vec::new()),
+            }),
+            seed: seed.into(),
+            phase: Mutex::new(Phase::New),
+        })
+    }
+
+    /// The path.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let shared = zk_recipes::SharedValue::new(&client, "/config/mode", Vec::new())?;
+    /// assert_eq!(shared.path(), "/config/mode");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn path(&self) -> &str {
+        &self.shared.path
+    }
+
+    /// Creates the node with the seed if it is missing (container parents;
+    /// an existing node is kept, whatever it holds), reads it with a watch,
+    /// and starts the thread that keeps the value current.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ValueAlreadyStarted`], [`Error::ValueClosed`]; the create's
+    /// or the read's error ([`Error::ZooKeeper`]), after the client's
+    /// retries; then it is not started and may be started again.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let shared = zk_recipes::SharedValue::new(&client, "/config/mode", b"blue".to_vec())?;
+    /// shared.start()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn start(&self) -> Result<()> {
+        let mut phase = self.phase.lock();
+        match *phase {
+            Phase::New => {}
+            Phase::Started(_) => {
+                return Err(Error::ValueAlreadyStarted {
+                    path: self.path().into(),
+                })
+            }
+            Phase::Closed => {
+                return Err(Error::ValueClosed {
+                    path: self.path().into(),
+                })
+            }
+        }
+        let sh = &self.shared;
+        match sh
+            .client
+            .create()
+            .creating_parent_containers_if_needed()
+            .with_mode(CreateMode::Persistent)
+            .with_data(self.seed.clone())
+            .for_path(&sh.path)
+        {
+            Ok(_) | Err(ZkError::NodeExists { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let (tx, rx) = crossbeam_channel::bounded::<WatchedEvent>(1);
+        let first = sh.read_watched(&tx)?;
+        drop(tx);
+        match first {
+            Some(v) => sh.offer(v),
+            None => sh.tell(&ValueEvent::Deleted),
+        }
+        let states = sh.client.state_receiver();
+        let closing = sh.client.close_signal();
+        let shared = self.shared.clone();
+        let name = format!("zk-shared-value {}", sh.path);
+        let worker = Worker::spawn(&name, move |cancel| follow(&shared, rx, states, closing, cancel))
+            .map_err(|e| Error::InvalidArgument(format!("no thread for the shared value: {e}")))?;
+        *phase = Phase::Started(worker);
+        Ok(())
+    }
+
+    /// The latest value known (from `start`, the watch, or this client's
+    /// writes).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ValueNotStarted`], [`Error::ValueClosed`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let shared = zk_recipes::SharedValue::new(&client, "/config/mode", b"blue".to_vec())?;
+    /// shared.start()?;
+    /// let bytes = shared.get_value()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn get_value(&self) -> Result<Vec<u8>> {
+        self.get_versioned_value().map(VersionedValue::into_value)
+    }
+
+    /// The latest value known, with its version and zxids: what a
+    /// [`try_set_value`](SharedValue::try_set_value) takes.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ValueNotStarted`] (also while the node has not been seen
+    /// yet), [`Error::ValueClosed`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let shared = zk_recipes::SharedValue::new(&client, "/config/mode", b"blue".to_vec())?;
+    /// shared.start()?;
+    /// let v = shared.get_versioned_value()?;
+    /// println!("{:?} at version {}", v.value(), v.version());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn get_versioned_value(&self) -> Result<VersionedValue<Vec<u8>>> {
+        self.usable()?;
+        self.shared
+            .current
+            .lock()
+            .clone()
+            .ok_or_else(|| Error::ValueNotStarted {
+                path: self.path().into(),
+            })
+    }
+
+    /// Sets the value whatever it is now (an unversioned write, as Curator's
+    /// `setValue`); creates the node if it is missing.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ValueNotStarted`], [`Error::ValueClosed`]; the write's
+    /// error after the client's retries.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let shared = zk_recipes::SharedValue::new(&client, "/config/mode", b"blue".to_vec())?;
+    /// shared.start()?;
+    /// shared.set_value(b"green".to_vec())?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_value(&self, value: impl Into<Vec<u8>>) -> Result<()> {
+        self.usable()?;
+        let value = value.into();
+        let sh = &self.shared;
+        let stat = match sh.client.set_data(&sh.path, value.clone(), None) {
+            Ok(stat) => stat,
+            Err(ZkError::NoNode { .. }) => {
+                match sh
+                    .client
+                    .create()
+                    .creating_parent_containers_if_needed()
+                    .with_data(value.clone())
+                    .for_path_with_stat(&sh.path)
+                {
+                    Ok((_, stat)) => stat,
+                    Err(ZkError::NodeExists { .. }) => sh.client.set_data(&sh.path, value.clone(), None)?,
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Err(e) => return Err(e.into()),
+        };
+        sh.offer(VersionedValue::new(value, &stat));
+        Ok(())
+    }
+
+    /// Sets the value if the node is still at `expected`'s version: one
+    /// versioned write, applied at most once. A lost reply is settled by
+    /// reading the node back ([`TrySet`], [`Proof::ReadBack`]), never by
+    /// sending the write again blindly.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ValueNotStarted`], [`Error::ValueClosed`]; `NoNode` when the
+    /// node was deleted; the write's error when it was certainly not
+    /// applied (retries ran out and the node is proven unchanged).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let shared = zk_recipes::SharedValue::new(&client, "/config/mode", b"blue".to_vec())?;
+    /// shared.start()?;
+    /// let seen = shared.get_versioned_value()?;
+    /// let outcome = shared.try_set_value(b"green".to_vec(), &seen)?;
+    /// # let _ = outcome;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_set_value(
+        &self,
+        value: impl Into<Vec<u8>>,
+        expected: &VersionedValue<Vec<u8>>,
+    ) -> Result<TrySet<Vec<u8>>> {
+        self.usable()?;
+        let value = value.into();
+        let sh = &self.shared;
+        match once::set_versioned(&sh.client, &sh.path, &value, &expected.base())? {
+            Written::Applied { stat, read_back } => {
+                let version = stat.version;
+                sh.offer(VersionedValue::new(value, &stat));
+                Ok(TrySet::Set {
+                    version,
+                    proof: if read_back { Proof::ReadBack } else { Proof::Reply },
+                })
+            }
+            Written::Conflict => {
+                let (data, stat) = sh.client.get_data(&sh.path)?;
+                let current = VersionedValue::new(data, &stat);
+                sh.offer(current.clone());
+                Ok(TrySet::Stale { current })
+            }
+            Written::Missing => Err(ZkError::NoNode { path: sh.path.clone() }.into()),
+            Written::Unknown { read } => Ok(TrySet::Unknown {
+                read: read.map(|(d, s)| VersionedValue::new(d, &s)),
+            }),
+        }
+    }
+
+    /// A channel of the changes from now on: each newer value (by mzxid,
+    /// whoever wrote it, this client included), the node's deletion.
+    /// Dropping the receiver unsubscribes. The channel disconnects at
+    /// [`close`](SharedValue::close).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let shared = zk_recipes::SharedValue::new(&client, "/config/mode", b"blue".to_vec())?;
+    /// let changes = shared.listen();
+    /// shared.start()?;
+    /// for change in changes.try_iter() {
+    ///     println!("{change:?}");
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn listen(&self) -> Receiver<ValueEvent<Vec<u8>>> {
+        self.listen_with(|e| e.clone())
+    }
+
+    pub(crate) fn listen_with<T: Send + 'static>(
+        &self,
+        convert: impl Fn(&ValueEvent<Vec<u8>>) -> ValueEvent<T> + Send + 'static,
+    ) -> Receiver<ValueEvent<T>> {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        if matches!(*self.phase.lock(), Phase::Closed) {
+            return rx; // disconnected at once
+        }
+        self.shared
+            .listeners
+            .lock()
+            .push(Box::new(move |e| tx.send(convert(e)).is_ok()));
+        rx
+    }
+
+    /// Stops following the node and disconnects the listeners' channels;
+    /// leaves the node. Idempotent. The thread is waited for at most 2 s.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let shared = zk_recipes::SharedValue::new(&client, "/config/mode", b"blue".to_vec())?;
+    /// shared.start()?;
+    /// shared.close();
+    /// shared.close();
+    /// assert!(shared.get_value().is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn close(&self) {
+        let old = std::mem::replace(&mut *self.phase.lock(), Phase::Closed);
+        if let Phase::Started(w) = old {
+            if !w.stop(Instant::now() + STOP_WAIT) {
+                log::warn!(
+                    "the shared value thread of {} did not stop in {STOP_WAIT:?}",
+                    self.path()
+                );
+            }
+        }
+        self.shared.listeners.lock().clear();
+    }
+
+    fn usable(&self) -> Result<()> {
+        match *self.phase.lock() {
+            Phase::Started(_) => Ok(()),
+            Phase::New => Err(Error::ValueNotStarted {
+                path: self.path().into(),
+            }),
+            Phase::Closed => Err(Error::ValueClosed {
+                path: self.path().into(),
+            }),
+        }
+    }
+}
+
+impl Drop for SharedValue {
+    fn drop(&mut self) {
+        if let Phase::Started(w) = &*self.phase.lock() {
+            w.cancel();
+        }
+    }
+}
+
+/// The background thread: waits for the watch, a connection state, the
+/// client's close or the cancel; re-reads with a new watch.
+fn follow(
+    sh: &Shared,
+    mut rx: Receiver<WatchedEvent>,
+    states: Receiver<ConnectionState>,
+    closing: Receiver<()>,
+    cancel: Receiver<()>,
+) {
+    loop {
+        crossbeam_channel::select! {
+            recv(rx) -> _ => {}
+            recv(states) -> s => match s {
+                Ok(s) if s.is_connected() => {}
+                Ok(_) => continue,
+                Err(_) => return,
+            },
+            recv(closing) -> _ => return,
+            recv(cancel) -> _ => return,
+        }
+        // Re-read with a fresh watch (an older one firing later only
+        // signals a dropped channel). Only the watch holds the sender: a
+        // watch dropped unfired (a session's end) disconnects the channel,
+        // which wakes this loop for a re-read too.
+        loop {
+            let (tx, r) = crossbeam_channel::bounded::<WatchedEvent>(1);
+            rx = r;
+            match sh.read_watched(&tx) {
+                Ok(Some(v)) => sh.offer(v),
+                Ok(None) => sh.tell(&ValueEvent::Deleted),
+                Err(ZkError::Closed) => return,
+                Err(e) => {
+                    log::debug!("shared value {}: re-read failed ({e}); again shortly", sh.path);
+                    crossbeam_channel::select! {
+                        recv(closing) -> _ => return,
+                        recv(cancel) -> _ => return,
+                        default(REREAD_PAUSE) => continue,
+                    }
+                }
+            }
+            break;
+        }
+    }
+}
+
+pub(crate) fn check_path(path: &str) -> Result<()> {
+    validate_path(path, false).map_err(ZkError::from)?;
+    if path == "/" {
+        return Err(Error::InvalidArgument(
+            "a shared value cannot live at the root path".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// A shared `i32` (Curator's `SharedCount`): 4 bytes, big-endian, in one
+/// node; Java's `SharedCount` on the same path sees the same count.
+///
+/// # Examples
+///
+/// ```no_run
+/// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// use zk_recipes::{SharedCount, TrySet};
+/// let count = SharedCount::new(&client, "/counts/jobs", 0)?;
+/// count.start()?;
+/// loop {
+///     let seen = count.get_versioned_count()?;
+///     match count.try_set_count(seen.value() + 1, &seen)? {
+///         TrySet::Set { .. } => break,
+///         TrySet::Stale { .. } => continue, // someone else was first: again
+///         TrySet::Unknown { read } => {
+///             eprintln!("reply lost, outcome unknown: {read:?}");
+///             break;
+///         }
+///     }
+/// }
+/// count.close();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct SharedCount {
+    value: SharedValue,
+}
+
+/// A count from a node's bytes: exactly 4, big-endian.
+fn count_of(path: &str, bytes: &[u8]) -> Result<i32> {
+    <[u8; 4]>::try_from(bytes)
+        .map(i32::from_be_bytes)
+        .map_err(|_| Error::CorruptValue {
+            path: path.to_string(),
+            expected: 4,
+            bytes: bytes.to_vec(),
+        })
+}
+
+fn count_of_versioned(path: &str, v: VersionedValue<Vec<u8>>) -> Result<VersionedValue<i32>> {
+    let n = count_of(path, v.value())?;
+    Ok(v.map(|_| n))
+}
+
+impl SharedCount {
+    /// A shared count at `path`, created with `seed` at
+    /// [`start`](SharedCount::start) if missing.
+    ///
+    /// # Errors
+    ///
+    /// As [`SharedValue::new`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let count = zk_recipes::SharedCount::new(&client, "/counts/jobs", 0)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(client: &CuratorFramework, path: &str, seed: i32) -> Result<Self> {
+        Ok(SharedCount {
+            value: SharedValue::new(client, path, seed.to_be_bytes().to_vec())?,
+        })
+    }
+
+    /// The path.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let count = zk_recipes::SharedCount::new(&client, "/counts/jobs", 0)?;
+    /// assert_eq!(count.path(), "/counts/jobs");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn path(&self) -> &str {
+        self.value.path()
+    }
+
+    /// As [`SharedValue::start`].
+    ///
+    /// # Errors
+    ///
+    /// As [`SharedValue::start`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let count = zk_recipes::SharedCount::new(&client, "/counts/jobs", 0)?;
+    /// count.start()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn start(&self) -> Result<()> {
+        self.value.start()
+    }
+
+    /// The latest count known.
+    ///
+    /// # Errors
+    ///
+    /// As [`SharedValue::get_value`]; [`Error::CorruptValue`] when the node
+    /// does not hold exactly 4 bytes.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let count = zk_recipes::SharedCount::new(&client, "/counts/jobs", 0)?;
+    /// count.start()?;
+    /// let n = count.get_count()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn get_count(&self) -> Result<i32> {
+        self.get_versioned_count().map(VersionedValue::into_value)
+    }
+
+    /// The latest count known, with its version and zxids.
+    ///
+    /// # Errors
+    ///
+    /// As [`SharedCount::get_count`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let count = zk_recipes::SharedCount::new(&client, "/counts/jobs", 0)?;
+    /// count.start()?;
+    /// let v = count.get_versioned_count()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn get_versioned_count(&self) -> Result<VersionedValue<i32>> {
+        count_of_versioned(self.path(), self.value.get_versioned_value()?)
+    }
+
+    /// Sets the count whatever it is now.
+    ///
+    /// # Errors
+    ///
+    /// As [`SharedValue::set_value`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let count = zk_recipes::SharedCount::new(&client, "/counts/jobs", 0)?;
+    /// count.start()?;
+    /// count.set_count(42)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_count(&self, count: i32) -> Result<()> {
+        self.value.set_value(count.to_be_bytes().to_vec())
+    }
+
+    /// Sets the count if the node is still at `expected`'s version (see
+    /// [`SharedValue::try_set_value`]: applied at most once, a lost reply
+    /// settled by a read-back).
+    ///
+    /// # Errors
+    ///
+    /// As [`SharedValue::try_set_value`]; [`Error::CorruptValue`] when the
+    /// value read after a refusal is not 4 bytes.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let count = zk_recipes::SharedCount::new(&client, "/counts/jobs", 0)?;
+    /// count.start()?;
+    /// let seen = count.get_versioned_count()?;
+    /// let outcome = count.try_set_count(seen.value() + 1, &seen)?;
+    /// # let _ = outcome;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_set_count(&self, count: i32, expected: &VersionedValue<i32>) -> Result<TrySet<i32>> {
+        let expected = expected.clone().map(|n| n.to_be_bytes().to_vec());
+        let path = self.path().to_string();
+        Ok(
+            match self.value.try_set_value(count.to_be_bytes().to_vec(), &expected)? {
+                TrySet::Set { version, proof } => TrySet::Set { version, proof },
+                TrySet::Stale { current } => TrySet::Stale {
+                    current: count_of_versioned(&path, current)?,
+                },
+                TrySet::Unknown { read } => TrySet::Unknown {
+                    read: read.and_then(|v| count_of_versioned(&path, v).ok()),
+                },
+            },
+        )
+    }
+
+    /// A channel of the count's changes (see [`SharedValue::listen`]); a
+    /// value that is not 4 bytes comes as [`ValueEvent::Invalid`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let count = zk_recipes::SharedCount::new(&client, "/counts/jobs", 0)?;
+    /// let changes = count.listen();
+    /// count.start()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn listen(&self) -> Receiver<ValueEvent<i32>> {
+        let path = self.path().to_string();
+        self.value.listen_with(move |e| match e {
+            ValueEvent::Changed(v) => match count_of_versioned(&path, v.clone()) {
+                Ok(v) => ValueEvent::Changed(v),
+                Err(e) => ValueEvent::Invalid(e),
+            },
+            ValueEvent::Deleted => ValueEvent::Deleted,
+            ValueEvent::Invalid(e) => ValueEvent::Invalid(e.clone()),
+        })
+    }
+
+    /// As [`SharedValue::close`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let count = zk_recipes::SharedCount::new(&client, "/counts/jobs", 0)?;
+    /// count.start()?;
+    /// count.close();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn close(&self) {
+        self.value.close()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_count_is_exactly_four_big_endian_bytes() {
+        assert_eq!(count_of("/c", &[0, 0, 1, 2]).unwrap(), 258);
+        assert_eq!(count_of("/c", &[0xff, 0xff, 0xff, 0xfe]).unwrap(), -2);
+        for bad in [&[][..], &[1, 2, 3], &[0, 0, 0, 1, 0]] {
+            assert_eq!(
+                count_of("/c", bad),
+                Err(Error::CorruptValue {
+                    path: "/c".into(),
+                    expected: 4,
+                    bytes: bad.to_vec()
+                })
+            );
+        }
+    }
+}

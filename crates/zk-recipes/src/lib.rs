@@ -17,12 +17,15 @@
 //!   watch, with exact events in zxid order and a [`cache::Freshness`];
 //!   [`watch::PersistentWatcher`], a persistent watch kept through
 //!   reconnects and new sessions.
+//! * [`DistributedBarrier`] and [`DistributedDoubleBarrier`]: Curator's
+//!   barriers on their layouts, with timeouts as values.
 //! * [`inspect`]: who holds a lock and who waits (typed participants, for
 //!   any lock path); [`identity`]: the holder identity our lock nodes carry.
 //! * [`guide`]: the manual (using the locks, what they promise under faults,
 //!   the safe horizon, fencing, operations, ensembles, TLS and ACLs, Curator
 //!   interop), with examples that run.
 
+mod barrier;
 pub mod cache;
 pub mod driver;
 /// The manual: how to use the locks, what they promise under faults, and how
@@ -70,6 +73,7 @@ mod waiter;
 pub mod watch;
 mod worker;
 
+pub use barrier::{DistributedBarrier, DistributedDoubleBarrier, READY_NODE};
 pub use error::{Error, Result};
 pub use holding::{Holding, LockEvent, LockStatus, OWN_WATCH_DELAY};
 pub use lock::{ArcLockGuard, InterProcessLock, LockGuard, RawLock};

@@ -27,6 +27,9 @@ mod leader;
 // Watching: CuratorCache and PersistentWatcher.
 mod cache;
 
+// Barriers and the simple queue.
+mod barriers;
+
 // Across kinds: what a holder is told, figures, inspection, clients.
 mod bad_input;
 mod client_cost;

@@ -163,6 +163,11 @@ pub enum Error {
         /// The item's bytes.
         item: Vec<u8>,
     },
+    /// `element()` on an empty queue.
+    QueueEmpty {
+        /// The queue's path.
+        path: String,
+    },
 }
 
 impl Error {
@@ -276,6 +281,7 @@ impl fmt::Display for Error {
                  it may have been taken by this call or by another consumer, or may still be queued",
                 item.len()
             ),
+            Error::QueueEmpty { path } => write!(f, "the queue at {path} is empty"),
             Error::Multiple(errors) => {
                 write!(f, "{} errors: ", errors.len())?;
                 for (i, e) in errors.iter().enumerate() {

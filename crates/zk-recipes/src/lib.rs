@@ -18,7 +18,9 @@
 //!   [`watch::PersistentWatcher`], a persistent watch kept through
 //!   reconnects and new sessions.
 //! * [`DistributedBarrier`] and [`DistributedDoubleBarrier`]: Curator's
-//!   barriers on their layouts, with timeouts as values.
+//!   barriers on their layouts, with timeouts as values;
+//!   [`SimpleDistributedQueue`], Curator's simple queue, where a lost reply
+//!   neither loses nor duplicates an item.
 //! * [`inspect`]: who holds a lock and who waits (typed participants, for
 //!   any lock path); [`identity`]: the holder identity our lock nodes carry.
 //! * [`guide`]: the manual (using the locks, what they promise under faults,
@@ -65,6 +67,7 @@ mod revoke;
 mod rwlock;
 mod semaphore;
 mod semaphore_mutex;
+mod simple_queue;
 pub mod stats;
 mod timer;
 mod transaction;
@@ -83,6 +86,7 @@ pub use revoke::{Revoker, REVOKE_MESSAGE};
 pub use rwlock::{InterProcessReadWriteLock, ReadLock, ReadLockGuard, WriteLock, WriteLockGuard};
 pub use semaphore::{InterProcessSemaphoreV2, Lease};
 pub use semaphore_mutex::{InterProcessSemaphoreMutex, InterProcessSemaphoreMutexGuard};
+pub use simple_queue::{SimpleDistributedQueue, ITEM_PREFIX};
 pub use transaction::GuardedTransaction;
 
 /// The seal of [`InterProcessLock`]: only the locks of this crate implement

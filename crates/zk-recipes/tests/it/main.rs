@@ -29,6 +29,7 @@ mod cache;
 
 // Barriers and the simple queue.
 mod barriers;
+mod simple_queue;
 
 // Across kinds: what a holder is told, figures, inspection, clients.
 mod bad_input;

@@ -611,7 +611,7 @@ impl DistributedDoubleBarrier {
                     Err(e) => return Err(e.into()),
                 };
                 let members = kids.iter().filter(|k| *k != READY_NODE).count();
-                if members >= self.member_qty && kids.iter().any(|k| *k == name) {
+                if members >= self.member_qty && kids.contains(&name) {
                     match self
                         .client
                         .create()

@@ -1,64 +1,5 @@
 //! [`SimpleDistributedQueue`]: Curator's simple queue on its layout, where a
-//! lost reply neither loses nor duplicates an item.
-//!
-//! # Layout (Curator's)
-//!
-//! `<path>` is a container; each item is `<path>/qn-<10-digit sequence>`
-//! (PERSISTENT_SEQUENTIAL) whose data is the item's bytes. Consumers list the
-//! children, sort the `qn-` names, read the first and delete it. A Java
-//! `SimpleDistributedQueue` and this one share a queue both ways.
-//!
-//! # At most once, exactly once while the session lives
-//!
-//! Curator loses an item when a take's delete is applied but its reply is
-//! lost (the retried delete gets `NoNode` and Curator moves on), and queues
-//! an item twice when an offer's create reply is lost (the retry makes a
-//! second sequential node). Curator's protected names (`_c_<uuid>-qn-...`)
-//! cannot fix the offer: Curator's consumer skips every name that does not
-//! start with `qn-` (`Foreign node in queue path`), so a protected item
-//! would never reach a Java consumer.
-//!
-//! Instead, each offer and each take's delete is a transaction with a
-//! **marker**: an EPHEMERAL node `<path>/_op-<uuid>` created by the same
-//! transaction, so it exists if and only if the transaction was applied
-//! (while the session lives), and deleted right after (pipelined: no extra
-//! round trip is waited for). After a `ConnectionLoss` the marker is looked
-//! up on the same session: present, the offer (or our take of the item) was
-//! applied; absent, it was not, and the offer is sent again (a take moves on:
-//! the item is still there, or another consumer took it). Only when the
-//! session ended before the proof (an expiry during the lost reply) is the
-//! outcome unknown; then the call says so ([`Error::OfferUnknown`],
-//! [`Error::TakeUnknown`] with the item's bytes) and never guesses. A request
-//! still in flight on the old connection cannot be applied after the proof:
-//! the server refuses it once the session has moved (`SessionMoved`), and a
-//! single server answers a session's requests in order.
-//!
-//! The cost: one more write per operation (the marker's create, inside the
-//! transaction, and its delete), and a Java consumer that lists the queue
-//! while a marker exists logs Curator's `Foreign node` warning and skips it.
-//! A marker whose delete fails stays until its session ends. Markers also
-//! advance the parent's sequence counter (as Curator's own deletes do), so
-//! item numbers have gaps.
-//!
-//! # How large a queue ZooKeeper carries
-//!
-//! ZooKeeper is a poor fit for a large queue (Curator's own caution): every
-//! item is a znode kept in every server's memory and written to the
-//! transaction log, a consumer lists all children to find the head (a
-//! listing of 10,000 names is about 140 KB), and an item is at most about
-//! 1 MiB ([`SimpleDistributedQueue::max_item_len`]). This queue lists once
-//! and then works through the sorted names it saw (new items have higher
-//! sequence numbers, so FIFO order holds), relisting when they run out.
-//! Measured on the embedded server, one client on loopback, a debug build
-//! on a shared 2-core machine (`tests/it/simple_queue.rs`,
-//! `measure_offer_take`): 1,000 items offered in 0.08 s and taken in 0.18 s;
-//! 10,000 offered in 1.1 s and taken in 1.7 s (about 0.1 ms per offer and
-//! 0.17 ms per take: an offer is one round trip, a take two, its read and its
-//! delete; a take lists the whole queue again only when the names it saw run
-//! out). A real ensemble adds its network
-//! round trip and a disk sync per write to each. Thousands of small items are
-//! fine; for millions, or for more than a few thousand items per second, use
-//! a message broker.
+//! lost reply neither loses nor duplicates an item (documented on the type).
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -94,11 +35,68 @@ enum Outcome {
 }
 
 /// A FIFO queue of byte items across processes (Curator's
-/// `SimpleDistributedQueue`, same layout). See the [module
-/// documentation](self) for what a lost reply does (nothing: no item is lost
-/// or queued twice while the session lives) and for how large a queue
-/// ZooKeeper carries. Items are taken in their sequence order; with several
-/// consumers each item goes to exactly one.
+/// `SimpleDistributedQueue`, same layout). Items are taken in their sequence
+/// order; with several consumers each item goes to exactly one; a lost reply
+/// neither loses nor queues twice an item while the session lives.
+///
+/// # Layout (Curator's)
+///
+/// `<path>` is a container; each item is `<path>/qn-<10-digit sequence>`
+/// (PERSISTENT_SEQUENTIAL) whose data is the item's bytes. Consumers list the
+/// children, sort the `qn-` names, read the first and delete it. A Java
+/// `SimpleDistributedQueue` and this one share a queue both ways.
+///
+/// # At most once, exactly once while the session lives
+///
+/// Curator loses an item when a take's delete is applied but its reply is
+/// lost (the retried delete gets `NoNode` and Curator moves on), and queues
+/// an item twice when an offer's create reply is lost (the retry makes a
+/// second sequential node). Curator's protected names (`_c_<uuid>-qn-...`)
+/// cannot fix the offer: Curator's consumer skips every name that does not
+/// start with `qn-` (`Foreign node in queue path`), so a protected item
+/// would never reach a Java consumer.
+///
+/// Instead, each offer and each take's delete is a transaction with a
+/// **marker**: an EPHEMERAL node `<path>/_op-<uuid>` created by the same
+/// transaction, so it exists if and only if the transaction was applied
+/// (while the session lives), and deleted right after (pipelined: no extra
+/// round trip is waited for). After a `ConnectionLoss` the marker is looked
+/// up on the same session: present, the offer (or our take of the item) was
+/// applied; absent, it was not, and the offer is sent again (a take moves on:
+/// the item is still there, or another consumer took it). Only when the
+/// session ended before the proof (an expiry during the lost reply) is the
+/// outcome unknown; then the call says so ([`Error::OfferUnknown`],
+/// [`Error::TakeUnknown`] with the item's bytes) and never guesses. A request
+/// still in flight on the old connection cannot be applied after the proof:
+/// the server refuses it once the session has moved (`SessionMoved`), and a
+/// single server answers a session's requests in order.
+///
+/// The cost: one more write per operation (the marker's create, inside the
+/// transaction, and its delete), and a Java consumer that lists the queue
+/// while a marker exists logs Curator's `Foreign node` warning and skips it.
+/// A marker whose delete fails stays until its session ends. Markers also
+/// advance the parent's sequence counter (as Curator's own deletes do), so
+/// item numbers have gaps.
+///
+/// # How large a queue ZooKeeper carries
+///
+/// ZooKeeper is a poor fit for a large queue (Curator's own caution): every
+/// item is a znode kept in every server's memory and written to the
+/// transaction log, a consumer lists all children to find the head (a
+/// listing of 10,000 names is about 140 KB), and an item is at most about
+/// 1 MiB ([`SimpleDistributedQueue::max_item_len`]). This queue lists once
+/// and then works through the sorted names it saw (new items have higher
+/// sequence numbers, so FIFO order holds), relisting when they run out.
+/// Measured on the embedded server, one client on loopback, a debug build
+/// on a shared 2-core machine (`tests/it/simple_queue.rs`,
+/// `measure_offer_take`): 1,000 items offered in 0.08 s and taken in 0.18 s;
+/// 10,000 offered in 1.1 s and taken in 1.7 s (about 0.1 ms per offer and
+/// 0.17 ms per take: an offer is one round trip, a take two, its read and its
+/// delete; a take lists the whole queue again only when the names it saw run
+/// out). A real ensemble adds its network
+/// round trip and a disk sync per write to each. Thousands of small items are
+/// fine; for millions, or for more than a few thousand items per second, use
+/// a message broker.
 ///
 /// # Examples
 ///

@@ -175,6 +175,47 @@ pub enum Error {
         /// The value's path.
         path: String,
     },
+    /// `leave` on a double barrier this instance is not a member of: it never
+    /// entered, it already left, or its member node was deleted by someone
+    /// else while its session lived.
+    NotBarrierMember {
+        /// The barrier's path.
+        path: String,
+    },
+    /// A queue item too large for ZooKeeper (its request, or the reply that
+    /// reads it back, would exceed the 1 MiB frame limit, the server's default
+    /// `jute.maxbuffer`): nothing was sent.
+    ItemTooLarge {
+        /// The queue's path.
+        path: String,
+        /// The item's length in bytes.
+        len: usize,
+        /// The largest item this queue accepts.
+        max: usize,
+    },
+    /// An offer's reply was lost and its session ended before the offer
+    /// could be proven applied or not: the item may or may not be in the
+    /// queue. It was not sent again (that could queue it twice).
+    OfferUnknown {
+        /// The queue's path.
+        path: String,
+    },
+    /// A take's delete reply was lost and its session ended before the take
+    /// could be proven ours: the item (read before the delete) may have been
+    /// taken by this call or by another consumer, or may still be queued.
+    TakeUnknown {
+        /// The queue's path.
+        path: String,
+        /// The item's node name (`qn-<seq>`).
+        node: String,
+        /// The item's bytes.
+        item: Vec<u8>,
+    },
+    /// `element()` on an empty queue.
+    QueueEmpty {
+        /// The queue's path.
+        path: String,
+    },
 }
 
 impl Error {
@@ -292,6 +333,25 @@ impl fmt::Display for Error {
             Error::ValueAlreadyStarted { path } => write!(f, "the shared value at {path} was already started"),
             Error::ValueNotStarted { path } => write!(f, "the shared value at {path} was never started"),
             Error::ValueClosed { path } => write!(f, "the shared value at {path} is closed"),
+            Error::NotBarrierMember { path } => write!(
+                f,
+                "not a member of the double barrier at {path} (never entered, already left, or the member node was deleted)"
+            ),
+            Error::ItemTooLarge { path, len, max } => write!(
+                f,
+                "a queue item of {len} bytes is too large for the queue at {path} (at most {max} bytes): nothing was sent"
+            ),
+            Error::OfferUnknown { path } => write!(
+                f,
+                "the offer to the queue at {path} lost its reply and its session ended: the item may or may not be queued"
+            ),
+            Error::TakeUnknown { path, node, item } => write!(
+                f,
+                "the take of {node} ({} bytes) from the queue at {path} lost its reply and its session ended: \
+                 it may have been taken by this call or by another consumer, or may still be queued",
+                item.len()
+            ),
+            Error::QueueEmpty { path } => write!(f, "the queue at {path} is empty"),
             Error::Multiple(errors) => {
                 write!(f, "{} errors: ", errors.len())?;
                 for (i, e) in errors.iter().enumerate() {

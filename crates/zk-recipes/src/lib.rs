@@ -23,6 +23,10 @@
 //!   node layout, whose updates are applied at most once: a write whose
 //!   reply was lost is proven by reading the node back, or reported
 //!   [`Outcome::Unknown`], never sent again blindly.
+//! * [`DistributedBarrier`] and [`DistributedDoubleBarrier`]: Curator's
+//!   barriers on their layouts, with timeouts as values;
+//!   [`SimpleDistributedQueue`], Curator's simple queue, where a lost reply
+//!   neither loses nor duplicates an item.
 //! * [`inspect`]: who holds a lock and who waits (typed participants, for
 //!   any lock path); [`identity`]: the holder identity our lock nodes carry.
 //! * [`guide`]: the manual (using the locks, what they promise under faults,
@@ -30,6 +34,7 @@
 //!   interop), with examples that run.
 
 pub mod atomic;
+mod barrier;
 pub mod cache;
 pub mod driver;
 /// The manual: how to use the locks, what they promise under faults, and how
@@ -72,6 +77,7 @@ mod rwlock;
 mod semaphore;
 mod semaphore_mutex;
 pub mod shared_value;
+mod simple_queue;
 pub mod stats;
 mod timer;
 mod transaction;
@@ -84,6 +90,7 @@ pub use atomic::{
     AtomicStats, AtomicValue, DistributedAtomicInteger, DistributedAtomicLong, DistributedAtomicValue, Outcome,
     PromotedToLock,
 };
+pub use barrier::{DistributedBarrier, DistributedDoubleBarrier, READY_NODE};
 pub use error::{Error, Result};
 pub use holding::{Holding, LockEvent, LockStatus, OWN_WATCH_DELAY};
 pub use lock::{ArcLockGuard, InterProcessLock, LockGuard, RawLock};
@@ -94,6 +101,7 @@ pub use rwlock::{InterProcessReadWriteLock, ReadLock, ReadLockGuard, WriteLock, 
 pub use semaphore::{InterProcessSemaphoreV2, Lease};
 pub use semaphore_mutex::{InterProcessSemaphoreMutex, InterProcessSemaphoreMutexGuard};
 pub use shared_value::{Proof, SharedCount, SharedValue, TrySet, ValueEvent, VersionedValue};
+pub use simple_queue::{SimpleDistributedQueue, ITEM_PREFIX};
 pub use transaction::GuardedTransaction;
 
 /// The seal of [`InterProcessLock`]: only the locks of this crate implement

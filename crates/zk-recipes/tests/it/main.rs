@@ -29,6 +29,9 @@ mod cache;
 
 // Shared state: SharedValue/SharedCount and the atomic counters (at most once).
 mod counters;
+// Barriers and the simple queue.
+mod barriers;
+mod simple_queue;
 
 // Across kinds: what a holder is told, figures, inspection, clients.
 mod bad_input;

@@ -1,0 +1,263 @@
+//! DistributedBarrier and DistributedDoubleBarrier: Curator's layouts, waits
+//! that end at the removal, the deadline or the close, the double barrier
+//! with one client per member, GH-1290 (never through with too few members),
+//! no orphan member node after a timed-out enter, and bad input. Embedded by
+//! default; `ZK_TEST_SERVER=apache` runs them on Apache ZooKeeper.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::support::{client, connect, proxied_client, server, timing};
+use zk_recipes::{DistributedBarrier, DistributedDoubleBarrier, Error};
+use zk_testing::proxy::FaultProxy;
+use zk_testing::wait_until;
+
+/// How late a timed wait may return after its deadline on a loaded machine.
+const MARGIN: Duration = Duration::from_millis(500);
+
+fn children(c: &zk_framework::CuratorFramework, path: &str) -> Vec<String> {
+    let mut k = c.get_children(path).unwrap_or_default();
+    k.sort();
+    k
+}
+
+fn is_uuid(name: &str) -> bool {
+    name.len() == 36
+        && name.char_indices().all(|(i, ch)| {
+            if [8, 13, 18, 23].contains(&i) {
+                ch == '-'
+            } else {
+                ch.is_ascii_hexdigit()
+            }
+        })
+}
+
+#[test]
+fn barrier_layout_wait_release_and_timeout() {
+    let s = server();
+    let (a, b) = (connect(&s.connect_string()), connect(&s.connect_string()));
+    let ba = DistributedBarrier::new(&a, "/barriers/one").unwrap();
+    let bb = DistributedBarrier::new(&b, "/barriers/one").unwrap();
+    // Down: passes at once.
+    assert!(bb.wait_on_barrier_for(Duration::ZERO).unwrap());
+    ba.set_barrier().unwrap();
+    ba.set_barrier().unwrap();
+    // Curator's layout: the node itself, PERSISTENT, the client's default data.
+    let (data, stat) = a.get_data("/barriers/one").unwrap();
+    assert_eq!(data, a.default_data());
+    assert_eq!(stat.ephemeral_owner, 0);
+    assert!(bb.is_set().unwrap());
+
+    // A timeout is a value, returned at the deadline (not before, not much after).
+    let deadline = Instant::now() + Duration::from_millis(200);
+    assert!(!bb.wait_on_barrier_until(deadline).unwrap());
+    let now = Instant::now();
+    assert!(now >= deadline, "returned before its deadline");
+    assert!(now <= deadline + MARGIN, "returned {:?} late", now - deadline);
+
+    // A waiter is released by the removal.
+    std::thread::scope(|sc| {
+        let waiter = sc.spawn(|| bb.wait_on_barrier_for(timing().wait()));
+        // Its watch is set before we remove (else the test proves less).
+        assert!(wait_until(timing().wait(), || !waiter.is_finished()
+            && a.get_data("/barriers/one").is_ok()));
+        let removed = Instant::now();
+        ba.remove_barrier().unwrap();
+        assert!(waiter.join().unwrap().unwrap(), "released");
+        assert!(
+            removed.elapsed() <= MARGIN,
+            "released {:?} after the removal",
+            removed.elapsed()
+        );
+    });
+    ba.remove_barrier().unwrap();
+    assert!(!ba.is_set().unwrap());
+}
+
+#[test]
+fn barrier_wait_ends_at_the_close_and_after_it() {
+    let s = server();
+    let c = client(&s);
+    let b = DistributedBarrier::new(&c, "/barriers/closing").unwrap();
+    b.set_barrier().unwrap();
+    std::thread::scope(|sc| {
+        let waiter = sc.spawn(|| b.wait_on_barrier());
+        assert!(wait_until(timing().wait(), || !waiter.is_finished()));
+        let closed = Instant::now();
+        c.close();
+        let r = waiter.join().unwrap();
+        assert_eq!(r, Err(Error::ZooKeeper(zk_framework::Error::Closed)));
+        assert!(closed.elapsed() <= MARGIN);
+    });
+    let closed = Err(Error::ZooKeeper(zk_framework::Error::Closed));
+    assert_eq!(b.wait_on_barrier_for(timing().wait()), closed.clone().map(|()| true));
+    assert_eq!(b.set_barrier(), closed.clone());
+    assert_eq!(b.remove_barrier(), closed);
+    assert!(DistributedBarrier::new(&c, "/").is_err());
+    assert!(DistributedBarrier::new(&c, "relative").is_err());
+}
+
+#[test]
+fn double_barrier_n_members_on_n_clients_enter_and_leave_together() {
+    const N: usize = 4;
+    let s = server();
+    let clients: Vec<_> = (0..N).map(|_| connect(&s.connect_string())).collect();
+    let admin = connect(&s.connect_string());
+    let entered = AtomicUsize::new(0);
+    let arrived = AtomicUsize::new(0);
+    let left = AtomicUsize::new(0);
+    std::thread::scope(|sc| {
+        let threads: Vec<_> = clients
+            .iter()
+            .map(|c| {
+                let (entered, arrived, left) = (&entered, &arrived, &left);
+                sc.spawn(move || {
+                    let b = DistributedDoubleBarrier::new(c, "/barriers/double", N).unwrap();
+                    arrived.fetch_add(1, Ordering::SeqCst);
+                    assert!(b.enter_for(timing().wait()).unwrap());
+                    // Nobody is through before all have arrived.
+                    assert_eq!(arrived.load(Ordering::SeqCst), N);
+                    entered.fetch_add(1, Ordering::SeqCst);
+                    let me = b.member_path().unwrap();
+                    assert!(is_uuid(me.rsplit('/').next().unwrap()), "{me}");
+                    assert!(b.leave_for(timing().wait()).unwrap());
+                    // Nobody is out before all have entered.
+                    assert_eq!(entered.load(Ordering::SeqCst), N);
+                    left.fetch_add(1, Ordering::SeqCst);
+                    assert!(b.member_path().is_none());
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+    });
+    assert_eq!(left.load(Ordering::SeqCst), N);
+    // Nothing left but the (container) parent: members and `ready` are gone.
+    assert_eq!(children(&admin, "/barriers/double"), Vec::<String>::new());
+}
+
+/// The layout while a round is in: one 36-character UUID member per
+/// participant (EPHEMERAL, the client's default data) and `ready`
+/// (PERSISTENT).
+#[test]
+fn double_barrier_layout_is_curators() {
+    let s = server();
+    let (a, b) = (connect(&s.connect_string()), connect(&s.connect_string()));
+    let da = DistributedDoubleBarrier::new(&a, "/barriers/layout", 2).unwrap();
+    let db = DistributedDoubleBarrier::new(&b, "/barriers/layout", 2).unwrap();
+    std::thread::scope(|sc| {
+        let t = sc.spawn(|| da.enter_for(timing().wait()).unwrap());
+        assert!(db.enter_for(timing().wait()).unwrap());
+        assert!(t.join().unwrap());
+    });
+    let kids = children(&a, "/barriers/layout");
+    assert_eq!(kids.len(), 3, "{kids:?}");
+    assert!(kids.contains(&"ready".to_string()));
+    for k in kids.iter().filter(|k| *k != "ready") {
+        assert!(is_uuid(k), "{k}");
+        let (data, stat) = a.get_data(&format!("/barriers/layout/{k}")).unwrap();
+        assert_eq!(data, a.default_data());
+        assert!(stat.ephemeral_owner == a.session_id() || stat.ephemeral_owner == b.session_id());
+    }
+    let (_, ready) = a.get_data("/barriers/layout/ready").unwrap();
+    assert_eq!(ready.ephemeral_owner, 0);
+    std::thread::scope(|sc| {
+        let t = sc.spawn(|| da.leave_for(timing().wait()).unwrap());
+        assert!(db.leave_for(timing().wait()).unwrap());
+        assert!(t.join().unwrap());
+    });
+    assert!(children(&a, "/barriers/layout").is_empty());
+}
+
+/// Curator's GH-1290: a member woken by a connection change (or any wakeup)
+/// before enough members are in must not pass. Two of three members wait
+/// through two broken connections; only the third's arrival lets them in.
+#[test]
+fn double_barrier_never_passes_with_too_few_members() {
+    let s = server();
+    let proxy = FaultProxy::start(&s.connect_string()).unwrap();
+    let (a, b) = (proxied_client(&proxy), proxied_client(&proxy));
+    let third = connect(&s.connect_string());
+    let path = "/barriers/gh1290";
+    let da = DistributedDoubleBarrier::new(&a, path, 3).unwrap();
+    let db = DistributedDoubleBarrier::new(&b, path, 3).unwrap();
+    std::thread::scope(|sc| {
+        let ta = sc.spawn(|| da.enter_for(timing().wait()));
+        let tb = sc.spawn(|| db.enter_for(timing().wait()));
+        assert!(wait_until(timing().wait(), || children(&third, path).len() == 2));
+        for _ in 0..2 {
+            let before = proxy.accepted();
+            proxy.cut();
+            // Both reconnect (and so both are woken).
+            assert!(wait_until(timing().wait(), || proxy.accepted() >= before + 2
+                && a.is_connected()
+                && b.is_connected()));
+        }
+        // Another spurious wakeup: a node under the path comes and goes.
+        third.create().for_path(&format!("{path}/not-ready")).unwrap();
+        third.delete().for_path(&format!("{path}/not-ready")).unwrap();
+        // Still two members, nobody through, no `ready`.
+        assert!(!ta.is_finished() && !tb.is_finished(), "a member passed with too few");
+        let kids = children(&third, path);
+        assert_eq!(kids.len(), 2, "{kids:?}");
+        assert!(!kids.contains(&"ready".to_string()));
+        let dc = DistributedDoubleBarrier::new(&third, path, 3).unwrap();
+        assert!(dc.enter_for(timing().wait()).unwrap());
+        assert_eq!(ta.join().unwrap(), Ok(true));
+        assert_eq!(tb.join().unwrap(), Ok(true));
+    });
+}
+
+/// An enter that times out (or ends at the close) leaves no member node; a
+/// `ready` left by an earlier round lets a member straight through
+/// (Curator's rule, documented), and `remove_stale_ready` clears it.
+#[test]
+fn double_barrier_timeout_leaves_no_orphan_and_stale_ready_is_curators() {
+    let s = server();
+    let c = connect(&s.connect_string());
+    let path = "/barriers/orphans";
+    let b = DistributedDoubleBarrier::new(&c, path, 2).unwrap();
+    let deadline = Instant::now() + Duration::from_millis(200);
+    assert!(!b.enter_until(deadline).unwrap());
+    assert!(Instant::now() >= deadline);
+    assert!(Instant::now() <= deadline + MARGIN);
+    assert!(b.member_path().is_none());
+    assert!(children(&c, path).is_empty(), "orphan: {:?}", children(&c, path));
+    assert!(matches!(b.leave(), Err(Error::NotBarrierMember { .. })));
+
+    // A stale `ready` (an earlier round's last member died in leave).
+    c.create()
+        .creating_parent_containers_if_needed()
+        .for_path(&format!("{path}/ready"))
+        .unwrap();
+    assert!(
+        b.enter_for(Duration::from_millis(200)).unwrap(),
+        "Curator's rule: through"
+    );
+    assert!(b.leave_for(timing().wait()).unwrap());
+    assert!(children(&c, path).is_empty(), "leave deletes ready");
+    c.create().for_path(&format!("{path}/ready")).unwrap();
+    assert!(b.remove_stale_ready().unwrap());
+    assert!(!b.enter_for(Duration::from_millis(100)).unwrap());
+
+    // An enter ended by the close: typed, at once, nothing left.
+    let d = connect(&s.connect_string());
+    let bd = DistributedDoubleBarrier::new(&d, path, 2).unwrap();
+    std::thread::scope(|sc| {
+        let t = sc.spawn(|| bd.enter());
+        assert!(wait_until(timing().wait(), || children(&c, path).len() == 1));
+        d.close();
+        assert_eq!(t.join().unwrap(), Err(Error::ZooKeeper(zk_framework::Error::Closed)));
+    });
+    assert!(wait_until(timing().wait(), || children(&c, path).is_empty()));
+    assert_eq!(bd.enter(), Err(Error::ZooKeeper(zk_framework::Error::Closed)));
+    assert_eq!(bd.leave(), Err(Error::ZooKeeper(zk_framework::Error::Closed)));
+
+    // Bad input.
+    assert!(matches!(
+        DistributedDoubleBarrier::new(&c, path, 0),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(DistributedDoubleBarrier::new(&c, "/", 2).is_err());
+}

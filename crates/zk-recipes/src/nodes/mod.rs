@@ -35,7 +35,7 @@
 //!   is created as ours once that one goes (its deletion is watched).
 //! * A server that refuses a TTL node (`zookeeper.extendedTypesEnabled` off)
 //!   is told once ([`AbsentReason::TtlNotEnabled`], and
-//!   [`Error::TtlNotEnabled`](crate::Error::TtlNotEnabled) from the initial
+//!   [`Error::TtlNotEnabled`] from the initial
 //!   wait) instead of Curator's ~1,100 creates per second; a missing parent
 //!   (without parent creation) is watched and the node created when it
 //!   appears (Curator waits for a reconnect).

@@ -1,0 +1,344 @@
+//! Distributed atomic counters that never count twice:
+//! [`DistributedAtomicLong`], [`DistributedAtomicInteger`] and
+//! [`DistributedAtomicValue`] (Curator's `recipes/atomic`).
+//!
+//! **Layout**, Curator's: one PERSISTENT node at the counter's path. A long
+//! is 8 bytes big-endian, an integer 4 (the same bytes as a
+//! [`SharedCount`](crate::SharedCount)), a value raw bytes. Reading: a
+//! missing node or empty data is 0 (empty bytes for a value); data shorter
+//! than the width is [`Error::CorruptValue`](crate::Error::CorruptValue) with the bytes; longer data is
+//! read from its first 8 or 4 bytes, as Curator does. The node is created on
+//! the first write (container parents), never empty.
+//!
+//! **Updates** are optimistic: read the node and its stat, compute the new
+//! value, write it conditional on the version read (or create it when
+//! missing). A write that lost the race (`BadVersion`, `NodeExists`,
+//! `NoNode`) is tried again after the recipe's [`RetryPolicy`]'s pause; when
+//! the policy gives up, the update is [`Outcome::NotApplied`], unless a
+//! [`PromotedToLock`] was given: then the same loop runs once more under an
+//! [`InterProcessMutex`](crate::InterProcessMutex) on the separate lock path, with the promotion's own
+//! policy (one try by default) and a timeout. The lock orders promoted
+//! writers only; every write stays versioned.
+//!
+//! **At most once.** Curator 5.4 applies an increment twice when the reply
+//! to its versioned `setData` (or first `create`) is lost: its client
+//! re-sends the write, meets `BadVersion` (`NodeExists`), takes that for a
+//! lost race, re-reads the value it has just written and adds again; and it
+//! reports failure for a `compareAndSet` or `initialize` that was applied.
+//! Here a write whose reply may have been lost is never sent again blindly:
+//! the node is read back and the read proves the outcome (applied, with
+//! [`Proof::ReadBack`]; or not applied, and the write is sent again), or the
+//! update ends [`Outcome::Unknown`] with what was read, never retried. The
+//! rules and their one bound (another writer producing the same bytes from
+//! the same version in the same round trip cannot be told from us: the
+//! server's value stays right, but both writers hear "applied") are
+//! written out at [`Proof::ReadBack`].
+//!
+//! Overflow is checked: an increment of `i64::MAX` is
+//! [`Error::Overflow`](crate::Error::Overflow), and nothing is written.
+//!
+//! # The proof after a lost reply
+//!
+//! The writer read the node at version `v` (its `czxid` `c`, `mzxid` `m`)
+//! and sent `setData(bytes, v)`; the reply was lost. The managed client's
+//! retry loop runs the attempt again, but that attempt reads the node
+//! instead of writing; it finds data `d`, stat `s`:
+//!
+//! * `s.czxid == c` and `s.mzxid == m`: nothing happened to the node since
+//!   the read (a zxid names one transaction): not applied, and the write is
+//!   sent again (still conditional on `v`, so it cannot land twice).
+//! * `s.czxid == c`, `s.version == v + 1`, `d == bytes`, `s.mzxid > m`:
+//!   exactly one write took the node from our base to our bytes: applied
+//!   ([`Proof::ReadBack`]).
+//! * anything else: [`Outcome::Unknown`] with what was read.
+//!
+//! Why the second rule is sound for the value and bounded for the report:
+//! any other writer that produced `v + 1` with our bytes either wrote
+//! conditionally on `v` (then its write and ours exclude each other: one of
+//! them failed, so the node holds one change, never two) or unconditionally
+//! (Curator's `forceSet`). The value on the server is right in both cases.
+//! What the read cannot tell is *whose* change it was: ZooKeeper keeps no
+//! writer in the stat, and Curator's bare 4 or 8 bytes leave no room for a
+//! mark. For a counter that case is another client adding the same delta
+//! from the same base within our lost round trip; both callers are then
+//! told "applied" for one increment. The outcome names its proof so that a
+//! caller who cannot accept that (ids handed out from a counter) can treat
+//! [`Proof::ReadBack`] as unknown.
+//!
+//! A first create whose reply was lost is proven the same way: the client's
+//! last seen zxid `z` is noted before the create; a persistent node with
+//! `czxid > z`, version 0 and our bytes is ours (same bound), no node means
+//! not applied (the create is sent again), anything else is unknown.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use zk_framework::{RetryNTimes, RetryPolicy};
+
+use crate::{Proof, VersionedValue};
+
+mod core;
+mod number;
+mod value;
+
+pub use number::{DistributedAtomicInteger, DistributedAtomicLong, DistributedAtomicNumber};
+pub use value::DistributedAtomicValue;
+
+/// How an update ended.
+///
+/// # Examples
+///
+/// ```no_run
+/// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// use zk_recipes::{DistributedAtomicLong, Outcome};
+/// let counter = DistributedAtomicLong::new(&client, "/counters/jobs", zk_framework::RetryNTimes::new(10, std::time::Duration::from_millis(10)))?;
+/// match counter.increment()?.outcome() {
+///     Outcome::Applied { .. } => {}
+///     Outcome::NotApplied => println!("too much contention: try later"),
+///     Outcome::Unknown { read } => println!("reply lost; the counter now reads {read:?}"),
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome<T> {
+    /// Applied, once; how that is known.
+    Applied {
+        /// The reply, or a read-back after a lost reply (see its bound).
+        proof: Proof,
+    },
+    /// Not applied: the comparison failed, the node was there already
+    /// (`initialize`), the retry policy gave up on a contended node, or the
+    /// promotion's lock was not acquired in time.
+    NotApplied,
+    /// The reply to the write was lost, and reading the node back could not
+    /// tell whether it was applied (the node changed more than once since,
+    /// or holds other bytes, or is gone): what was read (`None`: no node, or
+    /// the read failed). The update was not retried.
+    Unknown {
+        /// What the read-back found.
+        read: Option<VersionedValue<T>>,
+    },
+}
+
+/// Tries and times of an update (Curator's `AtomicStats`).
+///
+/// # Examples
+///
+/// ```no_run
+/// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// # let counter = zk_recipes::DistributedAtomicLong::new(&client, "/counters/jobs", zk_framework::RetryNTimes::new(10, std::time::Duration::from_millis(10)))?;
+/// let stats = counter.increment()?.stats();
+/// println!("{} optimistic tries in {:?}", stats.optimistic_tries, stats.optimistic_time);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AtomicStats {
+    /// Reads-and-writes of the optimistic loop.
+    pub optimistic_tries: u32,
+    /// Reads-and-writes under the promotion's lock.
+    pub promoted_tries: u32,
+    /// Time in the optimistic loop.
+    pub optimistic_time: Duration,
+    /// Time in the promotion (the lock's acquire included).
+    pub promoted_time: Duration,
+}
+
+/// The result of an update (Curator's `AtomicValue`, with an explicit
+/// [`Outcome`]).
+///
+/// `pre_value` is the value read before the last write (0, or empty bytes,
+/// for a missing node); `post_value` the value that write carried (after
+/// [`Outcome::NotApplied`]: the value read, unchanged).
+///
+/// # Examples
+///
+/// ```no_run
+/// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// # let counter = zk_recipes::DistributedAtomicLong::new(&client, "/counters/jobs", zk_framework::RetryNTimes::new(10, std::time::Duration::from_millis(10)))?;
+/// let r = counter.increment()?;
+/// if r.succeeded() {
+///     println!("{} -> {}", r.pre_value(), r.post_value());
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use = "an update that was not applied says so only here"]
+pub struct AtomicValue<T> {
+    outcome: Outcome<T>,
+    pre: T,
+    post: T,
+    stats: AtomicStats,
+}
+
+impl<T> AtomicValue<T> {
+    /// Whether the update was applied ([`Outcome::Applied`]).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let counter = zk_recipes::DistributedAtomicLong::new(&client, "/counters/jobs", zk_framework::RetryNTimes::new(10, std::time::Duration::from_millis(10)))?;
+    /// if !counter.compare_and_set(5, 6)?.succeeded() {
+    ///     println!("it was not 5 (or the outcome is unknown)");
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn succeeded(&self) -> bool {
+        matches!(self.outcome, Outcome::Applied { .. })
+    }
+
+    /// How the update ended.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let counter = zk_recipes::DistributedAtomicLong::new(&client, "/counters/jobs", zk_framework::RetryNTimes::new(10, std::time::Duration::from_millis(10)))?;
+    /// let r = counter.increment()?;
+    /// let unknown = matches!(r.outcome(), zk_recipes::Outcome::Unknown { .. });
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn outcome(&self) -> &Outcome<T> {
+        &self.outcome
+    }
+
+    /// The value read before the (last) write.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let counter = zk_recipes::DistributedAtomicLong::new(&client, "/counters/jobs", zk_framework::RetryNTimes::new(10, std::time::Duration::from_millis(10)))?;
+    /// let before = *counter.increment()?.pre_value();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn pre_value(&self) -> &T {
+        &self.pre
+    }
+
+    /// The value written (or, when nothing was, the value read).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let counter = zk_recipes::DistributedAtomicLong::new(&client, "/counters/jobs", zk_framework::RetryNTimes::new(10, std::time::Duration::from_millis(10)))?;
+    /// let after = *counter.increment()?.post_value();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn post_value(&self) -> &T {
+        &self.post
+    }
+
+    /// Tries and times.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let counter = zk_recipes::DistributedAtomicLong::new(&client, "/counters/jobs", zk_framework::RetryNTimes::new(10, std::time::Duration::from_millis(10)))?;
+    /// let tries = counter.increment()?.stats().optimistic_tries;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn stats(&self) -> AtomicStats {
+        self.stats
+    }
+}
+
+/// Curator's `PromotedToLock`: when the optimistic loop gives up, take an
+/// [`InterProcessMutex`](crate::InterProcessMutex) on `lock_path` (within `timeout`) and try again
+/// under it.
+///
+/// # Examples
+///
+/// ```no_run
+/// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// use std::time::Duration;
+/// use zk_framework::RetryNTimes;
+/// use zk_recipes::{DistributedAtomicLong, PromotedToLock};
+/// let promoted = PromotedToLock::new("/counters/jobs-lock", Duration::from_secs(5))
+///     .retry_policy(RetryNTimes::new(3, Duration::from_millis(10)));
+/// let counter = DistributedAtomicLong::with_promotion(&client, "/counters/jobs", RetryNTimes::new(3, Duration::from_millis(10)), promoted)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct PromotedToLock {
+    lock_path: String,
+    timeout: Duration,
+    retry: Arc<dyn RetryPolicy>,
+}
+
+impl PromotedToLock {
+    /// A promotion to the lock at `lock_path`, acquired within `timeout`;
+    /// one try under the lock (Curator's default `RetryNTimes(0, 0)`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let p = zk_recipes::PromotedToLock::new("/counters/jobs-lock", std::time::Duration::from_secs(5));
+    /// assert_eq!(p.lock_path(), "/counters/jobs-lock");
+    /// ```
+    pub fn new(lock_path: impl Into<String>, timeout: Duration) -> Self {
+        PromotedToLock {
+            lock_path: lock_path.into(),
+            timeout,
+            retry: Arc::new(RetryNTimes::new(0, Duration::ZERO)),
+        }
+    }
+
+    /// The retry policy of the loop under the lock.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let p = zk_recipes::PromotedToLock::new("/l", Duration::from_secs(5))
+    ///     .retry_policy(zk_framework::RetryNTimes::new(3, Duration::from_millis(10)));
+    /// ```
+    pub fn retry_policy(mut self, policy: impl RetryPolicy + 'static) -> Self {
+        self.retry = Arc::new(policy);
+        self
+    }
+
+    /// The lock's path.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let p = zk_recipes::PromotedToLock::new("/l", std::time::Duration::from_secs(5));
+    /// assert_eq!(p.lock_path(), "/l");
+    /// ```
+    pub fn lock_path(&self) -> &str {
+        &self.lock_path
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::core::Codec;
+    use crate::Error;
+
+    #[test]
+    fn numbers_read_as_curator_reads_them() {
+        assert_eq!(<i64 as Codec>::decode("/c", &[]).unwrap(), 0);
+        assert_eq!(<i64 as Codec>::decode("/c", &[0, 0, 0, 0, 0, 0, 1, 0]).unwrap(), 256);
+        assert_eq!(
+            <i64 as Codec>::decode("/c", &[0, 0, 0, 0, 0, 0, 0, 1, 9]).unwrap(),
+            1,
+            "longer: the first 8"
+        );
+        assert_eq!(
+            <i64 as Codec>::decode("/c", &[0, 0, 0, 1]),
+            Err(Error::CorruptValue {
+                path: "/c".into(),
+                expected: 8,
+                bytes: vec![0, 0, 0, 1]
+            })
+        );
+        assert_eq!(<i32 as Codec>::decode("/c", &[0xff, 0xff, 0xff, 0xff]).unwrap(), -1);
+        assert!(<i32 as Codec>::decode("/c", &[0, 1]).is_err());
+        assert_eq!(Codec::encode(&1i64), vec![0, 0, 0, 0, 0, 0, 0, 1]);
+        assert_eq!(Codec::encode(&-2i32), vec![0xff, 0xff, 0xff, 0xfe]);
+    }
+}

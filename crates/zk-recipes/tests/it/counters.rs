@@ -403,10 +403,15 @@ fn a_promotion_whose_lock_is_held_elsewhere_times_out_as_not_applied() {
                 mover.force_set(1_000).unwrap();
             }
         });
-        // Up to a few rounds: the first optimistic try may slip between
-        // two moves.
+        // The mover is moving before the first try (on a loaded machine its
+        // thread may start late), then tries until one is promoted, with a
+        // deadline: a try may slip between two moves.
+        assert!(zk_testing::wait_until(timing().wait(), || counter
+            .get()
+            .is_ok_and(|v| v == 1_000)));
         let mut last = None;
-        for _ in 0..20 {
+        let end = std::time::Instant::now() + timing().wait();
+        while std::time::Instant::now() < end {
             let r = counter.increment().unwrap();
             let promoted = r.stats().promoted_tries == 0 && r.stats().promoted_time > Duration::ZERO;
             last = Some(r);

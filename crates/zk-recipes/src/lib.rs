@@ -59,6 +59,8 @@ pub mod guide {
     pub mod leader {}
     #[doc = include_str!("../guide/watching.md")]
     pub mod watching {}
+    #[doc = include_str!("../guide/shared-state.md")]
+    pub mod shared_state {}
 }
 mod error;
 mod holding;

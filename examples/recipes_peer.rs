@@ -13,8 +13,8 @@
 //! line `SEQ OK ...` or `SEQ ERR message`, with progress lines `SEQ TAG ...` before it. Times
 //! are microseconds since the epoch (this machine's clock, as the Java peer's).
 //!
-//! * `SEQ atomic N`: N increments of `ROOT/counter` (`RetryNTimes(10, 10 ms)`, as the Java
-//!   peer's), `SEQ INC true|false|unknown PRE POST TRIES` each (`Outcome::Applied`,
+//! * `SEQ atomic N [PAUSE_MS]`: N increments of `ROOT/counter` (`RetryNTimes(10, 10 ms)`, as
+//!   the Java peer's; PAUSE_MS, default 0, between two), `SEQ INC true|false|unknown PRE POST TRIES` each (`Outcome::Applied`,
 //!   `NotApplied`, `Unknown`; `SEQ INC error MESSAGE` for an error), then
 //!   `SEQ OK ATOMIC applied notapplied unknown errors`.
 //! * `SEQ read`: `SEQ OK READ VALUE HEX`, the counter's `get()` and its node's bytes.
@@ -133,9 +133,13 @@ impl Peer {
         match a[1] {
             "atomic" => {
                 let n: usize = arg(2)?.parse()?;
+                let pause = Duration::from_millis(a.get(3).map(|p| p.parse()).transpose()?.unwrap_or(0));
                 let counter = self.counter()?;
                 let (mut applied, mut not_applied, mut unknown, mut errors) = (0, 0, 0, 0);
-                for _ in 0..n {
+                for i in 0..n {
+                    if i > 0 && !pause.is_zero() {
+                        std::thread::sleep(pause);
+                    }
                     match counter.increment() {
                         Ok(r) => {
                             let what = match r.outcome() {

@@ -8,7 +8,7 @@
 // Prints "READY" once connected. Then every stdin line is "SEQ COMMAND ARGS..."; the answer is
 // one final line "SEQ OK ..." or "SEQ ERR message", with progress lines "SEQ TAG ..." before
 // it. Times are microseconds since the epoch (this machine's clock, as the Rust peer's).
-//   SEQ atomic N           N increments of ROOT/counter: "SEQ INC true|false PRE POST TRIES"
+//   SEQ atomic N [PAUSE_MS]  N increments of ROOT/counter (PAUSE_MS, default 0, between two): "SEQ INC true|false PRE POST TRIES"
 //                          each (Curator's succeeded()), then
 //                          "SEQ OK ATOMIC applied notapplied unknown errors" (unknown: always 0
 //                          here, Curator has no such outcome)
@@ -91,10 +91,12 @@ public class RecipesPeer {
         switch (a[1]) {
             case "atomic": {
                 int n = Integer.parseInt(a[2]);
+                long pauseMs = a.length > 3 ? Long.parseLong(a[3]) : 0;
                 DistributedAtomicLong counter =
                         new DistributedAtomicLong(client, root + "/counter", new RetryNTimes(10, 10));
                 int applied = 0, notApplied = 0, errors = 0;
                 for (int i = 0; i < n; i++) {
+                    if (i > 0 && pauseMs > 0) Thread.sleep(pauseMs);
                     try {
                         AtomicValue<Long> r = counter.increment();
                         if (r.succeeded()) applied++; else notApplied++;

@@ -219,19 +219,21 @@ start_peer() {
 }
 
 # await_line ROLE REGEX [TIMEOUT]: the first line of ROLE's stdout matching REGEX (grep -E),
-# within TIMEOUT s (STEP_TIMEOUT); dies if ROLE exits or the time runs out.
+# within TIMEOUT s (STEP_TIMEOUT); dies if either peer exits or the time runs out.
 await_line() {
-  local role=$1 re=$2 limit=${3:-$STEP_TIMEOUT} deadline line
+  local role=$1 re=$2 limit=${3:-$STEP_TIMEOUT} deadline line r
   deadline=$((SECONDS + limit))
   while :; do
     if line=$(grep -m1 -E -- "$re" "$WORK/$role.out" 2>/dev/null); then
       printf '%s' "$line"
       return 0
     fi
-    if ! kill -0 "${PID_OF[$role]}" 2>/dev/null; then
-      tail -n 20 "$WORK/$role.err" >&2 || true
-      die "$role exited while awaited for /$re/"
-    fi
+    for r in "${!PID_OF[@]}"; do # either peer's exit ends the run: the other may wait for it
+      if ! kill -0 "${PID_OF[$r]}" 2>/dev/null; then
+        tail -n 20 "$WORK/$r.err" >&2 || true
+        die "$r exited (while $role's /$re/ was awaited; its last lines: $(tail -n 2 "$WORK/$r.out" | tr '\n' '|'))"
+      fi
+    done
     if [ $SECONDS -ge $deadline ]; then
       tail -n 20 "$WORK/$role.err" >&2 || true
       die "$role: no line /$re/ within $limit s"

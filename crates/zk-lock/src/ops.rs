@@ -41,7 +41,9 @@ pub fn run(opts: &OpOptions) -> i32 {
     } else {
         log::info!("connected to {connect} (session 0x{:x})", client.session_id());
         match &opts.op {
-            Op::Status { leases } => status(&client, opts, *leases),
+            Op::Status { group: true, .. } => group_status(&client, opts),
+            Op::Status { counter: true, .. } => counter_status(&client, opts),
+            Op::Status { leases, .. } => status(&client, opts, *leases),
             Op::Break { node } => break_lock(&client, opts, node.as_deref()),
             Op::Wait {
                 timeout,
@@ -85,6 +87,83 @@ fn status(client: &CuratorFramework, opts: &OpOptions, leases: Option<u32>) -> i
         print!("{}", report_table(&r));
     }
     if r.is_held() {
+        STATUS_HELD
+    } else {
+        STATUS_FREE
+    }
+}
+
+/// `status --group`: the members of a group, by id.
+fn group_status(client: &CuratorFramework, opts: &OpOptions) -> i32 {
+    let members = match inspect::group_members(client, &opts.path) {
+        Ok(m) => m,
+        Err(e) => return failed(client, opts, &e),
+    };
+    if opts.json {
+        let items: Vec<Value> = members
+            .iter()
+            .map(|m| {
+                json!({
+                    "id": m.id,
+                    "data": String::from_utf8_lossy(&m.data),
+                    "session": format!("0x{:x}", m.session_id),
+                    "session_id": m.session_id,
+                    "created_ms": m.created_ms,
+                })
+            })
+            .collect();
+        println!("{}", json!({"path": opts.path, "members": items}));
+    } else {
+        println!("{}: group of {} member(s)", opts.path, members.len());
+        for m in &members {
+            println!(
+                "  {}  {}  session 0x{:x}",
+                m.id,
+                String::from_utf8_lossy(&m.data),
+                m.session_id
+            );
+        }
+    }
+    if members.is_empty() {
+        STATUS_FREE
+    } else {
+        STATUS_HELD
+    }
+}
+
+/// `status --counter`: a counter's value, as a long and as an int.
+fn counter_status(client: &CuratorFramework, opts: &OpOptions) -> i32 {
+    let c = match inspect::counter(client, &opts.path) {
+        Ok(c) => c,
+        Err(e) => return failed(client, opts, &e),
+    };
+    if opts.json {
+        println!(
+            "{}",
+            json!({
+                "path": opts.path,
+                "exists": c.version.is_some(),
+                "long": c.long,
+                "int": c.int,
+                "bytes": c.bytes.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+                "version": c.version,
+                "modified_ms": c.modified_ms,
+            })
+        );
+    } else if c.version.is_none() {
+        println!("{}: no counter node (reads as 0)", opts.path);
+    } else {
+        let show = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+        println!(
+            "{}: long {}, int {}, {} byte(s), version {}",
+            opts.path,
+            show(c.long.map(|v| v.to_string())),
+            show(c.int.map(|v| v.to_string())),
+            c.bytes.len(),
+            show(c.version.map(|v| v.to_string()))
+        );
+    }
+    if c.version.is_some() {
         STATUS_HELD
     } else {
         STATUS_FREE

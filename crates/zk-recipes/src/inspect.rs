@@ -560,3 +560,128 @@ mod tests {
         );
     }
 }
+
+/// A member of a group (a [`crate::nodes::GroupMember`], or Curator's
+/// `GroupMember`): a child of the group's path.
+///
+/// # Examples
+///
+/// ```no_run
+/// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// for m in zk_recipes::inspect::group_members(&client, "/groups/workers")? {
+///     println!("{} {} 0x{:x}", m.id, String::from_utf8_lossy(&m.data), m.session_id);
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Member {
+    /// The member's id (its node's name).
+    pub id: String,
+    /// The member's data.
+    pub data: Vec<u8>,
+    /// The session that owns its (ephemeral) node; 0 for a persistent node.
+    pub session_id: i64,
+    /// When the node was created (ms since the epoch, the server's clock).
+    pub created_ms: i64,
+}
+
+/// The members of the group at `path`, by id (a missing path has none).
+///
+/// # Errors
+///
+/// [`Error::ZooKeeper`] when the listing or a read fails (a member that
+/// leaves meanwhile is skipped), or for a bad path.
+///
+/// # Examples
+///
+/// ```no_run
+/// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// let members = zk_recipes::inspect::group_members(&client, "/groups/workers")?;
+/// println!("{} members", members.len());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn group_members(client: &CuratorFramework, path: &str) -> Result<Vec<Member>> {
+    let mut names = children(client, path)?;
+    names.sort();
+    Ok(read_all(client, path, names)?
+        .into_iter()
+        .map(|n| Member {
+            id: n.name,
+            data: n.data,
+            session_id: n.stat.ephemeral_owner,
+            created_ms: n.stat.ctime,
+        })
+        .collect())
+}
+
+/// A counter's node as its readers see it: a
+/// [`DistributedAtomicLong`](crate::DistributedAtomicLong) reads 8 bytes, a
+/// [`DistributedAtomicInteger`](crate::DistributedAtomicInteger) or a
+/// [`SharedCount`](crate::SharedCount) 4.
+///
+/// # Examples
+///
+/// ```no_run
+/// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// let c = zk_recipes::inspect::counter(&client, "/counters/jobs")?;
+/// println!("{:?} (version {:?})", c.long, c.version);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CounterReading {
+    /// The node's bytes (empty when the node is missing).
+    pub bytes: Vec<u8>,
+    /// The value as a long (8 bytes big-endian; a missing node or empty
+    /// data is 0, as Curator reads it); `None` when shorter than 8 bytes.
+    pub long: Option<i64>,
+    /// The value as an int or a shared count (4 bytes big-endian); `None`
+    /// when shorter than 4 bytes.
+    pub int: Option<i32>,
+    /// The node's version (`None`: no node).
+    pub version: Option<i32>,
+    /// When the node was last written (ms since the epoch; `None`: no node).
+    pub modified_ms: Option<i64>,
+}
+
+/// Reads the counter at `path` (no lock, no watch).
+///
+/// # Errors
+///
+/// [`Error::ZooKeeper`] when the read fails, or for a bad path.
+///
+/// # Examples
+///
+/// ```no_run
+/// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+/// if let Some(n) = zk_recipes::inspect::counter(&client, "/counters/jobs")?.long {
+///     println!("{n} jobs");
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn counter(client: &CuratorFramework, path: &str) -> Result<CounterReading> {
+    check_path(path)?;
+    let (bytes, stat) = match client.get_data(path) {
+        Ok((d, s)) => (d, Some(s)),
+        Err(zk_framework::Error::NoNode { .. }) => (Vec::new(), None),
+        Err(e) => return Err(e.into()),
+    };
+    let long = match bytes.get(..8) {
+        _ if bytes.is_empty() => Some(0),
+        Some(b) => <[u8; 8]>::try_from(b).ok().map(i64::from_be_bytes),
+        None => None,
+    };
+    let int = match bytes.get(..4) {
+        _ if bytes.is_empty() => Some(0),
+        Some(b) => <[u8; 4]>::try_from(b).ok().map(i32::from_be_bytes),
+        None => None,
+    };
+    Ok(CounterReading {
+        long,
+        int,
+        version: stat.as_ref().map(|s| s.version),
+        modified_ms: stat.map(|s| s.mtime),
+        bytes,
+    })
+}

@@ -416,6 +416,15 @@ pub(super) enum OpCommand {
         /// ZooKeeper: without it every lease node counts as holding)
         #[arg(verbatim_doc_comment, long, value_name = "N", value_parser = leases)]
         semaphore: Option<u32>,
+        /// PATH is a group (GroupMember, ours or Curator's): list its members
+        /// (id, data, session, age) instead; exit 0 with members, 1 without
+        #[arg(verbatim_doc_comment, long, conflicts_with_all = ["semaphore", "counter"])]
+        group: bool,
+        /// PATH is a counter (DistributedAtomicLong / Integer, SharedCount,
+        /// ours or Curator's): show its value instead; exit 0 when the node
+        /// exists, 1 when it does not (it reads as 0)
+        #[arg(verbatim_doc_comment, long, conflicts_with_all = ["semaphore", "group"])]
+        counter: bool,
     },
     /// delete the holder's lock node (or --node NAME): its holder is told it
     /// lost the lock (zk-lock holders stop their COMMAND and exit 75); prints

@@ -235,7 +235,21 @@ fn connection(a: &ConnArgs, env: &Env) -> Result<Connection, UsageError> {
 
 fn op_options(op: OpCommand, conn: Connection) -> Result<Parsed, UsageError> {
     let (path, json, op) = match op {
-        OpCommand::Status { path, json, semaphore } => (path, json, Op::Status { leases: semaphore }),
+        OpCommand::Status {
+            path,
+            json,
+            semaphore,
+            group,
+            counter,
+        } => (
+            path,
+            json,
+            Op::Status {
+                leases: semaphore,
+                group,
+                counter,
+            },
+        ),
         OpCommand::Break { path, node, yes, json } => {
             if !yes {
                 return usage(format!(
@@ -414,12 +428,30 @@ mod tests {
         let o = op(&["status", "/l"]);
         assert_eq!(
             (o.path.as_str(), o.json, o.op),
-            ("/l", false, Op::Status { leases: None })
+            (
+                "/l",
+                false,
+                Op::Status {
+                    leases: None,
+                    group: false,
+                    counter: false
+                }
+            )
         );
         let o = op(&["--connect", "z:1", "status", "--json", "--semaphore", "3", "/l", "-v"]);
         assert_eq!(o.conn.connect, "z:1");
         assert_eq!(o.conn.verbose, 1);
-        assert_eq!((o.json, o.op), (true, Op::Status { leases: Some(3) }));
+        assert_eq!(
+            (o.json, o.op),
+            (
+                true,
+                Op::Status {
+                    leases: Some(3),
+                    group: false,
+                    counter: false
+                }
+            )
+        );
         let o = op(&[
             "break",
             "/l",

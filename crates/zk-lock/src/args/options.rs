@@ -191,6 +191,10 @@ pub enum Op {
     Status {
         /// The semaphore's number of leases, when known (`--semaphore N`).
         leases: Option<u32>,
+        /// The path is a group (`--group`): list its members.
+        group: bool,
+        /// The path is a counter (`--counter`): show its value.
+        counter: bool,
     },
     /// Delete the holder's node, or `node`.
     Break {

@@ -360,3 +360,53 @@ fn status_and_break_understand_a_leader_latch_election() {
     a.close().unwrap();
     b.close().unwrap();
 }
+
+/// `status --group` lists a group's members (ours here; Curator's layout is
+/// the same), `status --counter` shows a counter's value as a long and as
+/// an int; both say when there is nothing.
+#[test]
+fn status_shows_a_groups_members_and_a_counters_value() {
+    let server = TestingServer::start().unwrap();
+    let cs = server.connect_string();
+    let c = client(&server);
+
+    let (code, out, _) = run_out(Some(&cs), &["status", "--group", "/groups/op"]);
+    assert_eq!((code, out.trim()), (1, "/groups/op: group of 0 member(s)"));
+    let member = zk_recipes::nodes::GroupMember::new(&c, "/groups/op", "w1", b"10.0.0.1".to_vec()).unwrap();
+    member.start().unwrap();
+    assert!(member.wait_for_registration_for(timing().wait()).unwrap());
+    let (code, out, stderr) = run_out(Some(&cs), &["status", "--group", "/groups/op"]);
+    assert_eq!(code, 0, "{out} {stderr}");
+    assert!(
+        out.contains("group of 1 member(s)") && out.contains("w1  10.0.0.1"),
+        "{out}"
+    );
+    let (_, json, _) = run_out(Some(&cs), &["status", "--group", "--json", "/groups/op"]);
+    let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    assert_eq!(v["members"][0]["id"], "w1");
+    assert_eq!(v["members"][0]["session_id"], c.session_id());
+    member.close().unwrap();
+
+    let (code, out, _) = run_out(Some(&cs), &["status", "--counter", "/counters/op"]);
+    assert_eq!((code, out.trim()), (1, "/counters/op: no counter node (reads as 0)"));
+    let counter = zk_recipes::DistributedAtomicLong::new(
+        &c,
+        "/counters/op",
+        zk_framework::RetryNTimes::new(3, Duration::from_millis(10)),
+    )
+    .unwrap();
+    assert!(counter.add(41).unwrap().succeeded());
+    assert!(counter.increment().unwrap().succeeded());
+    let (code, out, stderr) = run_out(Some(&cs), &["status", "--counter", "/counters/op"]);
+    assert_eq!(code, 0, "{out} {stderr}");
+    assert!(out.contains("long 42, int 0, 8 byte(s), version 1"), "{out}");
+    let (_, json, _) = run_out(Some(&cs), &["status", "--counter", "--json", "/counters/op"]);
+    let v: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    assert_eq!(
+        (v["long"].as_i64(), v["bytes"].as_str()),
+        (Some(42), Some("000000000000002a"))
+    );
+    // The flags exclude each other and the semaphore's.
+    let (code, _, stderr) = run_out(Some(&cs), &["status", "--counter", "--group", "/x"]);
+    assert_eq!(code, 64, "{stderr}");
+}

@@ -231,3 +231,43 @@ fn every_cache_figure_reaches_the_metrics_facade() {
     );
     cache.close();
 }
+
+#[test]
+fn counters_and_persistent_nodes_reach_the_metrics_facade() {
+    let rec = recorder();
+    let server = TestingServer::start().unwrap();
+    let (c, admin) = (client(&server), client(&server));
+    let t = Timing::from_env();
+
+    // A counter: every update by how it ended.
+    let counter = zk_recipes::DistributedAtomicLong::new(
+        &c,
+        "/metrics/counter",
+        zk_framework::RetryNTimes::new(3, Duration::from_millis(10)),
+    )
+    .unwrap();
+    for _ in 0..5 {
+        assert!(counter.increment().unwrap().succeeded());
+    }
+    assert!(!counter.compare_and_set(0, 1).unwrap().succeeded());
+    let p = "outcome=applied,path=/metrics/counter";
+    assert_eq!(rec.counter("zk_counter_updates_total", p), 5);
+    let p = "outcome=not_applied,path=/metrics/counter";
+    assert_eq!(rec.counter("zk_counter_updates_total", p), 1);
+
+    // A persistent node: registered while it is, and each create counted.
+    let path = "/metrics/node";
+    let p = format!("path={path}");
+    let node = zk_recipes::nodes::PersistentNode::builder(&c, path, zk_framework::CreateMode::Ephemeral)
+        .build()
+        .unwrap();
+    node.start().unwrap();
+    assert!(node.wait_for_initial_create_for(t.wait()).unwrap());
+    assert!(wait_until(t.wait(), || rec.gauge("zk_node_registered", &p) == 1.0));
+    assert_eq!(rec.counter("zk_node_creates_total", &p), 1);
+    admin.delete().for_path(path).unwrap();
+    assert!(wait_until(t.wait(), || rec.counter("zk_node_creates_total", &p) == 2));
+    assert!(wait_until(t.wait(), || rec.gauge("zk_node_registered", &p) == 1.0));
+    node.close().unwrap();
+    assert_eq!(rec.gauge("zk_node_registered", &p), 0.0);
+}

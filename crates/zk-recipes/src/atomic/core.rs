@@ -80,6 +80,7 @@ pub(super) enum Loop<T> {
 pub(super) struct Core {
     pub(super) client: CuratorFramework,
     pub(super) path: String,
+    metrics: super::metrics::Handles,
     retry: Arc<dyn RetryPolicy>,
     promoted: Option<(InterProcessMutex, PromotedToLock)>,
 }
@@ -112,6 +113,7 @@ impl Core {
         };
         Ok(Core {
             client: client.clone(),
+            metrics: super::metrics::Handles::new(path),
             path: path.to_string(),
             retry,
             promoted,
@@ -186,6 +188,12 @@ impl Core {
 
     /// An update: the optimistic loop, then the promotion.
     pub(super) fn update<T: Codec>(&self, change: &mut Change<'_, T>) -> Result<AtomicValue<T>> {
+        let r = self.update_counted(change)?;
+        self.metrics.ended(&r.outcome);
+        Ok(r)
+    }
+
+    fn update_counted<T: Codec>(&self, change: &mut Change<'_, T>) -> Result<AtomicValue<T>> {
         let mut stats = AtomicStats::default();
         let t0 = Instant::now();
         let first = self.optimistic(change, &*self.retry, &mut stats.optimistic_tries)?;
@@ -225,6 +233,12 @@ impl Core {
 
     /// One try, no retry, no promotion (`compare_and_set`, `initialize`).
     pub(super) fn single<T: Codec>(&self, change: &mut Change<'_, T>) -> Result<AtomicValue<T>> {
+        let r = self.single_counted(change)?;
+        self.metrics.ended(&r.outcome);
+        Ok(r)
+    }
+
+    fn single_counted<T: Codec>(&self, change: &mut Change<'_, T>) -> Result<AtomicValue<T>> {
         let t0 = Instant::now();
         let (outcome, pre, post) = match self.try_once(change)? {
             Try::Done(o, pre, post) => (o, pre, post),

@@ -78,6 +78,7 @@ use zk_framework::{RetryNTimes, RetryPolicy};
 use crate::{Proof, VersionedValue};
 
 mod core;
+mod metrics;
 mod number;
 mod value;
 

@@ -118,6 +118,7 @@ impl PersistentNodeBuilder {
     /// ```
     pub fn build(self) -> Result<PersistentNode> {
         check_spec(&self.spec)?;
+        let path = self.spec.path.clone();
         Ok(PersistentNode {
             inner: Arc::new(Inner {
                 client: self.client,
@@ -137,6 +138,7 @@ impl PersistentNodeBuilder {
                 wake: crossbeam_channel::bounded(1),
                 fired: crossbeam_channel::bounded(1),
                 worker: Mutex::new(None),
+                metrics: super::metrics::Handles::new(&path),
             }),
         })
     }

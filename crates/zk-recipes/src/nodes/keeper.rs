@@ -107,6 +107,7 @@ impl Inner {
     pub(super) fn publish_locked(&self, st: &mut State) {
         let now = self.registration(st);
         if st.told.as_ref() != Some(&now) {
+            self.metrics.told(&now);
             st.subscribers.retain(|s| s.send(now.clone()).is_ok());
             st.told = Some(now);
         }
@@ -290,6 +291,7 @@ impl Inner {
                 let mut st = self.state.lock();
                 st.path = Some(created);
                 st.creates += 1;
+                self.metrics.created();
                 if st.data == data {
                     st.data_dirty = false;
                 }

@@ -55,6 +55,7 @@ use crate::worker::Worker;
 mod builder;
 mod group;
 mod keeper;
+mod metrics;
 mod registration;
 mod ttl;
 
@@ -129,6 +130,7 @@ pub(crate) struct Inner {
     /// A watch on the node (or its parent) fired: look again.
     fired: (Sender<()>, Receiver<()>),
     worker: Mutex<Option<Worker>>,
+    metrics: metrics::Handles,
 }
 
 /// A node kept in place (Curator's `PersistentNode`): created at

@@ -671,3 +671,81 @@ fn a_cache_follows_its_subtree_across_a_server_kill() {
     reader.close();
     writer.close();
 }
+
+/// On the ensemble: a registration (`PersistentNode`) and a counter whose
+/// client's server is killed while an operator deletes the registration.
+/// The registration is never `Registered` while the node is missing, and
+/// comes back on the same session; the counter, incremented through the
+/// failover, counts each increment at most once.
+#[test]
+fn a_registration_and_a_counter_survive_a_server_kill() {
+    use zk_recipes::nodes::{PersistentNode, Registration};
+    use zk_recipes::{DistributedAtomicLong, Outcome};
+    if !apache_or_skip("a_registration_and_a_counter_survive_a_server_kill") {
+        return;
+    }
+    let _serial = serial();
+    let t = timing();
+    let mut cluster = ensemble();
+    let followers = followers(&cluster);
+    let (c, _states) = managed(&connect_of(&cluster, &followers), t.scale(Duration::from_secs(10)));
+    let leader = (0..3).find(|i| !followers.contains(i)).unwrap();
+    let (admin, _) = managed(&addr(&cluster, leader), t.scale(Duration::from_secs(10)));
+    let node = PersistentNode::builder(&c, "/er/services/a", CreateMode::Ephemeral)
+        .data(b"10.0.0.1".to_vec())
+        .build()
+        .unwrap();
+    node.start().unwrap();
+    assert!(node.wait_for_initial_create_for(t.wait()).unwrap());
+    let events = node.events();
+    assert!(events.recv().unwrap().is_registered());
+    let counter = DistributedAtomicLong::new(
+        &c,
+        "/er/counter",
+        ExponentialBackoffRetry::new(Duration::from_millis(10), 5),
+    )
+    .unwrap();
+    let (mut applied, mut unknown) = (0, 0);
+    let mut count = |r: zk_recipes::Result<zk_recipes::AtomicValue<i64>>| match r.map(|v| v.outcome().clone()) {
+        Ok(Outcome::Applied { .. }) => applied += 1,
+        Ok(Outcome::Unknown { .. }) => unknown += 1,
+        _ => {}
+    };
+    for _ in 0..20 {
+        count(counter.increment());
+    }
+    let session = c.session_id();
+    let on = wait_node_serving(&cluster, session, t.wait());
+    cluster.kill(on).expect("SIGKILL the client's server");
+    admin.delete().for_path("/er/services/a").unwrap();
+    // Increments through the failover.
+    for _ in 0..20 {
+        count(counter.increment());
+    }
+    let mut seen = Vec::new();
+    let end = Instant::now() + t.wait() * 2;
+    while let Ok(r) = events.recv_timeout(end.saturating_duration_since(Instant::now())) {
+        let done = r.is_registered();
+        seen.push(r);
+        if done {
+            break;
+        }
+    }
+    assert!(seen.last().is_some_and(Registration::is_registered), "{seen:?}");
+    assert_eq!(seen.iter().filter(|r| r.is_registered()).count(), 1, "{seen:?}");
+    assert_eq!(c.session_id(), session, "the same session, failed over");
+    let (data, stat) = admin.get_data("/er/services/a").unwrap();
+    assert_eq!((data.as_slice(), stat.ephemeral_owner), (&b"10.0.0.1"[..], session));
+    assert!(node.creates() >= 2);
+    let value = admin
+        .get_data("/er/counter")
+        .map(|(d, _)| i64::from_be_bytes(<[u8; 8]>::try_from(&d[..8]).unwrap()));
+    let value = value.unwrap();
+    assert!(
+        applied <= value && value <= applied + unknown,
+        "value {value}, applied {applied}, unknown {unknown}"
+    );
+    node.close().unwrap();
+    c.close();
+    admin.close();
+}

@@ -24,7 +24,25 @@
 //! of the retry loop reads the node back instead, and the write is sent
 //! again only when the read proves it was not applied.
 //!
-//! # The proof, for a versioned `setData(path, bytes, v)`
+//! # The proof: the write's own marker
+//!
+//! Each write goes out as one transaction (a `multi`) with a marker: an
+//! EPHEMERAL child `<path>/_c_<uuid>-once` of the node, created with the
+//! write or not at all. The node's data stays Curator's bare bytes (no
+//! Curator recipe lists a counter's children); the marker is deleted as
+//! soon as the outcome is known (a detached delete, not waited for), and
+//! goes with its session otherwise. After a lost reply, on the same
+//! session, the marker settles the outcome exactly: there, **applied** (by
+//! this writer: [`Written::Applied`] with `marker`); missing, **not
+//! applied**, and the write is sent again. Whose write it was is never in
+//! doubt, whatever other writers did meanwhile.
+//!
+//! Only when the marker cannot tell (the session changed before the proof:
+//! an ephemeral marker goes with its session; or the node's ACL refuses the
+//! marker's create, and the write goes out alone) is the node's data read
+//! back, by the rules below, with their bound.
+//!
+//! # The read-back, for a versioned `setData(path, bytes, v)`
 //!
 //! The base is what the writer read before: version `v`, `mzxid` `m`,
 //! `czxid` `c`. The read-back finds data `d` and a stat `s`:
@@ -41,7 +59,8 @@
 //! **The bound of the second rule.** The read shows *that* one write took the
 //! node from `v` to our bytes, not *whose* it was: ZooKeeper keeps no writer
 //! in the stat. Another client that wrote exactly our bytes from the same
-//! version in the same window is indistinguishable. A versioned write from
+//! version between our read and the read-back (a window as long as the
+//! disconnection, not one round trip) is indistinguishable. A versioned write from
 //! `v` by that client excludes ours (both are conditional on `v`: one is
 //! applied, the other fails), so the server's value is always right, and the
 //! value never counts twice. But the attribution can be wrong: for a counter,
@@ -49,12 +68,10 @@
 //! bytes; if theirs won and the reply to our (rejected) write was lost, both
 //! are told "applied" for one change on the server. An unconditional writer
 //! (Curator's `forceSet`, `SharedValue.setValue`) of the same bytes at that
-//! moment does the same. This takes a lost reply *and* a concurrent
-//! identical write within one round trip; callers that cannot accept it
-//! (unique ids from a counter) treat an outcome proven by read-back as
-//! unknown: the outcome says which proof it rests on. Curator's node layout
-//! (bare 4 or 8 bytes) leaves no room for a writer's mark, so no read can do
-//! better while Java and Rust share the node.
+//! moment does the same. This takes a lost reply, a session that changed
+//! (or a refused marker) *and* a concurrent identical write; callers that
+//! cannot accept it (unique ids from a counter) treat an outcome proven by
+//! read-back as unknown: the outcome says which proof it rests on.
 //!
 //! # The proof, for a first `create(path, bytes)`
 //!
@@ -69,7 +86,7 @@
 //! * anything else: unknown, with what was read.
 
 use zk_framework::proto::path::parent;
-use zk_framework::{Client, CreateMode, CuratorFramework, Error as ZkError, Stat};
+use zk_framework::{Client, CreateMode, CuratorFramework, Error as ZkError, Op, OpResult, Stat};
 
 /// What a writer read before its write: the node's incarnation, its last
 /// change and its version.
@@ -97,9 +114,9 @@ pub(crate) type ReadBack = Option<(Vec<u8>, Stat)>;
 /// The outcome of a write applied at most once.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Written {
-    /// Applied; `read_back` when proven by reading the node back after a
-    /// lost reply (see the module's bound), not by the reply itself.
-    Applied { stat: Stat, read_back: bool },
+    /// Applied: by the reply itself, by the write's marker (`marker`: exact)
+    /// or by reading the node back (`read_back`: see the module's bound).
+    Applied { stat: Stat, read_back: bool, marker: bool },
     /// Not applied: the version moved (`BadVersion`) or, for a create, the
     /// node exists.
     Conflict,
@@ -149,6 +166,7 @@ fn judge_set(read: Option<(&[u8], &Stat)>, ours: &[u8], base: &Base) -> Proof {
         Proof::Settled(Written::Applied {
             stat: s.clone(),
             read_back: true,
+            marker: false,
         })
     } else {
         Proof::Settled(Written::Unknown {
@@ -167,6 +185,7 @@ fn judge_create(read: Option<(&[u8], &Stat)>, ours: &[u8], before: i64) -> Proof
         Proof::Settled(Written::Applied {
             stat: s.clone(),
             read_back: true,
+            marker: false,
         })
     } else {
         Proof::Settled(Written::Unknown {
@@ -183,15 +202,15 @@ fn read(c: &Client, server_path: &str) -> Result<Option<(Vec<u8>, Stat)>, ZkErro
     }
 }
 
-/// `setData(path, data, base.version)`, applied at most once (see the
-/// module doc). `path` is the client's path (namespace not applied).
+/// `setData(path, data, base.version)` without a marker, its outcome after a
+/// lost reply proven by reading the node back (see the module doc).
 ///
 /// # Errors
 ///
 /// The write's error when it was certainly not applied (`NoAuth`, a
 /// retryable error when the retries ran out and the read-back proved it was
 /// not applied, ...).
-pub(crate) fn set_versioned(fw: &CuratorFramework, path: &str, data: &[u8], base: &Base) -> Result<Written, ZkError> {
+fn set_plain(fw: &CuratorFramework, path: &str, data: &[u8], base: &Base) -> Result<Written, ZkError> {
     let sp = fw.fix_path(path);
     let mut in_doubt = false;
     let prove = |c: &Client| -> Result<Proof, ZkError> {
@@ -206,7 +225,11 @@ pub(crate) fn set_versioned(fw: &CuratorFramework, path: &str, data: &[u8], base
             }
         }
         match c.set_data(&sp, data, Some(base.version)) {
-            Ok(stat) => Ok(Written::Applied { stat, read_back: false }),
+            Ok(stat) => Ok(Written::Applied {
+                stat,
+                read_back: false,
+                marker: false,
+            }),
             Err(ZkError::BadVersion { .. }) => Ok(Written::Conflict),
             Err(ZkError::NoNode { .. }) => Ok(Written::Missing),
             Err(e) => {
@@ -221,13 +244,13 @@ pub(crate) fn set_versioned(fw: &CuratorFramework, path: &str, data: &[u8], base
     }
 }
 
-/// A persistent `create(path, data)` with container parents, applied at most
-/// once (see the module doc). `path` is the client's path.
+/// A persistent `create(path, data)` with container parents, without a
+/// marker (see the module doc).
 ///
 /// # Errors
 ///
 /// As [`set_versioned`]; `NoNode` when the parents could not be made.
-pub(crate) fn create_once(fw: &CuratorFramework, path: &str, data: &[u8]) -> Result<Written, ZkError> {
+fn create_plain(fw: &CuratorFramework, path: &str, data: &[u8]) -> Result<Written, ZkError> {
     let sp = fw.fix_path(path);
     let acl = fw.acl_for_path(path);
     // An empty container parent may be reaped between our making it and the
@@ -250,7 +273,11 @@ pub(crate) fn create_once(fw: &CuratorFramework, path: &str, data: &[u8]) -> Res
             }
             before = c.last_zxid();
             match c.create2(&sp, data, &acl, CreateMode::Persistent) {
-                Ok((_, stat)) => Ok(Written::Applied { stat, read_back: false }),
+                Ok((_, stat)) => Ok(Written::Applied {
+                    stat,
+                    read_back: false,
+                    marker: false,
+                }),
                 Err(ZkError::NodeExists { .. }) => Ok(Written::Conflict),
                 Err(e @ ZkError::NoNode { .. }) => {
                     parent_missing = true;
@@ -281,6 +308,259 @@ pub(crate) fn create_once(fw: &CuratorFramework, path: &str, data: &[u8]) -> Res
             }
             r => return r,
         }
+    }
+}
+
+/// The name of a write's marker: protected (`_c_<uuid>-`), so that every
+/// tool that knows Curator's protected names sees it is a client's own.
+fn marker_name() -> String {
+    zk_framework::paths::protected_name(&zk_framework::paths::new_protected_id(), "once")
+}
+
+/// What a marked write ended with.
+enum Marked {
+    /// Settled.
+    Done(Written),
+    /// The marker's create was refused (the node's ACL): nothing was
+    /// applied; the write goes out alone.
+    Refused,
+}
+
+/// `setData(path, data, base.version)`, applied at most once and its
+/// outcome proven by its marker (see the module doc); without a marker
+/// when the node's ACL refuses one. `path` is the client's path (namespace
+/// not applied).
+///
+/// # Errors
+///
+/// The write's error when it was certainly not applied (`NoAuth`, a
+/// retryable error when the retries ran out and the proof showed it was not
+/// applied, ...).
+pub(crate) fn set_versioned(fw: &CuratorFramework, path: &str, data: &[u8], base: &Base) -> Result<Written, ZkError> {
+    let write = |sp: &str| Op::SetData {
+        path: sp.to_string(),
+        data: data.to_vec(),
+        version: Some(base.version),
+    };
+    let judge = |c: &Client, sp: &str| -> Result<Proof, ZkError> {
+        let r = read(c, sp)?;
+        Ok(judge_set(r.as_ref().map(|(d, s)| (d.as_slice(), s)), data, base))
+    };
+    let found = |c: &Client, sp: &str, marker_czxid: i64| -> Stat {
+        // Our write's stat: the node's, unless it moved on since (then ours
+        // as it was: one version on, changed in the marker's transaction).
+        let mut stat = read(c, sp).ok().flatten().map(|(_, s)| s).unwrap_or_default();
+        if stat.mzxid != marker_czxid {
+            stat.version = base.version.wrapping_add(1);
+            stat.mzxid = marker_czxid;
+            stat.czxid = base.czxid;
+        }
+        stat
+    };
+    match marked(fw, path, write, judge, found)? {
+        Marked::Done(w) => Ok(w),
+        Marked::Refused => set_plain(fw, path, data, base),
+    }
+}
+
+/// A persistent `create(path, data)` with container parents, applied at
+/// most once and proven by its marker (see the module doc); without a
+/// marker when the ACL refuses one. `path` is the client's path.
+///
+/// # Errors
+///
+/// As [`set_versioned`]; `NoNode` when the parents could not be made.
+pub(crate) fn create_once(fw: &CuratorFramework, path: &str, data: &[u8]) -> Result<Written, ZkError> {
+    let acl = fw.acl_for_path(path);
+    let mut rounds = 0;
+    loop {
+        let before = std::cell::Cell::new(0);
+        let write = |sp: &str| Op::Create {
+            path: sp.to_string(),
+            data: data.to_vec(),
+            acl: acl.clone(),
+            mode: CreateMode::Persistent,
+            ttl: None,
+        };
+        let judge = |c: &Client, sp: &str| -> Result<Proof, ZkError> {
+            let r = read(c, sp)?;
+            Ok(judge_create(
+                r.as_ref().map(|(d, s)| (d.as_slice(), s)),
+                data,
+                before.get(),
+            ))
+        };
+        let found = |c: &Client, sp: &str, marker_czxid: i64| -> Stat {
+            let mut stat = read(c, sp).ok().flatten().map(|(_, s)| s).unwrap_or_default();
+            if stat.czxid != marker_czxid {
+                stat.czxid = marker_czxid;
+                stat.mzxid = marker_czxid;
+                stat.version = 0;
+            }
+            stat
+        };
+        let r = marked_with(fw, path, write, judge, found, |c| before.set(c.last_zxid()));
+        match r {
+            Ok(Marked::Done(w)) => return Ok(w),
+            Ok(Marked::Refused) => return create_plain(fw, path, data),
+            Err(e @ ZkError::NoNode { .. }) if rounds < PARENT_ROUNDS => {
+                // The parent is missing (or an empty container was reaped
+                // meanwhile): make it, a bounded number of rounds.
+                rounds += 1;
+                let Some(p) = parent(path).filter(|p| *p != "/") else {
+                    return Err(e);
+                };
+                match fw
+                    .create()
+                    .creating_parent_containers_if_needed()
+                    .with_mode(CreateMode::Container)
+                    .for_path(p)
+                {
+                    Ok(_) | Err(ZkError::NodeExists { .. }) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+fn marked(
+    fw: &CuratorFramework,
+    path: &str,
+    write: impl Fn(&str) -> Op,
+    judge: impl Fn(&Client, &str) -> Result<Proof, ZkError>,
+    found: impl Fn(&Client, &str, i64) -> Stat,
+) -> Result<Marked, ZkError> {
+    marked_with(fw, path, write, judge, found, |_| {})
+}
+
+/// The one marked write: `write` and the marker's create in one
+/// transaction through the client's retry loop; after an error that may
+/// have let it through, the marker (on the same session) or, when the
+/// session changed, `judge`'s read-back settles it; `found` gives the
+/// write's stat from the marker's czxid; `sending` runs before each send.
+fn marked_with(
+    fw: &CuratorFramework,
+    path: &str,
+    write: impl Fn(&str) -> Op,
+    judge: impl Fn(&Client, &str) -> Result<Proof, ZkError>,
+    found: impl Fn(&Client, &str, i64) -> Stat,
+    sending: impl Fn(&Client),
+) -> Result<Marked, ZkError> {
+    let sp = fw.fix_path(path);
+    let marker = format!("{sp}/{}", marker_name());
+    let marker_acl = fw.acl_for_path(&fw.unfix_path(&marker));
+    // The session a write in doubt went out on.
+    let mut in_doubt: Option<i64> = None;
+    let prove = |c: &Client, session: i64| -> Result<Option<Written>, ZkError> {
+        if c.session_id() != session {
+            // The marker went with its session: the node's data is all
+            // there is to read (the read-back's bound applies).
+            return Ok(match judge(c, &sp)? {
+                Proof::Settled(w) => Some(w),
+                Proof::NotApplied => None,
+            });
+        }
+        Ok(match c.exists(&marker)? {
+            Some(m) => {
+                forget(c, &marker);
+                Some(Written::Applied {
+                    stat: found(c, &sp, m.czxid),
+                    read_back: false,
+                    marker: true,
+                })
+            }
+            None => None,
+        })
+    };
+    let result = fw.call_with_retry(|c| {
+        if let Some(session) = in_doubt {
+            match prove(c, session)? {
+                Some(w) => return Ok(Marked::Done(w)),
+                None => in_doubt = None,
+            }
+        }
+        let session = c.session_id();
+        sending(c);
+        let ops = vec![
+            write(&sp),
+            Op::create(marker.clone(), Vec::new(), marker_acl.clone(), CreateMode::Ephemeral),
+        ];
+        match c.multi_results(ops) {
+            Ok(results) => {
+                let (first, second) = (results.first(), results.get(1));
+                match (first, second) {
+                    (Some(OpResult::SetData { stat }), Some(OpResult::Create { .. })) => {
+                        forget(c, &marker);
+                        Ok(Marked::Done(Written::Applied {
+                            stat: stat.clone(),
+                            read_back: false,
+                            marker: false,
+                        }))
+                    }
+                    (Some(OpResult::Create { stat, .. }), Some(OpResult::Create { .. })) => {
+                        forget(c, &marker);
+                        let stat = stat.clone().unwrap_or_else(|| found(c, &sp, c.last_zxid()));
+                        Ok(Marked::Done(Written::Applied {
+                            stat,
+                            read_back: false,
+                            marker: false,
+                        }))
+                    }
+                    _ => match (first.and_then(OpResult::error), second.and_then(OpResult::error)) {
+                        (Some(ZkError::BadVersion { .. }), _) => Ok(Marked::Done(Written::Conflict)),
+                        (Some(ZkError::NodeExists { .. }), _) => Ok(Marked::Done(Written::Conflict)),
+                        (Some(ZkError::NoNode { .. }), _) if matches!(write(&sp), Op::SetData { .. }) => {
+                            Ok(Marked::Done(Written::Missing))
+                        }
+                        (Some(e @ ZkError::NoNode { .. }), _) => Err(e.clone()),
+                        (Some(e), _) if e.code() != Some(zk_framework::proto::ErrorCode::RuntimeInconsistency) => {
+                            Err(e.clone())
+                        }
+                        (_, Some(ZkError::NoAuth { .. })) => Ok(Marked::Refused),
+                        (_, Some(e)) => Err(e.clone()),
+                        _ => Err(ZkError::InvalidArgument(
+                            "a transaction's results did not match its requests".into(),
+                        )),
+                    },
+                }
+            }
+            Err(e) => {
+                if may_have_applied(&e) {
+                    in_doubt = Some(session);
+                }
+                Err(e)
+            }
+        }
+    });
+    match result {
+        Err(e) => match in_doubt {
+            // The retries ran out while in doubt: one more proof, with a
+            // fresh budget.
+            Some(session) => match fw.call_with_retry(|c| prove(c, session)) {
+                Ok(Some(w)) => Ok(Marked::Done(w)),
+                Ok(None) => Err(e),
+                Err(read_error) => {
+                    log::warn!("a write's reply was lost ({e}) and proving it failed ({read_error}): outcome unknown");
+                    Ok(Marked::Done(Written::Unknown { read: None }))
+                }
+            },
+            None => Err(e),
+        },
+        r => r,
+    }
+}
+
+/// Deletes a marker without waiting (it goes with its session otherwise).
+fn forget(c: &Client, marker: &str) {
+    let m = marker.to_string();
+    if let Err(e) = c.delete_detached(marker, None, move |r| {
+        if let Err(e) = r {
+            log::debug!("deleting the marker {m}: {e}");
+        }
+    }) {
+        log::debug!("deleting the marker {marker}: {e}");
     }
 }
 

@@ -10,7 +10,7 @@ use zk_framework::{CreateMode, CuratorFramework, Error as ZkError, RetryDecision
 use super::{AtomicStats, AtomicValue, Outcome, PromotedToLock};
 use crate::once::{self, Base, Written};
 use crate::shared_value::check_path;
-use crate::{Error, InterProcessMutex, Proof, Result, VersionedValue};
+use crate::{Error, InterProcessMutex, Result, VersionedValue};
 
 /// How a counter's type reads and writes its node.
 pub trait Codec: Sized + Clone + PartialEq {
@@ -143,8 +143,8 @@ impl Core {
             None => once::create_once(&self.client, &self.path, &bytes)?,
         };
         Ok(match written {
-            Written::Applied { read_back, .. } => {
-                let proof = if read_back { Proof::ReadBack } else { Proof::Reply };
+            Written::Applied { read_back, marker, .. } => {
+                let proof = crate::shared_value::proof_of(read_back, marker);
                 Try::Done(Outcome::Applied { proof }, pre, new)
             }
             Written::Conflict | Written::Missing => Try::Lost(pre),

@@ -4,13 +4,14 @@
 //!
 //! | metric | kind | what |
 //! |---|---|---|
-//! | `zk_counter_updates_total{path, outcome}` | counter | updates by how they ended: `applied` (the server's reply), `applied_read_back` (a lost reply, proven by a read-back), `not_applied`, `unknown` |
+//! | `zk_counter_updates_total{path, outcome}` | counter | updates by how they ended: `applied` (the server's reply), `applied_marker` (a lost reply, proven by the write's marker), `applied_read_back` (a lost reply, proven by a read-back), `not_applied`, `unknown` |
 
 use super::Outcome;
 
 #[cfg(feature = "metrics")]
 pub(super) struct Handles {
     applied: metrics::Counter,
+    marker: metrics::Counter,
     read_back: metrics::Counter,
     not_applied: metrics::Counter,
     unknown: metrics::Counter,
@@ -22,6 +23,7 @@ impl Handles {
         let c = |outcome: &'static str| metrics::counter!("zk_counter_updates_total", "path" => path.to_string(), "outcome" => outcome);
         Handles {
             applied: c("applied"),
+            marker: c("applied_marker"),
             read_back: c("applied_read_back"),
             not_applied: c("not_applied"),
             unknown: c("unknown"),
@@ -33,6 +35,9 @@ impl Handles {
             Outcome::Applied {
                 proof: crate::Proof::Reply,
             } => self.applied.increment(1),
+            Outcome::Applied {
+                proof: crate::Proof::Marker,
+            } => self.marker.increment(1),
             Outcome::Applied { .. } => self.read_back.increment(1),
             Outcome::NotApplied => self.not_applied.increment(1),
             Outcome::Unknown { .. } => self.unknown.increment(1),

@@ -25,50 +25,52 @@
 //! re-sends the write, meets `BadVersion` (`NodeExists`), takes that for a
 //! lost race, re-reads the value it has just written and adds again; and it
 //! reports failure for a `compareAndSet` or `initialize` that was applied.
-//! Here a write whose reply may have been lost is never sent again blindly:
-//! the node is read back and the read proves the outcome (applied, with
-//! [`Proof::ReadBack`]; or not applied, and the write is sent again), or the
-//! update ends [`Outcome::Unknown`] with what was read, never retried. The
-//! rules and their one bound (another writer producing the same bytes from
-//! the same version in the same round trip cannot be told from us: the
-//! server's value stays right, but both writers hear "applied") are
-//! written out at [`Proof::ReadBack`].
+//! Here a write whose reply may have been lost is never sent again blindly,
+//! and its outcome is proven, not guessed.
 //!
 //! Overflow is checked: an increment of `i64::MAX` is
 //! [`Error::Overflow`](crate::Error::Overflow), and nothing is written.
 //!
-//! # The proof after a lost reply
+//! # The proof after a lost reply: the write's marker
 //!
-//! The writer read the node at version `v` (its `czxid` `c`, `mzxid` `m`)
-//! and sent `setData(bytes, v)`; the reply was lost. The managed client's
-//! retry loop runs the attempt again, but that attempt reads the node
-//! instead of writing; it finds data `d`, stat `s`:
+//! Each write (a versioned `setData`, or the first `create`) goes out as one
+//! transaction with a marker: an EPHEMERAL child `<path>/_c_<uuid>-once`,
+//! created with the write or not at all. The node's data stays Curator's
+//! bare bytes, so Java and Rust share it (no Curator recipe lists a
+//! counter's children); the marker is deleted as soon as the outcome is
+//! known (without waiting), and goes with its session otherwise. After a
+//! lost reply the client's retry loop does not write again: on the same
+//! session it looks for the marker. There: **applied**, by this writer
+//! ([`Proof::Marker`], as certain as a reply, whatever other writers did
+//! meanwhile). Missing: **not applied**, and the write is sent again (still
+//! conditional on the version read, so it cannot land twice).
+//!
+//! Two cases leave the marker unable to tell, and the node's data is read
+//! back instead: the session changed before the proof (the marker went with
+//! it), or the node's ACL refuses the marker's create (the write then goes
+//! out alone). The read-back finds data `d`, stat `s`, against the base the
+//! writer read (version `v`, `czxid` `c`, `mzxid` `m`):
 //!
 //! * `s.czxid == c` and `s.mzxid == m`: nothing happened to the node since
-//!   the read (a zxid names one transaction): not applied, and the write is
-//!   sent again (still conditional on `v`, so it cannot land twice).
+//!   the read: not applied, sent again.
 //! * `s.czxid == c`, `s.version == v + 1`, `d == bytes`, `s.mzxid > m`:
 //!   exactly one write took the node from our base to our bytes: applied
-//!   ([`Proof::ReadBack`]).
+//!   ([`Proof::ReadBack`]), with a bound: the read cannot tell *whose*
+//!   write it was. Another client adding the same delta from the same base
+//!   while this one was away makes both callers hear "applied" for one
+//!   increment (the value on the server is right, never counted twice). A
+//!   caller who cannot accept that (ids handed out from a counter) treats
+//!   [`Proof::ReadBack`] as unknown.
 //! * anything else: [`Outcome::Unknown`] with what was read.
 //!
-//! Why the second rule is sound for the value and bounded for the report:
-//! any other writer that produced `v + 1` with our bytes either wrote
-//! conditionally on `v` (then its write and ours exclude each other: one of
-//! them failed, so the node holds one change, never two) or unconditionally
-//! (Curator's `forceSet`). The value on the server is right in both cases.
-//! What the read cannot tell is *whose* change it was: ZooKeeper keeps no
-//! writer in the stat, and Curator's bare 4 or 8 bytes leave no room for a
-//! mark. For a counter that case is another client adding the same delta
-//! from the same base within our lost round trip; both callers are then
-//! told "applied" for one increment. The outcome names its proof so that a
-//! caller who cannot accept that (ids handed out from a counter) can treat
-//! [`Proof::ReadBack`] as unknown.
+//! A first create read back: a persistent node with a `czxid` past the
+//! client's last seen zxid before the create, version 0 and our bytes is
+//! ours (same bound); no node means not applied; anything else is unknown.
 //!
-//! A first create whose reply was lost is proven the same way: the client's
-//! last seen zxid `z` is noted before the create; a persistent node with
-//! `czxid > z`, version 0 and our bytes is ours (same bound), no node means
-//! not applied (the create is sent again), anything else is unknown.
+//! The marker costs a transaction instead of a plain write and one
+//! detached delete per update. One consequence: for one round trip after
+//! an update, the node has a child, and another client deleting the
+//! counter node (not recursively) may meet `NotEmpty`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -104,7 +106,8 @@ pub use value::DistributedAtomicValue;
 pub enum Outcome<T> {
     /// Applied, once; how that is known.
     Applied {
-        /// The reply, or a read-back after a lost reply (see its bound).
+        /// The reply, the write's marker, or a read-back after a lost
+        /// reply (see its bound).
         proof: Proof,
     },
     /// Not applied: the comparison failed, the node was there already

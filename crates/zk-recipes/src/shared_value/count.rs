@@ -164,7 +164,7 @@ impl SharedCount {
 
     /// Sets the count if the node is still at `expected`'s version (see
     /// [`SharedValue::try_set_value`]: applied at most once, a lost reply
-    /// settled by a read-back).
+    /// settled by the write's marker).
     ///
     /// # Errors
     ///

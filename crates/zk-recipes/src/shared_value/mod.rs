@@ -10,10 +10,11 @@
 //!
 //! Unlike Curator's `trySetCount`, which returns `false` for a write that was
 //! applied when its reply was lost (its retry then meets `BadVersion`), a
-//! [`SharedValue::try_set_value`] whose reply was lost reads the node back
-//! and reports what the read proves (see [`TrySet`] and the bound in
-//! [`Proof::ReadBack`]): applied, not applied and re-sent, or
-//! [`TrySet::Unknown`].
+//! [`SharedValue::try_set_value`] whose reply was lost reports what its
+//! proof shows (see [`TrySet`] and [`crate::atomic`]): applied (by the
+//! write's own marker, [`Proof::Marker`], or after a new session by a
+//! read-back with the bound in [`Proof::ReadBack`]), not applied and
+//! re-sent, or [`TrySet::Unknown`].
 //!
 //! The watch that keeps the value current signals a background thread with a
 //! `try_send`; the thread re-reads and tells the listeners. Every wait of it
@@ -155,14 +156,19 @@ impl<T> VersionedValue<T> {
 pub enum Proof {
     /// The server's reply to the write said so.
     Reply,
-    /// The reply was lost, and reading the node back found exactly one
-    /// change since the writer's read, to the writer's bytes. The bound: the
-    /// read cannot tell whose change it was. Another client that wrote the
-    /// same bytes from the same version in the same round trip (a counter's
-    /// increment from the same base) makes both writers hear "applied" for
-    /// one change; the server's value is right either way, and nothing is
-    /// applied twice. Treat it as unknown when that matters (ids handed out
-    /// from a counter).
+    /// The reply was lost, and the write's own marker (an ephemeral child
+    /// created in the write's transaction, see [`crate::atomic`]) was found
+    /// on the same session: applied, by this writer. As certain as a reply.
+    Marker,
+    /// The reply was lost and the marker could not tell (the session changed
+    /// before the proof, or the node's ACL refused the marker), and reading
+    /// the node back found exactly one change since the writer's read, to
+    /// the writer's bytes. The bound: the read cannot tell whose change it
+    /// was. Another client that wrote the same bytes from the same version
+    /// meanwhile (a counter's increment from the same base) makes both
+    /// writers hear "applied" for one change; the server's value is right
+    /// either way, and nothing is applied twice. Treat it as unknown when
+    /// that matters (ids handed out from a counter).
     ReadBack,
 }
 
@@ -191,7 +197,7 @@ pub enum TrySet<T> {
     Set {
         /// The node's version after the write.
         version: i32,
-        /// The reply, or a read-back after a lost reply.
+        /// The reply, the write's marker, or a read-back after a lost reply.
         proof: Proof,
     },
     /// Not written: the node had moved on from the version given; its
@@ -281,6 +287,15 @@ impl Shared {
             },
             Err(e) => Err(e),
         }
+    }
+}
+
+/// The proof a write's outcome rests on.
+pub(crate) fn proof_of(read_back: bool, marker: bool) -> Proof {
+    match (read_back, marker) {
+        (true, _) => Proof::ReadBack,
+        (false, true) => Proof::Marker,
+        (false, false) => Proof::Reply,
     }
 }
 
@@ -527,8 +542,8 @@ impl SharedValue {
 
     /// Sets the value if the node is still at `expected`'s version: one
     /// versioned write, applied at most once. A lost reply is settled by
-    /// reading the node back ([`TrySet`], [`Proof::ReadBack`]), never by
-    /// sending the write again blindly.
+    /// the write's marker ([`TrySet`], [`Proof::Marker`]; after a new
+    /// session, a read-back), never by sending the write again blindly.
     ///
     /// # Errors
     ///
@@ -556,12 +571,16 @@ impl SharedValue {
         let value = value.into();
         let sh = &self.shared;
         match once::set_versioned(&sh.client, &sh.path, &value, &expected.base())? {
-            Written::Applied { stat, read_back } => {
+            Written::Applied {
+                stat,
+                read_back,
+                marker,
+            } => {
                 let version = stat.version;
                 sh.offer(VersionedValue::new(value, &stat));
                 Ok(TrySet::Set {
                     version,
-                    proof: if read_back { Proof::ReadBack } else { Proof::Reply },
+                    proof: proof_of(read_back, marker),
                 })
             }
             Written::Conflict => {

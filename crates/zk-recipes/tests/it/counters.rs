@@ -278,8 +278,13 @@ fn listeners_see_every_newer_value_from_any_client() {
     assert!(matches!(reader.try_set_count(6, &v).unwrap(), TrySet::Set { .. }));
     assert!(wait_until(timing().wait(), || writer.get_count().ok() == Some(6)));
 
-    // Deleted and created again: told both, and the value follows.
-    a.delete().for_path("/listen/count").unwrap();
+    // Deleted and created again: told both, and the value follows. (The
+    // reader's last write left its marker child for one round trip: a
+    // delete from another client may meet NotEmpty until it is gone.)
+    assert!(wait_until(timing().wait(), || a
+        .delete()
+        .for_path("/listen/count")
+        .is_ok()));
     let end = std::time::Instant::now() + timing().wait();
     loop {
         match events.recv_deadline(end) {
@@ -439,16 +444,17 @@ fn an_increment_whose_set_data_reply_is_lost_is_applied_once() {
     let counter = DistributedAtomicLong::new(&c, path, patient()).unwrap();
     assert!(counter.initialize(0).unwrap().succeeded());
 
-    dropper.drop_reply_to(OpCode::SetData);
+    // The write goes out with its marker, in one transaction (a multi).
+    dropper.drop_reply_to(OpCode::Multi);
     let r = counter.increment().unwrap();
-    assert_eq!(dropper.dropped(), 1, "the setData's reply was lost");
+    assert_eq!(dropper.dropped(), 1, "the write's reply was lost");
     assert_eq!(data(&admin, path), 1i64.to_be_bytes(), "applied exactly once");
-    match r.outcome() {
-        Outcome::Applied { proof } => assert_eq!(*proof, Proof::ReadBack),
-        Outcome::Unknown { read } => assert_eq!(read.as_ref().map(|v| *v.value()), Some(1)),
-        Outcome::NotApplied => panic!("an applied write reported as not applied: {r:?}"),
-    }
+    assert_eq!(r.outcome(), &Outcome::Applied { proof: Proof::Marker }, "{r:?}");
     assert_eq!((*r.pre_value(), *r.post_value()), (0, 1));
+    // The marker is gone once the outcome is known.
+    assert!(zk_testing::wait_until(timing().wait(), || admin
+        .get_children(path)
+        .is_ok_and(|k| k.is_empty())));
 
     // The same fault under Curator 5.4's loop (read, versioned setData
     // through the client's retries, BadVersion = lost the race, read again)
@@ -490,22 +496,18 @@ fn a_first_increment_whose_create_reply_is_lost_is_applied_once() {
         .for_path("/once/create")
         .unwrap();
     let counter = DistributedAtomicLong::new(&c, "/once/create/n", patient()).unwrap();
-    dropper.drop_reply_to(OpCode::Create2);
+    dropper.drop_reply_to(OpCode::Multi);
     let r = counter.increment().unwrap();
     assert_eq!(dropper.dropped(), 1);
     assert_eq!(data(&admin, "/once/create/n"), 1i64.to_be_bytes());
-    assert!(
-        matches!(r.outcome(), Outcome::Applied { proof: Proof::ReadBack })
-            || matches!(r.outcome(), Outcome::Unknown { read: Some(v) } if *v.value() == 1),
-        "{r:?}"
-    );
+    assert_eq!(r.outcome(), &Outcome::Applied { proof: Proof::Marker }, "{r:?}");
 
     // initialize: applied, and said so.
     let other = DistributedAtomicInteger::new(&c, "/once/create/i", patient()).unwrap();
-    dropper.drop_reply_to(OpCode::Create2);
+    dropper.drop_reply_to(OpCode::Multi);
     let r = other.initialize(9).unwrap();
     assert_eq!(dropper.dropped(), 2);
-    assert_eq!(r.outcome(), &Outcome::Applied { proof: Proof::ReadBack });
+    assert_eq!(r.outcome(), &Outcome::Applied { proof: Proof::Marker });
     assert_eq!(data(&admin, "/once/create/i"), 9i32.to_be_bytes());
 }
 
@@ -517,18 +519,20 @@ fn a_compare_and_set_whose_reply_is_lost_reports_success() {
     let c = client_via(&dropper.connect_string());
     let n = DistributedAtomicLong::new(&c, "/once/cas", patient()).unwrap();
     n.force_set(5).unwrap();
-    dropper.drop_reply_to(OpCode::SetData);
+    dropper.drop_reply_to(OpCode::Multi);
     let r = n.compare_and_set(5, 6).unwrap();
     assert_eq!(dropper.dropped(), 1);
-    assert_eq!(r.outcome(), &Outcome::Applied { proof: Proof::ReadBack });
+    assert_eq!(r.outcome(), &Outcome::Applied { proof: Proof::Marker });
     assert_eq!(data(&admin, "/once/cas"), 6i64.to_be_bytes());
 
-    // A write moved on by someone else before the proof: Unknown with what
-    // was read, never retried. (The dropped reply's connection is cut; the
-    // admin's write lands while this client reconnects.)
+    // A write moved on by someone else before the proof: the marker still
+    // says ours was applied (a read-back alone could only say Unknown), and
+    // nothing is retried over the other write. (The dropped reply's
+    // connection is cut; the admin's write lands while this client
+    // reconnects.)
     let v = DistributedAtomicValue::new(&c, "/once/casv", patient()).unwrap();
     v.force_set(b"a".to_vec()).unwrap();
-    dropper.drop_reply_to(OpCode::SetData);
+    dropper.drop_reply_to(OpCode::Multi);
     dropper.on_drop({
         let admin = admin.clone();
         move || {
@@ -536,10 +540,7 @@ fn a_compare_and_set_whose_reply_is_lost_reports_success() {
         }
     });
     let r = v.compare_and_set(b"a", b"b".to_vec()).unwrap();
-    match r.outcome() {
-        Outcome::Unknown { read: Some(read) } => assert_eq!(read.value(), b"z"),
-        other => panic!("{other:?}"),
-    }
+    assert_eq!(r.outcome(), &Outcome::Applied { proof: Proof::Marker }, "{r:?}");
     assert_eq!(data(&admin, "/once/casv"), b"z", "not retried over the other write");
 }
 
@@ -559,7 +560,7 @@ fn a_try_set_count_whose_reply_is_lost_reports_success() {
         outcome,
         TrySet::Set {
             version: seen.version() + 1,
-            proof: Proof::ReadBack
+            proof: Proof::Marker
         }
     );
     assert_eq!(data(&admin, "/once/count"), vec![0, 0, 0, 8]);
@@ -583,10 +584,12 @@ fn increments_under_lost_replies_sum_to_those_applied() {
                 let counter = DistributedAtomicLong::new(c, "/once/many", patient()).unwrap();
                 for i in 0..EACH {
                     if i % 4 == 0 {
-                        dropper.drop_reply_to(OpCode::SetData);
+                        dropper.drop_reply_to(OpCode::Multi);
                     }
                     match counter.increment().unwrap().outcome() {
-                        Outcome::Applied { proof: Proof::Reply } => by_reply.fetch_add(1, Ordering::Relaxed),
+                        Outcome::Applied {
+                            proof: Proof::Reply | Proof::Marker,
+                        } => by_reply.fetch_add(1, Ordering::Relaxed),
                         Outcome::Applied { proof: Proof::ReadBack } => by_read_back.fetch_add(1, Ordering::Relaxed),
                         Outcome::Unknown { .. } => unknown.fetch_add(1, Ordering::Relaxed),
                         Outcome::NotApplied => panic!("the patient policy gave up"),
@@ -604,10 +607,11 @@ fn increments_under_lost_replies_sum_to_those_applied() {
         3 * EACH as i64,
         "every call reported applied or unknown"
     );
-    // Each reply-proven increment landed once; every landing was reported
-    // applied or unknown (never not applied, never twice). A read-back
-    // proof can only over-count when another client wrote the same value
-    // from the same version in the same round trip (`Proof::ReadBack`).
+    // Each increment proven by its reply or its marker landed once; every
+    // landing was reported applied or unknown (never not applied, never
+    // twice). With markers on one session, no read-back is needed, and the
+    // count is exact.
+    assert_eq!(by_read_back, 0, "the marker settled every lost reply on its session");
     assert!(
         value >= by_reply && value <= applied + unknown,
         "value {value}, by reply {by_reply}, by read-back {by_read_back}, unknown {unknown}"
@@ -715,10 +719,10 @@ fn curator_counts_an_increment_twice_when_its_reply_is_lost() {
     // Ours, same node, same fault.
     let c = client_via(&dropper.connect_string());
     let counter = DistributedAtomicLong::new(&c, path, patient()).unwrap();
-    dropper.drop_reply_to(OpCode::SetData);
+    dropper.drop_reply_to(OpCode::Multi);
     let r = counter.increment().unwrap();
     assert_eq!(dropper.dropped(), 2);
-    assert_eq!(r.outcome(), &Outcome::Applied { proof: Proof::ReadBack });
+    assert_eq!(r.outcome(), &Outcome::Applied { proof: Proof::Marker });
     assert_eq!(
         data(&admin, path),
         4i64.to_be_bytes(),
@@ -883,4 +887,33 @@ fn pump_replies(
     }
     let _ = to.shutdown(Shutdown::Both);
     let _ = from.shutdown(Shutdown::Both);
+}
+
+/// A counter node whose ACL refuses creates (so no marker child can be
+/// made): the write goes out alone, as before markers, and still counts.
+#[test]
+fn a_counter_whose_acl_refuses_the_marker_still_counts() {
+    use zk_framework::{perms, Acl};
+    let s = server();
+    let admin = client(&s);
+    let c = client(&s);
+    admin
+        .create()
+        .creating_parents_if_needed()
+        .with_acl(vec![Acl::world(
+            perms::READ | perms::WRITE | perms::DELETE | perms::ADMIN,
+        )])
+        .with_data(0i64.to_be_bytes().to_vec())
+        .for_path("/once/acl/n")
+        .unwrap();
+    let counter = DistributedAtomicLong::new(&c, "/once/acl/n", patient()).unwrap();
+    for _ in 0..3 {
+        let r = counter.increment().unwrap();
+        assert_eq!(r.outcome(), &Outcome::Applied { proof: Proof::Reply }, "{r:?}");
+    }
+    assert_eq!(data(&admin, "/once/acl/n"), 3i64.to_be_bytes());
+    assert!(
+        admin.get_children("/once/acl/n").unwrap().is_empty(),
+        "no marker was made"
+    );
 }

@@ -6,7 +6,7 @@
 //!             [--long-hold-permille N] [--long-lead-permille N] [--think-ms N] [--acquire-timeout-ms N]
 //!             [--short-timeout-percent N] [--overshoot-margin-ms N] [--max-overshoot-ms N]
 //!             [--faults all|partitions|composed|KIND,...] [--min-partition-faults N]
-//!             [--min-each N] [--max-seconds N] [--cache]
+//!             [--min-each N] [--max-seconds N] [--cache] [--counter] [--registration]
 //! zk-campaign --check DIR [--connect HOST:PORT] [--overshoot-margin-ms N] [--max-overshoot-ms N]
 //! zk-campaign --leaks HOST:PORT [--root /campaign] [--leak-wait-ms N]
 //! ```
@@ -111,12 +111,14 @@ mod cachekind;
 mod check;
 mod cli;
 mod coordinator;
+mod counterkind;
 mod faults;
 mod fleet;
 mod leaks;
 mod paths;
 mod prng;
 mod record;
+mod regkind;
 mod resource;
 mod server;
 mod worker;

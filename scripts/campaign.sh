@@ -79,7 +79,7 @@ bin=${CARGO_TARGET_DIR:-target}/$out/zk-campaign
 case "$profile" in
   ci)
     args=(--seconds 50 --workers 4 --threads 5 --session-ms 3000
-          --hold-ms 5 --think-ms 5 --long-hold-permille 3 --cache)
+          --hold-ms 5 --think-ms 5 --long-hold-permille 3 --cache --counter --registration)
     ;;
   long)
     args=(--acquisitions 100000 --seconds 1500 --workers 4 --threads 5 --session-ms 3000
@@ -111,7 +111,7 @@ case "$profile" in
   composed-ci)
     args=(--faults composed --min-each 1 --seconds 15 --max-seconds 90
           --workers 4 --threads 5 --session-ms 3000
-          --hold-ms 5 --think-ms 5 --long-hold-permille 40 --long-lead-permille 250 --cache)
+          --hold-ms 5 --think-ms 5 --long-hold-permille 40 --long-lead-permille 250 --cache --counter --registration)
     ;;
   -h|--help)
     sed -n '2,66p' "$0"

@@ -229,8 +229,8 @@ pub(crate) fn prepare(cs: &str) -> Result<(), String> {
 }
 
 /// Waits until every pid in `pids` has logged every one of `ends` (`G
-/// end`: the cache's writer; `J stop`: the incrementer; `L stop`: the
-/// registrations) in `dir`'s worker logs, or until `deadline`; returns the
+/// end`: the cache's writer; `J stop`: the incrementer; `L settled`: the
+/// registrations' final check) in `dir`'s worker logs, or until `deadline`; returns the
 /// pids that did not.
 pub(crate) fn wait_writers(dir: &Path, pids: &[u32], ends: &[&str], deadline: Instant) -> Vec<u32> {
     let left = || -> Vec<u32> {
@@ -242,7 +242,7 @@ pub(crate) fn wait_writers(dir: &Path, pids: &[u32], ends: &[&str], deadline: In
 }
 
 /// The pids that logged every one of `ends` (`G pid t end`, `J pid t stop`,
-/// `L pid t stop`) in `dir`'s worker logs.
+/// `L pid t settled`) in `dir`'s worker logs.
 fn writers_ended(dir: &Path, ends: &[&str]) -> std::collections::HashSet<u32> {
     let mut seen: std::collections::HashMap<u32, std::collections::HashSet<String>> = Default::default();
     let Ok(rd) = std::fs::read_dir(dir) else {

@@ -312,7 +312,7 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
         let _ = File::create(dir.join(crate::cachekind::STOP_WRITES));
         let pids: Vec<u32> = (0..o.workers).filter_map(|slot| fleet.pid(slot)).collect();
         let mut ends = Vec::new();
-        for (on, end) in [(o.cache, "G end"), (o.counter, "J stop"), (o.registration, "L stop")] {
+        for (on, end) in [(o.cache, "G end"), (o.counter, "J stop"), (o.registration, "L settled")] {
             if on {
                 ends.push(end);
             }

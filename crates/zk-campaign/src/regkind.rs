@@ -42,7 +42,10 @@ fn reg_words(r: &Registration) -> String {
 
 /// The worker's registrations, one node after another until `stop()`;
 /// `settle` bounds the wait for the last one to be registered before its
-/// close (the final check after the faults healed).
+/// close (the final check after the faults healed); then `L pid t
+/// settled`, and the node is kept until `end()` (the worker's end) and at
+/// least `session_timeout` after it was registered (the observer's
+/// notification's bound), unless it stops being registered.
 ///
 /// Lines: `L pid t start path`; `L pid t reg path session what [why]` (an
 /// event, `session` the client's session when it was received, hex);
@@ -56,12 +59,16 @@ pub(crate) fn run_registrations(
     pid: u32,
     seed: u64,
     settle: Duration,
+    session_timeout: Duration,
     stop: impl Fn() -> bool,
+    end: impl Fn() -> bool,
 ) {
     let mut rng = Rng::new(seed ^ 0x00BE_6157);
     let mut gen = 0u64;
     let session = || format!("{:x}", client.session_id());
-    while !stop() {
+    // Until the writers are told to stop; the node under way then (or a
+    // new one, when the last one's life ended just then) is the final one.
+    loop {
         gen += 1;
         let path = format!("{REG_ROOT}/w{pid}-{gen}");
         let node = match PersistentNode::builder(client, &path, CreateMode::Ephemeral)
@@ -81,6 +88,7 @@ pub(crate) fn run_registrations(
             log.line(&format!("L {pid} {} failed {path} {}", now_ns(), err_kind(&e)));
         }
         let mut last = None;
+        let since = std::cell::Cell::new(None::<Instant>);
         let log_ev = |r: &Registration| {
             log.line(&format!(
                 "L {pid} {} reg {path} {} {}",
@@ -88,6 +96,7 @@ pub(crate) fn run_registrations(
                 session(),
                 reg_words(r)
             ));
+            since.set(r.is_registered().then(Instant::now));
         };
         let until = Instant::now() + Duration::from_millis(LIFE_MS.0 + rng.below(LIFE_MS.1 - LIFE_MS.0));
         let pump = |deadline: Instant, want_registered: bool, last: &mut Option<bool>| loop {
@@ -105,7 +114,8 @@ pub(crate) fn run_registrations(
             }
         };
         pump(until, false, &mut last);
-        if stop() {
+        let stopping = stop();
+        if stopping {
             // The end of the run: every fault has healed. The last node must
             // be registered within `settle`.
             pump(Instant::now() + settle, true, &mut last);
@@ -117,6 +127,25 @@ pub(crate) fn run_registrations(
                 session()
             ));
         }
+        if stopping {
+            // Settled: the coordinator may go on (its final reads) while
+            // the node stays until the worker's end, and at least a session
+            // after it was registered, so that the observer can show it
+            // (the checker's R3 asks it to).
+            log.line(&format!("L {pid} {} settled", now_ns()));
+            let registered_at = since.get();
+            loop {
+                let held = registered_at.map_or(true, |at| at.elapsed() >= session_timeout);
+                if (held && end()) || since.get().is_none() {
+                    break;
+                }
+                match events.recv_timeout(Duration::from_millis(20)) {
+                    Ok(r) => log_ev(&r),
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => break,
+                }
+            }
+        }
         log.line(&format!("L {pid} {} closing {path}", now_ns()));
         let r = node.close();
         let t = now_ns();
@@ -127,9 +156,10 @@ pub(crate) fn run_registrations(
             "L {pid} {t} closed {path} {}",
             r.map_or_else(|e| err_kind(&e), |()| "ok".into())
         ));
-        if !stop() {
-            std::thread::sleep(Duration::from_millis(100 + rng.below(300)));
+        if stopping {
+            break;
         }
+        std::thread::sleep(Duration::from_millis(100 + rng.below(300)));
     }
     log.line(&format!("L {pid} {} stop", now_ns()));
 }

@@ -991,7 +991,9 @@ pub(crate) fn worker_main(o: &Opts) -> ExitCode {
                     w.pid,
                     seed ^ ((w.pid as u64) << 8),
                     crate::regkind::bound(session),
+                    session,
                     || w.stop.load(Ordering::SeqCst) || writes_stop.exists(),
+                    || w.stop.load(Ordering::SeqCst),
                 )
             });
         }

@@ -41,7 +41,7 @@ fn reg_words(r: &Registration) -> String {
 }
 
 /// The worker's registrations, one node after another until `stop()`;
-/// `settle` bounds the wait for the last one to be registered before its
+/// [`bound`] (from `session_timeout`) bounds the wait for the last one to be registered before its
 /// close (the final check after the faults healed); then `L pid t
 /// settled`, and the node is kept until `end()` (the worker's end) and at
 /// least `session_timeout` after it was registered (the observer's
@@ -58,11 +58,11 @@ pub(crate) fn run_registrations(
     log: &LineLog,
     pid: u32,
     seed: u64,
-    settle: Duration,
     session_timeout: Duration,
     stop: impl Fn() -> bool,
     end: impl Fn() -> bool,
 ) {
+    let settle = bound(session_timeout);
     let mut rng = Rng::new(seed ^ 0x00BE_6157);
     let mut gen = 0u64;
     let session = || format!("{:x}", client.session_id());

@@ -990,7 +990,6 @@ pub(crate) fn worker_main(o: &Opts) -> ExitCode {
                     &w.log,
                     w.pid,
                     seed ^ ((w.pid as u64) << 8),
-                    crate::regkind::bound(session),
                     session,
                     || w.stop.load(Ordering::SeqCst) || writes_stop.exists(),
                     || w.stop.load(Ordering::SeqCst),

@@ -6,7 +6,10 @@
 #
 #   ci        (default) the embedded server, 4 worker processes x 5 threads
 #             and the cache kind (--cache: a CuratorCache and a writer per
-#             worker, docs/campaign.md),
+#             worker), the counter kind (--counter: a DistributedAtomicLong
+#             incremented by every worker) and the registration kind
+#             (--registration: an ephemeral PersistentNode per worker and an
+#             observer's cache), docs/campaign.md,
 #             session 3 s, 50 s of load and faults (longer until every fault kind happened at least
 #             once), then the checker and the leak check: about 70 s in all on
 #             2 cores.
@@ -44,8 +47,9 @@
 #             21-26 minutes.
 #   composed-ci
 #             the composed faults on the embedded server until each
-#             happened once (at least 15 s, at most 90 s), with the cache
-#             kind (--cache): about 20-30 s (CI: with ZK_BUILD_PROFILE=dev).
+#             happened once (at least 15 s, at most 90 s), with the cache,
+#             counter and registration kinds: about 20-30 s (CI: with
+#             ZK_BUILD_PROFILE=dev).
 #
 # Options after the profile override its own (the last one wins), e.g.
 # `long --seconds 480` for an 8-minute run with the long profile's fault mix
@@ -79,7 +83,7 @@ bin=${CARGO_TARGET_DIR:-target}/$out/zk-campaign
 case "$profile" in
   ci)
     args=(--seconds 50 --workers 4 --threads 5 --session-ms 3000
-          --hold-ms 5 --think-ms 5 --long-hold-permille 3 --cache)
+          --hold-ms 5 --think-ms 5 --long-hold-permille 3 --cache --counter --registration)
     ;;
   long)
     args=(--acquisitions 100000 --seconds 1500 --workers 4 --threads 5 --session-ms 3000
@@ -111,10 +115,10 @@ case "$profile" in
   composed-ci)
     args=(--faults composed --min-each 1 --seconds 15 --max-seconds 90
           --workers 4 --threads 5 --session-ms 3000
-          --hold-ms 5 --think-ms 5 --long-hold-permille 40 --long-lead-permille 250 --cache)
+          --hold-ms 5 --think-ms 5 --long-hold-permille 40 --long-lead-permille 250 --cache --counter --registration)
     ;;
   -h|--help)
-    sed -n '2,66p' "$0"
+    sed -n '2,70p' "$0"
     exit 0
     ;;
   *)

@@ -228,22 +228,26 @@ pub(crate) fn prepare(cs: &str) -> Result<(), String> {
     r
 }
 
-/// Waits until every pid in `pids` has logged its writer's end (`G pid t
-/// end`) in `dir`'s worker logs, or until `deadline`; returns the pids that
-/// did not.
-pub(crate) fn wait_writers(dir: &Path, pids: &[u32], deadline: Instant) -> Vec<u32> {
+/// Waits until every pid in `pids` has logged every one of `ends` (`G
+/// end`: the cache's writer; `J stop`: the incrementer; `L settled`: the
+/// registrations' final check) in `dir`'s worker logs, or until `deadline`; returns the
+/// pids that did not.
+pub(crate) fn wait_writers(dir: &Path, pids: &[u32], ends: &[&str], deadline: Instant) -> Vec<u32> {
     let left = || -> Vec<u32> {
-        let ended = writers_ended(dir);
+        let ended = writers_ended(dir, ends);
         pids.iter().copied().filter(|p| !ended.contains(p)).collect()
     };
     zk_testing::wait_until(deadline.saturating_duration_since(Instant::now()), || left().is_empty());
     left()
 }
 
-/// The pids whose writer's end line (`G pid t end`) is in `dir`'s worker logs.
-fn writers_ended(dir: &Path) -> std::collections::HashSet<u32> {
-    let mut ended = std::collections::HashSet::new();
-    let Ok(rd) = std::fs::read_dir(dir) else { return ended };
+/// The pids that logged every one of `ends` (`G pid t end`, `J pid t stop`,
+/// `L pid t settled`) in `dir`'s worker logs.
+fn writers_ended(dir: &Path, ends: &[&str]) -> std::collections::HashSet<u32> {
+    let mut seen: std::collections::HashMap<u32, std::collections::HashSet<String>> = Default::default();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Default::default();
+    };
     for e in rd.flatten() {
         let name = e.file_name().to_string_lossy().to_string();
         if !(name.starts_with("worker-") && name.ends_with(".log")) {
@@ -252,16 +256,22 @@ fn writers_ended(dir: &Path) -> std::collections::HashSet<u32> {
         let Ok(text) = std::fs::read_to_string(e.path()) else {
             continue;
         };
-        for l in text.lines().rev().take(200) {
+        for l in text.lines().rev().take(400) {
             let f: Vec<&str> = l.split(' ').collect();
-            if f.len() == 4 && f[0] == "G" && f[3] == "end" {
-                if let Ok(p) = f[1].parse::<u32>() {
-                    ended.insert(p);
+            if f.len() == 4 {
+                let end = format!("{} {}", f[0], f[3]);
+                if ends.contains(&end.as_str()) {
+                    if let Ok(p) = f[1].parse::<u32>() {
+                        seen.entry(p).or_default().insert(end);
+                    }
                 }
             }
         }
     }
-    ended
+    seen.into_iter()
+        .filter(|(_, s)| ends.iter().all(|e| s.contains(*e)))
+        .map(|(p, _)| p)
+        .collect()
 }
 
 /// Reads the server's subtree under [`CACHE_ROOT`] (stats and data hashes)

@@ -110,6 +110,10 @@ use rules::{
 };
 
 mod cache;
+mod counter;
+mod registration;
+
+pub use registration::registration_bound;
 mod claims;
 mod rules;
 
@@ -296,7 +300,9 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
     let overshoot = overshoots(h, opts, &mut violations);
     let resource = resource_writes(h, &mut violations);
     workers_finish_cleanly(h, &mut violations);
-    let cached = cache::judge(&h.cache_lines, &mut violations);
+    let mut cached = cache::judge(&h.cache_lines, &mut violations);
+    cached.push_str(&counter::judge(&h.counter_lines, &mut violations));
+    cached.push_str(&registration::judge(h, &mut violations));
 
     let faults = h.fault_counts();
     let kinds: Vec<String> = h
@@ -343,7 +349,8 @@ struct Facts {
     resource: String,
     /// Rules 8 to 10's lines.
     claimed: String,
-    /// The cache rules' lines (`cache.rs`; empty without a cache).
+    /// The cache, counter and registration rules' lines (`cache.rs`,
+    /// `counter.rs`, `registration.rs`; empty without those kinds).
     cached: String,
     /// See [`Report::margins`].
     margins: BTreeMap<String, MarginStats>,

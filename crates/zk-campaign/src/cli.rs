@@ -30,7 +30,7 @@ zk-campaign [--seconds N] [--acquisitions N] [--seed N] [--workers N] [--threads
                    [--long-hold-permille N] [--long-lead-permille N] [--think-ms N] [--acquire-timeout-ms N]
                    [--short-timeout-percent N] [--overshoot-margin-ms N] [--max-overshoot-ms N]
                    [--faults all|partitions|composed|KIND,...] [--min-partition-faults N]
-                   [--min-each N] [--max-seconds N] [--cache]
+                   [--min-each N] [--max-seconds N] [--cache] [--counter] [--registration]
        zk-campaign --check DIR [--connect HOST:PORT] [--overshoot-margin-ms N] [--max-overshoot-ms N]
        zk-campaign --leaks HOST:PORT [--root /campaign] [--leak-wait-ms N]";
 
@@ -133,6 +133,16 @@ pub(crate) struct Cli {
     /// checker judges every cache's events and final view (docs/campaign.md).
     #[arg(long)]
     cache: bool,
+    /// The counter kind: every worker also increments one
+    /// `DistributedAtomicLong` (/campaign-counter/value), logging every
+    /// outcome; the checker judges them against the final value.
+    #[arg(long)]
+    counter: bool,
+    /// The registration kind: every worker also keeps an ephemeral
+    /// `PersistentNode` under /campaign-reg (a new one every 2-6 s), logging
+    /// its registration; an observer caches them on a client of its own.
+    #[arg(long)]
+    registration: bool,
     /// Worker: its slot.
     #[arg(long, hide = true, value_name = "N", default_value_t = 0)]
     slot: usize,
@@ -176,6 +186,8 @@ pub(crate) struct Opts {
     pub(crate) min_each: usize,
     pub(crate) max_seconds: Option<f64>,
     pub(crate) cache: bool,
+    pub(crate) counter: bool,
+    pub(crate) registration: bool,
     // worker role
     pub(crate) slot: usize,
     pub(crate) connect: Option<String>,
@@ -244,6 +256,8 @@ impl Opts {
             min_each: c.min_each,
             max_seconds: c.max_seconds,
             cache: c.cache,
+            counter: c.counter,
+            registration: c.registration,
             slot: c.slot,
             connect: c.connect,
             log: c.log,

@@ -133,6 +133,18 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
             return ExitCode::from(2);
         }
     }
+    if o.registration {
+        if let Err(e) = crate::regkind::prepare(&server.connect_string()) {
+            eprintln!("zk-campaign: cannot create the registration parent: {e}");
+            return ExitCode::from(2);
+        }
+    }
+    if o.counter {
+        if let Err(e) = crate::counterkind::prepare(&server.connect_string(), &dir) {
+            eprintln!("zk-campaign: cannot read the counter: {e}");
+            return ExitCode::from(2);
+        }
+    }
     println!(
         "zk-campaign: seed {seed}, {} server at {}, {} workers x {} threads, session {} ms, {} s{}, logs in {}",
         server.name(),
@@ -200,9 +212,23 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
         log: log.clone(),
     };
     let mut fleet = fleet;
-    if o.cache {
-        fleet.common.push("--cache".into());
+    for (on, flag) in [
+        (o.cache, "--cache"),
+        (o.counter, "--counter"),
+        (o.registration, "--registration"),
+    ] {
+        if on {
+            fleet.common.push(flag.into());
+        }
     }
+    // The registration kind's observer: a cache on a client of its own,
+    // straight to the server, from before the workers start until after
+    // the leak check.
+    let observer_stop = Arc::new(AtomicBool::new(false));
+    let observer = o.registration.then(|| {
+        let (cs, dir, stop) = (server.connect_string(), dir.clone(), observer_stop.clone());
+        std::thread::spawn(move || crate::regkind::run_observer(&cs, &dir, session, &stop))
+    });
     for slot in 0..o.workers {
         if let Err(e) = fleet.spawn(slot) {
             eprintln!("zk-campaign: cannot start worker {slot}: {e}");
@@ -277,23 +303,46 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
         eprintln!("zk-campaign: final heal failed: {e}");
     }
     let run_secs = run_start.elapsed().as_secs_f64();
-    if o.cache {
-        // The writers stop first; once every live one has said so, the
-        // server's final subtree is read, and then the workers stop (their
+    if o.cache || o.counter || o.registration {
+        // The writers (the cache's writers, the incrementers, the
+        // registrations) stop first; once every live one has said so, the
+        // server's final state is read, and then the workers stop (their
         // caches settle and dump their view).
         let t0 = Instant::now();
         let _ = File::create(dir.join(crate::cachekind::STOP_WRITES));
         let pids: Vec<u32> = (0..o.workers).filter_map(|slot| fleet.pid(slot)).collect();
-        let left = crate::cachekind::wait_writers(&dir, &pids, Instant::now() + session * 2 + Duration::from_secs(5));
+        let mut ends = Vec::new();
+        for (on, end) in [(o.cache, "G end"), (o.counter, "J stop"), (o.registration, "L settled")] {
+            if on {
+                ends.push(end);
+            }
+        }
+        let wait = session * 2
+            + Duration::from_secs(5)
+            + if o.registration {
+                crate::regkind::bound(session)
+            } else {
+                Duration::ZERO
+            };
+        let left = crate::cachekind::wait_writers(&dir, &pids, &ends, Instant::now() + wait);
         if !left.is_empty() {
             eprintln!("zk-campaign: the writers of {left:?} did not say they stopped");
         }
-        match crate::cachekind::read_final(&server.connect_string(), &dir) {
-            Ok(n) => println!(
-                "cache subtree read back: {n} nodes ({:.2} s after the writers were told to stop)",
-                t0.elapsed().as_secs_f64()
-            ),
-            Err(e) => eprintln!("zk-campaign: cannot read the cache subtree back: {e}"),
+        println!("writers stopped in {:.2} s", t0.elapsed().as_secs_f64());
+        if o.cache {
+            match crate::cachekind::read_final(&server.connect_string(), &dir) {
+                Ok(n) => println!(
+                    "cache subtree read back: {n} nodes ({:.2} s after the writers were told to stop)",
+                    t0.elapsed().as_secs_f64()
+                ),
+                Err(e) => eprintln!("zk-campaign: cannot read the cache subtree back: {e}"),
+            }
+        }
+        if o.counter {
+            match crate::counterkind::read_final(&server.connect_string(), &dir) {
+                Ok(v) => println!("counter read back: {v}"),
+                Err(e) => eprintln!("zk-campaign: cannot read the counter back: {e}"),
+            }
         }
     }
     let _ = File::create(&fleet.stop_file);
@@ -306,6 +355,20 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
     }
     // Killed workers' sessions expire at the session timeout; the rest closed.
     let leaks = check_leaks(&server.connect_string(), ROOT, session * 3 + Duration::from_secs(15));
+    // The registration nodes: every worker closed its last one; a killed
+    // worker's goes with its session.
+    let reg_leaks = if o.registration {
+        let l = crate::regkind::leaked(&server.connect_string(), session * 3 + Duration::from_secs(15));
+        observer_stop.store(true, Ordering::SeqCst);
+        if let Some(h) = observer {
+            if h.join().is_err() {
+                eprintln!("zk-campaign: the registration observer panicked");
+            }
+        }
+        Some(l)
+    } else {
+        None
+    };
     match crate::resource::read_back(&server.connect_string(), &dir) {
         Ok(n) => println!("guarded resources read back: {n} writes"),
         Err(e) => eprintln!("zk-campaign: cannot read the guarded resources back: {e}"),
@@ -337,6 +400,21 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
             1
         }
     };
+    let leak_count = leak_count
+        + match &reg_leaks {
+            None => 0,
+            Some(Ok(l)) => {
+                println!("leaked registration nodes: {}", l.len());
+                for n in l {
+                    println!("  LEAK: {n}");
+                }
+                l.len()
+            }
+            Some(Err(e)) => {
+                println!("leaked registration nodes: unknown ({e})");
+                1
+            }
+        };
     println!("logs: {}", dir.display());
     drop(fleet);
     drop(server);
@@ -369,6 +447,8 @@ fn prepare_dir(dir: &Path) -> io::Result<()> {
             || name == "stop"
             || name == crate::cachekind::STOP_WRITES
             || name == "cache-server.log"
+            || name == "counter-server.log"
+            || name == "registration-observer.log"
         {
             fs::remove_file(e.path())?;
         }

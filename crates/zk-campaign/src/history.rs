@@ -66,6 +66,14 @@
 //! server's final subtree), described in the checker's cache module
 //! (`checker/cache.rs`) and kept in [`History::cache_lines`].
 //!
+//! The counter kind (`--counter`): `J` lines (the workers' increments, and
+//! `counter-server.log`'s base and final values), described in
+//! `checker/counter.rs` and kept in [`History::counter_lines`]. The
+//! registration kind (`--registration`): `L` lines (the workers' nodes and
+//! registration events) and `M` lines (`registration-observer.log`: the
+//! coordinator's cache of them), described in `checker/registration.rs` and
+//! kept in [`History::reg_lines`].
+//!
 //! The guarded resource (`resource.log`, read back from the server after the
 //! run): `V lock seq token pid thread attempt`, one per write that reached
 //! the resource of `lock`, `seq` being ZooKeeper's sequence number (the order
@@ -296,6 +304,11 @@ pub struct History {
     /// The cache kind's lines (`Y`, `G`, `U`, `T`), in read order: judged by
     /// the checker's cache rules (`checker/cache.rs`, which describes them).
     pub cache_lines: Vec<String>,
+    /// The counter kind's lines (`J`), judged by `checker/counter.rs`.
+    pub counter_lines: Vec<String>,
+    /// The registration kind's lines (`L`: the workers', `M`: the
+    /// observer's), judged by `checker/registration.rs`.
+    pub reg_lines: Vec<String>,
     /// Lines that could not be parsed.
     pub unparsed: usize,
 }
@@ -335,6 +348,8 @@ impl History {
                     || n == "coordinator.log"
                     || n == "resource.log"
                     || n == "cache-server.log"
+                    || n == "counter-server.log"
+                    || n == "registration-observer.log"
             })
             .collect();
         files.sort();
@@ -396,6 +411,8 @@ impl History {
         let s = |i: usize| f.get(i).map(|s| s.to_string());
         match *f.first()? {
             "Y" | "G" | "U" | "T" => self.cache_lines.push(line.to_string()),
+            "J" => self.counter_lines.push(line.to_string()),
+            "L" | "M" => self.reg_lines.push(line.to_string()),
             "P" => {
                 for kv in &f[1..] {
                     let (k, v) = kv.split_once('=')?;

@@ -6,7 +6,7 @@
 //!             [--long-hold-permille N] [--long-lead-permille N] [--think-ms N] [--acquire-timeout-ms N]
 //!             [--short-timeout-percent N] [--overshoot-margin-ms N] [--max-overshoot-ms N]
 //!             [--faults all|partitions|composed|KIND,...] [--min-partition-faults N]
-//!             [--min-each N] [--max-seconds N] [--cache]
+//!             [--min-each N] [--max-seconds N] [--cache] [--counter] [--registration]
 //! zk-campaign --check DIR [--connect HOST:PORT] [--overshoot-margin-ms N] [--max-overshoot-ms N]
 //! zk-campaign --leaks HOST:PORT [--root /campaign] [--leak-wait-ms N]
 //! ```
@@ -74,6 +74,15 @@
 //! checker's cache rules (C1-C5, `checker/cache.rs`, `docs/campaign.md`)
 //! judge the events against the writers' log and the server.
 //!
+//! `--counter` (the same profiles) adds the counter kind: every worker also
+//! increments one `DistributedAtomicLong` (`/campaign-counter/value`), logging
+//! each outcome and its proof; the checker's rules K1-K3 (`checker/counter.rs`)
+//! account for every value up to the final one. `--registration` adds the
+//! registration kind: every worker keeps an ephemeral `PersistentNode` under
+//! `/campaign-reg` (a new one every 2-6 s) and logs its registration events;
+//! the coordinator's observer caches them on a client of its own; rules R1-R4
+//! (`checker/registration.rs`) and a leak check on `/campaign-reg`.
+//!
 //! The ensemble is partitionable (`ApacheCluster::start_partitionable`): see
 //! `docs/partitions.md`. `--faults partitions` injects the partition kinds only;
 //! with every kind, a partition is picked three times in five after the first
@@ -111,12 +120,14 @@ mod cachekind;
 mod check;
 mod cli;
 mod coordinator;
+mod counterkind;
 mod faults;
 mod fleet;
 mod leaks;
 mod paths;
 mod prng;
 mod record;
+mod regkind;
 mod resource;
 mod server;
 mod worker;

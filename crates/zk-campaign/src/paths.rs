@@ -21,3 +21,11 @@ pub(crate) fn resource_path(lock: &str) -> String {
 /// worker's `CuratorCache` follows. Outside [`ROOT`], so that the leak check
 /// does not count its nodes.
 pub(crate) const CACHE_ROOT: &str = "/campaign-cache";
+
+/// The counter kind's `DistributedAtomicLong` (`--counter`): every worker
+/// increments it. Outside [`ROOT`], as the cache's subtree.
+pub(crate) const COUNTER_PATH: &str = "/campaign-counter/value";
+
+/// The registration kind's parent (`--registration`): every worker keeps an
+/// ephemeral `PersistentNode` there; the coordinator's observer caches it.
+pub(crate) const REG_ROOT: &str = "/campaign-reg";

@@ -973,6 +973,29 @@ pub(crate) fn worker_main(o: &Opts) -> ExitCode {
                 crate::cachekind::run_cache(&w.client, &w.log, w.pid, session * 2, || w.stop.load(Ordering::SeqCst))
             });
         }
+        // The counter kind and the registration kind, likewise.
+        if o.counter {
+            let writes_stop = &writes_stop;
+            s.spawn(move || {
+                crate::counterkind::run_counter(&w.client, &w.log, w.pid, seed ^ ((w.pid as u64) << 8), || {
+                    w.stop.load(Ordering::SeqCst) || writes_stop.exists()
+                })
+            });
+        }
+        if o.registration {
+            let writes_stop = &writes_stop;
+            s.spawn(move || {
+                crate::regkind::run_registrations(
+                    &w.client,
+                    &w.log,
+                    w.pid,
+                    seed ^ ((w.pid as u64) << 8),
+                    session,
+                    || w.stop.load(Ordering::SeqCst) || writes_stop.exists(),
+                    || w.stop.load(Ordering::SeqCst),
+                )
+            });
+        }
         let handles: Vec<_> = (0..o.threads)
             .map(|thr| {
                 let tseed = seed ^ ((o.slot as u64) << 40) ^ ((w.pid as u64) << 8) ^ thr as u64;

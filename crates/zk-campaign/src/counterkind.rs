@@ -47,6 +47,7 @@ pub(crate) fn run_counter(client: &CuratorFramework, log: &LineLog, pid: u32, se
                         "applied",
                         match proof {
                             Proof::Reply => "reply",
+                            Proof::Marker => "marker",
                             Proof::ReadBack => "readback",
                         },
                         "-".to_string(),

@@ -4,8 +4,8 @@
 //! order:
 //!
 //! * [`no_value_applied_twice`] (K1): every increment reported applied went
-//!   from `pre` to `pre + 1`; no two increments were told "applied by
-//!   reply" for the same value. Two reports for one value where one at least
+//!   from `pre` to `pre + 1`; no two increments were told "applied" by an
+//!   exact proof (the reply, or the write's own marker) for the same value. Two reports for one value where one at least
 //!   is a read-back are the documented bound of `Proof::ReadBack` (the read
 //!   cannot tell whose write it saw): counted, not a violation;
 //! * [`final_value_counts_the_increments`] (K2): the counter only ever
@@ -15,7 +15,7 @@
 //!   or is the value an increment of unknown outcome carried, or is left to
 //!   an increment that never ended (its worker killed): none applied without
 //!   being accounted for, none counted twice. This implies
-//!   `applied by reply <= final - base <= applied + unknown + unfinished` and
+//!   `applied by an exact proof <= final - base <= applied + unknown + unfinished` and
 //!   `final - base <= increments attempted`;
 //! * [`applied_in_real_time_order`] (K3): an increment applied (either
 //!   proof) that returned before another applied one began has the smaller
@@ -26,7 +26,7 @@
 //!
 //! * `J pid t begin seq` — increment `seq` of worker `pid` begins.
 //! * `J pid t end seq start outcome proof pre post read` — it returned:
-//!   `outcome` `applied` (`proof` `reply` or `readback`), `notapplied`,
+//!   `outcome` `applied` (`proof` `reply`, `marker` or `readback`), `notapplied`,
 //!   `unknown` (`read`: the value the read-back found, or `-`), or `error`
 //!   (`proof` is the error kind; the library documents an error as "nothing
 //!   was applied"; `pre`, `post` are `-`). `pre`/`post`: the value read and
@@ -126,7 +126,7 @@ fn applied(h: &CounterHistory) -> impl Iterator<Item = &Inc> {
 }
 
 /// K1: every applied increment went from `pre` to `pre + 1`, and no value
-/// was reported applied by reply twice. Returns the values reported applied
+/// was reported applied by an exact proof (reply or marker) twice. Returns the values reported applied
 /// more than once with a read-back among the reports (the documented bound).
 pub(crate) fn no_value_applied_twice(h: &CounterHistory, violations: &mut Vec<String>) -> usize {
     let mut by_value: BTreeMap<i64, Vec<&Inc>> = BTreeMap::new();
@@ -144,10 +144,15 @@ pub(crate) fn no_value_applied_twice(h: &CounterHistory, violations: &mut Vec<St
         if list.len() < 2 {
             continue;
         }
-        let replies: Vec<&&Inc> = list.iter().filter(|i| i.proof == "reply").collect();
+        // A reply and a marker are exact: they prove the increment was this
+        // worker's own.
+        let replies: Vec<&&Inc> = list
+            .iter()
+            .filter(|i| i.proof == "reply" || i.proof == "marker")
+            .collect();
         if replies.len() > 1 {
             violations.push(format!(
-                "counter: value {v} reported applied by reply {} times (one increment applied twice, or the counter went back): {}",
+                "counter: value {v} reported applied by an exact proof {} times (one increment applied twice, or the counter went back): {}",
                 replies.len(),
                 replies.iter().map(|i| i.line.as_str()).collect::<Vec<_>>().join(" | ")
             ));
@@ -330,7 +335,8 @@ mod tests {
         l[4] = "J 8 30 end 1 15 applied reply 0 1 -";
         let v = run(&l);
         assert!(
-            v.iter().any(|v| v.contains("reported applied by reply 2 times")),
+            v.iter()
+                .any(|v| v.contains("reported applied by an exact proof 2 times")),
             "{v:?}"
         );
     }

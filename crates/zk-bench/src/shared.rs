@@ -23,7 +23,8 @@
 //!   expires (the harness's `expire_session`, as the failover tests do):
 //!   the time from just before the expiry to an observer session (a client
 //!   of this process, the same for every peer) seeing the node again, owned
-//!   by another session; p50/p99/max over `--expiries` (after 2 unmeasured).
+//!   by another session; p50/p99/max over `--expiries` (after 2 unmeasured),
+//!   each session [`SETTLE`] old when it is expired.
 //!   Ours also reports the time to its own `Registered` event. kazoo has no
 //!   recipe that re-creates a node after an expiry: one skip line.
 //! * **`barrier`**: a double barrier of `--barrier-members` members (each
@@ -245,6 +246,13 @@ pub fn registration_path(who: &str) -> String {
 /// Unmeasured expiries before the measured ones.
 pub const WARM_EXPIRIES: usize = 2;
 
+/// How long a session lives before it is expired (every peer alike). Our
+/// client reconnects at once after a connection that lived at least 1 s
+/// (zk-framework's `STABLE`), after 100 ms (±20 %) otherwise: expiries back
+/// to back would measure that pause, which a service whose session had been
+/// up does not see.
+pub const SETTLE: Duration = Duration::from_millis(1500);
+
 /// Why kazoo has no registration rows.
 pub const KAZOO_NO_REGISTRATION: &str = "kazoo 2.8 has no recipe that re-creates a node after a session expiry \
                                          (Party/ShallowParty join once; a KazooState.LOST listener would be \
@@ -341,6 +349,7 @@ pub fn registration(x: &Ctx) {
     for i in 0..WARM_EXPIRIES + x.o.expiries {
         let session = c.session_id();
         await_owned(&obs, &path, session);
+        std::thread::sleep(SETTLE);
         // What the node told before this round.
         while events.try_recv().is_ok() {}
         let password = c.zookeeper_client().session_password();

@@ -404,6 +404,7 @@ impl Driver {
                 .collect::<Result<Vec<u8>, _>>()
                 .map_err(|e| format!("password '{pw}': {e}"))?;
             shared::await_owned(&obs, &path, id);
+            std::thread::sleep(shared::SETTLE);
             let d = shared::expire_and_observe(server, &obs, &path, id, &pw);
             if i >= shared::WARM_EXPIRIES {
                 back.push(d);

@@ -666,23 +666,44 @@ def barrier_bench(cs, members, warm, rounds, path):
     for th in ts:
         th.start()
     lat = []
+    hung = None
     for r in range(warm + rounds):
         if r == warm:
             say("ready")
             wait_line()
         start.wait()
         t0 = time.monotonic_ns()
-        end.wait()
+        try:
+            # kazoo's enter() has no timeout: a round that does not end
+            # within 30 s is reported, and the scenario ends there.
+            end.wait(timeout=30)
+        except threading.BrokenBarrierError:
+            hung = r
+            break
         if r >= warm:
             lat.append(time.monotonic_ns() - t0)
+    if hung is not None:
+        if hung < warm:
+            say("ready")
+            wait_line()
+        kids = sorted(clients[0].get_children(path))
+        say("%s.hung_round=%d" % (key, hung))
+        say("%s.hung_state=%d member nodes, ready %s" % (
+            key, len([k for k in kids if k != "ready"]), "present" if "ready" in kids else "absent"))
     say("done")
     wait_line()
+    if not lat:
+        lat = [0]
     lat.sort()
     say("%s.round.p50_us=%.1f" % (key, pct(lat, 0.5) / 1e3))
     say("%s.round.p99_us=%.1f" % (key, pct(lat, 0.99) / 1e3))
     say("%s.round.max_us=%.1f" % (key, lat[-1] / 1e3))
     say("%s.round.n=%d" % (key, len(lat)))
     say("%s.failed_member_rounds=%d" % (key, failed[0]))
+    if hung is not None:
+        # Members are stuck in enter(): exit without joining them.
+        sys.stdout.flush()
+        os._exit(0)
     for th in ts:
         th.join()
     for c in clients:

@@ -389,7 +389,7 @@ impl Driver {
         let mut p = self.spawn(&x.cs, &["registration".into(), path.clone()])?;
         p.expect("ready")?;
         let obs = crate::ours::client(&x.cs);
-        let mut back = Vec::new();
+        let (mut back, mut back_from_deleted) = (Vec::new(), Vec::new());
         for i in 0..shared::WARM_EXPIRIES + x.o.expiries {
             p.go()?;
             let l = p.line("session ID PASSWORD")?;
@@ -405,15 +405,20 @@ impl Driver {
                 .map_err(|e| format!("password '{pw}': {e}"))?;
             shared::await_owned(&obs, &path, id);
             std::thread::sleep(shared::SETTLE);
-            let d = shared::expire_and_observe(server, &obs, &path, id, &pw);
+            let (d, from_deleted) = shared::expire_and_observe(server, &obs, &path, id, &pw);
             if i >= shared::WARM_EXPIRIES {
                 back.push(d);
+                back_from_deleted.push(from_deleted);
             }
         }
         writeln!(p.stdin, "quit").map_err(|e| e.to_string())?;
         p.finish();
         obs.close();
         shared::report_times(&format!("{prefix}registration.expiry_to_node_back"), &mut back);
+        shared::report_times(
+            &format!("{prefix}registration.deleted_to_node_back"),
+            &mut back_from_deleted,
+        );
         Ok(())
     }
 

@@ -65,9 +65,11 @@ def counter(runs):
 def registration(runs):
     print("| implementation | what | p50 ms | p99 ms | max ms | expiries per run |")
     print("|---|---|---:|---:|---:|---:|")
-    rows = [("ours", "registration.expiry_to_node_back", "node back on the server (observer)"),
-            ("ours", "registration.expiry_to_registered_event", "its own `Registered` event"),
-            ("Curator 5.4", "curator.registration.expiry_to_node_back", "node back on the server (observer)")]
+    rows = [("ours", "registration.expiry_to_node_back", "expiry call to node back (observer)"),
+            ("Curator 5.4", "curator.registration.expiry_to_node_back", "expiry call to node back (observer)"),
+            ("ours", "registration.deleted_to_node_back", "deletion seen to node back (observer)"),
+            ("Curator 5.4", "curator.registration.deleted_to_node_back", "deletion seen to node back (observer)"),
+            ("ours", "registration.expiry_to_registered_event", "expiry call to its own `Registered` event")]
     for name, k, what in rows:
         if not any(k + ".n" in r for r in runs):
             continue
@@ -91,6 +93,9 @@ def barrier(runs):
             print("| %s | %d | %s | %s | %s | %s |" % (
                 name, m, cell(runs, k + "round.p50_us", 1e-3, "{:.2f}"), cell(runs, k + "round.p99_us", 1e-3, "{:.2f}"),
                 cell(runs, k + "requests_per_round", fmt="{:.1f}"), cell(runs, k + "failed_member_rounds")))
+            for r in runs:
+                if k + "hung_round" in r:
+                    print("\n%s: a round hung (round %s: %s)." % (name, r[k + "hung_round"], r.get(k + "hung_state")))
 
 
 def main(paths):

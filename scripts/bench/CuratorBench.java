@@ -34,6 +34,24 @@
 //                                       (wait), a cache of ROOT from start() to initialized(),
 //                                       "done" (wait), the time and the memory grown per node
 //                                       (RSS and Java heap, after System.gc())
+//   counter SESSIONS SECONDS WARMUP PATH RETRY
+//                                       SESSIONS clients (a thread each) increment one
+//                                       DistributedAtomicLong at PATH (reset to 0 first), RETRY
+//                                       exp_100ms_3 (ExponentialBackoffRetry(100, 3)) or
+//                                       n_1000_0ms (RetryNTimes(1000, 0)); after WARMUP s
+//                                       "ready" (wait for a line), SECONDS s measured, "done"
+//                                       (wait), the figures: increments/s that succeeded, those
+//                                       not applied, optimistic tries per success, and whether
+//                                       the final value equals the successes counted
+//   registration PATH                   an EPHEMERAL PersistentNode at PATH; "ready" once
+//                                       created, then for each line read "session ID PASSWORD"
+//                                       (hex) of the client's current session (zk-bench expires
+//                                       it and watches the node come back); "quit" ends
+//   barrier MEMBERS WARM ROUNDS PATH    MEMBERS clients (a thread each) pass one
+//                                       DistributedDoubleBarrier(PATH, MEMBERS) together: all
+//                                       released at once, enter, leave; WARM rounds, "ready"
+//                                       (wait), ROUNDS rounds timed from the release to the
+//                                       last leave's return, "done" (wait), p50/p99
 //   rwherd READERS                      writer W1 holds; READERS/2 readers, a writer W2,
 //                                       READERS/2 readers queue (one session each); prints
 //                                       "ready", waits for a line on stdin, releases W1,
@@ -62,6 +80,14 @@ import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
 import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.curator.retry.RetryNTimes;
+import org.apache.curator.RetryPolicy;
+import org.apache.curator.framework.recipes.atomic.AtomicValue;
+import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
+import org.apache.curator.framework.recipes.barriers.DistributedDoubleBarrier;
+import org.apache.curator.framework.recipes.nodes.PersistentNode;
+import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.ZooKeeper;
 
 public class CuratorBench {
     static CuratorFramework client(String cs) throws Exception {
@@ -259,6 +285,164 @@ public class CuratorBench {
         }
         c.close();
         System.out.flush();
+        System.exit(0);
+    }
+
+    static RetryPolicy counterRetry(String name) {
+        switch (name) {
+            case "exp_100ms_3": return new ExponentialBackoffRetry(100, 3);
+            case "n_1000_0ms": return new RetryNTimes(1000, 0);
+            default: throw new IllegalArgumentException("unknown retry " + name);
+        }
+    }
+
+    static void counter(String cs, String[] a) throws Exception {
+        int sessions = Integer.parseInt(a[2]);
+        double seconds = Double.parseDouble(a[3]);
+        double warmup = Double.parseDouble(a[4]);
+        String path = a[5];
+        String retry = a[6];
+        String key = "curator.counter.sessions_" + sessions + ".retry_" + retry;
+        List<CuratorFramework> clients = new ArrayList<>();
+        for (int i = 0; i < sessions; i++) clients.add(client(cs));
+        DistributedAtomicLong first = new DistributedAtomicLong(clients.get(0), path, counterRetry(retry));
+        first.forceSet(0L);
+        java.util.concurrent.atomic.AtomicInteger phase = new java.util.concurrent.atomic.AtomicInteger(0);
+        AtomicLong applied = new AtomicLong(), notApplied = new AtomicLong(), tries = new AtomicLong(),
+                errors = new AtomicLong(), allApplied = new AtomicLong();
+        List<Thread> ts = new ArrayList<>();
+        for (CuratorFramework c : clients) {
+            Thread t = new Thread(() -> {
+                DistributedAtomicLong n = new DistributedAtomicLong(c, path, counterRetry(retry));
+                while (phase.get() < 2) {
+                    boolean measured;
+                    try {
+                        AtomicValue<Long> v = n.increment();
+                        measured = phase.get() == 1;
+                        if (v.succeeded()) {
+                            allApplied.incrementAndGet();
+                            if (measured) applied.incrementAndGet();
+                        } else if (measured) {
+                            notApplied.incrementAndGet();
+                        }
+                        if (measured) tries.addAndGet(v.getStats().getOptimisticTries());
+                    } catch (Exception e) {
+                        if (phase.get() == 1) errors.incrementAndGet();
+                    }
+                }
+            });
+            t.start();
+            ts.add(t);
+        }
+        Thread.sleep((long) (warmup * 1e3));
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+        System.out.println("ready");
+        System.out.flush();
+        in.readLine();
+        phase.set(1);
+        long t0 = System.nanoTime();
+        Thread.sleep((long) (seconds * 1e3));
+        phase.set(2);
+        long t1 = System.nanoTime();
+        System.out.println("done");
+        System.out.flush();
+        for (Thread t : ts) t.join();
+        long fin = first.get().postValue();
+        in.readLine();
+        double secs = (t1 - t0) / 1e9;
+        long ok = applied.get();
+        System.out.printf("%s.increments_per_s=%.0f%n", key, ok / secs);
+        System.out.printf("%s.applied=%d%n", key, ok);
+        System.out.printf("%s.not_applied=%d%n", key, notApplied.get());
+        System.out.printf("%s.errors=%d%n", key, errors.get());
+        System.out.printf("%s.tries_per_increment=%.2f%n", key, tries.get() / (double) Math.max(ok, 1));
+        System.out.printf("%s.final_equals_applied=%b%n", key, fin == allApplied.get());
+        System.out.flush();
+        for (CuratorFramework c : clients) c.close();
+        System.exit(0);
+    }
+
+    static void registration(String cs, String[] a) throws Exception {
+        String path = a[2];
+        CuratorFramework c = client(cs);
+        PersistentNode n = new PersistentNode(c, CreateMode.EPHEMERAL, false, path, "svc".getBytes());
+        n.start();
+        if (!n.waitForInitialCreate(30, TimeUnit.SECONDS)) throw new IllegalStateException("not created");
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+        System.out.println("ready");
+        System.out.flush();
+        String line;
+        while ((line = in.readLine()) != null && !line.equals("quit")) {
+            ZooKeeper zk = c.getZookeeperClient().getZooKeeper();
+            StringBuilder pw = new StringBuilder();
+            for (byte b : zk.getSessionPasswd()) pw.append(String.format("%02x", b));
+            System.out.println("session " + Long.toHexString(zk.getSessionId()) + " " + pw);
+            System.out.flush();
+        }
+        n.close();
+        c.close();
+        System.exit(0);
+    }
+
+    static void barrier(String cs, String[] a) throws Exception {
+        int members = Integer.parseInt(a[2]);
+        int warm = Integer.parseInt(a[3]);
+        int rounds = Integer.parseInt(a[4]);
+        String path = a[5];
+        String key = "curator.barrier.members_" + members;
+        List<CuratorFramework> clients = new ArrayList<>();
+        for (int i = 0; i < members; i++) clients.add(client(cs));
+        CyclicBarrier start = new CyclicBarrier(members + 1);
+        CyclicBarrier end = new CyclicBarrier(members + 1);
+        AtomicLong failed = new AtomicLong();
+        List<Thread> ts = new ArrayList<>();
+        for (CuratorFramework c : clients) {
+            Thread t = new Thread(() -> {
+                try {
+                    DistributedDoubleBarrier b = new DistributedDoubleBarrier(c, path, members);
+                    for (int r = 0; r < warm + rounds; r++) {
+                        start.await();
+                        boolean ok = false;
+                        try {
+                            ok = b.enter(60, TimeUnit.SECONDS) && b.leave(60, TimeUnit.SECONDS);
+                        } catch (Exception e) {
+                            ok = false;
+                        }
+                        if (!ok) failed.incrementAndGet();
+                        end.await();
+                    }
+                } catch (Exception e) {
+                    throw new RuntimeException(e);
+                }
+            });
+            t.start();
+            ts.add(t);
+        }
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+        List<Long> lat = new ArrayList<>();
+        for (int r = 0; r < warm + rounds; r++) {
+            if (r == warm) {
+                System.out.println("ready");
+                System.out.flush();
+                in.readLine();
+            }
+            start.await();
+            long t0 = System.nanoTime();
+            end.await();
+            if (r >= warm) lat.add(System.nanoTime() - t0);
+        }
+        System.out.println("done");
+        System.out.flush();
+        in.readLine();
+        Collections.sort(lat);
+        System.out.printf("%s.round.p50_us=%.1f%n", key, lat.get((int) Math.round((lat.size() - 1) * 0.5)) / 1e3);
+        System.out.printf("%s.round.p99_us=%.1f%n", key, lat.get((int) Math.round((lat.size() - 1) * 0.99)) / 1e3);
+        System.out.printf("%s.round.max_us=%.1f%n", key, lat.get(lat.size() - 1) / 1e3);
+        System.out.printf("%s.round.n=%d%n", key, lat.size());
+        System.out.printf("%s.failed_member_rounds=%d%n", key, failed.get());
+        System.out.flush();
+        for (Thread t : ts) t.join();
+        for (CuratorFramework c : clients) c.close();
         System.exit(0);
     }
 
@@ -534,6 +718,15 @@ public class CuratorBench {
             }
             case "cache":
                 cache(cs, args);
+                break;
+            case "counter":
+                counter(cs, args);
+                break;
+            case "registration":
+                registration(cs, args);
+                break;
+            case "barrier":
+                barrier(cs, args);
                 break;
             case "rwherd": {
                 // W1 holds; READERS/2 readers queue; W2 queues; READERS/2 more readers.

@@ -31,6 +31,15 @@ usage: python3 kazoo_bench.py CONNECT MODE ARGS...
                                       when it fires) in CuratorBench.java's protocol: the
                                       write-to-event latency, the start and its memory (RSS
                                       after gc.collect()); keys "kazoo.cache."
+  counter SESSIONS SECONDS WARMUP PATH kazoo_default
+                                      SESSIONS clients (a thread each) increment one
+                                      kazoo Counter at PATH (decimal text; reset to 0 first)
+                                      through the client's default command retry (unlimited
+                                      tries, 0.1 s doubling, 40 % jitter); CuratorBench.java's
+                                      protocol and figures ("kazoo.counter.")
+  barrier MEMBERS WARM ROUNDS PATH    MEMBERS clients (a thread each) pass one
+                                      DoubleBarrier(PATH, MEMBERS) together: CuratorBench.java's
+                                      protocol and figures ("kazoo.barrier.")
   failover close N REPS WARMUP SESSION_MS PATH
   failover kill N REPS SESSION_MS PATH CS1,...,CSN
   failover idle N SESSION_MS PATH
@@ -48,7 +57,9 @@ import time
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
+from kazoo.recipe.barrier import DoubleBarrier
 from kazoo.recipe.cache import TreeCache, TreeEvent
+from kazoo.recipe.counter import Counter
 
 logging.basicConfig(level=logging.CRITICAL)
 
@@ -580,6 +591,125 @@ def failover(cs, a):
     os._exit(0)
 
 
+def counter_bench(cs, sessions, seconds, warmup, path, retry):
+    key = "kazoo.counter.sessions_%d.retry_%s" % (sessions, retry)
+    clients = [client(cs) for _ in range(sessions)]
+    clients[0].ensure_path(path)
+    clients[0].set(path, b"0")
+    phase = [0]
+    lock = threading.Lock()
+    t = dict(applied=0, errors=0, all_applied=0)
+
+    def run(c):
+        n = Counter(c, path)
+        while phase[0] < 2:
+            try:
+                n += 1
+                measured = phase[0] == 1
+                with lock:
+                    t["all_applied"] += 1
+                    if measured:
+                        t["applied"] += 1
+            except Exception:
+                if phase[0] == 1:
+                    with lock:
+                        t["errors"] += 1
+
+    ts = [threading.Thread(target=run, args=(c,), daemon=True) for c in clients]
+    for th in ts:
+        th.start()
+    time.sleep(warmup)
+    say("ready")
+    wait_line()
+    phase[0] = 1
+    t0 = time.monotonic()
+    time.sleep(seconds)
+    phase[0] = 2
+    t1 = time.monotonic()
+    say("done")
+    for th in ts:
+        th.join()
+    fin = Counter(clients[0], path).value
+    wait_line()
+    ok = t["applied"]
+    say("%s.increments_per_s=%.0f" % (key, ok / (t1 - t0)))
+    say("%s.applied=%d" % (key, ok))
+    say("%s.not_applied=0" % key)
+    say("%s.errors=%d" % (key, t["errors"]))
+    say("%s.final_equals_applied=%s" % (key, "true" if fin == t["all_applied"] else "false"))
+    for c in clients:
+        close(c)
+
+
+def barrier_bench(cs, members, warm, rounds, path):
+    key = "kazoo.barrier.members_%d" % members
+    clients = [client(cs) for _ in range(members)]
+    start = threading.Barrier(members + 1)
+    end = threading.Barrier(members + 1)
+    failed = [0]
+
+    def run(i, c):
+        b = DoubleBarrier(c, path, members, identifier="m%d" % i)
+        for _ in range(warm + rounds):
+            start.wait()
+            # enter() and leave() swallow a KazooException (best-effort
+            # cleanup) and return nothing: a failed round shows as a hang
+            # or in the times.
+            try:
+                b.enter()
+                b.leave()
+            except Exception:
+                failed[0] += 1
+            end.wait()
+
+    ts = [threading.Thread(target=run, args=(i, c), daemon=True) for i, c in enumerate(clients)]
+    for th in ts:
+        th.start()
+    lat = []
+    hung = None
+    for r in range(warm + rounds):
+        if r == warm:
+            say("ready")
+            wait_line()
+        start.wait()
+        t0 = time.monotonic_ns()
+        try:
+            # kazoo's enter() has no timeout: a round that does not end
+            # within 30 s is reported, and the scenario ends there.
+            end.wait(timeout=30)
+        except threading.BrokenBarrierError:
+            hung = r
+            break
+        if r >= warm:
+            lat.append(time.monotonic_ns() - t0)
+    if hung is not None:
+        if hung < warm:
+            say("ready")
+            wait_line()
+        kids = sorted(clients[0].get_children(path))
+        say("%s.hung_round=%d" % (key, hung))
+        say("%s.hung_state=%d member nodes, ready %s" % (
+            key, len([k for k in kids if k != "ready"]), "present" if "ready" in kids else "absent"))
+    say("done")
+    wait_line()
+    if not lat:
+        lat = [0]
+    lat.sort()
+    say("%s.round.p50_us=%.1f" % (key, pct(lat, 0.5) / 1e3))
+    say("%s.round.p99_us=%.1f" % (key, pct(lat, 0.99) / 1e3))
+    say("%s.round.max_us=%.1f" % (key, lat[-1] / 1e3))
+    say("%s.round.n=%d" % (key, len(lat)))
+    say("%s.failed_member_rounds=%d" % (key, failed[0]))
+    if hung is not None:
+        # Members are stuck in enter(): exit without joining them.
+        sys.stdout.flush()
+        os._exit(0)
+    for th in ts:
+        th.join()
+    for c in clients:
+        close(c)
+
+
 def main(argv):
     cs, mode, a = argv[1], argv[2], argv[3:]
     if mode in ("latency", "handoff", "cycles", "chain") and a[0] != "mutex":
@@ -604,6 +734,13 @@ def main(argv):
         return failover(cs, a)
     elif mode == "cache":
         return cache_bench(cs, a)
+    elif mode == "counter":
+        if a[4] != "kazoo_default":
+            print("kazoo_bench: the counter has only the client's retry", file=sys.stderr)
+            return 2
+        counter_bench(cs, int(a[0]), float(a[1]), float(a[2]), a[3], a[4])
+    elif mode == "barrier":
+        barrier_bench(cs, int(a[0]), int(a[1]), int(a[2]), a[3])
     else:
         print("kazoo_bench: unknown mode %s" % mode, file=sys.stderr)
         return 2

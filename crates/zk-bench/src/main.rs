@@ -16,7 +16,9 @@
 //! (1,000 waiters on one mutex), `many` (10,000 locks held at once) only when
 //! named (`--only scale` names them all with `clients`); `failover` (leader
 //! election: close and kill failovers, the idle cost; [`failover`]) only when
-//! named.
+//! named; `counter`, `registration` and `barrier` (our `DistributedAtomicLong`,
+//! ephemeral `PersistentNode` and `DistributedDoubleBarrier` beside Curator's and
+//! kazoo's: [`shared`]) only when named.
 //!
 //! With `--peers curator,zookeeper-client,kazoo,zookeeper` (`--curator` is
 //! `--peers curator`) other lock implementations run each scenario right
@@ -40,6 +42,7 @@ mod metrics;
 mod opts;
 mod ours;
 mod peers;
+mod shared;
 
 use std::time::Duration;
 
@@ -190,6 +193,18 @@ fn main() {
     if want("failover") {
         failover::run(&x);
     }
+    if want("counter") {
+        shared::counter(&x);
+    }
+    side_by_side("counter");
+    if want("registration") {
+        shared::registration(&x);
+    }
+    side_by_side("registration");
+    if want("barrier") {
+        shared::barrier(&x);
+    }
+    side_by_side("barrier");
     let _ = std::fs::remove_dir_all(peers::java_dir());
     c.close();
 }

@@ -7,7 +7,7 @@ use clap::{Parser, ValueEnum};
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "zk-bench",
-    override_usage = "zk-bench [--connect HOST:PORT | --apache | --ensemble] [--tls] [--peers NAMES | --curator] [--seconds N] [--warmup N] [--only NAMES] [--cache-nodes N] [--cache-writes N] [--failovers N] [--failover-kills N] [--idle-seconds N]",
+    override_usage = "zk-bench [--connect HOST:PORT | --apache | --ensemble] [--tls] [--peers NAMES | --curator] [--seconds N] [--warmup N] [--only NAMES] [--cache-nodes N] [--cache-writes N] [--failovers N] [--failover-kills N] [--idle-seconds N] [--expiries N] [--barrier-members M] [--barrier-rounds N]",
     args_override_self = true,
     disable_version_flag = true
 )]
@@ -48,8 +48,10 @@ pub struct Opts {
     /// Only these scenarios, comma-separated: connect, floor, mutex, semaphore,
     /// reentrant, handoff, herd, rwlock, multilock, clients, metrics, cache (the
     /// default set), and the scale scenarios latency, deep, many (run only when
-    /// named; `--only scale` names latency, deep, many and clients), and
-    /// failover (leader election, only when named).
+    /// named; `--only scale` names latency, deep, many and clients),
+    /// failover (leader election, only when named), and counter,
+    /// registration, barrier (issue 33's shared state and registration, only
+    /// when named).
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     pub only: Option<Vec<String>>,
     /// The cache scenario: leaves of the subtree whose start and memory are
@@ -72,6 +74,18 @@ pub struct Opts {
     /// expire; 0: none).
     #[arg(long, value_name = "N", default_value_t = 5)]
     pub failover_kills: usize,
+    /// The registration scenario: session expiries measured (after 2
+    /// unmeasured).
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub expiries: usize,
+    /// The barrier scenario: members of the double barrier (each its own
+    /// session).
+    #[arg(long, value_name = "M", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
+    pub barrier_members: u16,
+    /// The barrier scenario: rounds measured (after a tenth as many
+    /// unmeasured).
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub barrier_rounds: usize,
     /// The failover scenario: seconds the idle participants are watched (0:
     /// no idle participants).
     #[arg(long, value_name = "N", default_value_t = 15.0)]
@@ -158,7 +172,7 @@ impl Opts {
 pub const SCALE: [&str; 3] = ["latency", "deep", "many"];
 
 /// Scenarios run only when named, and not by `--only scale` either.
-pub const NAMED_ONLY: [&str; 1] = ["failover"];
+pub const NAMED_ONLY: [&str; 4] = ["failover", "counter", "registration", "barrier"];
 
 #[cfg(test)]
 mod tests {
@@ -192,6 +206,12 @@ mod tests {
         assert!(!o.wanted("mutex") && !o.wanted("failover"));
         assert!(!Opts::from_args(&["zk-bench"]).wanted("failover"));
         assert!(Opts::from_args(&["zk-bench", "--only", "failover"]).wanted("failover"));
+        for name in ["counter", "registration", "barrier"] {
+            assert!(!Opts::from_args(&["zk-bench"]).wanted(name));
+            assert!(!Opts::from_args(&["zk-bench", "--only", "scale"]).wanted(name));
+        }
+        let o = Opts::from_args(&["zk-bench", "--only", "counter,registration,barrier"]);
+        assert!(o.wanted("counter") && o.wanted("registration") && o.wanted("barrier") && !o.wanted("mutex"));
         assert_eq!(o.only("deep").only, Some(vec!["deep".to_string()]));
     }
 }

@@ -16,6 +16,7 @@ use crate::measure::{
     await_watches, deep_waiters, notifications, packets_received, requests, wchs, Deep, DEEP_SESSIONS, HOLD, MANY,
     MANY_THREADS, MANY_WARMUP, THINK,
 };
+use crate::shared::{self, Ops};
 use crate::Ctx;
 
 /// How to start one peer's benchmark program, and what it can run.
@@ -271,6 +272,9 @@ impl Driver {
                 self.print_all(cs, &a(&["many", &n, &t, &root, &w]))?;
             }
             "cache" => self.cache(x)?,
+            "counter" => self.counter(x)?,
+            "registration" => self.registration(x)?,
+            "barrier" => self.barrier(x)?,
             "clients" if self.rwlock_and_clients => self.print_all(cs, &a(&["clients", "16"]))?,
             "herd" if notifications(x.server(), cs).is_some() => {
                 let kinds: &[&str] = if self.semaphore {
@@ -332,6 +336,129 @@ impl Driver {
         let packets = self.counted_packets(x, &args)?;
         cache::report_start_requests(&prefix, leaves, nodes, packets);
         Ok(())
+    }
+
+    /// The counter scenario (see [`crate::shared`]): each session count,
+    /// Curator with each retry policy, kazoo with its client's own retry;
+    /// the server's requests counted here between `ready` and `done`.
+    fn counter(&self, x: &Ctx) -> Result<(), String> {
+        let secs = format!("{}", x.run.as_secs_f64());
+        let warm = format!("{}", x.warmup.as_secs_f64());
+        for sessions in shared::COUNTER_SESSIONS {
+            let path = shared::counter_path(self.prefix, sessions);
+            let retries: Vec<&str> = if self.prefix == "curator" {
+                shared::RETRIES.iter().map(|r| r.key()).collect()
+            } else {
+                vec!["kazoo_default"]
+            };
+            for retry in retries {
+                let args = [
+                    "counter".into(),
+                    sessions.to_string(),
+                    secs.clone(),
+                    warm.clone(),
+                    path.clone(),
+                    retry.into(),
+                ];
+                let (ops, lines) = self.counted_ops(x, &args)?;
+                let key = format!("{}.counter.sessions_{sessions}.retry_{retry}", self.prefix);
+                let applied = lines
+                    .iter()
+                    .find_map(|l| l.strip_prefix(&format!("{key}.applied=")))
+                    .and_then(|v| v.parse().ok())
+                    .ok_or_else(|| format!("no '{key}.applied=' line"))?;
+                Ops::report(ops, &key, "increment", applied);
+            }
+        }
+        Ok(())
+    }
+
+    /// The registration scenario: the peer's ephemeral `PersistentNode`
+    /// (kazoo: a skip line); the peer tells its session on each line asked,
+    /// the expiry and the observer are here.
+    fn registration(&self, x: &Ctx) -> Result<(), String> {
+        if self.prefix == "kazoo" {
+            println!("kazoo.registration.skipped={}", shared::KAZOO_NO_REGISTRATION);
+            return Ok(());
+        }
+        let prefix = format!("{}.", self.prefix);
+        let Some(server) = shared::expiring_server(x, &prefix) else {
+            return Ok(());
+        };
+        let path = shared::registration_path(self.prefix);
+        let mut p = self.spawn(&x.cs, &["registration".into(), path.clone()])?;
+        p.expect("ready")?;
+        let obs = crate::ours::client(&x.cs);
+        let (mut back, mut back_from_deleted) = (Vec::new(), Vec::new());
+        for i in 0..shared::WARM_EXPIRIES + x.o.expiries {
+            p.go()?;
+            let l = p.line("session ID PASSWORD")?;
+            let mut w = l.split_whitespace();
+            let (Some("session"), Some(id), Some(pw)) = (w.next(), w.next(), w.next()) else {
+                return Err(format!("expected 'session ID PASSWORD', read '{l}'"));
+            };
+            let id = u64::from_str_radix(id, 16).map_err(|e| format!("session id '{id}': {e}"))? as i64;
+            let pw = (0..pw.len())
+                .step_by(2)
+                .map(|k| u8::from_str_radix(&pw[k..k + 2], 16))
+                .collect::<Result<Vec<u8>, _>>()
+                .map_err(|e| format!("password '{pw}': {e}"))?;
+            shared::await_owned(&obs, &path, id);
+            std::thread::sleep(shared::SETTLE);
+            let (d, from_deleted) = shared::expire_and_observe(server, &obs, &path, id, &pw);
+            if i >= shared::WARM_EXPIRIES {
+                back.push(d);
+                back_from_deleted.push(from_deleted);
+            }
+        }
+        writeln!(p.stdin, "quit").map_err(|e| e.to_string())?;
+        p.finish();
+        obs.close();
+        shared::report_times(&format!("{prefix}registration.expiry_to_node_back"), &mut back);
+        shared::report_times(
+            &format!("{prefix}registration.deleted_to_node_back"),
+            &mut back_from_deleted,
+        );
+        Ok(())
+    }
+
+    /// The barrier scenario: the peer's double barrier, rounds timed in its
+    /// process, the server's requests per round counted here.
+    fn barrier(&self, x: &Ctx) -> Result<(), String> {
+        let m = x.o.barrier_members;
+        let args = [
+            "barrier".into(),
+            m.to_string(),
+            shared::warm_rounds(x).to_string(),
+            x.o.barrier_rounds.to_string(),
+            shared::barrier_path(self.prefix),
+        ];
+        let (ops, _) = self.counted_ops(x, &args)?;
+        let key = format!("{}.barrier.members_{m}", self.prefix);
+        Ops::report(ops, &key, "round", x.o.barrier_rounds as u64);
+        Ok(())
+    }
+
+    /// [`Driver::counted_packets`] with the embedded server's `getData` and
+    /// `setData` too; also returns the lines printed (after they are printed).
+    fn counted_ops(&self, x: &Ctx, args: &[String]) -> Result<(Option<Ops>, Vec<String>), String> {
+        let mut p = self.spawn(&x.cs, args)?;
+        p.expect("ready")?;
+        let o0 = Ops::now(x.server(), &x.cs);
+        p.go()?;
+        p.expect("done")?;
+        let o1 = Ops::now(x.server(), &x.cs);
+        p.go()?;
+        let mut lines = Vec::new();
+        while let Some(Ok(l)) = p.lines.next() {
+            println!("{l}");
+            lines.push(l);
+        }
+        let status = p.child.wait().map_err(|e| e.to_string())?;
+        if !status.success() {
+            return Err(format!("'{}' exited with {status}", args.join(" ")));
+        }
+        Ok((Ops::between(o0, o1), lines))
     }
 
     /// Runs a step that prints `ready`, waits for a line, prints `done`

@@ -941,3 +941,33 @@ fn a_counter_whose_acl_refuses_the_marker_still_counts() {
         "no marker was made"
     );
 }
+
+/// Composed: a lost reply, then the session expires before the proof (the
+/// marker went with it): the node is read back, and the increment, applied
+/// once, is reported applied by read-back (nobody else wrote meanwhile).
+#[test]
+fn a_lost_reply_whose_session_expires_before_the_proof_is_read_back() {
+    let s = Arc::new(server());
+    let admin = client(&s);
+    let dropper = ReplyDropper::start(&s.connect_string());
+    let c = client_via(&dropper.connect_string());
+    let path = "/once/expired/n";
+    let counter = DistributedAtomicLong::new(&c, path, patient()).unwrap();
+    assert!(counter.initialize(0).unwrap().succeeded());
+    let zk = c.zookeeper_client();
+    let (sid, pw) = (zk.session_id(), zk.session_password());
+    dropper.drop_reply_to(OpCode::Multi);
+    dropper.on_drop({
+        let s = s.clone();
+        move || s.expire_session(sid, &pw).unwrap()
+    });
+    let r = counter.increment().unwrap();
+    assert_eq!(dropper.dropped(), 1);
+    assert_ne!(c.session_id(), sid, "a new session");
+    assert_eq!(r.outcome(), &Outcome::Applied { proof: Proof::ReadBack }, "{r:?}");
+    assert_eq!(data(&admin, path), 1i64.to_be_bytes(), "applied once");
+    assert!(
+        admin.get_children(path).unwrap().is_empty(),
+        "the marker went with its session"
+    );
+}

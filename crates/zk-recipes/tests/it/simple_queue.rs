@@ -267,3 +267,33 @@ fn measure_offer_take() {
         println!("N = {n}: offer {offered:?}, take {took:?}");
     }
 }
+
+/// Composed: an offer's reply lost, then (while the client is cut off) its
+/// session expires before the proof: `OfferUnknown`, and the item, applied,
+/// is there once.
+#[test]
+fn a_lost_offer_whose_session_expires_before_the_proof_is_unknown() {
+    let s = server();
+    let proxy = FaultProxy::start(&s.connect_string()).unwrap();
+    let c = proxied_client(&proxy);
+    let q = SimpleDistributedQueue::new(&c, "/queues/lost-expired").unwrap();
+    q.offer(b"before").unwrap();
+    let zk = c.zookeeper_client();
+    let (sid, pw) = (zk.session_id(), zk.session_password());
+    proxy.drop_next_reply();
+    let offer = std::thread::spawn(move || q.offer(b"lost reply"));
+    assert!(wait_until(timing().wait(), || proxy.dropped() == 1));
+    proxy.refuse(true);
+    proxy.cut();
+    s.expire_session(sid, &pw).unwrap();
+    proxy.refuse(false);
+    let r = offer.join().unwrap();
+    assert!(matches!(r, Err(Error::OfferUnknown { .. })), "{r:?}");
+    let admin = connect(&s.connect_string());
+    let items: Vec<Vec<u8>> = curator_items(&admin, "/queues/lost-expired")
+        .into_iter()
+        .map(|(_, d)| d)
+        .collect();
+    assert_eq!(items, vec![b"before".to_vec(), b"lost reply".to_vec()], "applied once");
+    no_markers(&admin, "/queues/lost-expired");
+}

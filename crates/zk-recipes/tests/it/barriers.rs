@@ -261,3 +261,35 @@ fn double_barrier_timeout_leaves_no_orphan_and_stale_ready_is_curators() {
     ));
     assert!(DistributedDoubleBarrier::new(&c, "/", 2).is_err());
 }
+
+/// Composed: a member waiting in `enter` loses its session (an expiry): its
+/// node went with the session; it makes it again on the new session, the
+/// last member comes, both pass, both leave, nothing is left behind.
+#[test]
+fn double_barrier_member_whose_session_expires_while_entering_comes_back() {
+    let s = server();
+    let (a, b) = (client(&s), client(&s));
+    let path = "/barriers/expiry";
+    let wait = timing().wait() * 2;
+    let (sid, pw) = {
+        let zk = a.zookeeper_client();
+        (zk.session_id(), zk.session_password())
+    };
+    let ba = DistributedDoubleBarrier::new(&a, path, 2).unwrap();
+    let entering = std::thread::spawn(move || {
+        let entered = ba.enter_for(wait);
+        (ba, entered)
+    });
+    assert!(wait_until(wait, || children(&b, path).len() == 1));
+    s.expire_session(sid, &pw).unwrap();
+    // The node goes with the session, and comes back on the new one.
+    assert!(wait_until(wait, || a.session_id() != sid && children(&b, path).len() == 1));
+    let bb = DistributedDoubleBarrier::new(&b, path, 2).unwrap();
+    assert!(bb.enter_for(wait).unwrap(), "the last member passes");
+    let (ba, entered) = entering.join().unwrap();
+    assert!(entered.unwrap(), "the member that lost its session passes too");
+    let leaving = std::thread::spawn(move || ba.leave_for(wait));
+    assert!(bb.leave_for(wait).unwrap());
+    assert!(leaving.join().unwrap().unwrap());
+    assert!(children(&b, path).is_empty(), "nothing left: {:?}", children(&b, path));
+}

@@ -297,3 +297,33 @@ fn a_lost_offer_whose_session_expires_before_the_proof_is_unknown() {
     assert_eq!(items, vec![b"before".to_vec(), b"lost reply".to_vec()], "applied once");
     no_markers(&admin, "/queues/lost-expired");
 }
+
+/// Composed: a take's delete reply lost (aimed at its transaction: the
+/// embedded server only), then its session expired before the proof:
+/// `TakeUnknown` with the item, which was taken (it is gone from the queue,
+/// nothing else is).
+#[test]
+fn a_lost_take_whose_session_expires_before_the_proof_is_unknown_with_the_item() {
+    let s = embedded_server();
+    let c = connect(&s.connect_string());
+    let admin = connect(&s.connect_string());
+    let path = "/queues/lost-take-expired";
+    let q = SimpleDistributedQueue::new(&c, path).unwrap();
+    for item in [b"one", b"two"] {
+        q.offer(item).unwrap();
+    }
+    let zk = c.zookeeper_client();
+    let (sid, pw) = (zk.session_id(), zk.session_password());
+    s.embedded().unwrap().drop_next_reply(OpCode::Multi);
+    let take = std::thread::spawn(move || q.take());
+    // The take's transaction was applied (its item is gone); its reply was not sent.
+    assert!(wait_until(timing().wait(), || curator_items(&admin, path).len() == 1));
+    s.expire_session(sid, &pw).unwrap();
+    match take.join().unwrap() {
+        Err(Error::TakeUnknown { item, .. }) => assert_eq!(item, b"one"),
+        other => panic!("{other:?}"),
+    }
+    let left: Vec<Vec<u8>> = curator_items(&admin, path).into_iter().map(|(_, d)| d).collect();
+    assert_eq!(left, vec![b"two".to_vec()], "only the item taken is gone");
+    no_markers(&admin, path);
+}

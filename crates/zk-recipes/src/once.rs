@@ -293,18 +293,7 @@ fn create_plain(fw: &CuratorFramework, path: &str, data: &[u8]) -> Result<Writte
             Err(e) if in_doubt => return settle(fw, e, |c| prove(c, before)),
             Err(e @ ZkError::NoNode { .. }) if parent_missing && rounds < PARENT_ROUNDS => {
                 rounds += 1;
-                let Some(p) = parent(path).filter(|p| *p != "/") else {
-                    return Err(e);
-                };
-                match fw
-                    .create()
-                    .creating_parent_containers_if_needed()
-                    .with_mode(CreateMode::Container)
-                    .for_path(p)
-                {
-                    Ok(_) | Err(ZkError::NodeExists { .. }) => {}
-                    Err(e) => return Err(e),
-                }
+                make_parent(fw, path, e)?;
             }
             r => return r,
         }
@@ -357,7 +346,7 @@ pub(crate) fn set_versioned(fw: &CuratorFramework, path: &str, data: &[u8], base
         }
         stat
     };
-    match marked(fw, path, write, judge, found)? {
+    match marked(fw, path, write, judge, found, |_| {})? {
         Marked::Done(w) => Ok(w),
         Marked::Refused => set_plain(fw, path, data, base),
     }
@@ -399,40 +388,17 @@ pub(crate) fn create_once(fw: &CuratorFramework, path: &str, data: &[u8]) -> Res
             }
             stat
         };
-        let r = marked_with(fw, path, write, judge, found, |c| before.set(c.last_zxid()));
+        let r = marked(fw, path, write, judge, found, |c| before.set(c.last_zxid()));
         match r {
             Ok(Marked::Done(w)) => return Ok(w),
             Ok(Marked::Refused) => return create_plain(fw, path, data),
             Err(e @ ZkError::NoNode { .. }) if rounds < PARENT_ROUNDS => {
-                // The parent is missing (or an empty container was reaped
-                // meanwhile): make it, a bounded number of rounds.
                 rounds += 1;
-                let Some(p) = parent(path).filter(|p| *p != "/") else {
-                    return Err(e);
-                };
-                match fw
-                    .create()
-                    .creating_parent_containers_if_needed()
-                    .with_mode(CreateMode::Container)
-                    .for_path(p)
-                {
-                    Ok(_) | Err(ZkError::NodeExists { .. }) => {}
-                    Err(e) => return Err(e),
-                }
+                make_parent(fw, path, e)?;
             }
             Err(e) => return Err(e),
         }
     }
-}
-
-fn marked(
-    fw: &CuratorFramework,
-    path: &str,
-    write: impl Fn(&str) -> Op,
-    judge: impl Fn(&Client, &str) -> Result<Proof, ZkError>,
-    found: impl Fn(&Client, &str, i64) -> Stat,
-) -> Result<Marked, ZkError> {
-    marked_with(fw, path, write, judge, found, |_| {})
 }
 
 /// The one marked write: `write` and the marker's create in one
@@ -440,7 +406,7 @@ fn marked(
 /// have let it through, the marker (on the same session) or, when the
 /// session changed, `judge`'s read-back settles it; `found` gives the
 /// write's stat from the marker's czxid; `sending` runs before each send.
-fn marked_with(
+fn marked(
     fw: &CuratorFramework,
     path: &str,
     write: impl Fn(&str) -> Op,
@@ -561,6 +527,24 @@ fn forget(c: &Client, marker: &str) {
         }
     }) {
         log::debug!("deleting the marker {marker}: {e}");
+    }
+}
+
+/// Makes `path`'s parent (containers) after a create met `NoNode` (`e`):
+/// the parent is missing, or an empty container was reaped meanwhile. The
+/// root has no parent to make: `e` again.
+fn make_parent(fw: &CuratorFramework, path: &str, e: ZkError) -> Result<(), ZkError> {
+    let Some(p) = parent(path).filter(|p| *p != "/") else {
+        return Err(e);
+    };
+    match fw
+        .create()
+        .creating_parent_containers_if_needed()
+        .with_mode(CreateMode::Container)
+        .for_path(p)
+    {
+        Ok(_) | Err(ZkError::NodeExists { .. }) => Ok(()),
+        Err(e) => Err(e),
     }
 }
 

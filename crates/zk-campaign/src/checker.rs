@@ -113,6 +113,21 @@ mod cache;
 mod counter;
 mod registration;
 
+/// A kind's history, read from its lines: [`LineHistory::line`] takes one
+/// (`None`: it did not parse), [`LineHistory::parse`] all of them in log
+/// order.
+pub(crate) trait LineHistory: Default {
+    /// Takes one line; `None` when it did not parse.
+    fn line(&mut self, line: &str) -> Option<()>;
+
+    /// The history of `lines`, and how many did not parse.
+    fn parse<S: AsRef<str>>(lines: &[S]) -> (Self, usize) {
+        let mut h = Self::default();
+        let bad = lines.iter().filter(|l| h.line(l.as_ref()).is_none()).count();
+        (h, bad)
+    }
+}
+
 pub use registration::registration_bound;
 mod claims;
 mod rules;

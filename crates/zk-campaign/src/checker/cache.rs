@@ -40,6 +40,7 @@
 //! * `U t count` then `T path czxid mzxid version hash` — the server's final
 //!   subtree, read by the coordinator after every writer stopped.
 
+use super::LineHistory as _;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 
@@ -121,20 +122,7 @@ fn node(f: &[&str], at: usize) -> Option<Node> {
     })
 }
 
-impl CacheHistory {
-    /// Parses the cache lines (`Y`, `G`, `U`, `T`) in log order; others are
-    /// ignored. Returns the number of lines that did not parse.
-    pub(crate) fn parse<S: AsRef<str>>(lines: &[S]) -> (CacheHistory, usize) {
-        let mut h = CacheHistory::default();
-        let mut bad = 0;
-        for l in lines {
-            if h.line(l.as_ref()).is_none() {
-                bad += 1;
-            }
-        }
-        (h, bad)
-    }
-
+impl super::LineHistory for CacheHistory {
     fn line(&mut self, line: &str) -> Option<()> {
         let f: Vec<&str> = line.split(' ').collect();
         match *f.first()? {

@@ -36,6 +36,7 @@
 //!   counter read by the coordinator before the run and after every
 //!   incrementer stopped.
 
+use super::LineHistory as _;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
@@ -60,20 +61,7 @@ pub(crate) struct CounterHistory {
     pub(crate) fin: Option<i64>,
 }
 
-impl CounterHistory {
-    /// Parses `J` lines; returns the history and the number of lines that
-    /// did not parse.
-    pub(crate) fn parse<S: AsRef<str>>(lines: &[S]) -> (CounterHistory, usize) {
-        let mut h = CounterHistory::default();
-        let mut bad = 0;
-        for l in lines {
-            if h.line(l.as_ref()).is_none() {
-                bad += 1;
-            }
-        }
-        (h, bad)
-    }
-
+impl super::LineHistory for CounterHistory {
     fn line(&mut self, line: &str) -> Option<()> {
         let f: Vec<&str> = line.split(' ').collect();
         if *f.first()? != "J" {

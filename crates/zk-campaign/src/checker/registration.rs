@@ -43,6 +43,7 @@
 //!   czxid owner`, `M t end current|stale` — the observer
 //!   (`registration-observer.log`).
 
+use super::LineHistory as _;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -91,18 +92,7 @@ pub(crate) struct RegHistory {
     pub(crate) observer_current: Option<bool>,
 }
 
-impl RegHistory {
-    pub(crate) fn parse<S: AsRef<str>>(lines: &[S]) -> (RegHistory, usize) {
-        let mut h = RegHistory::default();
-        let mut bad = 0;
-        for l in lines {
-            if h.line(l.as_ref()).is_none() {
-                bad += 1;
-            }
-        }
-        (h, bad)
-    }
-
+impl super::LineHistory for RegHistory {
     fn line(&mut self, line: &str) -> Option<()> {
         let f: Vec<&str> = line.split(' ').collect();
         match *f.first()? {

@@ -214,18 +214,7 @@ pub(crate) fn run_writer(client: &CuratorFramework, log: &LineLog, pid: u32, see
 
 /// Creates [`CACHE_ROOT`] (an existing one is kept).
 pub(crate) fn prepare(cs: &str) -> Result<(), String> {
-    let c = client(cs)?;
-    let r = match c.check_exists(CACHE_ROOT) {
-        Ok(Some(_)) => Ok(()),
-        _ => c
-            .create()
-            .creating_parents_if_needed()
-            .for_path(CACHE_ROOT)
-            .map(|_| ())
-            .map_err(|e| format!("{CACHE_ROOT}: {e}")),
-    };
-    c.close();
-    r
+    crate::resource::ensure_root(cs, CACHE_ROOT)
 }
 
 /// Waits until every pid in `pids` has logged every one of `ends` (`G

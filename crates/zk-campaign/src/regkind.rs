@@ -166,18 +166,7 @@ pub(crate) fn run_registrations(
 
 /// Creates [`REG_ROOT`] (an existing one is kept).
 pub(crate) fn prepare(cs: &str) -> Result<(), String> {
-    let c = client(cs)?;
-    let r = match c.check_exists(REG_ROOT) {
-        Ok(Some(_)) => Ok(()),
-        _ => c
-            .create()
-            .creating_parents_if_needed()
-            .for_path(REG_ROOT)
-            .map(|_| ())
-            .map_err(|e| format!("{REG_ROOT}: {e}")),
-    };
-    c.close();
-    r
+    crate::resource::ensure_root(cs, REG_ROOT)
 }
 
 fn node(d: &ChildData) -> String {

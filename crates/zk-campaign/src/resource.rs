@@ -15,6 +15,23 @@ use crate::paths::{resource_path, ELECTION_PATH, MUTEX_PATH, RW_PATH, SEM_PATH};
 /// The locks (and the election, whose leaders write with their term) with a resource.
 const LOCKS: [&str; 4] = [MUTEX_PATH, RW_PATH, SEM_PATH, ELECTION_PATH];
 
+/// Creates the persistent node `root` (an existing one is kept): the
+/// subtree a kind works under.
+pub(crate) fn ensure_root(cs: &str, root: &str) -> Result<(), String> {
+    let c = client(cs)?;
+    let r = match c.check_exists(root) {
+        Ok(Some(_)) => Ok(()),
+        _ => c
+            .create()
+            .creating_parents_if_needed()
+            .for_path(root)
+            .map(|_| ())
+            .map_err(|e| format!("{root}: {e}")),
+    };
+    c.close();
+    r
+}
+
 /// A coordinator-side client: the campaign's session and retry settings,
 /// connected (the resource check's and the cache kind's reads).
 pub(crate) fn client(cs: &str) -> Result<CuratorFramework, String> {

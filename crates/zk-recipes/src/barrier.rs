@@ -23,6 +23,18 @@ use crate::wait::{wait_or_cancel, Woken};
 /// The name of a double barrier's `ready` node (Curator's).
 pub const READY_NODE: &str = "ready";
 
+/// Whether `name` is a double barrier member's node: a hyphenated UUID, as
+/// Curator's members and ours name theirs. `ready` and any other child are
+/// not members.
+fn is_member(name: &str) -> bool {
+    let b = name.as_bytes();
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            _ => c.is_ascii_hexdigit(),
+        })
+}
+
 fn check_path(path: &str, what: &str) -> Result<()> {
     zk_framework::proto::path::validate_path(path, false).map_err(zk_framework::Error::from)?;
     if path == "/" {
@@ -284,6 +296,12 @@ impl DistributedBarrier {
 /// the member that sees enough members creates `<path>/ready` (PERSISTENT),
 /// whose creation releases the others. `member_qty` is a threshold, not a
 /// limit. The last member out deletes `ready`.
+///
+/// Only children named like members (UUIDs) are counted, on entering and on
+/// leaving: a stray node under the path (`ready`, an operator's, another
+/// recipe's) is never a member, so it never lets a round open with too few
+/// members and never holds a leave back. (Curator counts every child but
+/// `ready`; with only members under the path the two agree.)
 ///
 /// Unlike Curator 5.9 and earlier (GH-1290), `enter` never returns `true`
 /// because of a wakeup alone: after every wakeup it asks the server again,
@@ -610,7 +628,7 @@ impl DistributedDoubleBarrier {
                     Err(zk_framework::Error::NoNode { .. }) => Vec::new(),
                     Err(e) => return Err(e.into()),
                 };
-                let members = kids.iter().filter(|k| *k != READY_NODE).count();
+                let members = kids.iter().filter(|k| is_member(k)).count();
                 if members >= self.member_qty && kids.contains(&name) {
                     match self
                         .client
@@ -681,7 +699,7 @@ impl DistributedDoubleBarrier {
                 Err(zk_framework::Error::NoNode { .. }) => Vec::new(),
                 Err(e) => return Err(e.into()),
             };
-            kids.retain(|k| k != READY_NODE);
+            kids.retain(|k| is_member(k));
             kids.sort();
             if kids.is_empty() {
                 break;
@@ -743,6 +761,31 @@ impl DistributedDoubleBarrier {
         match self.client.delete().for_path(ours) {
             Ok(()) | Err(zk_framework::Error::NoNode { .. }) => Ok(()),
             Err(e) => Err(e.into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_member;
+
+    #[test]
+    fn only_uuid_names_are_members() {
+        let uuid = zk_framework::paths::new_protected_id();
+        assert!(is_member(&uuid));
+        assert!(is_member("9518667B-083A-4C97-BEB4-C8EC4F480C2D"));
+        for not in [
+            "ready",
+            "not-ready",
+            "",
+            "9518667b083a4c97beb4c8ec4f480c2d",
+            "9518667b-083a-4c97-beb4-c8ec4f480c2",
+            "9518667b-083a-4c97-beb4-c8ec4f480c2dd",
+            "9518667b-083a-4c97-beb4+c8ec4f480c2d",
+            "9518667g-083a-4c97-beb4-c8ec4f480c2d",
+            "_c_9518667b-083a-4c97-beb4-c8ec4f480c2d-lock-0000000000",
+        ] {
+            assert!(!is_member(not), "{not:?}");
         }
     }
 }

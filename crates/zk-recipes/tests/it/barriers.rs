@@ -172,7 +172,10 @@ fn double_barrier_layout_is_curators() {
 
 /// Curator's GH-1290: a member woken by a connection change (or any wakeup)
 /// before enough members are in must not pass. Two of three members wait
-/// through two broken connections; only the third's arrival lets them in.
+/// through two broken connections (each wakes both, and both ask the server
+/// again) with a stray, non-member node under the path the whole time: it is
+/// not a member, so only the third member's arrival lets them in, and the
+/// stray node holds no leave back.
 #[test]
 fn double_barrier_never_passes_with_too_few_members() {
     let s = server();
@@ -180,12 +183,19 @@ fn double_barrier_never_passes_with_too_few_members() {
     let (a, b) = (proxied_client(&proxy), proxied_client(&proxy));
     let third = connect(&s.connect_string());
     let path = "/barriers/gh1290";
+    let stray = format!("{path}/not-ready");
+    third
+        .create()
+        .creating_parent_containers_if_needed()
+        .for_path(&stray)
+        .unwrap();
     let da = DistributedDoubleBarrier::new(&a, path, 3).unwrap();
     let db = DistributedDoubleBarrier::new(&b, path, 3).unwrap();
     std::thread::scope(|sc| {
         let ta = sc.spawn(|| da.enter_for(timing().wait()));
         let tb = sc.spawn(|| db.enter_for(timing().wait()));
-        assert!(wait_until(timing().wait(), || children(&third, path).len() == 2));
+        // Both members and the stray node: three children, two members.
+        assert!(wait_until(timing().wait(), || children(&third, path).len() == 3));
         for _ in 0..2 {
             let before = proxy.accepted();
             proxy.cut();
@@ -194,19 +204,36 @@ fn double_barrier_never_passes_with_too_few_members() {
                 && a.is_connected()
                 && b.is_connected()));
         }
-        // Another spurious wakeup: a node under the path comes and goes.
-        third.create().for_path(&format!("{path}/not-ready")).unwrap();
-        third.delete().for_path(&format!("{path}/not-ready")).unwrap();
+        // A wakeup by a node coming and going under the path.
+        third.create().for_path(&format!("{path}/spurious")).unwrap();
+        third.delete().for_path(&format!("{path}/spurious")).unwrap();
         // Still two members, nobody through, no `ready`.
-        assert!(!ta.is_finished() && !tb.is_finished(), "a member passed with too few");
+        let passed: Vec<String> = [(&ta, "a"), (&tb, "b")]
+            .iter()
+            .filter(|(t, _)| t.is_finished())
+            .map(|(_, n)| n.to_string())
+            .collect();
         let kids = children(&third, path);
-        assert_eq!(kids.len(), 2, "{kids:?}");
+        assert!(
+            passed.is_empty(),
+            "{passed:?} passed with too few members; children {kids:?}"
+        );
+        assert_eq!(kids.len(), 3, "{kids:?}");
         assert!(!kids.contains(&"ready".to_string()));
         let dc = DistributedDoubleBarrier::new(&third, path, 3).unwrap();
         assert!(dc.enter_for(timing().wait()).unwrap());
         assert_eq!(ta.join().unwrap(), Ok(true));
         assert_eq!(tb.join().unwrap(), Ok(true));
+        // The stray node is no member: it holds no leave back.
+        let (la, lb) = (
+            sc.spawn(|| da.leave_for(timing().wait())),
+            sc.spawn(|| db.leave_for(timing().wait())),
+        );
+        assert_eq!(dc.leave_for(timing().wait()), Ok(true));
+        assert_eq!(la.join().unwrap(), Ok(true));
+        assert_eq!(lb.join().unwrap(), Ok(true));
     });
+    assert_eq!(children(&third, path), vec!["not-ready".to_string()]);
 }
 
 /// An enter that times out (or ends at the close) leaves no member node; a

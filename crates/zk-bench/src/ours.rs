@@ -11,7 +11,7 @@ use zk_testing::TestingServer;
 
 use crate::measure::{
     await_watches, count_requests, deep_waiters, handoffs_holding as hold_window, latencies, notifications, percentile,
-    proc_status, queue_watches, report_latency, report_many, task_count, us, wchs, Deep, Handoff, LoopBody,
+    proc_status, queue_watches, report_latency, report_many, task_count, us, wchs, CostMeter, Deep, Handoff, LoopBody,
     DEEP_SESSIONS, HOLD, MANY, MANY_THREADS, MANY_WARMUP, THINK,
 };
 use crate::Ctx;
@@ -711,12 +711,14 @@ fn deep_queue(cs: &str, server: Option<&TestingServer>, threads: usize, sessions
     await_watches(cs, queue_watches(&queue));
     let queued_watches = wchs(cs);
     let n0 = notifications(server, cs);
+    let meter = CostMeter::start();
     let t0 = epoch.elapsed();
     drop(g);
     for w in workers {
         w.join().unwrap();
     }
     let drain = Duration::from_nanos(last.load(Ordering::SeqCst)) - t0;
+    let cost = meter.finish();
     let n1 = notifications(server, cs);
     for c in clients {
         c.close();
@@ -726,6 +728,7 @@ fn deep_queue(cs: &str, server: Option<&TestingServer>, threads: usize, sessions
         drain,
         notifications: n0.zip(n1).map(|(a, b)| b - a),
         queued_watches,
+        cost,
     }
 }
 

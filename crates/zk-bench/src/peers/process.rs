@@ -511,6 +511,7 @@ impl Driver {
             drain: Duration::from_secs_f64(ms / 1e3),
             notifications: n0.zip(n1).map(|(a, b)| b - a),
             queued_watches,
+            cost: None,
         }
         .report(&format!("{}.", self.prefix), threads, sessions);
         Ok(())

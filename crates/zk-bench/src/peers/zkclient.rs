@@ -16,7 +16,7 @@ use zookeeper_client::{Acls, Client, CreateMode, Error, LockClient, LockOptions,
 
 use crate::measure::{
     await_watches, deep_waiters, latencies, notifications, proc_status, report_cycle, report_many, requests, wchs,
-    Deep, Handoff, Window, DEEP_SESSIONS, HOLD, MANY, MANY_THREADS, MANY_WARMUP, THINK,
+    CostMeter, Deep, Handoff, Window, DEEP_SESSIONS, HOLD, MANY, MANY_THREADS, MANY_WARMUP, THINK,
 };
 use crate::Ctx;
 
@@ -223,6 +223,7 @@ fn deep(rt: &Runtime, x: &Ctx) -> Result<(), Error> {
         await_watches(&x.cs, threads as u64);
         let queued_watches = wchs(&x.cs);
         let n0 = notifications(x.server(), &x.cs);
+        let meter = CostMeter::start();
         let t0 = epoch.elapsed();
         drop(g);
         rt.block_on(async {
@@ -231,11 +232,13 @@ fn deep(rt: &Runtime, x: &Ctx) -> Result<(), Error> {
             }
         });
         let drain = Duration::from_nanos(last.load(Ordering::SeqCst)) - t0;
+        let cost = meter.finish();
         let n1 = notifications(x.server(), &x.cs);
         Deep {
             drain,
             notifications: n0.zip(n1).map(|(a, b)| b - a),
             queued_watches,
+            cost,
         }
         .report("zkclient.", threads, sessions);
     }

@@ -16,7 +16,7 @@ use zookeeper::{Acl, CreateMode, WatchedEvent, ZkError, ZkResult, ZooKeeper, Zoo
 
 use crate::measure::{
     await_watches, count_requests, deep_waiters, handoffs_holding, latencies, notifications, proc_status, report_cycle,
-    report_many, wchs, Deep, Handoff, LoopBody, DEEP_SESSIONS, HOLD, MANY, MANY_THREADS, MANY_WARMUP, THINK,
+    report_many, wchs, CostMeter, Deep, Handoff, LoopBody, DEEP_SESSIONS, HOLD, MANY, MANY_THREADS, MANY_WARMUP, THINK,
 };
 use crate::Ctx;
 
@@ -195,12 +195,14 @@ fn deep(x: &Ctx) -> ZkResult<()> {
         await_watches(&x.cs, threads as u64);
         let queued_watches = wchs(&x.cs);
         let n0 = notifications(x.server(), &x.cs);
+        let meter = CostMeter::start();
         let t0 = epoch.elapsed();
         drop(g);
         for w in workers {
             w.join().unwrap();
         }
         let drain = Duration::from_nanos(last.load(Ordering::SeqCst)) - t0;
+        let cost = meter.finish();
         let n1 = notifications(x.server(), &x.cs);
         for zk in clients {
             zk.close()?;
@@ -210,6 +212,7 @@ fn deep(x: &Ctx) -> ZkResult<()> {
             drain,
             notifications: n0.zip(n1).map(|(a, b)| b - a),
             queued_watches,
+            cost,
         }
         .report("zookeeper08.seed_mutex.", threads, sessions);
     }

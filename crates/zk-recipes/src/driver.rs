@@ -267,6 +267,68 @@ impl Driver {
             }),
         }
     }
+
+    /// [`decide`](Self::decide) on a listing as the server returned it: the
+    /// same decision as [`sort`](Self::sort) then `decide`, and whether the
+    /// node to watch is the head of the sorted queue. A single-holder queue
+    /// (a mutex, a write lock) and a read lock decide in one pass over the
+    /// names, without sorting or moving them (a deep queue's listing is long);
+    /// the other drivers sort `children` in place first.
+    ///
+    /// # Errors
+    ///
+    /// [`NodeMissing`] when `ours` is not among the children.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_recipes::driver::{Decision, Driver};
+    /// let mut kids: Vec<String> = vec![
+    ///     "_c_c-lock-0000000002".into(),
+    ///     "_c_a-lock-0000000000".into(),
+    ///     "_c_b-lock-0000000001".into(),
+    /// ];
+    /// assert_eq!(
+    ///     Driver::MUTEX.decide_unsorted(&mut kids, "_c_c-lock-0000000002"),
+    ///     Ok((Decision::Watch("_c_b-lock-0000000001".into()), false))
+    /// );
+    /// assert_eq!(
+    ///     Driver::MUTEX.decide_unsorted(&mut kids, "_c_b-lock-0000000001"),
+    ///     Ok((Decision::Watch("_c_a-lock-0000000000".into()), true))
+    /// );
+    /// ```
+    pub fn decide_unsorted(&self, children: &mut [String], ours: &str) -> Result<(Decision, bool), NodeMissing> {
+        let writers_only = match self {
+            Driver::Standard { max_leases, .. } if *max_leases <= 1 => false,
+            Driver::Write => false,
+            Driver::Read => true,
+            _ => {
+                self.sort(children);
+                let decision = self.decide(children, ours)?;
+                let head = matches!(&decision, Decision::Watch(p) if children.first() == Some(p));
+                return Ok((decision, head));
+            }
+        };
+        // Sorted order is by key, then (a stable sort) by listing position.
+        let at = children.iter().position(|n| n == ours).ok_or(NodeMissing)?;
+        let our_key = self.sort_key(ours);
+        let mut head: Option<(&str, usize)> = None;
+        let mut ahead: Option<(&str, usize)> = None;
+        for (i, name) in children.iter().enumerate() {
+            let key = self.sort_key(name);
+            if head.map_or(true, |(k, _)| key < k) {
+                head = Some((key, i));
+            }
+            let before = key < our_key || (key == our_key && i < at);
+            if before && (!writers_only || name.contains(WRITE_LOCK_NAME)) && ahead.map_or(true, |(k, _)| key >= k) {
+                ahead = Some((key, i));
+            }
+        }
+        Ok(match ahead {
+            None => (Decision::Acquired, false),
+            Some((_, i)) => (Decision::Watch(children[i].clone()), head.is_some_and(|(_, h)| h == i)),
+        })
+    }
 }
 
 fn standard(sorted: &[String], ours: &str, max_leases: usize) -> Result<Decision, NodeMissing> {
@@ -298,6 +360,65 @@ mod tests {
 
     fn names(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// `decide_unsorted` decides as `sort` then `decide` do, on shuffled
+    /// listings (unique names, as a server lists them) with equal keys,
+    /// foreign names, readers and writers, for
+    /// every driver and every node of the listing (and one not in it).
+    #[test]
+    fn deciding_unsorted_is_deciding_sorted() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        let drivers = [
+            Driver::MUTEX,
+            Driver::Write,
+            Driver::Read,
+            Driver::Standard {
+                lock_name: LEASE_NAME,
+                max_leases: 3,
+            },
+            Driver::Lease { max_leases: 2 },
+        ];
+        for round in 0..400 {
+            let len = 1 + next(12);
+            let mut kids: Vec<String> = (0..len)
+                .map(|i| {
+                    let seq = format!("{:010}", next(8));
+                    match next(6) {
+                        0 => format!("_c_{i}-lock-{seq}"),
+                        1 => format!("_c_{i}-{READ_LOCK_NAME}{seq}"),
+                        2 => format!("_c_{i}-{WRITE_LOCK_NAME}{seq}"),
+                        3 => format!("_c_{i}-{LEASE_NAME}{seq}"),
+                        4 => format!("stray-{i}"),
+                        _ => format!("n{i}-lock-{seq}"),
+                    }
+                })
+                .collect();
+            for d in &drivers {
+                for ours in kids.clone().iter().chain(std::iter::once(&"absent".to_string())) {
+                    let mut sorted = kids.clone();
+                    d.sort(&mut sorted);
+                    let want = d.decide(&sorted, ours).map(|dec| {
+                        let head = matches!(&dec, Decision::Watch(p) if sorted.first() == Some(p));
+                        (dec, head)
+                    });
+                    let mut listing = kids.clone();
+                    assert_eq!(
+                        d.decide_unsorted(&mut listing, ours),
+                        want,
+                        "round {round}, {d:?}, ours {ours}, listing {kids:?}, sorted {sorted:?}"
+                    );
+                }
+            }
+            let i = next(kids.len());
+            kids.swap(0, i);
+        }
     }
 
     #[test]

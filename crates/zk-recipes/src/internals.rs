@@ -456,38 +456,38 @@ impl LockInternals {
             }
             // The listing came with the create (proven for its epoch) or is
             // taken now (proven for the epoch read before it).
-            let (children, epoch) = match node.siblings.take() {
-                Some(mut kids) => {
-                    self.driver.sort(&mut kids);
-                    (kids, node.epoch)
-                }
+            let (mut children, epoch) = match node.siblings.take() {
+                Some(kids) => (kids, node.epoch),
                 None => {
                     let epoch = self.client.connection_epoch();
-                    let kids = self.sorted_children_by(zk).map_err(|e| match e {
-                        Error::ZooKeeper(z) => LoopError::from(z),
-                        e => LoopError::Other(e),
-                    })?;
+                    let kids = match zk.get_children(&self.base_path) {
+                        Ok(k) => k,
+                        Err(zk_framework::Error::NoNode { .. }) => Vec::new(),
+                        Err(e) => return Err(e.into()),
+                    };
                     (kids, epoch)
                 }
             };
-            let decision = self.driver.decide(&children, &ours);
+            // Decided on the listing as it came (a mutex's in one pass, no
+            // sort): a deep queue's listing is long.
+            let decision = self.driver.decide_unsorted(&mut children, &ours);
+            drop(children);
             // A listing taken on a newer session may still show our old node.
             if self.client.session_generation() != generation {
                 return Err(LoopError::NodeMissing);
             }
-            let pred = match decision {
+            let (pred, pred_is_head) = match decision {
                 Err(NodeMissing) => return Err(LoopError::NodeMissing),
-                Ok(Decision::Acquired) => {
+                Ok((Decision::Acquired, _)) => {
                     if shortcut {
                         granted.record(self.client.node_key(&node.path));
                     }
                     node.epoch = epoch;
                     return Ok(true);
                 }
-                Ok(Decision::Watch(p)) => p,
-                Ok(Decision::WatchChildren) => return self.wait_for_children(zk, node, &ours, &states),
+                Ok((Decision::Watch(p), head)) => (p, head),
+                Ok((Decision::WatchChildren, _)) => return self.wait_for_children(zk, node, &ours, &states),
             };
-            let pred_is_head = children.first() == Some(&pred);
             // A try whose time is up leaves no watch behind.
             if deadline.is_some_and(|d| d <= Instant::now()) {
                 return Ok(false);

@@ -76,6 +76,12 @@ pub fn floor(x: &Ctx, c: &CuratorFramework) {
         zk.delete(&p, None).unwrap();
     });
     report_latency("floor.create_getchildren_delete", &v);
+    // A cross-session handoff's floor: another session's delete, the
+    // notification to a blocked thread, and that thread's listing of a
+    // queue of 8 (`latency` compares the handoffs with it).
+    let f = floor_latencies(&x.cs, x.warmup, x.run, false, Duration::ZERO, true);
+    println!("floor.delete_notification_listing.p50_us={}", us(percentile(&f.notified, 0.5)));
+    println!("floor.delete_notification_listing.p99_us={}", us(percentile(&f.notified, 0.99)));
 }
 
 /// `mutex`: the uncontended acquire/release cycle.
@@ -193,8 +199,8 @@ pub fn multilock(x: &Ctx, c: &CuratorFramework) {
 /// rhythm (see BENCHMARKS.md "Handoff latency and its floor").
 pub fn latency(x: &Ctx) {
     let (cs, warmup, run) = (&x.cs, x.warmup, x.run);
-    let floor = |key: &str, busy: bool, pause: Duration| {
-        let f = floor_latencies(cs, warmup, run, busy, pause);
+    let floor = |key: &str, busy: bool, pause: Duration, listing: bool| {
+        let f = floor_latencies(cs, warmup, run, busy, pause, listing);
         let p50 = percentile(&f.notified, 0.5);
         println!("{key}.p50_us={}", us(p50));
         println!("{key}.p99_us={}", us(percentile(&f.notified, 0.99)));
@@ -202,11 +208,17 @@ pub fn latency(x: &Ctx) {
         p50
     };
     // Back to back, nothing else on the server.
-    let hot = floor("floor.write_plus_notification", false, Duration::ZERO);
+    let hot = floor("floor.write_plus_notification", false, Duration::ZERO, false);
     // With a third session as busy as a handoff run's re-queueing holders.
-    let busy = floor("floor.write_plus_notification.busy_server", true, Duration::ZERO);
+    let busy = floor("floor.write_plus_notification.busy_server", true, Duration::ZERO, false);
     // After the same pause as a holder's critical section below.
-    let paused = floor("floor.write_plus_notification.after_2ms_pause", false, HOLD);
+    let paused = floor("floor.write_plus_notification.after_2ms_pause", false, HOLD, false);
+    // The same three with the woken waiter listing a queue of 8 before it
+    // counts as woken: a cross-session handoff's floor (a delete, the
+    // notification, one listing).
+    let hot_l = floor("floor.delete_notification_listing", false, Duration::ZERO, true);
+    let busy_l = floor("floor.delete_notification_listing.busy_server", true, Duration::ZERO, true);
+    let paused_l = floor("floor.delete_notification_listing.after_2ms_pause", false, HOLD, true);
     let ratio = |key: &str, h: &Handoff, name: &str, floor: Duration| {
         println!(
             "{key}.handoff_latency.p50_over_{name}.sessions_8={:.2}",
@@ -225,6 +237,8 @@ pub fn latency(x: &Ctx) {
         if sessions == 8 {
             ratio("latency.mutex", &h, "floor", hot);
             ratio("latency.mutex", &h, "busy_floor", busy);
+            ratio("latency.mutex", &h, "listing_floor", hot_l);
+            ratio("latency.mutex", &h, "busy_listing_floor", busy_l);
         }
     }
     // A 2 ms critical section: the holder released before has queued
@@ -241,6 +255,7 @@ pub fn latency(x: &Ctx) {
         h.report(&key, 8);
         ratio(&key, &h, "paused_floor", paused);
         ratio(&key, &h, "floor", hot);
+        ratio(&key, &h, "paused_listing_floor", paused_l);
     }
 }
 
@@ -605,17 +620,30 @@ struct Floor {
 /// waiter is), runs again. With `busy`, a third session keeps the server
 /// about as busy as a handoff run's re-queueing holders do (create, list,
 /// read, delete, in a loop).
-fn floor_latencies(cs: &str, warmup: Duration, run: Duration, busy: bool, pause: Duration) -> Floor {
+fn floor_latencies(cs: &str, warmup: Duration, run: Duration, busy: bool, pause: Duration, listing: bool) -> Floor {
     let (a, b) = (client(cs), client(cs));
     let (za, zb) = (a.zookeeper_client(), b.zookeeper_client());
     let acl = Acl::open_unsafe();
-    let path = "/bench/floor-notify";
+    // With `listing`, the deleted node is one of 8 in a queue the woken
+    // waiter lists (as a lock waiter whose predecessor went lists its queue).
+    let queue = "/bench/floor-queue";
+    let path = if listing { "/bench/floor-queue/n" } else { "/bench/floor-notify" };
+    if listing {
+        let _ = zb.create(queue, &[], &acl, CreateMode::Persistent);
+        for i in 0..7 {
+            let _ = zb.create(&format!("{queue}/q{i}"), &[], &acl, CreateMode::Ephemeral);
+        }
+    }
+    let lister = a.clone();
     // The waiting thread: blocks until the watcher signals, then reports when
     // it ran again.
     let (event_tx, event_rx) = std::sync::mpsc::sync_channel::<()>(1);
     let (woke_tx, woke_rx) = std::sync::mpsc::sync_channel::<Instant>(1);
     let waiter = std::thread::spawn(move || {
         while event_rx.recv().is_ok() {
+            if listing {
+                lister.zookeeper_client().get_children(queue).unwrap();
+            }
             if woke_tx.send(Instant::now()).is_err() {
                 break;
             }

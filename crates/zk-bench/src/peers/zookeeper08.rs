@@ -65,12 +65,23 @@ impl SeedMutex {
 
     /// Creates this waiter's node, then waits until it is the lowest.
     fn acquire(&self) -> ZkResult<Held> {
-        let node = self.zk.create(
-            &format!("{}/lock-", self.path),
-            Vec::new(),
-            Acl::open_unsafe().clone(),
-            CreateMode::EphemeralSequential,
-        )?;
+        let create = || {
+            self.zk.create(
+                &format!("{}/lock-", self.path),
+                Vec::new(),
+                Acl::open_unsafe().clone(),
+                CreateMode::EphemeralSequential,
+            )
+        };
+        // The lock path may be a container of ours that the server reaped
+        // while it was empty: make it again.
+        let node = match create() {
+            Err(ZkError::NoNode) => {
+                self.zk.ensure_path(&self.path)?;
+                create()?
+            }
+            r => r?,
+        };
         let held = Held {
             zk: self.zk.clone(),
             node,

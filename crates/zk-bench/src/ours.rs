@@ -80,8 +80,14 @@ pub fn floor(x: &Ctx, c: &CuratorFramework) {
     // notification to a blocked thread, and that thread's listing of a
     // queue of 8 (`latency` compares the handoffs with it).
     let f = floor_latencies(&x.cs, x.warmup, x.run, false, Duration::ZERO, true);
-    println!("floor.delete_notification_listing.p50_us={}", us(percentile(&f.notified, 0.5)));
-    println!("floor.delete_notification_listing.p99_us={}", us(percentile(&f.notified, 0.99)));
+    println!(
+        "floor.delete_notification_listing.p50_us={}",
+        us(percentile(&f.notified, 0.5))
+    );
+    println!(
+        "floor.delete_notification_listing.p99_us={}",
+        us(percentile(&f.notified, 0.99))
+    );
 }
 
 /// `mutex`: the uncontended acquire/release cycle.
@@ -217,7 +223,12 @@ pub fn latency(x: &Ctx) {
     // counts as woken: a cross-session handoff's floor (a delete, the
     // notification, one listing).
     let hot_l = floor("floor.delete_notification_listing", false, Duration::ZERO, true);
-    let busy_l = floor("floor.delete_notification_listing.busy_server", true, Duration::ZERO, true);
+    let busy_l = floor(
+        "floor.delete_notification_listing.busy_server",
+        true,
+        Duration::ZERO,
+        true,
+    );
     let paused_l = floor("floor.delete_notification_listing.after_2ms_pause", false, HOLD, true);
     let ratio = |key: &str, h: &Handoff, name: &str, floor: Duration| {
         println!(
@@ -627,7 +638,11 @@ fn floor_latencies(cs: &str, warmup: Duration, run: Duration, busy: bool, pause:
     // With `listing`, the deleted node is one of 8 in a queue the woken
     // waiter lists (as a lock waiter whose predecessor went lists its queue).
     let queue = "/bench/floor-queue";
-    let path = if listing { "/bench/floor-queue/n" } else { "/bench/floor-notify" };
+    let path = if listing {
+        "/bench/floor-queue/n"
+    } else {
+        "/bench/floor-notify"
+    };
     if listing {
         let _ = zb.create(queue, &[], &acl, CreateMode::Persistent);
         for i in 0..7 {

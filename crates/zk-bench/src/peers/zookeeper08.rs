@@ -40,6 +40,10 @@ fn sequence(name: &str) -> Option<u64> {
 struct SeedMutex {
     zk: Arc<ZooKeeper>,
     path: String,
+    /// Name nodes as Curator (and ours) do, `_c_<uuid>-lock-<seq>` (55
+    /// bytes), instead of `lock-<seq>` (15): what the longer names cost
+    /// every listing, apart from everything else (the deep queue runs both).
+    curator_names: bool,
 }
 
 /// A held [`SeedMutex`]: its node is deleted on drop.
@@ -60,14 +64,26 @@ impl SeedMutex {
         Ok(SeedMutex {
             zk: zk.clone(),
             path: path.to_string(),
+            curator_names: false,
         })
+    }
+
+    /// The same mutex, its nodes named as Curator's.
+    fn with_curator_names(mut self, on: bool) -> SeedMutex {
+        self.curator_names = on;
+        self
     }
 
     /// Creates this waiter's node, then waits until it is the lowest.
     fn acquire(&self) -> ZkResult<Held> {
+        let name = if self.curator_names {
+            format!("{}/_c_{}-lock-", self.path, zk_framework::paths::new_protected_id())
+        } else {
+            format!("{}/lock-", self.path)
+        };
         let create = || {
             self.zk.create(
-                &format!("{}/lock-", self.path),
+                &name,
                 Vec::new(),
                 Acl::open_unsafe().clone(),
                 CreateMode::EphemeralSequential,
@@ -178,10 +194,15 @@ fn latency(x: &Ctx) -> ZkResult<()> {
 /// last waiter's release.
 fn deep(x: &Ctx) -> ZkResult<()> {
     let deep = deep_waiters();
-    for (threads, sessions) in [(deep, 1), (deep, DEEP_SESSIONS.min(deep))] {
+    let runs = [
+        (deep, 1, false),
+        (deep, DEEP_SESSIONS.min(deep), false),
+        (deep, DEEP_SESSIONS.min(deep), true),
+    ];
+    for (threads, sessions, curator_names) in runs {
         let path = "/bench/deep";
         let holder_zk = session(&x.cs)?;
-        let holder = SeedMutex::new(&holder_zk, path)?;
+        let holder = SeedMutex::new(&holder_zk, path)?.with_curator_names(curator_names);
         let g = holder.acquire()?;
         let clients = (0..sessions).map(|_| session(&x.cs)).collect::<ZkResult<Vec<_>>>()?;
         let epoch = Instant::now();
@@ -192,7 +213,7 @@ fn deep(x: &Ctx) -> ZkResult<()> {
                 std::thread::Builder::new()
                     .stack_size(256 * 1024)
                     .spawn(move || {
-                        let m = SeedMutex::new(&zk, path).unwrap();
+                        let m = SeedMutex::new(&zk, path).unwrap().with_curator_names(curator_names);
                         drop(m.acquire().unwrap());
                         last.fetch_max(epoch.elapsed().as_nanos() as u64, Ordering::SeqCst);
                     })
@@ -225,7 +246,15 @@ fn deep(x: &Ctx) -> ZkResult<()> {
             queued_watches,
             cost,
         }
-        .report("zookeeper08.seed_mutex.", threads, sessions);
+        .report(
+            if curator_names {
+                "zookeeper08.seed_mutex_curator_names."
+            } else {
+                "zookeeper08.seed_mutex."
+            },
+            threads,
+            sessions,
+        );
     }
     Ok(())
 }

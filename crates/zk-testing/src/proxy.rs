@@ -25,6 +25,9 @@ struct Shared {
     frozen: AtomicBool,
     drop_next_reply: AtomicBool,
     dropped: AtomicUsize,
+    /// Hold each reply until the client has sent another frame after its
+    /// request.
+    hold_replies: AtomicBool,
     /// Bumped to ask every server→client pump to send a garbage frame.
     garbage: AtomicUsize,
     accepted: AtomicUsize,
@@ -112,10 +115,11 @@ impl FaultProxy {
                     continue;
                 };
                 sh.conns.lock().push((c1, s1));
-                let sh1 = sh.clone();
-                thread::spawn(move || pump_up(client, server, sh1));
+                let link = Arc::new(Link::default());
+                let (sh1, l1) = (sh.clone(), link.clone());
+                thread::spawn(move || pump_up(client, server, sh1, l1));
                 let sh2 = sh.clone();
-                thread::spawn(move || pump_down(s2, c2, sh2));
+                thread::spawn(move || pump_down(s2, c2, sh2, link));
             }
         });
         Ok(FaultProxy { port, shared })
@@ -221,6 +225,26 @@ impl FaultProxy {
     /// ```
     pub fn drop_next_reply(&self) {
         self.shared.drop_next_reply.store(true, Ordering::Release);
+    }
+
+    /// While `on`, holds each reply to a request (xid > 0) until the client
+    /// has sent another frame (any: a request, a ping) after that request: a
+    /// server that answers only once it hears from the client again, as
+    /// Apache ZooKeeper 3.8 was seen doing on an ensemble (a reply held until
+    /// the server next received anything). Frames behind a held reply wait
+    /// with it, in order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
+    /// let proxy = zk_testing::proxy::FaultProxy::start(&server.connect_string())?;
+    /// proxy.hold_replies(true);
+    /// proxy.hold_replies(false);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn hold_replies(&self, on: bool) {
+        self.shared.hold_replies.store(on, Ordering::Release);
     }
 
     /// Replies dropped so far.
@@ -337,8 +361,34 @@ fn wait_thawed(sh: &Shared) -> bool {
     true
 }
 
+/// One proxied connection's requests, as its two pumps see them.
+#[derive(Default)]
+struct Link {
+    /// Frames the client has sent.
+    sent: AtomicUsize,
+    /// For each request's xid, `sent` once it was sent.
+    sent_at: Mutex<std::collections::HashMap<i32, usize>>,
+}
+
+/// Waits until the client has sent another frame after the request `xid`
+/// (or the hold is lifted); `false` when the proxy stops.
+fn held_until_client_sends(sh: &Shared, link: &Link, xid: i32) -> bool {
+    let mark = link
+        .sent_at
+        .lock()
+        .remove(&xid)
+        .unwrap_or_else(|| link.sent.load(Ordering::Acquire));
+    while link.sent.load(Ordering::Acquire) <= mark && sh.hold_replies.load(Ordering::Acquire) {
+        if sh.stop.load(Ordering::Acquire) {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
+    true
+}
+
 /// client → server, byte for byte.
-fn pump_up(mut from: TcpStream, mut to: TcpStream, sh: Arc<Shared>) {
+fn pump_up(mut from: TcpStream, mut to: TcpStream, sh: Arc<Shared>, link: Arc<Link>) {
     let _ = from.set_read_timeout(Some(POLL));
     let mut buf = vec![0u8; 64 * 1024];
     // Frames are cut (to find a SetWatches) unless the stream is TLS.
@@ -375,6 +425,14 @@ fn pump_up(mut from: TcpStream, mut to: TcpStream, sh: Arc<Shared>) {
                     if delay && !delay_set_watches(&sh) {
                         break 'outer;
                     }
+                    // Counted before it goes out: its reply may come back
+                    // before this pump runs again.
+                    let n = link.sent.fetch_add(1, Ordering::AcqRel) + 1;
+                    if f.len() >= 4 && sh.hold_replies.load(Ordering::Acquire) {
+                        link.sent_at
+                            .lock()
+                            .insert(i32::from_be_bytes([f[0], f[1], f[2], f[3]]), n);
+                    }
                     let mut out = (f.len() as i32).to_be_bytes().to_vec();
                     out.extend_from_slice(&f);
                     if !wait_thawed(&sh) || to.write_all(&out).is_err() {
@@ -396,7 +454,7 @@ fn pump_up(mut from: TcpStream, mut to: TcpStream, sh: Arc<Shared>) {
 
 /// server → client, frame by frame (to drop a reply or inject garbage); byte for
 /// byte when the server speaks TLS.
-fn pump_down(mut from: TcpStream, mut to: TcpStream, sh: Arc<Shared>) {
+fn pump_down(mut from: TcpStream, mut to: TcpStream, sh: Arc<Shared>, link: Arc<Link>) {
     let _ = from.set_read_timeout(Some(POLL));
     let mut buf = vec![0u8; 64 * 1024];
     let mut fb = FrameBuffer::new(64 * 1024 * 1024);
@@ -451,6 +509,10 @@ fn pump_down(mut from: TcpStream, mut to: TcpStream, sh: Arc<Shared>) {
             if !first && xid > 0 && sh.drop_next_reply.swap(false, Ordering::AcqRel) {
                 sh.dropped.fetch_add(1, Ordering::Relaxed);
                 continue;
+            }
+            if !first && xid > 0 && sh.hold_replies.load(Ordering::Acquire) && !held_until_client_sends(&sh, &link, xid)
+            {
+                break 'outer;
             }
             first = false;
             let mut out = (f.len() as i32).to_be_bytes().to_vec();

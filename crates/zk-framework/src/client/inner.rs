@@ -33,6 +33,9 @@ use crate::proto::{xid, ErrorCode, EventType, KeeperState, OpCode, ReplyHeader, 
 /// Size of a reply header on the wire.
 pub(super) const REPLY_HEADER_LEN: usize = 16;
 
+/// How late a reply may be before [`Inner::await_reply`] nudges the server.
+pub(super) const NUDGE_AFTER: Duration = Duration::from_millis(250);
+
 /// A request on the wire whose reply has not been awaited yet.
 pub(super) struct Submitted {
     slot: Arc<Slot>,
@@ -574,6 +577,10 @@ impl Inner {
                 core.pending.len() > 2
             };
             let gen = wire.gen;
+            if log::log_enabled!(log::Level::Trace) {
+                let sid = self.core.lock().session_id;
+                log::trace!("session {sid:#x}: request xid {xid} {op:?} (busy {busy})");
+            }
             self.write_frame(wire, frame, busy);
             gen
         };
@@ -601,6 +608,14 @@ impl Inner {
 
     /// Waits for the reply of a submitted request, until its deadline.
     pub fn await_reply(&self, s: Submitted) -> Result<Reply> {
+        // A reply late by `NUDGE_AFTER`: nudge the server (see `nudge`), once.
+        let nudge_at = Instant::now() + NUDGE_AFTER;
+        if nudge_at < s.deadline {
+            if let Some(r) = s.slot.wait_until(nudge_at) {
+                return r;
+            }
+            self.nudge();
+        }
         match s.slot.wait_until(s.deadline) {
             Some(r) => r,
             None if s.abandon => Err(Error::DeadlineExceeded),
@@ -611,6 +626,27 @@ impl Inner {
                 Err(Error::OperationTimeout)
             }
         }
+    }
+
+    /// Sends a ping, after a reply has been [`NUDGE_AFTER`] late. Apache
+    /// ZooKeeper 3.8 was seen holding a reply, on a leader and on a follower
+    /// of an ensemble, until it next received anything from any client
+    /// (3.3-7 s, a ping's interval, in zk-bench's handoff runs: BENCHMARKS.md,
+    /// issue 34); the nudge is that anything, so such a stall ends after
+    /// about [`NUDGE_AFTER`]. A ping, because the server answers it in order
+    /// behind the late request and changes nothing; its reply is read as the
+    /// I/O thread's pings are (it proves the server alive no earlier than the
+    /// oldest ping in flight). Nothing is sent when the connection is busy or
+    /// gone.
+    fn nudge(&self) {
+        let Some(wire) = self.wire.try_lock_for(Duration::from_millis(10)) else {
+            return;
+        };
+        if wire.stream.is_none() {
+            return;
+        }
+        log::debug!("a reply is {NUDGE_AFTER:?} late: nudging the server with a ping");
+        self.write_frame(wire, request_frame(xid::PING, OpCode::Ping, None), false);
     }
 
     /// Writes `frame` on the current connection (see [`Wire`]): queues it if
@@ -637,6 +673,7 @@ impl Inner {
             }
         }
         loop {
+            log::trace!("gen {gen}: writing {} bytes", buf.len());
             let result = stream.write_all(&buf);
             buf.clear();
             match &result {
@@ -668,6 +705,16 @@ impl Inner {
     ) -> std::result::Result<(), Stop> {
         let header = ReplyHeader::decode(&mut Reader::new(&frame))
             .map_err(|e| Stop::Broken(format!("garbage reply header: {e}")))?;
+        if log::log_enabled!(log::Level::Trace) {
+            let sid = self.core.lock().session_id;
+            log::trace!(
+                "session {sid:#x}: reply xid {} zxid {:#x} err {} ({} bytes)",
+                header.xid,
+                header.zxid,
+                header.err,
+                frame.len()
+            );
+        }
         match header.xid {
             xid::NOTIFICATION => self.notification(&frame),
             xid::PING => {
@@ -737,7 +784,15 @@ impl Inner {
             log::warn!("ignoring notification with unknown type {}", ev.event_type);
             return Ok(());
         };
-        let due = self.core.lock().watches.materialize(event_type, &ev.path);
+        let (due, sid) = {
+            let mut core = self.core.lock();
+            (core.watches.materialize(event_type, &ev.path), core.session_id)
+        };
+        log::trace!(
+            "session {sid:#x}: {event_type:?} {} ({} watchers)",
+            ev.path,
+            due.in_order.len() + due.watchers.len()
+        );
         if !due.is_empty() {
             let event = WatchedEvent {
                 event_type,

@@ -685,3 +685,39 @@ fn a_reply_read_late_confirms_the_session_only_as_of_its_request() {
     zk.exists("/").unwrap();
     assert!(zk.since_last_confirmed() < held / 2);
 }
+
+/// A server that holds a reply until it next hears from the client (Apache
+/// ZooKeeper 3.8 was seen doing so on an ensemble, for a ping's interval):
+/// a call whose reply is 250 ms late nudges the server with a ping, so it
+/// ends after about 250 ms, not at the I/O thread's next ping (10 s here),
+/// and its result is the server's answer.
+#[test]
+fn a_reply_the_server_holds_back_is_nudged_out() {
+    let Some(server) = TestServer::start() else { return };
+    let proxy = Proxy::start(&server.connect_string()).unwrap();
+    // A 45 s session: 30 s read timeout, a ping every 10 s.
+    let zk = connect(&proxy.connect_string(), config(Duration::from_secs(45)));
+    let root = test_root(&zk, "nudge");
+    let node = format!("{root}/n");
+    zk.create(&node, b"v", &Acl::open_unsafe(), CreateMode::Persistent)
+        .unwrap();
+    proxy.hold_replies(true);
+    for _ in 0..3 {
+        let t0 = Instant::now();
+        let (data, _) = zk.get_data(&node).unwrap();
+        let elapsed = t0.elapsed();
+        assert_eq!(data, b"v");
+        // The nudge goes out at 250 ms; the margin is for a loaded machine,
+        // and stays well under the 10 s of the I/O thread's own ping.
+        assert!(
+            elapsed <= Duration::from_millis(250) + Duration::from_secs(3),
+            "{elapsed:?}"
+        );
+        assert!(
+            elapsed >= Duration::from_millis(200),
+            "the reply was not held: {elapsed:?}"
+        );
+    }
+    proxy.hold_replies(false);
+    zk.get_data(&node).unwrap();
+}

@@ -12,8 +12,11 @@
 //! with the lock figures on and off, in alternating rounds; built with
 //! `--features metrics` the figures also go through the `metrics` facade to a
 //! counting recorder) by default; the scale scenarios `latency` (release to
-//! next grant, and its floor, alone and with the server kept busy), `deep`
-//! (1,000 waiters on one mutex), `many` (10,000 locks held at once) only when
+//! next grant, and its floors, alone and with the server kept busy; `floor`
+//! prints the cross-session handoff's floor too: a delete, the notification,
+//! one listing), `deep` (1,000 waiters on one mutex, with the drain's CPU and
+//! thread wake-ups per handoff; the seed mutex also with Curator's node
+//! names, `zookeeper08.seed_mutex_curator_names.`), `many` (10,000 locks held at once) only when
 //! named (`--only scale` names them all with `clients`); `failover` (leader
 //! election: close and kill failovers, the idle cost; [`failover`]) only when
 //! named; `counter`, `registration` and `barrier` (our `DistributedAtomicLong`,
@@ -80,6 +83,7 @@ impl Ctx {
 }
 
 fn main() {
+    env_logger::Builder::from_default_env().format_timestamp_millis().init();
     let o = Opts::parse_args();
     let backend_kind = if o.apache { Backend::Apache } else { Backend::Embedded };
     let cluster = (o.connect.is_none() && o.ensemble).then(|| {

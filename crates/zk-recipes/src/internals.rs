@@ -471,6 +471,7 @@ impl LockInternals {
             // Decided on the listing as it came (a mutex's in one pass, no
             // sort): a deep queue's listing is long.
             let decision = self.driver.decide_unsorted(&mut children, &ours);
+            log::trace!("{ours}: {} children, {decision:?}", children.len());
             drop(children);
             // A listing taken on a newer session may still show our old node.
             if self.client.session_generation() != generation {
@@ -511,7 +512,9 @@ impl LockInternals {
             if deadline.is_some_and(|d| d <= Instant::now()) {
                 return Ok(false);
             }
-            match wait_or_cancel(&self.client, &rx, &states, deadline, &self.cancel) {
+            let woken = wait_or_cancel(&self.client, &rx, &states, deadline, &self.cancel);
+            log::trace!("{ours}: woken {woken:?}");
+            match woken {
                 Woken::Watch(ev) => {
                     // Our node's deletion, had it come before this one, was
                     // heard of first (the session's events arrive in order),

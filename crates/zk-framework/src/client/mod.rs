@@ -40,8 +40,13 @@
 //!   connection) plus scheduling noise; when that bound passes without a reply it
 //!   returns [`Error::OperationTimeout`](crate::error::Error::OperationTimeout) and the connection is dropped (the
 //!   session survives). In practice a dead connection is noticed within the read
-//!   timeout, and a dropped reply within about `2T/9` (the next ping's reply
-//!   overtakes it).
+//!   timeout, and a dropped reply within about 250 ms (see the next point).
+//! * A reply 250 ms late makes its caller send a ping, once. The ping's reply
+//!   comes in order behind the late one: a dropped reply is then noticed (the
+//!   ping's reply overtakes it; the connection is dropped and the call fails
+//!   with `ConnectionLoss`), and a server that holds a reply until it next hears
+//!   from a client (Apache ZooKeeper 3.8 did, for seconds, on an ensemble under
+//!   load) lets it go.
 //! * [`Client::close`] (and dropping the last handle) takes at most about 1.5 s:
 //!   up to 1 s for the closeSession reply, then up to 0.5 s to join the threads
 //!   (a thread still busy, e.g. in a connect attempt or a user watcher, is

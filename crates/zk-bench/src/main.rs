@@ -83,7 +83,10 @@ impl Ctx {
 }
 
 fn main() {
-    env_logger::Builder::from_default_env().format_timestamp_millis().init();
+    // Silent unless RUST_LOG asks (the peers log every refused reconnect).
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("off"))
+        .format_timestamp_millis()
+        .init();
     let o = Opts::parse_args();
     let backend_kind = if o.apache { Backend::Apache } else { Backend::Embedded };
     let cluster = (o.connect.is_none() && o.ensemble).then(|| {

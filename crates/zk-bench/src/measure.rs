@@ -219,16 +219,15 @@ impl Window {
     pub fn measure(&self, warmup: Duration, run: Duration) -> Handoff {
         std::thread::sleep(warmup);
         let before: Vec<u64> = self.counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
-        let cpu0 = process_cpu();
-        let wakeups0 = process_wakeups();
+        let cost0 = Cost::now();
         let t = Instant::now();
         self.latch.timing.store(true, Ordering::Relaxed);
         std::thread::sleep(run);
         self.latch.timing.store(false, Ordering::Relaxed);
         let after: Vec<u64> = self.counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
         let elapsed = t.elapsed();
-        let cpu = process_cpu().zip(cpu0).map(|(b, a)| b.saturating_sub(a));
-        let wakeups = process_wakeups().zip(wakeups0).map(|(b, a)| b.saturating_sub(a));
+        let cost = Cost::now().zip(cost0).map(|(b, a)| b.since(&a));
+        let (cpu, wakeups) = (cost.map(|c| c.cpu), cost.map(|c| c.wakeups));
         self.stop.store(true, Ordering::Relaxed);
         let per_client: Vec<u64> = after.iter().zip(&before).map(|(a, b)| a - b).collect();
         Handoff {
@@ -239,36 +238,6 @@ impl Window {
             wakeups,
         }
     }
-}
-
-/// Voluntary context switches of this process's live threads so far, from
-/// `/proc/self/task/*/status` (a thread that ended takes its count with it);
-/// `None` elsewhere.
-pub fn process_wakeups() -> Option<u64> {
-    let mut sum = 0;
-    for task in std::fs::read_dir("/proc/self/task").ok()? {
-        let Ok(status) = std::fs::read_to_string(task.ok()?.path().join("status")) else {
-            continue; // the thread ended meanwhile
-        };
-        sum += status
-            .lines()
-            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .unwrap_or(0);
-    }
-    Some(sum)
-}
-
-/// CPU time (user and system) of this process so far, from `/proc/self/stat`
-/// (in clock ticks of 10 ms, Linux's `USER_HZ`); `None` elsewhere.
-pub fn process_cpu() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // Fields after the command's closing parenthesis: state is field 3,
-    // utime 14 and stime 15.
-    let rest = stat.rsplit_once(')')?.1;
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
-    Some(Duration::from_millis(ticks * 10))
 }
 
 /// Contended acquisitions: one thread per client in `clients`, each looping
@@ -656,25 +625,6 @@ mod tests {
     }
 
     #[test]
-    fn process_cpu_grows_with_work() {
-        let Some(a) = super::process_cpu() else {
-            return; // not Linux
-        };
-        // Work until the count moves by two ticks, with a deadline (a
-        // loaded machine gives this thread less than the wall clock).
-        let end = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        let mut x = 0u64;
-        let mut b = a;
-        while b < a + std::time::Duration::from_millis(20) && std::time::Instant::now() < end {
-            for _ in 0..100_000 {
-                x = std::hint::black_box(x.wrapping_add(1));
-            }
-            b = super::process_cpu().unwrap();
-        }
-        assert!(b >= a + std::time::Duration::from_millis(20), "{a:?} -> {b:?}");
-    }
-
-    #[test]
     fn a_cost_counts_the_wakeups_and_cpu_of_a_thread_that_ended() {
         let Some(a) = super::Cost::now() else {
             return; // not 64-bit Linux
@@ -694,29 +644,6 @@ mod tests {
         let c = super::Cost::now().unwrap().since(&a);
         assert!(c.wakeups >= 20, "{c:?}");
         assert!(c.cpu > std::time::Duration::ZERO, "{c:?}");
-    }
-
-    #[test]
-    fn process_wakeups_count_a_thread_that_sleeps() {
-        let Some(a) = super::process_wakeups() else {
-            return; // not Linux
-        };
-        // A thread that goes to sleep 20 times, then waits to be let go: its
-        // switches count while it lives.
-        let (slept_tx, slept_rx) = std::sync::mpsc::sync_channel::<()>(1);
-        let (done_tx, done_rx) = std::sync::mpsc::sync_channel::<()>(0);
-        let t = std::thread::spawn(move || {
-            for _ in 0..20 {
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
-            slept_tx.send(()).unwrap();
-            let _ = done_rx.recv();
-        });
-        slept_rx.recv().unwrap();
-        let b = super::process_wakeups().unwrap();
-        drop(done_tx);
-        t.join().unwrap();
-        assert!(b >= a + 20, "{a} -> {b}");
     }
 
     #[test]

@@ -567,12 +567,9 @@ fn client_cost(cs: &str, n: usize) {
     // Idle clients, connected and doing nothing: how often their threads
     // wake (pings, the session monitor's look at the session).
     let idle = Duration::from_secs(2);
-    let w0 = crate::measure::process_wakeups();
+    let w0 = crate::measure::Cost::now();
     std::thread::sleep(idle);
-    if let Some(w) = crate::measure::process_wakeups()
-        .zip(w0)
-        .map(|(b, a)| b.saturating_sub(a))
-    {
+    if let Some(w) = crate::measure::Cost::now().zip(w0).map(|(b, a)| b.since(&a).wakeups) {
         println!(
             "clients.wakeups_per_idle_client_per_s={:.1}",
             w as f64 / n as f64 / idle.as_secs_f64()

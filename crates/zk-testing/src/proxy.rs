@@ -368,21 +368,24 @@ struct Link {
     sent: AtomicUsize,
     /// For each request's xid, `sent` once it was sent.
     sent_at: Mutex<std::collections::HashMap<i32, usize>>,
+    /// Signalled when `sent` grows (a held reply waits on it).
+    sent_grew: parking_lot::Condvar,
 }
 
 /// Waits until the client has sent another frame after the request `xid`
 /// (or the hold is lifted); `false` when the proxy stops.
 fn held_until_client_sends(sh: &Shared, link: &Link, xid: i32) -> bool {
-    let mark = link
-        .sent_at
-        .lock()
-        .remove(&xid)
-        .unwrap_or_else(|| link.sent.load(Ordering::Acquire));
+    // `sent` grows under this lock, so no frame slips between the check and
+    // the wait.
+    let mut at = link.sent_at.lock();
+    let mark = at.remove(&xid).unwrap_or_else(|| link.sent.load(Ordering::Acquire));
     while link.sent.load(Ordering::Acquire) <= mark && sh.hold_replies.load(Ordering::Acquire) {
         if sh.stop.load(Ordering::Acquire) {
             return false;
         }
-        thread::sleep(Duration::from_millis(1));
+        // Woken by the next frame; the bound only lets a stop or a lifted
+        // hold be seen.
+        link.sent_grew.wait_for(&mut at, POLL);
     }
     true
 }
@@ -427,12 +430,14 @@ fn pump_up(mut from: TcpStream, mut to: TcpStream, sh: Arc<Shared>, link: Arc<Li
                     }
                     // Counted before it goes out: its reply may come back
                     // before this pump runs again.
-                    let n = link.sent.fetch_add(1, Ordering::AcqRel) + 1;
-                    if f.len() >= 4 && sh.hold_replies.load(Ordering::Acquire) {
-                        link.sent_at
-                            .lock()
-                            .insert(i32::from_be_bytes([f[0], f[1], f[2], f[3]]), n);
+                    {
+                        let mut at = link.sent_at.lock();
+                        let n = link.sent.fetch_add(1, Ordering::AcqRel) + 1;
+                        if f.len() >= 4 && sh.hold_replies.load(Ordering::Acquire) {
+                            at.insert(i32::from_be_bytes([f[0], f[1], f[2], f[3]]), n);
+                        }
                     }
+                    link.sent_grew.notify_all();
                     let mut out = (f.len() as i32).to_be_bytes().to_vec();
                     out.extend_from_slice(&f);
                     if !wait_thawed(&sh) || to.write_all(&out).is_err() {

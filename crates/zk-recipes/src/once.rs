@@ -27,18 +27,28 @@
 //! # The proof: the write's own marker
 //!
 //! Each write goes out as one transaction (a `multi`) with a marker: an
-//! EPHEMERAL child `<path>/_c_<uuid>-once` of the node, created with the
-//! write or not at all. The node's data stays Curator's bare bytes (no
-//! Curator recipe lists a counter's children); the marker is deleted as
-//! soon as the outcome is known (a detached delete, not waited for), and
-//! goes with its session otherwise. After a lost reply, on the same
-//! session, the marker settles the outcome exactly: there, **applied** (by
-//! this writer: [`Written::Applied`] with `marker`); missing, **not
+//! EPHEMERAL child `<path>/_c_<uuid>-once` of the node, written with the
+//! write or not at all. A writer's first write creates its marker; the
+//! writer ([`Markers`], one per counter or shared value) keeps it, and its
+//! later writes `setData` it at its version in their transaction. So a
+//! write is two requests with its read, as Curator's, and no delete
+//! follows it. Each kept marker serves one write at a time (concurrent
+//! writes of one writer make more, up to 16 kept), so after a lost reply,
+//! on the same session, the marker settles the outcome exactly: created,
+//! or one version on, **applied** (by this writer: [`Written::Applied`] with
+//! `marker`); missing (a new one), or at its version (a kept one), **not
 //! applied**, and the write is sent again. Whose write it was is never in
-//! doubt, whatever other writers did meanwhile.
+//! doubt, whatever other writers did meanwhile. The node's data stays
+//! Curator's bare bytes (no Curator recipe lists a counter's children).
+//! Kept markers are deleted (without waiting) when their writer is dropped
+//! or closed, and go with their session otherwise; while a writer lives, a
+//! plain delete of its node from elsewhere meets `NotEmpty` (delete the
+//! children too). A kept marker someone deleted or wrote is dropped, and
+//! the write goes out at once with a new one.
 //!
 //! Only when the marker cannot tell (the session changed before the proof:
-//! an ephemeral marker goes with its session; or the node's ACL refuses the
+//! an ephemeral marker goes with its session; a kept marker deleted or
+//! written by someone else meanwhile; or the node's ACL refuses the
 //! marker's create, and the write goes out alone) is the node's data read
 //! back, by the rules below, with their bound.
 //!
@@ -85,6 +95,7 @@
 //!   client creating the same bytes in the same window).
 //! * anything else: unknown, with what was read.
 
+use parking_lot::Mutex;
 use zk_framework::proto::path::parent;
 use zk_framework::{Client, CreateMode, CuratorFramework, Error as ZkError, Op, OpResult, Stat};
 
@@ -306,6 +317,89 @@ fn marker_name() -> String {
     zk_framework::paths::protected_name(&zk_framework::paths::new_protected_id(), "once")
 }
 
+/// Most markers a writer keeps between its writes (one per write in flight
+/// at once on the node; more than this are deleted when their write ends).
+const MAX_KEPT: usize = 16;
+
+/// A marker kept between writes: its server path, the session that created
+/// it (it went with that session) and the version its last write left.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Marker {
+    path: String,
+    session: i64,
+    version: i32,
+}
+
+/// The markers one writer (a counter, a shared value) keeps under its node
+/// between writes, so that a write after the first is one transaction
+/// (`setData` on the node and on its marker) and no delete: two requests
+/// per update with the read, as Curator's, where a marker made and deleted
+/// per write cost three. Each kept marker serves one write at a time, so
+/// its version tells exactly whether that write was applied. Kept markers
+/// are deleted (without waiting) when the writer is dropped, and go with
+/// their session otherwise.
+pub(crate) struct Markers {
+    client: CuratorFramework,
+    free: Mutex<Vec<Marker>>,
+}
+
+impl std::fmt::Debug for Markers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Markers")
+            .field("kept", &self.free.lock().len())
+            .finish()
+    }
+}
+
+impl Markers {
+    pub(crate) fn new(client: &CuratorFramework) -> Markers {
+        Markers {
+            client: client.clone(),
+            free: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A kept marker of `session`; those of other sessions are forgotten
+    /// (they went with their session).
+    fn take(&self, session: i64) -> Option<Marker> {
+        let mut free = self.free.lock();
+        free.retain(|m| m.session == session);
+        free.pop()
+    }
+
+    /// Keeps `m` for the next write, or deletes it when enough are kept.
+    fn keep(&self, c: &Client, m: Marker) {
+        let mut free = self.free.lock();
+        if free.len() < MAX_KEPT {
+            free.push(m);
+        } else {
+            drop(free);
+            forget(c, &m.path);
+        }
+    }
+}
+
+impl Drop for Markers {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+impl Markers {
+    /// Deletes the kept markers (without waiting).
+    pub(crate) fn release(&self) {
+        let free = std::mem::take(&mut *self.free.lock());
+        if free.is_empty() {
+            return;
+        }
+        let c = self.client.zookeeper_client();
+        let session = c.session_id();
+        for m in free.into_iter().filter(|m| m.session == session) {
+            forget(&c, &m.path);
+        }
+    }
+}
+
 /// What a marked write ended with.
 enum Marked {
     /// Settled.
@@ -325,7 +419,13 @@ enum Marked {
 /// The write's error when it was certainly not applied (`NoAuth`, a
 /// retryable error when the retries ran out and the proof showed it was not
 /// applied, ...).
-pub(crate) fn set_versioned(fw: &CuratorFramework, path: &str, data: &[u8], base: &Base) -> Result<Written, ZkError> {
+pub(crate) fn set_versioned(
+    fw: &CuratorFramework,
+    markers: &Markers,
+    path: &str,
+    data: &[u8],
+    base: &Base,
+) -> Result<Written, ZkError> {
     let write = |sp: &str| Op::SetData {
         path: sp.to_string(),
         data: data.to_vec(),
@@ -335,18 +435,18 @@ pub(crate) fn set_versioned(fw: &CuratorFramework, path: &str, data: &[u8], base
         let r = read(c, sp)?;
         Ok(judge_set(r.as_ref().map(|(d, s)| (d.as_slice(), s)), data, base))
     };
-    let found = |c: &Client, sp: &str, marker_czxid: i64| -> Stat {
+    let found = |c: &Client, sp: &str, marker_zxid: i64| -> Stat {
         // Our write's stat: the node's, unless it moved on since (then ours
         // as it was: one version on, changed in the marker's transaction).
         let mut stat = read(c, sp).ok().flatten().map(|(_, s)| s).unwrap_or_default();
-        if stat.mzxid != marker_czxid {
+        if stat.mzxid != marker_zxid {
             stat.version = base.version.wrapping_add(1);
-            stat.mzxid = marker_czxid;
+            stat.mzxid = marker_zxid;
             stat.czxid = base.czxid;
         }
         stat
     };
-    match marked(fw, path, write, judge, found, |_| {})? {
+    match marked(fw, markers, path, write, judge, found, |_| {})? {
         Marked::Done(w) => Ok(w),
         Marked::Refused => set_plain(fw, path, data, base),
     }
@@ -359,7 +459,12 @@ pub(crate) fn set_versioned(fw: &CuratorFramework, path: &str, data: &[u8], base
 /// # Errors
 ///
 /// As [`set_versioned`]; `NoNode` when the parents could not be made.
-pub(crate) fn create_once(fw: &CuratorFramework, path: &str, data: &[u8]) -> Result<Written, ZkError> {
+pub(crate) fn create_once(
+    fw: &CuratorFramework,
+    markers: &Markers,
+    path: &str,
+    data: &[u8],
+) -> Result<Written, ZkError> {
     let acl = fw.acl_for_path(path);
     let mut rounds = 0;
     loop {
@@ -379,16 +484,16 @@ pub(crate) fn create_once(fw: &CuratorFramework, path: &str, data: &[u8]) -> Res
                 before.get(),
             ))
         };
-        let found = |c: &Client, sp: &str, marker_czxid: i64| -> Stat {
+        let found = |c: &Client, sp: &str, marker_zxid: i64| -> Stat {
             let mut stat = read(c, sp).ok().flatten().map(|(_, s)| s).unwrap_or_default();
-            if stat.czxid != marker_czxid {
-                stat.czxid = marker_czxid;
-                stat.mzxid = marker_czxid;
+            if stat.czxid != marker_zxid {
+                stat.czxid = marker_zxid;
+                stat.mzxid = marker_zxid;
                 stat.version = 0;
             }
             stat
         };
-        let r = marked(fw, path, write, judge, found, |c| before.set(c.last_zxid()));
+        let r = marked(fw, markers, path, write, judge, found, |c| before.set(c.last_zxid()));
         match r {
             Ok(Marked::Done(w)) => return Ok(w),
             Ok(Marked::Refused) => return create_plain(fw, path, data),
@@ -401,13 +506,68 @@ pub(crate) fn create_once(fw: &CuratorFramework, path: &str, data: &[u8]) -> Res
     }
 }
 
-/// The one marked write: `write` and the marker's create in one
-/// transaction through the client's retry loop; after an error that may
-/// have let it through, the marker (on the same session) or, when the
-/// session changed, `judge`'s read-back settles it; `found` gives the
-/// write's stat from the marker's czxid; `sending` runs before each send.
+/// The marker one send of a write goes with.
+#[derive(Debug, Clone)]
+enum Use {
+    /// Created by the write's transaction (server path).
+    Fresh(String),
+    /// Kept from an earlier write, written by this one (`setData` at its
+    /// version).
+    Kept(Marker),
+}
+
+/// What the marker says of a write sent with it (on its session).
+enum Told {
+    /// Applied: the zxid of the write's transaction, the marker to keep.
+    Applied(i64, Marker),
+    /// Not applied: the marker (when it exists) to keep.
+    NotApplied(Option<Marker>),
+    /// The marker cannot tell (a kept one deleted or written by someone
+    /// else): the node's data is read back.
+    Cannot,
+}
+
+/// Asks the marker whether the write sent with it was applied.
+fn ask(c: &Client, used: &Use, session: i64) -> Result<Told, ZkError> {
+    Ok(match used {
+        Use::Fresh(path) => match c.exists(path)? {
+            Some(s) => Told::Applied(
+                s.czxid,
+                Marker {
+                    path: path.clone(),
+                    session,
+                    version: s.version,
+                },
+            ),
+            None => Told::NotApplied(None),
+        },
+        Use::Kept(m) => match c.exists(&m.path)? {
+            Some(s) if s.version == m.version.wrapping_add(1) => Told::Applied(
+                s.mzxid,
+                Marker {
+                    version: s.version,
+                    ..m.clone()
+                },
+            ),
+            Some(s) if s.version == m.version => Told::NotApplied(Some(m.clone())),
+            Some(_) => {
+                forget(c, &m.path);
+                Told::Cannot
+            }
+            None => Told::Cannot,
+        },
+    })
+}
+
+/// The one marked write: `write` and its marker (a kept one written, or a
+/// new one created) in one transaction through the client's retry loop;
+/// after an error that may have let it through, the marker (on the same
+/// session) or, when the session changed or the marker cannot tell,
+/// `judge`'s read-back settles it; `found` gives the write's stat from the
+/// zxid of the marker's transaction; `sending` runs before each send.
 fn marked(
     fw: &CuratorFramework,
+    markers: &Markers,
     path: &str,
     write: impl Fn(&str) -> Op,
     judge: impl Fn(&Client, &str) -> Result<Proof, ZkError>,
@@ -415,96 +575,149 @@ fn marked(
     sending: impl Fn(&Client),
 ) -> Result<Marked, ZkError> {
     let sp = fw.fix_path(path);
-    let marker = format!("{sp}/{}", marker_name());
-    let marker_acl = fw.acl_for_path(&fw.unfix_path(&marker));
-    // The session a write in doubt went out on.
-    let mut in_doubt: Option<i64> = None;
-    let prove = |c: &Client, session: i64| -> Result<Option<Written>, ZkError> {
-        if c.session_id() != session {
-            // The marker went with its session: the node's data is all
-            // there is to read (the read-back's bound applies).
-            return Ok(match judge(c, &sp)? {
-                Proof::Settled(w) => Some(w),
-                Proof::NotApplied => None,
-            });
-        }
-        Ok(match c.exists(&marker)? {
-            Some(m) => {
-                forget(c, &marker);
-                Some(Written::Applied {
-                    stat: found(c, &sp, m.czxid),
-                    read_back: false,
-                    marker: true,
-                })
-            }
-            None => None,
-        })
-    };
+    let fresh_acl = fw.acl_for_path(&fw.unfix_path(&format!("{sp}/{}", marker_name())));
+    // The send in doubt: its session and its marker.
+    let mut in_doubt: Option<(i64, Use)> = None;
+    // A kept marker not used up by this write goes back to the pool.
+    let mut spare: Option<Marker> = None;
+    let prove =
+        |c: &Client, session: i64, used: &Use, spare: &mut Option<Marker>| -> Result<Option<Written>, ZkError> {
+            let told = if c.session_id() == session {
+                ask(c, used, session)?
+            } else {
+                // The marker went with its session: the node's data is all
+                // there is to read (the read-back's bound applies).
+                Told::Cannot
+            };
+            Ok(match told {
+                Told::Applied(zxid, m) => {
+                    markers.keep(c, m);
+                    Some(Written::Applied {
+                        stat: found(c, &sp, zxid),
+                        read_back: false,
+                        marker: true,
+                    })
+                }
+                Told::NotApplied(m) => {
+                    *spare = m;
+                    None
+                }
+                Told::Cannot => match judge(c, &sp)? {
+                    Proof::Settled(w) => Some(w),
+                    Proof::NotApplied => None,
+                },
+            })
+        };
     let result = fw.call_with_retry(|c| {
-        if let Some(session) = in_doubt {
-            match prove(c, session)? {
-                Some(w) => return Ok(Marked::Done(w)),
-                None => in_doubt = None,
+        if let Some((session, used)) = in_doubt.take() {
+            match prove(c, session, &used, &mut spare) {
+                Ok(Some(w)) => return Ok(Marked::Done(w)),
+                Ok(None) => {}
+                Err(e) => {
+                    in_doubt = Some((session, used));
+                    return Err(e);
+                }
             }
         }
         let session = c.session_id();
-        sending(c);
-        let ops = vec![
-            write(&sp),
-            Op::create(marker.clone(), Vec::new(), marker_acl.clone(), CreateMode::Ephemeral),
-        ];
-        match c.multi_results(ops) {
-            Ok(results) => {
-                let (first, second) = (results.first(), results.get(1));
-                match (first, second) {
-                    (Some(OpResult::SetData { stat }), Some(OpResult::Create { .. })) => {
-                        forget(c, &marker);
-                        Ok(Marked::Done(Written::Applied {
-                            stat: stat.clone(),
-                            read_back: false,
-                            marker: false,
-                        }))
+        loop {
+            let kept = spare
+                .take()
+                .filter(|m| m.session == session)
+                .or_else(|| markers.take(session));
+            let used = match kept {
+                Some(m) => Use::Kept(m),
+                None => Use::Fresh(format!("{sp}/{}", marker_name())),
+            };
+            let marker_op = match &used {
+                Use::Fresh(p) => Op::create(p.clone(), Vec::new(), fresh_acl.clone(), CreateMode::Ephemeral),
+                Use::Kept(m) => Op::set_data(m.path.clone(), Vec::new(), Some(m.version)),
+            };
+            sending(c);
+            let results = match c.multi_results(vec![write(&sp), marker_op]) {
+                Ok(r) => r,
+                Err(e) => {
+                    if may_have_applied(&e) {
+                        in_doubt = Some((session, used));
+                    } else if let Use::Kept(m) = used {
+                        spare = Some(m);
                     }
-                    (Some(OpResult::Create { stat, .. }), Some(OpResult::Create { .. })) => {
-                        forget(c, &marker);
-                        let stat = stat.clone().unwrap_or_else(|| found(c, &sp, c.last_zxid()));
-                        Ok(Marked::Done(Written::Applied {
-                            stat,
-                            read_back: false,
-                            marker: false,
-                        }))
-                    }
-                    _ => match (first.and_then(OpResult::error), second.and_then(OpResult::error)) {
-                        (Some(ZkError::BadVersion { .. }), _) => Ok(Marked::Done(Written::Conflict)),
-                        (Some(ZkError::NodeExists { .. }), _) => Ok(Marked::Done(Written::Conflict)),
-                        (Some(ZkError::NoNode { .. }), _) if matches!(write(&sp), Op::SetData { .. }) => {
-                            Ok(Marked::Done(Written::Missing))
-                        }
-                        (Some(e @ ZkError::NoNode { .. }), _) => Err(e.clone()),
-                        (Some(e), _) if e.code() != Some(zk_framework::proto::ErrorCode::RuntimeInconsistency) => {
-                            Err(e.clone())
-                        }
-                        (_, Some(ZkError::NoAuth { .. })) => Ok(Marked::Refused),
-                        (_, Some(e)) => Err(e.clone()),
-                        _ => Err(ZkError::InvalidArgument(
-                            "a transaction's results did not match its requests".into(),
-                        )),
-                    },
+                    return Err(e);
                 }
+            };
+            let (first, second) = (results.first(), results.get(1));
+            let applied = match first {
+                Some(OpResult::SetData { stat }) => Some(stat.clone()),
+                Some(OpResult::Create { stat, .. }) => {
+                    Some(stat.clone().unwrap_or_else(|| found(c, &sp, c.last_zxid())))
+                }
+                _ => None,
+            };
+            let marker_after = match (second, &used) {
+                (Some(OpResult::Create { stat, .. }), Use::Fresh(p)) => Some(Marker {
+                    path: p.clone(),
+                    session,
+                    version: stat.as_ref().map_or(0, |s| s.version),
+                }),
+                (Some(OpResult::SetData { stat }), Use::Kept(m)) => Some(Marker {
+                    version: stat.version,
+                    ..m.clone()
+                }),
+                _ => None,
+            };
+            if let (Some(stat), Some(m)) = (applied, marker_after) {
+                markers.keep(c, m);
+                return Ok(Marked::Done(Written::Applied {
+                    stat,
+                    read_back: false,
+                    marker: false,
+                }));
             }
-            Err(e) => {
-                if may_have_applied(&e) {
-                    in_doubt = Some(session);
+            // Not applied (a transaction is all or nothing): why.
+            let (e1, e2) = (first.and_then(OpResult::error), second.and_then(OpResult::error));
+            let unused = match used {
+                Use::Kept(m) => Some(m),
+                Use::Fresh(_) => None,
+            };
+            match (e1, e2) {
+                (Some(ZkError::BadVersion { .. }), _) | (Some(ZkError::NodeExists { .. }), _) => {
+                    spare = unused;
+                    return Ok(Marked::Done(Written::Conflict));
                 }
-                Err(e)
+                (Some(ZkError::NoNode { .. }), _) if matches!(write(&sp), Op::SetData { .. }) => {
+                    // The node is gone, and its markers with it.
+                    return Ok(Marked::Done(Written::Missing));
+                }
+                (Some(e @ ZkError::NoNode { .. }), _) => return Err(e.clone()),
+                (Some(e), _) if e.code() != Some(zk_framework::proto::ErrorCode::RuntimeInconsistency) => {
+                    spare = unused;
+                    return Err(e.clone());
+                }
+                (_, Some(e)) => match unused {
+                    // A kept marker someone deleted or wrote: dropped, and
+                    // the write goes out at once with a new one.
+                    Some(m) => {
+                        if !matches!(e, ZkError::NoNode { .. }) {
+                            forget(c, &m.path);
+                        }
+                        continue;
+                    }
+                    None if matches!(e, ZkError::NoAuth { .. }) => return Ok(Marked::Refused),
+                    None => return Err(e.clone()),
+                },
+                _ => {
+                    return Err(ZkError::InvalidArgument(
+                        "a transaction's results did not match its requests".into(),
+                    ))
+                }
             }
         }
     });
-    match result {
-        Err(e) => match in_doubt {
+    let result = match result {
+        Err(e) => match in_doubt.take() {
             // The retries ran out while in doubt: one more proof, with a
             // fresh budget.
-            Some(session) => match fw.call_with_retry(|c| prove(c, session)) {
+            Some((session, used)) => match fw.call_with_retry(|c| prove(c, session, &used, &mut spare)) {
                 Ok(Some(w)) => Ok(Marked::Done(w)),
                 Ok(None) => Err(e),
                 Err(read_error) => {
@@ -515,7 +728,14 @@ fn marked(
             None => Err(e),
         },
         r => r,
+    };
+    if let Some(m) = spare {
+        let c = fw.zookeeper_client();
+        if c.session_id() == m.session {
+            markers.keep(&c, m);
+        }
     }
+    result
 }
 
 /// Deletes a marker without waiting (it goes with its session otherwise).

@@ -8,7 +8,7 @@ use std::time::Instant;
 use zk_framework::{CreateMode, CuratorFramework, Error as ZkError, RetryDecision, RetryPolicy, Stat};
 
 use super::{AtomicStats, AtomicValue, Outcome, PromotedToLock};
-use crate::once::{self, Base, Written};
+use crate::once::{self, Base, Markers, Written};
 use crate::shared_value::check_path;
 use crate::{Error, InterProcessMutex, Result, VersionedValue};
 
@@ -81,6 +81,8 @@ pub(super) struct Core {
     pub(super) client: CuratorFramework,
     pub(super) path: String,
     metrics: super::metrics::Handles,
+    /// The markers this counter's writes keep under its node.
+    markers: Markers,
     retry: Arc<dyn RetryPolicy>,
     promoted: Option<(InterProcessMutex, PromotedToLock)>,
 }
@@ -114,6 +116,7 @@ impl Core {
         Ok(Core {
             client: client.clone(),
             metrics: super::metrics::Handles::new(path),
+            markers: Markers::new(client),
             path: path.to_string(),
             retry,
             promoted,
@@ -139,8 +142,8 @@ impl Core {
         };
         let bytes = new.encode();
         let written = match &stat {
-            Some(s) => once::set_versioned(&self.client, &self.path, &bytes, &Base::from(s))?,
-            None => once::create_once(&self.client, &self.path, &bytes)?,
+            Some(s) => once::set_versioned(&self.client, &self.markers, &self.path, &bytes, &Base::from(s))?,
+            None => once::create_once(&self.client, &self.markers, &self.path, &bytes)?,
         };
         Ok(match written {
             Written::Applied { read_back, marker, .. } => {

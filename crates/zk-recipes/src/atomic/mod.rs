@@ -35,20 +35,23 @@
 //!
 //! Each write (a versioned `setData`, or the first `create`) goes out as one
 //! transaction with a marker: an EPHEMERAL child `<path>/_c_<uuid>-once`,
-//! created with the write or not at all. The node's data stays Curator's
+//! written with the write or not at all. The counter's first write creates
+//! it; the counter keeps it, and each later write sets it again (at its
+//! version) in its transaction: a read and a transaction per update, two
+//! requests, as Curator's read and write. The node's data stays Curator's
 //! bare bytes, so Java and Rust share it (no Curator recipe lists a
-//! counter's children); the marker is deleted as soon as the outcome is
-//! known (without waiting), and goes with its session otherwise. After a
-//! lost reply the client's retry loop does not write again: on the same
-//! session it looks for the marker. There: **applied**, by this writer
-//! ([`Proof::Marker`], as certain as a reply, whatever other writers did
-//! meanwhile). Missing: **not applied**, and the write is sent again (still
-//! conditional on the version read, so it cannot land twice).
+//! counter's children). After a lost reply the client's retry loop does not
+//! write again: on the same session it looks at the marker. Created, or
+//! one version on: **applied**, by this writer ([`Proof::Marker`], as
+//! certain as a reply, whatever other writers did meanwhile; each kept
+//! marker serves one write at a time). Missing, or unchanged: **not
+//! applied**, and the write is sent again (still conditional on the version
+//! read, so it cannot land twice).
 //!
-//! Two cases leave the marker unable to tell, and the node's data is read
+//! Three cases leave the marker unable to tell, and the node's data is read
 //! back instead: the session changed before the proof (the marker went with
-//! it), or the node's ACL refuses the marker's create (the write then goes
-//! out alone). The read-back finds data `d`, stat `s`, against the base the
+//! it), someone deleted or wrote the kept marker meanwhile, or the node's
+//! ACL refuses the marker's create (the write then goes out alone). The read-back finds data `d`, stat `s`, against the base the
 //! writer read (version `v`, `czxid` `c`, `mzxid` `m`):
 //!
 //! * `s.czxid == c` and `s.mzxid == m`: nothing happened to the node since
@@ -67,10 +70,14 @@
 //! client's last seen zxid before the create, version 0 and our bytes is
 //! ours (same bound); no node means not applied; anything else is unknown.
 //!
-//! The marker costs a transaction instead of a plain write and one
-//! detached delete per update. One consequence: for one round trip after
-//! an update, the node has a child, and another client deleting the
-//! counter node (not recursively) may meet `NotEmpty`.
+//! The marker costs a transaction (two operations) instead of a plain
+//! write. One consequence: while a counter that has written lives, its
+//! node has a child (one per write the counter had in flight at once, at
+//! most 16), deleted without waiting when the counter is dropped (and
+//! gone with its session otherwise); another client deleting the counter
+//! node meanwhile meets `NotEmpty` unless it deletes the children too
+//! (`deleting_children_if_needed`). A counter whose marker was deleted
+//! under it makes a new one at its next write.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -14,7 +14,9 @@
 //! proof shows (see [`TrySet`] and [`crate::atomic`]): applied (by the
 //! write's own marker, [`Proof::Marker`], or after a new session by a
 //! read-back with the bound in [`Proof::ReadBack`]), not applied and
-//! re-sent, or [`TrySet::Unknown`].
+//! re-sent, or [`TrySet::Unknown`]. The marker is kept between writes (an
+//! ephemeral child of the node while the value lives, deleted at
+//! [`SharedValue::close`]); see [`crate::atomic`].
 //!
 //! The watch that keeps the value current signals a background thread with a
 //! `try_send`; the thread re-reads and tells the listeners. Every wait of it
@@ -28,7 +30,7 @@ use parking_lot::Mutex;
 use zk_framework::proto::path::validate_path;
 use zk_framework::{ConnectionState, CreateMode, CuratorFramework, Error as ZkError, Stat, WatchedEvent};
 
-use crate::once::{self, Base, Written};
+use crate::once::{self, Base, Markers, Written};
 use crate::worker::Worker;
 use crate::{Error, Result};
 
@@ -161,7 +163,8 @@ pub enum Proof {
     /// on the same session: applied, by this writer. As certain as a reply.
     Marker,
     /// The reply was lost and the marker could not tell (the session changed
-    /// before the proof, or the node's ACL refused the marker), and reading
+    /// before the proof, someone deleted or wrote the writer's kept marker
+    /// meanwhile, or the node's ACL refused the marker), and reading
     /// the node back found exactly one change since the writer's read, to
     /// the writer's bytes. The bound: the read cannot tell whose change it
     /// was. Another client that wrote the same bytes from the same version
@@ -254,6 +257,8 @@ enum Phase {
 struct Shared {
     client: CuratorFramework,
     path: String,
+    /// The markers this value's writes keep under its node.
+    markers: Markers,
     current: Mutex<Option<VersionedValue<Vec<u8>>>>,
     listeners: Mutex<Vec<Listener>>,
 }
@@ -365,6 +370,7 @@ impl SharedValue {
             shared: Arc::new(Shared {
                 client: client.clone(),
                 path: path.to_string(),
+                markers: Markers::new(client),
                 current: Mutex::new(None),
                 listeners: Mutex::new(Vec::new()),
             }),
@@ -570,7 +576,7 @@ impl SharedValue {
         self.usable()?;
         let value = value.into();
         let sh = &self.shared;
-        match once::set_versioned(&sh.client, &sh.path, &value, &expected.base())? {
+        match once::set_versioned(&sh.client, &sh.markers, &sh.path, &value, &expected.base())? {
             Written::Applied {
                 stat,
                 read_back,
@@ -657,6 +663,7 @@ impl SharedValue {
             }
         }
         self.shared.listeners.lock().clear();
+        self.shared.markers.release();
     }
 
     fn usable(&self) -> Result<()> {

@@ -279,12 +279,16 @@ fn listeners_see_every_newer_value_from_any_client() {
     assert!(wait_until(timing().wait(), || writer.get_count().ok() == Some(6)));
 
     // Deleted and created again: told both, and the value follows. (The
-    // reader's last write left its marker child for one round trip: a
-    // delete from another client may meet NotEmpty until it is gone.)
-    assert!(wait_until(timing().wait(), || a
-        .delete()
+    // reader keeps its write's marker child while it lives: a plain delete
+    // from another client meets NotEmpty; one deleting the children works.)
+    assert!(matches!(
+        a.delete().for_path("/listen/count"),
+        Err(zk_framework::Error::NotEmpty { .. })
+    ));
+    a.delete()
+        .deleting_children_if_needed()
         .for_path("/listen/count")
-        .is_ok()));
+        .unwrap();
     let end = std::time::Instant::now() + timing().wait();
     loop {
         match events.recv_deadline(end) {
@@ -453,22 +457,115 @@ fn an_increment_whose_set_data_reply_is_lost_is_applied_once() {
     assert_eq!(data(&admin, path), 1i64.to_be_bytes(), "applied exactly once");
     assert_eq!(r.outcome(), &Outcome::Applied { proof: Proof::Marker }, "{r:?}");
     assert_eq!((*r.pre_value(), *r.post_value()), (0, 1));
-    // The marker is gone once the outcome is known.
+    // The marker is kept for the counter's next write (one, however many
+    // writes), and deleted when the counter is dropped.
+    let markers = admin.get_children(path).unwrap();
+    assert_eq!(markers.len(), 1, "{markers:?}");
+    let r = counter.increment().unwrap();
+    assert_eq!(r.outcome(), &Outcome::Applied { proof: Proof::Reply });
+    assert_eq!(
+        admin.get_children(path).unwrap(),
+        markers,
+        "the same marker, written again"
+    );
+    drop(counter);
     assert!(zk_testing::wait_until(timing().wait(), || admin
         .get_children(path)
         .is_ok_and(|k| k.is_empty())));
+    let counter = DistributedAtomicLong::new(&c, path, patient()).unwrap();
+    assert_eq!(counter.get().unwrap(), 2);
+    let path_was = 2;
 
     // The same fault under Curator 5.4's loop (read, versioned setData
     // through the client's retries, BadVersion = lost the race, read again)
     // on the same client counts twice: what this recipe is for.
+    drop(counter);
     dropper.drop_reply_to(OpCode::SetData);
     let counted = curator_style_increment(&c, path);
     assert_eq!(dropper.dropped(), 2);
     assert_eq!(
-        counted, 3,
-        "Curator's loop reports one increment from 1 as 1 -> {counted}"
+        counted,
+        path_was + 2,
+        "Curator's loop reports one increment from {path_was} as {path_was} -> {counted}"
     );
-    assert_eq!(data(&admin, path), 3i64.to_be_bytes(), "one increment from 1 left 3");
+    assert_eq!(
+        data(&admin, path),
+        (path_was + 2).to_be_bytes(),
+        "one increment from {path_was} left {}",
+        path_was + 2
+    );
+}
+
+/// The marker kept from a first write proves a later write's lost reply
+/// by its version; a kept marker someone deleted is replaced at once (the
+/// write still applied once); a kept marker deleted while its write's reply
+/// is lost cannot tell, and the node is read back.
+#[test]
+fn a_kept_marker_proves_later_writes_and_a_deleted_one_is_replaced() {
+    let s = server();
+    let admin = client(&s);
+    let dropper = ReplyDropper::start(&s.connect_string());
+    let c = client_via(&dropper.connect_string());
+    let path = "/once/kept/n";
+    let counter = DistributedAtomicLong::new(&c, path, patient()).unwrap();
+    assert!(counter.initialize(0).unwrap().succeeded());
+    assert_eq!(
+        counter.increment().unwrap().outcome(),
+        &Outcome::Applied { proof: Proof::Reply }
+    );
+    let kept = admin.get_children(path).unwrap();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+
+    // A lost reply to a write with the kept marker: proven by its version.
+    dropper.drop_reply_to(OpCode::Multi);
+    let r = counter.increment().unwrap();
+    assert_eq!(dropper.dropped(), 1, "the write's reply was lost");
+    assert_eq!(r.outcome(), &Outcome::Applied { proof: Proof::Marker }, "{r:?}");
+    assert_eq!((*r.pre_value(), *r.post_value()), (1, 2));
+    assert_eq!(data(&admin, path), 2i64.to_be_bytes(), "applied exactly once");
+    assert_eq!(admin.get_children(path).unwrap(), kept, "still the one marker");
+
+    // Someone deletes the kept marker: the next write makes a new one.
+    admin.delete().for_path(&format!("{path}/{}", kept[0])).unwrap();
+    let r = counter.increment().unwrap();
+    assert_eq!(r.outcome(), &Outcome::Applied { proof: Proof::Reply }, "{r:?}");
+    assert_eq!(data(&admin, path), 3i64.to_be_bytes());
+    let renewed = admin.get_children(path).unwrap();
+    assert_eq!(renewed.len(), 1, "{renewed:?}");
+    assert_ne!(renewed, kept, "a new marker");
+
+    // Composed: the reply is lost and the kept marker deleted before the
+    // proof: the marker cannot tell, the node is read back (applied once).
+    dropper.drop_reply_to(OpCode::Multi);
+    dropper.on_drop({
+        let admin = admin.clone();
+        let marker = format!("{path}/{}", renewed[0]);
+        move || admin.delete().for_path(&marker).unwrap()
+    });
+    let r = counter.increment().unwrap();
+    assert_eq!(dropper.dropped(), 2);
+    assert_eq!(r.outcome(), &Outcome::Applied { proof: Proof::ReadBack }, "{r:?}");
+    assert_eq!(data(&admin, path), 4i64.to_be_bytes(), "applied exactly once");
+
+    // Two threads of one counter keep two markers at most; all go with it.
+    let counter = Arc::new(counter);
+    std::thread::scope(|sc| {
+        for _ in 0..2 {
+            let counter = counter.clone();
+            sc.spawn(move || {
+                for _ in 0..20 {
+                    assert!(counter.increment().unwrap().succeeded());
+                }
+            });
+        }
+    });
+    assert_eq!(data(&admin, path), 44i64.to_be_bytes());
+    let n = admin.get_children(path).unwrap().len();
+    assert!((1..=2).contains(&n), "{n} markers kept");
+    drop(counter);
+    assert!(zk_testing::wait_until(timing().wait(), || admin
+        .get_children(path)
+        .is_ok_and(|k| k.is_empty())));
 }
 
 /// Curator's `DistributedAtomicLong.increment()` (`tryOnce`): what it
@@ -772,6 +869,9 @@ struct DropperShared {
     armed: Mutex<Vec<i32>>,
     dropped: AtomicUsize,
     on_drop: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    /// Held from a drop until its `on_drop` has run: a new connection is
+    /// not joined to the server meanwhile.
+    gate: Mutex<()>,
     stop: AtomicBool,
 }
 
@@ -790,6 +890,7 @@ impl ReplyDropper {
                     continue;
                 };
                 let _ = client.set_nonblocking(false);
+                drop(sh.gate.lock());
                 let Ok(server) = TcpStream::connect(&target) else {
                     continue;
                 };
@@ -895,6 +996,7 @@ fn pump_replies(
                     }
                 });
                 if hit {
+                    let _gate = sh.gate.lock();
                     let _ = to.shutdown(Shutdown::Both);
                     let _ = from.shutdown(Shutdown::Both);
                     if let Some(f) = sh.on_drop.lock().take() {

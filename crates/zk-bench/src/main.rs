@@ -16,7 +16,7 @@
 //! prints the cross-session handoff's floor too: a delete, the notification,
 //! one listing), `deep` (1,000 waiters on one mutex, with the drain's CPU and
 //! thread wake-ups per handoff; the seed mutex also with Curator's node
-//! names, `zookeeper08.seed_mutex_curator_names.`), `many` (10,000 locks held at once) only when
+//! names, `zookeeper08.seed_mutex_curator_names.`, as in `handoff`), `many` (10,000 locks held at once) only when
 //! named (`--only scale` names them all with `clients`); `failover` (leader
 //! election: close and kill failovers, the idle cost; [`failover`]) only when
 //! named; `counter`, `registration` and `barrier` (our `DistributedAtomicLong`,

@@ -3,7 +3,9 @@
 //! here on its primitives, following the seed scheme of the ZooKeeper
 //! recipes page: an ephemeral-sequential node under the lock path, the lowest
 //! sequence holds, every other waiter lists the children once and watches
-//! its predecessor with `exists`. Its keys are `zookeeper08.seed_mutex.*`:
+//! its predecessor with `exists`. Its keys are `zookeeper08.seed_mutex.*`
+//! (and `zookeeper08.seed_mutex_curator_names.*` for the `handoff` and
+//! `deep` runs with Curator's node names, `_c_<uuid>-lock-<seq>`):
 //! the figures are those of this crate's client (blocking calls, two threads
 //! per session) with our code on top, not of a recipe the crate ships.
 
@@ -157,9 +159,23 @@ fn mutex(x: &Ctx) -> ZkResult<()> {
 
 /// A handoff window with `sessions` sessions on `/bench/handoff`.
 fn window(cs: &str, sessions: usize, warmup: Duration, run: Duration, hold: (Duration, Duration)) -> ZkResult<Handoff> {
+    window_named(cs, sessions, warmup, run, hold, false)
+}
+
+/// A handoff window, the seed's node names or Curator's (`curator_names`).
+fn window_named(
+    cs: &str,
+    sessions: usize,
+    warmup: Duration,
+    run: Duration,
+    hold: (Duration, Duration),
+    curator_names: bool,
+) -> ZkResult<Handoff> {
     let clients = (0..sessions).map(|_| session(cs)).collect::<ZkResult<Vec<_>>>()?;
     let h = handoffs_holding(&clients, warmup, run, hold, |zk| -> LoopBody {
-        let m = SeedMutex::new(zk, "/bench/handoff").unwrap();
+        let m = SeedMutex::new(zk, "/bench/handoff")
+            .unwrap()
+            .with_curator_names(curator_names);
         Box::new(move |l| l.granted(m.acquire().unwrap()))
     });
     for zk in clients {
@@ -168,9 +184,15 @@ fn window(cs: &str, sessions: usize, warmup: Duration, run: Duration, hold: (Dur
     Ok(h)
 }
 
+/// The handoff windows, with the seed's names and then with Curator's
+/// (`zookeeper08.seed_mutex_curator_names.`): what the names cost the server.
 fn handoff(x: &Ctx) -> ZkResult<()> {
     for sessions in [8usize, 32, 128] {
         window(&x.cs, sessions, x.warmup, x.run, (Duration::ZERO, Duration::ZERO))?.report(KEY, sessions);
+    }
+    for sessions in [8usize, 32, 128] {
+        window_named(&x.cs, sessions, x.warmup, x.run, (Duration::ZERO, Duration::ZERO), true)?
+            .report("zookeeper08.seed_mutex_curator_names", sessions);
     }
     Ok(())
 }

@@ -37,6 +37,15 @@ fn data(c: &CuratorFramework, path: &str) -> Vec<u8> {
     c.get_data(path).expect("read the node").0
 }
 
+/// A client through `dropper` and a patient counter at `path` on it,
+/// initialized to 0.
+fn counter_via(dropper: &ReplyDropper, path: &str) -> (CuratorFramework, DistributedAtomicLong) {
+    let c = client_via(&dropper.connect_string());
+    let counter = DistributedAtomicLong::new(&c, path, patient()).unwrap();
+    assert!(counter.initialize(0).unwrap().succeeded());
+    (c, counter)
+}
+
 fn patient() -> RetryNTimes {
     RetryNTimes::new(1000, Duration::from_millis(1))
 }
@@ -445,10 +454,8 @@ fn an_increment_whose_set_data_reply_is_lost_is_applied_once() {
     let s = server();
     let admin = client(&s);
     let dropper = ReplyDropper::start(&s.connect_string());
-    let c = client_via(&dropper.connect_string());
     let path = "/once/set/n";
-    let counter = DistributedAtomicLong::new(&c, path, patient()).unwrap();
-    assert!(counter.initialize(0).unwrap().succeeded());
+    let (c, counter) = counter_via(&dropper, path);
 
     // The write goes out with its marker, in one transaction (a multi).
     dropper.drop_reply_to(OpCode::Multi);
@@ -505,10 +512,8 @@ fn a_kept_marker_proves_later_writes_and_a_deleted_one_is_replaced() {
     let s = server();
     let admin = client(&s);
     let dropper = ReplyDropper::start(&s.connect_string());
-    let c = client_via(&dropper.connect_string());
     let path = "/once/kept/n";
-    let counter = DistributedAtomicLong::new(&c, path, patient()).unwrap();
-    assert!(counter.initialize(0).unwrap().succeeded());
+    let (_client, counter) = counter_via(&dropper, path);
     assert_eq!(
         counter.increment().unwrap().outcome(),
         &Outcome::Applied { proof: Proof::Reply }
@@ -1052,10 +1057,8 @@ fn a_lost_reply_whose_session_expires_before_the_proof_is_read_back() {
     let s = Arc::new(server());
     let admin = client(&s);
     let dropper = ReplyDropper::start(&s.connect_string());
-    let c = client_via(&dropper.connect_string());
     let path = "/once/expired/n";
-    let counter = DistributedAtomicLong::new(&c, path, patient()).unwrap();
-    assert!(counter.initialize(0).unwrap().succeeded());
+    let (c, counter) = counter_via(&dropper, path);
     let zk = c.zookeeper_client();
     let (sid, pw) = (zk.session_id(), zk.session_password());
     dropper.drop_reply_to(OpCode::Multi);

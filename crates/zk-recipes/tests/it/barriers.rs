@@ -320,3 +320,67 @@ fn double_barrier_member_whose_session_expires_while_entering_comes_back() {
     assert!(leaving.join().unwrap().unwrap());
     assert!(children(&b, path).is_empty(), "nothing left: {:?}", children(&b, path));
 }
+
+/// `leave`'s promise: a member whose node went with an expired session has
+/// left (nobody waits for it, and its `leave` says so); a member whose node
+/// someone deleted while its session lived is told it is no member.
+#[test]
+fn double_barrier_leave_counts_a_node_gone_with_its_session_as_left() {
+    let s = server();
+    let (a, b) = (client(&s), client(&s));
+    let path = "/barriers/leave-expired";
+    let wait = timing().wait() * 2;
+    let (sid, pw) = {
+        let zk = a.zookeeper_client();
+        (zk.session_id(), zk.session_password())
+    };
+    let ba = DistributedDoubleBarrier::new(&a, path, 2).unwrap();
+    let bb = DistributedDoubleBarrier::new(&b, path, 2).unwrap();
+    let entering = std::thread::spawn(move || {
+        let entered = ba.enter_for(wait);
+        (ba, entered)
+    });
+    assert!(bb.enter_for(wait).unwrap());
+    let (ba, entered) = entering.join().unwrap();
+    assert!(entered.unwrap());
+    s.expire_session(sid, &pw).unwrap();
+    let members = |path: &str| children(&b, path).into_iter().filter(|k| is_uuid(k)).count();
+    assert!(wait_until(wait, || a.session_id() != sid && members(path) == 1));
+    let started = Instant::now();
+    assert!(
+        ba.leave_for(wait).unwrap(),
+        "its node went with its session: it has left"
+    );
+    assert!(started.elapsed() <= wait + MARGIN, "{:?}", started.elapsed());
+    assert!(bb.leave_for(wait).unwrap(), "the other member is not kept waiting");
+    assert!(children(&b, path).is_empty(), "nothing left: {:?}", children(&b, path));
+
+    // Deleted by someone else while the session lived: not a member.
+    let path = "/barriers/leave-deleted";
+    let (ca, cb) = (
+        DistributedDoubleBarrier::new(&a, path, 2).unwrap(),
+        DistributedDoubleBarrier::new(&b, path, 2).unwrap(),
+    );
+    let entering = std::thread::spawn(move || {
+        let entered = ca.enter_for(wait);
+        (ca, entered)
+    });
+    assert!(cb.enter_for(wait).unwrap());
+    let (ca, entered) = entering.join().unwrap();
+    assert!(entered.unwrap());
+    let ours: Vec<String> = children(&b, path)
+        .into_iter()
+        .filter(|k| {
+            is_uuid(k)
+                && b.check_exists(&format!("{path}/{k}"))
+                    .ok()
+                    .flatten()
+                    .is_some_and(|st| st.ephemeral_owner == a.session_id())
+        })
+        .collect();
+    assert_eq!(ours.len(), 1, "{ours:?}");
+    b.delete().for_path(&format!("{path}/{}", ours[0])).unwrap();
+    assert!(matches!(ca.leave_for(wait), Err(Error::NotBarrierMember { .. })));
+    assert!(cb.leave_for(wait).unwrap());
+    assert!(children(&b, path).is_empty(), "nothing left: {:?}", children(&b, path));
+}

@@ -668,7 +668,12 @@ fn a_try_set_count_whose_reply_is_lost_reports_success() {
         }
     );
     assert_eq!(data(&admin, "/once/count"), vec![0, 0, 0, 8]);
+    // Its marker is kept while the count lives, and deleted at its close.
+    assert_eq!(admin.get_children("/once/count").unwrap().len(), 1);
     count.close();
+    assert!(wait_until(timing().wait(), || admin
+        .get_children("/once/count")
+        .is_ok_and(|k| k.is_empty())));
 }
 
 #[test]

@@ -340,25 +340,17 @@ struct Marker {
 /// their session otherwise.
 pub(crate) struct Markers {
     client: CuratorFramework,
+    pool: Pool,
+}
+
+/// The kept markers themselves: at most [`MAX_KEPT`], those of the current
+/// session only.
+#[derive(Debug, Default)]
+struct Pool {
     free: Mutex<Vec<Marker>>,
 }
 
-impl std::fmt::Debug for Markers {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Markers")
-            .field("kept", &self.free.lock().len())
-            .finish()
-    }
-}
-
-impl Markers {
-    pub(crate) fn new(client: &CuratorFramework) -> Markers {
-        Markers {
-            client: client.clone(),
-            free: Mutex::new(Vec::new()),
-        }
-    }
-
+impl Pool {
     /// A kept marker of `session`; those of other sessions are forgotten
     /// (they went with their session).
     fn take(&self, session: i64) -> Option<Marker> {
@@ -367,28 +359,55 @@ impl Markers {
         free.pop()
     }
 
-    /// Keeps `m` for the next write, or deletes it when enough are kept.
-    fn keep(&self, c: &Client, m: Marker) {
+    /// Keeps `m`; gives it back when [`MAX_KEPT`] are kept already (to be
+    /// deleted).
+    fn keep(&self, m: Marker) -> Option<Marker> {
         let mut free = self.free.lock();
         if free.len() < MAX_KEPT {
             free.push(m);
+            None
         } else {
-            drop(free);
-            forget(c, &m.path);
+            Some(m)
         }
+    }
+
+    /// Every kept marker, the pool emptied.
+    fn drain(&self) -> Vec<Marker> {
+        std::mem::take(&mut *self.free.lock())
     }
 }
 
-impl Drop for Markers {
-    fn drop(&mut self) {
-        self.release();
+impl std::fmt::Debug for Markers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Markers")
+            .field("kept", &self.pool.free.lock().len())
+            .finish()
     }
 }
 
 impl Markers {
+    pub(crate) fn new(client: &CuratorFramework) -> Markers {
+        Markers {
+            client: client.clone(),
+            pool: Pool::default(),
+        }
+    }
+
+    /// A kept marker of `session`, if any.
+    fn take(&self, session: i64) -> Option<Marker> {
+        self.pool.take(session)
+    }
+
+    /// Keeps `m` for the next write, or deletes it when enough are kept.
+    fn keep(&self, c: &Client, m: Marker) {
+        if let Some(extra) = self.pool.keep(m) {
+            forget(c, &extra.path);
+        }
+    }
+
     /// Deletes the kept markers (without waiting).
     pub(crate) fn release(&self) {
-        let free = std::mem::take(&mut *self.free.lock());
+        let free = self.pool.drain();
         if free.is_empty() {
             return;
         }
@@ -397,6 +416,12 @@ impl Markers {
         for m in free.into_iter().filter(|m| m.session == session) {
             forget(&c, &m.path);
         }
+    }
+}
+
+impl Drop for Markers {
+    fn drop(&mut self) {
+        self.release();
     }
 }
 
@@ -846,6 +871,31 @@ mod tests {
             ..BASE
         };
         assert!(applied(&judge_set(Some((&ours, &stat(10, 25, i32::MIN))), &ours, &top)));
+    }
+
+    #[test]
+    fn a_writer_keeps_at_most_sixteen_markers_of_its_current_session() {
+        let m = |i: usize, session: i64| Marker {
+            path: format!("/n/_c_{i}-once"),
+            session,
+            version: 0,
+        };
+        let pool = Pool::default();
+        // 20 writes ended at once: 16 kept, 4 given back to be deleted.
+        let extra: Vec<Marker> = (0..20).filter_map(|i| pool.keep(m(i, 7))).collect();
+        assert_eq!(extra, (16..20).map(|i| m(i, 7)).collect::<Vec<_>>());
+        // Each one taken serves one write at a time.
+        let taken: Vec<Marker> = (0..16).filter_map(|_| pool.take(7)).collect();
+        assert_eq!(taken.len(), 16);
+        assert_eq!(pool.take(7), None, "none left: a new one is made");
+        for t in taken {
+            assert_eq!(pool.keep(t), None);
+        }
+        // Another session's markers went with it: forgotten, never used.
+        assert_eq!(pool.take(8), None);
+        assert_eq!(pool.drain(), Vec::<Marker>::new(), "forgotten by the take");
+        assert_eq!(pool.keep(m(1, 8)), None);
+        assert_eq!(pool.drain(), vec![m(1, 8)]);
     }
 
     #[test]

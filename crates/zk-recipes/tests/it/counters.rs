@@ -325,6 +325,38 @@ fn listeners_see_every_newer_value_from_any_client() {
 // ---------------------------------------------------------------------------
 // Concurrency and the promotion
 
+/// Threads of one counter writing at once share its kept markers (a write
+/// in flight takes one, or makes one): the sum is exact, at most 16 stay
+/// (the cap itself: `once::tests`), and all go with the counter.
+#[test]
+fn one_counters_threads_share_its_markers() {
+    let s = server();
+    let c = client(&s);
+    let admin = client(&s);
+    let path = "/markers/many";
+    let counter = DistributedAtomicLong::new(&c, path, patient()).unwrap();
+    assert!(counter.initialize(0).unwrap().succeeded());
+    const THREADS: usize = 32;
+    let start = std::sync::Barrier::new(THREADS);
+    thread::scope(|sc| {
+        for _ in 0..THREADS {
+            sc.spawn(|| {
+                start.wait();
+                for _ in 0..3 {
+                    assert!(counter.increment().unwrap().succeeded());
+                }
+            });
+        }
+    });
+    assert_eq!(data(&admin, path), (THREADS as i64 * 3).to_be_bytes());
+    let kept = admin.get_children(path).unwrap().len();
+    assert!((1..=16).contains(&kept), "{kept} markers kept");
+    drop(counter);
+    assert!(wait_until(timing().wait(), || admin
+        .get_children(path)
+        .is_ok_and(|k| k.is_empty())));
+}
+
 #[test]
 fn concurrent_increments_from_several_clients_sum_exactly() {
     let s = server();

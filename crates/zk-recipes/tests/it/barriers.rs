@@ -321,6 +321,26 @@ fn double_barrier_member_whose_session_expires_while_entering_comes_back() {
     assert!(children(&b, path).is_empty(), "nothing left: {:?}", children(&b, path));
 }
 
+/// Two members of a barrier of 2 at `path`, one on each client, entered
+/// together.
+fn enter_together(
+    a: &zk_framework::CuratorFramework,
+    b: &zk_framework::CuratorFramework,
+    path: &str,
+    wait: Duration,
+) -> (DistributedDoubleBarrier, DistributedDoubleBarrier) {
+    let ba = DistributedDoubleBarrier::new(a, path, 2).unwrap();
+    let bb = DistributedDoubleBarrier::new(b, path, 2).unwrap();
+    let entering = std::thread::spawn(move || {
+        let entered = ba.enter_for(wait);
+        (ba, entered)
+    });
+    assert!(bb.enter_for(wait).unwrap());
+    let (ba, entered) = entering.join().unwrap();
+    assert!(entered.unwrap());
+    (ba, bb)
+}
+
 /// `leave`'s promise: a member whose node went with an expired session has
 /// left (nobody waits for it, and its `leave` says so); a member whose node
 /// someone deleted while its session lived is told it is no member.
@@ -334,15 +354,7 @@ fn double_barrier_leave_counts_a_node_gone_with_its_session_as_left() {
         let zk = a.zookeeper_client();
         (zk.session_id(), zk.session_password())
     };
-    let ba = DistributedDoubleBarrier::new(&a, path, 2).unwrap();
-    let bb = DistributedDoubleBarrier::new(&b, path, 2).unwrap();
-    let entering = std::thread::spawn(move || {
-        let entered = ba.enter_for(wait);
-        (ba, entered)
-    });
-    assert!(bb.enter_for(wait).unwrap());
-    let (ba, entered) = entering.join().unwrap();
-    assert!(entered.unwrap());
+    let (ba, bb) = enter_together(&a, &b, path, wait);
     s.expire_session(sid, &pw).unwrap();
     let members = |path: &str| children(&b, path).into_iter().filter(|k| is_uuid(k)).count();
     assert!(wait_until(wait, || a.session_id() != sid && members(path) == 1));
@@ -357,17 +369,7 @@ fn double_barrier_leave_counts_a_node_gone_with_its_session_as_left() {
 
     // Deleted by someone else while the session lived: not a member.
     let path = "/barriers/leave-deleted";
-    let (ca, cb) = (
-        DistributedDoubleBarrier::new(&a, path, 2).unwrap(),
-        DistributedDoubleBarrier::new(&b, path, 2).unwrap(),
-    );
-    let entering = std::thread::spawn(move || {
-        let entered = ca.enter_for(wait);
-        (ca, entered)
-    });
-    assert!(cb.enter_for(wait).unwrap());
-    let (ca, entered) = entering.join().unwrap();
-    assert!(entered.unwrap());
+    let (ca, cb) = enter_together(&a, &b, path, wait);
     let ours: Vec<String> = children(&b, path)
         .into_iter()
         .filter(|k| {

@@ -215,19 +215,20 @@ impl LockInternals {
     /// The children of the base path, sorted the driver's way (empty when the
     /// base path does not exist).
     pub(crate) fn sorted_children(&self) -> Result<Vec<String>> {
-        self.sorted_children_by(&self.client)
-    }
-
-    /// As [`LockInternals::sorted_children`], through `zk` (a handle bounded
-    /// by an acquire's deadline).
-    fn sorted_children_by(&self, zk: &CuratorFramework) -> Result<Vec<String>> {
-        let mut kids = match zk.get_children(&self.base_path) {
-            Ok(k) => k,
-            Err(zk_framework::Error::NoNode { .. }) => Vec::new(),
-            Err(e) => return Err(e.into()),
-        };
+        let mut kids = self.children_by(&self.client)?;
         self.driver.sort(&mut kids);
         Ok(kids)
+    }
+
+    /// The children of the base path as the server lists them, through `zk`
+    /// (a handle bounded by an acquire's deadline); empty when the base path
+    /// does not exist.
+    fn children_by(&self, zk: &CuratorFramework) -> zk_framework::Result<Vec<String>> {
+        match zk.get_children(&self.base_path) {
+            Ok(k) => Ok(k),
+            Err(zk_framework::Error::NoNode { .. }) => Ok(Vec::new()),
+            Err(e) => Err(e),
+        }
     }
 
     /// Full paths of the sorted children.
@@ -460,12 +461,7 @@ impl LockInternals {
                 Some(kids) => (kids, node.epoch),
                 None => {
                     let epoch = self.client.connection_epoch();
-                    let kids = match zk.get_children(&self.base_path) {
-                        Ok(k) => k,
-                        Err(zk_framework::Error::NoNode { .. }) => Vec::new(),
-                        Err(e) => return Err(e.into()),
-                    };
-                    (kids, epoch)
+                    (self.children_by(zk)?, epoch)
                 }
             };
             // Decided on the listing as it came (a mutex's in one pass, no

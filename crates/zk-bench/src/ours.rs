@@ -80,14 +80,16 @@ pub fn floor(x: &Ctx, c: &CuratorFramework) {
     // notification to a blocked thread, and that thread's listing of a
     // queue of 8 (`latency` compares the handoffs with it).
     let f = floor_latencies(&x.cs, x.warmup, x.run, false, Duration::ZERO, true);
-    println!(
-        "floor.delete_notification_listing.p50_us={}",
-        us(percentile(&f.notified, 0.5))
-    );
-    println!(
-        "floor.delete_notification_listing.p99_us={}",
-        us(percentile(&f.notified, 0.99))
-    );
+    report_notified("floor.delete_notification_listing", &f);
+}
+
+/// Prints a floor's p50 and p99 (from the write to the woken thread) under
+/// `key`; returns the p50.
+fn report_notified(key: &str, f: &Floor) -> Duration {
+    let p50 = percentile(&f.notified, 0.5);
+    println!("{key}.p50_us={}", us(p50));
+    println!("{key}.p99_us={}", us(percentile(&f.notified, 0.99)));
+    p50
 }
 
 /// `mutex`: the uncontended acquire/release cycle.
@@ -207,9 +209,7 @@ pub fn latency(x: &Ctx) {
     let (cs, warmup, run) = (&x.cs, x.warmup, x.run);
     let floor = |key: &str, busy: bool, pause: Duration, listing: bool| {
         let f = floor_latencies(cs, warmup, run, busy, pause, listing);
-        let p50 = percentile(&f.notified, 0.5);
-        println!("{key}.p50_us={}", us(p50));
-        println!("{key}.p99_us={}", us(percentile(&f.notified, 0.99)));
+        let p50 = report_notified(key, &f);
         println!("{key}.write_round_trip_p50_us={}", us(percentile(&f.round_trip, 0.5)));
         p50
     };

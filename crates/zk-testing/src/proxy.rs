@@ -364,28 +364,33 @@ fn wait_thawed(sh: &Shared) -> bool {
 /// One proxied connection's requests, as its two pumps see them.
 #[derive(Default)]
 struct Link {
-    /// Frames the client has sent.
-    sent: AtomicUsize,
-    /// For each request's xid, `sent` once it was sent.
-    sent_at: Mutex<std::collections::HashMap<i32, usize>>,
-    /// Signalled when `sent` grows (a held reply waits on it).
+    sent: Mutex<Sent>,
+    /// Signalled when a frame was sent (a held reply waits on it).
     sent_grew: parking_lot::Condvar,
+}
+
+/// What the client has sent on one connection.
+#[derive(Default)]
+struct Sent {
+    /// Frames so far.
+    frames: usize,
+    /// For each request's xid (while replies are held), `frames` once it
+    /// was sent.
+    at: std::collections::HashMap<i32, usize>,
 }
 
 /// Waits until the client has sent another frame after the request `xid`
 /// (or the hold is lifted); `false` when the proxy stops.
 fn held_until_client_sends(sh: &Shared, link: &Link, xid: i32) -> bool {
-    // `sent` grows under this lock, so no frame slips between the check and
-    // the wait.
-    let mut at = link.sent_at.lock();
-    let mark = at.remove(&xid).unwrap_or_else(|| link.sent.load(Ordering::Acquire));
-    while link.sent.load(Ordering::Acquire) <= mark && sh.hold_replies.load(Ordering::Acquire) {
+    let mut sent = link.sent.lock();
+    let mark = sent.at.remove(&xid).unwrap_or(sent.frames);
+    while sent.frames <= mark && sh.hold_replies.load(Ordering::Acquire) {
         if sh.stop.load(Ordering::Acquire) {
             return false;
         }
         // Woken by the next frame; the bound only lets a stop or a lifted
         // hold be seen.
-        link.sent_grew.wait_for(&mut at, POLL);
+        link.sent_grew.wait_for(&mut sent, POLL);
     }
     true
 }
@@ -431,10 +436,11 @@ fn pump_up(mut from: TcpStream, mut to: TcpStream, sh: Arc<Shared>, link: Arc<Li
                     // Counted before it goes out: its reply may come back
                     // before this pump runs again.
                     {
-                        let mut at = link.sent_at.lock();
-                        let n = link.sent.fetch_add(1, Ordering::AcqRel) + 1;
+                        let mut sent = link.sent.lock();
+                        sent.frames += 1;
                         if f.len() >= 4 && sh.hold_replies.load(Ordering::Acquire) {
-                            at.insert(i32::from_be_bytes([f[0], f[1], f[2], f[3]]), n);
+                            let n = sent.frames;
+                            sent.at.insert(i32::from_be_bytes([f[0], f[1], f[2], f[3]]), n);
                         }
                     }
                     link.sent_grew.notify_all();

@@ -170,6 +170,12 @@ pub(super) struct Core {
     pub negotiated_ms: i32,
     pub last_zxid: i64,
     pub pending: VecDeque<Pending>,
+    /// Pings written on the current connection and not yet answered, in
+    /// write order: the write sequence number each went out after (its reply
+    /// shows a request sent before it unanswered) and, for the I/O thread's,
+    /// when it was sent (ms since `Inner::base`: its reply confirms the
+    /// session as of then). A nudge's ping confirms nothing: `None`.
+    pub pings: VecDeque<(u64, Option<u64>)>,
     /// Waiters for auth replies (xid -4), in send order; `None` for the packets
     /// re-sent on reconnect.
     pub auth_waiters: VecDeque<Option<Sender<i32>>>,
@@ -332,6 +338,7 @@ impl Inner {
                 negotiated_ms: 0,
                 last_zxid: 0,
                 pending: VecDeque::new(),
+                pings: VecDeque::new(),
                 auth_waiters: VecDeque::new(),
                 auth: s.auth,
                 watches: WatchRegistry::default(),
@@ -635,9 +642,12 @@ impl Inner {
     /// issue 34); the nudge is that anything, so such a stall ends after
     /// about [`NUDGE_AFTER`]. A ping, because the server answers it in order
     /// behind the late request and changes nothing; its reply is read as the
-    /// I/O thread's pings are (it proves the server alive no earlier than the
-    /// oldest ping in flight). Nothing is sent when the connection is busy or
-    /// gone.
+    /// I/O thread's pings are, in write order ([`Core::pings`]): a request
+    /// sent before it and still unanswered when its reply comes had its reply
+    /// dropped, and the connection is dropped. It confirms nothing of the
+    /// session's health (a lock's `check()` rests on the I/O thread's pings
+    /// and the replies to requests). Nothing is sent when the connection is
+    /// busy or gone.
     fn nudge(&self) {
         let Some(wire) = self.wire.try_lock_for(Duration::from_millis(10)) else {
             return;
@@ -646,6 +656,8 @@ impl Inner {
             return;
         }
         log::debug!("a reply is {NUDGE_AFTER:?} late: nudging the server with a ping");
+        // Recorded before it is written: its reply may be read at once.
+        self.core.lock().pings.push_back((wire.seq, None));
         self.write_frame(wire, request_frame(xid::PING, OpCode::Ping, None), false);
     }
 
@@ -697,12 +709,7 @@ impl Inner {
     }
 
     /// Handles one frame read from an established connection (I/O thread).
-    pub fn dispatch(
-        &self,
-        frame: Vec<u8>,
-        gen: u64,
-        pings: &mut VecDeque<(u64, u64)>,
-    ) -> std::result::Result<(), Stop> {
+    pub fn dispatch(&self, frame: Vec<u8>, gen: u64) -> std::result::Result<(), Stop> {
         let header = ReplyHeader::decode(&mut Reader::new(&frame))
             .map_err(|e| Stop::Broken(format!("garbage reply header: {e}")))?;
         if log::log_enabled!(log::Level::Trace) {
@@ -718,13 +725,12 @@ impl Inner {
         match header.xid {
             xid::NOTIFICATION => self.notification(&frame),
             xid::PING => {
-                let ping = pings.pop_front();
-                if let Some((_, sent_ms)) = ping {
+                let mut core = self.core.lock();
+                let ping = core.pings.pop_front();
+                if let Some((_, Some(sent_ms))) = ping {
                     self.confirm(sent_ms);
                 }
-                let ping_seq = ping.map(|(seq, _)| seq);
-                let core = self.core.lock();
-                match (core.pending.front(), ping_seq) {
+                match (core.pending.front(), ping.map(|(seq, _)| seq)) {
                     (Some(front), Some(s)) if front.seq <= s => Err(Stop::Broken(format!(
                         "ping answered before request xid {} sent ahead of it: a reply is missing",
                         front.xid

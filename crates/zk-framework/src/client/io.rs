@@ -2,7 +2,6 @@
 //! handshake, re-sends auth and watches, reads and dispatches replies, pings, and
 //! detects dead connections with the read timeout.
 
-use std::collections::VecDeque;
 use std::io::ErrorKind;
 use std::net::TcpStream;
 use std::sync::atomic::Ordering;
@@ -329,6 +328,7 @@ fn establish(inner: &Arc<Inner>, stream: Transport, fb: FrameBuffer, resp: Conne
     // Auth packets first, then SetWatches, as the Java client does.
     wire.gen += 1;
     wire.seq = 0;
+    core.pings.clear();
     wire.outbuf.clear();
     wire.writing = false;
     let gen = wire.gen;
@@ -430,13 +430,12 @@ fn run(inner: &Arc<Inner>, conn: Conn, buf: &mut [u8]) -> Stop {
     let mut wake = ping_every.max(MIN_WAKE);
     let _ = stream.socket().set_read_timeout(Some(wake));
     let ping = request_frame(xid::PING, OpCode::Ping, None);
-    let mut pings: VecDeque<(u64, u64)> = VecDeque::new();
     let mut last_recv = Instant::now();
     let stop = 'conn: loop {
         loop {
             match fb.next_frame() {
                 Ok(Some(f)) => {
-                    if let Err(s) = inner.dispatch(f, gen, &mut pings) {
+                    if let Err(s) = inner.dispatch(f, gen) {
                         break 'conn s;
                     }
                 }
@@ -461,7 +460,7 @@ fn run(inner: &Arc<Inner>, conn: Conn, buf: &mut [u8]) -> Stop {
             break Stop::Broken(format!("nothing received for {read_timeout:?}"));
         }
         if inner.idle_send() >= ping_every {
-            send_ping(inner, gen, &ping, &mut pings);
+            send_ping(inner, gen, &ping);
         }
         let want = next_wake(ping_every, inner.idle_send(), read_timeout, last_recv.elapsed());
         // Sooner than the socket's timeout: set it, or a ping (or the read
@@ -497,7 +496,7 @@ fn next_wake(ping_every: Duration, idle_send: Duration, read_timeout: Duration, 
 }
 
 /// Sends a ping unless a writer holds the connection (it is sending anyway).
-fn send_ping(inner: &Inner, gen: u64, ping: &[u8], pings: &mut VecDeque<(u64, u64)>) {
+fn send_ping(inner: &Inner, gen: u64, ping: &[u8]) {
     let Some(wire) = inner.wire.try_lock() else { return };
     if wire.gen != gen || wire.writing {
         // A caller is writing: the connection is not idle, and a ping must not
@@ -508,7 +507,7 @@ fn send_ping(inner: &Inner, gen: u64, ping: &[u8], pings: &mut VecDeque<(u64, u6
     let sent_ms = inner.now_ms();
     match s.write_all(ping) {
         Ok(()) => {
-            pings.push_back((wire.seq, sent_ms));
+            inner.core.lock().pings.push_back((wire.seq, Some(sent_ms)));
             inner.touch_send();
         }
         Err(e) => {

@@ -721,3 +721,25 @@ fn a_reply_the_server_holds_back_is_nudged_out() {
     proxy.hold_replies(false);
     zk.get_data(&node).unwrap();
 }
+
+/// The time bound's promise (client module docs): a dropped reply is noticed
+/// within about 250 ms, by the nudge's ping overtaking it, not at the I/O
+/// thread's next ping (10 s with this 45 s session).
+#[test]
+fn a_lost_reply_is_noticed_by_the_nudge_long_before_the_next_ping() {
+    let Some(server) = TestServer::start() else { return };
+    let proxy = Proxy::start(&server.connect_string()).unwrap();
+    let zk = connect(&proxy.connect_string(), config(Duration::from_secs(45)));
+    let sid = zk.session_id();
+    proxy.drop_next_reply();
+    let t = Instant::now();
+    assert_eq!(zk.get_data("/"), Err(Error::ConnectionLoss));
+    let elapsed = t.elapsed();
+    assert!(
+        elapsed <= Duration::from_millis(250) + Duration::from_secs(3),
+        "{elapsed:?}"
+    );
+    assert_eq!(proxy.dropped(), 1);
+    zk.wait_connected_timeout(WAIT).unwrap();
+    assert_eq!(zk.session_id(), sid);
+}

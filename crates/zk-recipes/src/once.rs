@@ -393,11 +393,6 @@ impl Markers {
         }
     }
 
-    /// A kept marker of `session`, if any.
-    fn take(&self, session: i64) -> Option<Marker> {
-        self.pool.take(session)
-    }
-
     /// Keeps `m` for the next write, or deletes it when enough are kept.
     fn keep(&self, c: &Client, m: Marker) {
         if let Some(extra) = self.pool.keep(m) {
@@ -600,7 +595,6 @@ fn marked(
     sending: impl Fn(&Client),
 ) -> Result<Marked, ZkError> {
     let sp = fw.fix_path(path);
-    let fresh_acl = fw.acl_for_path(&fw.unfix_path(&format!("{sp}/{}", marker_name())));
     // The send in doubt: its session and its marker.
     let mut in_doubt: Option<(i64, Use)> = None;
     // A kept marker not used up by this write goes back to the pool.
@@ -649,13 +643,18 @@ fn marked(
             let kept = spare
                 .take()
                 .filter(|m| m.session == session)
-                .or_else(|| markers.take(session));
+                .or_else(|| markers.pool.take(session));
             let used = match kept {
                 Some(m) => Use::Kept(m),
                 None => Use::Fresh(format!("{sp}/{}", marker_name())),
             };
             let marker_op = match &used {
-                Use::Fresh(p) => Op::create(p.clone(), Vec::new(), fresh_acl.clone(), CreateMode::Ephemeral),
+                Use::Fresh(p) => Op::create(
+                    p.clone(),
+                    Vec::new(),
+                    fw.acl_for_path(&fw.unfix_path(p)),
+                    CreateMode::Ephemeral,
+                ),
                 Use::Kept(m) => Op::set_data(m.path.clone(), Vec::new(), Some(m.version)),
             };
             sending(c);
@@ -679,10 +678,10 @@ fn marked(
                 _ => None,
             };
             let marker_after = match (second, &used) {
-                (Some(OpResult::Create { stat, .. }), Use::Fresh(p)) => Some(Marker {
+                (Some(OpResult::Create { .. }), Use::Fresh(p)) => Some(Marker {
                     path: p.clone(),
                     session,
-                    version: stat.as_ref().map_or(0, |s| s.version),
+                    version: 0,
                 }),
                 (Some(OpResult::SetData { stat }), Use::Kept(m)) => Some(Marker {
                     version: stat.version,

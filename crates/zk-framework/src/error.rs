@@ -263,6 +263,54 @@ impl Error {
                 | Error::ConnectFailed { .. }
         )
     }
+
+    /// Whether a write that failed with this error may still have been
+    /// applied by the server: no answer to it was read, so it may have left
+    /// before the connection failed. The one list every caller that must not
+    /// apply a write twice asks (the protected create, the recipe API's
+    /// marked write, the recipes): such a write is proven
+    /// ([`crate::recipe::Recipe::marked_write`]), never sent again blindly.
+    ///
+    /// In doubt: [`Error::ConnectionLoss`] (the connection broke with the
+    /// request in flight), [`Error::OperationTimeout`] (no reply within the
+    /// call's bound), [`Error::DeadlineExceeded`] (the caller stopped
+    /// waiting; the request may still be answered),
+    /// [`Error::SessionExpired`] and [`Error::Closed`] (the session or the
+    /// client ended with the request in flight), and the connection failures
+    /// a retried call ends with ([`Error::ConnectFailed`],
+    /// [`Error::ConnectTimeout`], [`Error::Tls`]: an earlier attempt of the
+    /// call may have been sent). The price of a needless doubt is one proof.
+    ///
+    /// Not in doubt: every answer the server gave (`NoNode`, `BadVersion`,
+    /// `NodeExists`, `NoAuth`, ... and `SessionMoved`, which the server
+    /// answers instead of applying a request of a session that moved to
+    /// another server), and the errors of requests never sent (an invalid
+    /// path or argument, data too large, a bad connect string,
+    /// `AuthFailed`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_framework::Error;
+    /// assert!(Error::ConnectionLoss.may_have_applied());
+    /// assert!(Error::DeadlineExceeded.may_have_applied());
+    /// // The server answered: it refused the request.
+    /// assert!(!Error::SessionMoved.may_have_applied());
+    /// assert!(!Error::BadVersion { path: "/c".into() }.may_have_applied());
+    /// ```
+    pub fn may_have_applied(&self) -> bool {
+        matches!(
+            self,
+            Error::ConnectionLoss
+                | Error::OperationTimeout
+                | Error::DeadlineExceeded
+                | Error::SessionExpired
+                | Error::Closed
+                | Error::ConnectFailed { .. }
+                | Error::ConnectTimeout { .. }
+                | Error::Tls(_)
+        )
+    }
 }
 
 impl fmt::Display for Error {
@@ -510,5 +558,75 @@ mod tests {
                 ErrorCode::SessionMoved
             ]
         );
+    }
+
+    /// Every variant's doubt, decided by an exhaustive match: a new variant
+    /// does not compile here until someone says whether a write that failed
+    /// with it may have been applied.
+    #[test]
+    fn may_have_applied_is_decided_for_every_variant() {
+        fn decided(e: &Error) -> bool {
+            match e {
+                Error::ConnectionLoss
+                | Error::OperationTimeout
+                | Error::DeadlineExceeded
+                | Error::SessionExpired
+                | Error::Closed
+                | Error::ConnectFailed { .. }
+                | Error::ConnectTimeout { .. }
+                | Error::Tls(_) => true,
+                Error::SessionMoved
+                | Error::NoNode { .. }
+                | Error::NodeExists { .. }
+                | Error::BadVersion { .. }
+                | Error::NotEmpty { .. }
+                | Error::NoAuth { .. }
+                | Error::NoChildrenForEphemerals { .. }
+                | Error::BadArguments { .. }
+                | Error::InvalidAcl { .. }
+                | Error::AuthFailed
+                | Error::ChrootMissing { .. }
+                | Error::Keeper { .. }
+                | Error::InvalidPath(_)
+                | Error::InvalidConnectString { .. }
+                | Error::InvalidArgument(_)
+                | Error::DataTooLarge { .. }
+                | Error::ServerTooOld { .. } => false,
+            }
+        }
+        let mut all: Vec<Error> = ErrorCode::ALL
+            .iter()
+            .filter(|&&c| c != ErrorCode::Ok)
+            .map(|&c| Error::from_code(c, "/p"))
+            .collect();
+        all.extend([
+            Error::DeadlineExceeded,
+            Error::Closed,
+            Error::ConnectFailed {
+                reason: "refused".into(),
+            },
+            Error::ConnectTimeout {
+                waited: Duration::from_secs(1),
+            },
+            Error::Tls(TlsError::new(TlsErrorKind::Handshake, "x")),
+            Error::ChrootMissing { chroot: "/a".into() },
+            Error::InvalidArgument("x".into()),
+            Error::DataTooLarge { len: 2, max: 1 },
+            Error::InvalidConnectString {
+                input: "x".into(),
+                reason: "y".into(),
+            },
+            Error::ServerTooOld {
+                what: "addWatch".into(),
+                needs: "3.6".into(),
+                code: ErrorCode::Unimplemented,
+            },
+        ]);
+        for e in &all {
+            assert_eq!(e.may_have_applied(), decided(e), "{e:?}");
+        }
+        // The server's refusal of a moved session applied nothing.
+        assert!(!Error::SessionMoved.may_have_applied());
+        assert!(Error::SessionMoved.is_retryable());
     }
 }

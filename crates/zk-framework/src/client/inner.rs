@@ -46,6 +46,13 @@ pub(super) struct Submitted {
     abandon: bool,
 }
 
+impl Submitted {
+    /// The connection the request went out on.
+    pub fn gen(&self) -> u64 {
+        self.gen
+    }
+}
+
 /// Called with a reply on the I/O thread; it must only signal.
 pub(super) type ReplyCallback = Box<dyn FnOnce(&Result<Reply>) + Send>;
 

@@ -131,6 +131,7 @@ mod multi;
 mod nodes;
 mod persistent;
 mod request;
+mod synced;
 mod tls;
 mod types;
 mod watches;
@@ -142,4 +143,6 @@ pub use crate::error::{TlsError, TlsErrorKind};
 pub use handle::Client;
 pub use persistent::{AddWatchMode, PersistentWatcher, WatchId, WatcherType};
 pub use tls::{TlsConfig, TlsConfigBuilder};
-pub use types::{ClientConfig, ClientState, Op, OpResult, RegisteredWatches, SessionEvent, WatchedEvent, Watcher};
+pub use types::{
+    ClientConfig, ClientState, Op, OpResult, ReadOp, ReadResult, RegisteredWatches, SessionEvent, WatchedEvent, Watcher,
+};

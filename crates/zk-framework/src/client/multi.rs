@@ -243,6 +243,13 @@ impl Client {
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
     pub fn multi_results(&self, ops: Vec<Op>) -> Result<Vec<OpResult>> {
+        self.multi_results_at(ops).map(|(results, _)| results)
+    }
+
+    /// As [`Client::multi_results`], with the zxid of the reply: for a
+    /// transaction that was applied, its own zxid (the czxid of every node it
+    /// created, the mzxid of every node it set).
+    pub(crate) fn multi_results_at(&self, ops: Vec<Op>) -> Result<(Vec<OpResult>, i64)> {
         let mut paths = Vec::with_capacity(ops.len());
         let mut mops = Vec::with_capacity(ops.len());
         for op in ops {
@@ -251,7 +258,8 @@ impl Client {
         }
         let req = MultiRequest { ops: mops };
         let reply = self.send(OpCode::Multi, &req, None)?;
-        self.decode_multi(reply, &paths)
+        let zxid = reply.header.zxid;
+        self.decode_multi(reply, &paths).map(|r| (r, zxid))
     }
 
     /// Runs `ops` as one transaction (as [`Client::multi`]) and lists the

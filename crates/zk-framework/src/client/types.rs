@@ -676,6 +676,172 @@ impl OpResult {
     }
 }
 
+/// One read of [`Client::sync_then_read`](super::Client::sync_then_read): a node's Stat, its data, or its
+/// children (with the parent's Stat).
+///
+/// # Examples
+///
+/// ```
+/// use zk_framework::ReadOp;
+/// assert_eq!(ReadOp::get_data("/a").path(), "/a");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadOp {
+    /// `exists`: the node's Stat.
+    Exists(String),
+    /// `getData`: the node's data and Stat.
+    GetData(String),
+    /// `getChildren2`: the node's children and its Stat.
+    GetChildren(String),
+}
+
+impl ReadOp {
+    /// `exists(path)`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(zk_framework::ReadOp::exists("/a"), zk_framework::ReadOp::Exists("/a".into()));
+    /// ```
+    pub fn exists(path: impl Into<String>) -> ReadOp {
+        ReadOp::Exists(path.into())
+    }
+
+    /// `getData(path)`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(zk_framework::ReadOp::get_data("/a"), zk_framework::ReadOp::GetData("/a".into()));
+    /// ```
+    pub fn get_data(path: impl Into<String>) -> ReadOp {
+        ReadOp::GetData(path.into())
+    }
+
+    /// `getChildren2(path)`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(zk_framework::ReadOp::get_children("/a"), zk_framework::ReadOp::GetChildren("/a".into()));
+    /// ```
+    pub fn get_children(path: impl Into<String>) -> ReadOp {
+        ReadOp::GetChildren(path.into())
+    }
+
+    /// The path read.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(zk_framework::ReadOp::exists("/x").path(), "/x");
+    /// ```
+    pub fn path(&self) -> &str {
+        match self {
+            ReadOp::Exists(p) | ReadOp::GetData(p) | ReadOp::GetChildren(p) => p,
+        }
+    }
+
+    /// The same read with its path mapped by `f` (a namespace applied).
+    pub(crate) fn map_path(&self, f: impl FnOnce(&str) -> String) -> ReadOp {
+        match self {
+            ReadOp::Exists(p) => ReadOp::Exists(f(p)),
+            ReadOp::GetData(p) => ReadOp::GetData(f(p)),
+            ReadOp::GetChildren(p) => ReadOp::GetChildren(f(p)),
+        }
+    }
+}
+
+/// The answer to one [`ReadOp`]: `None` when the node does not exist.
+///
+/// # Examples
+///
+/// ```
+/// use zk_framework::ReadResult;
+/// assert_eq!(ReadResult::Data(None).data(), None);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadResult {
+    /// The answer to [`ReadOp::Exists`].
+    Exists(Option<Stat>),
+    /// The answer to [`ReadOp::GetData`].
+    Data(Option<(Vec<u8>, Stat)>),
+    /// The answer to [`ReadOp::GetChildren`] (the children, and the node's
+    /// own Stat).
+    Children(Option<(Vec<String>, Stat)>),
+    /// The server refused the read (`NoAuth`, ...).
+    Error(Error),
+}
+
+impl ReadResult {
+    /// The Stat read, whichever the read (`None`: no node, or refused).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_framework::{ReadResult, Stat};
+    /// assert_eq!(ReadResult::Exists(Some(Stat::default())).stat(), Some(&Stat::default()));
+    /// ```
+    pub fn stat(&self) -> Option<&Stat> {
+        match self {
+            ReadResult::Exists(s) => s.as_ref(),
+            ReadResult::Data(d) => d.as_ref().map(|(_, s)| s),
+            ReadResult::Children(c) => c.as_ref().map(|(_, s)| s),
+            ReadResult::Error(_) => None,
+        }
+    }
+
+    /// The data and Stat of a [`ReadResult::Data`] answer for an existing
+    /// node.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_framework::{ReadResult, Stat};
+    /// let r = ReadResult::Data(Some((b"v".to_vec(), Stat::default())));
+    /// assert_eq!(r.data().map(|(d, _)| d.as_slice()), Some(&b"v"[..]));
+    /// ```
+    pub fn data(&self) -> Option<(&Vec<u8>, &Stat)> {
+        match self {
+            ReadResult::Data(Some((d, s))) => Some((d, s)),
+            _ => None,
+        }
+    }
+
+    /// The children and Stat of a [`ReadResult::Children`] answer for an
+    /// existing node.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_framework::{ReadResult, Stat};
+    /// let r = ReadResult::Children(Some((vec!["a".into()], Stat::default())));
+    /// assert_eq!(r.children().map(|(c, _)| c.len()), Some(1));
+    /// ```
+    pub fn children(&self) -> Option<(&Vec<String>, &Stat)> {
+        match self {
+            ReadResult::Children(Some((c, s))) => Some((c, s)),
+            _ => None,
+        }
+    }
+
+    /// The server's refusal, if it refused.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_framework::{Error, ReadResult};
+    /// let r = ReadResult::Error(Error::NoAuth { path: "/a".into() });
+    /// assert!(r.error().is_some());
+    /// ```
+    pub fn error(&self) -> Option<&Error> {
+        match self {
+            ReadResult::Error(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 /// The watches a client has registered (paths relative to the chroot), as they
 /// will be re-sent with SetWatches after a reconnect.
 ///

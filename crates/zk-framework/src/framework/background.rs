@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::client::Client;
+use crate::client::{Client, ReadOp, ReadResult};
 use crate::Error;
 
 /// What the worker needs of the client it works for (the managed client's
@@ -126,6 +126,15 @@ impl Background {
     }
 }
 
+/// `parent`'s children, listed after a `sync` on the same connection.
+fn synced_children(client: &Client, parent: &str) -> Result<Vec<String>, Error> {
+    match client.sync_then_read(parent, &[ReadOp::get_children(parent)])?.pop() {
+        Some(ReadResult::Children(Some((kids, _)))) => Ok(kids),
+        Some(ReadResult::Error(e)) => Err(e),
+        _ => Err(Error::NoNode { path: parent.into() }),
+    }
+}
+
 fn backoff(attempts: u32) -> Duration {
     Duration::from_millis(100u64.saturating_mul(1 << attempts.min(6))).min(Duration::from_secs(5))
 }
@@ -166,7 +175,9 @@ fn worker(shared: Arc<Shared>, owner: Option<Weak<dyn Owner>>) {
                     Ok(()) | Err(Error::NoNode { .. }) => Ok(()),
                     Err(e) => Err(e),
                 },
-                Task::FindAndDelete { parent, prefix } => match client.get_children(parent) {
+                // Listed after a sync: a server that lags the create (a
+                // follower the client reconnected to) would hide the node.
+                Task::FindAndDelete { parent, prefix } => match synced_children(&client, parent) {
                     Ok(kids) => {
                         let mut res = Ok(());
                         for k in kids.iter().filter(|k| k.starts_with(prefix.as_str())) {

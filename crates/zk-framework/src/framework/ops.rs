@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::acl::{acl_of, AclProvider};
 use super::inner::KnownParents;
 use super::CuratorFramework;
-use crate::client::Client;
+use crate::client::{Client, ReadOp, ReadResult};
 use crate::paths::{ancestors, new_protected_id, protected_name, PROTECTED_PREFIX};
 use crate::proto::path::{basename, join, parent, validate_path};
 use crate::proto::{Acl, CreateMode, Stat};
@@ -386,7 +386,7 @@ impl<'a> CreateBuilder<'a> {
                 Ok(c)
             }
             Err(e) => {
-                if self.protected && outcome_unknown(&e) {
+                if self.protected && e.may_have_applied() {
                     for (parent_sp, _) in &targets {
                         fw.inner().background.find_and_delete(parent_sp.clone(), prefix.clone());
                     }
@@ -469,14 +469,11 @@ pub struct CreatedTogether {
 /// happened on this session. Nodes of an old session are deleted (they may
 /// still be alive on the server) so that the caller creates the group again.
 fn find_group(zk: &Client, parents: &[&str], prefix: &str, mode: CreateMode) -> Result<Option<CreatedTogether>> {
-    let found = parents
-        .iter()
-        .map(|p| find_protected(zk, p, prefix))
-        .collect::<Result<Vec<_>>>()?;
+    let found = find_protected_in(zk, parents, prefix)?;
     let Some(Some(first)) = found.first() else {
         return Ok(None);
     };
-    if let Some(stat) = zk.exists(first)? {
+    if let Some(stat) = synced_exists(zk, first)? {
         let ours = !mode.is_ephemeral() || stat.ephemeral_owner == zk.session_id();
         if ours && found.iter().all(Option::is_some) {
             log::debug!("protected transaction found its nodes after a failed attempt");
@@ -647,7 +644,7 @@ fn protected_create(fw: &CuratorFramework, server_path: &str, spec: &CreateSpec)
     let result = fw.call_with_retry(|c| {
         if !first {
             if let Some(found) = find_protected(c, &parent_path, &prefix)? {
-                if let Some(stat) = c.exists(&found)? {
+                if let Some(stat) = synced_exists(c, &found)? {
                     if !spec.mode.is_ephemeral() || stat.ephemeral_owner == c.session_id() {
                         log::debug!("protected create found its node {found} after a failed attempt");
                         return Ok((found, stat, None));
@@ -672,21 +669,46 @@ fn protected_create(fw: &CuratorFramework, server_path: &str, spec: &CreateSpec)
         spec.create(c, &adjusted)
     });
     if let Err(e) = &result {
-        if outcome_unknown(e) {
+        if e.may_have_applied() {
             fw.inner().background.find_and_delete(parent_path, prefix);
         }
     }
     result
 }
 
+/// Our protected node under `parent_path`, if the create that may have made
+/// it was applied: listed after a `sync`, so that a server lagging the create
+/// (a follower the client reconnected to) cannot hide it.
 fn find_protected(c: &Client, parent_path: &str, prefix: &str) -> Result<Option<String>> {
-    match c.get_children(parent_path) {
-        Ok(kids) => Ok(kids
-            .into_iter()
-            .find(|k| k.starts_with(prefix))
-            .map(|k| join(parent_path, &k))),
-        Err(Error::NoNode { .. }) => Ok(None),
-        Err(e) => Err(e),
+    Ok(find_protected_in(c, &[parent_path], prefix)?.pop().flatten())
+}
+
+/// [`find_protected`] under each of `parents`, after one `sync`.
+fn find_protected_in(c: &Client, parents: &[&str], prefix: &str) -> Result<Vec<Option<String>>> {
+    let Some(first) = parents.first() else {
+        return Ok(Vec::new());
+    };
+    let reads: Vec<ReadOp> = parents.iter().map(|p| ReadOp::get_children(*p)).collect();
+    c.sync_then_read(first, &reads)?
+        .into_iter()
+        .zip(parents)
+        .map(|(listing, parent)| match listing {
+            ReadResult::Children(Some((kids, _))) => Ok(kids
+                .into_iter()
+                .find(|k| k.starts_with(prefix))
+                .map(|k| join(parent, &k))),
+            ReadResult::Error(e) => Err(e),
+            _ => Ok(None),
+        })
+        .collect()
+}
+
+/// The Stat of `path`, read after a `sync` (see [`find_protected`]).
+fn synced_exists(c: &Client, path: &str) -> Result<Option<Stat>> {
+    match c.sync_then_read(path, &[ReadOp::exists(path)])?.pop() {
+        Some(ReadResult::Exists(stat)) => Ok(stat),
+        Some(ReadResult::Error(e)) => Err(e),
+        _ => Ok(None),
     }
 }
 
@@ -805,20 +827,4 @@ fn delete_children(c: &Client, path: &str) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Whether a create that failed with `e` may still have been applied (an
-/// earlier attempt sent before the connection failed): its protected node is
-/// then looked for and deleted in the background.
-fn outcome_unknown(e: &Error) -> bool {
-    matches!(
-        e,
-        Error::ConnectionLoss
-            | Error::ConnectFailed { .. }
-            | Error::ConnectTimeout { .. }
-            | Error::Tls(_)
-            | Error::OperationTimeout
-            | Error::DeadlineExceeded
-            | Error::Closed
-    )
 }

@@ -13,6 +13,19 @@
 //!   epoch lasts; after a move, ask again before trusting it. A reconnect
 //!   alone proves nothing: the watches it re-registers fire one round trip
 //!   later.
+//! * **The marked write** ([`Recipe::marked_write`], through
+//!   [`CuratorFramework::recipe`]): a transaction that carries its own
+//!   marker (an ephemeral node it creates, or a kept one it writes at its
+//!   version), applied at most once; after a lost reply
+//!   ([`crate::Error::may_have_applied`], the one list of doubtful errors)
+//!   the marker settles it on the same session, read after a `sync` on the
+//!   connection it is read on, so that no server lagging the write can
+//!   answer; after a new session, the read-back ([`Settled::ReadBack`]),
+//!   synced too. Counters, shared values, the queue build on it.
+//! * **Synced reads** ([`Recipe::sync_then_read`],
+//!   [`crate::Client::sync_then_read`]): a `sync` and reads on one
+//!   connection, answered by a server that has every write committed before
+//!   the sync (the protected create's lookup after a lost reply is one).
 //! * **Creates that list** ([`CreateBuilder::for_path_listing_parent`],
 //!   [`CreateBuilder::for_paths_together`]): a create (or a group of creates
 //!   in one transaction) and the listing of its parent in one round trip, so
@@ -97,6 +110,146 @@ use std::fmt;
 use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
+
+use crate::{CuratorFramework, ReadOp, ReadResult, Result};
+
+mod marked;
+
+pub use marked::{Applied, KeptMarker, MarkedWrite, Marker, Settled, Unproven, WriteProof};
+
+/// The managed client as a recipe author uses it ([`CuratorFramework::recipe`]):
+/// the marked write and the synced reads, on top of the client's retry
+/// policy, namespace and deadline.
+///
+/// # Examples
+///
+/// ```
+/// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
+/// # let fw = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+/// # fw.block_until_connected(std::time::Duration::from_secs(10))?;
+/// use zk_framework::ReadOp;
+/// fw.create().for_path("/r")?;
+/// let read = fw.recipe().sync_then_read(&[ReadOp::exists("/r")])?;
+/// assert!(read[0].stat().is_some());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Recipe<'a> {
+    fw: &'a CuratorFramework,
+}
+
+impl CuratorFramework {
+    /// This client's recipe API ([`Recipe`]): the marked write, the synced
+    /// reads.
+    ///
+    /// # Examples
+    ///
+    /// See [`Recipe`].
+    pub fn recipe(&self) -> Recipe<'_> {
+        Recipe { fw: self }
+    }
+}
+
+impl Recipe<'_> {
+    /// Runs `write`'s ops in one transaction with its marker's create (or a
+    /// kept marker's write at its version), applied at most once, and says
+    /// whether it was applied: by the reply, or, when the reply was lost
+    /// ([`crate::Error::may_have_applied`]), by the marker.
+    ///
+    /// The send goes through the client's retry loop. After a lost reply,
+    /// the next attempt proves the send first: on the same session, a `sync`
+    /// and then, on the same connection, the marker's `exists` (so no
+    /// server that has not applied the lost transaction can answer, however
+    /// far it lags): a fresh marker there, or a kept one a version on, is
+    /// [`Settled::Applied`] with [`WriteProof::Marker`]; a fresh marker
+    /// missing, or a kept one at its version, is not applied, and the write
+    /// is sent again (a request of the old connection still in flight
+    /// cannot be applied after that: a server refuses it once the session
+    /// has moved, and one server answers a session's requests in order).
+    /// When the session that sent it ended before the proof (its ephemeral
+    /// marker went with it), or a kept marker was deleted or written by
+    /// someone else, the marker cannot tell: [`Settled::ReadBack`] gives the
+    /// read-back paths as read after a `sync`, for the caller's own rule.
+    /// When no proof can be made (the sync or the read fails until the
+    /// retries or the deadline run out), [`Settled::Unknown`]: never a
+    /// guess.
+    ///
+    /// Without a marker ([`Marker::Unmarked`], for a node whose ACL refuses
+    /// one) a lost reply is [`Settled::ReadBack`] with
+    /// [`Unproven::NoMarker`] at once.
+    ///
+    /// Each proof reads `write`'s read-back paths on the same connection,
+    /// after the same sync ([`Applied::reads`]). A write the server refuses
+    /// is [`Settled::Refused`] with the failing op (a kept marker someone
+    /// deleted fails on its own op: make a fresh one; a fresh marker the
+    /// node's ACL refuses, likewise).
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::InvalidPath`] before anything is sent; otherwise only
+    /// errors after which the write was certainly not applied: one that
+    /// [`crate::Error::may_have_applied`] does not doubt, or one that does
+    /// when the retries ran out and a proof showed the write not applied.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
+    /// # let fw = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+    /// # fw.block_until_connected(std::time::Duration::from_secs(10))?;
+    /// use zk_framework::recipe::{MarkedWrite, Marker, Settled};
+    /// use zk_framework::{Acl, Op};
+    /// let (_, stat) = fw.create().for_path_with_stat("/counter")?;
+    /// let write = MarkedWrite::new(
+    ///     vec![Op::set_data("/counter", b"1".to_vec(), Some(stat.version))],
+    ///     Marker::fresh("/counter/_c_7d1e-once", Acl::open_unsafe()),
+    /// )
+    /// .read_back("/counter");
+    /// match fw.recipe().marked_write(write)? {
+    ///     Settled::Applied(applied) => {
+    ///         // Keep the marker for this session's next write.
+    ///         let kept = applied.marker.expect("the write had a marker");
+    ///         assert_eq!(kept.path(), "/counter/_c_7d1e-once");
+    ///     }
+    ///     Settled::Refused { error, .. } => println!("not applied: {error}"),
+    ///     Settled::ReadBack { reads, .. } => println!("judge by the node: {reads:?}"),
+    ///     other => println!("{other:?}"),
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn marked_write(&self, write: MarkedWrite) -> Result<Settled> {
+        marked::marked_write(self, write)
+    }
+
+    /// A `sync` (on the first read's path), then `reads`, on one connection,
+    /// through the client's retry loop (the namespace applied): each read is
+    /// answered by a server that has applied every write committed before
+    /// the sync, whichever server the client is connected to (see
+    /// [`crate::Client::sync_then_read`]). What a recipe reads when it must
+    /// not be answered by a server that lags a write it made.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::Error::InvalidPath`] (nothing sent),
+    /// [`crate::Error::InvalidArgument`] for no reads, or the last
+    /// retryable error when the retries run out.
+    ///
+    /// # Examples
+    ///
+    /// See [`Recipe`].
+    pub fn sync_then_read(&self, reads: &[ReadOp]) -> Result<Vec<ReadResult>> {
+        let Some(first) = reads.first() else {
+            return Err(crate::Error::InvalidArgument("no reads to sync for".into()));
+        };
+        for r in reads {
+            crate::proto::path::validate_path(r.path(), false)?;
+        }
+        let fw = self.fw;
+        let sync_path = fw.fix_path(first.path());
+        let reads: Vec<ReadOp> = reads.iter().map(|r| r.map_path(|p| fw.fix_path(p))).collect();
+        fw.call_with_retry(|c| c.sync_then_read(&sync_path, &reads))
+    }
+}
 
 /// A close hook's signal.
 type Signal = Box<dyn FnOnce() + Send>;

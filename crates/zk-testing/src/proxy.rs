@@ -18,6 +18,9 @@ use zk_proto::frame::FrameBuffer;
 
 const POLL: Duration = Duration::from_millis(20);
 
+/// No request is to be lost ([`FaultProxy::lose_next_request`]).
+const NO_OP: i32 = i32::MIN;
+
 #[derive(Default)]
 struct Shared {
     stop: AtomicBool,
@@ -25,6 +28,9 @@ struct Shared {
     frozen: AtomicBool,
     drop_next_reply: AtomicBool,
     dropped: AtomicUsize,
+    /// The opcode of the next request to lose on its way (`NO_OP`: none).
+    lose_next_request: std::sync::atomic::AtomicI32,
+    lost_requests: AtomicUsize,
     /// Hold each reply until the client has sent another frame after its
     /// request.
     hold_replies: AtomicBool,
@@ -83,7 +89,10 @@ impl FaultProxy {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         listener.set_nonblocking(true)?;
         let port = listener.local_addr()?.port();
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Shared {
+            lose_next_request: std::sync::atomic::AtomicI32::new(NO_OP),
+            ..Shared::default()
+        });
         let sh = shared.clone();
         thread::spawn(move || {
             while !sh.stop.load(Ordering::Acquire) {
@@ -245,6 +254,40 @@ impl FaultProxy {
     /// ```
     pub fn hold_replies(&self, on: bool) {
         self.shared.hold_replies.store(on, Ordering::Release);
+    }
+
+    /// Loses the next request with opcode `op` on its way to the server: it
+    /// is not forwarded, and that client's connection is closed at once. A
+    /// request lost before the server saw it: never applied, while the client
+    /// sees its connection break with the request in flight (`ConnectionLoss`,
+    /// its outcome unknown to it). Not on a TLS connection.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
+    /// let proxy = zk_testing::proxy::FaultProxy::start(&server.connect_string())?;
+    /// proxy.lose_next_request(zk_proto::OpCode::Multi);
+    /// assert_eq!(proxy.lost_requests(), 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn lose_next_request(&self, op: zk_proto::OpCode) {
+        self.shared.lose_next_request.store(op as i32, Ordering::Release);
+    }
+
+    /// Requests lost on their way so far (see
+    /// [`FaultProxy::lose_next_request`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
+    /// let proxy = zk_testing::proxy::FaultProxy::start(&server.connect_string())?;
+    /// assert_eq!(proxy.lost_requests(), 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn lost_requests(&self) -> usize {
+        self.shared.lost_requests.load(Ordering::Relaxed)
     }
 
     /// Replies dropped so far.
@@ -431,6 +474,17 @@ fn pump_up(mut from: TcpStream, mut to: TcpStream, sh: Arc<Shared>, link: Arc<Li
                         && matches!(opcode(&f), Some(op) if op == zk_proto::OpCode::SetWatches as i32
                             || op == zk_proto::OpCode::SetWatches2 as i32);
                     if delay && !delay_set_watches(&sh) {
+                        break 'outer;
+                    }
+                    let lose = sh.lose_next_request.load(Ordering::Acquire);
+                    if lose != NO_OP
+                        && opcode(&f) == Some(lose)
+                        && sh
+                            .lose_next_request
+                            .compare_exchange(lose, NO_OP, Ordering::AcqRel, Ordering::Acquire)
+                            .is_ok()
+                    {
+                        sh.lost_requests.fetch_add(1, Ordering::Relaxed);
                         break 'outer;
                     }
                     // Counted before it goes out: its reply may come back

@@ -872,6 +872,49 @@ impl CuratorFramework {
         self.call_with_retry(|c| c.get_children(&p))
     }
 
+    /// Lists children (names only) with the node's own Stat (Curator's
+    /// `getChildren().storingStatIn(stat)`), with retries. The Stat's
+    /// `pzxid` is the zxid of the last change to the children: every child
+    /// listed was created at or before it.
+    ///
+    /// # Errors
+    ///
+    /// As [`CuratorFramework::get_children`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let (kids, stat) = c.get_children_with_stat("/")?;
+    /// assert_eq!(kids.len(), stat.num_children as usize);
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn get_children_with_stat(&self, path: &str) -> Result<(Vec<String>, Stat)> {
+        let p = self.checked_path(path)?;
+        self.call_with_retry(|c| c.get_children2(&p))
+    }
+
+    /// As [`get_children_with_stat`](Self::get_children_with_stat), leaving
+    /// a one-shot child watch.
+    ///
+    /// # Errors
+    ///
+    /// As [`CuratorFramework::get_children`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let (tx, rx) = crossbeam_channel::bounded(1);
+    /// let (kids, stat) = c.get_children_with_stat_w("/", tx)?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn get_children_with_stat_w(&self, path: &str, watcher: impl Watcher) -> Result<(Vec<String>, Stat)> {
+        let p = self.checked_path(path)?;
+        let slot = self.watch_slot(watcher);
+        self.call_with_retry(|c| c.get_children2_w(&p, slot.attempt()))
+    }
+
     /// Lists children and leaves a one-shot child watch.
     ///
     /// # Errors

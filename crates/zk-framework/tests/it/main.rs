@@ -26,6 +26,7 @@ mod framework_protection;
 mod framework_retry;
 mod framework_states;
 mod listeners;
+mod marked_write;
 
 // Authentication, ACLs and TLS (the locks' halves of these suites are zk-recipes').
 mod acl;

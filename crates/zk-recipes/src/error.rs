@@ -193,16 +193,19 @@ pub enum Error {
         /// The largest item this queue accepts.
         max: usize,
     },
-    /// An offer's reply was lost and its session ended before the offer
-    /// could be proven applied or not: the item may or may not be in the
-    /// queue. It was not sent again (that could queue it twice).
+    /// An offer's reply was lost and no proof could be made (its session
+    /// ended before it, or no answer came in time): the item may or may not
+    /// be in the queue. It was not sent again (that could queue it twice).
     OfferUnknown {
         /// The queue's path.
         path: String,
+        /// The item's bytes (what the caller offered).
+        item: Vec<u8>,
     },
-    /// A take's delete reply was lost and its session ended before the take
-    /// could be proven ours: the item (read before the delete) may have been
-    /// taken by this call or by another consumer, or may still be queued.
+    /// A take's delete reply was lost and no proof could be made (its
+    /// session ended before it, or no answer came in time): the item (read
+    /// before the delete) may have been taken by this call or by another
+    /// consumer, or may still be queued.
     TakeUnknown {
         /// The queue's path.
         path: String,
@@ -341,13 +344,14 @@ impl fmt::Display for Error {
                 f,
                 "a queue item of {len} bytes is too large for the queue at {path} (at most {max} bytes): nothing was sent"
             ),
-            Error::OfferUnknown { path } => write!(
+            Error::OfferUnknown { path, item } => write!(
                 f,
-                "the offer to the queue at {path} lost its reply and its session ended: the item may or may not be queued"
+                "the offer of {} bytes to the queue at {path} lost its reply and could not be proven: the item may or may not be queued",
+                item.len()
             ),
             Error::TakeUnknown { path, node, item } => write!(
                 f,
-                "the take of {node} ({} bytes) from the queue at {path} lost its reply and its session ended: \
+                "the take of {node} ({} bytes) from the queue at {path} lost its reply and could not be proven: \
                  it may have been taken by this call or by another consumer, or may still be queued",
                 item.len()
             ),

@@ -1,7 +1,7 @@
 //! Writes applied at most once: a versioned `setData` or a first `create`
 //! whose reply may have been lost is never sent again blindly; its outcome
-//! is proven by reading the node back, or reported as unknown with what was
-//! read.
+//! is proven by the write's own marker, or by reading the node back, or
+//! reported as unknown with what was read.
 //!
 //! # Why
 //!
@@ -15,27 +15,22 @@
 //! `compareAndSet`, `initialize` and `SharedCount.trySetCount` report failure
 //! for writes that were applied.
 //!
-//! Here each write goes through [`CuratorFramework::call_with_retry`] with a
-//! closure that sends the write on its first attempt only. Once an attempt
-//! ended with an error after which the request may have been applied
-//! ([`may_have_applied`]: `ConnectionLoss`, `OperationTimeout`, the
-//! deadline, `SessionExpired`, `SessionMoved`, `Closed`, the connection
-//! failures), every later attempt
-//! of the retry loop reads the node back instead, and the write is sent
-//! again only when the read proves it was not applied.
-//!
 //! # The proof: the write's own marker
 //!
-//! Each write goes out as one transaction (a `multi`) with a marker: an
-//! EPHEMERAL child `<path>/_c_<uuid>-once` of the node, written with the
-//! write or not at all. A writer's first write creates its marker; the
-//! writer ([`Markers`], one per counter or shared value) keeps it, and its
-//! later writes `setData` it at its version in their transaction. So a
-//! write is two requests with its read, as Curator's, and no delete
-//! follows it. Each kept marker serves one write at a time (concurrent
-//! writes of one writer make more, up to 16 kept), so after a lost reply,
-//! on the same session, the marker settles the outcome exactly: created,
-//! or one version on, **applied** (by this writer: [`Written::Applied`] with
+//! Each write is zk-framework's marked write
+//! ([`zk_framework::recipe::Recipe::marked_write`]): one transaction with a
+//! marker, an EPHEMERAL child `<path>/_c_<uuid>-once` of the node, created
+//! or written with the write or not at all. A writer's first write creates
+//! its marker; the writer ([`Markers`], one per counter or shared value)
+//! keeps it, and its later writes `setData` it at its version in their
+//! transaction. So a write is two requests with its read, as Curator's, and
+//! no delete follows it. Each kept marker serves one write at a time
+//! (concurrent writes of one writer make more, up to 16 kept), so after a
+//! lost reply ([`zk_framework::Error::may_have_applied`]), on the same
+//! session, the marker settles the outcome exactly, read after a `sync` on
+//! the connection it is read on (so a follower the client reconnected to
+//! that has not yet applied the lost write cannot answer): created, or one
+//! version on, **applied** (by this writer: [`Written::Applied`] with
 //! `marker`); missing (a new one), or at its version (a kept one), **not
 //! applied**, and the write is sent again. Whose write it was is never in
 //! doubt, whatever other writers did meanwhile. The node's data stays
@@ -50,7 +45,9 @@
 //! an ephemeral marker goes with its session; a kept marker deleted or
 //! written by someone else meanwhile; or the node's ACL refuses the
 //! marker's create, and the write goes out alone) is the node's data read
-//! back, by the rules below, with their bound.
+//! back, after a `sync` too, by the rules below, with their bound. When no
+//! proof can be made in time (the sync or the read fails until the retries
+//! or the deadline run out), the outcome is [`Written::Unknown`].
 //!
 //! # The read-back, for a versioned `setData(path, bytes, v)`
 //!
@@ -95,9 +92,12 @@
 //!   client creating the same bytes in the same window).
 //! * anything else: unknown, with what was read.
 
+use std::time::Instant;
+
 use parking_lot::Mutex;
-use zk_framework::proto::path::parent;
-use zk_framework::{Client, CreateMode, CuratorFramework, Error as ZkError, Op, OpResult, Stat};
+use zk_framework::proto::path::{join, parent};
+use zk_framework::recipe::{Applied, KeptMarker, MarkedWrite, Marker, Settled, WriteProof};
+use zk_framework::{CreateMode, CuratorFramework, Error as ZkError, Op, OpResult, ReadResult, RetryDecision, Stat};
 
 /// What a writer read before its write: the node's incarnation, its last
 /// change and its version.
@@ -135,26 +135,6 @@ pub(crate) enum Written {
     Missing,
     /// Whether it was applied is unknown; what the read-back found.
     Unknown { read: ReadBack },
-}
-
-/// Whether a request that failed with `e` may still have been applied on the
-/// server (it may have left before the connection failed). The connection
-/// failures proper (`ConnectFailed`, `ConnectTimeout`, `Tls`) are counted in
-/// too, as zk-framework's protected create counts them: the price of a
-/// needless doubt is one read.
-pub(crate) fn may_have_applied(e: &ZkError) -> bool {
-    matches!(
-        e,
-        ZkError::ConnectionLoss
-            | ZkError::OperationTimeout
-            | ZkError::DeadlineExceeded
-            | ZkError::SessionExpired
-            | ZkError::SessionMoved
-            | ZkError::Closed
-            | ZkError::ConnectFailed { .. }
-            | ZkError::ConnectTimeout { .. }
-            | ZkError::Tls(_)
-    )
 }
 
 /// A read-back's verdict.
@@ -205,112 +185,6 @@ fn judge_create(read: Option<(&[u8], &Stat)>, ours: &[u8], before: i64) -> Proof
     }
 }
 
-fn read(c: &Client, server_path: &str) -> Result<Option<(Vec<u8>, Stat)>, ZkError> {
-    match c.get_data(server_path) {
-        Ok(r) => Ok(Some(r)),
-        Err(ZkError::NoNode { .. }) => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-/// `setData(path, data, base.version)` without a marker, its outcome after a
-/// lost reply proven by reading the node back (see the module doc).
-///
-/// # Errors
-///
-/// The write's error when it was certainly not applied (`NoAuth`, a
-/// retryable error when the retries ran out and the read-back proved it was
-/// not applied, ...).
-fn set_plain(fw: &CuratorFramework, path: &str, data: &[u8], base: &Base) -> Result<Written, ZkError> {
-    let sp = fw.fix_path(path);
-    let mut in_doubt = false;
-    let prove = |c: &Client| -> Result<Proof, ZkError> {
-        let r = read(c, &sp)?;
-        Ok(judge_set(r.as_ref().map(|(d, s)| (d.as_slice(), s)), data, base))
-    };
-    let result = fw.call_with_retry(|c| {
-        if in_doubt {
-            match prove(c)? {
-                Proof::Settled(w) => return Ok(w),
-                Proof::NotApplied => in_doubt = false,
-            }
-        }
-        match c.set_data(&sp, data, Some(base.version)) {
-            Ok(stat) => Ok(Written::Applied {
-                stat,
-                read_back: false,
-                marker: false,
-            }),
-            Err(ZkError::BadVersion { .. }) => Ok(Written::Conflict),
-            Err(ZkError::NoNode { .. }) => Ok(Written::Missing),
-            Err(e) => {
-                in_doubt = may_have_applied(&e);
-                Err(e)
-            }
-        }
-    });
-    match result {
-        Err(e) if in_doubt => settle(fw, e, prove),
-        r => r,
-    }
-}
-
-/// A persistent `create(path, data)` with container parents, without a
-/// marker (see the module doc).
-///
-/// # Errors
-///
-/// As [`set_versioned`]; `NoNode` when the parents could not be made.
-fn create_plain(fw: &CuratorFramework, path: &str, data: &[u8]) -> Result<Written, ZkError> {
-    let sp = fw.fix_path(path);
-    let acl = fw.acl_for_path(path);
-    // An empty container parent may be reaped between our making it and the
-    // create: a bounded number of rounds.
-    let mut rounds = 0;
-    loop {
-        let mut in_doubt = false;
-        let mut before = 0;
-        let mut parent_missing = false;
-        let prove = |c: &Client, before: i64| -> Result<Proof, ZkError> {
-            let r = read(c, &sp)?;
-            Ok(judge_create(r.as_ref().map(|(d, s)| (d.as_slice(), s)), data, before))
-        };
-        let result = fw.call_with_retry(|c| {
-            if in_doubt {
-                match prove(c, before)? {
-                    Proof::Settled(w) => return Ok(w),
-                    Proof::NotApplied => in_doubt = false,
-                }
-            }
-            before = c.last_zxid();
-            match c.create2(&sp, data, &acl, CreateMode::Persistent) {
-                Ok((_, stat)) => Ok(Written::Applied {
-                    stat,
-                    read_back: false,
-                    marker: false,
-                }),
-                Err(ZkError::NodeExists { .. }) => Ok(Written::Conflict),
-                Err(e @ ZkError::NoNode { .. }) => {
-                    parent_missing = true;
-                    Err(e)
-                }
-                Err(e) => {
-                    in_doubt = may_have_applied(&e);
-                    Err(e)
-                }
-            }
-        });
-        match result {
-            Err(e) if in_doubt => return settle(fw, e, |c| prove(c, before)),
-            Err(e @ ZkError::NoNode { .. }) if parent_missing && rounds < PARENT_ROUNDS => {
-                rounds += 1;
-                make_parent(fw, path, e)?;
-            }
-            r => return r,
-        }
-    }
-}
-
 /// The name of a write's marker: protected (`_c_<uuid>-`), so that every
 /// tool that knows Curator's protected names sees it is a client's own.
 fn marker_name() -> String {
@@ -321,13 +195,15 @@ fn marker_name() -> String {
 /// at once on the node; more than this are deleted when their write ends).
 const MAX_KEPT: usize = 16;
 
-/// A marker kept between writes: its server path, the session that created
-/// it (it went with that session) and the version its last write left.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Marker {
-    path: String,
-    session: i64,
-    version: i32,
+/// Something kept per session (a kept marker goes with its session).
+trait OfSession {
+    fn session(&self) -> i64;
+}
+
+impl OfSession for KeptMarker {
+    fn session(&self) -> i64 {
+        KeptMarker::session(self)
+    }
 }
 
 /// The markers one writer (a counter, a shared value) keeps under its node
@@ -340,28 +216,36 @@ struct Marker {
 /// their session otherwise.
 pub(crate) struct Markers {
     client: CuratorFramework,
-    pool: Pool,
+    pool: Pool<KeptMarker>,
 }
 
 /// The kept markers themselves: at most [`MAX_KEPT`], those of the current
 /// session only.
-#[derive(Debug, Default)]
-struct Pool {
-    free: Mutex<Vec<Marker>>,
+#[derive(Debug)]
+struct Pool<M> {
+    free: Mutex<Vec<M>>,
 }
 
-impl Pool {
+impl<M> Default for Pool<M> {
+    fn default() -> Self {
+        Pool {
+            free: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl<M: OfSession> Pool<M> {
     /// A kept marker of `session`; those of other sessions are forgotten
     /// (they went with their session).
-    fn take(&self, session: i64) -> Option<Marker> {
+    fn take(&self, session: i64) -> Option<M> {
         let mut free = self.free.lock();
-        free.retain(|m| m.session == session);
+        free.retain(|m| m.session() == session);
         free.pop()
     }
 
     /// Keeps `m`; gives it back when [`MAX_KEPT`] are kept already (to be
     /// deleted).
-    fn keep(&self, m: Marker) -> Option<Marker> {
+    fn keep(&self, m: M) -> Option<M> {
         let mut free = self.free.lock();
         if free.len() < MAX_KEPT {
             free.push(m);
@@ -372,7 +256,7 @@ impl Pool {
     }
 
     /// Every kept marker, the pool emptied.
-    fn drain(&self) -> Vec<Marker> {
+    fn drain(&self) -> Vec<M> {
         std::mem::take(&mut *self.free.lock())
     }
 }
@@ -393,23 +277,50 @@ impl Markers {
         }
     }
 
+    /// The marker for the next write on `path`: a kept one of the current
+    /// session, else a new one.
+    fn next(&self, path: &str) -> Marker {
+        match self.pool.take(self.client.session_id()) {
+            Some(m) => Marker::Kept(m),
+            None => {
+                let p = join(path, &marker_name());
+                let acl = self.client.acl_for_path(&p);
+                Marker::fresh(p, acl)
+            }
+        }
+    }
+
     /// Keeps `m` for the next write, or deletes it when enough are kept.
-    fn keep(&self, c: &Client, m: Marker) {
+    fn keep(&self, m: KeptMarker) {
         if let Some(extra) = self.pool.keep(m) {
-            forget(c, &extra.path);
+            self.forget(&extra);
+        }
+    }
+
+    /// Gives an unused marker back (a kept one goes back to the pool).
+    fn give_back(&self, m: Marker) {
+        if let Marker::Kept(k) = m {
+            self.keep(k);
+        }
+    }
+
+    /// Deletes a marker without waiting (it goes with its session otherwise).
+    fn forget(&self, m: &KeptMarker) {
+        let path = m.path().to_string();
+        if let Err(e) = self.client.delete_detached(m.path(), None, move |r| {
+            if let Err(e) = r {
+                log::debug!("deleting the marker {path}: {e}");
+            }
+        }) {
+            log::debug!("deleting the marker {}: {e}", m.path());
         }
     }
 
     /// Deletes the kept markers (without waiting).
     pub(crate) fn release(&self) {
-        let free = self.pool.drain();
-        if free.is_empty() {
-            return;
-        }
-        let c = self.client.zookeeper_client();
-        let session = c.session_id();
-        for m in free.into_iter().filter(|m| m.session == session) {
-            forget(&c, &m.path);
+        let session = self.client.session_id();
+        for m in self.pool.drain().into_iter().filter(|m| m.session() == session) {
+            self.forget(&m);
         }
     }
 }
@@ -420,13 +331,13 @@ impl Drop for Markers {
     }
 }
 
-/// What a marked write ended with.
-enum Marked {
-    /// Settled.
-    Done(Written),
-    /// The marker's create was refused (the node's ACL): nothing was
-    /// applied; the write goes out alone.
-    Refused,
+/// Which write: what its refusals mean, and how its stat is known.
+#[derive(Clone, Copy)]
+enum Kind<'a> {
+    /// A versioned `setData` from `base`.
+    Set(&'a Base),
+    /// A first persistent `create`.
+    Create,
 }
 
 /// `setData(path, data, base.version)`, applied at most once and its
@@ -446,30 +357,8 @@ pub(crate) fn set_versioned(
     data: &[u8],
     base: &Base,
 ) -> Result<Written, ZkError> {
-    let write = |sp: &str| Op::SetData {
-        path: sp.to_string(),
-        data: data.to_vec(),
-        version: Some(base.version),
-    };
-    let judge = |c: &Client, sp: &str| -> Result<Proof, ZkError> {
-        let r = read(c, sp)?;
-        Ok(judge_set(r.as_ref().map(|(d, s)| (d.as_slice(), s)), data, base))
-    };
-    let found = |c: &Client, sp: &str, marker_zxid: i64| -> Stat {
-        // Our write's stat: the node's, unless it moved on since (then ours
-        // as it was: one version on, changed in the marker's transaction).
-        let mut stat = read(c, sp).ok().flatten().map(|(_, s)| s).unwrap_or_default();
-        if stat.mzxid != marker_zxid {
-            stat.version = base.version.wrapping_add(1);
-            stat.mzxid = marker_zxid;
-            stat.czxid = base.czxid;
-        }
-        stat
-    };
-    match marked(fw, markers, path, write, judge, found, |_| {})? {
-        Marked::Done(w) => Ok(w),
-        Marked::Refused => set_plain(fw, path, data, base),
-    }
+    let op = Op::set_data(path, data.to_vec(), Some(base.version));
+    write_once(fw, markers, path, op, data, Kind::Set(base))
 }
 
 /// A persistent `create(path, data)` with container parents, applied at
@@ -485,292 +374,140 @@ pub(crate) fn create_once(
     path: &str,
     data: &[u8],
 ) -> Result<Written, ZkError> {
-    let acl = fw.acl_for_path(path);
+    let op = Op::create(path, data.to_vec(), fw.acl_for_path(path), CreateMode::Persistent);
     let mut rounds = 0;
     loop {
-        let before = std::cell::Cell::new(0);
-        let write = |sp: &str| Op::Create {
-            path: sp.to_string(),
-            data: data.to_vec(),
-            acl: acl.clone(),
-            mode: CreateMode::Persistent,
-            ttl: None,
-        };
-        let judge = |c: &Client, sp: &str| -> Result<Proof, ZkError> {
-            let r = read(c, sp)?;
-            Ok(judge_create(
-                r.as_ref().map(|(d, s)| (d.as_slice(), s)),
-                data,
-                before.get(),
-            ))
-        };
-        let found = |c: &Client, sp: &str, marker_zxid: i64| -> Stat {
-            let mut stat = read(c, sp).ok().flatten().map(|(_, s)| s).unwrap_or_default();
-            if stat.czxid != marker_zxid {
-                stat.czxid = marker_zxid;
-                stat.mzxid = marker_zxid;
-                stat.version = 0;
-            }
-            stat
-        };
-        let r = marked(fw, markers, path, write, judge, found, |c| before.set(c.last_zxid()));
-        match r {
-            Ok(Marked::Done(w)) => return Ok(w),
-            Ok(Marked::Refused) => return create_plain(fw, path, data),
+        match write_once(fw, markers, path, op.clone(), data, Kind::Create) {
             Err(e @ ZkError::NoNode { .. }) if rounds < PARENT_ROUNDS => {
                 rounds += 1;
                 make_parent(fw, path, e)?;
             }
-            Err(e) => return Err(e),
+            r => return r,
         }
     }
 }
 
-/// The marker one send of a write goes with.
-#[derive(Debug, Clone)]
-enum Use {
-    /// Created by the write's transaction (server path).
-    Fresh(String),
-    /// Kept from an earlier write, written by this one (`setData` at its
-    /// version).
-    Kept(Marker),
-}
-
-/// What the marker says of a write sent with it (on its session).
-enum Told {
-    /// Applied: the zxid of the write's transaction, the marker to keep.
-    Applied(i64, Marker),
-    /// Not applied: the marker (when it exists) to keep.
-    NotApplied(Option<Marker>),
-    /// The marker cannot tell (a kept one deleted or written by someone
-    /// else): the node's data is read back.
-    Cannot,
-}
-
-/// Asks the marker whether the write sent with it was applied.
-fn ask(c: &Client, used: &Use, session: i64) -> Result<Told, ZkError> {
-    Ok(match used {
-        Use::Fresh(path) => match c.exists(path)? {
-            Some(s) => Told::Applied(
-                s.czxid,
-                Marker {
-                    path: path.clone(),
-                    session,
-                    version: s.version,
-                },
-            ),
-            None => Told::NotApplied(None),
-        },
-        Use::Kept(m) => match c.exists(&m.path)? {
-            Some(s) if s.version == m.version.wrapping_add(1) => Told::Applied(
-                s.mzxid,
-                Marker {
-                    version: s.version,
-                    ..m.clone()
-                },
-            ),
-            Some(s) if s.version == m.version => Told::NotApplied(Some(m.clone())),
-            Some(_) => {
-                forget(c, &m.path);
-                Told::Cannot
-            }
-            None => Told::Cannot,
-        },
-    })
-}
-
-/// The one marked write: `write` and its marker (a kept one written, or a
-/// new one created) in one transaction through the client's retry loop;
-/// after an error that may have let it through, the marker (on the same
-/// session) or, when the session changed or the marker cannot tell,
-/// `judge`'s read-back settles it; `found` gives the write's stat from the
-/// zxid of the marker's transaction; `sending` runs before each send.
-fn marked(
+/// The one marked write of a writer: `op` on `path` with a marker (a kept
+/// one, else a new one; none when the node's ACL refuses one), through
+/// zk-framework's marked write, whose proof is the marker or, when it
+/// cannot tell, `kind`'s read-back rule.
+fn write_once(
     fw: &CuratorFramework,
     markers: &Markers,
     path: &str,
-    write: impl Fn(&str) -> Op,
-    judge: impl Fn(&Client, &str) -> Result<Proof, ZkError>,
-    found: impl Fn(&Client, &str, i64) -> Stat,
-    sending: impl Fn(&Client),
-) -> Result<Marked, ZkError> {
-    let sp = fw.fix_path(path);
-    // The send in doubt: its session and its marker.
-    let mut in_doubt: Option<(i64, Use)> = None;
-    // A kept marker not used up by this write goes back to the pool.
-    let mut spare: Option<Marker> = None;
-    let prove =
-        |c: &Client, session: i64, used: &Use, spare: &mut Option<Marker>| -> Result<Option<Written>, ZkError> {
-            let told = if c.session_id() == session {
-                ask(c, used, session)?
-            } else {
-                // The marker went with its session: the node's data is all
-                // there is to read (the read-back's bound applies).
-                Told::Cannot
-            };
-            Ok(match told {
-                Told::Applied(zxid, m) => {
-                    markers.keep(c, m);
-                    Some(Written::Applied {
-                        stat: found(c, &sp, zxid),
-                        read_back: false,
-                        marker: true,
-                    })
+    op: Op,
+    data: &[u8],
+    kind: Kind<'_>,
+) -> Result<Written, ZkError> {
+    let policy = fw.retry_policy();
+    let start = Instant::now();
+    let mut resends = 0;
+    let mut unmarked = false;
+    loop {
+        let marker = if unmarked { Marker::Unmarked } else { markers.next(path) };
+        let write = MarkedWrite::new(vec![op.clone()], marker).read_back(path);
+        match fw.recipe().marked_write(write)? {
+            Settled::Applied(applied) => {
+                if let Some(m) = applied.marker.clone() {
+                    markers.keep(m);
                 }
-                Told::NotApplied(m) => {
-                    *spare = m;
-                    None
-                }
-                Told::Cannot => match judge(c, &sp)? {
-                    Proof::Settled(w) => Some(w),
-                    Proof::NotApplied => None,
-                },
-            })
-        };
-    let result = fw.call_with_retry(|c| {
-        if let Some((session, used)) = in_doubt.take() {
-            match prove(c, session, &used, &mut spare) {
-                Ok(Some(w)) => return Ok(Marked::Done(w)),
-                Ok(None) => {}
-                Err(e) => {
-                    in_doubt = Some((session, used));
-                    return Err(e);
-                }
-            }
-        }
-        let session = c.session_id();
-        loop {
-            let kept = spare
-                .take()
-                .filter(|m| m.session == session)
-                .or_else(|| markers.pool.take(session));
-            let used = match kept {
-                Some(m) => Use::Kept(m),
-                None => Use::Fresh(format!("{sp}/{}", marker_name())),
-            };
-            let marker_op = match &used {
-                Use::Fresh(p) => Op::create(
-                    p.clone(),
-                    Vec::new(),
-                    fw.acl_for_path(&fw.unfix_path(p)),
-                    CreateMode::Ephemeral,
-                ),
-                Use::Kept(m) => Op::set_data(m.path.clone(), Vec::new(), Some(m.version)),
-            };
-            sending(c);
-            let results = match c.multi_results(vec![write(&sp), marker_op]) {
-                Ok(r) => r,
-                Err(e) => {
-                    if may_have_applied(&e) {
-                        in_doubt = Some((session, used));
-                    } else if let Use::Kept(m) = used {
-                        spare = Some(m);
-                    }
-                    return Err(e);
-                }
-            };
-            let (first, second) = (results.first(), results.get(1));
-            let applied = match first {
-                Some(OpResult::SetData { stat }) => Some(stat.clone()),
-                Some(OpResult::Create { stat, .. }) => {
-                    Some(stat.clone().unwrap_or_else(|| found(c, &sp, c.last_zxid())))
-                }
-                _ => None,
-            };
-            let marker_after = match (second, &used) {
-                (Some(OpResult::Create { .. }), Use::Fresh(p)) => Some(Marker {
-                    path: p.clone(),
-                    session,
-                    version: 0,
-                }),
-                (Some(OpResult::SetData { stat }), Use::Kept(m)) => Some(Marker {
-                    version: stat.version,
-                    ..m.clone()
-                }),
-                _ => None,
-            };
-            if let (Some(stat), Some(m)) = (applied, marker_after) {
-                markers.keep(c, m);
-                return Ok(Marked::Done(Written::Applied {
-                    stat,
+                return Ok(Written::Applied {
+                    stat: stat_of(&applied, data, kind),
                     read_back: false,
-                    marker: false,
-                }));
+                    marker: applied.proof == WriteProof::Marker,
+                });
             }
-            // Not applied (a transaction is all or nothing): why.
-            let (e1, e2) = (first.and_then(OpResult::error), second.and_then(OpResult::error));
-            let unused = match used {
-                Use::Kept(m) => Some(m),
-                Use::Fresh(_) => None,
-            };
-            match (e1, e2) {
-                (Some(ZkError::BadVersion { .. }), _) | (Some(ZkError::NodeExists { .. }), _) => {
-                    spare = unused;
-                    return Ok(Marked::Done(Written::Conflict));
-                }
-                (Some(ZkError::NoNode { .. }), _) if matches!(write(&sp), Op::SetData { .. }) => {
+            // The write's own op: nothing was applied, and the marker is
+            // as it was.
+            Settled::Refused {
+                index: 0,
+                error,
+                marker,
+                ..
+            } => {
+                markers.give_back(marker);
+                return match (error, kind) {
+                    (ZkError::BadVersion { .. } | ZkError::NodeExists { .. }, _) => Ok(Written::Conflict),
                     // The node is gone, and its markers with it.
-                    return Ok(Marked::Done(Written::Missing));
-                }
-                (Some(e @ ZkError::NoNode { .. }), _) => return Err(e.clone()),
-                (Some(e), _) if e.code() != Some(zk_framework::proto::ErrorCode::RuntimeInconsistency) => {
-                    spare = unused;
-                    return Err(e.clone());
-                }
-                (_, Some(e)) => match unused {
-                    // A kept marker someone deleted or wrote: dropped, and
-                    // the write goes out at once with a new one.
-                    Some(m) => {
-                        if !matches!(e, ZkError::NoNode { .. }) {
-                            forget(c, &m.path);
-                        }
-                        continue;
+                    (ZkError::NoNode { .. }, Kind::Set(_)) => Ok(Written::Missing),
+                    (e, _) => Err(e),
+                };
+            }
+            // The marker's op.
+            Settled::Refused { error, marker, .. } => match marker {
+                // A kept marker someone deleted or wrote: dropped, and the
+                // write goes out at once with a new one.
+                Marker::Kept(k) => {
+                    if !matches!(error, ZkError::NoNode { .. }) {
+                        markers.forget(&k);
                     }
-                    None if matches!(e, ZkError::NoAuth { .. }) => return Ok(Marked::Refused),
-                    None => return Err(e.clone()),
-                },
-                _ => {
-                    return Err(ZkError::InvalidArgument(
-                        "a transaction's results did not match its requests".into(),
-                    ))
+                }
+                // The node's ACL refuses a marker: the write goes out alone.
+                Marker::Fresh { .. } if matches!(error, ZkError::NoAuth { .. }) => unmarked = true,
+                _ => return Err(error),
+            },
+            Settled::ReadBack {
+                reads,
+                zxid_before,
+                error,
+                ..
+            } => {
+                let read = match reads.first() {
+                    Some(ReadResult::Data(d)) => d.as_ref().map(|(d, s)| (d.as_slice(), s)),
+                    // The read-back was refused: nothing is known.
+                    _ => return Ok(Written::Unknown { read: None }),
+                };
+                let verdict = match kind {
+                    Kind::Set(base) => judge_set(read, data, base),
+                    Kind::Create => judge_create(read, data, zxid_before),
+                };
+                match verdict {
+                    Proof::Settled(w) => return Ok(w),
+                    // Not applied: sent again, as the retry policy allows.
+                    Proof::NotApplied => match policy.next_retry(resends, start.elapsed()) {
+                        RetryDecision::RetryAfter(d) => {
+                            resends += 1;
+                            fw.pause(d)?;
+                        }
+                        RetryDecision::GiveUp => return Err(error),
+                    },
                 }
             }
-        }
-    });
-    let result = match result {
-        Err(e) => match in_doubt.take() {
-            // The retries ran out while in doubt: one more proof, with a
-            // fresh budget.
-            Some((session, used)) => match fw.call_with_retry(|c| prove(c, session, &used, &mut spare)) {
-                Ok(Some(w)) => Ok(Marked::Done(w)),
-                Ok(None) => Err(e),
-                Err(read_error) => {
-                    log::warn!("a write's reply was lost ({e}) and proving it failed ({read_error}): outcome unknown");
-                    Ok(Marked::Done(Written::Unknown { read: None }))
-                }
-            },
-            None => Err(e),
-        },
-        r => r,
-    };
-    if let Some(m) = spare {
-        let c = fw.zookeeper_client();
-        if c.session_id() == m.session {
-            markers.keep(&c, m);
+            Settled::Unknown { .. } => return Ok(Written::Unknown { read: None }),
+            other => {
+                log::warn!("a marked write of {path} ended unexpectedly: {other:?}");
+                return Ok(Written::Unknown { read: None });
+            }
         }
     }
-    result
 }
 
-/// Deletes a marker without waiting (it goes with its session otherwise).
-fn forget(c: &Client, marker: &str) {
-    let m = marker.to_string();
-    if let Err(e) = c.delete_detached(marker, None, move |r| {
-        if let Err(e) = r {
-            log::debug!("deleting the marker {m}: {e}");
+/// The Stat the applied write gave the node: from its reply, else from the
+/// node as read after the proof (when nothing changed it since), else
+/// built from the transaction's zxid (one version on, or a new node).
+fn stat_of(applied: &Applied, data: &[u8], kind: Kind<'_>) -> Stat {
+    if let Some(Some(OpResult::SetData { stat })) = applied.results.as_ref().map(|r| r.first()) {
+        return stat.clone();
+    }
+    if let Some(Some(OpResult::Create { stat: Some(stat), .. })) = applied.results.as_ref().map(|r| r.first()) {
+        return stat.clone();
+    }
+    if let Some((_, s)) = applied.reads.first().and_then(ReadResult::data) {
+        if s.mzxid == applied.zxid {
+            return s.clone();
         }
-    }) {
-        log::debug!("deleting the marker {marker}: {e}");
+    }
+    let (czxid, version) = match kind {
+        Kind::Set(base) => (base.czxid, base.version.wrapping_add(1)),
+        Kind::Create => (applied.zxid, 0),
+    };
+    Stat {
+        czxid,
+        mzxid: applied.zxid,
+        pzxid: if matches!(kind, Kind::Create) { applied.zxid } else { 0 },
+        version,
+        data_length: data.len().try_into().unwrap_or(i32::MAX),
+        ..Stat::default()
     }
 }
 
@@ -794,24 +531,6 @@ fn make_parent(fw: &CuratorFramework, path: &str, e: ZkError) -> Result<(), ZkEr
 
 /// Rounds of making the parents again after `NoNode`.
 const PARENT_ROUNDS: u32 = 5;
-
-/// The retry loop ended while the write was in doubt: one more read-back,
-/// with a fresh budget. Not applied: the write's error (nothing happened);
-/// settled: that; the read failing too: unknown, nothing read.
-fn settle(
-    fw: &CuratorFramework,
-    e: ZkError,
-    prove: impl FnMut(&Client) -> Result<Proof, ZkError>,
-) -> Result<Written, ZkError> {
-    match fw.call_with_retry(prove) {
-        Ok(Proof::NotApplied) => Err(e),
-        Ok(Proof::Settled(w)) => Ok(w),
-        Err(read_error) => {
-            log::warn!("a write's reply was lost ({e}) and reading it back failed ({read_error}): outcome unknown");
-            Ok(Written::Unknown { read: None })
-        }
-    }
-}
 
 #[cfg(test)]
 mod tests {
@@ -874,17 +593,20 @@ mod tests {
 
     #[test]
     fn a_writer_keeps_at_most_sixteen_markers_of_its_current_session() {
-        let m = |i: usize, session: i64| Marker {
-            path: format!("/n/_c_{i}-once"),
-            session,
-            version: 0,
-        };
-        let pool = Pool::default();
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        struct M(usize, i64);
+        impl OfSession for M {
+            fn session(&self) -> i64 {
+                self.1
+            }
+        }
+        let m = |i: usize, session: i64| M(i, session);
+        let pool = Pool::<M>::default();
         // 20 writes ended at once: 16 kept, 4 given back to be deleted.
-        let extra: Vec<Marker> = (0..20).filter_map(|i| pool.keep(m(i, 7))).collect();
+        let extra: Vec<M> = (0..20).filter_map(|i| pool.keep(m(i, 7))).collect();
         assert_eq!(extra, (16..20).map(|i| m(i, 7)).collect::<Vec<_>>());
         // Each one taken serves one write at a time.
-        let taken: Vec<Marker> = (0..16).filter_map(|_| pool.take(7)).collect();
+        let taken: Vec<M> = (0..16).filter_map(|_| pool.take(7)).collect();
         assert_eq!(taken.len(), 16);
         assert_eq!(pool.take(7), None, "none left: a new one is made");
         for t in taken {
@@ -892,7 +614,7 @@ mod tests {
         }
         // Another session's markers went with it: forgotten, never used.
         assert_eq!(pool.take(8), None);
-        assert_eq!(pool.drain(), Vec::<Marker>::new(), "forgotten by the take");
+        assert_eq!(pool.drain(), Vec::<M>::new(), "forgotten by the take");
         assert_eq!(pool.keep(m(1, 8)), None);
         assert_eq!(pool.drain(), vec![m(1, 8)]);
     }

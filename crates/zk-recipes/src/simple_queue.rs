@@ -8,7 +8,8 @@ use parking_lot::Mutex;
 use zk_framework::proto::frame::DEFAULT_MAX_FRAME;
 use zk_framework::proto::path::join;
 use zk_framework::proto::CreateMode;
-use zk_framework::{CuratorFramework, Op, OpResult, RetryDecision, WatchedEvent};
+use zk_framework::recipe::{MarkedWrite, Marker, Settled};
+use zk_framework::{CuratorFramework, Op, WatchedEvent};
 
 use crate::error::{Error, Result};
 use crate::internals::state_changes;
@@ -30,7 +31,8 @@ enum Outcome {
     Applied,
     /// Refused by the server: nothing was applied (the op's error).
     Refused(zk_framework::Error),
-    /// The reply was lost and the session ended before the proof.
+    /// The reply was lost and no proof could be made (the session ended
+    /// before it, or no answer came in time).
     Unknown,
 }
 
@@ -56,20 +58,24 @@ enum Outcome {
 /// start with `qn-` (`Foreign node in queue path`), so a protected item
 /// would never reach a Java consumer.
 ///
-/// Instead, each offer and each take's delete is a transaction with a
-/// **marker**: an EPHEMERAL node `<path>/_op-<uuid>` created by the same
+/// Instead, each offer and each take's delete is zk-framework's marked write
+/// ([`zk_framework::recipe::Recipe::marked_write`]): a transaction with a
+/// **marker**, an EPHEMERAL node `<path>/_op-<uuid>` created by the same
 /// transaction, so it exists if and only if the transaction was applied
-/// (while the session lives), and deleted right after (pipelined: no extra
-/// round trip is waited for). After a `ConnectionLoss` the marker is looked
-/// up on the same session: present, the offer (or our take of the item) was
-/// applied; absent, it was not, and the offer is sent again (a take moves on:
-/// the item is still there, or another consumer took it). Only when the
-/// session ended before the proof (an expiry during the lost reply) is the
-/// outcome unknown; then the call says so ([`Error::OfferUnknown`],
-/// [`Error::TakeUnknown`] with the item's bytes) and never guesses. A request
-/// still in flight on the old connection cannot be applied after the proof:
-/// the server refuses it once the session has moved (`SessionMoved`), and a
-/// single server answers a session's requests in order.
+/// (while the session lives), and deleted right after (without waiting).
+/// After a lost reply the marker is looked up on the same session, after a
+/// `sync` on the connection it is read on (so a follower the client
+/// reconnected to that has not yet applied the lost transaction cannot
+/// answer): present, the offer (or our take of the item) was applied;
+/// absent, it was not, and the offer is sent again (a take moves on: the
+/// item is still there, or another consumer took it). Only when the session
+/// ended before the proof (an expiry during the lost reply), or no proof
+/// could be made in time, is the outcome unknown; then the call says so
+/// ([`Error::OfferUnknown`], [`Error::TakeUnknown`], each with the item's
+/// bytes) and never guesses. A request still in flight on the old
+/// connection cannot be applied after the proof: the server refuses it once
+/// the session has moved (`SessionMoved`), and a single server answers a
+/// session's requests in order.
 ///
 /// The cost: one more write per operation (the marker's create, inside the
 /// transaction, and its delete), and a Java consumer that lists the queue
@@ -146,11 +152,11 @@ impl SimpleDistributedQueue {
         if path == "/" {
             return Err(Error::InvalidArgument("a queue cannot live at the root path".into()));
         }
-        let server_path = client.fix_path(path);
+        let server_path = client.node_key(path);
         Ok(SimpleDistributedQueue {
             client: client.clone(),
             path: path.to_string(),
-            max_item: DEFAULT_MAX_FRAME.saturating_sub(RESERVED + 2 * server_path.len()),
+            max_item: DEFAULT_MAX_FRAME.saturating_sub(RESERVED + 2 * server_path.as_str().len()),
             seen: Mutex::new((VecDeque::new(), 0)),
         })
     }
@@ -192,9 +198,10 @@ impl SimpleDistributedQueue {
     /// # Errors
     ///
     /// [`Error::ItemTooLarge`] before anything is sent;
-    /// [`Error::OfferUnknown`] when the reply was lost and the session ended
-    /// before the outcome was proven; [`Error::ZooKeeper`] for the client's
-    /// errors (nothing was queued then), `Closed` after the client's close.
+    /// [`Error::OfferUnknown`] (with the item) when the reply was lost and no
+    /// proof could be made (the session ended before it, or no answer came
+    /// in time); [`Error::ZooKeeper`] for the client's errors (nothing was
+    /// queued then), `Closed` after the client's close.
     ///
     /// # Examples
     ///
@@ -233,6 +240,7 @@ impl SimpleDistributedQueue {
                 Outcome::Unknown => {
                     return Err(Error::OfferUnknown {
                         path: self.path.clone(),
+                        item: item.to_vec(),
                     })
                 }
             }
@@ -347,7 +355,7 @@ impl SimpleDistributedQueue {
     /// ```
     pub fn peek(&self) -> Result<Option<Vec<u8>>> {
         self.check_open()?;
-        for name in self.list(None)? {
+        for name in self.list(None)?.0 {
             match self.client.get_data(&join(&self.path, &name)) {
                 Ok((data, _)) => return Ok(Some(data)),
                 Err(zk_framework::Error::NoNode { .. }) => {}
@@ -392,19 +400,21 @@ impl SimpleDistributedQueue {
     /// The queue's item names, sorted (Curator sorts the names as strings),
     /// with a children watch when `watch` is given; none when the queue's
     /// node is missing.
-    fn list(&self, watch: Option<crossbeam_channel::Sender<WatchedEvent>>) -> Result<Vec<String>> {
+    /// The queue node's `pzxid` comes with the names: every item listed was
+    /// created at or before it.
+    fn list(&self, watch: Option<crossbeam_channel::Sender<WatchedEvent>>) -> Result<(Vec<String>, i64)> {
         let listed = match watch {
-            Some(w) => self.client.get_children_w(&self.path, w),
-            None => self.client.get_children(&self.path),
+            Some(w) => self.client.get_children_with_stat_w(&self.path, w),
+            None => self.client.get_children_with_stat(&self.path),
         };
-        let mut names = match listed {
+        let (mut names, stat) = match listed {
             Ok(k) => k,
-            Err(zk_framework::Error::NoNode { .. }) => return Ok(Vec::new()),
+            Err(zk_framework::Error::NoNode { .. }) => return Ok((Vec::new(), 0)),
             Err(e) => return Err(e.into()),
         };
         names.retain(|n| n.starts_with(ITEM_PREFIX));
         names.sort();
-        Ok(names)
+        Ok((names, stat.pzxid))
     }
 
     /// Makes the queue's container (Curator's `EnsureContainers`).
@@ -438,9 +448,8 @@ impl SimpleDistributedQueue {
                 Some(n) => n,
                 None => {
                     let (tx, rx) = crossbeam_channel::bounded::<WatchedEvent>(1);
-                    let names = self.list(wait.then_some(tx))?;
-                    // Every item listed was created at or before this zxid.
-                    let horizon = self.client.zookeeper_client().last_zxid();
+                    // Every item listed was created at or before `horizon`.
+                    let (names, horizon) = self.list(wait.then_some(tx))?;
                     if names.is_empty() {
                         if !wait {
                             return Ok(None);
@@ -487,9 +496,10 @@ impl SimpleDistributedQueue {
     }
 
     /// Runs `op` in one transaction with the create of a fresh EPHEMERAL
-    /// marker, at most once: after a reply that may have been lost, the
-    /// marker's presence on the same session says whether it was applied;
-    /// not applied, it is sent again under the client's retry policy.
+    /// marker, at most once (zk-framework's marked write: after a lost reply
+    /// the marker settles it on the same session, after a `sync`; not
+    /// applied, it is sent again under the client's retry policy). The
+    /// marker is deleted after an applied write.
     ///
     /// Errors are the client's errors of a transaction that was not applied.
     fn marked(&self, op: Op) -> Result<Outcome> {
@@ -498,49 +508,21 @@ impl SimpleDistributedQueue {
             &format!("{MARKER_PREFIX}{}", zk_framework::paths::new_protected_id()),
         );
         let acl = self.client.acl_for_path(&marker);
-        let policy = self.client.retry_policy();
-        let start = Instant::now();
-        let mut retries = 0;
-        loop {
-            let generation = self.client.session_generation();
-            let ops = vec![
-                op.clone(),
-                Op::create(marker.clone(), Vec::new(), acl.clone(), CreateMode::Ephemeral),
-            ];
-            let lost = match self.client.multi_results(ops) {
-                Ok(results) => {
-                    return Ok(match refusal(&results) {
-                        None => {
-                            self.drop_marker(&marker);
-                            Outcome::Applied
-                        }
-                        Some(e) => Outcome::Refused(e),
-                    })
-                }
-                Err(e) if maybe_applied(&e) => e,
-                Err(e) => return Err(e.into()),
-            };
-            // Was it applied? Ask on the same session.
-            match self.client.check_exists(&marker) {
-                Ok(Some(_)) => {
-                    self.drop_marker(&marker);
-                    return Ok(Outcome::Applied);
-                }
-                Ok(None) if self.client.session_generation() == generation => {}
-                // The session ended (its marker with it) or no answer came:
-                // the outcome is unknown.
-                _ => return Ok(Outcome::Unknown),
+        let write = MarkedWrite::new(vec![op], Marker::fresh(marker.clone(), acl));
+        Ok(match self.client.recipe().marked_write(write)? {
+            Settled::Applied(_) => {
+                self.drop_marker(&marker);
+                Outcome::Applied
             }
-            // Not applied: send it again, as the retry policy allows.
-            match policy.next_retry(retries, start.elapsed()) {
-                RetryDecision::RetryAfter(d) => {
-                    retries += 1;
-                    log::debug!("queue {}: retrying after {lost} (not applied) in {d:?}", self.path);
-                    self.client.pause(d)?;
-                }
-                RetryDecision::GiveUp => return Err(lost.into()),
+            Settled::Refused { error, .. } => Outcome::Refused(error),
+            // The session ended before the proof (its marker with it), or
+            // no proof could be made in time.
+            Settled::ReadBack { .. } | Settled::Unknown { .. } => Outcome::Unknown,
+            other => {
+                log::warn!("queue {}: a marked write ended unexpectedly: {other:?}", self.path);
+                Outcome::Unknown
             }
-        }
+        })
     }
 
     /// Deletes a marker without waiting for the reply (a failed delete
@@ -550,28 +532,4 @@ impl SimpleDistributedQueue {
             let _ = self.client.delete_in_background(marker);
         }
     }
-}
-
-/// The error that made a transaction fail (the failing op's, not the
-/// `RuntimeInconsistency` of the ops after it); `None` when it was applied.
-fn refusal(results: &[OpResult]) -> Option<zk_framework::Error> {
-    let mut errors = results.iter().filter_map(OpResult::error);
-    let first = errors
-        .clone()
-        .find(|e| e.code() != Some(zk_framework::proto::ErrorCode::RuntimeInconsistency));
-    first.or_else(|| errors.next()).cloned()
-}
-
-/// Whether a transaction that failed with `e` may have been applied (its
-/// reply lost).
-fn maybe_applied(e: &zk_framework::Error) -> bool {
-    matches!(
-        e,
-        zk_framework::Error::ConnectionLoss
-            | zk_framework::Error::OperationTimeout
-            | zk_framework::Error::SessionExpired
-            | zk_framework::Error::SessionMoved
-            | zk_framework::Error::DeadlineExceeded
-            | zk_framework::Error::Closed
-    )
 }

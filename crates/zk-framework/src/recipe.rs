@@ -221,6 +221,37 @@ impl Recipe<'_> {
         marked::marked_write(self, write)
     }
 
+    /// Runs `job` at `at` (at once when due) on this client's executor: one
+    /// thread per client that lives while there is work and runs the due
+    /// jobs in the order of their times (and jobs of one time in the order
+    /// they were scheduled), never a FIFO that makes an early job wait
+    /// behind a later one. The thread also runs the client's background
+    /// deletes; a job must therefore only signal or send without waiting (a
+    /// `try_send`, a detached call), never block. `false` when the client is
+    /// closed or no thread could be had: the job was dropped unrun (do its
+    /// work at once, or not at all).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
+    /// # let fw = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+    /// use std::time::{Duration, Instant};
+    /// let (tx, rx) = crossbeam_channel::bounded(2);
+    /// let now = Instant::now();
+    /// let late = tx.clone();
+    /// assert!(fw.recipe().schedule(now + Duration::from_millis(50), move || drop(late.try_send("late"))));
+    /// assert!(fw.recipe().schedule(now + Duration::from_millis(5), move || drop(tx.try_send("early"))));
+    /// assert_eq!(rx.recv()?, "early"); // deadline order, not the order scheduled
+    /// assert_eq!(rx.recv()?, "late");
+    /// fw.close();
+    /// assert!(!fw.recipe().schedule(Instant::now(), || {}));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn schedule(&self, at: std::time::Instant, job: impl FnOnce() + Send + 'static) -> bool {
+        self.fw.inner().executor.schedule(at, Box::new(job)).is_ok()
+    }
+
     /// A `sync` (on the first read's path), then `reads`, on one connection,
     /// through the client's retry loop (the namespace applied): each read is
     /// answered by a server that has applied every write committed before

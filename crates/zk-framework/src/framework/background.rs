@@ -1,23 +1,24 @@
 //! Background cleanup: guaranteed deletes and the find-and-delete of protected
-//! nodes whose create failed. Tasks are retried with backoff until they succeed
-//! or the client is closed; NoNode counts as success.
-//!
-//! The worker thread exists only while there is work: the first task starts
-//! it, and it ends once the queue has been empty for [`IDLE`] (a client that
-//! never needs a cleanup never runs one).
+//! nodes whose create failed, as jobs on the client's executor
+//! ([`super::executor`]). Each attempt sends its requests without waiting
+//! (a detached delete; a detached listing after a `sync`), and its reply
+//! queues what comes next: done, the deletes a listing found, or the same
+//! attempt again after a backoff (100 ms doubling to 5 s) when it failed in a
+//! way a retry may mend (not connected, a lost reply). They go on until they
+//! succeed, fail for good, or the client closes; NoNode counts as success.
 
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 
+use super::executor::Executor;
 use crate::client::{Client, ReadOp, ReadResult};
 use crate::Error;
 
-/// What the worker needs of the client it works for (the managed client's
-/// shared state): held weakly, so that the worker does not keep it alive.
+/// What the cleanup needs of the client it works for (the managed client's
+/// shared state): held weakly, so that queued work does not keep it alive.
 pub(super) trait Owner: Send + Sync {
     /// The client's current handle.
     fn client(&self) -> Arc<Client>;
@@ -27,192 +28,144 @@ pub(super) trait Owner: Send + Sync {
 enum Task {
     /// Delete a server path.
     Delete { path: String, version: Option<i32> },
-    /// List `parent` and delete the child whose name starts with
-    /// `_c_<id>-` (a protected create that may have succeeded unseen).
+    /// List `parent` (after a sync) and delete the children whose names
+    /// start with `_c_<id>-` (a protected create that may have succeeded
+    /// unseen).
     FindAndDelete { parent: String, prefix: String },
 }
 
-struct Item {
-    task: Task,
-    due: Instant,
-    attempts: u32,
-}
-
-/// How long the worker thread waits for more work before it ends.
-const IDLE: Duration = Duration::from_secs(1);
-
-#[derive(Default)]
-struct Queue {
-    items: VecDeque<Item>,
-    /// Whether a worker thread is running (it clears this under the lock as
-    /// it ends, so a task pushed later starts a new one).
-    running: bool,
-}
-
-#[derive(Default)]
 struct Shared {
-    queue: Mutex<Queue>,
-    cv: Condvar,
-    stopped: AtomicBool,
+    executor: Executor,
+    owner: Mutex<Option<Weak<dyn Owner>>>,
+    /// Tasks not finished yet.
     pending: AtomicUsize,
 }
 
 pub(super) struct Background {
     shared: Arc<Shared>,
-    /// The client it works for (set once built).
-    owner: Mutex<Option<Weak<dyn Owner>>>,
 }
 
 impl Background {
-    pub(super) fn new() -> Self {
+    pub(super) fn new(executor: Executor) -> Self {
         Background {
-            shared: Arc::new(Shared::default()),
-            owner: Mutex::new(None),
+            shared: Arc::new(Shared {
+                executor,
+                owner: Mutex::new(None),
+                pending: AtomicUsize::new(0),
+            }),
         }
     }
 
-    /// Tells the queue which client it works for; no thread starts yet.
+    /// Tells the cleanup which client it works for.
     pub(super) fn attach(&self, owner: Weak<impl Owner + 'static>) {
-        *self.owner.lock() = Some(owner);
-    }
-
-    fn push(&self, task: Task) {
-        if self.shared.stopped.load(Ordering::SeqCst) {
-            return;
-        }
-        self.shared.pending.fetch_add(1, Ordering::SeqCst);
-        let mut q = self.shared.queue.lock();
-        q.items.push_back(Item {
-            task,
-            due: Instant::now(),
-            attempts: 0,
-        });
-        if q.running {
-            self.shared.cv.notify_all();
-            return;
-        }
-        let shared = self.shared.clone();
-        let owner = self.owner.lock().clone();
-        let spawned = std::thread::Builder::new()
-            .name("zk-framework-background".into())
-            .spawn(move || worker(shared, owner));
-        match spawned {
-            Ok(_) => q.running = true,
-            // The next task tries again.
-            Err(e) => log::error!("cannot start the background cleanup thread: {e}"),
-        }
+        *self.shared.owner.lock() = Some(owner);
     }
 
     pub(super) fn delete(&self, path: String, version: Option<i32>) {
         log::debug!("background delete of {path} queued");
-        self.push(Task::Delete { path, version });
+        self.shared.pending.fetch_add(1, Ordering::SeqCst);
+        attempt(&self.shared, Task::Delete { path, version }, 0, Instant::now());
     }
 
     pub(super) fn find_and_delete(&self, parent: String, prefix: String) {
         log::debug!("background find-and-delete of {parent}/{prefix}* queued");
-        self.push(Task::FindAndDelete { parent, prefix });
+        self.shared.pending.fetch_add(1, Ordering::SeqCst);
+        attempt(&self.shared, Task::FindAndDelete { parent, prefix }, 0, Instant::now());
     }
 
     pub(super) fn pending(&self) -> usize {
         self.shared.pending.load(Ordering::SeqCst)
     }
-
-    pub(super) fn stop(&self) {
-        // Under the queue's lock, so that the worker cannot miss it between
-        // its look at the flag and its wait.
-        let _q = self.shared.queue.lock();
-        self.shared.stopped.store(true, Ordering::SeqCst);
-        self.shared.cv.notify_all();
-    }
 }
 
-/// `parent`'s children, listed after a `sync` on the same connection.
-fn synced_children(client: &Client, parent: &str) -> Result<Vec<String>, Error> {
-    match client.sync_then_read(parent, &[ReadOp::get_children(parent)])?.pop() {
-        Some(ReadResult::Children(Some((kids, _)))) => Ok(kids),
-        Some(ReadResult::Error(e)) => Err(e),
-        _ => Err(Error::NoNode { path: parent.into() }),
-    }
-}
-
+/// The pause before the `attempts`-th retry.
 fn backoff(attempts: u32) -> Duration {
     Duration::from_millis(100u64.saturating_mul(1 << attempts.min(6))).min(Duration::from_secs(5))
 }
 
-fn worker(shared: Arc<Shared>, owner: Option<Weak<dyn Owner>>) {
-    let mut idle_since = Instant::now();
-    loop {
-        let item = {
-            let mut q = shared.queue.lock();
-            loop {
-                let now = Instant::now();
-                if shared.stopped.load(Ordering::SeqCst)
-                    || (q.items.is_empty() && now >= idle_since + IDLE)
-                    || owner.as_ref().map_or(true, |o| o.strong_count() == 0)
-                {
-                    q.running = false;
-                    return;
-                }
-                if let Some(i) = q.items.iter().position(|it| it.due <= now) {
-                    break q.items.remove(i).expect("index is in range");
-                }
-                // Until the next task is due (or the idle time ends); a new
-                // task, a stop and the owner's end wake it sooner.
-                let next = q.items.iter().map(|it| it.due).min().unwrap_or(idle_since + IDLE);
-                shared.cv.wait_until(&mut q, next);
-            }
-        };
-        let Some(owner) = owner.as_ref().and_then(Weak::upgrade) else {
-            shared.queue.lock().running = false;
-            return;
-        };
-        let client = owner.client();
-        let result = if !client.state().is_connected() {
-            Err(Error::ConnectionLoss)
-        } else {
-            match &item.task {
-                Task::Delete { path, version } => match client.delete(path, *version) {
-                    Ok(()) | Err(Error::NoNode { .. }) => Ok(()),
-                    Err(e) => Err(e),
-                },
-                // Listed after a sync: a server that lags the create (a
-                // follower the client reconnected to) would hide the node.
-                Task::FindAndDelete { parent, prefix } => match synced_children(&client, parent) {
-                    Ok(kids) => {
-                        let mut res = Ok(());
-                        for k in kids.iter().filter(|k| k.starts_with(prefix.as_str())) {
-                            let p = crate::proto::path::join(parent, k);
-                            match client.delete(&p, None) {
-                                Ok(()) | Err(Error::NoNode { .. }) => log::debug!("background cleanup deleted {p}"),
-                                Err(e) => res = Err(e),
-                            }
-                        }
-                        res
-                    }
-                    Err(Error::NoNode { .. }) => Ok(()),
-                    Err(e) => Err(e),
-                },
-            }
-        };
-        drop(owner);
-        match result {
-            Ok(()) => {
-                shared.pending.fetch_sub(1, Ordering::SeqCst);
-            }
-            Err(e) if e.is_retryable() || matches!(e, Error::Closed) => {
-                let attempts = item.attempts + 1;
-                log::debug!("background task {:?} failed ({e}); retry {attempts}", item.task);
-                shared.queue.lock().items.push_back(Item {
-                    task: item.task,
-                    due: Instant::now() + backoff(attempts),
-                    attempts,
-                });
-            }
-            Err(e) => {
-                log::warn!("background task {:?} failed for good: {e}", item.task);
-                shared.pending.fetch_sub(1, Ordering::SeqCst);
-            }
+/// Whether a task that failed with `e` is tried again.
+fn retried(e: &Error) -> bool {
+    e.is_retryable() || e.may_have_applied()
+}
+
+/// Queues one attempt of `task` at `at`; a task the executor refuses (the
+/// client closed) is over.
+fn attempt(shared: &Arc<Shared>, task: Task, attempts: u32, at: Instant) {
+    let weak = Arc::downgrade(shared);
+    let job = Box::new(move || {
+        if let Some(shared) = weak.upgrade() {
+            run(&shared, task, attempts);
         }
-        idle_since = Instant::now();
+    });
+    if shared.executor.schedule(at, job).is_err() {
+        // Closed: nothing more is done.
+        shared.pending.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The attempt after a failure: again after a backoff, or over.
+fn failed(shared: &Arc<Shared>, task: Task, attempts: u32, e: &Error) {
+    if retried(e) {
+        let attempts = attempts + 1;
+        log::debug!("background task {task:?} failed ({e}); retry {attempts}");
+        attempt(shared, task, attempts, Instant::now() + backoff(attempts));
+    } else {
+        log::warn!("background task {task:?} failed for good: {e}");
+        shared.pending.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+fn done(shared: &Shared) {
+    shared.pending.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// One attempt, on the executor's thread: sends without waiting; the reply
+/// (on the client's I/O thread) queues what follows.
+fn run(shared: &Arc<Shared>, task: Task, attempts: u32) {
+    let owner = shared.owner.lock().clone().and_then(|o| o.upgrade());
+    let Some(owner) = owner else {
+        // The client is gone.
+        done(shared);
+        return;
+    };
+    let client = owner.client();
+    drop(owner);
+    let sent = match &task {
+        Task::Delete { path, version } => {
+            let (sh, t) = (shared.clone(), task.clone());
+            client.delete_detached(path, *version, move |r| match r {
+                Ok(()) | Err(Error::NoNode { .. }) => {
+                    if let Task::Delete { path, .. } = &t {
+                        log::debug!("background cleanup deleted {path}");
+                    }
+                    done(&sh);
+                }
+                Err(e) => failed(&sh, t, attempts, &e),
+            })
+        }
+        // Listed after a sync: a server that lags the create (a follower
+        // the client reconnected to) would hide the node.
+        Task::FindAndDelete { parent, prefix } => {
+            let (sh, t) = (shared.clone(), task.clone());
+            let list = [ReadOp::get_children(parent.clone())];
+            let (sync, parent, prefix) = (parent.clone(), parent.clone(), prefix.clone());
+            client.sync_then_read_detached(&sync, &list, move |r| {
+                let kids = match r.map(|mut a| a.pop()) {
+                    Ok(Some(ReadResult::Children(Some((kids, _))))) => kids,
+                    Ok(Some(ReadResult::Error(e))) | Err(e) => return failed(&sh, t, attempts, &e),
+                    // The parent is gone, and our node with it.
+                    Ok(_) => Vec::new(),
+                };
+                for k in kids.iter().filter(|k| k.starts_with(prefix.as_str())) {
+                    let path = crate::proto::path::join(&parent, k);
+                    sh.pending.fetch_add(1, Ordering::SeqCst);
+                    attempt(&sh, Task::Delete { path, version: None }, 0, Instant::now());
+                }
+                done(&sh);
+            })
+        }
+    };
+    if let Err(e) = sent {
+        failed(shared, task, attempts, &e);
     }
 }

@@ -368,6 +368,7 @@ impl CuratorFrameworkBuilder {
         };
         let client = Client::connect(&cs, client_config.clone())?;
         let (close_tx, close_rx) = crossbeam_channel::bounded(0);
+        let executor = super::executor::Executor::new();
         let inner = Arc::new(Inner {
             connect_string: cs,
             client_config,
@@ -400,7 +401,8 @@ impl CuratorFrameworkBuilder {
             dispatch: Dispatch::default(),
             closed: AtomicBool::new(false),
             namespace_ready: AtomicBool::new(false),
-            background: Background::new(),
+            background: Background::new(executor.clone()),
+            executor,
             threads: Mutex::new(Vec::new()),
             extensions: Mutex::new(Default::default()),
             close_tx: Mutex::new(Some(close_tx)),

@@ -521,7 +521,7 @@ impl CuratorFramework {
         for hook in crate::recipe::CloseHooks::take(&self.inner.close_hooks) {
             hook();
         }
-        self.inner.background.stop();
+        self.inner.executor.stop();
         self.inner.conn_cv.notify_all();
         let (client, _) = self.inner.current();
         client.close();

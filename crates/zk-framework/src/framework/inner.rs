@@ -56,6 +56,8 @@ pub(crate) struct Inner {
     pub(super) closed: AtomicBool,
     pub(super) namespace_ready: AtomicBool,
     pub(super) background: Background,
+    /// The client's one executor (see [`super::executor`]).
+    pub(crate) executor: super::executor::Executor,
     pub(super) threads: Mutex<Vec<JoinHandle<()>>>,
     pub(super) known_parents: Arc<KnownParents>,
     /// What layers above keep per client (see `CuratorFramework::extension`),
@@ -107,10 +109,10 @@ impl KnownParents {
 }
 
 impl Drop for Inner {
-    /// The last handle went without `close()`: the background thread, which
-    /// holds only a weak reference, is woken to end now.
+    /// The last handle went without `close()`: the executor's thread, whose
+    /// jobs hold only weak references, is woken to end now.
     fn drop(&mut self) {
-        self.background.stop();
+        self.executor.stop();
     }
 }
 

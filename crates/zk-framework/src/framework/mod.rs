@@ -39,6 +39,7 @@ mod acl;
 mod background;
 mod builder;
 mod dispatch;
+mod executor;
 mod handle;
 mod horizon;
 mod inner;

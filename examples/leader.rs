@@ -70,7 +70,7 @@ fn main() -> Result<(), BoxError> {
     let clients: Vec<CuratorFramework> = names.iter().map(|_| connect(&cs)).collect::<Result<_, _>>()?;
     let watcher = connect(&cs)?;
     let observer = LeaderObserver::new(&watcher, ELECTION, ElectionKind::Latch)?;
-    let seen = observer.changes();
+    let seen = observer.events();
 
     let mut latches: Vec<Option<LeaderLatch>> = Vec::new();
     let mut events = Vec::new();

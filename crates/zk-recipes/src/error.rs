@@ -84,21 +84,38 @@ pub enum Error {
         /// The election path.
         path: String,
     },
-    /// `start()` on an election participant that was already started.
+    /// `start()` on a recipe instance that was started already (a latch, a
+    /// selector, an observer, a cache, a watcher, a node, a shared value).
     AlreadyStarted {
-        /// The election path.
+        /// The recipe's type (`"LeaderLatch"`, `"CuratorCache"`, ...).
+        recipe: &'static str,
+        /// Its path.
         path: String,
     },
-    /// The election participant at `path` was never started.
+    /// A recipe instance used before its `start()`.
     NotStarted {
-        /// The election path.
+        /// The recipe's type.
+        recipe: &'static str,
+        /// Its path.
         path: String,
     },
-    /// The election participant at `path` is closed (`close()` twice, or an
-    /// `await` ended by `close()`).
-    ElectionClosed {
-        /// The election path.
+    /// The recipe instance is closed (`close()` was called, or a wait was
+    /// ended by it); a closed instance is not started again.
+    Closed {
+        /// The recipe's type.
+        recipe: &'static str,
+        /// Its path.
         path: String,
+    },
+    /// The system refused a thread the recipe needs (its background
+    /// thread): nothing was started.
+    SpawnFailed {
+        /// The recipe's type.
+        recipe: &'static str,
+        /// Its path.
+        path: String,
+        /// What the system said.
+        reason: String,
     },
     /// A cache's subtree holds more nodes than its limit
     /// ([`crate::cache::CuratorCacheBuilder::max_nodes`]): the cache stopped
@@ -115,22 +132,6 @@ pub enum Error {
         path: String,
         /// How fresh the view is.
         freshness: crate::cache::Freshness,
-    },
-    /// `start()` on a cache that was started already.
-    CacheAlreadyStarted {
-        /// The cache's root.
-        path: String,
-    },
-    /// The cache (or watcher) at `path` is closed.
-    CacheClosed {
-        /// The cache's root.
-        path: String,
-    },
-    /// The node (a [`crate::nodes::PersistentNode`], a TTL node or a group
-    /// member) at `path` is closed.
-    NodeClosed {
-        /// The node's path.
-        path: String,
     },
     /// The server does not allow TTL nodes: start it with
     /// `zookeeper.extendedTypesEnabled=true`.
@@ -159,21 +160,6 @@ pub enum Error {
         operation: &'static str,
         /// The operand that did not fit.
         operand: i64,
-    },
-    /// `start()` on a shared value (or count) that was started already.
-    ValueAlreadyStarted {
-        /// The value's path.
-        path: String,
-    },
-    /// A shared value (or count) used before `start()`.
-    ValueNotStarted {
-        /// The value's path.
-        path: String,
-    },
-    /// The shared value (or count) at `path` is closed.
-    ValueClosed {
-        /// The value's path.
-        path: String,
     },
     /// `leave` on a double barrier this instance is not a member of: it never
     /// entered, it already left, or its member node was deleted by someone
@@ -300,11 +286,12 @@ impl fmt::Display for Error {
                 f,
                 "the leadership of the election at {path} may be lost: the connection is suspended or silent"
             ),
-            Error::AlreadyStarted { path } => {
-                write!(f, "the participant in the election at {path} was already started")
+            Error::AlreadyStarted { recipe, path } => write!(f, "the {recipe} at {path} was started already"),
+            Error::NotStarted { recipe, path } => write!(f, "the {recipe} at {path} is not started"),
+            Error::Closed { recipe, path } => write!(f, "the {recipe} at {path} is closed"),
+            Error::SpawnFailed { recipe, path, reason } => {
+                write!(f, "the {recipe} at {path} could not start its thread: {reason}")
             }
-            Error::NotStarted { path } => write!(f, "the participant in the election at {path} was never started"),
-            Error::ElectionClosed { path } => write!(f, "the participant in the election at {path} is closed"),
             Error::CacheTooLarge { path, limit } => write!(
                 f,
                 "the subtree at {path} holds more than {limit} nodes, the cache's limit: the cache stopped"
@@ -312,9 +299,6 @@ impl fmt::Display for Error {
             Error::CacheNotCurrent { path, freshness } => {
                 write!(f, "the cache's view of {path} is not current: it is {freshness}")
             }
-            Error::CacheAlreadyStarted { path } => write!(f, "the cache of {path} was already started"),
-            Error::CacheClosed { path } => write!(f, "the cache of {path} is closed"),
-            Error::NodeClosed { path } => write!(f, "the node at {path} is closed"),
             Error::TtlNotEnabled { path } => write!(
                 f,
                 "the server does not allow the TTL node at {path} (zookeeper.extendedTypesEnabled is off)"
@@ -333,9 +317,6 @@ impl fmt::Display for Error {
                 f,
                 "{value} {operation} {operand} overflows the counter at {path}; nothing was written"
             ),
-            Error::ValueAlreadyStarted { path } => write!(f, "the shared value at {path} was already started"),
-            Error::ValueNotStarted { path } => write!(f, "the shared value at {path} was never started"),
-            Error::ValueClosed { path } => write!(f, "the shared value at {path} is closed"),
             Error::NotBarrierMember { path } => write!(
                 f,
                 "not a member of the double barrier at {path} (never entered, already left, or the member node was deleted)"

@@ -36,6 +36,7 @@
 pub mod atomic;
 mod barrier;
 pub mod cache;
+mod core;
 pub mod driver;
 /// The manual: how to use the locks, what they promise under faults, and how
 /// to run them. Every example runs as a doctest on the embedded server
@@ -81,12 +82,10 @@ mod semaphore_mutex;
 pub mod shared_value;
 mod simple_queue;
 pub mod stats;
-mod timer;
 mod transaction;
 mod wait;
 mod waiter;
 pub mod watch;
-mod worker;
 
 pub use atomic::{
     AtomicStats, AtomicValue, DistributedAtomicInteger, DistributedAtomicLong, DistributedAtomicValue, Outcome,

@@ -37,7 +37,7 @@ use parking_lot::Mutex;
 use zk_framework::{AddWatchMode, WatchId};
 use zk_framework::{ConnectionState, CuratorFramework, EventType, WatchedEvent};
 
-use crate::worker::Worker;
+use crate::core::Worker;
 use crate::{Error, Result};
 
 /// What a [`PersistentWatcher`] tells.
@@ -192,8 +192,8 @@ impl PersistentWatcher {
     ///
     /// # Errors
     ///
-    /// [`Error::CacheAlreadyStarted`] on a second start,
-    /// [`Error::CacheClosed`] after `close()`, [`Error::InvalidArgument`]
+    /// [`Error::AlreadyStarted`] on a second start,
+    /// [`Error::Closed`] after `close()`, [`Error::SpawnFailed`]
     /// when the system refuses a thread.
     ///
     /// # Examples
@@ -209,14 +209,21 @@ impl PersistentWatcher {
     pub fn start(&self) -> Result<()> {
         let path = self.inner.path.clone();
         if self.inner.closed.load(Ordering::SeqCst) {
-            return Err(Error::CacheClosed { path });
+            return Err(Error::Closed {
+                recipe: "PersistentWatcher",
+                path,
+            });
         }
         if self.started.swap(true, Ordering::SeqCst) {
-            return Err(Error::CacheAlreadyStarted { path });
+            return Err(Error::AlreadyStarted {
+                recipe: "PersistentWatcher",
+                path,
+            });
         }
         let inner = self.inner.clone();
-        let w = Worker::spawn("persistent-watcher", move |cancel| keep(&inner, &cancel))
-            .map_err(|e| Error::InvalidArgument(format!("cannot start the watcher's thread: {e}")))?;
+        let w = Worker::spawn("PersistentWatcher", &path, "persistent-watcher", move |cancel| {
+            keep(&inner, &cancel)
+        })?;
         *self.worker.lock() = Some(w);
         Ok(())
     }
@@ -237,10 +244,7 @@ impl PersistentWatcher {
     pub fn close(&self) {
         self.inner.closed.store(true, Ordering::SeqCst);
         if let Some(w) = self.worker.lock().take() {
-            let bound = Duration::from_secs(2);
-            if !w.stop(Instant::now() + bound) {
-                log::warn!("the watcher of {} did not stop in {bound:?}", self.inner.path);
-            }
+            w.stop();
         }
         self.inner.subscribers.lock().clear();
     }

@@ -73,7 +73,7 @@ pub(crate) use builder::Options;
 pub use freshness::Freshness;
 pub use view::{CacheEvent, ChildData};
 
-use crate::worker::Worker;
+use crate::core::Worker;
 use crate::{Error, Result};
 use view::View;
 
@@ -354,8 +354,8 @@ impl CuratorCache {
     ///
     /// # Errors
     ///
-    /// [`Error::CacheAlreadyStarted`] on a second start;
-    /// [`Error::CacheClosed`] after `close()`; [`Error::InvalidArgument`]
+    /// [`Error::AlreadyStarted`] on a second start;
+    /// [`Error::Closed`] after `close()`; [`Error::SpawnFailed`]
     /// when the system refuses a thread.
     ///
     /// # Examples
@@ -371,16 +371,21 @@ impl CuratorCache {
     pub fn start(&self) -> Result<()> {
         let path = self.shared.root.clone();
         if self.shared.out.lock().closed {
-            return Err(Error::CacheClosed { path });
+            return Err(Error::Closed {
+                recipe: "CuratorCache",
+                path,
+            });
         }
         if self.started.swap(true, Ordering::SeqCst) {
-            return Err(Error::CacheAlreadyStarted { path });
+            return Err(Error::AlreadyStarted {
+                recipe: "CuratorCache",
+                path,
+            });
         }
         let (client, opts, shared) = (self.client.clone(), self.opts.clone(), self.shared.clone());
-        let w = Worker::spawn("curator-cache", move |cancel| {
+        let w = Worker::spawn("CuratorCache", &path, "curator-cache", move |cancel| {
             sync::run(&client, &opts, &shared, &cancel)
-        })
-        .map_err(|e| Error::InvalidArgument(format!("cannot start the cache's thread: {e}")))?;
+        })?;
         *self.worker.lock() = Some(w);
         Ok(())
     }
@@ -404,14 +409,7 @@ impl CuratorCache {
     /// ```
     pub fn close(&self) {
         if let Some(w) = self.worker.lock().take() {
-            // The thread's reads are bounded by the read timeout.
-            let bound = self.client.connection_timeout().max(Duration::from_secs(2));
-            if !w.stop(Instant::now() + bound) {
-                log::warn!(
-                    "the cache of {} did not stop in {bound:?}; left to end on its own",
-                    self.shared.root
-                );
-            }
+            w.stop();
         }
         let mut out = self.shared.out.lock();
         out.closed = true;
@@ -668,7 +666,7 @@ impl CuratorCache {
     ///
     /// # Errors
     ///
-    /// [`Error::CacheClosed`] after `close()`; [`Error::InvalidArgument`]
+    /// [`Error::Closed`] after `close()`; [`Error::SpawnFailed`]
     /// when the system refuses a thread.
     ///
     /// # Examples
@@ -684,6 +682,7 @@ impl CuratorCache {
     pub fn listen(&self, f: impl Fn(&CacheEvent) + Send + 'static) -> Result<CacheListener> {
         let (tx, rx) = crossbeam_channel::unbounded::<CacheEvent>();
         let root = self.shared.root.clone();
+        let root_for_error = root.clone();
         std::thread::Builder::new()
             .name("curator-cache-listener".into())
             .spawn(move || {
@@ -693,11 +692,16 @@ impl CuratorCache {
                     }
                 }
             })
-            .map_err(|e| Error::InvalidArgument(format!("cannot start a cache listener's thread: {e}")))?;
+            .map_err(|e| Error::SpawnFailed {
+                recipe: "CuratorCache",
+                path: root_for_error.clone(),
+                reason: e.to_string(),
+            })?;
         let id = self.shared.next_listener.fetch_add(1, Ordering::Relaxed);
         let mut out = self.shared.out.lock();
         if out.closed {
-            return Err(Error::CacheClosed {
+            return Err(Error::Closed {
+                recipe: "CuratorCache",
                 path: self.shared.root.clone(),
             });
         }

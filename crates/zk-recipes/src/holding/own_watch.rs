@@ -1,7 +1,7 @@
 //! A holding's exists-watch on its own node: the deletion of the node (an
 //! operator breaking the lock) is told as a loss. A mutex waiter's watch on
 //! its node is taken over at the grant ([`crate::waiter::WaiterWatch`]);
-//! otherwise the watch goes out from the client's timer shortly after the
+//! otherwise the watch goes out from the client's executor shortly after the
 //! grant, so that a lock held for less than that costs no request.
 
 use std::sync::atomic::Ordering;
@@ -13,12 +13,11 @@ use zk_framework::{WatchedEvent, Watcher};
 
 use super::state::{HoldState, LOST};
 use crate::stats::LossCause;
-use crate::timer::{Due, Timer};
 use crate::waiter::WatchedHolding;
 
 /// How long after a grant a holding's own-node watch is sent (and, after a
-/// revocation request used it up, set again); at most 5 ms more, as the timer
-/// works in batches. A node deleted within it is
+/// revocation request used it up, set again); at most 5 ms more, as the
+/// client's executor works in batches under load. A node deleted within it is
 /// reported as soon as the watch finds it gone. A mutex holder that waited
 /// for its lock sends none: it has watched its node since it queued.
 ///
@@ -29,15 +28,13 @@ use crate::waiter::WatchedHolding;
 /// ```
 pub const OWN_WATCH_DELAY: Duration = Duration::from_millis(10);
 
-/// A holding's own-node watch goes out from its client's timer
-/// ([`crate::timer::Timer`]) [`OWN_WATCH_DELAY`] after the grant; a holding
-/// released (or dropped) before its time sends none. No timer thread (the
-/// system refused one, or the client is closed): at once.
+/// A holding's own-node watch goes out from its client's executor
+/// ([`zk_framework::recipe::Recipe::schedule`]) [`OWN_WATCH_DELAY`] after the
+/// grant; a holding released (or dropped) before its time sends none. No
+/// executor thread (the system refused one, or the client is closed): at
+/// once.
 pub(super) fn schedule_own_watch(st: &Arc<HoldState>) {
-    let weak: Weak<dyn Due> = Arc::downgrade(st) as Weak<dyn Due>;
-    if !Timer::of(&st.client).schedule(Instant::now() + OWN_WATCH_DELAY, weak) {
-        watch_own_node(st);
-    }
+    st.schedule(Instant::now() + OWN_WATCH_DELAY);
 }
 
 /// A holding's own-node watcher. Once the holding is over (released, lost or

@@ -2,13 +2,13 @@
 //! in a connection epoch ([`zk_framework::CuratorFramework::connection_epoch`])
 //! in which the server showed its node present, with its czxid and its
 //! session as owner. When the epoch moves on, the holding asks (once per
-//! epoch) for an `exists` of its node, sent from its client's timer thread
-//! (the asker may be one of the client's own threads, which must not send
-//! requests); the answer makes it held again, lost, or leaves it uncertain
-//! for the next epoch.
+//! epoch) for an `exists` of its node, sent from its client's executor
+//! thread (the asker may be one of the client's own threads, which must not
+//! send requests); the answer makes it held again, lost, or leaves it
+//! uncertain for the next epoch.
 
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use zk_framework::proto::Stat;
@@ -16,7 +16,6 @@ use zk_framework::proto::Stat;
 use super::own_watch::{watch_own_node, OwnNodeWatcher};
 use super::state::{HoldState, ProofAsk, LOST};
 use crate::stats::LossCause;
-use crate::timer::{Due, Timer};
 
 /// How long after a proof that failed (not for a lost connection) it is
 /// asked again.
@@ -24,9 +23,9 @@ const PROOF_RETRY: Duration = Duration::from_millis(100);
 
 impl HoldState {
     /// Asks for the proof of epoch `epoch` (see [`HoldState::proven`]),
-    /// unless it was asked for already: sent from the client's timer thread
-    /// (the caller may be one of the client's own threads, which must not
-    /// send requests).
+    /// unless it was asked for already: sent from the client's executor
+    /// thread (the caller may be one of the client's own threads, which must
+    /// not send requests).
     pub(super) fn ask_proof(&self, epoch: u64) {
         {
             let mut p = self.proof.lock();
@@ -41,13 +40,20 @@ impl HoldState {
         self.schedule(Instant::now());
     }
 
-    /// Runs [`Due::run`] at `at` on the client's timer (at once, on this
-    /// thread, when there is no timer thread).
+    /// Runs [`HoldState::due`] at `at` on the client's executor (at once,
+    /// on this thread, when it has no thread: the client is closed, or the
+    /// system refused one). Only a weak reference waits: a holding gone by
+    /// then is skipped.
     pub(super) fn schedule(&self, at: Instant) {
-        let weak: Weak<dyn Due> = self.me.clone() as Weak<dyn Due>;
-        if !Timer::of(&self.client).schedule(at, weak) {
+        let weak = self.me.clone();
+        let queued = self.client.recipe().schedule(at, move || {
+            if let Some(me) = weak.upgrade() {
+                me.due();
+            }
+        });
+        if !queued {
             if let Some(me) = self.me.upgrade() {
-                me.run();
+                me.due();
             }
         }
     }
@@ -144,10 +150,10 @@ impl HoldState {
     }
 }
 
-impl Due for HoldState {
-    /// On the client's timer thread: sends the proof asked for, or else the
-    /// own-node watch if none is set.
-    fn run(self: Arc<Self>) {
+impl HoldState {
+    /// On the client's executor thread: sends the proof asked for, or else
+    /// the own-node watch if none is set.
+    fn due(self: Arc<Self>) {
         if self.status.load(Ordering::SeqCst) >= LOST {
             return;
         }

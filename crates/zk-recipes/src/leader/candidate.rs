@@ -16,17 +16,13 @@
 //! stopped. A selector's thread runs its work instead; a signal on its
 //! holding does the same following, with no thread of its own.
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use crossbeam_channel::Receiver;
+use std::sync::Arc;
 
 use super::election::{Election, Lifecycle};
+use crate::core::Backoff;
 use crate::holding::{Holding, LockEvent};
 use crate::internals::Attempt;
-
-/// The first and the longest pause before a failed try is repeated.
-pub(crate) const RETRY_PAUSE: (Duration, Duration) = (Duration::from_millis(50), Duration::from_secs(2));
 
 /// How a turn that did not lead ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,7 +55,7 @@ pub(crate) trait Leading {
 /// The candidate loop (see the module doc), until the participant closes,
 /// `cancel` disconnects, or the client closes.
 pub(crate) fn run(election: &Arc<Election>, cancel: &Receiver<()>, leading: &mut impl Leading) {
-    let mut pause = RETRY_PAUSE.0;
+    let mut backoff = Backoff::new();
     while election.lifecycle() == Lifecycle::Started {
         let Some(turn) = leading.next_turn(cancel) else { break };
         if election.lifecycle() != Lifecycle::Started {
@@ -76,7 +72,7 @@ pub(crate) fn run(election: &Arc<Election>, cancel: &Receiver<()>, leading: &mut
         let internals = election.internals.clone().with_cancel(turn.clone());
         let end = match internals.attempt_counted(&election.client, election.id.as_bytes().to_vec()) {
             Ok(Attempt::Won(node)) => {
-                pause = RETRY_PAUSE.0;
+                backoff.reset();
                 let holding = internals.hold_watched_at_once(node);
                 if let Err(h) = election.begin(holding.share()) {
                     // Closed meanwhile.
@@ -92,6 +88,7 @@ pub(crate) fn run(election: &Arc<Election>, cancel: &Receiver<()>, leading: &mut
             Ok(Attempt::Cancelled) => TurnEnd::Cancelled,
             Err(e) => {
                 let closed = election.client.is_closed();
+                let pause = backoff.next();
                 log::debug!("election at {}: {e}; trying again in {pause:?}", election.path);
                 election.set_error(Some(e));
                 if closed
@@ -102,7 +99,6 @@ pub(crate) fn run(election: &Arc<Election>, cancel: &Receiver<()>, leading: &mut
                 {
                     break;
                 }
-                pause = (pause * 2).min(RETRY_PAUSE.1);
                 TurnEnd::Failed
             }
         };

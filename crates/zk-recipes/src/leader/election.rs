@@ -140,16 +140,13 @@ pub(crate) fn check_election_path(path: &str) -> Result<()> {
     Ok(())
 }
 
-/// Where a participant is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Lifecycle {
-    Latent,
-    Started,
-    Closed,
-}
+pub(crate) use crate::core::Stage as Lifecycle;
 
 /// One participant's leadership.
 pub struct Election {
+    /// The recipe's type (`"LeaderLatch"`, `"LeaderSelector"`), for its
+    /// errors.
+    recipe: &'static str,
     pub(crate) client: CuratorFramework,
     /// The election path (the client's, without its namespace).
     pub(crate) path: String,
@@ -180,6 +177,7 @@ struct State {
 
 impl Election {
     pub(crate) fn new(
+        recipe: &'static str,
         client: &CuratorFramework,
         path: &str,
         internals: LockInternals,
@@ -187,13 +185,14 @@ impl Election {
         policy: SuspendPolicy,
     ) -> Arc<Election> {
         Arc::new(Election {
+            recipe,
             client: client.clone(),
             path: path.to_string(),
             internals,
             id,
             policy,
             state: Mutex::new(State {
-                lifecycle: Lifecycle::Latent,
+                lifecycle: Lifecycle::New,
                 status: LeaderStatus::NotLeader,
                 reason: None,
                 holding: None,
@@ -210,39 +209,19 @@ impl Election {
     }
 
     /// `Ok` while started; [`Error::NotStarted`] before, and
-    /// [`Error::ElectionClosed`] after `close()`: the one lifecycle check of
+    /// [`Error::Closed`] after `close()`: the one lifecycle check of
     /// every call that needs a started participant.
     pub(crate) fn require_started(&self) -> Result<()> {
         self.started_in(self.state.lock().lifecycle)
     }
 
     fn started_in(&self, lifecycle: Lifecycle) -> Result<()> {
-        match lifecycle {
-            Lifecycle::Started => Ok(()),
-            Lifecycle::Latent => Err(Error::NotStarted {
-                path: self.path.clone(),
-            }),
-            Lifecycle::Closed => Err(Error::ElectionClosed {
-                path: self.path.clone(),
-            }),
-        }
+        lifecycle.check(self.recipe, &self.path)
     }
 
-    /// Latent to started; the error says why not.
+    /// New to started; the error says why not.
     pub(crate) fn start(&self) -> Result<()> {
-        let mut st = self.state.lock();
-        match st.lifecycle {
-            Lifecycle::Latent => {
-                st.lifecycle = Lifecycle::Started;
-                Ok(())
-            }
-            Lifecycle::Started => Err(Error::AlreadyStarted {
-                path: self.path.clone(),
-            }),
-            Lifecycle::Closed => Err(Error::ElectionClosed {
-                path: self.path.clone(),
-            }),
-        }
+        self.state.lock().lifecycle.start(self.recipe, &self.path)
     }
 
     /// Started to closed: ends the leadership (told to the subscribers only
@@ -444,7 +423,7 @@ impl Election {
     /// `Ok` only while certainly the leader; asks the holding's own check
     /// (which applies the read-timeout rule and tells its change first).
     /// Before `start()` [`Error::NotStarted`], after `close()`
-    /// [`Error::ElectionClosed`].
+    /// [`Error::Closed`].
     pub(crate) fn check(&self) -> Result<()> {
         let h = self.state.lock().holding.as_ref().map(Holding::share);
         let checked = h.as_ref().map(Holding::check);

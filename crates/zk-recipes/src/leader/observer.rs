@@ -2,20 +2,20 @@
 //! one watch at a time (on the leader's node, or on the empty election).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
 use zk_framework::CuratorFramework;
 
 use super::participant;
+use crate::core::{Backoff, Subscribers, Worker};
 use crate::driver::Driver;
 use crate::error::Result;
 use crate::inspect::Participant;
 use crate::internals::state_changes;
 use crate::queue;
 use crate::wait::{wait_or_cancel, Woken};
-use crate::worker::Worker;
 
 /// Which recipe's election an observer watches (their nodes sort
 /// differently: see [`crate::guide::leader`]).
@@ -57,9 +57,6 @@ impl ElectionKind {
     }
 }
 
-/// How long the observer waits before reading again after a failure.
-const RETRY_PAUSE: Duration = Duration::from_millis(200);
-
 /// Watches who leads an election without taking part: the current leader
 /// (id, identity, term) or none, and every change on a channel.
 ///
@@ -83,7 +80,7 @@ const RETRY_PAUSE: Duration = Duration::from_millis(200);
 /// use zk_recipes::leader::{ElectionKind, LeaderLatch, LeaderObserver};
 ///
 /// let observer = LeaderObserver::new(&client, "/services/search/leader", ElectionKind::Latch)?;
-/// let changes = observer.changes();
+/// let changes = observer.events();
 /// assert_eq!(changes.recv_timeout(Duration::from_secs(10))?, None); // nobody leads yet
 /// let latch = LeaderLatch::builder(&client, "/services/search/leader").id("search-1").build()?;
 /// latch.start()?;
@@ -109,7 +106,7 @@ struct Inner {
 struct Seen {
     /// `None` before the first read.
     current: Option<Option<Participant>>,
-    subscribers: Vec<Sender<Option<Participant>>>,
+    subscribers: Subscribers<Option<Participant>>,
 }
 
 impl std::fmt::Debug for LeaderObserver {
@@ -129,8 +126,8 @@ impl LeaderObserver {
     ///
     /// [`crate::Error::ZooKeeper`] with [`zk_framework::Error::InvalidPath`]
     /// for a path that breaks ZooKeeper's rules;
-    /// [`crate::Error::InvalidArgument`] for the root path or when the
-    /// thread cannot start.
+    /// [`crate::Error::InvalidArgument`] for the root path;
+    /// [`crate::Error::SpawnFailed`] when the thread cannot start.
     ///
     /// # Examples
     ///
@@ -148,12 +145,13 @@ impl LeaderObserver {
             kind,
             state: Mutex::new(Seen {
                 current: None,
-                subscribers: Vec::new(),
+                subscribers: Subscribers::new(),
             }),
         });
         let thread_inner = inner.clone();
-        let worker = Worker::spawn("leader-observer", move |cancel| observe(&thread_inner, &cancel))
-            .map_err(|e| crate::Error::InvalidArgument(format!("cannot start the observer's thread: {e}")))?;
+        let worker = Worker::spawn("LeaderObserver", path, "leader-observer", move |cancel| {
+            observe(&thread_inner, &cancel)
+        })?;
         Ok(LeaderObserver {
             inner,
             worker: Some(worker),
@@ -182,21 +180,33 @@ impl LeaderObserver {
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let observer = zk_recipes::leader::LeaderObserver::new(&client, "/election", zk_recipes::leader::ElectionKind::Latch)?;
-    /// for leader in observer.changes() {
+    /// for leader in observer.events() {
     ///     println!("now: {:?}", leader.map(|l| l.id));
     /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn changes(&self) -> Receiver<Option<Participant>> {
-        let (tx, rx) = crossbeam_channel::unbounded();
+    pub fn events(&self) -> Receiver<Option<Participant>> {
         let mut st = self.inner.state.lock();
-        if let Some(now) = &st.current {
-            let _ = tx.send(now.clone());
+        match st.current.clone() {
+            Some(now) => st.subscribers.subscribe_with(now),
+            None => st.subscribers.subscribe(),
         }
-        if self.worker.is_some() {
-            st.subscribers.push(tx);
-        }
-        rx
+    }
+
+    /// The old name of [`events`](Self::events).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let observer = zk_recipes::leader::LeaderObserver::new(&client, "/election", zk_recipes::leader::ElectionKind::Latch)?;
+    /// #[allow(deprecated)]
+    /// let changes = observer.changes();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[deprecated(since = "0.1.0", note = "every recipe's event channel is `events()`")]
+    pub fn changes(&self) -> Receiver<Option<Participant>> {
+        self.events()
     }
 
     /// Stops observing: the thread ends (within 2 s) and every channel ends.
@@ -211,9 +221,9 @@ impl LeaderObserver {
     /// ```
     pub fn close(&mut self) {
         if let Some(w) = self.worker.take() {
-            w.stop(Instant::now() + Duration::from_secs(2));
+            w.stop();
         }
-        self.inner.state.lock().subscribers.clear();
+        self.inner.state.lock().subscribers.close();
     }
 }
 
@@ -234,7 +244,7 @@ fn publish(inner: &Inner, now: Option<Participant>) {
         return;
     }
     st.current = Some(now.clone());
-    st.subscribers.retain(|s| s.send(now.clone()).is_ok());
+    st.subscribers.tell(&now);
 }
 
 /// Reads the leader and sets one watch: on its node, or on the election
@@ -244,6 +254,7 @@ fn observe(inner: &Inner, cancel: &Receiver<()>) {
     let client = &inner.client;
     let driver = inner.kind.driver();
     let (_states_handle, states) = state_changes(client);
+    let mut backoff = Backoff::new();
     loop {
         let (tx, rx) = crossbeam_channel::bounded::<()>(2);
         let watcher = {
@@ -286,13 +297,17 @@ fn observe(inner: &Inner, cancel: &Receiver<()>) {
             Ok(())
         })();
         let deadline = match read {
-            Ok(()) => None,
+            Ok(()) => {
+                backoff.reset();
+                None
+            }
             Err(e) => {
                 if client.is_closed() {
                     return;
                 }
-                log::debug!("leader observer at {}: {e}; reading again", inner.path);
-                Some(Instant::now() + RETRY_PAUSE)
+                let pause = backoff.next();
+                log::debug!("leader observer at {}: {e}; reading again in {pause:?}", inner.path);
+                Some(Instant::now() + pause)
             }
         };
         match wait_or_cancel(client, &rx, &states, deadline, cancel) {

@@ -124,7 +124,7 @@ impl PersistentNodeBuilder {
                 client: self.client,
                 spec: self.spec,
                 state: Mutex::new(State {
-                    lifecycle: Lifecycle::Latent,
+                    lifecycle: Lifecycle::New,
                     data: self.data,
                     data_dirty: false,
                     path: None,

@@ -78,6 +78,7 @@ impl GroupMember {
         }
         let path = format!("{}/{id}", group_path.trim_end_matches('/'));
         let spec = Spec {
+            recipe: "GroupMember",
             path,
             mode: CreateMode::Ephemeral,
             protected: false,

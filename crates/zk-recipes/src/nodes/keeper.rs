@@ -9,9 +9,8 @@ use crossbeam_channel::Receiver;
 use zk_framework::proto::ErrorCode;
 use zk_framework::{ConnectionState, CreateMode, CuratorFramework, SessionHealth};
 
-use super::{
-    AbsentReason, Fact, Inner, Lifecycle, Registration, State, UncertainReason, CLOSE_WAIT, REQUEST_BOUND, RETRY_PAUSE,
-};
+use super::{AbsentReason, Fact, Inner, Lifecycle, Registration, State, UncertainReason, REQUEST_BOUND, RETRY_PAUSE};
+use crate::core::STOP_BOUND;
 use crate::error::{Error, Result};
 
 /// What the node's thread does after a step.
@@ -34,15 +33,13 @@ impl Inner {
     }
 
     pub(super) fn closed_error(&self) -> Error {
-        Error::NodeClosed {
-            path: self.spec.path.clone(),
-        }
+        Lifecycle::Closed.error(self.spec.recipe, &self.spec.path)
     }
 
     /// The registration, drawn from the last fact and the client's state now.
     pub(super) fn registration(&self, st: &State) -> Registration {
         match st.lifecycle {
-            Lifecycle::Latent => {
+            Lifecycle::New => {
                 return Registration::Absent {
                     why: AbsentReason::NotStarted,
                 }
@@ -351,15 +348,7 @@ impl Inner {
     pub(super) fn close(&self) -> Result<()> {
         let (path, delete) = {
             let mut st = self.state.lock();
-            match st.lifecycle {
-                Lifecycle::Latent => {
-                    return Err(Error::NotStarted {
-                        path: self.spec.path.clone(),
-                    })
-                }
-                Lifecycle::Closed => return Err(self.closed_error()),
-                Lifecycle::Started => {}
-            }
+            st.lifecycle.check(self.spec.recipe, &self.spec.path)?;
             st.lifecycle = Lifecycle::Closed;
             let ours = match st.fact {
                 // An ephemeral node is ours only on the session that made it.
@@ -370,9 +359,9 @@ impl Inner {
             };
             (st.path.clone(), ours && self.spec.delete_on_close)
         };
-        let end = Instant::now() + CLOSE_WAIT;
+        let end = Instant::now() + STOP_BOUND;
         if let Some(w) = self.worker.lock().take() {
-            w.stop(end);
+            w.stop_until(end);
         }
         if let (Some(path), true) = (path, delete) {
             if !self.client.is_closed() {

@@ -49,8 +49,8 @@ use crossbeam_channel::{Receiver, Sender};
 use parking_lot::{Condvar, Mutex};
 use zk_framework::{CreateMode, CuratorFramework};
 
+use crate::core::Worker;
 use crate::error::{Error, Result};
-use crate::worker::Worker;
 
 mod builder;
 mod group;
@@ -68,16 +68,7 @@ pub use ttl::PersistentTtlNode;
 const REQUEST_BOUND: Duration = Duration::from_secs(10);
 /// The first and the longest pause before a failed request is repeated.
 const RETRY_PAUSE: (Duration, Duration) = (Duration::from_millis(50), Duration::from_secs(2));
-/// How long `close()` waits for the node's thread.
-const CLOSE_WAIT: Duration = Duration::from_secs(2);
-
-/// Where a node is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Lifecycle {
-    Latent,
-    Started,
-    Closed,
-}
+use crate::core::Stage as Lifecycle;
 
 /// What the node's thread last learnt from the server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,6 +102,9 @@ struct State {
 /// The settings of a node.
 #[derive(Clone)]
 pub(crate) struct Spec {
+    /// The recipe's type, for its errors (`"PersistentNode"`,
+    /// `"PersistentTtlNode"`, `"GroupMember"`).
+    pub(crate) recipe: &'static str,
     pub(crate) path: String,
     pub(crate) mode: CreateMode,
     pub(crate) protected: bool,
@@ -188,6 +182,7 @@ impl PersistentNode {
         PersistentNodeBuilder {
             client: client.clone(),
             spec: Spec {
+                recipe: "PersistentNode",
                 path: path.to_string(),
                 mode,
                 protected: mode.is_sequential(),
@@ -229,18 +224,14 @@ impl PersistentNode {
     pub fn start(&self) -> Result<()> {
         {
             let mut st = self.inner.state.lock();
-            match st.lifecycle {
-                Lifecycle::Latent => st.lifecycle = Lifecycle::Started,
-                Lifecycle::Started => {
-                    return Err(Error::AlreadyStarted {
-                        path: self.inner.spec.path.clone(),
-                    })
-                }
-                Lifecycle::Closed => return Err(self.inner.closed_error()),
-            }
+            let spec = &self.inner.spec;
+            st.lifecycle.start(spec.recipe, &spec.path)?;
         }
         let inner = self.inner.clone();
-        match Worker::spawn("persistent-node", move |cancel| inner.run(&cancel)) {
+        let spec = &self.inner.spec;
+        match Worker::spawn(spec.recipe, &spec.path, "persistent-node", move |cancel| {
+            inner.run(&cancel)
+        }) {
             Ok(w) => {
                 *self.inner.worker.lock() = Some(w);
                 self.inner.publish();
@@ -248,7 +239,7 @@ impl PersistentNode {
             }
             Err(e) => {
                 self.inner.state.lock().lifecycle = Lifecycle::Closed;
-                Err(Error::InvalidArgument(format!("cannot start the node's thread: {e}")))
+                Err(e)
             }
         }
     }
@@ -323,15 +314,7 @@ impl PersistentNode {
         let inner = &self.inner;
         let mut st = inner.state.lock();
         loop {
-            match st.lifecycle {
-                Lifecycle::Latent => {
-                    return Err(Error::NotStarted {
-                        path: inner.spec.path.clone(),
-                    })
-                }
-                Lifecycle::Closed => return Err(inner.closed_error()),
-                Lifecycle::Started => {}
-            }
+            st.lifecycle.check(inner.spec.recipe, &inner.spec.path)?;
             if st.created_once {
                 return Ok(true);
             }

@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 use zk_framework::{CreateMode, CuratorFramework};
 
 use super::{PersistentNode, Registration, Spec};
-use crate::error::{Error, Result};
-use crate::worker::Worker;
+use crate::core::Worker;
+use crate::error::Result;
 
 /// The touch child's name (Curator's `DEFAULT_CHILD_NODE_NAME`).
 pub const TOUCH_NODE_NAME: &str = "touch";
@@ -75,6 +75,7 @@ impl PersistentTtlNode {
     /// ```
     pub fn new(client: &CuratorFramework, path: &str, ttl: Duration, data: Vec<u8>) -> Result<PersistentTtlNode> {
         let spec = Spec {
+            recipe: "PersistentTtlNode",
             path: path.to_string(),
             mode: CreateMode::PersistentWithTtl,
             protected: false,
@@ -110,19 +111,24 @@ impl PersistentTtlNode {
         let client = self.client.clone();
         let period = (self.ttl / 2).max(Duration::from_millis(1));
         let ttl = self.ttl;
-        let w = Worker::spawn("ttl-node-touch", move |cancel| {
-            let closed = client.close_signal();
-            loop {
-                crossbeam_channel::select! {
-                    recv(cancel) -> _ => return,
-                    recv(closed) -> _ => return,
-                    recv(crossbeam_channel::after(period)) -> _ => {}
+        let w = Worker::spawn(
+            "PersistentTtlNode",
+            &self.node.inner.spec.path,
+            "ttl-node-touch",
+            move |cancel| {
+                let closed = client.close_signal();
+                loop {
+                    crossbeam_channel::select! {
+                        recv(cancel) -> _ => return,
+                        recv(closed) -> _ => return,
+                        recv(crossbeam_channel::after(period)) -> _ => {}
+                    }
+                    // The node's current name (it is not sequential: its path).
+                    let path = inner.spec.path.clone();
+                    touch(&client, &path, ttl);
                 }
-                // The node's current name (it is not sequential: its path).
-                let path = inner.spec.path.clone();
-                touch(&client, &path, ttl);
-            }
-        });
+            },
+        );
         match w {
             Ok(w) => {
                 *self.toucher.lock() = Some(w);
@@ -130,7 +136,7 @@ impl PersistentTtlNode {
             }
             Err(e) => {
                 let _ = self.node.close();
-                Err(Error::InvalidArgument(format!("cannot start the touch thread: {e}")))
+                Err(e)
             }
         }
     }
@@ -154,7 +160,7 @@ impl PersistentTtlNode {
     pub fn close(&self) -> Result<()> {
         let r = self.node.close();
         if let Some(w) = self.toucher.lock().take() {
-            w.stop(Instant::now() + Duration::from_secs(2));
+            w.stop();
         }
         r
     }
@@ -214,7 +220,7 @@ impl PersistentTtlNode {
 impl Drop for PersistentTtlNode {
     fn drop(&mut self) {
         if let Some(w) = self.toucher.lock().take() {
-            w.stop(Instant::now() + Duration::from_secs(2));
+            w.stop();
         }
     }
 }

@@ -68,7 +68,10 @@ impl SharedCount {
     /// ```
     pub fn new(client: &CuratorFramework, path: &str, seed: i32) -> Result<Self> {
         Ok(SharedCount {
-            value: SharedValue::new(client, path, seed.to_be_bytes().to_vec())?,
+            value: {
+                super::check_path(path)?;
+                SharedValue::named("SharedCount", client, path, seed.to_be_bytes().to_vec())
+            },
         })
     }
 
@@ -198,7 +201,7 @@ impl SharedCount {
         )
     }
 
-    /// A channel of the count's changes (see [`SharedValue::listen`]); a
+    /// A channel of the count's changes (see [`SharedValue::events`]); a
     /// value that is not 4 bytes comes as [`ValueEvent::Invalid`].
     ///
     /// # Examples
@@ -206,13 +209,13 @@ impl SharedCount {
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let count = zk_recipes::SharedCount::new(&client, "/counts/jobs", 0)?;
-    /// let changes = count.listen();
+    /// let changes = count.events();
     /// count.start()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn listen(&self) -> Receiver<ValueEvent<i32>> {
+    pub fn events(&self) -> Receiver<ValueEvent<i32>> {
         let path = self.path().to_string();
-        self.value.listen_with(move |e| match e {
+        self.value.events_with(move |e| match e {
             ValueEvent::Changed(v) => match count_of_versioned(&path, v.clone()) {
                 Ok(v) => ValueEvent::Changed(v),
                 Err(e) => ValueEvent::Invalid(e),
@@ -220,6 +223,22 @@ impl SharedCount {
             ValueEvent::Deleted => ValueEvent::Deleted,
             ValueEvent::Invalid(e) => ValueEvent::Invalid(e.clone()),
         })
+    }
+
+    /// The old name of [`events`](Self::events).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let count = zk_recipes::SharedCount::new(&client, "/counts/jobs", 0)?;
+    /// #[allow(deprecated)]
+    /// let changes = count.listen();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[deprecated(since = "0.1.0", note = "every recipe's event channel is `events()`")]
+    pub fn listen(&self) -> Receiver<ValueEvent<i32>> {
+        self.events()
     }
 
     /// As [`SharedValue::close`].

@@ -23,15 +23,15 @@
 //! ends with [`SharedValue::close`] or the client's close.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 use zk_framework::proto::path::validate_path;
 use zk_framework::{ConnectionState, CreateMode, CuratorFramework, Error as ZkError, Stat, WatchedEvent};
 
+use crate::core::{Lifecycle, Worker};
 use crate::once::{self, Base, Markers, Written};
-use crate::worker::Worker;
 use crate::{Error, Result};
 
 mod count;
@@ -227,7 +227,7 @@ pub enum TrySet<T> {
 /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
 /// use zk_recipes::{SharedCount, ValueEvent};
 /// let count = SharedCount::new(&client, "/counts/a", 0)?;
-/// let changes = count.listen();
+/// let changes = count.events();
 /// count.start()?;
 /// if let Ok(ValueEvent::Changed(v)) = changes.recv_timeout(std::time::Duration::from_secs(5)) {
 ///     println!("now {}", v.value());
@@ -248,36 +248,61 @@ pub enum ValueEvent<T> {
 
 type Listener = Box<dyn Fn(&ValueEvent<Vec<u8>>) -> bool + Send>;
 
-enum Phase {
-    New,
-    Started(Worker),
-    Closed,
-}
-
 struct Shared {
     client: CuratorFramework,
     path: String,
     /// The markers this value's writes keep under its node.
     markers: Markers,
-    current: Mutex<Option<VersionedValue<Vec<u8>>>>,
-    listeners: Mutex<Vec<Listener>>,
+    /// The value known, and its listeners: one lock, so that what is kept
+    /// and what is told are in one order (a listener never hears an older
+    /// value after a newer one, whichever threads offer them).
+    known: Mutex<Known>,
+}
+
+struct Known {
+    current: Option<VersionedValue<Vec<u8>>>,
+    /// Told `Deleted` since the current value.
+    deleted: bool,
+    listeners: Vec<Listener>,
+}
+
+impl Known {
+    fn tell(&mut self, e: &ValueEvent<Vec<u8>>) {
+        self.listeners.retain(|l| l(e));
+    }
 }
 
 impl Shared {
-    /// Keeps `v` if it is newer than the current value; tells the listeners.
+    /// Keeps `v` if it is newer than the current value and tells the
+    /// listeners, under one lock.
     fn offer(&self, v: VersionedValue<Vec<u8>>) {
-        {
-            let mut cur = self.current.lock();
-            if cur.as_ref().is_some_and(|c| c.mzxid >= v.mzxid) {
-                return;
-            }
-            *cur = Some(v.clone());
+        let mut k = self.known.lock();
+        if k.current.as_ref().is_some_and(|c| c.mzxid >= v.mzxid) {
+            return;
         }
-        self.tell(&ValueEvent::Changed(v));
+        k.current = Some(v.clone());
+        k.deleted = false;
+        k.tell(&ValueEvent::Changed(v));
     }
 
-    fn tell(&self, e: &ValueEvent<Vec<u8>>) {
-        self.listeners.lock().retain(|l| l(e));
+    /// The mzxid of the value known now (0: none).
+    fn known_mzxid(&self) -> i64 {
+        self.known.lock().current.as_ref().map_or(0, |c| c.mzxid)
+    }
+
+    /// Tells `Deleted` for a read that found no node, unless a newer value
+    /// came while it was read (the value known then had mzxid `read_from`):
+    /// the read may be older than that value; `false` then (read again).
+    fn deleted_since(&self, read_from: i64) -> bool {
+        let mut k = self.known.lock();
+        if k.current.as_ref().map_or(0, |c| c.mzxid) != read_from {
+            return false;
+        }
+        if !k.deleted {
+            k.deleted = true;
+            k.tell(&ValueEvent::Deleted);
+        }
+        true
     }
 
     /// Reads the node, leaving a data watch (or, when it is missing, an
@@ -307,8 +332,6 @@ pub(crate) fn proof_of(read_back: bool, marker: bool) -> Proof {
 /// How long a failed re-read waits before the next (a closed client or
 /// `close()` ends the wait).
 const REREAD_PAUSE: Duration = Duration::from_millis(200);
-/// How long `close()` waits for the background thread.
-const STOP_WAIT: Duration = Duration::from_secs(2);
 
 /// A shared byte value in one node (Curator's `SharedValue`).
 ///
@@ -335,14 +358,14 @@ const STOP_WAIT: Duration = Duration::from_secs(2);
 pub struct SharedValue {
     shared: Arc<Shared>,
     seed: Vec<u8>,
-    phase: Mutex<Phase>,
+    lifecycle: Lifecycle<Worker>,
 }
 
 impl std::fmt::Debug for SharedValue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SharedValue")
             .field("path", &self.shared.path)
-            .field("current", &*self.shared.current.lock())
+            .field("current", &self.shared.known.lock().current)
             .finish()
     }
 }
@@ -366,17 +389,25 @@ impl SharedValue {
     /// ```
     pub fn new(client: &CuratorFramework, path: &str, seed: impl Into<Vec<u8>>) -> Result<Self> {
         check_path(path)?;
-        Ok(SharedValue {
+        Ok(SharedValue::named("SharedValue", client, path, seed.into()))
+    }
+
+    /// A shared value whose errors name `recipe` (a [`SharedCount`] is one).
+    pub(crate) fn named(recipe: &'static str, client: &CuratorFramework, path: &str, seed: Vec<u8>) -> Self {
+        SharedValue {
             shared: Arc::new(Shared {
                 client: client.clone(),
                 path: path.to_string(),
                 markers: Markers::new(client),
-                current: Mutex::new(None),
-                listeners: Mutex::new(Vec::new()),
+                known: Mutex::new(Known {
+                    current: None,
+                    deleted: false,
+                    listeners: Vec::new(),
+                }),
             }),
-            seed: seed.into(),
-            phase: Mutex::new(Phase::New),
-        })
+            seed,
+            lifecycle: Lifecycle::new(recipe, path),
+        }
     }
 
     /// The path.
@@ -399,9 +430,10 @@ impl SharedValue {
     ///
     /// # Errors
     ///
-    /// [`Error::ValueAlreadyStarted`], [`Error::ValueClosed`]; the create's
+    /// [`Error::AlreadyStarted`], [`Error::Closed`]; the create's
     /// or the read's error ([`Error::ZooKeeper`]), after the client's
-    /// retries; then it is not started and may be started again.
+    /// retries, and [`Error::SpawnFailed`]; then it is not started and may
+    /// be started again.
     ///
     /// # Examples
     ///
@@ -412,20 +444,12 @@ impl SharedValue {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn start(&self) -> Result<()> {
-        let mut phase = self.phase.lock();
-        match *phase {
-            Phase::New => {}
-            Phase::Started(_) => {
-                return Err(Error::ValueAlreadyStarted {
-                    path: self.path().into(),
-                })
-            }
-            Phase::Closed => {
-                return Err(Error::ValueClosed {
-                    path: self.path().into(),
-                })
-            }
-        }
+        self.lifecycle.start(|| self.begin())
+    }
+
+    /// The start's work, under the lifecycle's lock: the create, the first
+    /// read, the thread.
+    fn begin(&self) -> Result<Worker> {
         let sh = &self.shared;
         match sh
             .client
@@ -439,20 +463,22 @@ impl SharedValue {
             Err(e) => return Err(e.into()),
         }
         let (tx, rx) = crossbeam_channel::bounded::<WatchedEvent>(1);
+        let from = sh.known_mzxid();
         let first = sh.read_watched(&tx)?;
         drop(tx);
         match first {
             Some(v) => sh.offer(v),
-            None => sh.tell(&ValueEvent::Deleted),
+            None => {
+                sh.deleted_since(from);
+            }
         }
         let states = sh.client.state_receiver();
         let closing = sh.client.close_signal();
         let shared = self.shared.clone();
         let name = format!("zk-shared-value {}", sh.path);
-        let worker = Worker::spawn(&name, move |cancel| follow(&shared, rx, states, closing, cancel))
-            .map_err(|e| Error::InvalidArgument(format!("no thread for the shared value: {e}")))?;
-        *phase = Phase::Started(worker);
-        Ok(())
+        Worker::spawn(self.lifecycle.recipe(), &sh.path, &name, move |cancel| {
+            follow(&shared, rx, states, closing, cancel)
+        })
     }
 
     /// The latest value known (from `start`, the watch, or this client's
@@ -460,7 +486,7 @@ impl SharedValue {
     ///
     /// # Errors
     ///
-    /// [`Error::ValueNotStarted`], [`Error::ValueClosed`].
+    /// [`Error::NotStarted`], [`Error::Closed`].
     ///
     /// # Examples
     ///
@@ -480,8 +506,8 @@ impl SharedValue {
     ///
     /// # Errors
     ///
-    /// [`Error::ValueNotStarted`] (also while the node has not been seen
-    /// yet), [`Error::ValueClosed`].
+    /// [`Error::NotStarted`] (also while the node has not been seen
+    /// yet), [`Error::Closed`].
     ///
     /// # Examples
     ///
@@ -495,13 +521,8 @@ impl SharedValue {
     /// ```
     pub fn get_versioned_value(&self) -> Result<VersionedValue<Vec<u8>>> {
         self.usable()?;
-        self.shared
-            .current
-            .lock()
-            .clone()
-            .ok_or_else(|| Error::ValueNotStarted {
-                path: self.path().into(),
-            })
+        let current = self.shared.known.lock().current.clone();
+        current.ok_or_else(|| self.lifecycle.error(crate::core::Stage::New))
     }
 
     /// Sets the value whatever it is now (an unversioned write, as Curator's
@@ -509,7 +530,7 @@ impl SharedValue {
     ///
     /// # Errors
     ///
-    /// [`Error::ValueNotStarted`], [`Error::ValueClosed`]; the write's
+    /// [`Error::NotStarted`], [`Error::Closed`]; the write's
     /// error after the client's retries.
     ///
     /// # Examples
@@ -553,7 +574,7 @@ impl SharedValue {
     ///
     /// # Errors
     ///
-    /// [`Error::ValueNotStarted`], [`Error::ValueClosed`]; `NoNode` when the
+    /// [`Error::NotStarted`], [`Error::Closed`]; `NoNode` when the
     /// node was deleted; the write's error when it was certainly not
     /// applied (retries ran out and the node is proven unchanged).
     ///
@@ -612,34 +633,52 @@ impl SharedValue {
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let shared = zk_recipes::SharedValue::new(&client, "/config/mode", b"blue".to_vec())?;
-    /// let changes = shared.listen();
+    /// let changes = shared.events();
     /// shared.start()?;
     /// for change in changes.try_iter() {
     ///     println!("{change:?}");
     /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn listen(&self) -> Receiver<ValueEvent<Vec<u8>>> {
-        self.listen_with(|e| e.clone())
+    pub fn events(&self) -> Receiver<ValueEvent<Vec<u8>>> {
+        self.events_with(|e| e.clone())
     }
 
-    pub(crate) fn listen_with<T: Send + 'static>(
+    /// The old name of [`events`](Self::events).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let shared = zk_recipes::SharedValue::new(&client, "/config/mode", b"blue".to_vec())?;
+    /// #[allow(deprecated)]
+    /// let changes = shared.events();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[deprecated(since = "0.1.0", note = "every recipe's event channel is `events()`")]
+    pub fn listen(&self) -> Receiver<ValueEvent<Vec<u8>>> {
+        self.events()
+    }
+
+    pub(crate) fn events_with<T: Send + 'static>(
         &self,
         convert: impl Fn(&ValueEvent<Vec<u8>>) -> ValueEvent<T> + Send + 'static,
     ) -> Receiver<ValueEvent<T>> {
         let (tx, rx) = crossbeam_channel::unbounded();
-        if matches!(*self.phase.lock(), Phase::Closed) {
+        if self.lifecycle.is_closed() {
             return rx; // disconnected at once
         }
         self.shared
-            .listeners
+            .known
             .lock()
+            .listeners
             .push(Box::new(move |e| tx.send(convert(e)).is_ok()));
         rx
     }
 
     /// Stops following the node and disconnects the listeners' channels;
-    /// leaves the node. Idempotent. The thread is waited for at most 2 s.
+    /// leaves the node (its kept write markers are deleted). Idempotent. The
+    /// thread is waited for at most 2 s.
     ///
     /// # Examples
     ///
@@ -653,37 +692,21 @@ impl SharedValue {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn close(&self) {
-        let old = std::mem::replace(&mut *self.phase.lock(), Phase::Closed);
-        if let Phase::Started(w) = old {
-            if !w.stop(Instant::now() + STOP_WAIT) {
-                log::warn!(
-                    "the shared value thread of {} did not stop in {STOP_WAIT:?}",
-                    self.path()
-                );
-            }
+        if let Some(w) = self.lifecycle.close() {
+            w.stop();
         }
-        self.shared.listeners.lock().clear();
+        self.shared.known.lock().listeners.clear();
         self.shared.markers.release();
     }
 
     fn usable(&self) -> Result<()> {
-        match *self.phase.lock() {
-            Phase::Started(_) => Ok(()),
-            Phase::New => Err(Error::ValueNotStarted {
-                path: self.path().into(),
-            }),
-            Phase::Closed => Err(Error::ValueClosed {
-                path: self.path().into(),
-            }),
-        }
+        self.lifecycle.check()
     }
 }
 
 impl Drop for SharedValue {
     fn drop(&mut self) {
-        if let Phase::Started(w) = &*self.phase.lock() {
-            w.cancel();
-        }
+        self.lifecycle.with(|w| w.map(Worker::cancel));
     }
 }
 
@@ -714,9 +737,12 @@ fn follow(
         loop {
             let (tx, r) = crossbeam_channel::bounded::<WatchedEvent>(1);
             rx = r;
+            let from = sh.known_mzxid();
             match sh.read_watched(&tx) {
                 Ok(Some(v)) => sh.offer(v),
-                Ok(None) => sh.tell(&ValueEvent::Deleted),
+                // A newer value came while it was read: read again.
+                Ok(None) if !sh.deleted_since(from) => continue,
+                Ok(None) => {}
                 Err(ZkError::Closed) => return,
                 Err(e) => {
                     log::debug!("shared value {}: re-read failed ({e}); again shortly", sh.path);

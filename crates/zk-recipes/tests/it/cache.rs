@@ -497,12 +497,18 @@ fn close_ends_channels_and_clears_unless_told_not_to() {
     assert_eq!(clears.size(), 0);
     assert_eq!(keeps.size(), 2);
     assert!(rx.recv_timeout(timing().wait()).is_err(), "the channel ends");
-    assert!(matches!(clears.start(), Err(Error::CacheClosed { .. })));
+    assert!(matches!(
+        clears.start(),
+        Err(Error::Closed {
+            recipe: "CuratorCache",
+            ..
+        })
+    ));
     assert!(matches!(
         clears.get_current("/cc8/a"),
         Err(Error::CacheNotCurrent { .. })
     ));
-    assert!(matches!(clears.listen(|_| {}), Err(Error::CacheClosed { .. })));
+    assert!(matches!(clears.listen(|_| {}), Err(Error::Closed { .. })));
     // The watch went with it: the client keeps none for /cc8.
     let w = c.zookeeper_client().registered_watches();
     assert!(!format!("{w:?}").contains("/cc8"), "{w:?}");
@@ -556,7 +562,13 @@ fn bad_input_is_a_typed_error() {
     }
     let cache = CuratorCache::builder(&c, "/cc10").build().unwrap();
     cache.start().unwrap();
-    assert!(matches!(cache.start(), Err(Error::CacheAlreadyStarted { .. })));
+    assert!(matches!(
+        cache.start(),
+        Err(Error::AlreadyStarted {
+            recipe: "CuratorCache",
+            ..
+        })
+    ));
     cache.close();
 }
 

@@ -234,7 +234,7 @@ fn a_value_of_the_wrong_length_is_a_typed_error_showing_the_bytes() {
         .for_path("/bad/count")
         .unwrap();
     let count = SharedCount::new(&c, "/bad/count", 0).unwrap();
-    let events = count.listen();
+    let events = count.events();
     count.start().unwrap();
     assert!(matches!(count.get_count(), Err(Error::CorruptValue { expected: 4, ref bytes, .. }) if bytes.len() == 5));
     assert!(matches!(
@@ -247,13 +247,19 @@ fn a_value_of_the_wrong_length_is_a_typed_error_showing_the_bytes() {
     assert!(DistributedAtomicLong::new(&c, "/", patient()).is_err());
     assert!(SharedValue::new(&c, "no-slash", Vec::new()).is_err());
     let v = SharedValue::new(&c, "/bad/value", b"x".to_vec()).unwrap();
-    assert!(matches!(v.get_value(), Err(Error::ValueNotStarted { .. })));
+    assert!(matches!(
+        v.get_value(),
+        Err(Error::NotStarted {
+            recipe: "SharedValue",
+            ..
+        })
+    ));
     v.start().unwrap();
-    assert!(matches!(v.start(), Err(Error::ValueAlreadyStarted { .. })));
+    assert!(matches!(v.start(), Err(Error::AlreadyStarted { .. })));
     v.close();
     v.close();
-    assert!(matches!(v.get_value(), Err(Error::ValueClosed { .. })));
-    assert!(matches!(v.set_value(b"y".to_vec()), Err(Error::ValueClosed { .. })));
+    assert!(matches!(v.get_value(), Err(Error::Closed { .. })));
+    assert!(matches!(v.set_value(b"y".to_vec()), Err(Error::Closed { .. })));
 }
 
 // ---------------------------------------------------------------------------
@@ -267,7 +273,7 @@ fn listeners_see_every_newer_value_from_any_client() {
     let writer = SharedCount::new(&a, "/listen/count", 0).unwrap();
     writer.start().unwrap();
     let reader = SharedCount::new(&b, "/listen/count", 0).unwrap();
-    let events = reader.listen();
+    let events = reader.events();
     reader.start().unwrap();
     let next = |want: i32| {
         let end = std::time::Instant::now() + timing().wait();

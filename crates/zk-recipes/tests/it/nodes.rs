@@ -80,11 +80,20 @@ fn an_ephemeral_node_is_registered_kept_and_deleted_at_close() {
         }),
         "{seen:?}"
     );
-    assert!(matches!(n.close(), Err(Error::NodeClosed { .. })), "close twice");
-    assert!(matches!(n.set_data(vec![]), Err(Error::NodeClosed { .. })));
+    assert!(
+        matches!(
+            n.close(),
+            Err(Error::Closed {
+                recipe: "PersistentNode",
+                ..
+            })
+        ),
+        "close twice"
+    );
+    assert!(matches!(n.set_data(vec![]), Err(Error::Closed { .. })));
     assert!(matches!(
         n.wait_for_initial_create_for(Duration::ZERO),
-        Err(Error::NodeClosed { .. })
+        Err(Error::Closed { .. })
     ));
 }
 

@@ -129,7 +129,7 @@ impl LeaderLatchBuilder {
         let id = participant::id_or_identity(&self.client, self.id)?;
         Ok(Contender {
             inner: Arc::new(Latch {
-                election: Election::new(&self.client, &self.path, internals, id, self.policy),
+                election: Election::new("LeaderLatch", &self.client, &self.path, internals, id, self.policy),
                 close_mode: self.close_mode,
                 worker: Mutex::new(None),
                 listener: Mutex::new(self.listener),

@@ -12,11 +12,11 @@ use zk_framework::CuratorFramework;
 use super::candidate::{self, Ended, Leading, TurnEnd};
 use super::contender::{Contender, Kind};
 use super::election::{Election, LeaderEvent, LeaderStatus, NotLeaderReason, SuspendPolicy};
+use crate::core::{Worker, STOP_BOUND};
 use crate::driver::Driver;
 use crate::error::{Error, Result};
 use crate::holding::Holding;
 use crate::transaction::GuardedTransaction;
-use crate::worker::Worker;
 
 mod builder;
 pub use builder::LeaderLatchBuilder;
@@ -41,10 +41,6 @@ pub enum CloseMode {
 
 /// A latch's listener.
 type Listener = Box<dyn FnMut(LeaderEvent) + Send>;
-
-/// How long `close()` waits for the participant thread to delete its node
-/// before returning (the delete goes on in the background).
-const CLOSE_WAIT: Duration = Duration::from_secs(2);
 
 /// A participant in a leader election, wire-compatible with Curator's
 /// `LeaderLatch`: Java latches and these on one path are one election.
@@ -187,7 +183,7 @@ impl LeaderLatch {
     /// # Errors
     ///
     /// [`Error::AlreadyStarted`] when started before;
-    /// [`Error::ElectionClosed`] after `close()`.
+    /// [`Error::Closed`] after `close()`.
     ///
     /// # Examples
     ///
@@ -206,7 +202,7 @@ impl LeaderLatch {
             let told = self.inner.told.clone();
             *told.progress.lock() = Some((base, 0));
             // It ends with its channel, at close: no cancel of its own.
-            let spawned = Worker::spawn("leader-latch-listener", move |_cancel| {
+            let spawned = Worker::spawn("LeaderLatch", &election.path, "leader-latch-listener", move |_cancel| {
                 let _ = told.thread.set(std::thread::current().id());
                 for ev in rx {
                     // A listener that panics is logged and keeps hearing the
@@ -226,7 +222,7 @@ impl LeaderLatch {
             }
         }
         let inner = self.inner.clone();
-        match Worker::spawn("leader-latch", move |cancel| {
+        match Worker::spawn("LeaderLatch", &election.path, "leader-latch", move |cancel| {
             candidate::run(&inner.election, &cancel, &mut Turns { inner: &inner });
         }) {
             Ok(w) => {
@@ -235,13 +231,13 @@ impl LeaderLatch {
             }
             Err(e) => {
                 let _ = election.close(false);
-                Err(Error::InvalidArgument(format!("cannot start the latch's thread: {e}")))
+                Err(e)
             }
         }
     }
 
     /// Leaves the election: the leadership ends, the node is deleted, every
-    /// event channel ends, and every `await` returns [`Error::ElectionClosed`].
+    /// event channel ends, and every `await` returns [`Error::Closed`].
     /// Returns when the node is deleted, or after 2 s with the delete going
     /// on in the background.
     ///
@@ -256,7 +252,7 @@ impl LeaderLatch {
     ///
     /// # Errors
     ///
-    /// [`Error::NotStarted`] when never started; [`Error::ElectionClosed`]
+    /// [`Error::NotStarted`] when never started; [`Error::Closed`]
     /// when closed before.
     ///
     /// # Examples
@@ -277,7 +273,7 @@ impl LeaderLatch {
     ///
     /// # Errors
     ///
-    /// [`Error::NotStarted`], [`Error::ElectionClosed`] (also when closed
+    /// [`Error::NotStarted`], [`Error::Closed`] (also when closed
     /// while waiting); the participant's failure when it cannot take part
     /// and retrying cannot help (for example `NoAuth`: the ACL forbids the
     /// create).
@@ -344,7 +340,7 @@ impl LeaderLatch {
     ///
     /// [`Error::LeadershipUncertain`] while uncertain
     /// ([`SuspendPolicy::Session`]); [`Error::NotStarted`] before `start()`,
-    /// [`Error::ElectionClosed`] after `close()`; [`Error::NotLeader`]
+    /// [`Error::Closed`] after `close()`; [`Error::NotLeader`]
     /// otherwise.
     ///
     /// # Examples
@@ -437,7 +433,7 @@ impl LeaderLatch {
     /// # Errors
     ///
     /// [`Error::NotLeader`] when not the leader (nor uncertain);
-    /// [`Error::NotStarted`] / [`Error::ElectionClosed`].
+    /// [`Error::NotStarted`] / [`Error::Closed`].
     ///
     /// # Examples
     ///
@@ -464,7 +460,7 @@ impl LeaderLatch {
         };
         // `NotLeader { Resigned }` is on every channel now; the listener
         // handles it before the node goes (and the next participant leads).
-        self.inner.told.wait(published, Instant::now() + CLOSE_WAIT);
+        self.inner.told.wait(published, Instant::now() + STOP_BOUND);
         // The release ends the holding's event channel: the participant
         // thread queues again.
         match h.release_node() {
@@ -548,7 +544,7 @@ impl Kind for Latch {
     fn close(&self) -> Result<()> {
         let election = &self.election;
         let (holding, published) = election.close_counted(self.close_mode == CloseMode::NotifyLeader)?;
-        let end = Instant::now() + CLOSE_WAIT;
+        let end = Instant::now() + STOP_BOUND;
         if holding.is_some() && self.close_mode == CloseMode::NotifyLeader {
             self.told.wait(published, end);
         }
@@ -560,7 +556,7 @@ impl Kind for Latch {
         // Wakes the participant thread; it deletes a node it is waiting
         // with, or one it wins from now on.
         if let Some(w) = self.worker.lock().take() {
-            w.stop(end);
+            w.stop_until(end);
         }
         Ok(())
     }

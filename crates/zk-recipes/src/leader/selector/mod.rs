@@ -6,7 +6,6 @@
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
@@ -16,17 +15,14 @@ use super::candidate::{self, Leading, TurnEnd};
 use super::contender::{Contender, Kind};
 use super::election::{Election, LeaderStatus, Lifecycle, NotLeaderReason, SuspendPolicy};
 use super::participant;
+use crate::core::Worker;
 use crate::driver::{Driver, MUTEX_LOCK_NAME};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::holding::Holding;
 use crate::internals::LockInternals;
-use crate::worker::Worker;
 
 mod leadership;
 pub use leadership::Leadership;
-
-/// How long `close()` waits for the selector's thread to end.
-const CLOSE_WAIT: Duration = Duration::from_secs(2);
 
 type Work = Box<dyn FnMut(&Leadership) + Send>;
 
@@ -197,7 +193,7 @@ impl LeaderSelectorBuilder {
         let id = participant::id_or_identity(&self.client, self.id)?;
         Ok(Contender {
             inner: Arc::new(Selector {
-                election: Election::new(&self.client, &self.path, internals, id, self.policy),
+                election: Election::new("LeaderSelector", &self.client, &self.path, internals, id, self.policy),
                 auto_requeue: AtomicBool::new(self.auto_requeue),
                 busy: Mutex::new(false),
                 wake: crossbeam_channel::bounded(1),
@@ -242,7 +238,7 @@ impl LeaderSelector {
     ///
     /// # Errors
     ///
-    /// [`Error::AlreadyStarted`]; [`Error::ElectionClosed`] after `close()`.
+    /// [`Error::AlreadyStarted`]; [`Error::Closed`] after `close()`.
     ///
     /// # Examples
     ///
@@ -257,7 +253,7 @@ impl LeaderSelector {
         election.start()?;
         *self.inner.busy.lock() = true;
         let inner = self.inner.clone();
-        match Worker::spawn("leader-selector", move |cancel| {
+        match Worker::spawn("LeaderSelector", &election.path, "leader-selector", move |cancel| {
             if let Some(mut work) = inner.work.lock().take() {
                 let mut turns = Turns {
                     inner: &inner,
@@ -272,9 +268,7 @@ impl LeaderSelector {
             }
             Err(e) => {
                 let _ = election.close(false);
-                Err(Error::InvalidArgument(format!(
-                    "cannot start the selector's thread: {e}"
-                )))
+                Err(e)
             }
         }
     }
@@ -285,7 +279,7 @@ impl LeaderSelector {
     ///
     /// # Errors
     ///
-    /// [`Error::NotStarted`]; [`Error::ElectionClosed`].
+    /// [`Error::NotStarted`]; [`Error::Closed`].
     ///
     /// # Examples
     ///
@@ -351,7 +345,7 @@ impl LeaderSelector {
     ///
     /// # Errors
     ///
-    /// [`Error::NotStarted`]; [`Error::ElectionClosed`] when closed before.
+    /// [`Error::NotStarted`]; [`Error::Closed`] when closed before.
     ///
     /// # Examples
     ///
@@ -379,10 +373,9 @@ impl Kind for Selector {
         // The holding stays with the running turn, which releases it when
         // its closure returns.
         let _ = self.election.close(false)?;
-        let end = Instant::now() + CLOSE_WAIT;
         self.turn.lock().take();
         if let Some(w) = self.worker.lock().take() {
-            w.stop(end);
+            w.stop();
         }
         Ok(())
     }

@@ -85,7 +85,7 @@ fn main() -> Result<(), BoxError> {
 
     let lock = InterProcessMutex::new(&client, LOCK)?;
     let guard = lock.acquire()?;
-    let loss = guard.loss_receiver();
+    let loss = guard.events();
     println!(
         "\nholding {LOCK}: status {:?}, fencing token {}",
         guard.status(),

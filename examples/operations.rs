@@ -78,7 +78,7 @@ fn main() -> Result<(), BoxError> {
 
     let lock = InterProcessMutex::new(&worker, LOCK)?;
     let guard = lock.acquire()?;
-    let loss = guard.loss_receiver();
+    let loss = guard.events();
     guard
         .transaction()
         .create(DATA, b"v1".to_vec(), CreateMode::Persistent)

@@ -151,7 +151,8 @@ impl Peer {
                                     not_applied += 1;
                                     "false"
                                 }
-                                Outcome::Unknown { .. } => {
+                                // Unknown, or an outcome this peer does not know.
+                                _ => {
                                     unknown += 1;
                                     "unknown"
                                 }

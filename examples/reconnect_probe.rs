@@ -113,7 +113,7 @@ fn main() {
                     _ => unreachable!(),
                 };
                 let nodes: Vec<String> = h.node().split(',').map(String::from).collect();
-                let rx = h.loss_receiver();
+                let rx = h.events();
                 let g_status = || h.status();
                 let g_check = || h.check().is_ok();
                 assert!(wait_until(Duration::from_secs(10), || nodes

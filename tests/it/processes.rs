@@ -209,7 +209,7 @@ fn paused_holder(connect: &str) {
     let m = InterProcessMutex::new(&client, "/paused/lock").unwrap();
     let g = m.acquire().unwrap();
     g.check().unwrap();
-    let events = g.loss_receiver();
+    let events = g.events();
     // Start the clock before announcing HOLDING: the parent stops this
     // process as soon as it reads the line, and a stop that landed before
     // the first reading of the clock would show no jump at all.

@@ -197,7 +197,8 @@ fn counter_once(x: &Ctx, sessions: usize, retry: Retry) {
                                     }
                                 }
                                 Outcome::NotApplied => add(&t.not_applied),
-                                Outcome::Unknown { .. } => add(&t.unknown),
+                                // Unknown, and any outcome this bench does not know.
+                                _ => add(&t.unknown),
                             }
                         }
                         Err(_) => add(&t.errors),

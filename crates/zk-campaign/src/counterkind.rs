@@ -49,6 +49,8 @@ pub(crate) fn run_counter(client: &CuratorFramework, log: &LineLog, pid: u32, se
                             Proof::Reply => "reply",
                             Proof::Marker => "marker",
                             Proof::ReadBack => "readback",
+                            // A proof this campaign does not know yet.
+                            _ => "other",
                         },
                         "-".to_string(),
                     ),
@@ -58,6 +60,8 @@ pub(crate) fn run_counter(client: &CuratorFramework, log: &LineLog, pid: u32, se
                         "-",
                         read.as_ref().map_or("-".to_string(), |r| r.value().to_string()),
                     ),
+                    // An outcome this campaign does not know: judged as unknown.
+                    _ => ("unknown", "-", "-".to_string()),
                 };
                 (
                     format!("{outcome} {proof} {} {} {read}", v.pre_value(), v.post_value()),

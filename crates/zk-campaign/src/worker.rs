@@ -832,7 +832,7 @@ impl Worker {
                 ($r:expr) => {
                     match $r {
                         Ok(Some(g)) => {
-                            let sig = Signal::new(Source::Lock(g.loss_receiver()), g.status());
+                            let sig = Signal::new(Source::Lock(g.events()), g.status());
                             let mut s = a.begin(members(kind, &g.lock_path(), &g.fencing_tokens()), sig);
                             let write = || {
                                 if kind == Kind::Read {

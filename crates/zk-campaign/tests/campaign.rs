@@ -585,7 +585,7 @@ fn a_loss_receiver_subscribed_while_suspended_hears_suspended() {
     client.block_until_connected(t.wait()).unwrap();
     let m = InterProcessMutex::new(&client, "/suspended/a").unwrap();
     let g = m.acquire().unwrap();
-    let early = g.loss_receiver();
+    let early = g.events();
     server.stop().unwrap();
     assert!(wait_until(t.wait(), || g.status() == LockStatus::Uncertain));
     assert_eq!(
@@ -593,7 +593,7 @@ fn a_loss_receiver_subscribed_while_suspended_hears_suspended() {
         Ok(LockEvent::Suspended),
         "the early subscriber hears it"
     );
-    let late = g.loss_receiver();
+    let late = g.events();
     let heard = late.try_recv();
     server.restart().unwrap();
     assert!(wait_until(t.wait(), || g.status() == LockStatus::Held));

@@ -103,12 +103,12 @@ impl Held<'_> {
         }
     }
 
-    fn loss_receiver(&self) -> Receiver<LockEvent> {
+    fn events(&self) -> Receiver<LockEvent> {
         match self {
-            Held::Mutex(g) => g.loss_receiver(),
-            Held::Read(g) => g.loss_receiver(),
-            Held::Write(g) => g.loss_receiver(),
-            Held::Lease(l) => l.loss_receiver(),
+            Held::Mutex(g) => g.events(),
+            Held::Read(g) => g.events(),
+            Held::Write(g) => g.events(),
+            Held::Lease(l) => l.events(),
         }
     }
 
@@ -267,7 +267,7 @@ fn run_with_client(
     let node = held.node();
     let token = held.fencing_token();
     // Subscribe before COMMAND starts so that no loss event is missed.
-    let loss = held.loss_receiver();
+    let loss = held.events();
     log::info!(
         "acquired the {} on {path}: node {node}, fencing token {token}",
         opts.kind.describe()

@@ -21,8 +21,10 @@
 //!   [`SharedCount`] and [`DistributedAtomicLong`] /
 //!   [`DistributedAtomicInteger`] / [`DistributedAtomicValue`], on Curator's
 //!   node layout, whose updates are applied at most once: a write whose
-//!   reply was lost is proven by reading the node back, or reported
-//!   [`Outcome::Unknown`], never sent again blindly.
+//!   reply was lost is proven by the write's own marker (read after a
+//!   `sync`, so no lagging server answers), by reading the node back when
+//!   the session changed, or reported [`Outcome::Unknown`]; never sent
+//!   again blindly.
 //! * [`DistributedBarrier`] and [`DistributedDoubleBarrier`]: Curator's
 //!   barriers on their layouts, with timeouts as values;
 //!   [`SimpleDistributedQueue`], Curator's simple queue, where a lost reply

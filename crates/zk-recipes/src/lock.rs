@@ -273,7 +273,7 @@ macro_rules! guard_common {
         }
 
         /// Loss events (`Suspended`, `HorizonPassed`, `Reconnected`, `Lost`); the channel ends
-        /// at a normal release (see [`Holding::loss_receiver`]).
+        /// at a normal release (see [`Holding::events`]).
         ///
         /// # Examples
         ///
@@ -281,12 +281,29 @@ macro_rules! guard_common {
         /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
         /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
         /// let g = m.acquire()?;
-        /// let rx = g.loss_receiver();
+        /// let rx = g.events();
         /// assert!(rx.try_recv().is_err());
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
+        pub fn events(&self) -> Receiver<LockEvent> {
+            self.holding().events()
+        }
+
+        /// The old name of [`events`](Self::events).
+        ///
+        /// # Examples
+        ///
+        /// ```no_run
+        /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+        /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
+        /// let g = m.acquire()?;
+        /// #[allow(deprecated)]
+        /// let rx = g.loss_receiver();
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        #[deprecated(since = "0.1.0", note = "every recipe's event channel is `events()`")]
         pub fn loss_receiver(&self) -> Receiver<LockEvent> {
-            self.holding().loss_receiver()
+            self.events()
         }
 
         /// The fencing token: the lock node's czxid (a multi-lock's largest).

@@ -468,11 +468,30 @@ impl InterProcessMutex {
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
     /// let g = m.acquire()?;
-    /// let events = g.loss_receiver();
+    /// let events = m.held_events();
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    pub fn held_events(&self) -> Option<Receiver<LockEvent>> {
+        self.with_holding(Holding::events)
+    }
+
+    /// The old name of [`held_events`](Self::held_events).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
+    /// #[allow(deprecated)]
+    /// let events = m.held_loss_receiver();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[deprecated(
+        since = "0.1.0",
+        note = "every recipe's event channel is `events()` (`held_events()` here)"
+    )]
     pub fn held_loss_receiver(&self) -> Option<Receiver<LockEvent>> {
-        self.with_holding(Holding::loss_receiver)
+        self.held_events()
     }
 
     /// Curator's `makeRevocable`: before acquiring, ask to be told when another

@@ -1,12 +1,12 @@
 //! Curator's cooperative revocation: a holder made revocable is told when another
 //! process writes `__REVOKE__` into its lock node.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 use zk_framework::CuratorFramework;
 
+use crate::core::{Backoff, Worker};
 use crate::error::Result;
 use crate::internals::LockInternals;
 
@@ -19,9 +19,8 @@ pub(crate) type RevocationListener = Arc<dyn Fn() + Send + Sync>;
 #[derive(Default)]
 pub(crate) struct Revocations {
     armed: Mutex<Option<RevocationListener>>,
-    /// Increases on every release, so that a late watch event of an earlier hold
-    /// is ignored.
-    epoch: Arc<AtomicU64>,
+    /// The thread that watches the held node (one per revocable hold).
+    watching: Mutex<Option<Worker>>,
 }
 
 impl Revocations {
@@ -33,52 +32,73 @@ impl Revocations {
         self.armed.lock().is_some()
     }
 
+    /// Watches the held `node` on a thread of the hold's (the listener is
+    /// user code, and a watcher only signals), until the release.
     pub(crate) fn on_acquired(&self, internals: &LockInternals, node: &str) {
         let Some(listener) = self.armed.lock().clone() else {
             return;
         };
-        let epoch = self.epoch.load(Ordering::SeqCst);
-        watch(
-            internals.client().clone(),
-            node.to_string(),
-            listener,
-            self.epoch.clone(),
-            epoch,
-        );
+        let client = internals.client().clone();
+        let n = node.to_string();
+        match Worker::spawn("InterProcessMutex", node, "zk-lock-revoke", move |cancel| {
+            watch(&client, &n, &listener, &cancel)
+        }) {
+            Ok(w) => {
+                if let Some(old) = self.watching.lock().replace(w) {
+                    old.cancel();
+                }
+            }
+            Err(e) => log::warn!("the revocation of {node} is not watched: {e}"),
+        }
     }
 
+    /// The hold ended: its watching thread ends (without waiting for it: a
+    /// release does not wait on a listener).
     pub(crate) fn on_released(&self) {
-        self.epoch.fetch_add(1, Ordering::SeqCst);
         *self.armed.lock() = None;
+        if let Some(w) = self.watching.lock().take() {
+            w.cancel();
+        }
     }
 }
 
-/// Watches `node`'s data; on a change, re-reads it off the event thread and
-/// calls the listener if it reads `__REVOKE__`, then watches again.
-fn watch(client: CuratorFramework, node: String, listener: RevocationListener, epoch: Arc<AtomicU64>, mine: u64) {
-    let (c, n, l, e) = (client.clone(), node.clone(), listener.clone(), epoch.clone());
-    let watcher = move |ev: zk_framework::WatchedEvent| {
-        if ev.event_type != zk_framework::proto::EventType::NodeDataChanged {
-            return;
-        }
-        // Watchers only signal: the read happens on a helper thread.
-        let _ = std::thread::Builder::new()
-            .name("zk-lock-revoke".into())
-            .spawn(move || {
-                if e.load(Ordering::SeqCst) == mine {
-                    watch(c, n, l, e, mine);
+/// Reads `node` with a data watch; calls the listener when it reads
+/// `__REVOKE__`; waits for the watch (or the cancel, or the client's close)
+/// and reads again.
+fn watch(
+    client: &CuratorFramework,
+    node: &str,
+    listener: &RevocationListener,
+    cancel: &crossbeam_channel::Receiver<()>,
+) {
+    let closed = client.close_signal();
+    let mut backoff = Backoff::new();
+    loop {
+        let (tx, fired) = crossbeam_channel::bounded::<zk_framework::WatchedEvent>(1);
+        let pause = match client.get_data_w(node, tx) {
+            Ok((data, _)) => {
+                backoff.reset();
+                if data == REVOKE_MESSAGE {
+                    log::info!("revocation requested for {node}");
+                    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| listener())).is_err() {
+                        log::error!("a revocation listener panicked");
+                    }
                 }
-            });
-    };
-    match client.get_data_w(&node, watcher) {
-        Ok((data, _)) if data == REVOKE_MESSAGE && epoch.load(Ordering::SeqCst) == mine => {
-            log::info!("revocation requested for {node}");
-            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| listener())).is_err() {
-                log::error!("a revocation listener panicked");
+                None
             }
+            Err(zk_framework::Error::NoNode { .. }) => return,
+            Err(e) => {
+                log::debug!("revocation watch on {node}: {e}; again shortly");
+                Some(backoff.next())
+            }
+        };
+        let timer = pause.map_or_else(crossbeam_channel::never, crossbeam_channel::after);
+        crossbeam_channel::select! {
+            recv(cancel) -> _ => return,
+            recv(closed) -> _ => return,
+            recv(fired) -> _ => {}
+            recv(timer) -> _ => {}
         }
-        Ok(_) => {}
-        Err(e) => log::debug!("revocation watch on {node} ended: {e}"),
     }
 }
 

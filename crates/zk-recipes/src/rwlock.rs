@@ -398,11 +398,27 @@ macro_rules! half_common {
             /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
             /// # let rw = zk_recipes::InterProcessReadWriteLock::new(&client, "/locks/a")?;
             #[doc = concat!("let g = rw.", $acq, "().acquire()?;")]
+            #[doc = concat!("let events = rw.", $acq, "().held_events();")]
+            /// # Ok::<(), Box<dyn std::error::Error>>(())
+            /// ```
+            pub fn held_events(&self) -> Option<crossbeam_channel::Receiver<crate::LockEvent>> {
+                self.shared.$field.held_events()
+            }
+
+            /// The old name of [`held_events`](Self::held_events).
+            ///
+            /// # Examples
+            ///
+            /// ```no_run
+            /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+            /// # let rw = zk_recipes::InterProcessReadWriteLock::new(&client, "/locks/a")?;
+            /// #[allow(deprecated)]
             #[doc = concat!("let events = rw.", $acq, "().held_loss_receiver();")]
             /// # Ok::<(), Box<dyn std::error::Error>>(())
             /// ```
+            #[deprecated(since = "0.1.0", note = "every recipe's event channel is `events()` (`held_events()` here)")]
             pub fn held_loss_receiver(&self) -> Option<crossbeam_channel::Receiver<crate::LockEvent>> {
-                self.shared.$field.held_loss_receiver()
+                self.held_events()
             }
 
             /// The lock's base path.

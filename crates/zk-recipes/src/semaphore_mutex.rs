@@ -254,11 +254,30 @@ impl InterProcessSemaphoreMutex {
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
     /// let g = m.acquire()?;
+    /// let rx = m.held_events();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn held_events(&self) -> Option<Receiver<LockEvent>> {
+        self.held.lock().as_ref().map(Holding::events)
+    }
+
+    /// The old name of [`held_events`](Self::held_events).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let m = zk_recipes::InterProcessSemaphoreMutex::new(&client, "/locks/a")?;
+    /// #[allow(deprecated)]
     /// let rx = m.held_loss_receiver();
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[deprecated(
+        since = "0.1.0",
+        note = "every recipe's event channel is `events()` (`held_events()` here)"
+    )]
     pub fn held_loss_receiver(&self) -> Option<Receiver<LockEvent>> {
-        self.held.lock().as_ref().map(Holding::loss_receiver)
+        self.held_events()
     }
 }
 

@@ -148,7 +148,7 @@ fn every_lock_event_reaches_the_metrics_facade() {
     assert_eq!(rec.gauge("zk_lock_waiters", &p), 0.0);
     drop(held);
     let g = m.acquire().unwrap();
-    let loss = g.loss_receiver();
+    let loss = g.events();
     other.delete().for_path(&g.lock_path()).unwrap();
     assert_eq!(loss.recv_timeout(t.wait()), Ok(LockEvent::Lost));
     drop(g);

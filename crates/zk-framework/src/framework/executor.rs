@@ -267,7 +267,7 @@ mod tests {
         let ex = Executor::new();
         ex.stop();
         let (seen, job) = recorder();
-        let back = ex.schedule(Instant::now(), job(7)).err().expect("refused");
+        let back = ex.schedule(Instant::now(), job(7)).expect_err("refused");
         back();
         assert_eq!(*seen.lock(), [7]);
         assert!(wait_for(|| !ex.thread().0));

@@ -20,6 +20,7 @@ mod persistent_watches;
 // The managed client (`zk_framework::framework`).
 mod connect;
 mod epoch;
+mod executor;
 mod framework_inputs;
 mod framework_namespace;
 mod framework_protection;

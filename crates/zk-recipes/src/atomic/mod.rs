@@ -106,10 +106,12 @@ pub use value::DistributedAtomicValue;
 ///     Outcome::Applied { .. } => {}
 ///     Outcome::NotApplied => println!("too much contention: try later"),
 ///     Outcome::Unknown { read } => println!("reply lost; the counter now reads {read:?}"),
+///     _ => {}
 /// }
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Outcome<T> {
     /// Applied, once; how that is known.
     Applied {
@@ -221,11 +223,14 @@ impl<T> AtomicValue<T> {
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let counter = zk_recipes::DistributedAtomicLong::new(&client, "/counters/jobs", zk_framework::RetryNTimes::new(10, std::time::Duration::from_millis(10)))?;
-    /// let before = *counter.increment()?.pre_value();
+    /// let before: i64 = counter.increment()?.pre_value();
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn pre_value(&self) -> &T {
-        &self.pre
+    pub fn pre_value(&self) -> T
+    where
+        T: Clone,
+    {
+        self.pre.clone()
     }
 
     /// The value written (or, when nothing was, the value read).
@@ -235,11 +240,14 @@ impl<T> AtomicValue<T> {
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let counter = zk_recipes::DistributedAtomicLong::new(&client, "/counters/jobs", zk_framework::RetryNTimes::new(10, std::time::Duration::from_millis(10)))?;
-    /// let after = *counter.increment()?.post_value();
+    /// let after: i64 = counter.increment()?.post_value();
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn post_value(&self) -> &T {
-        &self.post
+    pub fn post_value(&self) -> T
+    where
+        T: Clone,
+    {
+        self.post.clone()
     }
 
     /// Tries and times.

@@ -27,7 +27,7 @@
 //!   been held again. One request per holding per reconnect, none per
 //!   operation.
 //!
-//! Asking ([`Holding::status`], [`Holding::check`], [`Holding::loss_receiver`])
+//! Asking ([`Holding::status`], [`Holding::check`], [`Holding::events`])
 //! never waits for the server (after a reconnect it asks for the proof
 //! without waiting for it). A normal release marks the holding released
 //! before its node is deleted, so the deletion is never reported as a loss;
@@ -301,12 +301,12 @@ impl Holding {
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
     /// let g = m.acquire()?;
-    /// let rx = g.holding().loss_receiver();
+    /// let rx = g.holding().events();
     /// g.release()?;
     /// assert!(rx.recv().is_err()); // ended, not Lost
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn loss_receiver(&self) -> Receiver<LockEvent> {
+    pub fn events(&self) -> Receiver<LockEvent> {
         let (tx, rx) = crossbeam_channel::bounded(16);
         match &self.inner {
             HoldingKind::One(s) => s.subscribe_with(Subscriber::Channel(tx)),
@@ -323,6 +323,23 @@ impl Holding {
             }
         }
         rx
+    }
+
+    /// The old name of [`events`](Self::events).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// # let m = zk_recipes::InterProcessMutex::new(&client, "/locks/a")?;
+    /// let g = m.acquire()?;
+    /// #[allow(deprecated)]
+    /// let rx = g.holding().loss_receiver();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[deprecated(since = "0.1.0", note = "every recipe's event channel is `events()`")]
+    pub fn loss_receiver(&self) -> Receiver<LockEvent> {
+        self.events()
     }
 
     /// The instant until which the lock is certainly still held: the server
@@ -468,7 +485,7 @@ impl Holding {
     }
 
     /// Subscribes `signal` to every change of a single holding (as
-    /// [`loss_receiver`](Self::loss_receiver), first told where it stands):
+    /// [`events`](Self::events), first told where it stands):
     /// it runs on the thread that tells the change, under the holding's
     /// subscriber lock, so it only signals (an atomic, a channel, a lock
     /// that never waits on this holding); it returns `false` to unsubscribe.

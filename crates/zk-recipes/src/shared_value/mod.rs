@@ -155,6 +155,7 @@ impl<T> VersionedValue<T> {
 /// assert_ne!(Proof::Reply, Proof::ReadBack);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Proof {
     /// The server's reply to the write said so.
     Reply,
@@ -190,11 +191,13 @@ pub enum Proof {
 ///     TrySet::Set { version, .. } => println!("now at version {version}"),
 ///     TrySet::Stale { current } => println!("someone else set it first: {}", current.value()),
 ///     TrySet::Unknown { read } => println!("reply lost; the node now holds {read:?}"),
+///     _ => {}
 /// }
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[must_use = "a write that was not applied says so only here"]
+#[non_exhaustive]
 pub enum TrySet<T> {
     /// Written: the node's new version, and how that is known.
     Set {

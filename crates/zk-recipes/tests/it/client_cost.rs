@@ -79,7 +79,7 @@ fn a_client_runs_at_most_three_threads_and_close_leaves_none() {
 
     // A connection change with listeners registered: each client starts a
     // dispatch thread to tell them, and it ends once idle.
-    let events: Vec<_> = guards.iter().map(|g| g.loss_receiver()).collect();
+    let events: Vec<_> = guards.iter().map(|g| g.events()).collect();
     bounce(&server);
     for rx in &events {
         rx.recv_timeout(t.wait() * 2)

@@ -23,7 +23,7 @@ fn closing_one_client_leaves_the_others_locks_signals_and_figures_alone() {
     // b holds one lock, and waits for one that a holds and one the operator holds.
     let held_b = InterProcessMutex::new(&b, "/clients/held-by-b").unwrap();
     let gb = held_b.acquire().unwrap();
-    let loss_b = gb.loss_receiver();
+    let loss_b = gb.events();
     let held_a = InterProcessMutex::new(&a, "/clients/held-by-a").unwrap();
     let ga = held_a.acquire().unwrap();
     let by_operator = InterProcessMutex::new(&operator, "/clients/held-by-operator").unwrap();
@@ -74,7 +74,7 @@ fn closing_one_client_leaves_the_others_locks_signals_and_figures_alone() {
     // the node gone, or is notified). A stopped timer would leave it Held.
     let fresh = InterProcessMutex::new(&b, "/clients/fresh").unwrap();
     let g = fresh.acquire().unwrap();
-    let loss = g.loss_receiver();
+    let loss = g.events();
     operator.delete().for_path(&g.lock_path()).unwrap();
     assert_eq!(loss.recv_timeout(t.wait()), Ok(LockEvent::Lost));
     drop(g);

@@ -78,7 +78,7 @@ fn counters_and_counts_hold_curators_bytes() {
         c.check_exists("/layout/long/n").unwrap().is_none(),
         "a read creates nothing"
     );
-    assert_eq!(*long.increment().unwrap().post_value(), 1);
+    assert_eq!(long.increment().unwrap().post_value(), 1);
     assert_eq!(data(&c, "/layout/long/n"), vec![0, 0, 0, 0, 0, 0, 0, 1]);
     assert!(long.add(0x0102_0304_0506).unwrap().succeeded());
     assert_eq!(data(&c, "/layout/long/n"), 0x0102_0304_0507i64.to_be_bytes());
@@ -131,17 +131,17 @@ fn compare_and_set_and_initialize_say_what_happened() {
 
     let r = n.initialize(5).unwrap();
     assert_eq!(r.outcome(), &Outcome::Applied { proof: Proof::Reply });
-    assert_eq!((*r.pre_value(), *r.post_value()), (0, 5));
+    assert_eq!((r.pre_value(), r.post_value()), (0, 5));
     let r = n.initialize(6).unwrap();
     assert_eq!(r.outcome(), &Outcome::NotApplied);
-    assert_eq!((*r.pre_value(), *r.post_value()), (5, 5));
+    assert_eq!((r.pre_value(), r.post_value()), (5, 5));
 
     let r = n.compare_and_set(5, 6).unwrap();
     assert!(r.succeeded());
-    assert_eq!((*r.pre_value(), *r.post_value()), (5, 6));
+    assert_eq!((r.pre_value(), r.post_value()), (5, 6));
     let r = n.compare_and_set(5, 7).unwrap();
     assert_eq!(r.outcome(), &Outcome::NotApplied);
-    assert_eq!((*r.pre_value(), *r.post_value()), (6, 6));
+    assert_eq!((r.pre_value(), r.post_value()), (6, 6));
     assert_eq!(n.get().unwrap(), 6);
     assert_eq!(r.stats().optimistic_tries, 1);
 
@@ -195,7 +195,7 @@ fn overflow_is_a_typed_error_and_writes_nothing() {
         c.check_exists("/overflow/long").unwrap().unwrap().version,
         before.version
     );
-    assert_eq!(*n.decrement().unwrap().post_value(), i64::MAX - 1);
+    assert_eq!(n.decrement().unwrap().post_value(), i64::MAX - 1);
 
     let i = DistributedAtomicInteger::new(&c, "/overflow/int", patient()).unwrap();
     i.force_set(i32::MIN).unwrap();
@@ -264,6 +264,73 @@ fn a_value_of_the_wrong_length_is_a_typed_error_showing_the_bytes() {
 
 // ---------------------------------------------------------------------------
 // Listeners
+
+/// `ValueEvent::Changed` promises each told value newer than the last: a
+/// local writer racing the value's own follow thread (which re-reads after
+/// every remote write) must never make a listener hear an older value
+/// after a newer one. Before the tell moved under the value's lock, this
+/// heard an older mzxid after a newer one 4-303 times per 10 s run.
+#[test]
+fn listeners_never_hear_an_older_value_after_a_newer_one() {
+    let s = server();
+    let local = client(&s);
+    let remote = client(&s);
+    let shared = SharedValue::new(&local, "/listen/order", b"0".to_vec()).unwrap();
+    let events = shared.events();
+    shared.start().unwrap();
+    let other = SharedValue::new(&remote, "/listen/order", b"0".to_vec()).unwrap();
+    other.start().unwrap();
+    // Writes for 2 s: four local threads on the instance, one remote
+    // writer (each of its writes makes the instance's follow thread offer a
+    // value read back while the local writes offer theirs).
+    let until = std::time::Instant::now() + Duration::from_secs(2);
+    thread::scope(|scope| {
+        for t in 0..4 {
+            let shared = &shared;
+            scope.spawn(move || {
+                let mut i = 0;
+                while std::time::Instant::now() < until {
+                    shared.set_value(format!("local-{t}-{i}").into_bytes()).unwrap();
+                    i += 1;
+                }
+            });
+        }
+        let other = &other;
+        scope.spawn(move || {
+            let mut i = 0;
+            while std::time::Instant::now() < until {
+                other.set_value(format!("remote-{i}").into_bytes()).unwrap();
+                i += 1;
+            }
+        });
+    });
+    // The last value on the server is told (the follow thread catches up).
+    let (last, stat) = remote.get_data("/listen/order").unwrap();
+    assert!(wait_until(timing().wait(), || shared
+        .get_versioned_value()
+        .is_ok_and(|v| v.mzxid() == stat.mzxid)));
+    shared.close();
+    let mut told = 0;
+    let mut newest = 0;
+    let mut final_value = Vec::new();
+    let mut older = 0;
+    for e in events.iter() {
+        if let ValueEvent::Changed(v) = e {
+            if v.mzxid() <= newest {
+                older += 1;
+                continue;
+            }
+            newest = v.mzxid();
+            final_value = v.into_value();
+            told += 1;
+        }
+    }
+    assert_eq!(older, 0, "{older} values told after a newer one ({told} in order)");
+    assert_eq!(newest, stat.mzxid, "the newest value was told");
+    assert_eq!(final_value, last);
+    assert!(told >= 2, "{told} told");
+    other.close();
+}
 
 #[test]
 fn listeners_see_every_newer_value_from_any_client() {
@@ -381,7 +448,7 @@ fn concurrent_increments_from_several_clients_sum_exactly() {
                     for _ in 0..EACH {
                         let r = counter.increment().unwrap();
                         assert_eq!(r.outcome(), &Outcome::Applied { proof: Proof::Reply });
-                        assert_eq!(*r.post_value(), *r.pre_value() + 1);
+                        assert_eq!(r.post_value(), r.pre_value() + 1);
                         applied.fetch_add(1, Ordering::Relaxed);
                     }
                 });
@@ -501,7 +568,7 @@ fn an_increment_whose_set_data_reply_is_lost_is_applied_once() {
     assert_eq!(dropper.dropped(), 1, "the write's reply was lost");
     assert_eq!(data(&admin, path), 1i64.to_be_bytes(), "applied exactly once");
     assert_eq!(r.outcome(), &Outcome::Applied { proof: Proof::Marker }, "{r:?}");
-    assert_eq!((*r.pre_value(), *r.post_value()), (0, 1));
+    assert_eq!((r.pre_value(), r.post_value()), (0, 1));
     // The marker is kept for the counter's next write (one, however many
     // writes), and deleted when the counter is dropped.
     let markers = admin.get_children(path).unwrap();
@@ -564,7 +631,7 @@ fn a_kept_marker_proves_later_writes_and_a_deleted_one_is_replaced() {
     let r = counter.increment().unwrap();
     assert_eq!(dropper.dropped(), 1, "the write's reply was lost");
     assert_eq!(r.outcome(), &Outcome::Applied { proof: Proof::Marker }, "{r:?}");
-    assert_eq!((*r.pre_value(), *r.post_value()), (1, 2));
+    assert_eq!((r.pre_value(), r.post_value()), (1, 2));
     assert_eq!(data(&admin, path), 2i64.to_be_bytes(), "applied exactly once");
     assert_eq!(admin.get_children(path).unwrap(), kept, "still the one marker");
 
@@ -740,6 +807,7 @@ fn increments_under_lost_replies_sum_to_those_applied() {
                         Outcome::Applied { proof: Proof::ReadBack } => by_read_back.fetch_add(1, Ordering::Relaxed),
                         Outcome::Unknown { .. } => unknown.fetch_add(1, Ordering::Relaxed),
                         Outcome::NotApplied => panic!("the patient policy gave up"),
+                        other => panic!("an outcome this test does not know: {other:?}"),
                     };
                 }
             });

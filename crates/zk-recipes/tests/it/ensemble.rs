@@ -314,7 +314,7 @@ fn leader_kill_while_locked_and_waited_keeps_exclusion() {
     let a_guard = a_lock.acquire().expect("A acquires");
     let a_token = a_guard.fencing_token();
     let a_node = a_guard.lock_path();
-    let a_events = a_guard.loss_receiver();
+    let a_events = a_guard.events();
 
     // B queues behind A.
     let a_released = Arc::new(AtomicBool::new(false));

@@ -171,7 +171,7 @@ macro_rules! contract {
                 };
                 std::thread::scope(|sc| {
                     let g = l1.acquire().unwrap();
-                    let events = g.loss_receiver();
+                    let events = g.events();
                     let waiter = sc.spawn(|| l2.try_acquire_for(timing().wait()).unwrap().map(|g| g.release()));
                     let zk = c1.zookeeper_client();
                     s.expire_session(zk.session_id(), &zk.session_password()).unwrap();
@@ -289,7 +289,7 @@ macro_rules! contract {
                 let lock = $make;
                 for _ in 0..3 {
                     let g = lock.try_acquire_for(timing().wait()).unwrap().expect("acquired");
-                    let rx = g.loss_receiver();
+                    let rx = g.events();
                     assert_eq!(g.status(), LockStatus::Held);
                     g.check().unwrap();
                     g.release().unwrap();
@@ -360,7 +360,7 @@ macro_rules! contract {
                 let $p = path.as_str();
                 let lock = $make;
                 let $g = lock.acquire().unwrap();
-                let rx = $g.loss_receiver();
+                let rx = $g.events();
                 let zk = $c.zookeeper_client();
                 s.expire_session(zk.session_id(), &zk.session_password()).unwrap();
                 assert!(wait_until(timing().wait(), || $g.status() == LockStatus::Lost));
@@ -409,7 +409,7 @@ macro_rules! contract {
                 let lock = $make;
                 let $g = lock.acquire().unwrap();
                 let nodes: String = $node;
-                let events = $g.loss_receiver();
+                let events = $g.events();
                 let session = $c.session_id();
                 // Held for a while: the server watches every held node for us
                 // (a reconnect re-registers those watches).
@@ -532,7 +532,7 @@ macro_rules! contract {
                 let $p = path.as_str();
                 let lock = $make;
                 let $g = lock.acquire().unwrap();
-                let events = $g.loss_receiver();
+                let events = $g.events();
                 proxy.refuse(true);
                 proxy.cut();
                 assert!(wait_until(timing().wait(), || $g.status() == LockStatus::Uncertain));

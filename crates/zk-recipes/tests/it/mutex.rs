@@ -233,7 +233,7 @@ fn holder_is_told_before_another_session_acquires() {
     let m1 = InterProcessMutex::new(&holder_client, LOCK).unwrap();
     let m2 = InterProcessMutex::new(&other, LOCK).unwrap();
     let g = m1.acquire().unwrap();
-    let events = g.loss_receiver();
+    let events = g.events();
     std::thread::scope(|sc| {
         let waiter = sc.spawn(|| {
             let got = m2.try_acquire_for(t.wait() * 2).unwrap();
@@ -590,7 +590,7 @@ fn loss_signal_reports_suspended_then_reconnected_on_a_blip() {
     let c = client(&s);
     let m = InterProcessMutex::new(&c, LOCK).unwrap();
     let g = m.acquire().unwrap();
-    let rx = g.loss_receiver();
+    let rx = g.events();
     s.drop_connections().unwrap();
     assert_eq!(rx.recv_timeout(timing().wait()).unwrap(), LockEvent::Suspended);
     assert_eq!(rx.recv_timeout(timing().wait()).unwrap(), LockEvent::Reconnected);
@@ -604,7 +604,7 @@ fn loss_signal_reports_a_deleted_node() {
     let c = client(&s);
     let m = InterProcessMutex::new(&c, LOCK).unwrap();
     let g = m.acquire().unwrap();
-    let rx = g.loss_receiver();
+    let rx = g.events();
     let admin = client(&s);
     admin.delete().for_path(&g.lock_path()).unwrap();
     assert_eq!(rx.recv_timeout(timing().wait()).unwrap(), LockEvent::Lost);
@@ -786,7 +786,7 @@ fn a_waiters_own_node_watch_becomes_its_holdings() {
         let w = sc.spawn(|| {
             let m = InterProcessMutex::new(&b, LOCK).unwrap();
             let g = m.acquire().unwrap();
-            let loss = g.loss_receiver();
+            let loss = g.events();
             lost_tx.send(()).unwrap();
             let event = loss.recv_timeout(t.wait());
             (event, g.check(), g.release())

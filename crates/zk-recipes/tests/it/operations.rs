@@ -338,7 +338,7 @@ fn guarded_transaction_after_a_break_fails_with_lock_lost_and_writes_nothing() {
     let operator = client(&s);
     let m = InterProcessMutex::new(&c, "/ops/txn/broken").unwrap();
     let g = m.acquire().unwrap();
-    let loss = g.loss_receiver();
+    let loss = g.events();
     // Another session breaks the lock. The commit may run before the holder's
     // own watch has told it: the server's check decides.
     operator.delete().for_path(&g.lock_path()).unwrap();
@@ -467,7 +467,7 @@ fn stats_count_the_operations_run() {
     drop(held);
     // A loss: the node deleted by another session.
     let g = m.acquire().unwrap();
-    let loss = g.loss_receiver();
+    let loss = g.events();
     other.delete().for_path(&g.lock_path()).unwrap();
     assert_eq!(loss.recv_timeout(timing().wait()), Ok(LockEvent::Lost));
     drop(g);

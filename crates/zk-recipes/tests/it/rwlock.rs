@@ -420,7 +420,7 @@ fn test_lock_path() {
     let lock1 = InterProcessReadWriteLock::new(&client1, "/lock").unwrap();
     let lock2 = InterProcessReadWriteLock::new(&client2, "/lock").unwrap();
     let w = lock1.write_lock().acquire().unwrap();
-    let lost = w.loss_receiver();
+    let lost = w.events();
     let path = lock1.write_lock().held_lock_path().unwrap();
     assert!(path.starts_with("/lock/_c_") && path.contains(WRITE_LOCK_NAME));
 

@@ -203,7 +203,7 @@ fn test_acquire_after_lost_server() {
     let c = client(&s);
     let sem = InterProcessSemaphoreV2::new(&c, "/test", 1).unwrap();
     let lease = sem.acquire().unwrap();
-    let events = lease.loss_receiver();
+    let events = lease.events();
     s.stop().unwrap();
     assert_eq!(events.recv_timeout(timing().wait()).unwrap(), LockEvent::Suspended);
     // The safe horizon passes first (the server may have expired the

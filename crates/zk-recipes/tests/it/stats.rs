@@ -31,7 +31,7 @@ fn losses_by_cause_and_the_switch() {
     let c = client(&server);
     let m = InterProcessMutex::new(&c, "/stats/deleted").unwrap();
     let g = m.acquire().unwrap();
-    let loss = g.loss_receiver();
+    let loss = g.events();
     other.delete().for_path(&g.lock_path()).unwrap();
     assert_eq!(loss.recv_timeout(t.wait()), Ok(LockEvent::Lost));
     drop(g);

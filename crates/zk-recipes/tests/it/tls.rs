@@ -68,7 +68,7 @@ fn lock_locker_and_two_clients_over_tls() {
     // `None` and cleans up): try again, with a deadline.
     let (g, _) = zero_timeout_acquires_free(timing().wait(), || l2.try_acquire_for(Duration::ZERO))
         .unwrap_or_else(|e| panic!("free: a zero timeout acquires: {e}"));
-    let loss = g.loss_receiver();
+    let loss = g.events();
     g.release().unwrap();
     assert!(loss.recv_timeout(timing().wait()).is_err(), "a release is not a loss");
     assert!(wait_until(timing().wait(), || tree(&c1, path).iter().all(|p| c1
@@ -91,7 +91,7 @@ fn lock_lost_to_a_killed_session_over_tls() {
     );
     std::thread::scope(|sc| {
         let g = l1.acquire().unwrap();
-        let events = g.loss_receiver();
+        let events = g.events();
         let waiter = sc.spawn(|| l2.try_acquire_for(timing().wait()).unwrap().map(|g| g.release()));
         let zk = c1.zookeeper_client();
         s.expire_session(zk.session_id(), &zk.session_password()).unwrap();

@@ -106,7 +106,7 @@ fn a_frozen_holder_is_told_before_the_next_holder_is_granted() {
     let path = "/uncertainty/frozen";
     let m = InterProcessMutex::new(&holder_client, path).unwrap();
     let g = m.acquire().unwrap();
-    let events = record(g.loss_receiver());
+    let events = record(g.events());
     let waiter = InterProcessMutex::new(&other, path).unwrap();
     std::thread::scope(|sc| {
         let next = sc.spawn(|| {
@@ -261,7 +261,7 @@ fn a_multi_lock_is_told_once_per_change_and_released_truthfully() {
     no_orphans(&admin, "/uncertainty/multi");
     // Events: Suspended, HorizonPassed, Reconnected, each once.
     let g = multi.acquire().unwrap();
-    let events = record(g.loss_receiver());
+    let events = record(g.events());
     proxy.freeze(true);
     let horizon = g.safe_until().expect("held");
     let (ev, _) = next_event(&events);

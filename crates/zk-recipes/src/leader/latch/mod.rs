@@ -580,7 +580,7 @@ impl Leading for Turns<'_> {
 
     fn lead(&mut self, holding: Holding, turn: &Receiver<()>) {
         let election = &self.inner.election;
-        let events = holding.loss_receiver();
+        let events = holding.events();
         // The election keeps its own share.
         drop(holding);
         let reason = match candidate::watch(election, &events, turn) {

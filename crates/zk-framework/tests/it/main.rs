@@ -34,6 +34,9 @@ mod acl;
 mod tls;
 mod x509;
 
+// A lost reply proven on a follower that lags its leader (3-node Apache ensemble).
+mod lagging;
+
 // Bad bytes: every decoder, the client against a lying server, the embedded
 // server against hostile connections.
 mod fuzz_decoders;

@@ -51,3 +51,5 @@ mod x509;
 
 // A real 3-node Apache ZooKeeper ensemble.
 mod ensemble;
+// A lost reply proven on a follower that lags its leader (3-node Apache ensemble).
+mod lagging;

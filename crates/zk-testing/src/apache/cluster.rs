@@ -825,6 +825,21 @@ impl ApacheCluster {
         }
     }
 
+    /// The switches of a partitionable ensemble's links.
+    pub(super) fn link_state(&self) -> io::Result<std::sync::Arc<super::links::LinkState>> {
+        self.links.as_ref().map(|l| l.state.clone()).ok_or_else(|| {
+            io::Error::new(
+                ErrorKind::Unsupported,
+                "this ensemble is not partitionable (start it with ApacheCluster::start_partitionable)",
+            )
+        })
+    }
+
+    /// `127.0.0.1:<client port>` of node `i`.
+    pub(super) fn node_addr(&self, i: usize) -> String {
+        self.node(i).addr()
+    }
+
     fn node(&self, i: usize) -> &Node {
         assert!(
             i < self.nodes.len(),

@@ -19,19 +19,25 @@
 // The rooms: `install` finds Java and the ZooKeeper jars, `config` writes `zoo.cfg`, `node`
 // runs one JVM, `server` is the standalone server and `cluster` the ensemble built on it,
 // `probe` asks a server its mode (`srvr`), `files` keeps the temporary directories and reads
-// the logs, and `process` picks ports and sends signals.
+// the logs, and `process` picks ports and sends signals; `links` are the partitionable
+// ensemble's server-to-server proxies, `router` the clients' proxies in front of the servers,
+// and `lag` a follower held behind its leader (and the lost-reply scenario built on both).
 
 mod cluster;
 mod config;
 mod files;
 mod install;
+mod lag;
 mod links;
 mod node;
 mod probe;
 mod process;
+mod router;
 mod server;
 
 pub use cluster::ApacheCluster;
 pub use config::ApacheConfig;
 pub use install::{available, available_or_skip};
+pub use lag::{AfterLoss, Backlog, BacklogWritten, FollowerHold, LagReport, LagRound, LaggingFollower, BACKLOG_PATH};
+pub use router::{ClientRouter, ConnectionRecord, LostReply, NewSession, ReplySeen, Routes};
 pub use server::ApacheServer;

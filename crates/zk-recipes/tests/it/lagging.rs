@@ -189,7 +189,7 @@ fn judge_increment(
                 Outcome::Applied { .. } if delta != 1 => Err(format!(
                     "one increment reported applied, the counter went {before} -> {after}"
                 )),
-                Outcome::Applied { .. } if (*v.pre_value(), *v.post_value()) != (before, after) => Err(format!(
+                Outcome::Applied { .. } if (v.pre_value(), v.post_value()) != (before, after) => Err(format!(
                     "reported {} -> {}, the counter went {before} -> {after}",
                     v.pre_value(),
                     v.post_value()

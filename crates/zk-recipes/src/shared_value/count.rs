@@ -7,7 +7,9 @@ use super::{SharedValue, TrySet, ValueEvent, VersionedValue};
 use crate::{Error, Result};
 
 /// A shared `i32` (Curator's `SharedCount`): 4 bytes, big-endian, in one
-/// node; Java's `SharedCount` on the same path sees the same count.
+/// node; Java's `SharedCount` on the same path sees the same count. Clones
+/// share this count; it closes at [`close`](SharedCount::close) or when the
+/// last clone is dropped.
 ///
 /// # Examples
 ///
@@ -25,12 +27,13 @@ use crate::{Error, Result};
 ///             eprintln!("reply lost, outcome unknown: {read:?}");
 ///             break;
 ///         }
+///         _ => break,
 ///     }
 /// }
 /// count.close();
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct SharedCount {
     value: SharedValue,
 }

@@ -339,7 +339,9 @@ const REREAD_PAUSE: Duration = Duration::from_millis(200);
 /// A shared byte value in one node (Curator's `SharedValue`).
 ///
 /// Reads ([`get_value`](SharedValue::get_value)) give the latest value the
-/// watch brought (as Curator's do); writes go to the server.
+/// watch brought (as Curator's do); writes go to the server. Clones share
+/// this value (one thread, one set of listeners); it closes at
+/// [`close`](SharedValue::close) or when the last clone is dropped.
 ///
 /// # Examples
 ///
@@ -358,17 +360,30 @@ const REREAD_PAUSE: Duration = Duration::from_millis(200);
 /// shared.close();
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[derive(Clone)]
 pub struct SharedValue {
+    v: Arc<Value>,
+}
+
+/// One shared value, whatever the number of its handles.
+struct Value {
     shared: Arc<Shared>,
     seed: Vec<u8>,
     lifecycle: Lifecycle<Worker>,
 }
 
+impl Drop for Value {
+    /// The last handle went: the thread is told to end (not waited for).
+    fn drop(&mut self) {
+        self.lifecycle.with(|w| w.map(Worker::cancel));
+    }
+}
+
 impl std::fmt::Debug for SharedValue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SharedValue")
-            .field("path", &self.shared.path)
-            .field("current", &self.shared.known.lock().current)
+            .field("path", &self.v.shared.path)
+            .field("current", &self.v.shared.known.lock().current)
             .finish()
     }
 }
@@ -397,7 +412,7 @@ impl SharedValue {
 
     /// A shared value whose errors name `recipe` (a [`SharedCount`] is one).
     pub(crate) fn named(recipe: &'static str, client: &CuratorFramework, path: &str, seed: Vec<u8>) -> Self {
-        SharedValue {
+        let v = Value {
             shared: Arc::new(Shared {
                 client: client.clone(),
                 path: path.to_string(),
@@ -410,7 +425,8 @@ impl SharedValue {
             }),
             seed,
             lifecycle: Lifecycle::new(recipe, path),
-        }
+        };
+        SharedValue { v: Arc::new(v) }
     }
 
     /// The path.
@@ -424,7 +440,7 @@ impl SharedValue {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn path(&self) -> &str {
-        &self.shared.path
+        &self.v.shared.path
     }
 
     /// Creates the node with the seed if it is missing (container parents;
@@ -447,19 +463,19 @@ impl SharedValue {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn start(&self) -> Result<()> {
-        self.lifecycle.start(|| self.begin())
+        self.v.lifecycle.start(|| self.begin())
     }
 
     /// The start's work, under the lifecycle's lock: the create, the first
     /// read, the thread.
     fn begin(&self) -> Result<Worker> {
-        let sh = &self.shared;
+        let sh = &self.v.shared;
         match sh
             .client
             .create()
             .creating_parent_containers_if_needed()
             .with_mode(CreateMode::Persistent)
-            .with_data(self.seed.clone())
+            .with_data(self.v.seed.clone())
             .for_path(&sh.path)
         {
             Ok(_) | Err(ZkError::NodeExists { .. }) => {}
@@ -477,9 +493,9 @@ impl SharedValue {
         }
         let states = sh.client.state_receiver();
         let closing = sh.client.close_signal();
-        let shared = self.shared.clone();
+        let shared = self.v.shared.clone();
         let name = format!("zk-shared-value {}", sh.path);
-        Worker::spawn(self.lifecycle.recipe(), &sh.path, &name, move |cancel| {
+        Worker::spawn(self.v.lifecycle.recipe(), &sh.path, &name, move |cancel| {
             follow(&shared, rx, states, closing, cancel)
         })
     }
@@ -524,8 +540,8 @@ impl SharedValue {
     /// ```
     pub fn get_versioned_value(&self) -> Result<VersionedValue<Vec<u8>>> {
         self.usable()?;
-        let current = self.shared.known.lock().current.clone();
-        current.ok_or_else(|| self.lifecycle.error(crate::core::Stage::New))
+        let current = self.v.shared.known.lock().current.clone();
+        current.ok_or_else(|| self.v.lifecycle.error(crate::core::Stage::New))
     }
 
     /// Sets the value whatever it is now (an unversioned write, as Curator's
@@ -548,7 +564,7 @@ impl SharedValue {
     pub fn set_value(&self, value: impl Into<Vec<u8>>) -> Result<()> {
         self.usable()?;
         let value = value.into();
-        let sh = &self.shared;
+        let sh = &self.v.shared;
         let stat = match sh.client.set_data(&sh.path, value.clone(), None) {
             Ok(stat) => stat,
             Err(ZkError::NoNode { .. }) => {
@@ -599,7 +615,7 @@ impl SharedValue {
     ) -> Result<TrySet<Vec<u8>>> {
         self.usable()?;
         let value = value.into();
-        let sh = &self.shared;
+        let sh = &self.v.shared;
         match once::set_versioned(&sh.client, &sh.markers, &sh.path, &value, &expected.base())? {
             Written::Applied {
                 stat,
@@ -668,10 +684,10 @@ impl SharedValue {
         convert: impl Fn(&ValueEvent<Vec<u8>>) -> ValueEvent<T> + Send + 'static,
     ) -> Receiver<ValueEvent<T>> {
         let (tx, rx) = crossbeam_channel::unbounded();
-        if self.lifecycle.is_closed() {
+        if self.v.lifecycle.is_closed() {
             return rx; // disconnected at once
         }
-        self.shared
+        self.v.shared
             .known
             .lock()
             .listeners
@@ -695,23 +711,18 @@ impl SharedValue {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn close(&self) {
-        if let Some(w) = self.lifecycle.close() {
+        if let Some(w) = self.v.lifecycle.close() {
             w.stop();
         }
-        self.shared.known.lock().listeners.clear();
-        self.shared.markers.release();
+        self.v.shared.known.lock().listeners.clear();
+        self.v.shared.markers.release();
     }
 
     fn usable(&self) -> Result<()> {
-        self.lifecycle.check()
+        self.v.lifecycle.check()
     }
 }
 
-impl Drop for SharedValue {
-    fn drop(&mut self) {
-        self.lifecycle.with(|w| w.map(Worker::cancel));
-    }
-}
 
 /// The background thread: waits for the watch, a connection state, the
 /// client's close or the cancel; re-reads with a new watch.

@@ -332,6 +332,41 @@ fn listeners_never_hear_an_older_value_after_a_newer_one() {
     other.close();
 }
 
+/// Clones share one value: a clone written from another thread is seen by
+/// every handle; dropping a clone closes nothing; dropping the last closes
+/// it (its listeners' channel ends, its kept marker is deleted).
+#[test]
+fn clones_share_one_value_and_the_last_one_closes_it() {
+    let s = server();
+    let c = client(&s);
+    let first = SharedValue::new(&c, "/clones/value", b"0".to_vec()).unwrap();
+    let events = first.events();
+    first.start().unwrap();
+    let second = first.clone();
+    thread::spawn(move || {
+        let seen = second.get_versioned_value().unwrap();
+        assert!(matches!(second.try_set_value(b"1".to_vec(), &seen).unwrap(), TrySet::Set { .. }));
+        // `second` dropped here: `first` still works.
+    })
+    .join()
+    .unwrap();
+    assert_eq!(first.get_value().unwrap(), b"1");
+    assert_eq!(lock_nodes(&c, "/clones/value").len(), 1, "the write's kept marker");
+    let kept = first.clone();
+    drop(first);
+    assert_eq!(kept.get_value().unwrap(), b"1", "not closed by a clone's drop");
+    drop(kept);
+    assert!(
+        wait_until(timing().wait(), || events.recv_timeout(Duration::from_millis(10))
+            == Err(crossbeam_channel::RecvTimeoutError::Disconnected)),
+        "the last drop closed it"
+    );
+    assert!(
+        wait_until(timing().wait(), || lock_nodes(&c, "/clones/value").is_empty()),
+        "its marker deleted"
+    );
+}
+
 #[test]
 fn listeners_see_every_newer_value_from_any_client() {
     let s = server();

@@ -40,8 +40,12 @@
 //! version) in its transaction: a read and a transaction per update, two
 //! requests, as Curator's read and write. The node's data stays Curator's
 //! bare bytes, so Java and Rust share it (no Curator recipe lists a
-//! counter's children). After a lost reply the client's retry loop does not
-//! write again: on the same session it looks at the marker. Created, or
+//! counter's children). This is zk-framework's marked write
+//! ([`zk_framework::recipe::Recipe::marked_write`]). After a lost reply the
+//! client's retry loop does not write again: on the same session it looks
+//! at the marker, after a `sync` on the connection it looks on, so that a
+//! server that has not yet applied the lost write (a follower the client
+//! reconnected to, behind the leader) cannot answer. Created, or
 //! one version on: **applied**, by this writer ([`Proof::Marker`], as
 //! certain as a reply, whatever other writers did meanwhile; each kept
 //! marker serves one write at a time). Missing, or unchanged: **not
@@ -51,8 +55,9 @@
 //! Three cases leave the marker unable to tell, and the node's data is read
 //! back instead: the session changed before the proof (the marker went with
 //! it), someone deleted or wrote the kept marker meanwhile, or the node's
-//! ACL refuses the marker's create (the write then goes out alone). The read-back finds data `d`, stat `s`, against the base the
-//! writer read (version `v`, `czxid` `c`, `mzxid` `m`):
+//! ACL refuses the marker's create (the write then goes out alone). The
+//! read-back, after a `sync` too, finds data `d`, stat `s`, against the
+//! base the writer read (version `v`, `czxid` `c`, `mzxid` `m`):
 //!
 //! * `s.czxid == c` and `s.mzxid == m`: nothing happened to the node since
 //!   the read: not applied, sent again.
@@ -69,6 +74,10 @@
 //! A first create read back: a persistent node with a `czxid` past the
 //! client's last seen zxid before the create, version 0 and our bytes is
 //! ours (same bound); no node means not applied; anything else is unknown.
+//!
+//! When no proof can be made in time (the `sync` or the read fails until
+//! the retry policy or the caller's deadline gives up), the outcome is
+//! [`Outcome::Unknown`] with nothing read: never a guess.
 //!
 //! The marker costs a transaction (two operations) instead of a plain
 //! write. One consequence: while a counter that has written lives, its

@@ -516,7 +516,7 @@ impl CuratorFramework {
             return;
         }
         // Every wait selecting on `close_signal()` ends now (a retry pause, a
-        // lock's wait, a recipe's timer thread).
+        // lock's wait, a recipe's thread).
         drop(self.inner.close_tx.lock().take());
         for hook in crate::recipe::CloseHooks::take(&self.inner.close_hooks) {
             hook();

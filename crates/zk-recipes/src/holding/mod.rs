@@ -5,7 +5,7 @@
 //! * the deletion of its own node: a mutex waiter watches its node while it
 //!   waits (it must, to be granted without a listing) and the holding takes
 //!   that watch over; otherwise an exists-watch is sent [`OWN_WATCH_DELAY`]
-//!   after the grant, from its client's timer thread and without waiting for its
+//!   after the grant, from its client's executor thread and without waiting for its
 //!   reply: the acquire gains no round trip, and a lock granted without
 //!   waiting and released sooner costs no request and no notification; a
 //!   node deleted before the watch is set is reported when the watch finds it
@@ -21,7 +21,7 @@
 //!   client was away only when it processes the re-registered watches, one
 //!   round trip later. So the holding stays uncertain (no `Ok` from
 //!   `check()`, no `Held`, no `Reconnected`) until an `exists` of its node,
-//!   sent in the new epoch from its client's timer thread, is answered: the
+//!   sent in the new epoch from its client's executor thread, is answered: the
 //!   node there, with its czxid and our session as owner, makes it held
 //!   again; the node gone makes it lost (`NodeDeleted`) without ever having
 //!   been held again. One request per holding per reconnect, none per

@@ -121,7 +121,7 @@ pub(super) fn on_own_node_event(weak: &Weak<HoldState>, e: WatchedEvent) {
         EventType::NodeDataChanged | EventType::NodeCreated => {
             // The watch is used up (a revocation request writes data). Setting
             // it again sends a request, which a watcher must not do on the
-            // client's event thread: the timer thread does it.
+            // client's event thread: the executor's thread does it.
             st.watching.store(false, Ordering::SeqCst);
             schedule_own_watch(&st);
         }

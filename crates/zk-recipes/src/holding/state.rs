@@ -65,7 +65,7 @@ pub(super) const RELEASED: u8 = 3;
 
 /// One granted node.
 pub(crate) struct HoldState {
-    /// Itself (for its client's timer).
+    /// Itself (for its client's executor).
     pub(super) me: Weak<HoldState>,
     pub(super) client: CuratorFramework,
     /// The lock's base path (for errors).

@@ -63,7 +63,7 @@ fn a_client_runs_at_most_three_threads_and_close_leaves_none() {
         .map(|(i, c)| InterProcessMutex::new(c, &format!("/client-cost/l{i}")).unwrap())
         .collect();
     let guards: Vec<_> = mutexes.iter().map(|m| m.acquire().unwrap()).collect();
-    // Each client's timer thread sends its own-node watch just after the
+    // Each client's executor thread sends its own-node watch just after the
     // grant, and ends a second after its last work (a client at rest runs
     // none); at most one per client meanwhile.
     assert!(

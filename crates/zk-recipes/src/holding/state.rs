@@ -413,7 +413,7 @@ impl SetEvents {
 }
 
 /// A holding's proof asked for: the epoch (`None`: none), and whether its
-/// request was sent (its answer is awaited) or waits for the timer.
+/// request was sent (its answer is awaited) or waits for the executor.
 #[derive(Default, Clone, Copy)]
 pub(super) struct ProofAsk {
     pub(super) asked: Option<u64>,

@@ -408,6 +408,37 @@ fn checker_reports_missing_fault_kinds() {
     assert_eq!(code, 3, "{out}");
 }
 
+/// A worker stopped (SIGSTOP) across an attempt: the stopped time is not
+/// the attempt's, and only that time; through `--check`, the exit status.
+#[test]
+fn checker_excuses_exactly_the_time_a_worker_was_stopped_in_a_long_attempt() {
+    const MS: u64 = 1_000_000;
+    // Timeout 1 s + 4 sessions of 1 s + 10 s: overlong beyond 15 s.
+    let attempt = |wait_ms: u64| {
+        worker(
+            10,
+            vec![vec![
+                format!("A 10 0 1 /l mutex 100 {}", 1000 * MS),
+                format!(
+                    "R 10 0 1 /l mutex {} error ZooKeeper.ConnectionLoss {}",
+                    100 + wait_ms * MS,
+                    wait_ms * MS
+                ),
+            ]],
+        )
+    };
+    // 72 s, stopped 60 s of them: 12 s of its own.
+    let stop = format!("Q 10 {} {}", 100 + 5_000 * MS, 100 + 65_000 * MS);
+    let (code, out) = check("stopped-long", &[&stop], &[attempt(72_000)]);
+    assert_eq!(violations(&out), 0, "{out}");
+    assert_eq!(code, 0, "{out}");
+    // 80 s with the same stop: 20 s of its own, overlong.
+    let (code, out) = check("stopped-too-long", &[&stop], &[attempt(80_000)]);
+    assert_eq!(violations(&out), 1, "{out}");
+    assert!(out.contains("overlong attempt"), "{out}");
+    assert_eq!(code, 1, "{out}");
+}
+
 // ---------------------------------------------------------------------------
 // The leak check.
 

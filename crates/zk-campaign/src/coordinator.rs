@@ -16,7 +16,7 @@ use zk_campaign::checker::check_dir;
 
 use crate::check::verdict;
 use crate::cli::Opts;
-use crate::faults::{Faults, Holders, Sessions};
+use crate::faults::{Faults, Holders, Sessions, Switches};
 use crate::fleet::{Fleet, Slot};
 use crate::leaks::{check_leaks, print_leaks};
 use crate::paths::ROOT;
@@ -238,6 +238,7 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
     }
     let sessions: Sessions = Mutex::new(HashMap::new());
     let holders: Holders = Mutex::new(Default::default());
+    let switches = Switches::default();
     let stop_faults = AtomicBool::new(false);
     let partitions_done = AtomicUsize::new(0);
     let round_done = AtomicBool::new(false);
@@ -260,6 +261,7 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
                 session,
                 sessions: &sessions,
                 holders: &holders,
+                switches: &switches,
                 rng: Rng::new(seed ^ 0x00FA_0175),
                 admin: None,
                 kinds: kinds.clone(),

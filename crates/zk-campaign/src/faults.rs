@@ -11,6 +11,7 @@ use zk_framework::CuratorFramework;
 use zk_framework::ExponentialBackoffRetry;
 
 use crate::fleet::Fleet;
+use crate::holds::{Hold, HoldBook};
 use crate::paths::{MUTEX_PATH, SEM_PATH};
 use crate::prng::Rng;
 use crate::record::{now_ns, LineLog};
@@ -92,6 +93,19 @@ impl Book {
 /// The coordinator's [`Book`], shared with the fault thread.
 pub(crate) type Holders = Mutex<Book>;
 
+/// The switches the parts of a composition share besides the ensemble's
+/// links (those are the server's, [`crate::server::LinkBook`]): counted
+/// ([`crate::holds`]), so that each part gives back only its own, at its
+/// own time.
+#[derive(Debug, Default)]
+pub(crate) struct Switches {
+    /// The server paused: `None` a standalone server, `Some(pid)` an
+    /// ensemble node's process.
+    pub(crate) paused: HoldBook<Option<u32>>,
+    /// A worker's proxy frozen: (slot, proxy).
+    pub(crate) frozen: HoldBook<(usize, usize)>,
+}
+
 pub(crate) struct Faults<'a> {
     pub(crate) server: &'a Server,
     pub(crate) fleet: &'a Fleet,
@@ -101,6 +115,9 @@ pub(crate) struct Faults<'a> {
     /// The sections under way and the latest grants (the composed faults
     /// pick their holders there).
     pub(crate) holders: &'a Holders,
+    /// The paused servers and frozen proxies, counted (shared by the parts
+    /// of a composition).
+    pub(crate) switches: &'a Switches,
     pub(crate) rng: Rng,
     /// A client of the coordinator's own (for `break-waiter`), made when needed.
     pub(crate) admin: Option<CuratorFramework>,
@@ -116,7 +133,7 @@ pub(crate) struct Faults<'a> {
     pub(crate) min_each: usize,
 }
 
-impl Faults<'_> {
+impl<'a> Faults<'a> {
     fn record(&self, kind: &str, start: u64, detail: &str) {
         if PARTITION_KINDS.contains(&kind) {
             self.partitions_done.fetch_add(1, Ordering::SeqCst);
@@ -145,23 +162,102 @@ impl Faults<'_> {
         }
     }
 
+    /// Pauses the server (an ensemble: its leader) for `d`, counted from
+    /// the pause. Another part of a composition may hold it paused too: the
+    /// last to give it back resumes it (see [`Switches`]).
     fn pause_server(&mut self, d: Duration) -> io::Result<String> {
         match self.server {
             Server::Embedded(s) | Server::Apache(s) => {
-                s.pause()?;
-                std::thread::sleep(d);
-                s.resume()?;
-                Ok(format!("server paused {} ms", d.as_millis()))
+                self.switches.paused.take(&[None], |_| s.pause(), |_| {})?;
+                sleep_until(Instant::now() + d);
+                let (mut resumed, mut r) = (false, Ok(()));
+                self.switches.paused.give(&[None], |_| {
+                    resumed = true;
+                    r = s.resume();
+                });
+                r?;
+                Ok(format!(
+                    "server paused {} ms{}",
+                    d.as_millis(),
+                    kept_by_another(resumed)
+                ))
             }
             Server::Ensemble(..) => {
                 let i = self.node(true).ok_or_else(|| io::Error::other("no leader to pause"))?;
-                let pid = self.server.pause_node(i)?;
-                // Resumed by its pid at its own time, whatever holds the
-                // ensemble's handle then.
+                let pid = self.pause_node(i)?;
                 sleep_until(Instant::now() + d);
-                resume_pid(pid)?;
-                Ok(format!("leader {i} paused {} ms", d.as_millis()))
+                let resumed = self.resume_node(pid)?;
+                Ok(format!(
+                    "leader {i} paused {} ms{}",
+                    d.as_millis(),
+                    kept_by_another(resumed)
+                ))
             }
+        }
+    }
+
+    /// Pauses ensemble node `i` (SIGSTOP, every thread stopped), counted
+    /// by its pid ([`Switches::paused`]); returns the pid, by which
+    /// [`Faults::resume_node`] lets it go on without the ensemble's handle.
+    fn pause_node(&self, i: usize) -> io::Result<u32> {
+        let pid = self
+            .server
+            .cluster()
+            .pid(i)
+            .ok_or_else(|| io::Error::other(format!("node {i} is not running")))?;
+        self.switches.paused.take(
+            &[Some(pid)],
+            |_| {
+                let mut c = self.server.cluster();
+                if c.pid(i) != Some(pid) {
+                    return Err(io::Error::other(format!("node {i} was restarted meanwhile")));
+                }
+                c.pause(i)
+            },
+            |_| {},
+        )?;
+        Ok(pid)
+    }
+
+    /// Gives back this part's pause of the node process `pid`: resumes it
+    /// when no other part holds it paused (returns whether it did).
+    fn resume_node(&self, pid: u32) -> io::Result<bool> {
+        let (mut resumed, mut r) = (false, Ok(()));
+        self.switches.paused.give(&[Some(pid)], |_| {
+            resumed = true;
+            r = resume_pid(pid);
+        });
+        r.map(|()| resumed)
+    }
+
+    /// Freezes the proxies of worker `slot` that `which` says, counted
+    /// ([`Switches::frozen`]): each one thaws when no part holds it frozen.
+    fn freeze(&self, slot: usize, which: impl Fn(usize) -> bool) -> io::Result<Hold<'a, (usize, usize)>> {
+        let fleet = self.fleet;
+        let keys: Vec<(usize, usize)> = (0..fleet.slots[slot].proxies.len())
+            .filter(|&j| which(j))
+            .map(|j| (slot, j))
+            .collect();
+        self.switches.frozen.hold(
+            &keys,
+            |(s, j)| {
+                fleet.slots[s].proxies[j].freeze(true);
+                Ok(())
+            },
+            move |(s, j)| fleet.slots[s].proxies[j].freeze(false),
+        )
+    }
+
+    /// Undoes whatever a fault not made may have left: every worker let go
+    /// on and its proxies thawed, the server healed; the counts of the
+    /// switches forgotten.
+    fn heal_everything(&self, kind: &str) {
+        let _ = self.switches.frozen.reset(|| {
+            self.fleet.thaw_all();
+            Ok(())
+        });
+        if let Err(e) = self.switches.paused.reset(|| self.server.heal()) {
+            eprintln!("healing after {kind} failed: {e}");
         }
     }
 
@@ -336,7 +432,7 @@ impl Faults<'_> {
     /// holds them too), then waits for one whole ensemble again.
     fn heal_at(&self, hold: LinkHold<'_>, at: Instant) -> io::Result<()> {
         sleep_until(at);
-        hold.heal();
+        hold.release();
         self.server.wait_quorum(Duration::from_secs(60))
     }
 
@@ -441,33 +537,15 @@ impl Faults<'_> {
                 let hold = t + sync + self.rng.ms(500, 1500);
                 // The cut first: it may wait for the ensemble's handle (another
                 // part's restart); the worker's clock starts after it.
-                for (i, p) in self.fleet.slots[slot].proxies.iter().enumerate() {
-                    if i != x {
-                        p.freeze(true);
-                    }
-                }
-                let cut = match self.server.isolate(x) {
-                    Ok(c) => c,
-                    Err(e) => {
-                        for p in &self.fleet.slots[slot].proxies {
-                            p.freeze(false);
-                        }
-                        return Err(e);
-                    }
-                };
+                let frozen = self.freeze(slot, |i| i != x)?;
+                let cut = self.server.isolate(x)?;
                 let t0 = Instant::now();
                 let mut stop = None;
                 if pause {
                     let paused_at = now_ns();
                     match self.fleet.signal(slot, "STOP") {
                         Ok(pid) => stop = Some((pid, paused_at)),
-                        Err(e) => {
-                            for p in &self.fleet.slots[slot].proxies {
-                                p.freeze(false);
-                            }
-                            drop(cut);
-                            return Err(e);
-                        }
+                        Err(e) => return Err(e),
                     }
                 }
                 // Resumed at its own time, 1 s before the heal, still cut
@@ -485,11 +563,9 @@ impl Faults<'_> {
                     );
                     sleep_until(t0 + hold + Duration::from_millis(1000));
                 }
-                for p in &self.fleet.slots[slot].proxies {
-                    p.freeze(false);
-                }
+                frozen.release();
                 let healed = ms_since(t0);
-                cut.heal();
+                cut.release();
                 self.server.wait_quorum(Duration::from_secs(60))?;
                 Ok(format!(
                     "worker {slot}{holder}{} cut off with node {x}{} for {} ms{resumed}; healed at +{healed} ms",
@@ -507,16 +583,17 @@ impl Faults<'_> {
                     } else {
                         self.rng.ms(300, 1000)
                     };
-                let pid = self.server.pause_node(leader)?;
+                let pid = self.pause_node(leader)?;
                 let t0 = Instant::now();
                 sleep_until(t0 + p);
-                resume_pid(pid)?;
-                let resumed = ms_since(t0);
+                let resumed = self.resume_node(pid)?;
+                let at = ms_since(t0);
                 self.server.wait_quorum(Duration::from_secs(60))?;
                 Ok(format!(
-                    "leader {leader} paused {} ms (sync limit {} ms), resumed at +{resumed} ms",
+                    "leader {leader} paused {} ms (sync limit {} ms), given back at +{at} ms{}",
                     p.as_millis(),
-                    sync.as_millis()
+                    sync.as_millis(),
+                    kept_by_another(resumed)
                 ))
             }
             other => Err(io::Error::other(format!("unknown partition {other}"))),
@@ -538,7 +615,7 @@ impl Faults<'_> {
                     let hold = server.hold_links(dirs)?;
                     downs += 1;
                     let r = stopped.recv_timeout(down);
-                    hold.heal();
+                    hold.release();
                     if matches!(r, Err(Disconnected)) || matches!(stopped.recv_timeout(up), Err(Disconnected)) {
                         return Ok(downs);
                     }
@@ -568,13 +645,9 @@ impl Faults<'_> {
                     .unwrap_or_else(|e| e.into_inner())
                     .get(&slot)
                     .cloned();
-                for p in &self.fleet.slots[slot].proxies {
-                    p.freeze(true);
-                }
-                std::thread::sleep(d);
-                for p in &self.fleet.slots[slot].proxies {
-                    p.freeze(false);
-                }
+                let frozen = self.freeze(slot, |_| true)?;
+                sleep_until(Instant::now() + d);
+                frozen.release();
                 let expired = match (self.server, before) {
                     (Server::Embedded(s), Some((sid, _))) => {
                         let live = s.embedded().expect("embedded").sessions().iter().any(|x| x.id == sid);
@@ -765,10 +838,7 @@ impl Faults<'_> {
                     let e = one_line(&e.to_string());
                     eprintln!("fault {kind} not made: {e}");
                     self.log.line(&format!("N {kind} {start} {} {e}", now_ns()));
-                    self.fleet.thaw_all();
-                    if let Err(e) = self.server.heal() {
-                        eprintln!("healing after {kind} failed: {e}");
-                    }
+                    self.heal_everything(kind);
                 }
             }
             let round = kinds.iter().all(|k| done.get(k).copied().unwrap_or(0) >= need);
@@ -781,6 +851,15 @@ impl Faults<'_> {
         if let Some(c) = self.admin.take() {
             c.close();
         }
+    }
+}
+
+/// What a part says when it gave back a pause another part still held.
+fn kept_by_another(resumed: bool) -> &'static str {
+    if resumed {
+        ""
+    } else {
+        " (left paused: another part holds it paused too)"
     }
 }
 

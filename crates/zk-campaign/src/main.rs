@@ -135,6 +135,7 @@ mod coordinator;
 mod counterkind;
 mod faults;
 mod fleet;
+mod holds;
 mod leaks;
 mod paths;
 mod prng;

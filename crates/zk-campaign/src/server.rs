@@ -9,13 +9,12 @@
 //! read from the nodes' `srvr` (the lock only to see which processes run), a
 //! paused node is resumed by its pid, and the links between the nodes are cut
 //! through a [`LinkBook`] in which each part holds its own directions and
-//! gives back only those. A restart waits (bounded) until no link is cut:
+//! gives back only those (`holds.rs`). A restart waits (bounded) until no link is cut:
 //! a node cannot join an ensemble cut apart, and holding the handle while it
 //! tries would keep the part that cut the links from healing them on time.
 
-use std::collections::HashMap;
 use std::io;
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use zk_testing::apache::{ApacheCluster, ApacheConfig};
@@ -23,6 +22,15 @@ use zk_testing::embedded::ServerConfig;
 use zk_testing::TestingServer;
 
 use crate::cli::BackendKind;
+use crate::holds::{Hold, HoldBook};
+
+/// The links between ensemble nodes the parts of a fault hold cut, by
+/// direction `(from, to)` ([`crate::holds`]).
+pub(crate) type LinkBook = HoldBook<(usize, usize)>;
+
+/// One part's hold on some links ([`Server::hold_links`]): given back on
+/// drop, which opens each direction no other part holds cut.
+pub(crate) type LinkHold<'a> = Hold<'a, (usize, usize)>;
 
 pub(crate) enum Server {
     Embedded(TestingServer),
@@ -263,13 +271,13 @@ impl Server {
                 c.is_blocked(from, to)?;
             }
         }
-        self.links().take(dirs, |(from, to), _| {
-            let _ = self.cluster().block(from, to);
-        });
-        Ok(LinkHold {
-            server: self,
-            dirs: dirs.to_vec(),
-        })
+        self.links().hold(
+            dirs,
+            |(from, to)| self.cluster().block(from, to),
+            move |(from, to)| {
+                let _ = self.cluster().unblock(from, to);
+            },
+        )
     }
 
     /// Cuts node `i` off from every other node, both ways, until the hold is
@@ -311,17 +319,6 @@ impl Server {
         self.cluster().stop(i)
     }
 
-    /// Pauses ensemble node `i` (SIGSTOP, every thread stopped); returns its
-    /// pid, by which [`resume_pid`] lets it go on without the handle's lock.
-    pub(crate) fn pause_node(&self, i: usize) -> io::Result<u32> {
-        let mut c = self.cluster();
-        let pid = c
-            .pid(i)
-            .ok_or_else(|| io::Error::other(format!("node {i} is not running")))?;
-        c.pause(i)?;
-        Ok(pid)
-    }
-
     /// Undoes anything a fault may have left behind: resumes, restarts.
     pub(crate) fn heal(&self) -> io::Result<()> {
         match self {
@@ -358,171 +355,5 @@ pub(crate) fn resume_pid(pid: u32) -> io::Result<()> {
     match crate::fleet::send_signal(pid, "CONT") {
         Err(_) if !std::path::Path::new(&format!("/proc/{pid}")).exists() => Ok(()),
         r => r,
-    }
-}
-
-/// The links the parts of a fault hold cut: how many holds each direction
-/// `(from, to)` has. A direction is blocked while it has one (the switch
-/// is flipped under the book's lock, so the count and the switch agree).
-/// Lock order: the book, then the ensemble's handle.
-#[derive(Debug, Default)]
-pub(crate) struct LinkBook {
-    held: Mutex<HashMap<(usize, usize), usize>>,
-    clear: Condvar,
-}
-
-impl LinkBook {
-    fn lock(&self) -> MutexGuard<'_, HashMap<(usize, usize), usize>> {
-        self.held.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Adds one hold on each direction of `dirs`; `set(dir, true)` blocks
-    /// each one that had none (called under the book's lock).
-    fn take(&self, dirs: &[(usize, usize)], mut set: impl FnMut((usize, usize), bool)) {
-        let mut held = self.lock();
-        for &d in dirs {
-            let n = held.entry(d).or_default();
-            *n += 1;
-            if *n == 1 {
-                set(d, true);
-            }
-        }
-    }
-
-    /// Gives back one hold on each direction of `dirs`; `set(dir, false)`
-    /// opens each one no hold is left on (under the book's lock). Wakes the
-    /// waiters of [`LinkBook::wait_clear`] when none is left at all.
-    fn give(&self, dirs: &[(usize, usize)], mut set: impl FnMut((usize, usize), bool)) {
-        let mut held = self.lock();
-        for d in dirs {
-            let Some(n) = held.get_mut(d) else { continue };
-            *n -= 1;
-            if *n == 0 {
-                held.remove(d);
-                set(*d, false);
-            }
-        }
-        if held.is_empty() {
-            self.clear.notify_all();
-        }
-    }
-
-    /// Forgets every hold and runs `heal` (which opens every link), under
-    /// the book's lock; wakes the waiters. Holds still alive give nothing
-    /// back afterwards.
-    fn reset(&self, heal: impl FnOnce() -> io::Result<()>) -> io::Result<()> {
-        let mut held = self.lock();
-        held.clear();
-        let r = heal();
-        self.clear.notify_all();
-        r
-    }
-
-    /// Waits until no direction is held, or `deadline`; returns the book,
-    /// locked.
-    fn wait_clear(&self, deadline: Instant) -> MutexGuard<'_, HashMap<(usize, usize), usize>> {
-        let mut held = self.lock();
-        while !held.is_empty() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break;
-            }
-            held = self.clear.wait_timeout(held, left).unwrap_or_else(|e| e.into_inner()).0;
-        }
-        held
-    }
-}
-
-/// One part's hold on some links ([`Server::hold_links`]): given back by
-/// [`LinkHold::heal`] or on drop, which unblocks each direction no other
-/// hold keeps cut.
-#[must_use = "the links are cut until the hold is given back"]
-pub(crate) struct LinkHold<'a> {
-    server: &'a Server,
-    dirs: Vec<(usize, usize)>,
-}
-
-impl LinkHold<'_> {
-    /// Gives the hold back (the same as dropping it, said where it is meant).
-    pub(crate) fn heal(self) {}
-}
-
-impl Drop for LinkHold<'_> {
-    fn drop(&mut self) {
-        let server = self.server;
-        server.links().give(&self.dirs, |(from, to), _| {
-            let _ = server.cluster().unblock(from, to);
-        });
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::collections::HashSet;
-    use std::time::{Duration, Instant};
-
-    use super::LinkBook;
-
-    #[test]
-    fn a_link_stays_cut_while_any_part_holds_it_and_only_its_own_are_given_back() {
-        let book = LinkBook::default();
-        let cut: std::cell::RefCell<HashSet<(usize, usize)>> = Default::default();
-        let set = |d: (usize, usize), blocked: bool| {
-            let mut cut = cut.borrow_mut();
-            if blocked {
-                assert!(cut.insert(d), "{d:?} blocked twice");
-            } else {
-                assert!(cut.remove(&d), "{d:?} opened while open");
-            }
-        };
-        // Part A isolates node 0; part B cuts 0 -> 1 one way.
-        let a = [(0, 1), (1, 0), (0, 2), (2, 0)];
-        book.take(&a, set);
-        book.take(&[(0, 1)], set);
-        assert_eq!(cut.borrow().len(), 4);
-        // A heals: 0 -> 1 stays cut for B, the rest opens.
-        book.give(&a, set);
-        assert_eq!(*cut.borrow(), HashSet::from([(0, 1)]));
-        let mut cut = cut.into_inner();
-        book.give(&[(0, 1)], |d, blocked| {
-            assert!(!blocked);
-            assert!(cut.remove(&d));
-        });
-        assert!(cut.is_empty());
-        // Given back twice: nothing more happens.
-        book.give(&[(0, 1)], |_, _| panic!("nothing is held"));
-    }
-
-    #[test]
-    fn a_waiter_for_no_cut_links_wakes_at_the_last_heal_and_no_later_than_its_deadline() {
-        let book = LinkBook::default();
-        // Nothing held: at once.
-        let t0 = Instant::now();
-        assert!(book.wait_clear(t0 + Duration::from_secs(5)).is_empty());
-        assert!(t0.elapsed() < Duration::from_secs(1));
-        // Held: until the deadline, then held still.
-        book.take(&[(1, 2)], |_, _| {});
-        let t0 = Instant::now();
-        assert!(!book.wait_clear(t0 + Duration::from_millis(200)).is_empty());
-        let waited = t0.elapsed();
-        assert!(waited >= Duration::from_millis(200), "{waited:?}");
-        assert!(waited < Duration::from_secs(2), "{waited:?}");
-        // Given back by another thread after 100 ms: woken then, well
-        // before the 10 s deadline.
-        std::thread::scope(|s| {
-            let t0 = Instant::now();
-            s.spawn(|| {
-                std::thread::sleep(Duration::from_millis(100));
-                book.give(&[(1, 2)], |_, _| {});
-            });
-            assert!(book.wait_clear(t0 + Duration::from_secs(10)).is_empty());
-            let waited = t0.elapsed();
-            assert!(waited >= Duration::from_millis(100), "{waited:?}");
-            assert!(waited < Duration::from_secs(5), "{waited:?}");
-        });
-        // A reset forgets every hold.
-        book.take(&[(0, 1), (1, 0)], |_, _| {});
-        book.reset(|| Ok(())).unwrap();
-        assert!(book.wait_clear(Instant::now()).is_empty());
     }
 }

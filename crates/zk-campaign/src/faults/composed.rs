@@ -114,6 +114,7 @@ impl<'a> Faults<'a> {
             session: self.session,
             sessions: self.sessions,
             holders: self.holders,
+            switches: self.switches,
             rng: Rng::new(self.rng.below(u64::MAX)),
             admin: None,
             kinds: self.kinds.clone(),

@@ -540,14 +540,14 @@ impl<'a> Faults<'a> {
                 let frozen = self.freeze(slot, |i| i != x)?;
                 let cut = self.server.isolate(x)?;
                 let t0 = Instant::now();
-                let mut stop = None;
-                if pause {
+                // (The cut and the freeze are given back on any error: they
+                // are holds.)
+                let stop = if pause {
                     let paused_at = now_ns();
-                    match self.fleet.signal(slot, "STOP") {
-                        Ok(pid) => stop = Some((pid, paused_at)),
-                        Err(e) => return Err(e),
-                    }
-                }
+                    Some((self.fleet.signal(slot, "STOP")?, paused_at))
+                } else {
+                    None
+                };
                 // Resumed at its own time, 1 s before the heal, still cut
                 // off: its check() must not say Ok.
                 sleep_until(t0 + hold);

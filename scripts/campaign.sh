@@ -65,8 +65,21 @@
 # it reuses what the test steps compiled, where a release build costs a minute;
 # the same checks hold, with fewer acquisitions per second).
 #
-# Exit status: 0 clean; 1 a violation or a leaked node; 3 a fault kind never
-# happened (or fewer times than --min-each asks); 2 a usage or set-up error.
+# Exit status says who fell short (the run's last line, `verdict:`, says it in
+# words):
+#   0  clean: every rule held, no node leaked, every fault kind planned
+#      happened (at least once, or --min-each times).
+#   1  the LIBRARY fell short: a rule was violated or a lock node leaked
+#      (the campaign's own shortfalls, if any, are named too).
+#   3  the CAMPAIGN fell short, not the library: a fault kind (a composition)
+#      could not be made as often as planned within the run's cap, or a
+#      read-back or the leak check could not be done; what was done broke no
+#      rule. A fault not made is logged (`N`), reported by kind and reason
+#      ("not made: composed-random x2: parts not made: kill-follower x2 (no
+#      quorum within Ns x2)") and tried again while the run lasts.
+#   2  a usage or set-up error (the server or a worker could not start).
+# CI (.ci/run) fails on any non-zero status; this script's last line says
+# which of them it was.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -118,7 +131,7 @@ case "$profile" in
           --hold-ms 5 --think-ms 5 --long-hold-permille 40 --long-lead-permille 250 --cache --counter --registration)
     ;;
   -h|--help)
-    sed -n '2,70p' "$0"
+    sed -n '2,82p' "$0"
     exit 0
     ;;
   *)
@@ -132,5 +145,12 @@ set +e
 "$bin" "${args[@]}" "$@"
 status=$?
 set -e
-echo "campaign.sh $profile: exit $status after $(( $(date +%s) - start )) s"
+case $status in
+  0) meaning="clean" ;;
+  1) meaning="the library fell short (a violation or a leaked node)" ;;
+  2) meaning="a usage or set-up error" ;;
+  3) meaning="the campaign fell short (it could not make what it planned; no rule was broken)" ;;
+  *) meaning="the campaign itself failed (killed or crashed)" ;;
+esac
+echo "campaign.sh $profile: exit $status after $(( $(date +%s) - start )) s: $meaning"
 exit $status

@@ -170,8 +170,12 @@ pub(crate) fn run_writer(client: &CuratorFramework, log: &LineLog, pid: u32, see
             seq += 1;
             format!("{pid}-{seq}").into_bytes()
         };
+        // A create or set is announced before it is sent: one never answered
+        // (the worker killed -9 during the call) may have happened.
+        let begin = |h: &str| log.line(&format!("G {pid} {} begin {path} {h}", now_ns()));
         let create = |data: Vec<u8>| {
             let h = hash(Some(&data));
+            begin(&h);
             let r = zk.create2(&path, &data, &acl, CreateMode::Persistent);
             let (out, failed) = match r {
                 Ok((_, s)) => (format!("ok {}", stat_fields(&s)), false),
@@ -194,6 +198,7 @@ pub(crate) fn run_writer(client: &CuratorFramework, log: &LineLog, pid: u32, see
             35..=69 => {
                 let d = data();
                 let h = hash(Some(&d));
+                begin(&h);
                 let (out, failed) = match zk.set_data(&path, &d, None) {
                     Ok(s) => (format!("ok {}", stat_fields(&s)), false),
                     Err(e) => (format!("{} - - -", zk_err(e)), true),

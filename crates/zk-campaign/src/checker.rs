@@ -40,14 +40,19 @@
 //!    status that said `Lost`/`Uncertain` while the receiver stayed silent.
 //!    A release failing with `NotOwner` is a violation too.
 //! 4. **No hangs.** Every attempt ended, unless its worker was killed -9;
-//!    no attempt took longer than its timeout plus 4 session timeouts plus 10 s;
-//!    every section ended (same excuse); every worker finished cleanly.
+//!    no attempt took longer than its timeout plus 4 session timeouts plus 10 s,
+//!    not counting the time its worker was stopped by SIGSTOP meanwhile (`Q`;
+//!    that time exactly, [`History::stopped_within`]: an attempt overlong by
+//!    its own time is still a violation); every section ended (same excuse);
+//!    every worker finished cleanly.
 //! 5. **Timed acquires keep their deadline.** A timed acquire (`A` lines with a
 //!    deadline; older logs: the `acquire_timeout_ms` parameter) that returned
 //!    more than [`CheckOptions::overshoot_margin`] after its deadline is *late*.
 //!    The report gives, per fault kind, the attempts that reached their
 //!    deadline, how many were late, and the largest and 99th-percentile
-//!    overshoot. Only with [`CheckOptions::max_overshoot`] set (the campaign's
+//!    overshoot. The time its worker was stopped by SIGSTOP after its
+//!    deadline is not counted (the same record as rule 4's, and only that
+//!    time). Only with [`CheckOptions::max_overshoot`] set (the campaign's
 //!    `--max-overshoot-ms`) is an overshoot beyond it a violation.
 //! 6. **A safety margin.** For every section cut short by a loss signal, and
 //!    the next section on its lock that excludes it (the lock changed hands),
@@ -93,6 +98,15 @@
 //! in another (`checker/claims.rs`), one function each, with the bounds a
 //! claim's instant is judged by. [`check`] calls them in turn and writes the
 //! report.
+//!
+//! Fault windows (the fault kinds the report attributes samples to, and
+//! the registration rules' excuses) are [`History::windows`]: every fault
+//! made, and every fault not made (an `N` line with an end: its steps may
+//! have cut or stopped something before it was given up), as
+//! `KIND (not made)`. The report lists the faults not made by kind and
+//! reason, a composition's parts by their own kind; [`Report::missing`]
+//! names the kinds that did not happen as often as the run asked (the
+//! campaign fell short, not the library).
 //!
 //! The history format is described in [`crate::history`].
 
@@ -197,8 +211,13 @@ pub struct Report {
     pub text: String,
     /// Every violation found, described.
     pub violations: Vec<String>,
-    /// Fault kinds the campaign should have injected but did not.
+    /// Fault kinds the campaign should have injected but did not (or fewer
+    /// times than asked: `kind (n of N)`): the campaign fell short, not the
+    /// library.
     pub missing: Vec<String>,
+    /// Faults tried and not made (`N` lines), by kind (parts of compositions
+    /// left out); each kind was tried again while the run lasted.
+    pub not_made: BTreeMap<String, usize>,
     /// Overshoots by fault kind (`no fault` for attempts that met none).
     pub overshoots: BTreeMap<String, OvershootStats>,
     /// Overshoots by lock kind (`mutex`, `read`, `write`, `semaphore`, `multi`).
@@ -343,6 +362,14 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
         text: summary(h, &facts, &violations),
         violations,
         missing: facts.missing,
+        not_made: h
+            .not_made
+            .iter()
+            .filter(|m| !m.is_part())
+            .fold(BTreeMap::new(), |mut m, n| {
+                *m.entry(n.kind.clone()).or_default() += 1;
+                m
+            }),
         overshoots: facts.overshoot.by_fault,
         overshoots_by_lock: facts.overshoot.by_lock,
         margins: facts.margins,
@@ -393,6 +420,13 @@ fn summary(h: &History, f: &Facts, violations: &[String]) -> String {
         a.errors,
         a.inflight_killed
     );
+    if a.stopped > 0 {
+        let _ = writeln!(
+            t,
+            "attempts whose worker was stopped by SIGSTOP meanwhile: {} (the time stopped not counted against them)",
+            a.stopped
+        );
+    }
     if !a.error_kinds.is_empty() {
         let _ = writeln!(
             t,
@@ -420,11 +454,12 @@ fn summary(h: &History, f: &Facts, violations: &[String]) -> String {
             .collect::<Vec<_>>()
             .join(", "),
         if h.failed_faults > 0 {
-            format!("; {} could not be injected", h.failed_faults)
+            format!("; {} not made", h.failed_faults)
         } else {
             String::new()
         }
     );
+    t.push_str(&not_made_lines(h));
     let _ = writeln!(
         t,
         "missing fault kinds: {}",
@@ -515,6 +550,103 @@ fn summary(h: &History, f: &Facts, violations: &[String]) -> String {
         let _ = writeln!(t, "  ... and {} more", violations.len() - 30);
     }
     t
+}
+
+/// The faults not made (`N` lines), by kind: how many, and why (the
+/// reasons told apart by their first words, numbers left out); a
+/// composition's parts not made by their own kind. Empty when every fault
+/// tried was made.
+fn not_made_lines(h: &History) -> String {
+    // kind -> (count, reason class -> count), and the parts' by composition.
+    type Reasons = BTreeMap<String, usize>;
+    let mut own: BTreeMap<&str, (usize, Reasons)> = BTreeMap::new();
+    let mut parts: BTreeMap<&str, BTreeMap<&str, (usize, Reasons)>> = BTreeMap::new();
+    for m in &h.not_made {
+        let entry = match m.kind.split_once(':') {
+            Some((comp, part)) => parts.entry(comp).or_default().entry(part).or_default(),
+            None => own.entry(m.kind.as_str()).or_default(),
+        };
+        entry.0 += 1;
+        *entry.1.entry(reason_class(&m.reason)).or_default() += 1;
+    }
+    if own.is_empty() && parts.is_empty() {
+        return String::new();
+    }
+    let reasons = |r: &Reasons| {
+        r.iter()
+            .map(|(c, n)| format!("{c} x{n}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    let mut t = format!(
+        "faults not made: {} (tried again while the run lasted; a kind short of its count is missing below)\n",
+        h.failed_faults
+    );
+    let mut kinds: Vec<&str> = own.keys().copied().collect();
+    kinds.extend(parts.keys().copied().filter(|k| !own.contains_key(k)));
+    kinds.sort_unstable();
+    for k in kinds {
+        let (n, r) = own.get(k).cloned().unwrap_or_default();
+        let mut line = format!("  not made: {k} x{n}");
+        match parts.get(k) {
+            Some(p) => {
+                let listed: Vec<String> = p
+                    .iter()
+                    .map(|(part, (pn, pr))| format!("{part} x{pn} ({})", reasons(pr)))
+                    .collect();
+                let _ = write!(line, ": parts not made: {}", listed.join(", "));
+                let rest: Reasons = r.into_iter().filter(|(c, _)| !c.contains("parts not made")).collect();
+                if !rest.is_empty() {
+                    let _ = write!(line, "; {}", reasons(&rest));
+                }
+            }
+            None => {
+                let _ = write!(line, ": {}", reasons(&r));
+            }
+        }
+        let _ = writeln!(t, "{line}");
+    }
+    t
+}
+
+/// A reason's class, to count alike reasons together: its words up to the
+/// first parenthesis, colon, semicolon or ` / `, each run of digits
+/// (hexadecimal after `0x` too) written `N`, at most 100 characters.
+fn reason_class(reason: &str) -> String {
+    let head = reason
+        .split(['(', ':', ';'])
+        .next()
+        .unwrap_or("")
+        .split(" / ")
+        .next()
+        .unwrap_or("")
+        .trim();
+    let mut out = String::new();
+    let mut chars = head.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() {
+            if c == '0' && chars.peek() == Some(&'x') {
+                chars.next();
+                while chars.peek().is_some_and(char::is_ascii_hexdigit) {
+                    chars.next();
+                }
+            }
+            while chars.peek().is_some_and(char::is_ascii_digit) {
+                chars.next();
+            }
+            out.push('N');
+        } else {
+            out.push(c);
+        }
+    }
+    if out.chars().count() > 100 {
+        out = out.chars().take(100).collect::<String>() + "...";
+    }
+    if out.is_empty() {
+        "(no reason given)".into()
+    } else {
+        out
+    }
 }
 
 /// The fault kinds that happened fewer times than the run asked for: once,
@@ -1185,6 +1317,173 @@ mod tests {
             )],
         );
         assert_caught(&h, "overlong attempt");
+    }
+
+    /// Worker 10's attempt 1 from 100 taking `wait_ms` (deadline 1 s: it is
+    /// overlong past 1 s + 4 sessions of 1 s + 10 s = 15 s), with `extra`
+    /// coordinator lines (its stops).
+    fn long_attempt(wait_ms: u64, extra: &[&str]) -> History {
+        history(
+            extra,
+            vec![worker(
+                10,
+                vec![vec![
+                    format!("A 10 0 1 /l mutex 100 {}", 1000 * MS),
+                    format!(
+                        "R 10 0 1 /l mutex {} error ZooKeeper.ConnectionLoss {}",
+                        100 + wait_ms * MS,
+                        wait_ms * MS
+                    ),
+                ]],
+            )],
+        )
+    }
+
+    #[test]
+    fn an_attempt_is_not_overlong_for_the_time_its_worker_was_stopped() {
+        // 72 s, of which 60 s stopped (the composed fault of issue 40): 12 s
+        // of its own, within the 15 s.
+        let q = format!("Q 10 {} {}", 100 + 5_000 * MS, 100 + 65_000 * MS);
+        let r = check(&long_attempt(72_000, &[&q]), &opts());
+        assert!(r.violations.is_empty(), "{:#?}", r.violations);
+        assert!(
+            r.text
+                .contains("attempts whose worker was stopped by SIGSTOP meanwhile: 1"),
+            "{}",
+            r.text
+        );
+        // Two stops that overlap count once: 5..65 s and 30..40 s are 60 s.
+        let q2 = format!("Q 10 {} {}", 100 + 30_000 * MS, 100 + 40_000 * MS);
+        assert!(violations(&long_attempt(72_000, &[&q, &q2])).is_empty());
+        assert_caught(&long_attempt(80_000, &[&q, &q2]), "overlong attempt");
+    }
+
+    #[test]
+    fn a_stop_excuses_exactly_its_span_and_an_attempt_overlong_beyond_it_is_caught() {
+        // 72 s with 56.5 s stopped: 15.5 s of its own, overlong.
+        let q = format!("Q 10 {} {}", 100 + 5_000 * MS, 100 + 61_500 * MS);
+        let h = long_attempt(72_000, &[&q]);
+        assert_caught(&h, "overlong attempt");
+        assert!(
+            violations(&h)[0].contains("took 72000 ms, 56500 ms of them with its worker stopped by SIGSTOP"),
+            "{:#?}",
+            violations(&h)
+        );
+        // Only the part of a stop within the attempt counts: stopped from
+        // before it began to 10 s into it is 10 s (16 s of its own).
+        let q = format!("Q 10 0 {}", 100 + 10_000 * MS);
+        assert_caught(&long_attempt(26_000, &[&q]), "overlong attempt");
+        // A stop after it ended, or another worker's, excuses nothing.
+        let after = format!("Q 10 {} {}", 100 + 17_000 * MS, 100 + 80_000 * MS);
+        assert_caught(&long_attempt(16_000, &[&after]), "overlong attempt");
+        let other = format!("Q 11 {} {}", 100, 100 + 80_000 * MS);
+        assert_caught(&long_attempt(16_000, &[&other]), "overlong attempt");
+        // Without the stop, the 12 s attempt of the test above is fine, and
+        // the 72 s one overlong by itself.
+        assert!(violations(&long_attempt(12_000, &[])).is_empty());
+        assert_caught(&long_attempt(72_000, &[]), "overlong attempt");
+    }
+
+    #[test]
+    fn an_overshoot_does_not_count_the_time_the_worker_was_stopped_after_its_deadline() {
+        let strict = CheckOptions {
+            max_overshoot: Some(Duration::from_millis(100)),
+            ..opts()
+        };
+        // Deadline 1 s; returned at 6 s; stopped from 0.5 s to 5.98 s: 4.98 s
+        // of the 5 s overshoot came after the deadline while stopped, 20 ms
+        // are its own.
+        let q = format!("Q 10 {} {}", 100 + 500 * MS, 100 + 5_980 * MS);
+        let h = history(&[&q], vec![worker(10, vec![timed(10, 1, 100, 6_000, "timeout")])]);
+        let r = check(&h, &strict);
+        assert!(r.violations.is_empty(), "{:#?}", r.violations);
+        assert_eq!(r.overshoots["cut"].max_ns, 20 * MS);
+        assert!(
+            r.text
+                .contains("the time 1 attempts' workers were stopped by SIGSTOP after their deadline"),
+            "{}",
+            r.text
+        );
+        // Stopped before its deadline only (0.2..0.9 s): nothing excused, its
+        // 300 ms overshoot is its own, and late.
+        let q = format!("Q 10 {} {}", 100 + 200 * MS, 100 + 900 * MS);
+        let h = history(&[&q], vec![worker(10, vec![timed(10, 1, 100, 1_300, "timeout")])]);
+        let r = check(&h, &strict);
+        assert_eq!(r.overshoots["cut"].max_ns, 300 * MS);
+        assert_eq!(r.violations.len(), 1, "{:#?}", r.violations);
+        assert!(r.violations[0].starts_with("late acquire"), "{:#?}", r.violations);
+    }
+
+    #[test]
+    fn faults_not_made_are_reported_by_kind_and_reason() {
+        let h = History::from_lines([
+            "P seed=1 session_ms=1000 min_each=1 kinds=composed-random,composed-pause-expire-resume,cut",
+            "F cut 1 2 synthetic",
+            "N composed-random:kill-follower 10 70 no quorum within 60s (modes: 0:leader, 1:down)",
+            "N composed-random:pause-leader-sync 10 30 no leader (no quorum?)",
+            "N composed-random 10 80 2 of 3 parts not made (kill-follower, pause-leader-sync): [...]",
+            "N composed-random:kill-follower 100 170 no quorum within 60s (modes: 0:down, 1:leader)",
+            "N composed-random 100 180 1 of 2 parts not made (kill-follower): [...]",
+            "F composed-random 200 300 kill-follower+cut: [...]",
+            "N composed-pause-expire-resume 400 500 no rival was granted the leader lock /campaign/election within 18000 ms after the expiry (seen at +6203 ms)",
+        ]);
+        let r = check(&h, &opts());
+        assert!(r.violations.is_empty(), "{:#?}", r.violations);
+        assert_eq!(r.missing, vec!["composed-pause-expire-resume".to_string()]);
+        assert_eq!(
+            r.not_made.iter().map(|(k, n)| (k.as_str(), *n)).collect::<Vec<_>>(),
+            [("composed-pause-expire-resume", 1), ("composed-random", 2)]
+        );
+        assert!(r.text.contains("; 3 not made"), "{}", r.text);
+        assert!(
+            r.text.contains(
+                "  not made: composed-random x2: parts not made: kill-follower x2 (no quorum within Ns x2), \
+                 pause-leader-sync x1 (no leader x1)\n"
+            ),
+            "{}",
+            r.text
+        );
+        assert!(
+            r.text.contains(
+                "  not made: composed-pause-expire-resume x1: no rival was granted the leader lock \
+                 /campaign/election within N ms after the expiry x1\n"
+            ),
+            "{}",
+            r.text
+        );
+        // Every fault made: no such lines.
+        let clean = check(&history(&[], vec![]), &opts());
+        assert!(!clean.text.contains("not made"), "{}", clean.text);
+        assert!(clean.not_made.is_empty());
+    }
+
+    #[test]
+    fn a_reason_class_leaves_numbers_and_details_out() {
+        assert_eq!(
+            reason_class("no quorum within 60s (modes: 0:leader)"),
+            "no quorum within Ns"
+        );
+        assert_eq!(
+            reason_class("the holder let go of /campaign/mutex/_c_x-lock-0000000012 before the break"),
+            "the holder let go of /campaign/mutex/_c_x-lock-N before the break"
+        );
+        assert_eq!(reason_class("session 0x1a2b3c expired / log tail"), "session N expired");
+        assert_eq!(reason_class(""), "(no reason given)");
+    }
+
+    #[test]
+    fn a_fault_not_made_is_a_window_for_the_rules() {
+        // An attempt 200 ms late inside a composition that was not made (its
+        // steps ran 1..2 s): counted for it, not as "no fault".
+        let far = 100_000 * MS;
+        let n = format!("N composed-random {} {} 1 of 2 parts not made", far, far + 2_000 * MS);
+        let h = history(
+            &[&n],
+            vec![worker(10, vec![timed(10, 1, far + 100 * MS, 1_200, "timeout")])],
+        );
+        let r = check(&h, &opts());
+        assert_eq!(r.overshoots["composed-random (not made)"].at_deadline, 1);
+        assert!(!r.overshoots.contains_key("no fault"), "{:?}", r.overshoots);
     }
 
     #[test]

@@ -14,8 +14,9 @@ use zk_testing::proxy::FaultProxy;
 
 use zk_campaign::checker::check_dir;
 
+use crate::check::verdict;
 use crate::cli::Opts;
-use crate::faults::{Faults, Holders, Sessions};
+use crate::faults::{Faults, Holders, Sessions, Switches};
 use crate::fleet::{Fleet, Slot};
 use crate::leaks::{check_leaks, print_leaks};
 use crate::paths::ROOT;
@@ -237,6 +238,7 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
     }
     let sessions: Sessions = Mutex::new(HashMap::new());
     let holders: Holders = Mutex::new(Default::default());
+    let switches = Switches::default();
     let stop_faults = AtomicBool::new(false);
     let partitions_done = AtomicUsize::new(0);
     let round_done = AtomicBool::new(false);
@@ -259,6 +261,7 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
                 session,
                 sessions: &sessions,
                 holders: &holders,
+                switches: &switches,
                 rng: Rng::new(seed ^ 0x00FA_0175),
                 admin: None,
                 kinds: kinds.clone(),
@@ -298,9 +301,12 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
             eprintln!("zk-campaign: the fault thread panicked");
         }
     });
+    // What the campaign could not do (the verdict's "campaign fell short").
+    let mut shortfalls: Vec<String> = Vec::new();
     fleet.thaw_all();
     if let Err(e) = server.heal() {
         eprintln!("zk-campaign: final heal failed: {e}");
+        shortfalls.push(format!("the final heal failed ({e})"));
     }
     let run_secs = run_start.elapsed().as_secs_f64();
     if o.cache || o.counter || o.registration {
@@ -335,13 +341,19 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
                     "cache subtree read back: {n} nodes ({:.2} s after the writers were told to stop)",
                     t0.elapsed().as_secs_f64()
                 ),
-                Err(e) => eprintln!("zk-campaign: cannot read the cache subtree back: {e}"),
+                Err(e) => {
+                    eprintln!("zk-campaign: cannot read the cache subtree back: {e}");
+                    shortfalls.push(format!("the cache subtree could not be read back ({e})"));
+                }
             }
         }
         if o.counter {
             match crate::counterkind::read_final(&server.connect_string(), &dir) {
                 Ok(v) => println!("counter read back: {v}"),
-                Err(e) => eprintln!("zk-campaign: cannot read the counter back: {e}"),
+                Err(e) => {
+                    eprintln!("zk-campaign: cannot read the counter back: {e}");
+                    shortfalls.push(format!("the counter could not be read back ({e})"));
+                }
             }
         }
     }
@@ -371,7 +383,10 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
     };
     match crate::resource::read_back(&server.connect_string(), &dir) {
         Ok(n) => println!("guarded resources read back: {n} writes"),
-        Err(e) => eprintln!("zk-campaign: cannot read the guarded resources back: {e}"),
+        Err(e) => {
+            eprintln!("zk-campaign: cannot read the guarded resources back: {e}");
+            shortfalls.push(format!("the guarded resources could not be read back ({e})"));
+        }
     }
     let report = match check_dir(&dir, &o.check) {
         Ok(r) => r,
@@ -397,7 +412,8 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
         }
         Err(e) => {
             println!("leaked nodes: unknown ({e})");
-            1
+            shortfalls.push(format!("the leak check could not be done ({e})"));
+            0
         }
     };
     let leak_count = leak_count
@@ -412,19 +428,17 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
             }
             Some(Err(e)) => {
                 println!("leaked registration nodes: unknown ({e})");
-                1
+                shortfalls.push(format!("the registration leak check could not be done ({e})"));
+                0
             }
         };
     println!("logs: {}", dir.display());
     drop(fleet);
     drop(server);
-    if !report.violations.is_empty() || leak_count > 0 {
-        ExitCode::from(1)
-    } else if !report.missing.is_empty() {
-        ExitCode::from(3)
-    } else {
-        ExitCode::SUCCESS
+    if !report.missing.is_empty() {
+        shortfalls.insert(0, format!("fault kinds missing: {}", report.missing.join(", ")));
     }
+    verdict(report.violations.len(), leak_count, &shortfalls)
 }
 
 fn pin_executable(dir: &Path) -> io::Result<PathBuf> {

@@ -11,10 +11,11 @@ use zk_framework::CuratorFramework;
 use zk_framework::ExponentialBackoffRetry;
 
 use crate::fleet::Fleet;
+use crate::holds::{Hold, HoldBook};
 use crate::paths::{MUTEX_PATH, SEM_PATH};
 use crate::prng::Rng;
 use crate::record::{now_ns, LineLog};
-use crate::server::{Server, PARTITION_KINDS};
+use crate::server::{resume_pid, LinkHold, Server, PARTITION_KINDS};
 
 mod composed;
 
@@ -92,6 +93,19 @@ impl Book {
 /// The coordinator's [`Book`], shared with the fault thread.
 pub(crate) type Holders = Mutex<Book>;
 
+/// The switches the parts of a composition share besides the ensemble's
+/// links (those are the server's, [`crate::server::LinkBook`]): counted
+/// ([`crate::holds`]), so that each part gives back only its own, at its
+/// own time.
+#[derive(Debug, Default)]
+pub(crate) struct Switches {
+    /// The server paused: `None` a standalone server, `Some(pid)` an
+    /// ensemble node's process.
+    pub(crate) paused: HoldBook<Option<u32>>,
+    /// A worker's proxy frozen: (slot, proxy).
+    pub(crate) frozen: HoldBook<(usize, usize)>,
+}
+
 pub(crate) struct Faults<'a> {
     pub(crate) server: &'a Server,
     pub(crate) fleet: &'a Fleet,
@@ -101,6 +115,9 @@ pub(crate) struct Faults<'a> {
     /// The sections under way and the latest grants (the composed faults
     /// pick their holders there).
     pub(crate) holders: &'a Holders,
+    /// The paused servers and frozen proxies, counted (shared by the parts
+    /// of a composition).
+    pub(crate) switches: &'a Switches,
     pub(crate) rng: Rng,
     /// A client of the coordinator's own (for `break-waiter`), made when needed.
     pub(crate) admin: Option<CuratorFramework>,
@@ -108,15 +125,15 @@ pub(crate) struct Faults<'a> {
     pub(crate) kinds: Vec<&'static str>,
     /// Partition faults injected so far (the coordinator may wait for a number).
     pub(crate) partitions_done: &'a AtomicUsize,
-    /// Set once every kind was injected (or tried) once, or with `min_each`
-    /// once every kind happened that many times: the run lasts at least
-    /// that long.
+    /// Set once every kind happened `min_each` times (once at least): the
+    /// run lasts at least that long (within its cap); a kind not made is
+    /// tried again meanwhile.
     pub(crate) round_done: &'a AtomicBool,
-    /// How many times every kind must happen (0: tried once is enough).
+    /// How many times every kind must happen (0 counts as 1).
     pub(crate) min_each: usize,
 }
 
-impl Faults<'_> {
+impl<'a> Faults<'a> {
     fn record(&self, kind: &str, start: u64, detail: &str) {
         if PARTITION_KINDS.contains(&kind) {
             self.partitions_done.fetch_add(1, Ordering::SeqCst);
@@ -132,13 +149,12 @@ impl Faults<'_> {
 
     /// An ensemble node index: the leader, or a running follower.
     fn node(&mut self, leader: bool) -> Option<usize> {
-        let c = self.server.cluster();
-        let l = c.leader()?;
+        let l = self.server.leader()?;
         if leader {
             return Some(l);
         }
-        let f: Vec<usize> = (0..c.len()).filter(|&i| i != l && c.is_running(i)).collect();
-        drop(c);
+        let running = self.server.running();
+        let f: Vec<usize> = (0..running.len()).filter(|&i| i != l && running[i]).collect();
         if f.is_empty() {
             None
         } else {
@@ -146,47 +162,133 @@ impl Faults<'_> {
         }
     }
 
+    /// Pauses the server (an ensemble: its leader) for `d`, counted from
+    /// the pause. Another part of a composition may hold it paused too: the
+    /// last to give it back resumes it (see [`Switches`]).
     fn pause_server(&mut self, d: Duration) -> io::Result<String> {
         match self.server {
             Server::Embedded(s) | Server::Apache(s) => {
-                s.pause()?;
-                std::thread::sleep(d);
-                s.resume()?;
-                Ok(format!("server paused {} ms", d.as_millis()))
+                self.switches.paused.take(&[None], |_| s.pause(), |_| {})?;
+                sleep_until(Instant::now() + d);
+                let (mut resumed, mut r) = (false, Ok(()));
+                self.switches.paused.give(&[None], |_| {
+                    resumed = true;
+                    r = s.resume();
+                });
+                r?;
+                Ok(format!(
+                    "server paused {} ms{}",
+                    d.as_millis(),
+                    kept_by_another(resumed)
+                ))
             }
             Server::Ensemble(..) => {
                 let i = self.node(true).ok_or_else(|| io::Error::other("no leader to pause"))?;
-                self.server.cluster().pause(i)?;
-                std::thread::sleep(d);
-                self.server.cluster().resume(i)?;
-                Ok(format!("leader {i} paused {} ms", d.as_millis()))
+                let pid = self.pause_node(i)?;
+                sleep_until(Instant::now() + d);
+                let resumed = self.resume_node(pid)?;
+                Ok(format!(
+                    "leader {i} paused {} ms{}",
+                    d.as_millis(),
+                    kept_by_another(resumed)
+                ))
             }
         }
     }
 
-    /// Stops (or kills) an ensemble node, waits a moment, restarts it.
+    /// Pauses ensemble node `i` (SIGSTOP, every thread stopped), counted
+    /// by its pid ([`Switches::paused`]); returns the pid, by which
+    /// [`Faults::resume_node`] lets it go on without the ensemble's handle.
+    fn pause_node(&self, i: usize) -> io::Result<u32> {
+        let pid = self
+            .server
+            .cluster()
+            .pid(i)
+            .ok_or_else(|| io::Error::other(format!("node {i} is not running")))?;
+        self.switches.paused.take(
+            &[Some(pid)],
+            |_| {
+                let mut c = self.server.cluster();
+                if c.pid(i) != Some(pid) {
+                    return Err(io::Error::other(format!("node {i} was restarted meanwhile")));
+                }
+                c.pause(i)
+            },
+            |_| {},
+        )?;
+        Ok(pid)
+    }
+
+    /// Gives back this part's pause of the node process `pid`: resumes it
+    /// when no other part holds it paused (returns whether it did).
+    fn resume_node(&self, pid: u32) -> io::Result<bool> {
+        let (mut resumed, mut r) = (false, Ok(()));
+        self.switches.paused.give(&[Some(pid)], |_| {
+            resumed = true;
+            r = resume_pid(pid);
+        });
+        r.map(|()| resumed)
+    }
+
+    /// Freezes the proxies of worker `slot` that `which` says, counted
+    /// ([`Switches::frozen`]): each one thaws when no part holds it frozen.
+    fn freeze(&self, slot: usize, which: impl Fn(usize) -> bool) -> io::Result<Hold<'a, (usize, usize)>> {
+        let fleet = self.fleet;
+        let keys: Vec<(usize, usize)> = (0..fleet.slots[slot].proxies.len())
+            .filter(|&j| which(j))
+            .map(|j| (slot, j))
+            .collect();
+        self.switches.frozen.hold(
+            &keys,
+            |(s, j)| {
+                fleet.slots[s].proxies[j].freeze(true);
+                Ok(())
+            },
+            move |(s, j)| fleet.slots[s].proxies[j].freeze(false),
+        )
+    }
+
+    /// Undoes whatever a fault not made may have left: every worker let go
+    /// on and its proxies thawed, the server healed; the counts of the
+    /// switches forgotten.
+    fn heal_everything(&self, kind: &str) {
+        let _ = self.switches.frozen.reset(|| {
+            self.fleet.thaw_all();
+            Ok(())
+        });
+        if let Err(e) = self.switches.paused.reset(|| self.server.heal()) {
+            eprintln!("healing after {kind} failed: {e}");
+        }
+    }
+
+    /// Stops (or kills) an ensemble node, waits a moment, restarts it (once
+    /// no link is cut: see [`Server::restart_node`]) and waits for a quorum.
     fn bounce_node(&mut self, leader: bool, kill: bool) -> io::Result<String> {
         let i = self
             .node(leader)
             .ok_or_else(|| io::Error::other("no such node (no quorum?)"))?;
-        {
-            let mut c = self.server.cluster();
-            if kill {
-                c.kill(i)?;
-            } else {
-                c.stop(i)?;
-            }
+        if kill {
+            self.server.cluster().kill(i)?;
+        } else {
+            self.server.stop_node(i)?;
         }
+        let t0 = Instant::now();
         let down = self.rng.ms(500, 3000);
-        std::thread::sleep(down);
-        let mut c = self.server.cluster();
-        c.restart(i)?;
-        c.wait_for_quorum(Duration::from_secs(60))?;
+        sleep_until(t0 + down);
+        let waited = self.server.restart_node(i, Duration::from_secs(60))?;
+        let serving = ms_since(t0);
+        self.server.wait_quorum(Duration::from_secs(60))?;
         Ok(format!(
-            "node {i} ({}) {} for {} ms, restarted",
+            "node {i} ({}) {} for {} ms, restarted{}: serving at +{serving} ms, a quorum at +{} ms",
             if leader { "leader" } else { "follower" },
             if kill { "killed" } else { "stopped" },
-            down.as_millis()
+            down.as_millis(),
+            if waited >= Duration::from_millis(100) {
+                format!(" after {} ms more for the links another part cut", waited.as_millis())
+            } else {
+                String::new()
+            },
+            ms_since(t0)
         ))
     }
 
@@ -277,9 +379,10 @@ impl Faults<'_> {
 
     /// The worker slots whose session is on node `i` now (its `cons`).
     fn slots_on(&self, i: usize) -> Vec<usize> {
-        let port = self.server.cluster().client_port(i);
-        let cons = zk_testing::fourlw::four_letter_word(&format!("127.0.0.1:{port}"), "cons", Duration::from_secs(2))
-            .unwrap_or_default();
+        let Some(addr) = self.server.addrs().get(i).cloned() else {
+            return Vec::new();
+        };
+        let cons = zk_testing::fourlw::four_letter_word(&addr, "cons", Duration::from_secs(2)).unwrap_or_default();
         let sids: Vec<i64> = cons
             .split("sid=0x")
             .skip(1)
@@ -314,35 +417,39 @@ impl Faults<'_> {
                 p.cut();
             }
         }
-        let deadline = Instant::now() + Duration::from_secs(5);
-        let mut on = self.slots_on(i);
-        while !on.contains(&slot) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
+        let mut on = Vec::new();
+        zk_testing::wait_until(Duration::from_secs(5), || {
             on = self.slots_on(i);
-        }
+            on.contains(&slot)
+        });
         for p in &self.fleet.slots[slot].proxies {
             p.refuse(false);
         }
         on
     }
 
-    /// Waits `d`, heals every link, and waits for one whole ensemble again.
-    fn heal_after(&mut self, d: Duration) -> io::Result<()> {
-        std::thread::sleep(d);
-        let c = self.server.cluster();
-        c.heal_links();
-        c.wait_for_quorum(Duration::from_secs(60))
+    /// Gives back `hold` at `at` (the links it cut heal, unless another part
+    /// holds them too), then waits for one whole ensemble again.
+    fn heal_at(&self, hold: LinkHold<'_>, at: Instant) -> io::Result<()> {
+        sleep_until(at);
+        hold.release();
+        self.server.wait_quorum(Duration::from_secs(60))
     }
 
-    /// The partitions inside the ensemble (see `PARTITION_KINDS`).
+    /// The partitions inside the ensemble (see `PARTITION_KINDS`). Each one
+    /// holds its own links in the server's link book and keeps its own
+    /// clock: its window counts from its cut (or its pause), and what it
+    /// undoes it undoes at the end of that window, without waiting for any
+    /// other part of a composition.
     fn partition(&mut self, kind: &str) -> io::Result<String> {
         let t = self.session;
-        let (leader, followers, sync) = {
-            let c = self.server.cluster();
-            let l = c.leader().ok_or_else(|| io::Error::other("no leader (no quorum?)"))?;
-            let f: Vec<usize> = (0..c.len()).filter(|&i| i != l).collect();
-            (l, f, c.sync_limit())
-        };
+        let leader = self
+            .server
+            .leader()
+            .ok_or_else(|| io::Error::other("no leader (no quorum?)"))?;
+        let n = self.server.addrs().len();
+        let followers: Vec<usize> = (0..n).filter(|&i| i != leader).collect();
+        let sync = self.server.cluster().sync_limit();
         // Long enough for the side that notices last (a sync limit), and then some.
         let d = sync + self.rng.ms(300, (t.as_millis() as u64 / 2).max(300));
         // One follower or both (then the leader loses its quorum).
@@ -356,8 +463,8 @@ impl Faults<'_> {
         match kind {
             "isolate-leader" => {
                 let on = self.steer_onto(leader);
-                self.server.cluster().isolate(leader)?;
-                self.heal_after(d)?;
+                let cut = self.server.isolate(leader)?;
+                self.heal_at(cut, Instant::now() + d)?;
                 Ok(format!(
                     "leader {leader} cut off from both followers for {} ms (workers {on:?} on it)",
                     d.as_millis()
@@ -371,8 +478,8 @@ impl Faults<'_> {
                     .max_by_key(|&f| (self.slots_on(f).len(), f))
                     .ok_or_else(|| io::Error::other("no follower"))?;
                 let on = self.steer_onto(f);
-                self.server.cluster().isolate(f)?;
-                self.heal_after(d)?;
+                let cut = self.server.isolate(f)?;
+                self.heal_at(cut, Instant::now() + d)?;
                 Ok(format!(
                     "follower {f} cut off from the others for {} ms (workers {on:?} on it)",
                     d.as_millis()
@@ -381,17 +488,12 @@ impl Faults<'_> {
             "oneway-from-leader" | "oneway-to-leader" => {
                 let targets = pick_targets(&mut self.rng);
                 let out = kind == "oneway-from-leader";
-                {
-                    let c = self.server.cluster();
-                    for &f in &targets {
-                        if out {
-                            c.block(leader, f)?;
-                        } else {
-                            c.block(f, leader)?;
-                        }
-                    }
-                }
-                self.heal_after(d)?;
+                let dirs: Vec<(usize, usize)> = targets
+                    .iter()
+                    .map(|&f| if out { (leader, f) } else { (f, leader) })
+                    .collect();
+                let cut = self.server.hold_links(&dirs)?;
+                self.heal_at(cut, Instant::now() + d)?;
                 Ok(format!(
                     "bytes {} leader {leader} {} {targets:?} held for {} ms",
                     if out { "from" } else { "to" },
@@ -405,10 +507,10 @@ impl Faults<'_> {
                 let up = self.rng.ms(200, 1500);
                 let total = t + self.rng.ms(0, 2000);
                 let dirs: Vec<(usize, usize)> = targets.iter().flat_map(|&f| [(leader, f), (f, leader)]).collect();
-                self.server.cluster().flap(&dirs, down, up)?;
-                self.heal_after(total)?;
+                let downs = self.flap(&dirs, down, up, Instant::now() + total)?;
+                self.server.wait_quorum(Duration::from_secs(60))?;
                 Ok(format!(
-                    "links leader {leader} <-> {targets:?} flapping (down {} ms, up {} ms) for {} ms",
+                    "links leader {leader} <-> {targets:?} flapping (down {} ms, up {} ms) for {} ms ({downs} times down)",
                     down.as_millis(),
                     up.as_millis(),
                     total.as_millis()
@@ -429,44 +531,47 @@ impl Faults<'_> {
                     _ => followers[self.rng.below(followers.len() as u64) as usize],
                 };
                 let pause = kind == "pause-holder-minority";
-                let paused_at = now_ns();
-                let pid = if pause {
-                    Some(self.fleet.signal(slot, "STOP")?)
-                } else {
-                    None
-                };
-                for (i, p) in self.fleet.slots[slot].proxies.iter().enumerate() {
-                    if i != x {
-                        p.freeze(true);
-                    }
-                }
-                let r = self.server.cluster().isolate(x);
                 // A follower's clients are dropped at the sync limit and their
                 // sessions expire a session timeout after the leader last heard
                 // of them; a leader's, a session timeout after a new leader.
                 let hold = t + sync + self.rng.ms(500, 1500);
-                if r.is_ok() {
-                    std::thread::sleep(hold);
-                }
-                if pause {
-                    // It resumes still cut off: its check() must not say Ok.
+                // The cut first: it may wait for the ensemble's handle (another
+                // part's restart); the worker's clock starts after it.
+                let frozen = self.freeze(slot, |i| i != x)?;
+                let cut = self.server.isolate(x)?;
+                let t0 = Instant::now();
+                // (The cut and the freeze are given back on any error: they
+                // are holds.)
+                let stop = if pause {
+                    let paused_at = now_ns();
+                    Some((self.fleet.signal(slot, "STOP")?, paused_at))
+                } else {
+                    None
+                };
+                // Resumed at its own time, 1 s before the heal, still cut
+                // off: its check() must not say Ok.
+                sleep_until(t0 + hold);
+                let mut resumed = String::new();
+                if let Some((pid, paused_at)) = stop {
                     let _ = self.fleet.signal(slot, "CONT");
-                    if let Some(pid) = pid {
-                        self.log.line(&format!("Q {pid} {paused_at} {}", now_ns()));
-                    }
-                    std::thread::sleep(Duration::from_millis(1000));
+                    let resumed_at = now_ns();
+                    self.log.line(&format!("Q {pid} {paused_at} {resumed_at}"));
+                    resumed = format!(
+                        ", stopped {} ms (planned {} ms), resumed 1000 ms before the heal",
+                        resumed_at.saturating_sub(paused_at) / 1_000_000,
+                        hold.as_millis()
+                    );
+                    sleep_until(t0 + hold + Duration::from_millis(1000));
                 }
-                for p in &self.fleet.slots[slot].proxies {
-                    p.freeze(false);
-                }
-                r?;
-                self.heal_after(Duration::ZERO)?;
+                frozen.release();
+                let healed = ms_since(t0);
+                cut.release();
+                self.server.wait_quorum(Duration::from_secs(60))?;
                 Ok(format!(
-                    "worker {slot}{holder}{} cut off with node {x}{} for {} ms{}",
-                    pid.map_or(String::new(), |p| format!(" (pid {p}) paused and")),
+                    "worker {slot}{holder}{} cut off with node {x}{} for {} ms{resumed}; healed at +{healed} ms",
+                    stop.map_or(String::new(), |(p, _)| format!(" (pid {p}) paused and")),
                     if x == leader { " (the leader)" } else { " (a follower)" },
-                    hold.as_millis(),
-                    if pause { ", resumed 1000 ms before the heal" } else { "" }
+                    hold.as_millis() + if pause { 1000 } else { 0 },
                 ))
             }
             "pause-leader-sync" => {
@@ -478,18 +583,50 @@ impl Faults<'_> {
                     } else {
                         self.rng.ms(300, 1000)
                     };
-                self.server.cluster().pause(leader)?;
-                std::thread::sleep(p);
-                self.server.cluster().resume(leader)?;
-                self.server.cluster().wait_for_quorum(Duration::from_secs(60))?;
+                let pid = self.pause_node(leader)?;
+                let t0 = Instant::now();
+                sleep_until(t0 + p);
+                let resumed = self.resume_node(pid)?;
+                let at = ms_since(t0);
+                self.server.wait_quorum(Duration::from_secs(60))?;
                 Ok(format!(
-                    "leader {leader} paused {} ms (sync limit {} ms)",
+                    "leader {leader} paused {} ms (sync limit {} ms), given back at +{at} ms{}",
                     p.as_millis(),
-                    sync.as_millis()
+                    sync.as_millis(),
+                    kept_by_another(resumed)
                 ))
             }
             other => Err(io::Error::other(format!("unknown partition {other}"))),
         }
+    }
+
+    /// Makes the directions `dirs` flap until `until`: held for `down`, open
+    /// for `up`, in turn, on a thread of its own, through the link book (so
+    /// that it never opens a link another part holds). Returns how many
+    /// times they went down.
+    fn flap(&self, dirs: &[(usize, usize)], down: Duration, up: Duration, until: Instant) -> io::Result<usize> {
+        let server = self.server;
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        std::thread::scope(|s| {
+            let flapper = s.spawn(move || -> io::Result<usize> {
+                use std::sync::mpsc::RecvTimeoutError::Disconnected;
+                let mut downs = 0;
+                loop {
+                    let hold = server.hold_links(dirs)?;
+                    downs += 1;
+                    let r = stopped.recv_timeout(down);
+                    hold.release();
+                    if matches!(r, Err(Disconnected)) || matches!(stopped.recv_timeout(up), Err(Disconnected)) {
+                        return Ok(downs);
+                    }
+                }
+            });
+            sleep_until(until);
+            drop(stop);
+            flapper
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("the flapping thread panicked")))
+        })
     }
 
     fn inject(&mut self, kind: &str) -> io::Result<String> {
@@ -508,13 +645,9 @@ impl Faults<'_> {
                     .unwrap_or_else(|e| e.into_inner())
                     .get(&slot)
                     .cloned();
-                for p in &self.fleet.slots[slot].proxies {
-                    p.freeze(true);
-                }
-                std::thread::sleep(d);
-                for p in &self.fleet.slots[slot].proxies {
-                    p.freeze(false);
-                }
+                let frozen = self.freeze(slot, |_| true)?;
+                sleep_until(Instant::now() + d);
+                frozen.release();
                 let expired = match (self.server, before) {
                     (Server::Embedded(s), Some((sid, _))) => {
                         let live = s.embedded().expect("embedded").sessions().iter().any(|x| x.id == sid);
@@ -558,7 +691,7 @@ impl Faults<'_> {
                 self.log.line(&format!("I {:x} {}", target.0, now_ns()));
                 match self.server {
                     Server::Embedded(s) | Server::Apache(s) => s.expire_session(target.0, &target.1)?,
-                    Server::Ensemble(_, addrs) => {
+                    Server::Ensemble(_, addrs, _) => {
                         let mut last = None;
                         for a in addrs {
                             match zk_testing::raw::RawConnection::connect(a, 30_000, Some((target.0, &target.1))) {
@@ -645,8 +778,10 @@ impl Faults<'_> {
         }
     }
 
-    /// Injects faults until `stop`: a shuffled round of every kind, then random
-    /// ones, with quiet gaps between them.
+    /// Injects faults until `stop`: a shuffled round of every kind; then the
+    /// kinds that have not happened `min_each` times (once at least: a
+    /// fault not made, logged `N`, is tried again), the least happened
+    /// first; then random ones; with quiet gaps between them.
     pub(crate) fn run(&mut self, stop: &AtomicBool) {
         let kinds = self.kinds.clone();
         let mut order: Vec<&str> = kinds.to_vec();
@@ -655,7 +790,8 @@ impl Faults<'_> {
             order.swap(i, j);
         }
         let mut n = 0usize;
-        // Kinds injected so far (with `min_each`, the least happened go first).
+        let need = self.min_each.max(1);
+        // Kinds injected so far (the least happened go first).
         let mut done: HashMap<&str, usize> = HashMap::new();
         let sleep_checked = |d: Duration| {
             let until = Instant::now() + d;
@@ -668,6 +804,8 @@ impl Faults<'_> {
             // After the first round, partitions (when among the kinds) are
             // picked three times in five: they are what this profile is for.
             let partitions: Vec<&str> = kinds.iter().copied().filter(|k| PARTITION_KINDS.contains(k)).collect();
+            // A kind that has not happened as often as asked (once at least)
+            // is tried again, the least happened first.
             let behind: Vec<&str> = {
                 let least = kinds
                     .iter()
@@ -677,7 +815,7 @@ impl Faults<'_> {
                 kinds
                     .iter()
                     .copied()
-                    .filter(|k| least < self.min_each && done.get(k).copied().unwrap_or(0) == least)
+                    .filter(|k| least < need && done.get(k).copied().unwrap_or(0) == least)
                     .collect()
             };
             let kind = if n < order.len() {
@@ -698,19 +836,12 @@ impl Faults<'_> {
                 }
                 Err(e) => {
                     let e = one_line(&e.to_string());
-                    eprintln!("fault {kind} failed: {e}");
-                    self.log.line(&format!("N {kind} {start} {e}"));
-                    self.fleet.thaw_all();
-                    if let Err(e) = self.server.heal() {
-                        eprintln!("healing after {kind} failed: {e}");
-                    }
+                    eprintln!("fault {kind} not made: {e}");
+                    self.log.line(&format!("N {kind} {start} {} {e}", now_ns()));
+                    self.heal_everything(kind);
                 }
             }
-            let round = if self.min_each > 0 {
-                kinds.iter().all(|k| done.get(k).copied().unwrap_or(0) >= self.min_each)
-            } else {
-                n >= order.len()
-            };
+            let round = kinds.iter().all(|k| done.get(k).copied().unwrap_or(0) >= need);
             if round {
                 self.round_done.store(true, Ordering::SeqCst);
             }
@@ -721,6 +852,25 @@ impl Faults<'_> {
             c.close();
         }
     }
+}
+
+/// What a part says when it gave back a pause another part still held.
+fn kept_by_another(resumed: bool) -> &'static str {
+    if resumed {
+        ""
+    } else {
+        " (left paused: another part holds it paused too)"
+    }
+}
+
+/// Sleeps until `at` (a fault's planned instant; at once when it has passed).
+fn sleep_until(at: Instant) {
+    std::thread::sleep(at.saturating_duration_since(Instant::now()));
+}
+
+/// Milliseconds since `t0`, for a fault's steps.
+fn ms_since(t0: Instant) -> u128 {
+    t0.elapsed().as_millis()
 }
 
 /// A fault's detail on one log line: its lines joined by ` / ` (an error

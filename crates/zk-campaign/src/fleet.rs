@@ -79,24 +79,14 @@ impl Fleet {
         let pid = self
             .pid(slot)
             .ok_or_else(|| io::Error::other(format!("worker {slot} is not running")))?;
-        let st = Command::new("kill")
-            .arg(format!("-{sig}"))
-            .arg(pid.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()?;
-        if st.success() {
-            if sig == "STOP" {
-                // kill(2) returns before every thread has stopped: wait until
-                // they all have, so that the time logged after this is one at
-                // which the worker can do nothing.
-                wait_stopped(pid, Instant::now() + Duration::from_secs(5));
-            }
-            Ok(pid)
-        } else {
-            Err(io::Error::other(format!("kill -{sig} {pid} failed: {st}")))
+        send_signal(pid, sig)?;
+        if sig == "STOP" {
+            // kill(2) returns before every thread has stopped: wait until
+            // they all have, so that the time logged after this is one at
+            // which the worker can do nothing.
+            wait_stopped(pid, Instant::now() + Duration::from_secs(5));
         }
+        Ok(pid)
     }
 
     /// Lets every worker continue (after a fault that paused one) and opens
@@ -164,6 +154,34 @@ impl Drop for Fleet {
             }
         }
     }
+}
+
+/// Sends `sig` (`STOP`, `CONT`, ...) to process `pid` (`kill -SIG PID`).
+pub(crate) fn send_signal(pid: u32, sig: &str) -> io::Result<()> {
+    let st = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()?;
+    if st.success() {
+        Ok(())
+    } else {
+        Err(io::Error::other(format!("kill -{sig} {pid} failed: {st}")))
+    }
+}
+
+/// Whether process `pid` is alive: it exists and has not exited (a zombie
+/// waiting to be reaped has).
+pub(crate) fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|st| {
+            st.rsplit_once(')')
+                .map(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X']))
+        })
+        .unwrap_or(false)
 }
 
 /// Polls `/proc/PID/task/*/stat` until every thread of `pid` is stopped (`T`

@@ -54,8 +54,11 @@
 //!   no `C` lines: before them, a holder stopped at the first sign of doubt.
 //!
 //! Coordinator lines (`coordinator.log`): `P key=value…` (parameters),
-//! `F kind start end detail` (a fault), `N …` (a fault that could not be
-//! injected), `K slot pid t` (a worker was killed -9), `I session-hex t` (a
+//! `F kind start end detail` (a fault), `N kind start end reason` (a fault
+//! not made: tried, and a step did not happen; its start and end bound what
+//! it may have done meanwhile; `kind` is `composition:part` for a part of
+//! a composition, whose own `N` line follows; older logs have no `end`),
+//! `K slot pid t` (a worker was killed -9), `I session-hex t` (a
 //! session was expired by the server at once), `B session-hex t path` (an
 //! operator deleted a node of that session: a composed fault's break; the
 //! time is taken just before the delete is sent), `W pid exit=N|straggler`,
@@ -263,6 +266,39 @@ pub struct FaultRec {
     pub end: u64,
 }
 
+/// A fault not made (an `N` line): tried, and one of its steps did not
+/// happen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotMade {
+    /// Its kind; `composition:part` for a part of a composition (the
+    /// composition's own line follows it).
+    pub kind: String,
+    /// When it was tried.
+    pub start: u64,
+    /// When it was given up (`None` in older logs).
+    pub end: Option<u64>,
+    /// Why, as the coordinator said.
+    pub reason: String,
+}
+
+impl NotMade {
+    /// Whether it is a part of a composition (its kind is
+    /// `composition:part`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let h = zk_campaign::history::History::from_lines([
+    ///     "N composed-random:kill-follower 1 5 no quorum",
+    ///     "N composed-random 1 6 1 of 2 parts not made",
+    /// ]);
+    /// assert!(h.not_made[0].is_part() && !h.not_made[1].is_part());
+    /// ```
+    pub fn is_part(&self) -> bool {
+        self.kind.contains(':')
+    }
+}
+
 /// Everything the logs of one campaign say.
 #[derive(Debug, Clone, Default)]
 pub struct History {
@@ -295,8 +331,11 @@ pub struct History {
     pub worker_status: Vec<(u32, String)>,
     /// The faults, in log order.
     pub faults: Vec<FaultRec>,
-    /// Faults that could not be injected (`N`).
+    /// Faults that could not be injected (`N`, parts of compositions left
+    /// out).
     pub failed_faults: usize,
+    /// Every `N` line, in log order.
+    pub not_made: Vec<NotMade>,
     /// Writes read back from the guarded resources (`resource.log`), if any.
     pub writes: Vec<ResourceWrite>,
     /// Whether the resources were read back at all (a `resource.log` exists).
@@ -427,7 +466,22 @@ impl History {
                     end: p64(3).unwrap_or(0),
                 });
             }
-            "N" => self.failed_faults += 1,
+            "N" => {
+                // Older logs: `N kind start reason…`, with no end.
+                let start = p64(2);
+                let end = start.and(p64(3));
+                let rest = 2 + usize::from(start.is_some()) + usize::from(end.is_some());
+                let m = NotMade {
+                    kind: s(1)?,
+                    start: start.unwrap_or(0),
+                    end,
+                    reason: f.get(rest..).map(|r| r.join(" ")).unwrap_or_default(),
+                };
+                if !m.is_part() {
+                    self.failed_faults += 1;
+                }
+                self.not_made.push(m);
+            }
             "K" => {
                 self.killed.insert(p32(2)?, p64(3)?);
             }
@@ -573,6 +627,69 @@ impl History {
         m
     }
 
+    /// How long worker `pid` was stopped (SIGSTOP, the `Q` lines) within
+    /// `[a, b]`, in ns; overlapping stops count once. Every rule that
+    /// excuses a stopped worker excuses this much, and no more: a stopped
+    /// process does nothing, its clock runs on.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let h = zk_campaign::history::History::from_lines(["Q 10 100 200", "Q 10 150 300", "Q 11 0 1000"]);
+    /// assert_eq!(h.stopped_within(10, 0, 1000), 200);
+    /// assert_eq!(h.stopped_within(10, 250, 1000), 50);
+    /// assert_eq!(h.stopped_within(10, 300, 1000), 0);
+    /// ```
+    pub fn stopped_within(&self, pid: u32, a: u64, b: u64) -> u64 {
+        let mut spans: Vec<(u64, u64)> = self
+            .paused
+            .iter()
+            .filter(|(p, _, _)| *p == pid)
+            .map(|&(_, from, to)| (from.max(a), to.min(b)))
+            .filter(|(from, to)| from < to)
+            .collect();
+        spans.sort_unstable();
+        let (mut total, mut reach) = (0, 0);
+        for (from, to) in spans {
+            let from = from.max(reach);
+            if to > from {
+                total += to - from;
+            }
+            reach = reach.max(to);
+        }
+        total
+    }
+
+    /// The windows of everything done to the system: every fault (`F`), and
+    /// every fault not made that has an end (its steps may have cut or
+    /// stopped something before it was given up), as `KIND (not made)`;
+    /// parts of compositions left out (their composition's window covers
+    /// them).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let h = zk_campaign::history::History::from_lines([
+    ///     "F cut 1 2 slot 0",
+    ///     "N composed-random:restart 3 4 no",
+    ///     "N composed-random 3 5 1 of 2 parts not made",
+    ///     "N cut 6 no end in older logs",
+    /// ]);
+    /// let w: Vec<(String, u64, u64)> = h.windows().into_iter().map(|f| (f.kind, f.start, f.end)).collect();
+    /// assert_eq!(w, [("cut".to_string(), 1, 2), ("composed-random (not made)".to_string(), 3, 5)]);
+    /// ```
+    pub fn windows(&self) -> Vec<FaultRec> {
+        let mut v = self.faults.clone();
+        v.extend(self.not_made.iter().filter(|m| !m.is_part()).filter_map(|m| {
+            Some(FaultRec {
+                kind: format!("{} (not made)", m.kind),
+                start: m.start,
+                end: m.end?,
+            })
+        }));
+        v
+    }
+
     /// A numeric parameter from the `P` line.
     ///
     /// # Examples
@@ -590,6 +707,38 @@ impl History {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fault_not_made_keeps_its_kind_window_and_reason() {
+        let h = History::from_lines([
+            "N composed-random:kill-follower 10 70 no quorum within 60s (modes: 0:leader)",
+            "N composed-random 10 80 1 of 3 parts not made (kill-follower): [...]",
+        ]);
+        assert_eq!(h.failed_faults, 1);
+        assert_eq!(h.not_made.len(), 2);
+        assert_eq!(
+            (h.not_made[0].kind.as_str(), h.not_made[0].start, h.not_made[0].end),
+            ("composed-random:kill-follower", 10, Some(70))
+        );
+        assert_eq!(h.not_made[0].reason, "no quorum within 60s (modes: 0:leader)");
+        assert!(h.not_made[0].is_part() && !h.not_made[1].is_part());
+        assert_eq!(h.windows().len(), 1);
+        assert_eq!(h.windows()[0].end, 80);
+    }
+
+    #[test]
+    fn a_stop_counts_once_and_only_within_the_span_asked() {
+        let h = History::from_lines(["Q 10 100 200", "Q 10 150 300", "Q 10 500 600", "Q 11 0 10000"]);
+        // Overlapping stops count once: 100..300 and 500..600.
+        assert_eq!(h.stopped_within(10, 0, 1000), 300);
+        // Only within the span.
+        assert_eq!(h.stopped_within(10, 180, 550), 120 + 50);
+        assert_eq!(h.stopped_within(10, 300, 500), 0);
+        // Another worker's stop is not this one's.
+        assert_eq!(h.stopped_within(12, 0, 10000), 0);
+        // A span that ends before it begins is empty.
+        assert_eq!(h.stopped_within(10, 600, 100), 0);
+    }
 
     #[test]
     fn parses_every_kind_of_line() {
@@ -629,6 +778,15 @@ mod tests {
             }
         );
         assert_eq!(h.failed_faults, 1);
+        assert_eq!(
+            h.not_made,
+            vec![NotMade {
+                kind: "restart".into(),
+                start: 0,
+                end: None,
+                reason: "failed".into()
+            }]
+        );
         assert_eq!(h.killed.get(&11), Some(&50));
         assert_eq!(h.instant, vec![("1a".to_string(), 40)]);
         assert_eq!(h.broken, vec![("1a".to_string(), 45, "/l/node".to_string())]);

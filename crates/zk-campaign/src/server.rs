@@ -1,20 +1,41 @@
 //! The server under test (embedded, standalone Apache or an ensemble), the
 //! fault kinds it supports, and healing it after a fault.
+//!
+//! The ensemble's handle (`ApacheCluster`) is behind one lock, and most of
+//! its calls are quick, but a restart holds it until the restarted node
+//! serves (up to 60 s). The parts of a composed fault run at once, each on
+//! its own clock, so nothing here holds that lock while it waits for
+//! something another part could be holding up: the quorum and the leader are
+//! read from the nodes' `srvr` (the lock only to see which processes run), a
+//! paused node is resumed by its pid, and the links between the nodes are cut
+//! through a [`LinkBook`] in which each part holds its own directions and
+//! gives back only those (`holds.rs`). A restart waits (bounded) until no link is cut:
+//! a node cannot join an ensemble cut apart, and holding the handle while it
+//! tries would keep the part that cut the links from healing them on time.
 
 use std::io;
-use std::sync::Mutex;
-use std::time::Duration;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use zk_testing::apache::{ApacheCluster, ApacheConfig};
 use zk_testing::embedded::ServerConfig;
 use zk_testing::TestingServer;
 
 use crate::cli::BackendKind;
+use crate::holds::{Hold, HoldBook};
+
+/// The links between ensemble nodes the parts of a fault hold cut, by
+/// direction `(from, to)` ([`crate::holds`]).
+pub(crate) type LinkBook = HoldBook<(usize, usize)>;
+
+/// One part's hold on some links ([`Server::hold_links`]): given back on
+/// drop, which opens each direction no other part holds cut.
+pub(crate) type LinkHold<'a> = Hold<'a, (usize, usize)>;
 
 pub(crate) enum Server {
     Embedded(TestingServer),
     Apache(TestingServer),
-    Ensemble(Mutex<ApacheCluster>, Vec<String>),
+    Ensemble(Mutex<ApacheCluster>, Vec<String>, LinkBook),
 }
 
 const STANDALONE_KINDS: &[&str] = &[
@@ -92,7 +113,7 @@ impl Server {
                 let addrs = (0..c.len())
                     .map(|i| format!("127.0.0.1:{}", c.client_port(i)))
                     .collect();
-                Server::Ensemble(Mutex::new(c), addrs)
+                Server::Ensemble(Mutex::new(c), addrs, LinkBook::default())
             }
         })
     }
@@ -108,7 +129,7 @@ impl Server {
     pub(crate) fn addrs(&self) -> Vec<String> {
         match self {
             Server::Embedded(s) | Server::Apache(s) => vec![s.connect_string()],
-            Server::Ensemble(_, a) => a.clone(),
+            Server::Ensemble(_, a, _) => a.clone(),
         }
     }
 
@@ -156,11 +177,146 @@ impl Server {
         }
     }
 
-    pub(crate) fn cluster(&self) -> std::sync::MutexGuard<'_, ApacheCluster> {
+    /// The ensemble's handle, locked: hold it only for quick calls (see the
+    /// module's doc).
+    pub(crate) fn cluster(&self) -> MutexGuard<'_, ApacheCluster> {
         match self {
-            Server::Ensemble(c, _) => c.lock().unwrap_or_else(|e| e.into_inner()),
+            Server::Ensemble(c, ..) => c.lock().unwrap_or_else(|e| e.into_inner()),
             _ => unreachable!("not an ensemble"),
         }
+    }
+
+    fn links(&self) -> &LinkBook {
+        match self {
+            Server::Ensemble(_, _, l) => l,
+            _ => unreachable!("not an ensemble"),
+        }
+    }
+
+    /// Each ensemble node's `Mode:` (`None`: it does not answer or does not
+    /// serve), asked without the handle's lock.
+    pub(crate) fn modes(&self) -> Vec<Option<String>> {
+        self.addrs()
+            .iter()
+            .map(|a| {
+                zk_testing::fourlw::four_letter_word(a, "srvr", Duration::from_millis(1500))
+                    .ok()?
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Mode:"))
+                    .map(|m| m.trim().to_string())
+            })
+            .collect()
+    }
+
+    /// The ensemble node that says it leads, if one does (without the lock).
+    pub(crate) fn leader(&self) -> Option<usize> {
+        self.modes().iter().position(|m| m.as_deref() == Some("leader"))
+    }
+
+    /// Which ensemble nodes' processes run (the lock, briefly).
+    pub(crate) fn running(&self) -> Vec<bool> {
+        let c = self.cluster();
+        (0..c.len()).map(|i| c.is_running(i)).collect()
+    }
+
+    /// Waits until the running nodes form a quorum (a majority, one leader,
+    /// the others following), as `ApacheCluster::wait_for_quorum`, but
+    /// taking the handle's lock only to see which processes run.
+    ///
+    /// Polled every 100 ms: the nodes' modes are another process's state,
+    /// told by nothing but `srvr`.
+    pub(crate) fn wait_quorum(&self, timeout: Duration) -> io::Result<()> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let running = self.running();
+            let modes = self.modes();
+            let n = running.len();
+            let up: Vec<usize> = (0..n).filter(|&i| running[i]).collect();
+            let leaders = up.iter().filter(|&&i| modes[i].as_deref() == Some("leader")).count();
+            let others_ok = up.iter().all(|&i| {
+                matches!(
+                    modes[i].as_deref(),
+                    Some("leader") | Some("follower") | Some("observer")
+                )
+            });
+            if up.len() > n / 2 && leaders == 1 && others_ok {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                let seen: Vec<String> = (0..n)
+                    .map(|i| match (running[i], &modes[i]) {
+                        (false, _) => format!("{i}:down"),
+                        (true, Some(m)) => format!("{i}:{m}"),
+                        (true, None) => format!("{i}:not serving"),
+                    })
+                    .collect();
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("no quorum within {timeout:?} (modes: {})", seen.join(", ")),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Holds the bytes of each direction `(from, to)` in `dirs` until the
+    /// returned [`LinkHold`] is given back (or dropped): another part's hold on
+    /// the same direction keeps it cut after this one is given back.
+    pub(crate) fn hold_links(&self, dirs: &[(usize, usize)]) -> io::Result<LinkHold<'_>> {
+        {
+            let c = self.cluster();
+            for &(from, to) in dirs {
+                // An unknown pair, or an ensemble that cannot be cut: before
+                // anything is counted.
+                c.is_blocked(from, to)?;
+            }
+        }
+        self.links().hold(
+            dirs,
+            |(from, to)| self.cluster().block(from, to),
+            move |(from, to)| {
+                let _ = self.cluster().unblock(from, to);
+            },
+        )
+    }
+
+    /// Cuts node `i` off from every other node, both ways, until the hold is
+    /// given back.
+    pub(crate) fn isolate(&self, i: usize) -> io::Result<LinkHold<'_>> {
+        let n = self.addrs().len();
+        let dirs: Vec<(usize, usize)> = (0..n).filter(|&j| j != i).flat_map(|j| [(i, j), (j, i)]).collect();
+        self.hold_links(&dirs)
+    }
+
+    /// Restarts ensemble node `i` once no link is cut (waiting at most
+    /// `patience` for that; then all the same), and waits until it serves (the
+    /// handle's restart). Returns how long it waited for the links.
+    pub(crate) fn restart_node(&self, i: usize, patience: Duration) -> io::Result<Duration> {
+        let t0 = Instant::now();
+        let book = self.links();
+        let held = book.wait_clear(t0 + patience);
+        let waited = t0.elapsed();
+        // The handle is taken before the book is let go: no link is cut
+        // between the wait and the restart.
+        let mut c = self.cluster();
+        drop(held);
+        c.restart(i)?;
+        Ok(waited)
+    }
+
+    /// Stops ensemble node `i` gracefully: SIGTERM, and its exit awaited
+    /// without the handle's lock (a JVM takes a moment), then reaped by the
+    /// handle's `stop` (which kills it if it ignored SIGTERM for 15 s).
+    pub(crate) fn stop_node(&self, i: usize) -> io::Result<()> {
+        let pid = self.cluster().pid(i);
+        if let Some(pid) = pid {
+            // A paused JVM cannot handle SIGTERM: let it continue first.
+            let _ = crate::fleet::send_signal(pid, "CONT");
+            if crate::fleet::send_signal(pid, "TERM").is_ok() {
+                zk_testing::wait_until(Duration::from_secs(15), || !crate::fleet::alive(pid));
+            }
+        }
+        self.cluster().stop(i)
     }
 
     /// Undoes anything a fault may have left behind: resumes, restarts.
@@ -176,16 +332,28 @@ impl Server {
             }
             Server::Apache(s) => s.resume(),
             Server::Ensemble(..) => {
-                let mut c = self.cluster();
-                c.heal_links();
-                for i in 0..c.len() {
-                    let _ = c.resume(i);
-                    if !c.is_running(i) {
-                        c.restart(i)?;
+                self.links().reset(|| {
+                    let mut c = self.cluster();
+                    c.heal_links();
+                    for i in 0..c.len() {
+                        let _ = c.resume(i);
+                        if !c.is_running(i) {
+                            c.restart(i)?;
+                        }
                     }
-                }
-                c.wait_for_quorum(Duration::from_secs(60))
+                    Ok(())
+                })?;
+                self.wait_quorum(Duration::from_secs(60))
             }
         }
+    }
+}
+
+/// Lets a process stopped by SIGSTOP go on (SIGCONT); a process that is
+/// gone meanwhile (a node stopped or killed by another part) is no error.
+pub(crate) fn resume_pid(pid: u32) -> io::Result<()> {
+    match crate::fleet::send_signal(pid, "CONT") {
+        Err(_) if !std::path::Path::new(&format!("/proc/{pid}")).exists() => Ok(()),
+        r => r,
     }
 }

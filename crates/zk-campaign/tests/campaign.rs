@@ -406,6 +406,92 @@ fn checker_reports_missing_fault_kinds() {
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(field(&out, "missing fault kinds"), Some("restart"), "{out}");
     assert_eq!(code, 3, "{out}");
+    assert!(
+        out.contains("verdict: the campaign fell short: fault kinds missing: restart (the library broke no rule"),
+        "{out}"
+    );
+}
+
+/// The exit status says who fell short: 0 clean, 1 the library (a
+/// violation), 3 the campaign (a fault kind not made as often as planned),
+/// 1 with both (the verdict names both).
+#[test]
+fn the_exit_status_says_whether_the_library_or_the_campaign_fell_short() {
+    let p = "P seed=1 session_ms=1000 acquire_timeout_ms=1000 min_each=1 kinds=cut,composed-random";
+    let made = ["F cut 1 2 synthetic", "F composed-random 3 9 cut+restart: [...]"];
+    let not_made = [
+        "F cut 1 2 synthetic",
+        "N composed-random:restart 3 8 the server did not restart",
+        "N composed-random 3 9 1 of 2 parts not made (restart): [...]",
+    ];
+    let clean = worker(10, vec![section(10, 0, 1, "/l", "mutex", 5, "a", 100, 200, None)]);
+    let mut hung = clean.clone();
+    hung.insert(1, "A 10 0 9 /l mutex 90".to_string());
+    for (name, coordinator, w, want, verdict) in [
+        ("clean", &made[..], &clean, 0, "verdict: clean"),
+        ("library", &made[..], &hung, 1, "verdict: the library fell short: 1 violations, 0 leaked nodes (exit 1)"),
+        (
+            "campaign",
+            &not_made[..],
+            &clean,
+            3,
+            "verdict: the campaign fell short: fault kinds missing: composed-random (the library broke no rule",
+        ),
+        (
+            "both",
+            &not_made[..],
+            &hung,
+            1,
+            "verdict: the library fell short: 1 violations, 0 leaked nodes; and the campaign fell short: fault kinds missing: composed-random (exit 1)",
+        ),
+    ] {
+        let dir = scratch(&format!("check-verdict-{name}"));
+        let mut c = vec![p.to_string()];
+        c.extend(coordinator.iter().map(|l| l.to_string()));
+        write_lines(&dir.join("coordinator.log"), &c);
+        write_lines(&dir.join("worker-0-0.log"), w);
+        let (code, out) = run(&["--check".into(), dir.display().to_string()], Duration::from_secs(60));
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(code, want, "{name}: {out}");
+        assert!(out.contains(verdict), "{name}: {out}");
+        if coordinator.len() == 3 {
+            assert!(
+                out.contains("  not made: composed-random x1: parts not made: restart x1 (the server did not restart x1)"),
+                "{name}: {out}"
+            );
+        }
+    }
+}
+
+/// A worker stopped (SIGSTOP) across an attempt: the stopped time is not
+/// the attempt's, and only that time; through `--check`, the exit status.
+#[test]
+fn checker_excuses_exactly_the_time_a_worker_was_stopped_in_a_long_attempt() {
+    const MS: u64 = 1_000_000;
+    // Timeout 1 s + 4 sessions of 1 s + 10 s: overlong beyond 15 s.
+    let attempt = |wait_ms: u64| {
+        worker(
+            10,
+            vec![vec![
+                format!("A 10 0 1 /l mutex 100 {}", 1000 * MS),
+                format!(
+                    "R 10 0 1 /l mutex {} error ZooKeeper.ConnectionLoss {}",
+                    100 + wait_ms * MS,
+                    wait_ms * MS
+                ),
+            ]],
+        )
+    };
+    // 72 s, stopped 60 s of them: 12 s of its own.
+    let stop = format!("Q 10 {} {}", 100 + 5_000 * MS, 100 + 65_000 * MS);
+    let (code, out) = check("stopped-long", &[&stop], &[attempt(72_000)]);
+    assert_eq!(violations(&out), 0, "{out}");
+    assert_eq!(code, 0, "{out}");
+    // 80 s with the same stop: 20 s of its own, overlong.
+    let (code, out) = check("stopped-too-long", &[&stop], &[attempt(80_000)]);
+    assert_eq!(violations(&out), 1, "{out}");
+    assert!(out.contains("overlong attempt"), "{out}");
+    assert_eq!(code, 1, "{out}");
 }
 
 // ---------------------------------------------------------------------------

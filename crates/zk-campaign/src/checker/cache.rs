@@ -36,7 +36,10 @@
 //!   `G pid t end` — the writers' calls (one request each, no retry): outcome
 //!   `ok` or an error kind (then the stat is `-`: the write may or may not
 //!   have happened); `hash` is the data sent; a delete's zxid is the client's
-//!   last zxid after the reply (informative).
+//!   last zxid after the reply (informative). A create or set is announced
+//!   first, `G pid t begin path hash`: one announced and never answered (its
+//!   worker was killed -9 during the call) may or may not have happened, as
+//!   one that failed (older logs have no `begin` lines).
 //! * `U t count` then `T path czxid mzxid version hash` — the server's final
 //!   subtree, read by the coordinator after every writer stopped.
 
@@ -98,6 +101,10 @@ pub(crate) struct Writes {
     pub(crate) unknown: HashSet<(String, String)>,
     /// The czxids each path was created with, in log order.
     pub(crate) creations: HashMap<String, Vec<i64>>,
+    /// Each writer's create or set announced (`begin`) and not answered
+    /// yet: (path, hash), by pid. What is left at the end was in flight when
+    /// its worker was killed, and is moved to `unknown`.
+    pub(crate) pending: HashMap<u32, (String, String)>,
     pub(crate) counts: BTreeMap<String, usize>,
 }
 
@@ -158,6 +165,13 @@ impl super::LineHistory for CacheHistory {
             }
             "G" => {
                 let op = *f.get(3)?;
+                let pid: u32 = f.get(1)?.parse().ok()?;
+                if op == "begin" {
+                    self.writes
+                        .pending
+                        .insert(pid, (f.get(4)?.to_string(), f.get(5)?.to_string()));
+                    return Some(());
+                }
                 let key = match f.get(5) {
                     Some(outcome) => format!("{op} {outcome}"),
                     None => op.to_string(),
@@ -165,6 +179,7 @@ impl super::LineHistory for CacheHistory {
                 *self.writes.counts.entry(key).or_default() += 1;
                 match op {
                     "create" | "set" => {
+                        self.writes.pending.remove(&pid);
                         let path = f.get(4)?.to_string();
                         let hash = f.get(9)?.to_string();
                         let outcome = *f.get(5)?;
@@ -463,7 +478,14 @@ pub(crate) fn judge<S: AsRef<str>>(lines: &[S], violations: &mut Vec<String>) ->
     if lines.is_empty() {
         return t;
     }
-    let (h, bad) = CacheHistory::parse(lines);
+    let (mut h, bad) = CacheHistory::parse(lines);
+    // A write announced and never answered: its worker was killed during
+    // the call; it may have happened.
+    let unfinished: Vec<(String, String)> = h.writes.pending.drain().map(|(_, w)| w).collect();
+    if !unfinished.is_empty() {
+        h.writes.counts.insert("unanswered (killed)".into(), unfinished.len());
+    }
+    h.writes.unknown.extend(unfinished);
     let events: usize = h
         .caches
         .values()
@@ -667,6 +689,40 @@ mod tests {
         assert!(v[0].contains("/c/a as czxid 0xa mzxid 0xb"), "{v:?}");
         assert!(v[1].contains("/c/b as czxid 0xb mzxid 0xb v0 data h1"), "{v:?}");
         assert!(v[2].contains("final view"), "{v:?}");
+    }
+
+    #[test]
+    fn c3_excuses_a_write_announced_and_never_answered_but_not_one_answered() {
+        // Writer 9 announced a create of /c/d with data hd and was killed -9
+        // before its answer: the state may exist. The answered begin/create
+        // pair before it leaves nothing pending.
+        let shown = [
+            "Y 7 1 start /c",
+            "Y 7 2 created /c 2 2 0 h0",
+            "Y 7 3 created /c/e 20 20 0 he",
+            "Y 7 4 created /c/d 21 21 0 hd",
+        ];
+        let writes = [
+            "G 9 7 begin /c/e he",
+            "G 9 8 create /c/e ok 20 20 0 he",
+            "G 9 9 begin /c/d hd",
+        ];
+        let all: Vec<&str> = writes.iter().chain(shown.iter()).copied().collect();
+        let mut v = Vec::new();
+        let text = judge(&all, &mut v);
+        assert!(v.is_empty(), "{v:?}");
+        assert!(text.contains("unanswered (killed) 1"), "{text}");
+        assert!(
+            text.contains("states excused (data of a write with an unknown outcome): 1"),
+            "{text}"
+        );
+        // Without the begin line (older logs, or a writer that never sent
+        // it), the same state is invented.
+        let all: Vec<&str> = writes[..2].iter().chain(shown.iter()).copied().collect();
+        let mut v = Vec::new();
+        judge(&all, &mut v);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].starts_with("cache invented") && v[0].contains("/c/d"), "{v:?}");
     }
 
     #[test]

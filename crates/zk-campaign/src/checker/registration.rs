@@ -153,15 +153,6 @@ impl super::LineHistory for RegHistory {
     }
 }
 
-/// The time a worker was stopped (SIGSTOP) within `[a, b]`.
-fn paused_within(h: &History, pid: u32, a: u64, b: u64) -> u64 {
-    h.paused
-        .iter()
-        .filter(|(p, _, _)| *p == pid)
-        .map(|&(_, from, to)| to.min(b).saturating_sub(from.max(a)))
-        .sum()
-}
-
 /// When a span of `g` starting with event `i` ended: its next event, its
 /// closing, or its worker's death (`None`: the log ends first).
 fn span_end(g: &Gen, i: usize, killed: Option<u64>) -> Option<u64> {
@@ -189,7 +180,7 @@ pub(crate) fn registered_only_while_there(h: &History, r: &RegHistory, w: u64, v
             if !mine.is_empty() {
                 let last_gone = mine.iter().filter_map(|x| x.deleted).max();
                 if let (Some(d), Some(e)) = (last_gone, end) {
-                    let slack = w + paused_within(h, g.pid, d, e);
+                    let slack = w + h.stopped_within(g.pid, d, e);
                     let all_gone = mine.iter().all(|x| x.deleted.is_some());
                     if all_gone && e > d + slack {
                         violations.push(format!(
@@ -227,7 +218,7 @@ pub(crate) fn registered_only_while_there(h: &History, r: &RegHistory, w: u64, v
 
 /// The fault windows `[start, end + b]`, merged, with the workers' pauses.
 fn fault_windows(h: &History, b: u64) -> Vec<(u64, u64)> {
-    let mut v: Vec<(u64, u64)> = h.faults.iter().map(|f| (f.start, f.end.max(f.start) + b)).collect();
+    let mut v: Vec<(u64, u64)> = h.windows().iter().map(|f| (f.start, f.end.max(f.start) + b)).collect();
     v.sort();
     let mut out: Vec<(u64, u64)> = Vec::new();
     for (a, e) in v {
@@ -344,6 +335,7 @@ pub(crate) fn visible_after_faults(
     violations: &mut Vec<String>,
 ) -> (usize, usize) {
     let (mut judged, mut skipped) = (0, 0);
+    let windows = h.windows();
     for (p, g) in &r.gens {
         let killed = h.killed.get(&g.pid).copied();
         for (i, (t, s, registered, line)) in g.events.iter().enumerate() {
@@ -351,7 +343,7 @@ pub(crate) fn visible_after_faults(
             if !registered || span_end(g, i, killed).map_or(true, |e| e <= x) {
                 continue;
             }
-            if h.faults.iter().any(|f| f.start <= x && f.end >= *t) || paused_within(h, g.pid, *t, x) > 0 {
+            if windows.iter().any(|f| f.start <= x && f.end >= *t) || h.stopped_within(g.pid, *t, x) > 0 {
                 skipped += 1;
                 continue;
             }

@@ -65,7 +65,8 @@ pub(super) fn overshoots(h: &History, opts: &CheckOptions, violations: &mut Vec<
     let mut by_lock_samples: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     let mut timed_by_lock: BTreeMap<String, u64> = BTreeMap::new();
     let mut timed = 0u64;
-    let mut paused_skipped = 0u64;
+    let (mut stopped_excused, mut stopped_ns) = (0u64, 0u64);
+    let windows = h.windows();
     let mut keys: Vec<_> = h.attempts.keys().copied().collect();
     keys.sort_unstable();
     for k in keys {
@@ -79,19 +80,18 @@ pub(super) fn overshoots(h: &History, opts: &CheckOptions, violations: &mut Vec<
         if *wait < deadline {
             continue;
         }
-        // A worker stopped by SIGSTOP cannot return while stopped: not an overshoot.
+        // A worker stopped by SIGSTOP cannot return while stopped: the time
+        // it was stopped after its deadline is not an overshoot (and only
+        // that time).
         let (from, to) = (a.start.unwrap_or(t.saturating_sub(*wait)), *t);
-        if h.paused
-            .iter()
-            .any(|&(pid, p0, p1)| pid == k.0 && p0 <= to && from <= p1)
-        {
-            paused_skipped += 1;
-            continue;
+        let stopped = h.stopped_within(k.0, from.saturating_add(deadline), to);
+        if stopped > 0 {
+            stopped_excused += 1;
+            stopped_ns += stopped;
         }
-        let over = wait - deadline;
+        let over = (wait - deadline).saturating_sub(stopped);
         by_lock_samples.entry(a.mode.clone()).or_default().push(over);
-        let mut kinds: Vec<&str> = h
-            .faults
+        let mut kinds: Vec<&str> = windows
             .iter()
             .filter(|f| f.start <= to && from <= f.end.saturating_add(session_ns))
             .map(|f| f.kind.as_str())
@@ -142,10 +142,12 @@ pub(super) fn overshoots(h: &History, opts: &CheckOptions, violations: &mut Vec<
             ""
         }
     );
-    if paused_skipped > 0 {
+    if stopped_excused > 0 {
         let _ = writeln!(
             text,
-            "  (left out: {paused_skipped} attempts past their deadline in a worker paused by SIGSTOP meanwhile)"
+            "  (not counted: the time {stopped_excused} attempts' workers were stopped by SIGSTOP after their deadline, \
+             {:.1} ms in all)",
+            stopped_ns as f64 / 1e6
         );
     }
     for (kind, s) in &by_fault {
@@ -262,10 +264,14 @@ pub(super) struct AttemptStats {
     pub(super) inflight_killed: u64,
     /// The longest wait (ns), and what it was for.
     pub(super) longest: Option<(u64, String)>,
+    /// Attempts whose worker was stopped (SIGSTOP) while they went on.
+    pub(super) stopped: u64,
 }
 
 /// Rule 4 for attempts: every attempt ended unless its worker was killed -9,
-/// and none took longer than its timeout plus 4 session timeouts plus 10 s.
+/// and none took longer than its timeout plus 4 session timeouts plus 10 s,
+/// not counting the time its worker was stopped by SIGSTOP meanwhile
+/// ([`History::stopped_within`], as rule 5 does after the deadline).
 pub(super) fn attempts_end_in_time(h: &History, violations: &mut Vec<String>) -> AttemptStats {
     let session_ms: u64 = h.param_u64("session_ms").unwrap_or(3000);
     let timeout_ms: u64 = h.param_u64("acquire_timeout_ms").unwrap_or(30_000);
@@ -287,7 +293,7 @@ pub(super) fn attempts_end_in_time(h: &History, violations: &mut Vec<String>) ->
                 outcome,
                 error: kind,
                 wait,
-                ..
+                t,
             }) => {
                 match outcome.as_str() {
                     "acquired" => *st.acquired.entry(a.mode.clone()).or_default() += 1,
@@ -300,15 +306,28 @@ pub(super) fn attempts_end_in_time(h: &History, violations: &mut Vec<String>) ->
                 if st.longest.as_ref().map_or(true, |(w, _)| wait > w) {
                     st.longest = Some((*wait, format!("{} on {}, {outcome}", a.mode, a.lock)));
                 }
-                if *wait > overlong_after(a.deadline) {
+                // A stopped worker's attempt cannot go on: that time is not its own.
+                let stopped = h.stopped_within(k.0, a.start.unwrap_or(t.saturating_sub(*wait)), *t);
+                if stopped > 0 {
+                    st.stopped += 1;
+                }
+                if wait.saturating_sub(stopped) > overlong_after(a.deadline) {
                     violations.push(format!(
-                        "overlong attempt: pid {} thread {} attempt {} ({} on {}) took {} ms",
+                        "overlong attempt: pid {} thread {} attempt {} ({} on {}) took {} ms{}",
                         k.0,
                         k.1,
                         k.2,
                         a.mode,
                         a.lock,
-                        wait / 1_000_000
+                        wait / 1_000_000,
+                        if stopped > 0 {
+                            format!(
+                                ", {} ms of them with its worker stopped by SIGSTOP (not counted)",
+                                stopped / 1_000_000
+                            )
+                        } else {
+                            String::new()
+                        }
                     ));
                 }
             }
@@ -602,6 +621,7 @@ pub(super) fn safety_margins_are_positive(
     samples: &mut BTreeMap<String, Vec<i64>>,
     violations: &mut Vec<String>,
 ) {
+    let windows = h.windows();
     for (i, a) in list.iter().enumerate() {
         if !a.cut || a.eff <= a.s.start {
             continue;
@@ -617,8 +637,7 @@ pub(super) fn safety_margins_are_positive(
             h.instant.iter().any(|(sid, x)| *sid == a.s.sid && *x <= b.s.start) || broken_before(h, a.s, b.s.start);
         // The fault in effect when the holder was told: the latest one
         // that began before and had not ended a session timeout before.
-        let kind = h
-            .faults
+        let kind = windows
             .iter()
             .filter(|f| f.start <= a.eff && a.eff <= f.end.saturating_add(session_ns))
             .max_by_key(|f| f.start)

@@ -17,7 +17,7 @@
 //! | `composed-pause-expire-resume` | the holder's worker stopped (SIGSTOP) until the server has expired its session (its node gone) and another holder is granted; resumed (its proxies frozen half the time): it must not be told it holds |
 //! | `composed-ensemble-partition-failover` | (ensemble) the holder on a follower; that follower cut off from the others, the holder's connections cut; the break on the majority, a rival granted there when one waits there; the holder fails over to a majority node (watches held back) before its session expires; the follower healed after its sync limit |
 //! | `composed-break-during-handoff` | an operator break in a leader hand-off: at the moment the leader's node goes (its turn ends), the next leader's node is deleted; or the leader's node is deleted while it leads, and the next one at the hand-off that follows |
-//! | `composed-random` | two or three of the plain kinds at once, each on its own thread, the longest first and the others started inside its window |
+//! | `composed-random` | two or three of the plain kinds at once, each on its own thread and its own clock, the longest first and the others started inside its window; made only when every part was |
 
 use std::io;
 use std::time::{Duration, Instant};
@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use zk_framework::CuratorFramework;
 use zk_framework::ExponentialBackoffRetry;
 
-use super::Faults;
+use super::{ms_since, sleep_until, Faults};
 use crate::paths::{ELECTION_PATH, ROOT, SEM_PATH};
 use crate::prng::Rng;
 use crate::record::now_ns;
@@ -60,11 +60,6 @@ impl Target {
             format!("{}/{}", self.lock, self.node)
         }
     }
-}
-
-/// Milliseconds since `t0`, for the steps' log.
-fn ms_since(t0: Instant) -> u128 {
-    t0.elapsed().as_millis()
 }
 
 /// Every ephemeral node under `ROOT` owned by `session` (a tree of depth 3 at most).
@@ -119,6 +114,7 @@ impl<'a> Faults<'a> {
             session: self.session,
             sessions: self.sessions,
             holders: self.holders,
+            switches: self.switches,
             rng: Rng::new(self.rng.below(u64::MAX)),
             admin: None,
             kinds: self.kinds.clone(),
@@ -448,9 +444,9 @@ impl<'a> Faults<'a> {
                 let i = self
                     .node(true)
                     .ok_or_else(|| io::Error::other("no leader (no quorum?)"))?;
-                self.server.cluster().stop(i)?;
+                self.server.stop_node(i)?;
                 std::thread::sleep(down);
-                self.server.cluster().restart(i)?;
+                self.server.restart_node(i, Duration::from_secs(60))?;
                 format!(
                     "leader {i} stopped at +{dropped} ms, restarted after {} ms",
                     down.as_millis()
@@ -458,7 +454,7 @@ impl<'a> Faults<'a> {
             }
         };
         if matches!(self.server, Server::Ensemble(..)) {
-            self.server.cluster().wait_for_quorum(Duration::from_secs(60))?;
+            self.server.wait_quorum(Duration::from_secs(60))?;
         }
         let quorum_ms = ms_since(t0);
         let broke = if with_break {
@@ -543,12 +539,21 @@ impl<'a> Faults<'a> {
         }
         let expired_ms = ms_since(t0);
         let since = now_ns().saturating_sub((expired_ms as u64 + 1) * 1_000_000);
-        match self.wait_rival(t, since, self.session) {
+        // A waiter is granted at the expiry; otherwise the next worker to
+        // try the lock. The holder stays stopped meanwhile (up to three
+        // sessions), so that the composition is made rather than given up.
+        let bound = self.session * 3;
+        match self.wait_rival(t, since, bound) {
             Some((sid, _)) => Ok((
                 expired_ms,
                 format!("0x{sid:x} told it holds, seen at +{} ms", ms_since(t0)),
             )),
-            None => Err(io::Error::other("no rival was granted after the expiry")),
+            None => Err(io::Error::other(format!(
+                "no rival was granted the {} lock {} within {} ms after the expiry (seen at +{expired_ms} ms)",
+                t.mode,
+                t.lock,
+                bound.as_millis()
+            ))),
         }
     }
 
@@ -563,11 +568,11 @@ impl<'a> Faults<'a> {
             ));
         }
         let t = self.pick_holder()?;
-        let (leader, sync, n) = {
-            let c = self.server.cluster();
-            let l = c.leader().ok_or_else(|| io::Error::other("no leader (no quorum?)"))?;
-            (l, c.sync_limit(), c.len())
-        };
+        let leader = self
+            .server
+            .leader()
+            .ok_or_else(|| io::Error::other("no leader (no quorum?)"))?;
+        let (sync, n) = (self.server.cluster().sync_limit(), self.server.addrs().len());
         // The follower the holder is on, or one it is moved to.
         let on = (0..n).find(|&i| self.slots_on(i).contains(&t.slot));
         let (f, moved) = match on {
@@ -581,10 +586,8 @@ impl<'a> Faults<'a> {
             }
         };
         // An admin on the majority.
-        let majority: Vec<String> = (0..n)
-            .filter(|&i| i != f)
-            .map(|i| format!("127.0.0.1:{}", self.server.cluster().client_port(i)))
-            .collect();
+        let addrs = self.server.addrs();
+        let majority: Vec<String> = (0..n).filter(|&i| i != f).map(|i| addrs[i].clone()).collect();
         let admin = CuratorFramework::builder()
             .connect_string(majority.join(","))
             .session_timeout(Duration::from_secs(20))
@@ -597,13 +600,17 @@ impl<'a> Faults<'a> {
             .map_err(io::Error::other)?;
         let delay = self.rng.ms(300, 600);
         let t0 = Instant::now();
-        let r = self.failover_steps(&t, f, &admin, t0, delay);
+        let cut = self.server.isolate(f);
+        let r = match &cut {
+            Ok(_) => self.failover_steps(&t, f, &admin, t0, delay),
+            Err(e) => Err(io::Error::new(e.kind(), e.to_string())),
+        };
         admin.close();
         // The follower stays cut off past its sync limit (it leaves its
         // leader and drops its clients), then heals.
-        let rest = (sync + Duration::from_millis(500)).saturating_sub(t0.elapsed());
-        std::thread::sleep(rest);
-        let healed = self.heal_after(Duration::ZERO);
+        sleep_until(t0 + sync + Duration::from_millis(500));
+        drop(cut);
+        let healed = self.server.wait_quorum(Duration::from_secs(60));
         self.release_slot(t.slot);
         let steps = r?;
         healed?;
@@ -625,7 +632,6 @@ impl<'a> Faults<'a> {
         t0: Instant,
         delay: Duration,
     ) -> io::Result<String> {
-        self.server.cluster().isolate(f)?;
         self.isolate_slot(t.slot);
         let dropped = self.wait_dropped(t.session, t0)?;
         let (broken, at_break, break_ns) = self.break_holder_with(Some(admin), t, t0)?;
@@ -644,7 +650,7 @@ impl<'a> Faults<'a> {
             ));
         }
         // (The cluster's lock is not held across slots_on, which takes it.)
-        let n = self.server.cluster().len();
+        let n = self.server.addrs().len();
         let now_on: Vec<usize> = (0..n).filter(|&i| self.slots_on(i).contains(&t.slot)).collect();
         Ok(format!(
             "connection dropped at +{dropped} ms; {broken} on the majority at +{at_break} ms; rival {rival} seen at \
@@ -801,20 +807,28 @@ impl<'a> Faults<'a> {
             });
         }
         let mut forks: Vec<Faults<'_>> = (0..picked.len()).map(|_| self.fork()).collect();
-        let t0 = Instant::now();
-        let results: Vec<(String, io::Result<String>, u128)> = std::thread::scope(|s| {
+        let (t0, start_ns) = (Instant::now(), now_ns());
+        // Each part on its own thread, on its own clock: what one part
+        // waits for (a quorum, the ensemble's handle) never holds back
+        // another's steps (see `server.rs`).
+        let results: Vec<Part> = std::thread::scope(|s| {
             let handles: Vec<_> = forks
                 .iter_mut()
                 .zip(picked.iter().zip(&offsets))
                 .map(|(f, (kind, off))| {
                     s.spawn(move || {
-                        std::thread::sleep(*off);
+                        sleep_until(t0 + *off);
                         let at = ms_since(t0);
                         let r = f.inject(kind);
                         if let Some(c) = f.admin.take() {
                             c.close();
                         }
-                        (kind.to_string(), r, at)
+                        Part {
+                            kind,
+                            at,
+                            done: ms_since(t0),
+                            r,
+                        }
                     })
                 })
                 .collect();
@@ -822,22 +836,42 @@ impl<'a> Faults<'a> {
                 .into_iter()
                 .zip(&picked)
                 .map(|(h, kind)| {
-                    h.join()
-                        .unwrap_or_else(|_| (kind.to_string(), Err(io::Error::other("panicked")), 0))
+                    h.join().unwrap_or_else(|_| Part {
+                        kind,
+                        at: 0,
+                        done: ms_since(t0),
+                        r: Err(io::Error::other("panicked")),
+                    })
                 })
                 .collect()
         });
-        let ok = results.iter().filter(|(_, r, _)| r.is_ok()).count();
         let parts: Vec<String> = results
             .iter()
-            .map(|(kind, r, at)| match r {
-                Ok(d) => format!("[{kind} at +{at} ms: {d}]"),
-                Err(e) => format!("[{kind} at +{at} ms failed: {e}]"),
+            .map(|p| match &p.r {
+                Ok(d) => format!("[{} at +{} ms, done at +{} ms: {d}]", p.kind, p.at, p.done),
+                Err(e) => format!("[{} at +{} ms failed at +{} ms: {e}]", p.kind, p.at, p.done),
             })
             .collect();
-        if ok < 2 {
+        // Made only when every part was: each part not made is logged by
+        // its kind (`N composed-random:KIND`), and the composition is tried
+        // again.
+        let failed: Vec<&Part> = results.iter().filter(|p| p.r.is_err()).collect();
+        if !failed.is_empty() {
+            for p in &failed {
+                if let Err(e) = &p.r {
+                    self.log.line(&format!(
+                        "N composed-random:{} {start_ns} {} {}",
+                        p.kind,
+                        now_ns(),
+                        super::one_line(&e.to_string())
+                    ));
+                }
+            }
             return Err(io::Error::other(format!(
-                "fewer than two parts happened: {}",
+                "{} of {} parts not made ({}): {}",
+                failed.len(),
+                results.len(),
+                failed.iter().map(|p| p.kind).collect::<Vec<_>>().join(", "),
                 parts.join(" ")
             )));
         }
@@ -860,6 +894,15 @@ impl<'a> Faults<'a> {
             _ => Duration::ZERO,
         }
     }
+}
+
+/// One part of a random composition: its kind, when it began and ended (ms
+/// after the composition began), and what it did.
+struct Part {
+    kind: &'static str,
+    at: u128,
+    done: u128,
+    r: io::Result<String>,
 }
 
 /// The election's nodes, sorted by sequence (full paths).

@@ -486,6 +486,44 @@ fn no_proof_in_time_is_unknown_within_the_deadline() {
     proxy.refuse(false);
 }
 
+/// The proof's own `sync` meets a ConnectionLoss (lost on its way) and the
+/// retry policy allows no more: `Unknown`, never a guess (the write was in
+/// fact applied).
+#[test]
+fn a_sync_that_meets_connection_loss_leaves_the_outcome_unknown() {
+    let s = server();
+    let proxy = FaultProxy::start(&s.connect_string()).unwrap();
+    let c = builder_for(&proxy.connect_string())
+        .retry_policy(RetryNTimes::new(0, Duration::from_millis(10)))
+        .build()
+        .unwrap();
+    c.block_until_connected(timing().wait()).unwrap();
+    let c = Client(c);
+    let admin = connect(&s.connect_string());
+    let (_, st) = admin
+        .create()
+        .creating_parents_if_needed()
+        .for_path_with_stat("/mw/sync-lost")
+        .unwrap();
+    proxy.drop_next_reply();
+    proxy.lose_next_request(OpCode::Sync);
+    let r = c
+        .recipe()
+        .marked_write(set_with("/mw/sync-lost", b"1", st.version, fresh("/mw/sync-lost", "l")))
+        .unwrap();
+    assert_eq!(
+        (proxy.dropped(), proxy.lost_requests()),
+        (1, 1),
+        "the reply and then the sync were lost"
+    );
+    assert!(matches!(r, Settled::Unknown { .. }), "{r:?}");
+    assert_eq!(
+        node(&admin, "/mw/sync-lost").1.version,
+        st.version + 1,
+        "it was applied"
+    );
+}
+
 /// Bad input: an invalid path in an op, the marker or a read-back is an
 /// `InvalidPath` before anything is sent; `sync_then_read` of nothing is an
 /// `InvalidArgument`.

@@ -687,7 +687,8 @@ impl SharedValue {
         if self.v.lifecycle.is_closed() {
             return rx; // disconnected at once
         }
-        self.v.shared
+        self.v
+            .shared
             .known
             .lock()
             .listeners
@@ -722,7 +723,6 @@ impl SharedValue {
         self.v.lifecycle.check()
     }
 }
-
 
 /// The background thread: waits for the watch, a connection state, the
 /// client's close or the cancel; re-reads with a new watch.

@@ -345,7 +345,10 @@ fn clones_share_one_value_and_the_last_one_closes_it() {
     let second = first.clone();
     thread::spawn(move || {
         let seen = second.get_versioned_value().unwrap();
-        assert!(matches!(second.try_set_value(b"1".to_vec(), &seen).unwrap(), TrySet::Set { .. }));
+        assert!(matches!(
+            second.try_set_value(b"1".to_vec(), &seen).unwrap(),
+            TrySet::Set { .. }
+        ));
         // `second` dropped here: `first` still works.
     })
     .join()

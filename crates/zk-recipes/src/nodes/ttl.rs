@@ -236,6 +236,43 @@ impl PersistentTtlNode {
         self.shared.node.wait_for_initial_create_for(timeout)
     }
 
+    /// As [`PersistentNode::wait_registered_for`]: until the node is
+    /// registered now.
+    ///
+    /// # Errors
+    ///
+    /// As [`PersistentNode::wait_registered_for`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let n = zk_recipes::nodes::PersistentTtlNode::new(&client, "/a", std::time::Duration::from_secs(10), vec![])?;
+    /// n.start()?;
+    /// let now = n.wait_registered_for(std::time::Duration::from_secs(5))?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn wait_registered_for(&self, timeout: Duration) -> Result<bool> {
+        self.shared.node.wait_registered_for(timeout)
+    }
+
+    /// Every change of the node's registration (see
+    /// [`PersistentNode::events`]).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let n = zk_recipes::nodes::PersistentTtlNode::new(&client, "/a", std::time::Duration::from_secs(10), vec![])?;
+    /// let events = n.events();
+    /// n.start()?;
+    /// println!("{:?}", events.recv()?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn events(&self) -> crossbeam_channel::Receiver<Registration> {
+        self.shared.node.events()
+    }
+
     /// The node's registration (see [`PersistentNode::registration`]).
     ///
     /// # Examples

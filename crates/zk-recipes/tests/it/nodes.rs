@@ -384,8 +384,11 @@ fn a_ttl_node_is_touched_and_expires_after_close() {
     let (c, admin) = (client(&s), client(&s));
     let ttl = Duration::from_millis(600);
     let n = PersistentTtlNode::new(&c, "/nodes/ttl/job", ttl, b"busy".to_vec()).unwrap();
+    let events = n.events();
     n.start().unwrap();
     assert!(n.wait_for_initial_create_for(timing().wait()).unwrap());
+    assert!(n.wait_registered_for(timing().wait()).unwrap());
+    wait_event(&events, registered);
     assert_eq!(admin.get_data("/nodes/ttl/job").unwrap().0, b"busy");
     // The touch child appears after half a TTL, and keeps the node alive past
     // its TTL.
@@ -404,6 +407,13 @@ fn a_ttl_node_is_touched_and_expires_after_close() {
         "touched: alive past its TTL"
     );
     n.close().unwrap();
+    assert_eq!(
+        events.iter().last(),
+        Some(Registration::Absent {
+            why: AbsentReason::Closed
+        }),
+        "told, then ended"
+    );
     assert!(
         admin.check_exists("/nodes/ttl/job").unwrap().is_some(),
         "close deletes nothing"

@@ -2,9 +2,10 @@
 //! embedded one or real ZooKeeper) to inject network faults on any backend: cut
 //! that client's connections, refuse new ones, freeze its traffic (a partition
 //! without resets: the server lives on and expires the session on its own
-//! clock), drop one reply, or send the client garbage. TLS traffic (a server that
-//! answers with TLS records) is forwarded byte for byte: every fault but dropping a
-//! reply works on it.
+//! clock), drop one reply, hold one request in flight, or send the client
+//! garbage. TLS traffic (a server that answers with TLS records) is forwarded
+//! byte for byte: every fault but those that read frames (dropping a reply,
+//! losing or holding a request) works on it.
 
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
@@ -31,6 +32,11 @@ struct Shared {
     /// The opcode of the next request to lose on its way (`NO_OP`: none).
     lose_next_request: std::sync::atomic::AtomicI32,
     lost_requests: AtomicUsize,
+    /// The opcode of the next request to hold at the proxy (`NO_OP`: none),
+    /// whether a held request waits for [`FaultProxy::release_held`], and how
+    /// many were held: under one lock, so that a release never misses a hold
+    /// being made.
+    hold: Mutex<Hold>,
     /// Hold each reply until the client has sent another frame after its
     /// request.
     hold_replies: AtomicBool,
@@ -46,6 +52,14 @@ struct Shared {
     /// Wakes a pump waiting out a delay when the proxy stops.
     stopped: parking_lot::Condvar,
     stop_lock: Mutex<()>,
+}
+
+/// A request held at the proxy (see [`FaultProxy::hold_next_request`]).
+#[derive(Default)]
+struct Hold {
+    op: i32,
+    holding: bool,
+    held: usize,
 }
 
 /// A forwarding proxy with faults; it stops when dropped.
@@ -91,6 +105,11 @@ impl FaultProxy {
         let port = listener.local_addr()?.port();
         let shared = Arc::new(Shared {
             lose_next_request: std::sync::atomic::AtomicI32::new(NO_OP),
+            hold: Mutex::new(Hold {
+                op: NO_OP,
+                holding: false,
+                held: 0,
+            }),
             ..Shared::default()
         });
         let sh = shared.clone();
@@ -275,6 +294,58 @@ impl FaultProxy {
         self.shared.lose_next_request.store(op as i32, Ordering::Release);
     }
 
+    /// Holds the next request with opcode `op` at the proxy, and everything
+    /// that client sends after it on that connection (in order), until
+    /// [`FaultProxy::release_held`]: a request in flight for as long as a test
+    /// needs (not applied, not answered), while the server goes on answering
+    /// what came before it. A test waits for [`FaultProxy::held_requests`] to
+    /// know the request is held. (Not on a TLS connection.)
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
+    /// let proxy = zk_testing::proxy::FaultProxy::start(&server.connect_string())?;
+    /// proxy.hold_next_request(zk_proto::OpCode::Create2);
+    /// // ... a client's create through the proxy is held: held_requests() == 1
+    /// proxy.release_held();
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn hold_next_request(&self, op: zk_proto::OpCode) {
+        self.shared.hold.lock().op = op as i32;
+    }
+
+    /// Requests held so far (see [`FaultProxy::hold_next_request`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
+    /// let proxy = zk_testing::proxy::FaultProxy::start(&server.connect_string())?;
+    /// assert_eq!(proxy.held_requests(), 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn held_requests(&self) -> usize {
+        self.shared.hold.lock().held
+    }
+
+    /// Lets a held request (and what waits behind it) go on to the server,
+    /// and disarms a hold not met yet.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
+    /// let proxy = zk_testing::proxy::FaultProxy::start(&server.connect_string())?;
+    /// proxy.release_held();
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn release_held(&self) {
+        let mut h = self.shared.hold.lock();
+        h.op = NO_OP;
+        h.holding = false;
+    }
+
     /// Requests lost on their way so far (see
     /// [`FaultProxy::lose_next_request`]).
     ///
@@ -394,6 +465,18 @@ fn delay_set_watches(sh: &Shared) -> bool {
     !sh.stop.load(Ordering::Acquire)
 }
 
+/// Waits until a held request is released (see
+/// [`FaultProxy::hold_next_request`]); false when the proxy stopped.
+fn wait_released(sh: &Shared) -> bool {
+    while sh.hold.lock().holding {
+        if sh.stop.load(Ordering::Acquire) {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(2));
+    }
+    true
+}
+
 fn wait_thawed(sh: &Shared) -> bool {
     while sh.frozen.load(Ordering::Acquire) {
         if sh.stop.load(Ordering::Acquire) {
@@ -485,6 +568,19 @@ fn pump_up(mut from: TcpStream, mut to: TcpStream, sh: Arc<Shared>, link: Arc<Li
                             .is_ok()
                     {
                         sh.lost_requests.fetch_add(1, Ordering::Relaxed);
+                        break 'outer;
+                    }
+                    let held = {
+                        let mut h = sh.hold.lock();
+                        let now = h.op != NO_OP && opcode(&f) == Some(h.op);
+                        if now {
+                            h.op = NO_OP;
+                            h.holding = true;
+                            h.held += 1;
+                        }
+                        now
+                    };
+                    if held && !wait_released(&sh) {
                         break 'outer;
                     }
                     // Counted before it goes out: its reply may come back

@@ -423,6 +423,14 @@ impl PathChildrenCache {
     /// ```
     pub fn events(&self) -> Receiver<PathChildrenCacheEvent> {
         let (tx, rx) = crossbeam_channel::unbounded();
+        self.forward(move |ev| tx.send(ev).is_ok());
+        rx
+    }
+
+    /// Hands every event from now on to `send`, in order, until it returns
+    /// `false` (the channel of [`events`](Self::events), and a group
+    /// member's).
+    pub(crate) fn forward(&self, mut send: impl FnMut(PathChildrenCacheEvent) -> bool + Send + 'static) {
         let root = self.cache.path().to_string();
         self.cache.subscribe(|now| {
             // The children shown when subscribed seed the list that
@@ -457,10 +465,9 @@ impl PathChildrenCache {
                     CacheEvent::Failed(e) => PathChildrenCacheEvent::Failed(e.clone()),
                     _ => return true,
                 };
-                tx.send(out).is_ok()
+                send(out)
             })
         });
-        rx
     }
 
     /// The cache underneath.

@@ -9,6 +9,11 @@
 //! started; a selector: when queued), what leading is (a latch waits, a
 //! selector runs its work), and whether a turn that ended queues again.
 //!
+//! A close never orphans a node: no create is begun once the participant is
+//! closed, and a create in flight at the close is the thread's to clean up
+//! (its wait in line is cancelled and deletes the node; a win that the
+//! closed election refuses is released).
+//!
 //! While a latch leads, its thread runs [`watch`], which turns the holding's
 //! events into the election's (each one draws the status again and tells
 //! its change) and says how the leadership ended: the client closed, the
@@ -68,6 +73,14 @@ pub(crate) fn run(election: &Arc<Election>, cancel: &Receiver<()>, leading: &mut
             // The turn was cancelled while it waited for a connection.
             leading.turn_over(TurnEnd::Cancelled);
             continue;
+        }
+        // Decided as late as it can be: a close begun while this turn waited
+        // for a connection ends it before its create. (A create decided just
+        // before a close is in flight at it: the wait in line below, ended
+        // by the close, deletes its node; a win the closed election refuses
+        // releases it.)
+        if election.lifecycle() != Lifecycle::Started {
+            break;
         }
         let internals = election.internals.clone().with_cancel(turn.clone());
         let end = match internals.attempt_counted(&election.client, election.id.as_bytes().to_vec()) {

@@ -7,7 +7,8 @@ use std::time::Duration;
 use parking_lot::{Condvar, Mutex};
 use zk_framework::CuratorFramework;
 
-use super::{Fact, Inner, Lifecycle, PersistentNode, Spec, State};
+use super::{Fact, Inner, PersistentNode, Spec, State};
+use crate::core::{Stage, Subscribers};
 use crate::error::{Error, Result};
 
 /// Builds a [`PersistentNode`]: [`PersistentNode::builder`].
@@ -119,28 +120,29 @@ impl PersistentNodeBuilder {
     pub fn build(self) -> Result<PersistentNode> {
         check_spec(&self.spec)?;
         let path = self.spec.path.clone();
-        Ok(PersistentNode {
-            inner: Arc::new(Inner {
-                client: self.client,
-                spec: self.spec,
-                state: Mutex::new(State {
-                    lifecycle: Lifecycle::New,
-                    data: self.data,
-                    data_dirty: false,
-                    path: None,
-                    fact: Fact::Unknown,
-                    created_once: false,
-                    creates: 0,
-                    told: None,
-                    subscribers: Vec::new(),
-                }),
-                changed: Condvar::new(),
-                wake: crossbeam_channel::bounded(1),
-                fired: crossbeam_channel::bounded(1),
-                worker: Mutex::new(None),
-                metrics: super::metrics::Handles::new(&path),
+        Ok(PersistentNode::from_inner(Arc::new(Inner {
+            client: self.client,
+            spec: self.spec,
+            state: Mutex::new(State {
+                lifecycle: Stage::New,
+                data: self.data,
+                data_dirty: false,
+                path: None,
+                fact: Fact::Unknown,
+                created_once: false,
+                owned: None,
+                creates: 0,
+                creating: false,
+                told: None,
+                subscribers: Subscribers::new(),
+                members: Subscribers::new(),
             }),
-        })
+            changed: Condvar::new(),
+            wake: crossbeam_channel::bounded(1),
+            fired: crossbeam_channel::bounded(1),
+            worker: Mutex::new(None),
+            metrics: super::metrics::Handles::new(&path),
+        })))
     }
 }
 

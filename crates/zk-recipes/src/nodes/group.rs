@@ -2,14 +2,39 @@
 //! `<group>/<id>` with the member's data), and the group read from a cache.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
 use zk_framework::{CreateMode, CuratorFramework};
 
 use super::{PersistentNode, Registration, Spec};
 use crate::cache::{Freshness, PathChildrenCache, PathChildrenCacheEvent};
+use crate::core::{Stage, STOP_BOUND};
 use crate::error::{Error, Result};
+
+/// What a [`GroupMember`]'s [`events`](GroupMember::events) tell: this
+/// member's registration and the group's changes, on one channel. Each kind
+/// comes in its own order (a registration never after a newer one, the
+/// group's changes as its cache saw them); the two are independent facts.
+///
+/// # Examples
+///
+/// ```
+/// use zk_recipes::nodes::{AbsentReason, MemberEvent, Registration};
+/// let ev = MemberEvent::Registration(Registration::Absent { why: AbsentReason::NotStarted });
+/// assert!(matches!(ev, MemberEvent::Registration(r) if !r.is_registered()));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MemberEvent {
+    /// This member's registration changed (as
+    /// [`PersistentNode::events`] tells it; the first event says where it
+    /// stands).
+    Registration(Registration),
+    /// The group changed (as [`PathChildrenCache::events`] tells it).
+    Group(PathChildrenCacheEvent),
+}
 
 /// A member of a group, wire-compatible with Curator's `GroupMember`: this
 /// member is the ephemeral node `<group>/<id>` (no protection, no sequence)
@@ -20,7 +45,10 @@ use crate::error::{Error, Result};
 /// group. Two members with one id collide: the second is not registered
 /// while the first's node is there
 /// ([`AbsentReason::OwnedByAnotherSession`](super::AbsentReason::OwnedByAnotherSession);
-/// Curator's second member takes the node over).
+/// Curator's second member takes the node over). A close leaves no member
+/// node, not even one a create in flight at `close()` makes (see
+/// [`PersistentNode::close`]). Clones share this member; it closes at
+/// `close()` or when the last clone is dropped.
 ///
 /// # Examples
 ///
@@ -39,17 +67,44 @@ use crate::error::{Error, Result};
 /// me.close()?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[derive(Clone)]
 pub struct GroupMember {
+    shared: Arc<Member>,
+}
+
+/// One member, shared by its clones.
+struct Member {
     id: String,
     node: PersistentNode,
     cache: PathChildrenCache,
 }
 
+impl Member {
+    /// Closes the node and the cache under one deadline: the node's close is
+    /// begun (nothing more is sent for it), the cache closed, and the node's
+    /// close finished by the stop bound.
+    fn close(&self) -> Result<()> {
+        let end = Instant::now() + STOP_BOUND;
+        let closing = self.node.inner.close_begin()?;
+        self.cache.close();
+        self.node.inner.close_finish(closing, end);
+        Ok(())
+    }
+}
+
+impl Drop for Member {
+    fn drop(&mut self) {
+        if self.node.inner.state.lock().lifecycle == Stage::Started {
+            let _ = self.close();
+        }
+    }
+}
+
 impl std::fmt::Debug for GroupMember {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GroupMember")
-            .field("id", &self.id)
-            .field("registration", &self.node.registration())
+            .field("id", &self.shared.id)
+            .field("registration", &self.shared.node.registration())
             .finish()
     }
 }
@@ -88,10 +143,22 @@ impl GroupMember {
         };
         let node = PersistentNode::from_spec(client, spec, data)?;
         let cache = PathChildrenCache::new(client, group_path)?;
+        // The group's changes go to the member's channels, under the node's
+        // lock (where its registration is told too).
+        let me = Arc::downgrade(&node.inner);
+        cache.forward(move |ev| match me.upgrade() {
+            Some(inner) => {
+                inner.state.lock().members.tell(&MemberEvent::Group(ev));
+                true
+            }
+            None => false,
+        });
         Ok(GroupMember {
-            id: id.to_string(),
-            node,
-            cache,
+            shared: Arc::new(Member {
+                id: id.to_string(),
+                node,
+                cache,
+            }),
         })
     }
 
@@ -111,15 +178,19 @@ impl GroupMember {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn start(&self) -> Result<()> {
-        self.node.start()?;
-        if let Err(e) = self.cache.start() {
-            let _ = self.node.close();
+        let m = &self.shared;
+        m.node.start()?;
+        if let Err(e) = m.cache.start() {
+            let _ = m.node.close();
             return Err(e);
         }
         Ok(())
     }
 
-    /// Leaves: deletes this member's node and closes the cache.
+    /// Leaves, for every clone: deletes this member's node (also one a
+    /// create in flight makes, see [`PersistentNode::close`]) and closes
+    /// the cache; every event channel ends. Returns within the stop bound
+    /// (2 s; the node and the cache share it).
     ///
     /// # Errors
     ///
@@ -135,9 +206,7 @@ impl GroupMember {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn close(&self) -> Result<()> {
-        let r = self.node.close();
-        self.cache.close();
-        r
+        self.shared.close()
     }
 
     /// This member's id.
@@ -151,7 +220,7 @@ impl GroupMember {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn id(&self) -> &str {
-        &self.id
+        &self.shared.id
     }
 
     /// Changes this member's data (kept across re-creations; see
@@ -160,7 +229,7 @@ impl GroupMember {
     ///
     /// # Errors
     ///
-    /// [`Error::NodeClosed`] after `close()`.
+    /// [`Error::Closed`] after `close()`.
     ///
     /// # Examples
     ///
@@ -171,7 +240,7 @@ impl GroupMember {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn set_this_data(&self, data: Vec<u8>) -> Result<()> {
-        self.node.set_data(data)
+        self.shared.node.set_data(data)
     }
 
     /// Whether this member is in the group now (see
@@ -186,30 +255,72 @@ impl GroupMember {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn registration(&self) -> Registration {
-        self.node.registration()
+        self.shared.node.registration()
+    }
+
+    /// This member's events: every change of its registration (first where
+    /// it stands) and every change of the group, on one channel (see
+    /// [`MemberEvent`]); it ends at close.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+    /// # client.block_until_connected(std::time::Duration::from_secs(10))?;
+    /// use std::time::Duration;
+    /// use zk_recipes::cache::PathChildrenCacheEvent;
+    /// use zk_recipes::nodes::{GroupMember, MemberEvent};
+    ///
+    /// let m = GroupMember::new(&client, "/g", "a", b"x".to_vec())?;
+    /// let events = m.events();
+    /// m.start()?;
+    /// let (mut registered, mut seen_in_group) = (false, false);
+    /// while !(registered && seen_in_group) {
+    ///     match events.recv_timeout(Duration::from_secs(10))? {
+    ///         MemberEvent::Registration(r) => registered |= r.is_registered(),
+    ///         MemberEvent::Group(PathChildrenCacheEvent::ChildAdded(d)) => seen_in_group |= d.path() == "/g/a",
+    ///         MemberEvent::Group(PathChildrenCacheEvent::Initialized(kids)) => {
+    ///             seen_in_group |= kids.iter().any(|d| d.path() == "/g/a")
+    ///         }
+    ///         _ => {}
+    ///     }
+    /// }
+    /// m.close()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn events(&self) -> Receiver<MemberEvent> {
+        let inner = &self.shared.node.inner;
+        let mut st = inner.state.lock();
+        let now = inner.registration(&st);
+        st.members.subscribe_with(MemberEvent::Registration(now))
     }
 
     /// Every change of this member's registration (see
-    /// [`PersistentNode::events`]).
+    /// [`PersistentNode::events`]). Deprecated: [`events`](Self::events)
+    /// tells these as [`MemberEvent::Registration`].
     ///
     /// # Examples
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// let m = zk_recipes::nodes::GroupMember::new(&client, "/g", "a", vec![])?;
+    /// #[allow(deprecated)]
     /// let events = m.registration_events();
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[deprecated(since = "0.1.0", note = "every recipe's event channel is `events()`")]
     pub fn registration_events(&self) -> Receiver<Registration> {
-        self.node.events()
+        self.shared.node.events()
     }
 
-    /// Waits until this member is registered: `Ok(false)` when `timeout`
+    /// Waits until this member is registered now (see
+    /// [`PersistentNode::wait_registered_for`]): `Ok(false)` when `timeout`
     /// passes first.
     ///
     /// # Errors
     ///
-    /// As [`PersistentNode::wait_for_initial_create_for`].
+    /// As [`PersistentNode::wait_registered_for`].
     ///
     /// # Examples
     ///
@@ -221,25 +332,7 @@ impl GroupMember {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn wait_for_registration_for(&self, timeout: Duration) -> Result<bool> {
-        let end = std::time::Instant::now().checked_add(timeout);
-        let events = self.node.events();
-        loop {
-            if self.node.registration().is_registered() {
-                return Ok(true);
-            }
-            let left = end.map(|e| e.saturating_duration_since(std::time::Instant::now()));
-            if left == Some(Duration::ZERO) {
-                // Surface a refusal (closed, TTL) rather than a bare false.
-                return self.node.wait_for_initial_create_for(Duration::ZERO).map(|_| false);
-            }
-            let got = match left {
-                Some(l) => events.recv_timeout(l).map_err(|_| ()),
-                None => events.recv().map_err(|_| ()),
-            };
-            if got.is_err() && self.node.inner.state.lock().lifecycle == super::Lifecycle::Closed {
-                return Err(self.node.inner.closed_error());
-            }
-        }
+        self.shared.node.wait_registered_for(timeout)
     }
 
     /// The group as the cache shows it: id → data, with this member's own
@@ -256,9 +349,10 @@ impl GroupMember {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn members(&self) -> BTreeMap<String, Vec<u8>> {
-        let mut m = self.cache.members();
-        if self.node.inner.state.lock().lifecycle == super::Lifecycle::Started {
-            m.insert(self.id.clone(), self.node.data());
+        let me = &self.shared;
+        let mut m = me.cache.members();
+        if me.node.inner.state.lock().lifecycle == Stage::Started {
+            m.insert(me.id.clone(), me.node.data());
         }
         m
     }
@@ -279,7 +373,7 @@ impl GroupMember {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn current_members(&self) -> Result<BTreeMap<String, Vec<u8>>> {
-        self.cache.current_members()?;
+        self.shared.cache.current_members()?;
         Ok(self.members())
     }
 
@@ -294,7 +388,7 @@ impl GroupMember {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn freshness(&self) -> Freshness {
-        self.cache.freshness()
+        self.shared.cache.freshness()
     }
 
     /// Waits until the group's view is current: `false` when `timeout`
@@ -310,20 +404,24 @@ impl GroupMember {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn wait_current_for(&self, timeout: Duration) -> bool {
-        self.cache.wait_current_for(timeout)
+        self.shared.cache.wait_current_for(timeout)
     }
 
     /// The group's changes (members joining, leaving, changing data).
+    /// Deprecated: [`events`](Self::events) tells these as
+    /// [`MemberEvent::Group`].
     ///
     /// # Examples
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// let m = zk_recipes::nodes::GroupMember::new(&client, "/g", "a", vec![])?;
+    /// #[allow(deprecated)]
     /// let changes = m.group_events();
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    #[deprecated(since = "0.1.0", note = "every recipe's event channel is `events()`")]
     pub fn group_events(&self) -> Receiver<PathChildrenCacheEvent> {
-        self.cache.events()
+        self.shared.cache.events()
     }
 }

@@ -1,6 +1,10 @@
 //! The node's thread: it looks at the node (with a watch) whenever the
 //! connection moved on or a watch fired, creates it when it is missing,
-//! writes new data, and tells every change of the registration.
+//! writes new data, and tells every change of the registration; and the
+//! close, which leaves nothing behind (see the module doc's "What a close
+//! leaves"): every write is begun under the node's lock while started, and a
+//! create in flight at the close is cleaned up by the thread that gets its
+//! reply.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -9,9 +13,16 @@ use crossbeam_channel::Receiver;
 use zk_framework::proto::ErrorCode;
 use zk_framework::{ConnectionState, CreateMode, CuratorFramework, SessionHealth};
 
-use super::{AbsentReason, Fact, Inner, Lifecycle, Registration, State, UncertainReason, REQUEST_BOUND, RETRY_PAUSE};
-use crate::core::STOP_BOUND;
+use super::{AbsentReason, Fact, Inner, MemberEvent, Registration, State, UncertainReason, REQUEST_BOUND};
+use crate::core::{Backoff, Stage, STOP_BOUND};
 use crate::error::{Error, Result};
+
+/// A close begun ([`Inner::close_begin`]): the node to delete and the thread
+/// to wait for.
+pub(crate) struct Closing {
+    delete: Option<String>,
+    worker: Option<crate::core::Worker>,
+}
 
 /// What the node's thread does after a step.
 enum Next {
@@ -21,6 +32,8 @@ enum Next {
     Again,
     /// Try again after a pause (or a wake).
     Retry,
+    /// The node is closed: the thread ends.
+    Stop,
 }
 
 impl Inner {
@@ -33,23 +46,23 @@ impl Inner {
     }
 
     pub(super) fn closed_error(&self) -> Error {
-        Lifecycle::Closed.error(self.spec.recipe, &self.spec.path)
+        Stage::Closed.error(self.spec.recipe, &self.spec.path)
     }
 
     /// The registration, drawn from the last fact and the client's state now.
     pub(super) fn registration(&self, st: &State) -> Registration {
         match st.lifecycle {
-            Lifecycle::New => {
+            Stage::New => {
                 return Registration::Absent {
                     why: AbsentReason::NotStarted,
                 }
             }
-            Lifecycle::Closed => {
+            Stage::Closed => {
                 return Registration::Absent {
                     why: AbsentReason::Closed,
                 }
             }
-            Lifecycle::Started => {}
+            Stage::Started => {}
         }
         let c = &self.client;
         match &st.fact {
@@ -105,7 +118,8 @@ impl Inner {
         let now = self.registration(st);
         if st.told.as_ref() != Some(&now) {
             self.metrics.told(&now);
-            st.subscribers.retain(|s| s.send(now.clone()).is_ok());
+            st.subscribers.tell(&now);
+            st.members.tell(&MemberEvent::Registration(now.clone()));
             st.told = Some(now);
         }
         self.changed.notify_all();
@@ -138,27 +152,24 @@ impl Inner {
         let closed = self.client.close_signal();
         // The epoch in which the node was last looked at (with a watch set).
         let mut looked: Option<u64> = None;
-        let mut pause = RETRY_PAUSE.0;
+        let mut backoff = Backoff::new();
         loop {
-            if self.state.lock().lifecycle != Lifecycle::Started {
+            if self.state.lock().lifecycle != Stage::Started {
                 return;
             }
             let next = self.step(&mut looked);
             self.publish();
             let timer = match next {
+                Next::Stop => return,
                 Next::Again => {
-                    pause = RETRY_PAUSE.0;
+                    backoff.reset();
                     continue;
                 }
                 Next::Wait => {
-                    pause = RETRY_PAUSE.0;
+                    backoff.reset();
                     crossbeam_channel::never()
                 }
-                Next::Retry => {
-                    let t = crossbeam_channel::after(pause);
-                    pause = (pause * 2).min(RETRY_PAUSE.1);
-                    t
-                }
+                Next::Retry => crossbeam_channel::after(backoff.next()),
             };
             crossbeam_channel::select! {
                 recv(self.wake.1) -> _ => {}
@@ -217,6 +228,7 @@ impl Inner {
         match seen {
             Some(stat) => {
                 if self.spec.mode.is_ephemeral() && stat.ephemeral_owner != session {
+                    self.state.lock().owned = None;
                     self.set_fact(Fact::Absent(AbsentReason::OwnedByAnotherSession {
                         owner: stat.ephemeral_owner,
                     }));
@@ -230,6 +242,10 @@ impl Inner {
                 if dirty || (taken_over && stat.ephemeral_owner == 0) {
                     // Our data on our node (a node found in place at the
                     // start is taken over with our data, as Curator does).
+                    // No write is begun once the close has begun.
+                    if self.state.lock().lifecycle != Stage::Started {
+                        return Next::Stop;
+                    }
                     match client.set_data(&target, data.clone(), None) {
                         Ok(_) => {
                             let mut st = self.state.lock();
@@ -241,15 +257,22 @@ impl Inner {
                     }
                 }
                 let mut st = self.state.lock();
+                if st.lifecycle != Stage::Started {
+                    // Closed while we looked: the close decided on what it
+                    // knew then.
+                    return Next::Stop;
+                }
                 if st.path.is_none() {
                     st.path = Some(target);
                 }
                 st.created_once = true;
+                st.owned = Some(generation);
                 st.fact = Fact::Proven { epoch, generation };
                 self.publish_locked(&mut st);
                 Next::Wait
             }
             None => {
+                self.state.lock().owned = None;
                 if matches!(self.state.lock().fact, Fact::Proven { .. }) {
                     self.set_fact(Fact::Absent(
                         if self.spec.mode.is_ephemeral() && base.session_generation() != generation {
@@ -283,18 +306,45 @@ impl Inner {
         if let Some(ttl) = s.ttl {
             b = b.with_ttl(ttl);
         }
-        match b.for_path(&target) {
-            Ok(created) => {
-                let mut st = self.state.lock();
-                st.path = Some(created);
+        // Decided under the lock: once the close has begun, no create.
+        {
+            let mut st = self.state.lock();
+            if st.lifecycle != Stage::Started {
+                return Next::Stop;
+            }
+            st.creating = true;
+        }
+        let outcome = b.for_path(&target);
+        // The outcome is recorded under the same guard that sees whether the
+        // close began meanwhile: a close either finds the node recorded (and
+        // deletes it) or finds it in flight (and leaves it to us).
+        let closed = {
+            let mut st = self.state.lock();
+            st.creating = false;
+            if let Ok(created) = &outcome {
                 st.creates += 1;
                 self.metrics.created();
-                if st.data == data {
-                    st.data_dirty = false;
+                if st.lifecycle == Stage::Started {
+                    st.path = Some(created.clone());
+                    // Ours from now on (an ephemeral one on the session the
+                    // client has: a create retried after an expiry made it
+                    // there).
+                    st.owned = Some(self.client.session_generation());
+                    if st.data == data {
+                        st.data_dirty = false;
+                    }
                 }
-                // Proven by the look that follows (which sets the watch).
-                Next::Again
             }
+            st.lifecycle != Stage::Started
+        };
+        if closed {
+            // The close left this create to us.
+            self.after_close(&target, path.is_some(), protect, outcome);
+            return Next::Stop;
+        }
+        match outcome {
+            // Proven by the look that follows (which sets the watch).
+            Ok(_) => Next::Again,
             // Made meanwhile (by us: a retried create; or by someone): look.
             Err(zk_framework::Error::NodeExists { .. }) => Next::Again,
             Err(zk_framework::Error::NoNode { .. }) if !s.parents => {
@@ -345,39 +395,150 @@ impl Inner {
         Next::Retry
     }
 
+    /// Closes the node (see the module doc's "What a close leaves"): from
+    /// now on nothing is begun; the node is deleted here when its name is
+    /// known and no create is in flight, else by the thread that gets the
+    /// create's reply. Waits for the thread until the stop bound.
     pub(super) fn close(&self) -> Result<()> {
-        let (path, delete) = {
+        let end = Instant::now() + STOP_BOUND;
+        let closing = self.close_begin()?;
+        self.close_finish(closing, end);
+        Ok(())
+    }
+
+    /// The close's first half, which never waits: closed (told, every
+    /// channel ended), the thread cancelled, and what is left to delete.
+    pub(crate) fn close_begin(&self) -> Result<Closing> {
+        let delete = {
             let mut st = self.state.lock();
             st.lifecycle.check(self.spec.recipe, &self.spec.path)?;
-            st.lifecycle = Lifecycle::Closed;
-            let ours = match st.fact {
-                // An ephemeral node is ours only on the session that made it.
-                Fact::Proven { generation, .. } => {
-                    !self.spec.mode.is_ephemeral() || generation == self.client.session_generation()
-                }
-                _ => st.created_once,
-            };
-            (st.path.clone(), ours && self.spec.delete_on_close)
+            st.lifecycle = Stage::Closed;
+            // Our node is in place (created, or shown ours, and not shown
+            // gone or another session's since); an ephemeral one only on the
+            // session that made it.
+            let ours = st
+                .owned
+                .is_some_and(|g| !self.spec.mode.is_ephemeral() || g == self.client.session_generation());
+            self.publish_locked(&mut st);
+            st.subscribers.close();
+            st.members.close();
+            // A create in flight: its node (the same name, re-created) is the
+            // thread's to delete.
+            st.path
+                .clone()
+                .filter(|_| ours && self.spec.delete_on_close && !st.creating)
         };
-        let end = Instant::now() + STOP_BOUND;
-        if let Some(w) = self.worker.lock().take() {
-            w.stop_until(end);
+        let worker = self.worker.lock().take();
+        if let Some(w) = &worker {
+            w.cancel();
         }
-        if let (Some(path), true) = (path, delete) {
-            if !self.client.is_closed() {
-                let bounded = self.client.with_deadline(Some(end));
-                match bounded.delete().guaranteed().for_path(&path) {
-                    Ok(()) | Err(zk_framework::Error::NoNode { .. }) => {}
-                    Err(e) => {
-                        log::debug!("closing the persistent node {path}: {e} (the delete goes on in the background)")
+        Ok(Closing { delete, worker })
+    }
+
+    /// The close's second half: the delete and the wait for the thread, both
+    /// until `end`.
+    pub(crate) fn close_finish(&self, closing: Closing, end: Instant) {
+        if let Some(path) = closing.delete {
+            self.delete_ours(&path, end);
+        }
+        if let Some(w) = closing.worker {
+            if !w.join_until(end) {
+                log::debug!(
+                    "closing the persistent node {}: its thread is still in a request; it cleans up when answered",
+                    self.spec.path
+                );
+            }
+        }
+    }
+
+    /// A guaranteed delete of our node at `path`: tried until `deadline`,
+    /// then in the background until the client closes.
+    fn delete_ours(&self, path: &str, deadline: Instant) {
+        if self.client.is_closed() {
+            return;
+        }
+        let bounded = self.client.with_deadline(Some(deadline));
+        match bounded.delete().guaranteed().for_path(path) {
+            Ok(()) | Err(zk_framework::Error::NoNode { .. }) => {}
+            Err(e) => log::debug!("closing the persistent node {path}: {e} (the delete goes on in the background)"),
+        }
+    }
+
+    /// A create whose reply came after the close began: what it made is
+    /// deleted (unless the node is left to expire, a TTL node's close), so
+    /// that the close leaves nothing.
+    fn after_close(&self, target: &str, known: bool, protected: bool, outcome: zk_framework::Result<String>) {
+        if !self.spec.delete_on_close {
+            // A TTL node: left to expire, as its close leaves every node. It
+            // is never touched again.
+            return;
+        }
+        // A name known before the create (kept from an earlier create, or a
+        // plain non-sequential one) can be looked at; a protected or
+        // sequential first create's cannot.
+        let fixed_name = known || (!protected && !self.spec.mode.is_sequential());
+        log::debug!("persistent node {target}: a create answered after the close began: {outcome:?}");
+        match outcome {
+            Ok(created) => {
+                log::debug!("persistent node {created}: created after the close began; deleting it");
+                self.delete_ours(&created, Instant::now() + REQUEST_BOUND);
+            }
+            // A node of our name made meanwhile (by our own create retried
+            // after a lost reply, or by someone): deleted when ours.
+            Err(zk_framework::Error::NodeExists { .. }) if fixed_name => self.delete_if_ours(target),
+            Err(e) if e.may_have_applied() => {
+                if fixed_name {
+                    self.delete_if_ours(target);
+                } else if protected {
+                    // The client deletes a protected node whose create's
+                    // outcome is unknown, in the background, by its prefix.
+                } else {
+                    log::warn!(
+                        "persistent node {}: an unprotected sequential create's outcome is unknown after the close \
+                         ({e}); a node it may have made cannot be found (protection is what finds it)",
+                        self.spec.path
+                    );
+                }
+            }
+            // Refused: nothing was made.
+            Err(_) => {}
+        }
+    }
+
+    /// Looks at `path` (a node of fixed name) until the server answers, and
+    /// deletes it when it is ours: an ephemeral node of our session, a
+    /// persistent node at our path (taken over, as a node found in place at
+    /// the start). Gives up when the client closes, or when the session
+    /// changes for an ephemeral node (it went with its session).
+    fn delete_if_ours(&self, path: &str) {
+        let generation = self.client.session_generation();
+        let mut backoff = Backoff::new();
+        let closed = self.client.close_signal();
+        loop {
+            if self.client.is_closed()
+                || (self.spec.mode.is_ephemeral() && self.client.session_generation() != generation)
+            {
+                return;
+            }
+            let bounded = self.client.with_deadline(Instant::now().checked_add(REQUEST_BOUND));
+            match bounded.check_exists(path) {
+                Ok(None) => return,
+                Ok(Some(stat)) => {
+                    let ours = !self.spec.mode.is_ephemeral() || stat.ephemeral_owner == self.client.session_id();
+                    if ours {
+                        self.delete_ours(path, Instant::now() + REQUEST_BOUND);
+                    }
+                    return;
+                }
+                Err(e) => {
+                    log::debug!("persistent node {path}: looking after the close: {e}");
+                    crossbeam_channel::select! {
+                        recv(closed) -> _ => return,
+                        recv(crossbeam_channel::after(backoff.next())) -> _ => {}
                     }
                 }
             }
         }
-        let mut st = self.state.lock();
-        self.publish_locked(&mut st);
-        st.subscribers.clear();
-        Ok(())
     }
 }
 

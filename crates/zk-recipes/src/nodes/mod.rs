@@ -22,6 +22,25 @@
 //! flight: a node deleted on the server is `Registered` here until the
 //! deletion's notification arrives (or the connection is seen to fail).
 //!
+//! # What a close leaves
+//!
+//! Nothing. `close()` deletes the node (a [`PersistentTtlNode`] excepted: it
+//! is left to expire), and no create is begun once `close()` has begun: the
+//! node's thread decides to create under the node's lock, and a closed node
+//! decides nothing. A create already in flight when `close()` begins (its
+//! reply not yet in) is the thread's to clean up: the thread that gets the
+//! reply deletes the node it made (a guaranteed delete, which goes on in the
+//! background until the client closes), whether `close()` is still waiting
+//! for it or has returned. A create whose outcome stays unknown is cleaned
+//! up by its protected name (the default for the sequential modes), or,
+//! for a node of fixed name, by a look at that name (deleted when ours: an
+//! ephemeral node owned by our session, a persistent one at our path). An
+//! unprotected sequential node whose create's reply is lost for good cannot
+//! be found: that is what protection is for. `close()` itself waits at most
+//! the stop bound (2 s) for the thread; an ephemeral node goes with its
+//! session in any case, a persistent one needs the client open until its
+//! delete is through.
+//!
 //! # Compared with Curator's `PersistentNode`
 //!
 //! * The same node names and modes; a sequential node keeps its first name
@@ -49,7 +68,7 @@ use crossbeam_channel::{Receiver, Sender};
 use parking_lot::{Condvar, Mutex};
 use zk_framework::{CreateMode, CuratorFramework};
 
-use crate::core::Worker;
+use crate::core::{Stage, Subscribers, Worker};
 use crate::error::{Error, Result};
 
 mod builder;
@@ -60,15 +79,12 @@ mod registration;
 mod ttl;
 
 pub use builder::PersistentNodeBuilder;
-pub use group::GroupMember;
+pub use group::{GroupMember, MemberEvent};
 pub use registration::{AbsentReason, Registration, UncertainReason};
 pub use ttl::PersistentTtlNode;
 
 /// How long a node's thread waits for each request (then tries again).
 const REQUEST_BOUND: Duration = Duration::from_secs(10);
-/// The first and the longest pause before a failed request is repeated.
-const RETRY_PAUSE: (Duration, Duration) = (Duration::from_millis(50), Duration::from_secs(2));
-use crate::core::Stage as Lifecycle;
 
 /// What the node's thread last learnt from the server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,7 +98,7 @@ enum Fact {
 }
 
 struct State {
-    lifecycle: Lifecycle,
+    lifecycle: Stage,
     /// The data to keep on the node.
     data: Vec<u8>,
     /// Whether `data` must still be written to the present node.
@@ -92,11 +108,24 @@ struct State {
     fact: Fact,
     /// Whether a create (or a take-over of our own node) succeeded once.
     created_once: bool,
+    /// Our node is at `path`, created or shown ours on the session of this
+    /// generation, and not shown gone or another session's since: what the
+    /// close deletes.
+    owned: Option<u64>,
     /// Creates that succeeded (re-creates included).
     creates: u64,
+    /// Whether a create is in flight: decided (under this lock, while
+    /// started) and not yet answered. A close that finds one leaves the node
+    /// it makes to the thread that gets its reply.
+    creating: bool,
     /// What the channels were last told.
     told: Option<Registration>,
-    subscribers: Vec<Sender<Registration>>,
+    /// The receivers of [`PersistentNode::events`].
+    subscribers: Subscribers<Registration>,
+    /// The receivers of [`GroupMember::events`] (a member's node tells its
+    /// registration there too, under this lock, and its group's cache its
+    /// changes).
+    members: Subscribers<MemberEvent>,
 }
 
 /// The settings of a node.
@@ -132,7 +161,10 @@ pub(crate) struct Inner {
 /// deletes it and when its parent vanishes, with its data kept across
 /// re-creations; its [`registration`](Self::registration) says honestly
 /// whether it is in place (see the [module doc](self)), and every change is
-/// told on [`events`](Self::events). Dropping a started node closes it.
+/// told on [`events`](Self::events). A close leaves nothing behind, not even
+/// what a create in flight at `close()` makes (see the
+/// [module doc](self#what-a-close-leaves)). Clones share this node; it
+/// closes at `close()` or when the last clone is dropped.
 ///
 /// # Examples
 ///
@@ -153,8 +185,23 @@ pub(crate) struct Inner {
 /// node.close()?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[derive(Clone)]
 pub struct PersistentNode {
     inner: Arc<Inner>,
+    /// Shared by the clones only (the node's thread holds `inner`): the last
+    /// one dropped closes the node.
+    _owner: Arc<Owner>,
+}
+
+/// Closes the node when the last clone goes.
+struct Owner(Arc<Inner>);
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        if self.0.state.lock().lifecycle == Stage::Started {
+            let _ = self.0.close();
+        }
+    }
 }
 
 impl std::fmt::Debug for PersistentNode {
@@ -203,14 +250,21 @@ impl PersistentNode {
         .build()
     }
 
+    pub(crate) fn from_inner(inner: Arc<Inner>) -> PersistentNode {
+        PersistentNode {
+            _owner: Arc::new(Owner(inner.clone())),
+            inner,
+        }
+    }
+
     /// Starts the node's thread, which creates the node (waiting for a
     /// connection) and keeps it in place. Returns at once.
     ///
     /// # Errors
     ///
     /// [`Error::AlreadyStarted`] when started before;
-    /// [`Error::NodeClosed`] after `close()`; [`Error::InvalidArgument`]
-    /// when the system refuses a thread.
+    /// [`Error::Closed`] after `close()`; [`Error::SpawnFailed`] when the
+    /// system refuses a thread (the node is closed then).
     ///
     /// # Examples
     ///
@@ -238,21 +292,29 @@ impl PersistentNode {
                 Ok(())
             }
             Err(e) => {
-                self.inner.state.lock().lifecycle = Lifecycle::Closed;
+                let mut st = self.inner.state.lock();
+                st.lifecycle = Stage::Closed;
+                self.inner.publish_locked(&mut st);
+                st.subscribers.close();
+                st.members.close();
                 Err(e)
             }
         }
     }
 
-    /// Leaves: stops the node's thread and deletes the node (only a node
-    /// this client created or showed ours: an ephemeral node of another
-    /// session is never deleted; a delete that fails goes on in the
-    /// background as a guaranteed delete). Every event channel ends.
-    /// Returns within about 2 s plus one request's bound.
+    /// Leaves, for every clone: stops the node's thread and deletes the
+    /// node (only a node this client created or showed ours: an ephemeral
+    /// node of another session is never deleted; a delete that fails goes on
+    /// in the background as a guaranteed delete). No create is begun once
+    /// the close has begun, and a create in flight is deleted by the thread
+    /// that gets its reply (see the [module doc](self#what-a-close-leaves)).
+    /// Every event channel ends, after `Absent { Closed }`. Returns within
+    /// the stop bound (2 s); a delete not through by then goes on in the
+    /// background.
     ///
     /// # Errors
     ///
-    /// [`Error::NotStarted`] when never started; [`Error::NodeClosed`] when
+    /// [`Error::NotStarted`] when never started; [`Error::Closed`] when
     /// closed before.
     ///
     /// # Examples
@@ -269,12 +331,15 @@ impl PersistentNode {
         self.inner.close()
     }
 
-    /// Waits until the node was created (or our node found in place) once:
-    /// `Ok(true)`; `Ok(false)` when `timeout` passes first.
+    /// Waits until the node was created (or our node found in place) once
+    /// ever: `Ok(true)` from then on, even while the node is gone again (a
+    /// session expiry, a delete); `Ok(false)` when `timeout` passes first.
+    /// To wait until the node is in place now, use
+    /// [`wait_registered_for`](Self::wait_registered_for).
     ///
     /// # Errors
     ///
-    /// [`Error::NotStarted`]; [`Error::NodeClosed`] (also when closed while
+    /// [`Error::NotStarted`]; [`Error::Closed`] (also when closed while
     /// waiting); [`Error::TtlNotEnabled`] when the server refuses TTL nodes.
     ///
     /// # Examples
@@ -333,6 +398,83 @@ impl PersistentNode {
         }
     }
 
+    /// Waits until the node is registered now (its
+    /// [`registration`](Self::registration) says
+    /// [`Registered`](Registration::Registered)): `Ok(true)` then,
+    /// `Ok(false)` when `timeout` passes first. Unlike
+    /// [`wait_for_initial_create_for`](Self::wait_for_initial_create_for),
+    /// a node created once and gone since (deleted, its session expired, the
+    /// connection down or not yet proven) is waited for again.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotStarted`]; [`Error::Closed`] (also when closed while
+    /// waiting); [`Error::TtlNotEnabled`] when the server refuses TTL nodes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+    /// # client.block_until_connected(std::time::Duration::from_secs(10))?;
+    /// use std::time::Duration;
+    /// let n = zk_recipes::nodes::PersistentNode::builder(&client, "/a", zk_framework::CreateMode::Ephemeral).build()?;
+    /// n.start()?;
+    /// assert!(n.wait_registered_for(Duration::from_secs(10))?);
+    /// client.delete().for_path("/a")?; // gone: waited for again until it is back
+    /// assert!(n.wait_registered_for(Duration::from_secs(10))?);
+    /// assert!(n.registration().is_registered());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn wait_registered_for(&self, timeout: Duration) -> Result<bool> {
+        self.wait_registered_until_opt(Instant::now().checked_add(timeout))
+    }
+
+    /// As [`wait_registered_for`](Self::wait_registered_for), until
+    /// `deadline`.
+    ///
+    /// # Errors
+    ///
+    /// As [`wait_registered_for`](Self::wait_registered_for).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let n = zk_recipes::nodes::PersistentNode::builder(&client, "/a", zk_framework::CreateMode::Ephemeral).build()?;
+    /// n.start()?;
+    /// let now = n.wait_registered_until(std::time::Instant::now() + std::time::Duration::from_secs(5))?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn wait_registered_until(&self, deadline: Instant) -> Result<bool> {
+        self.wait_registered_until_opt(Some(deadline))
+    }
+
+    fn wait_registered_until_opt(&self, deadline: Option<Instant>) -> Result<bool> {
+        let inner = &self.inner;
+        let mut st = inner.state.lock();
+        loop {
+            st.lifecycle.check(inner.spec.recipe, &inner.spec.path)?;
+            // Drawn from the client's state now: a change of it (a
+            // reconnect, the health) publishes and wakes this wait.
+            if inner.registration(&st).is_registered() {
+                return Ok(true);
+            }
+            if st.fact == Fact::Absent(AbsentReason::TtlNotEnabled) {
+                return Err(Error::TtlNotEnabled {
+                    path: inner.spec.path.clone(),
+                });
+            }
+            match deadline {
+                Some(d) if d <= Instant::now() => return Ok(false),
+                Some(d) => {
+                    let _ = inner.changed.wait_until(&mut st, d);
+                }
+                None => inner.changed.wait(&mut st),
+            }
+        }
+    }
+
     /// Whether the node is in place now (see the [module doc](self)),
     /// answered locally.
     ///
@@ -350,7 +492,7 @@ impl PersistentNode {
 
     /// Every change of [`registration`](Self::registration) from now on, in
     /// order, starting with where it stands; the channel ends at close (after
-    /// `Absent { Closed }`).
+    /// `Absent { Closed }`; one asked for after the close is ended at once).
     ///
     /// # Examples
     ///
@@ -363,14 +505,9 @@ impl PersistentNode {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn events(&self) -> Receiver<Registration> {
-        let (tx, rx) = crossbeam_channel::unbounded();
         let mut st = self.inner.state.lock();
         let now = self.inner.registration(&st);
-        let _ = tx.send(now);
-        if st.lifecycle != Lifecycle::Closed {
-            st.subscribers.push(tx);
-        }
-        rx
+        st.subscribers.subscribe_with(now)
     }
 
     /// Sets the node's data: kept for every re-creation, and written to the
@@ -379,7 +516,7 @@ impl PersistentNode {
     ///
     /// # Errors
     ///
-    /// [`Error::NodeClosed`] after `close()`.
+    /// [`Error::Closed`] after `close()`.
     ///
     /// # Examples
     ///
@@ -391,7 +528,7 @@ impl PersistentNode {
     /// ```
     pub fn set_data(&self, data: Vec<u8>) -> Result<()> {
         let mut st = self.inner.state.lock();
-        if st.lifecycle == Lifecycle::Closed {
+        if st.lifecycle == Stage::Closed {
             return Err(self.inner.closed_error());
         }
         st.data = data;
@@ -444,13 +581,5 @@ impl PersistentNode {
     /// ```
     pub fn creates(&self) -> u64 {
         self.inner.state.lock().creates
-    }
-}
-
-impl Drop for PersistentNode {
-    fn drop(&mut self) {
-        if self.inner.state.lock().lifecycle == Lifecycle::Started {
-            let _ = self.inner.close();
-        }
     }
 }

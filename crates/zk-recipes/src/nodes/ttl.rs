@@ -1,11 +1,12 @@
 //! [`PersistentTtlNode`]: Curator's TTL node kept alive by a touch child.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use zk_framework::{CreateMode, CuratorFramework};
 
-use super::{PersistentNode, Registration, Spec};
-use crate::core::Worker;
+use super::{Inner, PersistentNode, Registration, Spec, REQUEST_BOUND};
+use crate::core::{Stage, Worker, STOP_BOUND};
 use crate::error::Result;
 
 /// The touch child's name (Curator's `DEFAULT_CHILD_NODE_NAME`).
@@ -23,8 +24,20 @@ pub const TOUCH_NODE_NAME: &str = "touch";
 /// The node is kept in place by a [`PersistentNode`] (its registration, its
 /// re-creation, its data).
 ///
+/// What "left behind" means for a node its close leaves to expire: a node
+/// that outlives its TTL. No write (a create, a data write, a touch) is
+/// begun once `close()` has begun; one already in flight may complete after
+/// it (the close does not delete what it makes: a create in flight makes a
+/// node that is never touched). The node is then gone at most one TTL after
+/// that last write, plus two of the server's TTL check intervals (the touch
+/// child's, then the node's), and that write comes within the node's
+/// request bound (10 s) of the close or never.
+///
+/// Clones share this node; it closes at `close()` or when the last clone is
+/// dropped.
+///
 /// A server without TTL nodes (`zookeeper.extendedTypesEnabled` off) is
-/// told as [`Error::TtlNotEnabled`] by
+/// told as [`Error::TtlNotEnabled`](crate::Error::TtlNotEnabled) by
 /// [`wait_for_initial_create_for`](Self::wait_for_initial_create_for) and as
 /// [`AbsentReason::TtlNotEnabled`](super::AbsentReason::TtlNotEnabled) by
 /// the registration, and nothing is sent again until a reconnect.
@@ -40,18 +53,51 @@ pub const TOUCH_NODE_NAME: &str = "touch";
 /// node.close()?; // gone about 30 s after the last touch
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[derive(Clone)]
 pub struct PersistentTtlNode {
+    shared: Arc<Ttl>,
+}
+
+/// One TTL node, shared by its clones.
+struct Ttl {
     node: PersistentNode,
     ttl: Duration,
     client: CuratorFramework,
     toucher: parking_lot::Mutex<Option<Worker>>,
 }
 
+impl Ttl {
+    /// Closes the node and stops the touches, under one deadline: nothing is
+    /// begun from the close on (the node's lock decides every write, the
+    /// touches' included).
+    fn close(&self) -> Result<()> {
+        let end = Instant::now() + STOP_BOUND;
+        let closing = self.node.inner.close_begin()?;
+        let toucher = self.toucher.lock().take();
+        if let Some(w) = &toucher {
+            w.cancel();
+        }
+        self.node.inner.close_finish(closing, end);
+        if let Some(w) = toucher {
+            let _ = w.join_until(end);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Ttl {
+    fn drop(&mut self) {
+        if self.node.inner.state.lock().lifecycle == Stage::Started {
+            let _ = self.close();
+        }
+    }
+}
+
 impl std::fmt::Debug for PersistentTtlNode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PersistentTtlNode")
-            .field("node", &self.node)
-            .field("ttl", &self.ttl)
+            .field("node", &self.shared.node)
+            .field("ttl", &self.shared.ttl)
             .finish()
     }
 }
@@ -61,8 +107,8 @@ impl PersistentTtlNode {
     ///
     /// # Errors
     ///
-    /// [`Error::ZooKeeper`] with [`zk_framework::Error::InvalidPath`] for a
-    /// bad path; [`Error::InvalidArgument`] for a TTL of zero or over
+    /// [`Error::ZooKeeper`](crate::Error::ZooKeeper) with [`zk_framework::Error::InvalidPath`] for a
+    /// bad path; [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a TTL of zero or over
     /// 2^40 - 1 ms.
     ///
     /// # Examples
@@ -84,10 +130,12 @@ impl PersistentTtlNode {
             delete_on_close: false,
         };
         Ok(PersistentTtlNode {
-            node: PersistentNode::from_spec(client, spec, data)?,
-            ttl,
-            client: client.clone(),
-            toucher: parking_lot::Mutex::new(None),
+            shared: Arc::new(Ttl {
+                node: PersistentNode::from_spec(client, spec, data)?,
+                ttl,
+                client: client.clone(),
+                toucher: parking_lot::Mutex::new(None),
+            }),
         })
     }
 
@@ -106,14 +154,15 @@ impl PersistentTtlNode {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn start(&self) -> Result<()> {
-        self.node.start()?;
-        let inner = self.node.inner.clone();
-        let client = self.client.clone();
-        let period = (self.ttl / 2).max(Duration::from_millis(1));
-        let ttl = self.ttl;
+        let me = &self.shared;
+        me.node.start()?;
+        let inner = me.node.inner.clone();
+        let client = me.client.clone();
+        let period = (me.ttl / 2).max(Duration::from_millis(1));
+        let ttl = me.ttl;
         let w = Worker::spawn(
             "PersistentTtlNode",
-            &self.node.inner.spec.path,
+            &me.node.inner.spec.path,
             "ttl-node-touch",
             move |cancel| {
                 let closed = client.close_signal();
@@ -124,25 +173,28 @@ impl PersistentTtlNode {
                         recv(crossbeam_channel::after(period)) -> _ => {}
                     }
                     // The node's current name (it is not sequential: its path).
-                    let path = inner.spec.path.clone();
-                    touch(&client, &path, ttl);
+                    if !touch(&client, &inner, ttl) {
+                        return;
+                    }
                 }
             },
         );
         match w {
             Ok(w) => {
-                *self.toucher.lock() = Some(w);
+                *me.toucher.lock() = Some(w);
                 Ok(())
             }
             Err(e) => {
-                let _ = self.node.close();
+                let _ = me.node.close();
                 Err(e)
             }
         }
     }
 
-    /// Stops the touches and the node's thread; deletes nothing (the node
-    /// expires after its TTL).
+    /// Stops the touches and the node's thread, for every clone; deletes
+    /// nothing (the node expires after its TTL; see the type's doc for what
+    /// a write in flight at the close may add). Returns within the stop
+    /// bound (2 s).
     ///
     /// # Errors
     ///
@@ -158,11 +210,7 @@ impl PersistentTtlNode {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn close(&self) -> Result<()> {
-        let r = self.node.close();
-        if let Some(w) = self.toucher.lock().take() {
-            w.stop();
-        }
-        r
+        self.shared.close()
     }
 
     /// As [`PersistentNode::wait_for_initial_create_for`].
@@ -170,7 +218,7 @@ impl PersistentTtlNode {
     /// # Errors
     ///
     /// As [`PersistentNode::wait_for_initial_create_for`]:
-    /// [`Error::TtlNotEnabled`] when the server refuses TTL nodes.
+    /// [`Error::TtlNotEnabled`](crate::Error::TtlNotEnabled) when the server refuses TTL nodes.
     ///
     /// # Examples
     ///
@@ -185,7 +233,44 @@ impl PersistentTtlNode {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn wait_for_initial_create_for(&self, timeout: Duration) -> Result<bool> {
-        self.node.wait_for_initial_create_for(timeout)
+        self.shared.node.wait_for_initial_create_for(timeout)
+    }
+
+    /// As [`PersistentNode::wait_registered_for`]: until the node is
+    /// registered now.
+    ///
+    /// # Errors
+    ///
+    /// As [`PersistentNode::wait_registered_for`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let n = zk_recipes::nodes::PersistentTtlNode::new(&client, "/a", std::time::Duration::from_secs(10), vec![])?;
+    /// n.start()?;
+    /// let now = n.wait_registered_for(std::time::Duration::from_secs(5))?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn wait_registered_for(&self, timeout: Duration) -> Result<bool> {
+        self.shared.node.wait_registered_for(timeout)
+    }
+
+    /// Every change of the node's registration (see
+    /// [`PersistentNode::events`]).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let n = zk_recipes::nodes::PersistentTtlNode::new(&client, "/a", std::time::Duration::from_secs(10), vec![])?;
+    /// let events = n.events();
+    /// n.start()?;
+    /// println!("{:?}", events.recv()?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn events(&self) -> crossbeam_channel::Receiver<Registration> {
+        self.shared.node.events()
     }
 
     /// The node's registration (see [`PersistentNode::registration`]).
@@ -199,7 +284,7 @@ impl PersistentTtlNode {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn registration(&self) -> Registration {
-        self.node.registration()
+        self.shared.node.registration()
     }
 
     /// The node kept in place (its data, events, path).
@@ -213,27 +298,31 @@ impl PersistentTtlNode {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn node(&self) -> &PersistentNode {
-        &self.node
+        &self.shared.node
     }
 }
 
-impl Drop for PersistentTtlNode {
-    fn drop(&mut self) {
-        if let Some(w) = self.toucher.lock().take() {
-            w.stop();
-        }
-    }
+/// Whether the node is started (every write is begun only then).
+fn started(inner: &Inner) -> bool {
+    inner.state.lock().lifecycle == Stage::Started
 }
 
 /// One touch: write the child, or create it (a missing node is the node's
-/// thread's to re-create: ignored here).
-fn touch(client: &CuratorFramework, path: &str, ttl: Duration) {
-    let child = format!("{}/{TOUCH_NODE_NAME}", path.trim_end_matches('/'));
-    let bounded = client.with_deadline(Instant::now().checked_add(ttl.min(Duration::from_secs(10))));
+/// thread's to re-create: ignored here). Each write is begun only while the
+/// node is started: `false` once it is closed.
+fn touch(client: &CuratorFramework, inner: &Inner, ttl: Duration) -> bool {
+    let child = format!("{}/{TOUCH_NODE_NAME}", inner.spec.path.trim_end_matches('/'));
+    let bounded = client.with_deadline(Instant::now().checked_add(ttl.min(REQUEST_BOUND)));
     let data = client.default_data().to_vec();
+    if !started(inner) {
+        return false;
+    }
     match bounded.set_data(&child, data.clone(), None) {
         Ok(_) => {}
         Err(zk_framework::Error::NoNode { .. }) => {
+            if !started(inner) {
+                return false;
+            }
             match bounded
                 .create()
                 .with_mode(CreateMode::PersistentWithTtl)
@@ -247,4 +336,5 @@ fn touch(client: &CuratorFramework, path: &str, ttl: Duration) {
         }
         Err(e) => log::debug!("touching {child}: {e}"),
     }
+    true
 }

@@ -34,7 +34,9 @@ use zk_recipes::Error;
 use zk_testing::proxy::FaultProxy;
 use zk_testing::{wait_until, TestingServer};
 
-use crate::support::{client, proxied_client, timing, watched_by};
+use crate::support::{
+    client, close_while_held, held_client, nothing_left_under, proxied_client, timing, watched_by, Release,
+};
 
 /// How far past its deadline a call may return (as the lock contract's).
 fn margin() -> Duration {
@@ -1322,5 +1324,199 @@ fn a_leader_watches_its_node_from_the_grant() {
             watched_by(&s, c.session_id())
         );
         l.close().unwrap();
+    }
+}
+
+// ---------------------------------------------------------------------------
+// A close never orphans: a latch or selector closed while its node's create
+// is in flight (held at a fault proxy) leaves no node.
+
+/// The most a `close()` may take: the one stop bound (2 s) and a margin.
+fn close_bound() -> Duration {
+    Duration::from_secs(2) + timing().scale(Duration::from_secs(1))
+}
+
+/// One round: a latch (`selector` false) or a selector started with its
+/// node's create held at its own proxy, closed, the hold lifted as
+/// `release` says; `Err` says what it left.
+fn close_a_participant_in_flight(selector: bool, release: Release) -> Result<(), String> {
+    let s = TestingServer::start().unwrap();
+    let proxy = Arc::new(FaultProxy::start(&s.connect_string()).unwrap());
+    let c = held_client(&proxy);
+    let admin = client(&s);
+    let path = format!(
+        "/leader/inflight/{}-{release:?}",
+        if selector { "selector" } else { "latch" }
+    );
+    admin.create().creating_parents_if_needed().for_path(&path).unwrap();
+    proxy.hold_next_request(zk_framework::proto::OpCode::Create2);
+    let took = if selector {
+        let sel = LeaderSelector::builder(&c, &path, |l| while !l.sleep(Duration::from_secs(1)) {})
+            .id("s")
+            .build()
+            .unwrap();
+        sel.start().unwrap();
+        close_while_held(&proxy, &c, release, || sel.close())
+    } else {
+        let l = LeaderLatch::builder(&c, &path).id("l").build().unwrap();
+        l.start().unwrap();
+        close_while_held(&proxy, &c, release, || l.close())
+    };
+    let mut broke = Vec::new();
+    if took > close_bound() {
+        broke.push(format!("close took {took:?}"));
+    }
+    if let Err(left) = nothing_left_under(&admin, &path, timing().scale(Duration::from_secs(5))) {
+        broke.push(format!("left {left:?}"));
+    }
+    let kind = if selector { "LeaderSelector" } else { "LeaderLatch" };
+    eprintln!(
+        "{kind} {release:?}: {}",
+        if broke.is_empty() {
+            "clean".to_string()
+        } else {
+            broke.join("; ")
+        }
+    );
+    if broke.is_empty() {
+        Ok(())
+    } else {
+        Err(broke.join("; "))
+    }
+}
+
+#[test]
+fn a_latch_closed_while_its_create_is_in_flight_leaves_no_node() {
+    let after = close_a_participant_in_flight(false, Release::AfterClose);
+    let during = close_a_participant_in_flight(false, Release::DuringClose);
+    assert!(after.is_ok() && during.is_ok(), "after: {after:?}; during: {during:?}");
+}
+
+#[test]
+fn a_selector_closed_while_its_create_is_in_flight_leaves_no_node() {
+    let after = close_a_participant_in_flight(true, Release::AfterClose);
+    let during = close_a_participant_in_flight(true, Release::DuringClose);
+    assert!(after.is_ok() && during.is_ok(), "after: {after:?}; during: {during:?}");
+}
+
+/// Two threads close one participant at once, while it leads and while its
+/// create is in flight: one close succeeds, the other says `Closed`, both
+/// within the bound, and no node is left.
+#[test]
+fn two_threads_closing_a_participant_at_once_close_it_once_and_leave_no_node() {
+    let s = TestingServer::start().unwrap();
+    let (c, admin) = (client(&s), client(&s));
+    let close_twice = |close: &(dyn Fn() -> zk_recipes::Result<()> + Sync)| {
+        let gate = std::sync::Barrier::new(2);
+        let results: Vec<_> = std::thread::scope(|scope| {
+            let runs: Vec<_> = (0..2)
+                .map(|_| {
+                    let gate = &gate;
+                    scope.spawn(move || {
+                        gate.wait();
+                        let t0 = Instant::now();
+                        (close(), t0.elapsed())
+                    })
+                })
+                .collect();
+            runs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(results.iter().filter(|(r, _)| r.is_ok()).count(), 1, "{results:?}");
+        assert!(
+            results
+                .iter()
+                .all(|(r, took)| (r.is_ok() || matches!(r, Err(Error::Closed { .. }))) && *took <= close_bound()),
+            "{results:?}"
+        );
+    };
+    let l = latch(&c, "/leader/twice/latch", "l");
+    assert!(l.await_leadership_for(timing().wait()).unwrap());
+    close_twice(&|| l.close());
+    let sel = LeaderSelector::builder(
+        &c,
+        "/leader/twice/selector",
+        |l| while !l.sleep(Duration::from_secs(1)) {},
+    )
+    .id("s")
+    .build()
+    .unwrap();
+    sel.start().unwrap();
+    assert!(wait_until(timing().wait(), || sel.has_leadership()));
+    close_twice(&|| sel.close());
+    // While the create is in flight (held at a proxy).
+    let proxy = Arc::new(FaultProxy::start(&s.connect_string()).unwrap());
+    let held = held_client(&proxy);
+    admin
+        .create()
+        .creating_parents_if_needed()
+        .for_path("/leader/twice/held")
+        .unwrap();
+    proxy.hold_next_request(zk_framework::proto::OpCode::Create2);
+    let l = latch(&held, "/leader/twice/held", "h");
+    assert!(wait_until(timing().wait(), || proxy.held_requests() == 1));
+    close_twice(&|| l.close());
+    proxy.release_held();
+    held.check_exists("/").unwrap();
+    for p in ["/leader/twice/latch", "/leader/twice/selector", "/leader/twice/held"] {
+        if let Err(left) = nothing_left_under(&admin, p, timing().scale(Duration::from_secs(5))) {
+            panic!("{p}: left {left:?}");
+        }
+    }
+}
+
+/// A latch closed from inside its own listener (on the listener's thread),
+/// and a selector closed from inside its own work (on its thread): each
+/// close returns within the bound and leaves no node.
+#[test]
+fn a_participant_closed_from_its_own_event_handler_leaves_no_node() {
+    let s = TestingServer::start().unwrap();
+    let (c, admin) = (client(&s), client(&s));
+    let me: Arc<std::sync::OnceLock<std::sync::Weak<LeaderLatch>>> = Arc::default();
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let cell = me.clone();
+    let l = Arc::new(
+        LeaderLatch::builder(&c, "/leader/handler/latch")
+            .id("l")
+            .listener(move |ev| {
+                if matches!(ev, LeaderEvent::Leader { .. }) {
+                    if let Some(l) = cell.get().and_then(std::sync::Weak::upgrade) {
+                        let t0 = Instant::now();
+                        let r = l.close();
+                        let _ = tx.try_send((r, t0.elapsed()));
+                    }
+                }
+            })
+            .build()
+            .unwrap(),
+    );
+    me.set(Arc::downgrade(&l)).unwrap();
+    l.start().unwrap();
+    let (r, took) = rx.recv_timeout(timing().wait()).expect("closed by its listener");
+    assert!(r.is_ok() && took <= close_bound(), "{r:?} in {took:?}");
+    assert!(matches!(l.close(), Err(Error::Closed { .. })));
+    let me: Arc<std::sync::OnceLock<std::sync::Weak<LeaderSelector>>> = Arc::default();
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let cell = me.clone();
+    let sel = Arc::new(
+        LeaderSelector::builder(&c, "/leader/handler/selector", move |leadership| {
+            if let Some(s) = cell.get().and_then(std::sync::Weak::upgrade) {
+                let t0 = Instant::now();
+                let r = s.close();
+                let _ = tx.try_send((r, t0.elapsed(), leadership.is_cancelled()));
+            }
+        })
+        .id("s")
+        .build()
+        .unwrap(),
+    );
+    me.set(Arc::downgrade(&sel)).unwrap();
+    sel.start().unwrap();
+    let (r, took, cancelled) = rx.recv_timeout(timing().wait()).expect("closed by its work");
+    assert!(r.is_ok() && took <= close_bound(), "{r:?} in {took:?}");
+    assert!(cancelled, "its own close cancels the leadership it runs in");
+    for p in ["/leader/handler/latch", "/leader/handler/selector"] {
+        if let Err(left) = nothing_left_under(&admin, p, timing().scale(Duration::from_secs(5))) {
+            panic!("{p}: left {left:?}");
+        }
     }
 }

@@ -239,7 +239,10 @@ impl LeaderLatch {
     /// Leaves the election: the leadership ends, the node is deleted, every
     /// event channel ends, and every `await` returns [`Error::Closed`].
     /// Returns when the node is deleted, or after 2 s with the delete going
-    /// on in the background.
+    /// on in the background. No create is begun once the close has begun,
+    /// and one in flight at the close (its reply not in yet) leaves no node:
+    /// the latch's thread, when the reply comes, deletes it (while this
+    /// waits for it, or after it has returned).
     ///
     /// What a leader is told of its close depends on the [`CloseMode`]:
     /// with [`CloseMode::Silent`] (the default) nothing at all (its

@@ -175,8 +175,8 @@ impl LeaderSelectorBuilder {
     ///
     /// # Errors
     ///
-    /// [`Error::ZooKeeper`] with [`zk_framework::Error::InvalidPath`] for a
-    /// path that breaks ZooKeeper's rules; [`Error::InvalidArgument`] for the
+    /// [`Error::ZooKeeper`](crate::Error::ZooKeeper) with [`zk_framework::Error::InvalidPath`] for a
+    /// path that breaks ZooKeeper's rules; [`Error::InvalidArgument`](crate::Error::InvalidArgument) for the
     /// root path ("an election cannot live at the root path") or a bad id (empty,
     /// longer than 4096 bytes, control characters).
     ///
@@ -238,7 +238,7 @@ impl LeaderSelector {
     ///
     /// # Errors
     ///
-    /// [`Error::AlreadyStarted`]; [`Error::Closed`] after `close()`.
+    /// [`Error::AlreadyStarted`](crate::Error::AlreadyStarted); [`Error::Closed`](crate::Error::Closed) after `close()`.
     ///
     /// # Examples
     ///
@@ -279,7 +279,7 @@ impl LeaderSelector {
     ///
     /// # Errors
     ///
-    /// [`Error::NotStarted`]; [`Error::Closed`].
+    /// [`Error::NotStarted`](crate::Error::NotStarted); [`Error::Closed`](crate::Error::Closed).
     ///
     /// # Examples
     ///
@@ -341,11 +341,16 @@ impl LeaderSelector {
     /// deleted when its closure returns), a waiting node is deleted, and no
     /// turn starts again. Waits up to 2 s for the selector's thread to end (a
     /// closure that does not honour the cancellation keeps its node until it
-    /// returns: the next leader never starts beside it).
+    /// returns: the next leader never starts beside it). No create is begun
+    /// once the close has begun, and one in flight at the close (its reply
+    /// not in yet) leaves no node: the selector's thread, when the reply
+    /// comes, deletes it (while this waits for it, or after it has
+    /// returned). Called from the work closure itself, it does not wait for
+    /// its own thread.
     ///
     /// # Errors
     ///
-    /// [`Error::NotStarted`]; [`Error::Closed`] when closed before.
+    /// [`Error::NotStarted`](crate::Error::NotStarted); [`Error::Closed`](crate::Error::Closed) when closed before.
     ///
     /// # Examples
     ///

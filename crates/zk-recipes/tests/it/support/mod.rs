@@ -95,3 +95,99 @@ pub fn proxied_client(proxy: &FaultProxy) -> CuratorFramework {
     c.block_until_connected(t.wait()).unwrap();
     c
 }
+
+/// A started client through `proxy` with a long session (15 s, scaled): a
+/// request held at the proxy for a few seconds
+/// ([`FaultProxy::hold_next_request`]) holds that client's pings behind it,
+/// and neither the server nor the client gives the session or the connection
+/// up meanwhile.
+pub fn held_client(proxy: &FaultProxy) -> CuratorFramework {
+    let t = timing();
+    let c = CuratorFramework::builder()
+        .connect_string(proxy.connect_string())
+        .session_timeout(t.scale(Duration::from_secs(15)))
+        .connection_timeout(Duration::from_secs(15))
+        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 10))
+        .build()
+        .unwrap();
+    c.block_until_connected(t.wait()).unwrap();
+    c
+}
+
+/// When a request held at a proxy is let go, relative to a recipe's
+/// `close()` (see [`close_while_held`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Release {
+    /// Once `close()` has returned: the create's reply comes to a closed
+    /// recipe.
+    AfterClose,
+    /// 500 ms into `close()` (which is still waiting for its thread).
+    DuringClose,
+}
+
+/// Closes a recipe (`close`) while a request of its is held at `proxy`
+/// (armed with [`FaultProxy::hold_next_request`] before the recipe started),
+/// and lets the request go as `release` says. Returns how long `close()`
+/// took, once the held request has reached the server: a request of `c`
+/// (the recipe's client) sent after the release is answered, and a session's
+/// requests are applied in order.
+pub fn close_while_held(
+    proxy: &std::sync::Arc<FaultProxy>,
+    c: &CuratorFramework,
+    release: Release,
+    close: impl FnOnce() -> Result<(), zk_recipes::Error>,
+) -> Duration {
+    assert!(
+        wait_until(timing().wait(), || proxy.held_requests() == 1),
+        "the request is held"
+    );
+    let t0 = std::time::Instant::now();
+    let took = match release {
+        Release::AfterClose => {
+            close().expect("close");
+            let took = t0.elapsed();
+            proxy.release_held();
+            took
+        }
+        Release::DuringClose => {
+            let p = proxy.clone();
+            // The fault's length (a request in flight for 500 ms), not a wait
+            // for an event.
+            let releaser = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(500));
+                p.release_held();
+            });
+            close().expect("close");
+            let took = t0.elapsed();
+            releaser.join().unwrap();
+            took
+        }
+    };
+    c.check_exists("/").expect("a request behind the held one");
+    took
+}
+
+/// The children of `path` as `admin` reads them after its own `sync` (empty
+/// when `path` does not exist).
+pub fn synced_children(admin: &CuratorFramework, path: &str) -> Vec<String> {
+    match admin
+        .recipe()
+        .sync_then_read(&[zk_framework::ReadOp::GetChildren(path.to_string())])
+    {
+        Ok(r) => match r.into_iter().next() {
+            Some(zk_framework::ReadResult::Children(Some((kids, _)))) => kids,
+            _ => Vec::new(),
+        },
+        Err(e) => panic!("sync and list {path}: {e}"),
+    }
+}
+
+/// Waits until nothing is left under `path` (read by `admin` after its own
+/// sync), at most `within`: `Err` with what is left when it does not empty.
+pub fn nothing_left_under(admin: &CuratorFramework, path: &str, within: Duration) -> Result<(), Vec<String>> {
+    if wait_until(within, || synced_children(admin, path).is_empty()) {
+        Ok(())
+    } else {
+        Err(synced_children(admin, path))
+    }
+}

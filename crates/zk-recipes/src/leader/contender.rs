@@ -38,7 +38,8 @@ pub trait Kind: Send + Sync + 'static {
 /// A participant in a leader election: [`LeaderLatch`](super::LeaderLatch)
 /// (`Contender<Latch>`) or [`LeaderSelector`](super::LeaderSelector)
 /// (`Contender<Selector>`). Use those names; the methods below are every
-/// participant's, written once. Dropping a started participant closes it.
+/// participant's, written once. Clones share this participant (one node,
+/// one thread); it closes at `close()` or when the last clone is dropped.
 ///
 /// # Examples
 ///
@@ -52,7 +53,48 @@ pub trait Kind: Send + Sync + 'static {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Contender<K: Kind> {
-    pub(super) inner: Arc<K>,
+    pub(super) inner: Arc<Handle<K>>,
+}
+
+impl<K: Kind> Clone for Contender<K> {
+    fn clone(&self) -> Self {
+        Contender {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+/// The participant as its handles share it: the last one dropped closes it
+/// (the participant's threads hold the kind itself, never a handle).
+pub(super) struct Handle<K: Kind> {
+    kind: Arc<K>,
+}
+
+impl<K: Kind> Handle<K> {
+    pub(super) fn new(kind: K) -> Arc<Handle<K>> {
+        Arc::new(Handle { kind: Arc::new(kind) })
+    }
+
+    /// The kind, for a thread of the participant's.
+    pub(super) fn kind(&self) -> Arc<K> {
+        self.kind.clone()
+    }
+}
+
+impl<K: Kind> std::ops::Deref for Handle<K> {
+    type Target = K;
+
+    fn deref(&self) -> &K {
+        &self.kind
+    }
+}
+
+impl<K: Kind> Drop for Handle<K> {
+    fn drop(&mut self) {
+        if self.kind.election().lifecycle() == Lifecycle::Started {
+            let _ = self.kind.close();
+        }
+    }
 }
 
 impl<K: Kind> Contender<K> {
@@ -209,15 +251,5 @@ impl<K: Kind> std::fmt::Debug for Contender<K> {
             .field("id", &e.id)
             .field("status", &e.status())
             .finish()
-    }
-}
-
-impl<K: Kind> Drop for Contender<K> {
-    fn drop(&mut self) {
-        // (The participant's threads hold the kind too; this handle is the
-        // caller's only one.)
-        if self.election().lifecycle() == Lifecycle::Started {
-            let _ = self.inner.close();
-        }
     }
 }

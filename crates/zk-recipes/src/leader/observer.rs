@@ -68,7 +68,9 @@ impl ElectionKind {
 ///
 /// The leader it reports is the first node in the election's order, as
 /// Curator's `getLeader()` reads it: that participant may not have noticed
-/// yet that it leads.
+/// yet that it leads. Clones share this observer (one thread, one watch); it
+/// closes at [`close`](LeaderObserver::close) or when the last clone is
+/// dropped.
 ///
 /// # Examples
 ///
@@ -90,10 +92,33 @@ impl ElectionKind {
 /// assert_eq!(changes.recv_timeout(Duration::from_secs(10))?, None);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[derive(Clone)]
 pub struct LeaderObserver {
     inner: Arc<Inner>,
+    closer: Arc<Closer>,
+}
+
+/// What the handles share and the thread does not: the last handle dropped
+/// closes the observer.
+struct Closer {
+    inner: Arc<Inner>,
     /// The observing thread (`None` once closed).
-    worker: Option<Worker>,
+    worker: parking_lot::Mutex<Option<Worker>>,
+}
+
+impl Closer {
+    fn close(&self) {
+        if let Some(w) = self.worker.lock().take() {
+            w.stop();
+        }
+        self.inner.state.lock().subscribers.close();
+    }
+}
+
+impl Drop for Closer {
+    fn drop(&mut self) {
+        self.close();
+    }
 }
 
 struct Inner {
@@ -153,8 +178,11 @@ impl LeaderObserver {
             observe(&thread_inner, &cancel)
         })?;
         Ok(LeaderObserver {
+            closer: Arc::new(Closer {
+                inner: inner.clone(),
+                worker: parking_lot::Mutex::new(Some(worker)),
+            }),
             inner,
-            worker: Some(worker),
         })
     }
 
@@ -215,21 +243,12 @@ impl LeaderObserver {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let mut observer = zk_recipes::leader::LeaderObserver::new(&client, "/election", zk_recipes::leader::ElectionKind::Latch)?;
+    /// let observer = zk_recipes::leader::LeaderObserver::new(&client, "/election", zk_recipes::leader::ElectionKind::Latch)?;
     /// observer.close();
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn close(&mut self) {
-        if let Some(w) = self.worker.take() {
-            w.stop();
-        }
-        self.inner.state.lock().subscribers.close();
-    }
-}
-
-impl Drop for LeaderObserver {
-    fn drop(&mut self) {
-        self.close();
+    pub fn close(&self) {
+        self.closer.close();
     }
 }
 

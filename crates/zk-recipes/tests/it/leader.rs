@@ -724,6 +724,51 @@ fn the_observer_reports_each_change_of_leader_and_nothing_else() {
     assert_eq!(changes.recv_timeout(timing().wait()).unwrap(), None);
 }
 
+/// Clones share one participant (and one observer): a clone used from
+/// another thread answers for the same node; dropping a clone closes
+/// nothing; dropping the last one closes it (its node deleted, its events
+/// ended).
+#[test]
+fn clones_share_one_participant_and_the_last_drop_closes_it() {
+    let s = TestingServer::start().unwrap();
+    let c = client(&s);
+    let a = latch(&c, "/leader/clones", "a");
+    assert!(a.await_leadership_for(timing().wait()).unwrap());
+    let events = a.events();
+    let observer = LeaderObserver::new(&c, "/leader/clones", ElectionKind::Latch).unwrap();
+    let seen = observer.events();
+    let first = seen.recv_timeout(timing().wait()).unwrap().map(|l| l.id);
+    assert_eq!(first.as_deref(), Some("a"));
+    let (a2, o2) = (a.clone(), observer.clone());
+    std::thread::spawn(move || {
+        assert!(a2.has_leadership());
+        assert_eq!(o2.leader().map(|l| l.id), Some("a".to_string()));
+        // Both clones dropped on this thread.
+    })
+    .join()
+    .unwrap();
+    assert!(a.has_leadership(), "a clone's drop closed nothing");
+    assert_eq!(children(&c, "/leader/clones").len(), 1);
+    drop(a);
+    assert!(
+        wait_until(timing().wait(), || children(&c, "/leader/clones").is_empty()),
+        "the last drop closed the latch"
+    );
+    assert!(wait_until(timing().wait(), || events
+        .recv_timeout(Duration::from_millis(10))
+        .is_err_and(|e| e == crossbeam_channel::RecvTimeoutError::Disconnected)));
+    let kept = observer.clone();
+    drop(observer);
+    assert!(
+        kept.events().recv_timeout(Duration::from_millis(50)).is_ok(),
+        "still observing"
+    );
+    drop(kept);
+    assert!(wait_until(timing().wait(), || seen
+        .recv_timeout(Duration::from_millis(10))
+        .is_err_and(|e| e == crossbeam_channel::RecvTimeoutError::Disconnected)));
+}
+
 #[test]
 fn the_observer_watches_a_selector_election_and_a_missing_path() {
     let s = TestingServer::start().unwrap();

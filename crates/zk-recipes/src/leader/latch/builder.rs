@@ -5,7 +5,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use zk_framework::CuratorFramework;
 
-use super::super::contender::Contender;
+use super::super::contender::{Contender, Handle};
 use super::{CloseMode, Latch, LeaderLatch, Listener};
 use crate::driver::{Driver, LATCH_LOCK_NAME};
 use crate::error::Result;
@@ -128,7 +128,7 @@ impl LeaderLatchBuilder {
         let internals = LockInternals::new(self.client.clone(), &self.path, LATCH_LOCK_NAME, Driver::LATCH)?;
         let id = participant::id_or_identity(&self.client, self.id)?;
         Ok(Contender {
-            inner: Arc::new(Latch {
+            inner: Handle::new(Latch {
                 election: Election::new("LeaderLatch", &self.client, &self.path, internals, id, self.policy),
                 close_mode: self.close_mode,
                 worker: Mutex::new(None),

@@ -221,7 +221,7 @@ impl LeaderLatch {
                 log::error!("cannot start the latch's listener thread: {e}");
             }
         }
-        let inner = self.inner.clone();
+        let inner = self.inner.kind();
         match Worker::spawn("LeaderLatch", &election.path, "leader-latch", move |cancel| {
             candidate::run(&inner.election, &cancel, &mut Turns { inner: &inner });
         }) {
@@ -269,7 +269,7 @@ impl LeaderLatch {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn close(&self) -> Result<()> {
-        Kind::close(&*self.inner)
+        Kind::close(&**self.inner)
     }
 
     /// Waits until this latch is certainly the leader.

@@ -12,7 +12,7 @@ use parking_lot::Mutex;
 use zk_framework::CuratorFramework;
 
 use super::candidate::{self, Leading, TurnEnd};
-use super::contender::{Contender, Kind};
+use super::contender::{Contender, Handle, Kind};
 use super::election::{Election, LeaderStatus, Lifecycle, NotLeaderReason, SuspendPolicy};
 use super::participant;
 use crate::core::Worker;
@@ -192,7 +192,7 @@ impl LeaderSelectorBuilder {
         let internals = LockInternals::new(self.client.clone(), &self.path, MUTEX_LOCK_NAME, Driver::MUTEX)?;
         let id = participant::id_or_identity(&self.client, self.id)?;
         Ok(Contender {
-            inner: Arc::new(Selector {
+            inner: Handle::new(Selector {
                 election: Election::new("LeaderSelector", &self.client, &self.path, internals, id, self.policy),
                 auto_requeue: AtomicBool::new(self.auto_requeue),
                 busy: Mutex::new(false),
@@ -252,7 +252,7 @@ impl LeaderSelector {
         let election = &self.inner.election;
         election.start()?;
         *self.inner.busy.lock() = true;
-        let inner = self.inner.clone();
+        let inner = self.inner.kind();
         match Worker::spawn("LeaderSelector", &election.path, "leader-selector", move |cancel| {
             if let Some(mut work) = inner.work.lock().take() {
                 let mut turns = Turns {
@@ -362,7 +362,7 @@ impl LeaderSelector {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn close(&self) -> Result<()> {
-        Kind::close(&*self.inner)
+        Kind::close(&**self.inner)
     }
 }
 

@@ -34,6 +34,34 @@
 //! * [`guide`]: the manual (using the locks, what they promise under faults,
 //!   the safe horizon, fencing, operations, ensembles, TLS and ACLs, Curator
 //!   interop), with examples that run.
+//!
+//! # One convention for every recipe
+//!
+//! * **Events**: a recipe's changes come on `events()`, an unbounded channel
+//!   of what happens from the call on (a lock's loss signals, a latch's
+//!   leadership, a cache's node events, a value's changes, a node's
+//!   registration), in the order they happened: each is told under the lock
+//!   that orders it, so no receiver hears an older event after a newer one.
+//!   The channel ends at the recipe's close (a lock's at its release).
+//!   Dropping the receiver unsubscribes.
+//! * **Life**: a recipe with a background life (a cache, a watcher, a
+//!   persistent node, a group member, a shared value, a latch, a selector,
+//!   an observer) is made, then `start()`ed, then `close()`d, once each;
+//!   `close()` is idempotent and returns within its bound (it waits at most
+//!   2 s for the recipe's one thread). A misuse names the recipe and its
+//!   path: [`Error::AlreadyStarted`], [`Error::NotStarted`],
+//!   [`Error::Closed`]; a thread the system refused is
+//!   [`Error::SpawnFailed`].
+//! * **Sharing**: such a recipe is `Clone`, `Send` and `Sync`: clones share
+//!   the one instance (one thread, one node, one set of subscribers), so
+//!   hand a clone to another thread, no `Arc` needed; `close()` on any clone
+//!   closes it for all, and dropping the last clone closes it. A lock is
+//!   `Send + Sync` and shared by reference or in an `Arc`; its guards are
+//!   not `Send` where the lock is reentrant per thread.
+//! * **Time**: a timeout is a value, not an error (`Ok(None)`, `Ok(false)`);
+//!   `*_for(Duration)` is `*_until(Instant)`.
+//! * **Truth**: a write whose reply was lost is proven, never sent again
+//!   blindly and never guessed (see the [`guide::truth`] chapter).
 
 pub mod atomic;
 mod barrier;

@@ -588,7 +588,6 @@ impl PersistentWatcher {
     /// The events numbered in the order told (1, 2, ...), for a cache built
     /// on this watcher: with [`PersistentWatcher::told`], it places each
     /// answer it reads among them.
-    #[allow(dead_code)] // the cache's feed, once the cache is built on the watcher
     pub(crate) fn numbered_events(&self) -> Receiver<(u64, WatcherEvent)> {
         self.shared().state.lock().numbered.subscribe()
     }
@@ -596,7 +595,6 @@ impl PersistentWatcher {
     /// The number of the last event told (0: none yet). Read on the
     /// client's I/O thread, in a reply's callback, it counts every event the
     /// connection brought before that reply.
-    #[allow(dead_code)] // the cache's feed, once the cache is built on the watcher
     pub(crate) fn told(&self) -> Arc<AtomicU64> {
         self.shared().told.clone()
     }

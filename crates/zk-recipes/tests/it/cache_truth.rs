@@ -1,20 +1,25 @@
-//! What a watcher (and a cache) promise around their close and under
-//! reconnects (issue 40), on the backend `ZK_TEST_SERVER` names:
+//! What a cache and a watcher promise under load and around their close
+//! (issue 40), on the backend `ZK_TEST_SERVER` names:
 //!
+//! * a cache under writes sustained past any round limit never says
+//!   `Current` while it is behind what its client has been told, and after
+//!   the writers stop it shows the server's subtree within a bound;
 //! * closing a cache or a watcher leaves another recipe's one-shot watch
 //!   of the same client on the same path in place (on ZooKeeper 3.6-3.8 the
 //!   persistent watch is removed with `removeWatches` type `Any`, which
 //!   takes the one-shot watches with it);
 //! * a watcher tells node events and connection states in the one order
-//!   the client delivered them.
+//!   the client delivered them, and a cache cut off and reconnected under
+//!   writes still tells its events in zxid order.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 use zk_framework::{AddWatchMode, CuratorFramework, EventType, ExponentialBackoffRetry, KeeperState, WatchedEvent};
-use zk_recipes::cache::CuratorCache;
+use zk_recipes::cache::{CacheEvent, CuratorCache};
 use zk_recipes::watch::{PersistentWatcher, WatcherEvent};
 use zk_testing::proxy::FaultProxy;
 
@@ -39,6 +44,259 @@ fn proxied(proxy: &FaultProxy) -> CuratorFramework {
         .unwrap();
     c.block_until_connected(t.wait()).unwrap();
     c
+}
+
+/// A small deterministic generator (xorshift), so that a run can be told
+/// again from its seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+}
+
+fn seed() -> u64 {
+    let s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64)
+        | 1;
+    eprintln!("seed {s}");
+    s
+}
+
+/// (czxid, mzxid, data) of each node under `root`, read by `c` after a
+/// `sync` (so no server that lags the writes answers).
+fn synced_view(c: &CuratorFramework, root: &str) -> BTreeMap<String, (i64, i64, Vec<u8>)> {
+    c.zookeeper_client().sync(root).unwrap();
+    let mut out = BTreeMap::new();
+    for k in c.get_children(root).unwrap() {
+        let p = format!("{root}/{k}");
+        if let Ok((d, st)) = c.get_data(&p) {
+            out.insert(p, (st.czxid, st.mzxid, d));
+        }
+    }
+    out
+}
+
+fn cached(cache: &CuratorCache, root: &str) -> BTreeMap<String, (i64, i64, Vec<u8>)> {
+    cache
+        .snapshot()
+        .into_iter()
+        .filter(|d| d.path() != root)
+        .map(|d| {
+            (
+                d.path().to_string(),
+                (d.stat().czxid, d.stat().mzxid, d.data().unwrap_or_default().to_vec()),
+            )
+        })
+        .collect()
+}
+
+// ---- (a) sustained writes past the round limit --------------------------------------------
+
+/// What the test thread finds comparing the cache with what the cache's own
+/// client reads, node by node.
+#[derive(Default)]
+struct Checker {
+    /// `get_current` answers (the cache said it was current).
+    checked: u64,
+    /// `get_current` refusals (not current).
+    refused: u64,
+    /// Answers behind what the client had read just before.
+    behind: Vec<String>,
+    /// Per node: the first zxid read from the server that the view had not
+    /// reached, and when.
+    waiting: std::collections::HashMap<String, (i64, Instant)>,
+    /// The longest time the view took to reach a state read from the
+    /// server (at most a sweep's time more than its true lag).
+    max_lag: Duration,
+}
+
+impl Checker {
+    /// Reads each child through the cache's own client (its answer comes
+    /// after every notification of a change it shows, on that connection),
+    /// then asks the cache: `get_current` must not answer with a node older
+    /// than that read; and how long the view takes to reach it.
+    fn sweep(&mut self, c: &CuratorFramework, cache: &CuratorCache, children: &[String]) {
+        for p in children {
+            let (_, st) = c.get_data(p).unwrap();
+            let now = Instant::now();
+            let shown = cache.get(p).map_or(i64::MIN, |d| d.stat().mzxid);
+            self.reached(p, shown, now);
+            if shown < st.mzxid && !self.waiting.contains_key(p) {
+                self.waiting.insert(p.clone(), (st.mzxid, now));
+            }
+            match cache.get_current(p) {
+                Ok(Some(d)) => {
+                    self.checked += 1;
+                    if d.stat().mzxid < st.mzxid {
+                        self.behind.push(format!(
+                            "{p}: the cache said current with mzxid {:#x}, its client had read {:#x}",
+                            d.stat().mzxid,
+                            st.mzxid
+                        ));
+                    }
+                }
+                Ok(None) => self.behind.push(format!("{p}: current and missing")),
+                Err(_) => self.refused += 1,
+            }
+        }
+    }
+
+    fn reached(&mut self, p: &str, shown: i64, now: Instant) {
+        if let Some(&(target, since)) = self.waiting.get(p) {
+            if shown >= target {
+                self.max_lag = self.max_lag.max(now - since);
+                self.waiting.remove(p);
+            }
+        }
+    }
+}
+
+/// 200 children, written by `writers` (each writes its children as fast as
+/// it goes, in turn, until stopped) and, once each at a random moment of the
+/// run, `cold` others. The test thread sweeps them with a [`Checker`] while
+/// they write; after the writers stop, the cache shows exactly what the
+/// server has (read through another client, after a `sync`) within a
+/// bound. Returns the checker and the writes.
+fn under_writes(name: &str, hot: Vec<Vec<usize>>, cold: Vec<usize>) {
+    init_log();
+    let s = server();
+    let c = client(&s);
+    let writer = client(&s);
+    let root = format!("/ct-{name}");
+    mk(&writer, &root, b"");
+    let children: Vec<String> = (0..200).map(|i| format!("{root}/c{i:03}")).collect();
+    let ops: Vec<zk_framework::Op> = children
+        .iter()
+        .map(|p| {
+            zk_framework::Op::create(
+                p.clone(),
+                b"0".to_vec(),
+                zk_framework::Acl::open_unsafe(),
+                zk_framework::CreateMode::Persistent,
+            )
+        })
+        .collect();
+    writer.multi_results(ops).unwrap();
+    let cache = CuratorCache::builder(&c, &root).build().unwrap();
+    cache.start().unwrap();
+    assert!(cache.wait_current_for(timing().wait()));
+
+    let run = Duration::from_secs(3);
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut threads = Vec::new();
+    for mine in hot {
+        let (w, stop, root) = (writer.clone(), stop.clone(), root.clone());
+        threads.push(std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                for i in &mine {
+                    n += 1;
+                    w.set_data(&format!("{root}/c{i:03}"), n.to_string().into_bytes(), None)
+                        .unwrap();
+                }
+            }
+            n
+        }));
+    }
+    let mut rng = Rng(seed());
+    let mut cold: Vec<(Duration, usize)> = cold
+        .into_iter()
+        .map(|i| (Duration::from_micros(rng.next() % run.as_micros() as u64), i))
+        .collect();
+    cold.sort();
+    let n_cold = cold.len() as u64;
+    let (w, r) = (writer.clone(), root.clone());
+    threads.push(std::thread::spawn(move || {
+        let t0 = Instant::now();
+        for (at, i) in cold {
+            if let Some(d) = at.checked_sub(t0.elapsed()) {
+                std::thread::sleep(d); // a schedule, not a wait for an event
+            }
+            w.set_data(&format!("{r}/c{i:03}"), b"cold".to_vec(), None).unwrap();
+        }
+        0
+    }));
+
+    let mut check = Checker::default();
+    let t0 = Instant::now();
+    while t0.elapsed() < run {
+        check.sweep(&c, &cache, &children);
+    }
+    stop.store(true, Ordering::Relaxed);
+    let writes: u64 = threads.into_iter().map(|t| t.join().unwrap()).sum::<u64>() + n_cold;
+
+    // After the writers stop: the server's view, within a bound.
+    let stopped = Instant::now();
+    let want = synced_view(&writer, &root);
+    let bound = timing().scale(Duration::from_secs(5));
+    let settled = wait_until(bound, || {
+        cache.freshness().is_current() && cached(&cache, &root) == want
+    });
+    let settle = stopped.elapsed();
+    let now = Instant::now();
+    for (p, n) in &want {
+        check.reached(p, n.1, now);
+    }
+    let view = cached(&cache, &root);
+    let stale: Vec<&String> = want
+        .iter()
+        .filter(|(p, n)| view.get(*p) != Some(n))
+        .map(|(p, _)| p)
+        .collect();
+    eprintln!(
+        "{name}: {writes} writes; {} answers while current, {} refused (not current), {} behind; longest lag seen {:?}; after the stop: settled {settled} in {settle:?}, {} stale nodes, freshness {:?}",
+        check.checked,
+        check.refused,
+        check.behind.len(),
+        check.max_lag,
+        stale.len(),
+        cache.freshness()
+    );
+    assert!(
+        check.behind.is_empty(),
+        "{} answers behind the client: {:#?}",
+        check.behind.len(),
+        &check.behind[..check.behind.len().min(10)]
+    );
+    assert!(
+        settled,
+        "not the server's view {bound:?} after the writers stopped; stale: {stale:?}"
+    );
+    // Rounds of a round trip, not batches: no state read from the server
+    // took the view long to reach (a sweep of 200 reads included).
+    let lag_bound = timing().scale(Duration::from_secs(1));
+    assert!(
+        check.max_lag <= lag_bound,
+        "a change took {:?} to reach the view",
+        check.max_lag
+    );
+    cache.close();
+}
+
+/// The issue's case: 8 children written continuously, the 192 others each
+/// once at a random moment: none of the 192 is lost, and the cache never
+/// says it is current while behind its client.
+#[test]
+fn a_cache_under_sustained_writes_is_never_current_behind_its_client() {
+    under_writes("sustained", (0..8).map(|i| vec![i]).collect(), (8..200).collect());
+}
+
+/// Writers on all 200 children: the view trails by rounds, not by batches.
+#[test]
+fn a_cache_under_writes_on_every_child_trails_by_rounds() {
+    under_writes(
+        "every-child",
+        (0..8).map(|t| (t * 25..t * 25 + 25).collect()).collect(),
+        Vec::new(),
+    );
 }
 
 // ---- (b) a close keeps the same client's one-shot watches -----------------------------------
@@ -332,4 +590,121 @@ fn a_reset_waits_for_its_proof_and_a_connection_lost_before_it_tells_none() {
         }
     );
     w.close();
+}
+
+/// A cache cut off and reconnected several times while another client
+/// creates, changes and deletes its nodes: replayed, its events (zxid order
+/// between two `Initialized`) give the server's subtree.
+#[test]
+fn a_cache_cut_off_under_writes_tells_its_events_in_zxid_order() {
+    init_log();
+    let s = server();
+    let proxy = FaultProxy::start(&s.connect_string()).unwrap();
+    let c = proxied(&proxy);
+    let writer = client(&s);
+    let root = "/ct-cuts";
+    mk(&writer, root, b"");
+    let cache = CuratorCache::builder(&c, root).build().unwrap();
+    let rx = cache.events();
+    cache.start().unwrap();
+    assert!(cache.wait_current_for(timing().wait()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (wr, st) = (writer.clone(), stop.clone());
+    let mut rng = Rng(seed());
+    let writing = std::thread::spawn(move || {
+        while !st.load(Ordering::Relaxed) {
+            let p = format!("{root}/n{}", rng.next() % 16);
+            let _ = match rng.next() % 3 {
+                0 => wr.create().with_data(b"0".to_vec()).for_path(&p).map(drop),
+                1 => wr.set_data(&p, rng.next().to_string().into_bytes(), None).map(drop),
+                _ => wr.delete().for_path(&p),
+            };
+        }
+    });
+    let mut evs: Vec<CacheEvent> = Vec::new();
+    for cut in 1..=8 {
+        proxy.cut();
+        // Read again after the cut (the first load was one), and live
+        // changes heard after that, before the next cut.
+        let end = Instant::now() + timing().wait();
+        loop {
+            let inits = evs.iter().filter(|e| **e == CacheEvent::Initialized).count();
+            let live_after = evs
+                .iter()
+                .rev()
+                .take_while(|e| **e != CacheEvent::Initialized)
+                .any(|e| e.path().is_some());
+            if inits > cut && live_after {
+                break;
+            }
+            match rx.recv_deadline(end) {
+                Ok(ev) => evs.push(ev),
+                Err(e) => panic!("cut {cut}: no re-read and live changes after it ({e})"),
+            }
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    writing.join().unwrap();
+    let want = synced_view(&writer, root);
+    assert!(
+        wait_until(timing().wait(), || cache.freshness().is_current()
+            && cached(&cache, root) == want),
+        "the cache did not settle on the server's view"
+    );
+    cache.close();
+    evs.extend(rx.iter());
+    // Replayed: each event applies, and every event stands at a zxid no
+    // earlier than the one before it: a live event at the zxid of the state
+    // it shows (its mzxid); in a re-read's difference (from `Resyncing` to
+    // `Initialized`, and the first load) a creation at its czxid and a
+    // change at its mzxid (a deletion's zxid is not kept: not checked), and
+    // the live events after it at or after every state it showed.
+    let mut v: BTreeMap<String, (i64, i64, Vec<u8>)> = BTreeMap::new();
+    let mut last = i64::MIN;
+    let mut newest_shown = i64::MIN;
+    let mut in_diff = true;
+    let mut out_of_order = Vec::new();
+    let mut at = |key: i64, shown: i64, ev: &CacheEvent, last: &mut i64, newest: &mut i64| {
+        if key < *last {
+            out_of_order.push(format!("{ev:?} after {last:#x}"));
+        }
+        *last = (*last).max(key);
+        *newest = (*newest).max(shown);
+    };
+    for ev in &evs {
+        let node =
+            |d: &zk_recipes::cache::ChildData| (d.stat().czxid, d.stat().mzxid, d.data().unwrap_or_default().to_vec());
+        match ev {
+            CacheEvent::Created(d) => {
+                assert!(
+                    v.insert(d.path().to_string(), node(d)).is_none(),
+                    "created twice: {ev:?}"
+                );
+                let key = if in_diff { d.stat().czxid } else { d.stat().mzxid };
+                at(key, d.stat().mzxid, ev, &mut last, &mut newest_shown);
+            }
+            CacheEvent::Changed { old, new } => {
+                assert_eq!(v.get(old.path()), Some(&node(old)), "changed from what was not shown");
+                v.insert(new.path().to_string(), node(new));
+                at(new.stat().mzxid, new.stat().mzxid, ev, &mut last, &mut newest_shown);
+            }
+            CacheEvent::Deleted(d) => {
+                assert_eq!(v.remove(d.path()), Some(node(d)), "deleted what was not shown");
+            }
+            CacheEvent::Freshness(zk_recipes::cache::Freshness::Resyncing) => in_diff = true,
+            CacheEvent::Initialized => {
+                in_diff = false;
+                last = last.max(newest_shown);
+            }
+            _ => {}
+        }
+    }
+    v.remove(root);
+    assert!(
+        out_of_order.is_empty(),
+        "{} events out of zxid order: {:#?}",
+        out_of_order.len(),
+        &out_of_order[..out_of_order.len().min(5)]
+    );
+    assert_eq!(v, want);
 }

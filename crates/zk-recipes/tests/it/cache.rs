@@ -235,6 +235,40 @@ fn live_changes_come_in_zxid_order_and_a_recreation_is_a_delete_and_a_create() {
     cache.close();
 }
 
+/// Every change of the freshness is an event: a change announced makes the
+/// cache `Updating` (told before the change's event), then `Current` again
+/// once it is applied; `get_current` refuses in between.
+#[test]
+fn an_announced_change_is_updating_until_applied() {
+    init_log();
+    let s = server();
+    let c = client(&s);
+    mk(&c, "/cc20/a", "a1");
+    let cache = CuratorCache::builder(&c, "/cc20").build().unwrap();
+    let rx = cache.events();
+    cache.start().unwrap();
+    assert!(cache.wait_current_for(timing().wait()));
+    let mut evs = Vec::new();
+    collect_until(&rx, &mut evs, |e| {
+        e.last() == Some(&CacheEvent::Freshness(Freshness::Current))
+    });
+    evs.clear();
+    set(&c, "/cc20/a", "a2");
+    collect_until(&rx, &mut evs, |e| {
+        e.last() == Some(&CacheEvent::Freshness(Freshness::Current))
+    });
+    let short: Vec<String> = evs
+        .iter()
+        .map(|e| match e {
+            CacheEvent::Changed { new, .. } => format!("~{}", new.path()),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(short, ["Freshness(Updating)", "~/cc20/a", "Freshness(Current)"]);
+    assert_eq!(cache.get_current("/cc20/a").unwrap().unwrap().data(), Some(&b"a2"[..]));
+    cache.close();
+}
+
 #[test]
 fn a_cache_follows_its_root_into_existence_and_out_of_it() {
     init_log();

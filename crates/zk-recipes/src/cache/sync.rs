@@ -167,10 +167,10 @@ impl Pending {
                 v.len()
             });
             if left == Some(0) {
+                // No note of the path waits: a read left over was sent before
+                // any later note can come, and can show none.
                 self.by_path.remove(&p);
-                if self.reads.get(&p).is_some_and(VecDeque::is_empty) {
-                    self.reads.remove(&p);
-                }
+                self.reads.remove(&p);
             }
         }
         (out, newest)
@@ -831,6 +831,12 @@ mod tests {
         assert_eq!(short(&evs), ["+/a"]);
         assert!(p.is_empty());
         assert!(p.reads.is_empty());
+        // A read left over when the path's last note is applied goes with it.
+        p.note(7, "/b".into());
+        add(&mut p, "/b", read(7, 7, None));
+        add(&mut p, "/b", read(8, 8, None));
+        let _ = p.apply(&mut v, &opts());
+        assert!(p.is_empty() && p.reads.is_empty() && p.by_path.is_empty());
     }
 
     /// A node gone takes the descendants the view shows with it, deepest

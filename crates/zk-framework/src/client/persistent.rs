@@ -259,6 +259,12 @@ impl Client {
     /// Sends checkWatches (17) or removeWatches (18) for `kind` on the
     /// server path `sp`; the server's result code.
     fn watch_type_err(&self, op: OpCode, sp: &str, kind: WatcherType) -> Result<i32> {
+        self.watch_type_call(op, sp, kind).map(|(err, _)| err)
+    }
+
+    /// As [`Client::watch_type_err`], with the reply's zxid (the server's
+    /// last processed transaction when it answered).
+    fn watch_type_call(&self, op: OpCode, sp: &str, kind: WatcherType) -> Result<(i32, i64)> {
         let req = WatchTypeRequest {
             path: sp.to_string(),
             watcher_type: kind.code(),
@@ -266,7 +272,38 @@ impl Client {
         let reply = self
             .inner()
             .call(op, Some(&req), None, false, None, self.request_bound())?;
-        Ok(reply.header.err)
+        Ok((reply.header.err, reply.header.zxid))
+    }
+
+    /// After a removeWatches of type `Any` on the server path `sp` answered
+    /// at `zxid`: the server dropped every watch of this connection on that
+    /// path, the one-shot watches other callers still wait on included (and
+    /// other persistent registrations of that path). Sets them again with a
+    /// SetWatches at `zxid`, as a reconnect does, so that a change made in
+    /// between fires them at once (the server compares the node's zxids with
+    /// it). Not waited for: this connection's later requests are answered
+    /// after it; a connection lost first re-sends every watch on reconnect.
+    fn reregister_after_any(&self, sp: &str, zxid: i64) {
+        let inner = self.inner();
+        let Some(batch) = inner.core.lock().watches.set_watches_for(sp, zxid) else {
+            return;
+        };
+        let (op, body) = super::watches::batch_request(&batch);
+        let path = sp.to_string();
+        match inner.submit(op, Some(&*body), None, false, None, self.request_bound()) {
+            Ok(sent) => inner.on_reply(
+                sent,
+                Box::new(move |r| match r {
+                    Ok(reply) if reply.header.err == 0 => {}
+                    Ok(reply) => log::warn!(
+                        "the watches on {path} were not set again after a removeWatches (error {})",
+                        reply.header.err
+                    ),
+                    Err(e) => log::debug!("the watches on {path} are set again on reconnect: {e}"),
+                }),
+            ),
+            Err(e) => log::debug!("the watches on {path} are set again on reconnect: {e}"),
+        }
     }
 
     /// Sets a persistent watch (addWatch, opcode 106): `watcher` is called for
@@ -368,8 +405,12 @@ impl Client {
     /// remains, the server is told with removeWatches (18): type
     /// `Persistent`/`PersistentRecursive` (4/5) on ZooKeeper 3.9+; on 3.6–3.8,
     /// which reject 4/5, type `Any` (3), which also removes this client's
-    /// one-shot watches on that path on the server (their local callbacks then
-    /// never fire). The client remembers that the server rejected 4/5.
+    /// other watches on that path on the server: the client sets those again
+    /// at once (the one-shot watches other callers wait on, and the other
+    /// persistent registrations of that path), with a SetWatches relative to
+    /// the zxid the removal was answered at, so that a change made in between
+    /// fires them as it would have. The client remembers that the server
+    /// rejected 4/5.
     ///
     /// An unknown id (already removed, or forgotten at expiry or close) is
     /// `Ok`: there is nothing to remove. A connection that is down, or a
@@ -416,13 +457,18 @@ impl Client {
             exact
         };
         loop {
-            let err = match self.watch_type_err(OpCode::RemoveWatches, &sp, kind) {
+            let (err, zxid) = match self.watch_type_call(OpCode::RemoveWatches, &sp, kind) {
                 Ok(e) => e,
                 Err(Error::ConnectionLoss | Error::SessionExpired | Error::Closed) => return Ok(()),
                 Err(e) => return Err(e),
             };
             match err {
-                0 => return Ok(()),
+                0 => {
+                    if kind == WatcherType::Any {
+                        self.reregister_after_any(&sp, zxid);
+                    }
+                    return Ok(());
+                }
                 e if e == ErrorCode::NoWatcher.code() => return Ok(()),
                 e if e == ErrorCode::MarshallingError.code() && kind.is_persistent() => {
                     log::debug!("the server rejects watcher type {}: ZooKeeper before 3.9", kind.code());

@@ -356,6 +356,30 @@ impl WatchRegistry {
         out
     }
 
+    /// The re-registration of every watch registered on `server_path` (one
+    /// batch: the lists of one path), relative to `relative_zxid`; `None`
+    /// when there is none. For the watches a removeWatches of type `Any`
+    /// took from the server that the client still keeps.
+    pub fn set_watches_for(&self, server_path: &str, relative_zxid: i64) -> Option<SetWatches2> {
+        let has = |t: &Table| t.get(server_path).is_some_and(|v| !v.is_empty());
+        let has_p = |t: &PTable| t.get(server_path).is_some_and(|v| !v.is_empty());
+        let one = |on: bool| if on { vec![server_path.to_string()] } else { Vec::new() };
+        let b = SetWatches2 {
+            relative_zxid,
+            data_watches: one(has(&self.data)),
+            exist_watches: one(has(&self.exist)),
+            child_watches: one(has(&self.child)),
+            persistent_watches: one(has_p(&self.persistent)),
+            persistent_recursive_watches: one(has_p(&self.recursive)),
+        };
+        let any = !(b.data_watches.is_empty()
+            && b.exist_watches.is_empty()
+            && b.child_watches.is_empty()
+            && b.persistent_watches.is_empty()
+            && b.persistent_recursive_watches.is_empty());
+        any.then_some(b)
+    }
+
     /// Removes every one-shot watch (on expiry and close).
     pub fn take_all(&mut self) -> Vec<Box<dyn Watcher>> {
         let mut out = Vec::new();
@@ -567,6 +591,30 @@ mod tests {
             vec![EventType::ChildWatchRemoved, EventType::PersistentWatchRemoved]
         );
         assert!(r.remove_kind("/a", WatcherType::Any).is_empty());
+    }
+
+    /// What a removeWatches of type `Any` took from the server: every watch
+    /// the client keeps on that one path, in one batch at the given zxid.
+    #[test]
+    fn the_watches_of_one_path_are_one_batch() {
+        let mut r = WatchRegistry::default();
+        assert!(r.set_watches_for("/a", 7).is_none());
+        r.register(reg(WatchMode::Data, "/a"), 0);
+        r.register(reg(WatchMode::Exists, "/b"), -101);
+        r.register(reg(WatchMode::Child, "/a"), 0);
+        r.register(preg(AddWatchMode::PersistentRecursive, "/a", 31), 0);
+        r.register(reg(WatchMode::Data, "/a/x"), 0);
+        let b = r.set_watches_for("/a", 7).unwrap();
+        assert_eq!(b.relative_zxid, 7);
+        assert_eq!(b.data_watches, vec!["/a".to_string()]);
+        assert!(b.exist_watches.is_empty());
+        assert_eq!(b.child_watches, vec!["/a".to_string()]);
+        assert!(b.persistent_watches.is_empty());
+        assert_eq!(b.persistent_recursive_watches, vec!["/a".to_string()]);
+        assert_eq!(batch_request(&b).0, OpCode::SetWatches2);
+        let b = r.set_watches_for("/b", 9).unwrap();
+        assert_eq!(b.exist_watches, vec!["/b".to_string()]);
+        assert_eq!(batch_request(&b).0, OpCode::SetWatches);
     }
 
     /// The reconnect batches: Java's order, and SetWatches2 (105) only for a

@@ -298,6 +298,88 @@ fn remove_watch_ends_a_registration_and_the_server_watch() {
     assert!(!zk.check_watches(&pw, WatcherType::Any).unwrap());
 }
 
+/// remove_watch on ZooKeeper 3.6-3.8 removes with type `Any`, which takes
+/// this connection's one-shot watches on the path from the server too: the
+/// client sets them again, so that each still fires on the next change (a
+/// data watch, an exists watch of a missing node, a child watch, each on a
+/// path of its own with a persistent registration removed there).
+#[test]
+fn remove_watch_leaves_the_one_shot_watches_of_its_path() {
+    let Some(server) = TestServer::start() else { return };
+    let writer = server.client(Duration::from_secs(10));
+    let root = test_root(&writer, "pw-remove-keeps");
+    let zk = server.client(Duration::from_secs(10));
+    for (i, mode) in [AddWatchMode::Persistent, AddWatchMode::PersistentRecursive]
+        .into_iter()
+        .enumerate()
+    {
+        let data = format!("{root}/data{i}");
+        let missing = format!("{root}/missing{i}");
+        let kids = format!("{root}/kids{i}");
+        mk(&writer, &data);
+        mk(&writer, &kids);
+        let (dtx, drx) = unbounded();
+        let (etx, erx) = unbounded();
+        let (ctx, crx) = unbounded();
+        let mut ids = Vec::new();
+        for p in [&data, &missing, &kids] {
+            let (tx, _rx) = unbounded::<WatchedEvent>();
+            ids.push(zk.add_watch(p, mode, tx).unwrap());
+        }
+        zk.get_data_w(&data, dtx).unwrap();
+        assert!(zk.exists_w(&missing, etx).unwrap().is_none());
+        zk.get_children_w(&kids, ctx).unwrap();
+        for id in ids {
+            zk.remove_watch(id).unwrap();
+        }
+        writer.set_data(&data, b"1", None).unwrap();
+        mk(&writer, &missing);
+        mk(&writer, &format!("{kids}/k"));
+        assert_eq!(take(&drx, 1), vec![node(EventType::NodeDataChanged, &data)], "{mode:?}");
+        assert_eq!(take(&erx, 1), vec![node(EventType::NodeCreated, &missing)], "{mode:?}");
+        assert_eq!(
+            take(&crx, 1),
+            vec![node(EventType::NodeChildrenChanged, &kids)],
+            "{mode:?}"
+        );
+        // One-shot: nothing more.
+        writer.set_data(&data, b"2", None).unwrap();
+        zk.sync(&data).unwrap();
+        zk.get_data(&data).unwrap();
+        assert!(drx.try_recv().is_err());
+    }
+}
+
+/// The one-shot watch set again after a removal with type `Any` fires for
+/// a change made between the removal and its re-registration (held back
+/// here by the proxy): it is set relative to the zxid the removal was
+/// answered at, as after a reconnect.
+#[test]
+fn a_change_between_the_removal_and_the_re_registration_still_fires() {
+    let Some(server) = TestServer::start() else { return };
+    let writer = server.client(Duration::from_secs(10));
+    let root = test_root(&writer, "pw-remove-gap");
+    let pw = format!("{root}/pw");
+    mk(&writer, &pw);
+    let proxy = Proxy::start(&server.connect_string()).unwrap();
+    let zk = Client::connect(&proxy.connect_string(), config(Duration::from_secs(10))).unwrap();
+    zk.wait_connected_timeout(WAIT).unwrap();
+    let (tx, _rx) = unbounded::<WatchedEvent>();
+    let id = zk.add_watch(&pw, AddWatchMode::Persistent, tx).unwrap();
+    let (dtx, drx) = unbounded();
+    zk.get_data_w(&pw, dtx).unwrap();
+    proxy.delay_set_watches(Duration::from_millis(500));
+    zk.remove_watch(id).unwrap();
+    // The re-registration waits in the proxy: the change comes first.
+    writer.set_data(&pw, b"between", None).unwrap();
+    assert_eq!(take(&drx, 1), vec![node(EventType::NodeDataChanged, &pw)]);
+    assert_eq!(
+        proxy.set_watches_delayed(),
+        1,
+        "the re-registration went through the delay"
+    );
+}
+
 /// Watcher types 4 and 5 in checkWatches / removeWatches: ZooKeeper 3.8
 /// answers MarshallingError (-5), reported as `ServerTooOld`, and the
 /// connection stays usable.

@@ -13,7 +13,8 @@ use super::{CacheEvent, ChildData, CuratorCache, Freshness};
 use crate::{Error, Result};
 
 /// One node, followed (Curator's `NodeCache`, a `CuratorCache` built with
-/// `single_node()`).
+/// `single_node()`). Clones share this cache; it closes at `close()` or when
+/// the last clone is dropped.
 ///
 /// # Examples
 ///
@@ -27,10 +28,14 @@ use crate::{Error, Result};
 /// flag.start()?;
 /// assert!(flag.wait_current_for(Duration::from_secs(10)));
 /// assert_eq!(flag.current_data().unwrap().data(), Some(&b"on"[..]));
+/// let watching = flag.clone(); // the same cache, for another thread
+/// std::thread::spawn(move || drop(watching)).join().unwrap();
+/// // One clone dropped: still open (started, not closed).
+/// assert!(matches!(flag.start(), Err(zk_recipes::Error::AlreadyStarted { .. })));
 /// flag.close();
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct NodeCache {
     cache: CuratorCache,
 }
@@ -225,7 +230,9 @@ pub enum PathChildrenCacheEvent {
 
 /// A node's children, followed (Curator's `PathChildrenCache`, a
 /// `CuratorCache` built with `max_depth(Some(1))`); also the read side of a
-/// group's membership ([`members`](PathChildrenCache::members)).
+/// group's membership ([`members`](PathChildrenCache::members)). Clones
+/// share this cache; it closes at `close()` or when the last clone is
+/// dropped.
 ///
 /// # Examples
 ///
@@ -239,10 +246,12 @@ pub enum PathChildrenCacheEvent {
 /// group.start()?;
 /// assert!(group.wait_current_for(Duration::from_secs(10)));
 /// assert_eq!(group.members()["a"], b"10.0.0.1".to_vec());
+/// let members = group.clone(); // the same cache, for another thread
+/// assert_eq!(std::thread::spawn(move || members.members().len()).join().unwrap(), 1);
 /// group.close();
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct PathChildrenCache {
     cache: CuratorCache,
 }

@@ -1,13 +1,11 @@
 //! [`CuratorCacheBuilder`]: what a cache follows (a subtree, a node, a node
 //! and its children), what it keeps, and its bounds.
 
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use parking_lot::Mutex;
 use zk_framework::CuratorFramework;
 
-use super::{view, CuratorCache, Shared};
+use super::{view, CuratorCache};
 use crate::{Error, Result};
 
 /// Which paths a cache keeps.
@@ -227,12 +225,6 @@ impl CuratorCacheBuilder {
         if self.opts.max_nodes == 0 {
             return Err(Error::InvalidArgument("a cache's max_nodes must be at least 1".into()));
         }
-        Ok(CuratorCache {
-            client: self.client,
-            opts: self.opts,
-            shared: Arc::new(Shared::new(self.path)),
-            worker: Mutex::new(None),
-            started: AtomicBool::new(false),
-        })
+        CuratorCache::build(self.client, self.path, self.opts)
     }
 }

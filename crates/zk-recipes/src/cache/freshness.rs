@@ -18,8 +18,10 @@ use std::time::Instant;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Freshness {
-    /// Connected, the subtree read, and every change the server announced
-    /// up to an answer it gave within the read timeout applied.
+    /// Connected, the subtree read, a request answered within the read
+    /// timeout, and every change the server has announced to the cache's
+    /// client so far applied: the view is the server's subtree as of the
+    /// last of them.
     Current,
     /// Disconnected, or the server has not answered within the read
     /// timeout, since `since`: the view is the server's as of `last_zxid`
@@ -27,13 +29,22 @@ pub enum Freshness {
     Stale {
         /// When the cache stopped being current.
         since: Instant,
-        /// The zxid of the last server answer whose changes the view holds.
+        /// The newest zxid the view's nodes show (a change, or a change
+        /// among a node's children): the view holds the server's changes up
+        /// to it.
         last_zxid: i64,
     },
     /// Connected again (or for the first time, or on a new session) and
     /// reading the subtree again: the view may lack changes made while the
     /// cache was away, until the next [`CacheEvent::Initialized`](super::CacheEvent::Initialized).
     Resyncing,
+    /// Connected and read, with changes the server announced that the
+    /// cache is still reading (it reads them at once, in rounds of a round
+    /// trip): the view is the server's subtree as of an earlier
+    /// announcement, every node as of that one moment. Under writes that
+    /// never pause the cache may stay here; each of its rounds applies what
+    /// was announced before it began.
+    Updating,
 }
 
 impl Freshness {
@@ -59,6 +70,7 @@ impl std::fmt::Display for Freshness {
                 since.elapsed()
             ),
             Freshness::Resyncing => f.write_str("re-synchronising"),
+            Freshness::Updating => f.write_str("updating (announced changes not yet read)"),
         }
     }
 }
@@ -73,6 +85,8 @@ pub(crate) struct Link {
     /// The subtree has been read since the last connection (no
     /// re-synchronisation is due).
     pub synced: bool,
+    /// Every change announced so far is applied (no note waits).
+    pub applied: bool,
 }
 
 /// The freshness `link` gives, from `was` (a stale spell keeps its start
@@ -86,6 +100,7 @@ pub(crate) fn judge(was: Freshness, link: Link, now: Instant, last_zxid: i64) ->
         Link { connected: false, .. } => stale(),
         Link { synced: false, .. } => Freshness::Resyncing,
         Link { answered: false, .. } => stale(),
+        Link { applied: false, .. } => Freshness::Updating,
         _ => Freshness::Current,
     }
 }
@@ -106,6 +121,11 @@ mod tests {
             connected,
             answered,
             synced,
+            applied: true,
+        };
+        let behind = Link {
+            applied: false,
+            ..link(true, true, true)
         };
         let cases = [
             // (was, link, want)
@@ -141,8 +161,28 @@ mod tests {
                     last_zxid: 9,
                 },
             ),
-            // Unanswered but connected, and synced: not current.
             (stale0, link(true, true, true), Freshness::Current),
+            // Announced changes not yet read: updating, not current; a
+            // stale spell or a re-read says so first.
+            (Freshness::Current, behind, Freshness::Updating),
+            (Freshness::Updating, link(true, true, true), Freshness::Current),
+            (Freshness::Resyncing, behind, Freshness::Updating),
+            (
+                stale0,
+                Link {
+                    answered: false,
+                    ..behind
+                },
+                stale0,
+            ),
+            (
+                Freshness::Updating,
+                Link {
+                    synced: false,
+                    ..behind
+                },
+                Freshness::Resyncing,
+            ),
         ];
         for (was, l, want) in cases {
             assert_eq!(judge(was, l, t1, 9), want, "{was:?} {l:?}");

@@ -1,12 +1,13 @@
 //! The cache's view and the pure rules that turn what the server answered
-//! into events: [`apply_batch`] for the changes a watch announced,
-//! [`resync`] for a whole subtree read again. Both describe exactly the
+//! into events: [`diff_node`] for one node (the changes a watch announced
+//! are settled one node at a time, in `sync`), [`resync`] for a whole
+//! subtree read again. Both describe exactly the
 //! difference between what the cache showed and what the server has, and
 //! judge a node's identity by its `czxid` (a node deleted and created again
 //! is a deletion and a creation, whatever its version), its data by its
 //! `mzxid`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use zk_framework::Stat;
@@ -118,7 +119,9 @@ pub enum CacheEvent {
     Deleted(ChildData),
     /// The cache has read the whole subtree and shows the server's view: at
     /// start and again after every re-synchronisation (a reconnect, a new
-    /// session).
+    /// session), after the difference it found; the freshness it leaves
+    /// (`Current` when nothing waits) follows at once, told under the same
+    /// lock.
     Initialized,
     /// The cache's freshness changed (see [`Freshness`]).
     Freshness(Freshness),
@@ -201,50 +204,6 @@ pub(crate) fn diff_node(old: Option<&ChildData>, new: Option<&ChildData>, out: &
         // those are events of their own).
         _ => {}
     }
-}
-
-/// Applies the changes a watch announced: `notes` are the paths of the
-/// notifications in the order they came (the server's zxid order), `reads`
-/// what each of those paths is now (`None`: absent), read after the last
-/// notification about it arrived. Each path's events take the place of its
-/// last notification, so the events keep the zxid order; changes of one
-/// node within the batch whose data no read saw are one event. A deleted
-/// node's descendants the view still shows go first, deepest first.
-pub(crate) fn apply_batch(
-    view: &mut View,
-    notes: &[String],
-    reads: &HashMap<String, Option<ChildData>>,
-) -> Vec<CacheEvent> {
-    let mut last: HashMap<&str, usize> = HashMap::new();
-    for (i, p) in notes.iter().enumerate() {
-        last.insert(p.as_str(), i);
-    }
-    let mut out = Vec::new();
-    for (i, p) in notes.iter().enumerate() {
-        if last.get(p.as_str()) != Some(&i) {
-            continue;
-        }
-        let Some(new) = reads.get(p) else { continue };
-        if new.is_none() {
-            for d in descendants(view, p) {
-                if let Some(old) = view.remove(d.as_str()) {
-                    out.push(CacheEvent::Deleted(old));
-                }
-            }
-        }
-        let old = view.get(p.as_str()).cloned();
-        diff_node(old.as_ref(), new.as_ref(), &mut out);
-        // The newer stat is kept even when nothing is told (child counts).
-        match new {
-            Some(n) => {
-                put(view, n.clone());
-            }
-            None => {
-                view.remove(p.as_str());
-            }
-        }
-    }
-    out
 }
 
 /// The order key of a re-synchronisation's event: the zxid of the change
@@ -366,54 +325,6 @@ mod tests {
             diff_node(old, new, &mut out);
             assert_eq!(short(&out), want, "{old:?} -> {new:?}");
         }
-    }
-
-    #[test]
-    fn a_batch_keeps_the_notification_order() {
-        let mut v = view(&[node("/r", 1, 1, 0, ""), node("/r/b", 3, 3, 0, "b")]);
-        // create /r/a (zxid 5), delete /r/b (6), change /r/a (7): the read
-        // of /r/a saw zxid 7, so its creation takes the place of its change.
-        let notes: Vec<String> = ["/r/a", "/r/b", "/r/a"].iter().map(|s| s.to_string()).collect();
-        let reads: HashMap<String, Option<ChildData>> = [
-            ("/r/a".to_string(), Some(node("/r/a", 5, 7, 1, "a2"))),
-            ("/r/b".to_string(), None),
-        ]
-        .into_iter()
-        .collect();
-        let evs = apply_batch(&mut v, &notes, &reads);
-        assert_eq!(short(&evs), vec!["-/r/b", "+/r/a"]);
-        assert_eq!(v.keys().map(|k| k.to_string()).collect::<Vec<_>>(), vec!["/r", "/r/a"]);
-        assert_eq!(v.get("/r/a").unwrap().data(), Some(&b"a2"[..]));
-    }
-
-    #[test]
-    fn a_batch_reports_a_recreation_and_drops_a_deleted_subtree() {
-        let mut v = view(&[
-            node("/r", 1, 1, 0, ""),
-            node("/r/a", 2, 2, 0, "old"),
-            node("/r/a/x", 3, 3, 0, ""),
-            node("/r/a/x/y", 4, 4, 0, ""),
-            node("/r/b", 5, 5, 0, ""),
-        ]);
-        let notes: Vec<String> = ["/r/a", "/r/b", "/r/b"].iter().map(|s| s.to_string()).collect();
-        let reads: HashMap<String, Option<ChildData>> = [
-            ("/r/a".to_string(), None),
-            ("/r/b".to_string(), Some(node("/r/b", 9, 9, 0, "new"))),
-        ]
-        .into_iter()
-        .collect();
-        let evs = apply_batch(&mut v, &notes, &reads);
-        assert_eq!(short(&evs), vec!["-/r/a/x/y", "-/r/a/x", "-/r/a", "-/r/b", "+/r/b"]);
-        assert_eq!(v.keys().map(|k| k.to_string()).collect::<Vec<_>>(), vec!["/r", "/r/b"]);
-        // A path created and deleted inside one batch was never shown: nothing.
-        let evs = apply_batch(
-            &mut v,
-            &["/r/c".to_string()],
-            &[("/r/c".to_string(), None)].into_iter().collect(),
-        );
-        assert!(evs.is_empty());
-        // A note without a read (filtered out) changes nothing.
-        assert!(apply_batch(&mut v, &["/r/d".to_string()], &HashMap::new()).is_empty());
     }
 
     #[test]

@@ -235,6 +235,40 @@ fn live_changes_come_in_zxid_order_and_a_recreation_is_a_delete_and_a_create() {
     cache.close();
 }
 
+/// Every change of the freshness is an event: a change announced makes the
+/// cache `Updating` (told before the change's event), then `Current` again
+/// once it is applied; `get_current` refuses in between.
+#[test]
+fn an_announced_change_is_updating_until_applied() {
+    init_log();
+    let s = server();
+    let c = client(&s);
+    mk(&c, "/cc20/a", "a1");
+    let cache = CuratorCache::builder(&c, "/cc20").build().unwrap();
+    let rx = cache.events();
+    cache.start().unwrap();
+    assert!(cache.wait_current_for(timing().wait()));
+    let mut evs = Vec::new();
+    collect_until(&rx, &mut evs, |e| {
+        e.last() == Some(&CacheEvent::Freshness(Freshness::Current))
+    });
+    evs.clear();
+    set(&c, "/cc20/a", "a2");
+    collect_until(&rx, &mut evs, |e| {
+        e.last() == Some(&CacheEvent::Freshness(Freshness::Current))
+    });
+    let short: Vec<String> = evs
+        .iter()
+        .map(|e| match e {
+            CacheEvent::Changed { new, .. } => format!("~{}", new.path()),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(short, ["Freshness(Updating)", "~/cc20/a", "Freshness(Current)"]);
+    assert_eq!(cache.get_current("/cc20/a").unwrap().unwrap().data(), Some(&b"a2"[..]));
+    cache.close();
+}
+
 #[test]
 fn a_cache_follows_its_root_into_existence_and_out_of_it() {
     init_log();
@@ -311,7 +345,9 @@ fn a_partition_that_heals_is_stale_then_resyncs_with_the_exact_difference() {
     proxy.refuse(false);
 
     let want = server_view(&writer, "/cc4");
-    collect_until(&rx, &mut evs, |e| initialized_count(e) == 2 && replay(e) == want);
+    collect_until(&rx, &mut evs, |e| {
+        initialized_count(e) == 2 && replay(e) == want && e.last() == Some(&CacheEvent::Freshness(Freshness::Current))
+    });
     let after_heal: Vec<String> = evs
         .iter()
         .skip_while(|e| !matches!(e, CacheEvent::Freshness(Freshness::Stale { .. })))
@@ -341,6 +377,13 @@ fn a_partition_that_heals_is_stale_then_resyncs_with_the_exact_difference() {
             ]
         )),
         "{freshness:?}"
+    );
+    // Re-synchronising until `Initialized`, and current with it: told
+    // together, the difference first.
+    assert!(
+        evs.windows(2)
+            .any(|w| matches!(w, [CacheEvent::Initialized, CacheEvent::Freshness(Freshness::Current)])),
+        "{evs:?}"
     );
     settles(&cache, &c, "/cc4");
     assert_eq!(cache.get_current("/cc4/new").unwrap().unwrap().data(), Some(&b"n"[..]));
@@ -508,13 +551,17 @@ fn close_ends_channels_and_clears_unless_told_not_to() {
         clears.get_current("/cc8/a"),
         Err(Error::CacheNotCurrent { .. })
     ));
-    assert!(matches!(clears.listen(|_| {}), Err(Error::Closed { .. })));
+    #[allow(deprecated)]
+    let listened = clears.listen(|_| {});
+    assert!(matches!(listened, Err(Error::Closed { .. })));
     // The watch went with it: the client keeps none for /cc8.
     let w = c.zookeeper_client().registered_watches();
     assert!(!format!("{w:?}").contains("/cc8"), "{w:?}");
 }
 
+/// The deprecated `listen(f)` (each listener on a thread of its own).
 #[test]
+#[allow(deprecated)]
 fn a_listener_that_panics_or_blocks_stops_no_one_else() {
     init_log();
     let s = server();
@@ -946,4 +993,95 @@ fn a_wide_subtree_is_read_whole() {
     let stats = cache.stats();
     assert_eq!(stats.reads, 603 + 3, "{stats:?}");
     cache.close();
+}
+
+// ---- one instance, many handles ------------------------------------------------------------
+
+fn send_sync<T: Send + Sync + Clone + 'static>() {}
+
+/// The receiver ends (disconnected) within the test wait.
+#[track_caller]
+fn ends<T: std::fmt::Debug>(rx: &Receiver<T>) {
+    let end = Instant::now() + timing().wait();
+    loop {
+        match rx.recv_deadline(end) {
+            Ok(_) => {}
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
+            Err(e) => panic!("the channel did not end: {e}"),
+        }
+    }
+}
+
+/// The kit's convention: clones share one cache (a clone used and dropped on
+/// another thread leaves it open and following); the drop of the last one
+/// closes it (its channels end, its watch goes).
+#[test]
+fn clones_share_one_cache_and_the_last_drop_closes_it() {
+    use zk_recipes::cache::{NodeCache, PathChildrenCache};
+    send_sync::<CuratorCache>();
+    send_sync::<NodeCache>();
+    send_sync::<PathChildrenCache>();
+    send_sync::<PersistentWatcher>();
+    init_log();
+    let s = server();
+    let c = client(&s);
+    let writer = client(&s);
+    mk(&writer, "/cc19/a", "a");
+    let cache = CuratorCache::builder(&c, "/cc19").build().unwrap();
+    let rx = cache.events();
+    cache.start().unwrap();
+    let other = cache.clone();
+    let seen = std::thread::spawn(move || {
+        assert!(other.wait_current_for(timing().wait()));
+        other.get("/cc19/a").map(|d| d.data().map(<[u8]>::to_vec))
+    })
+    .join()
+    .unwrap();
+    assert_eq!(seen, Some(Some(b"a".to_vec())));
+    // One clone gone: still started, still following.
+    assert!(matches!(cache.start(), Err(Error::AlreadyStarted { .. })));
+    mk(&writer, "/cc19/b", "b");
+    assert!(wait_until(timing().wait(), || cache.get("/cc19/b").is_some()));
+    drop(cache);
+    ends(&rx);
+    assert!(wait_until(timing().wait(), || !format!(
+        "{:?}",
+        c.zookeeper_client().registered_watches()
+    )
+    .contains("/cc19")));
+
+    let node = NodeCache::new(&c, "/cc19/a").unwrap();
+    let children = PathChildrenCache::new(&c, "/cc19").unwrap();
+    let (node_rx, children_rx) = (node.events(), children.events());
+    node.start().unwrap();
+    children.start().unwrap();
+    let (n2, c2) = (node.clone(), children.clone());
+    let (got_node, got_children) = std::thread::spawn(move || {
+        assert!(n2.wait_current_for(timing().wait()) && c2.wait_current_for(timing().wait()));
+        (n2.current_data().is_some(), c2.members().len())
+    })
+    .join()
+    .unwrap();
+    assert_eq!((got_node, got_children), (true, 2));
+    assert!(matches!(node.start(), Err(Error::AlreadyStarted { .. })));
+    assert!(matches!(children.start(), Err(Error::AlreadyStarted { .. })));
+    drop(node);
+    drop(children);
+    ends(&node_rx);
+    ends(&children_rx);
+
+    let w = PersistentWatcher::new(&c, "/cc19", true).unwrap();
+    let events = w.events();
+    let w2 = w.clone();
+    std::thread::spawn(move || w2.start()).join().unwrap().unwrap();
+    assert!(next_watch(&events).is_reset());
+    mk(&writer, "/cc19/c", "c");
+    assert!(matches!(next_watch(&events), WatcherEvent::Node { .. }));
+    drop(w);
+    ends(&events);
+    assert!(wait_until(timing().wait(), || !format!(
+        "{:?}",
+        c.zookeeper_client().registered_watches()
+    )
+    .contains("/cc19")));
 }

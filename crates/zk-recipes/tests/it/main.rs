@@ -26,6 +26,7 @@ mod leader;
 
 // Watching: CuratorCache and PersistentWatcher.
 mod cache;
+mod cache_truth;
 
 // Shared state: SharedValue/SharedCount and the atomic counters (at most once).
 mod counters;

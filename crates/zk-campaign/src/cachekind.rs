@@ -56,9 +56,11 @@ fn zk_err(e: zk_framework::Error) -> String {
     err_kind(&LockError::ZooKeeper(e))
 }
 
-fn freshness_word(f: &Freshness) -> &'static str {
+/// A freshness as the logs name it (the cache and the registration kinds').
+pub(crate) fn freshness_word(f: &Freshness) -> &'static str {
     match f {
         Freshness::Current => "current",
+        Freshness::Updating => "updating",
         Freshness::Stale { .. } => "stale",
         Freshness::Resyncing => "resyncing",
         _ => "other",

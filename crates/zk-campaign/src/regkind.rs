@@ -15,9 +15,10 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::RecvTimeoutError;
 use zk_framework::proto::CreateMode;
 use zk_framework::CuratorFramework;
-use zk_recipes::cache::{CacheEvent, ChildData, CuratorCache, Freshness};
+use zk_recipes::cache::{CacheEvent, ChildData, CuratorCache};
 use zk_recipes::nodes::{PersistentNode, Registration};
 
+use crate::cachekind::freshness_word;
 use crate::paths::REG_ROOT;
 use crate::prng::Rng;
 use crate::record::{err_kind, now_ns, LineLog};
@@ -171,15 +172,6 @@ pub(crate) fn prepare(cs: &str) -> Result<(), String> {
 
 fn node(d: &ChildData) -> String {
     format!("{} {} {:x}", d.path(), d.stat().czxid, d.stat().ephemeral_owner)
-}
-
-fn freshness_word(f: &Freshness) -> &'static str {
-    match f {
-        Freshness::Current => "current",
-        Freshness::Stale { .. } => "stale",
-        Freshness::Resyncing => "resyncing",
-        _ => "other",
-    }
 }
 
 /// The observer: a cache on [`REG_ROOT`] on its own client, every event

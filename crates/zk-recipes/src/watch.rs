@@ -380,7 +380,8 @@ impl Shared {
 
     /// Closes for every handle: the thread ends (within the stop bound) and
     /// removes the watch; the channels end once read.
-    fn close(&self) {
+    /// Closes, waiting for the thread until `deadline` at most.
+    fn close_until(&self, deadline: std::time::Instant) {
         {
             let mut st = self.state.lock();
             st.closed = true;
@@ -388,7 +389,7 @@ impl Shared {
             st.numbered.close();
         }
         if let Some(w) = self.lifecycle.close() {
-            w.stop();
+            w.stop_until(deadline);
         }
     }
 }
@@ -486,7 +487,7 @@ struct Handle(Arc<Shared>);
 
 impl Drop for Handle {
     fn drop(&mut self) {
-        self.0.close();
+        self.0.close_until(std::time::Instant::now() + crate::core::STOP_BOUND);
     }
 }
 
@@ -644,7 +645,13 @@ impl PersistentWatcher {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn close(&self) {
-        self.shared().close();
+        self.close_until(std::time::Instant::now() + crate::core::STOP_BOUND);
+    }
+
+    /// As [`close`](Self::close), waiting for the thread until `deadline`
+    /// at most (a recipe made of several closes them all within one bound).
+    pub(crate) fn close_until(&self, deadline: std::time::Instant) {
+        self.shared().close_until(deadline);
     }
 
     /// The watched path.

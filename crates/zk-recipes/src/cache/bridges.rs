@@ -309,6 +309,11 @@ impl PathChildrenCache {
         self.cache.close()
     }
 
+    /// As [`close`](Self::close), waiting until `deadline` at most.
+    pub(crate) fn close_until(&self, deadline: std::time::Instant) {
+        self.cache.close_until(deadline)
+    }
+
     /// The children as last read, in path order (Curator's
     /// `getCurrentData()`), whatever the freshness.
     ///

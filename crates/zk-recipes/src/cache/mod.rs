@@ -325,15 +325,17 @@ struct Inner {
 }
 
 impl Inner {
-    fn close(&self) {
+    /// Closes, waiting for both threads (the cache's and its watcher's)
+    /// until `deadline` at most: one bound for the whole close.
+    fn close_until(&self, deadline: std::time::Instant) {
         let worker = self.lifecycle.close();
         if let Some(w) = &worker {
             w.cancel();
         }
         // The watcher's thread removes the watch; the feed ends with it.
-        self.watcher.close();
+        self.watcher.close_until(deadline);
         if let Some(w) = worker {
-            w.stop();
+            w.stop_until(deadline);
         }
         let mut out = self.shared.out.lock();
         out.closed = true;
@@ -349,7 +351,7 @@ impl Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        self.close();
+        self.close_until(std::time::Instant::now() + crate::core::STOP_BOUND);
     }
 }
 
@@ -549,7 +551,12 @@ impl CuratorCache {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn close(&self) {
-        self.inner.close();
+        self.close_until(std::time::Instant::now() + crate::core::STOP_BOUND);
+    }
+
+    /// As [`close`](Self::close), waiting until `deadline` at most.
+    pub(crate) fn close_until(&self, deadline: std::time::Instant) {
+        self.inner.close_until(deadline);
     }
 
     fn shared(&self) -> &Shared {

@@ -86,7 +86,7 @@ impl Member {
     fn close(&self) -> Result<()> {
         let end = Instant::now() + STOP_BOUND;
         let closing = self.node.inner.close_begin()?;
-        self.cache.close();
+        self.cache.close_until(end);
         self.node.inner.close_finish(closing, end);
         Ok(())
     }

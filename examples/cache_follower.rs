@@ -40,7 +40,7 @@ use std::io::{BufRead, Write};
 use std::time::{Duration, Instant};
 
 use zk_framework::{Acl, CreateMode, CuratorFramework, ExponentialBackoffRetry, Op};
-use zk_recipes::cache::{CacheEvent, ChildData, CuratorCache, Freshness};
+use zk_recipes::{CacheEvent, ChildData, CuratorCache, Freshness};
 
 type BoxError = Box<dyn std::error::Error>;
 

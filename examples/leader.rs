@@ -21,7 +21,7 @@
 use std::time::{Duration, Instant};
 
 use zk_framework::{CuratorFramework, ExponentialBackoffRetry};
-use zk_recipes::leader::{ElectionKind, LeaderEvent, LeaderLatch, LeaderObserver, NotLeaderReason};
+use zk_recipes::{ElectionKind, LeaderEvent, LeaderLatch, LeaderObserver, NotLeaderReason};
 use zk_testing::{Backend, TestingServer};
 
 type BoxError = Box<dyn std::error::Error>;

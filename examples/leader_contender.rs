@@ -44,7 +44,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use zk_framework::{CuratorFramework, ExponentialBackoffRetry};
-use zk_recipes::leader::{LeaderEvent, LeaderLatch, LeaderSelector, Participant};
+use zk_recipes::{LeaderEvent, LeaderLatch, LeaderSelector, Participant};
 
 type BoxError = Box<dyn std::error::Error>;
 

@@ -19,7 +19,7 @@
 use std::time::Duration;
 
 use zk_framework::{CreateMode, CuratorFramework, ExponentialBackoffRetry};
-use zk_recipes::inspect::{inspect, LockReport};
+use zk_recipes::{inspect_lock as inspect, LockReport};
 use zk_recipes::{Error, InterProcessMutex, LockEvent, LockStatus};
 use zk_testing::{Backend, TestingServer};
 
@@ -73,7 +73,7 @@ fn main() -> Result<(), BoxError> {
     let worker = connect(&cs)?;
     let second = connect(&cs)?;
     let operator = connect(&cs)?;
-    zk_recipes::identity::set_process_name(&worker, "operations-example");
+    zk_recipes::set_process_name(&worker, "operations-example");
     let _ = operator.delete().for_path(DATA);
 
     let lock = InterProcessMutex::new(&worker, LOCK)?;
@@ -143,7 +143,7 @@ fn main() -> Result<(), BoxError> {
 
     // Each client keeps the figures of its own locks: the worker's.
     println!("\nthe worker's figures for {LOCK}:");
-    let st = zk_recipes::stats::snapshot_of(&worker, &worker.fix_path(LOCK)).ok_or("no figures")?;
+    let st = zk_recipes::lock_stats_of(&worker, &worker.fix_path(LOCK)).ok_or("no figures")?;
     println!(
         "  acquisitions {}  timeouts {}  errors {}  releases {}  losses {} (node deleted {})",
         st.acquisitions,
@@ -151,7 +151,7 @@ fn main() -> Result<(), BoxError> {
         st.errors,
         st.releases,
         st.total_losses(),
-        st.losses_by(zk_recipes::stats::LossCause::NodeDeleted)
+        st.losses_by(zk_recipes::LossCause::NodeDeleted)
     );
     println!(
         "  holders now {}  waiters now {}  wait mean {:?} (p50 <= {:?})  hold mean {:?}",
@@ -164,7 +164,7 @@ fn main() -> Result<(), BoxError> {
     if (st.acquisitions, st.total_losses(), st.holders) != (1, 1, 0) {
         return Err(format!("unexpected figures: {st:?}").into());
     }
-    let theirs = zk_recipes::stats::snapshot_of(&second, &second.fix_path(LOCK)).ok_or("no figures")?;
+    let theirs = zk_recipes::lock_stats_of(&second, &second.fix_path(LOCK)).ok_or("no figures")?;
     println!(
         "the second worker's: acquisitions {}  releases {}  losses {}",
         theirs.acquisitions,

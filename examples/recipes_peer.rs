@@ -39,7 +39,7 @@ use std::io::{BufRead, Write};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use zk_framework::{CuratorFramework, RetryNTimes};
-use zk_recipes::nodes::GroupMember;
+use zk_recipes::GroupMember;
 use zk_recipes::{DistributedAtomicLong, DistributedDoubleBarrier, Outcome};
 
 type BoxError = Box<dyn std::error::Error>;

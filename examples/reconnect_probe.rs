@@ -17,8 +17,8 @@
 use std::time::{Duration, Instant};
 
 use zk_framework::{CuratorFramework, ExponentialBackoffRetry};
-use zk_recipes::leader::{LeaderEvent, LeaderLatch, LeaderStatus};
 use zk_recipes::{InterProcessMutex, LockEvent, LockStatus, MultiLock};
+use zk_recipes::{LeaderEvent, LeaderLatch, LeaderStatus};
 use zk_testing::proxy::FaultProxy;
 use zk_testing::{wait_until, Backend, TestingServer};
 
@@ -112,7 +112,7 @@ fn main() {
                     (_, Some(g)) => g.holding(),
                     _ => unreachable!(),
                 };
-                let nodes: Vec<String> = h.node().split(',').map(String::from).collect();
+                let nodes: Vec<String> = h.lock_path().split(',').map(String::from).collect();
                 let rx = h.events();
                 let g_status = || h.status();
                 let g_check = || h.check().is_ok();
@@ -213,7 +213,7 @@ fn main() {
                         matches!(
                             e,
                             LeaderEvent::NotLeader {
-                                reason: zk_recipes::leader::NotLeaderReason::NodeDeleted
+                                reason: zk_recipes::NotLeaderReason::NodeDeleted
                             }
                         )
                     }) || healed.elapsed() > Duration::from_secs(20)

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
 use zk_framework::{CuratorFramework, ExponentialBackoffRetry};
-use zk_recipes::cache::{CacheEvent, CuratorCache, Freshness};
+use zk_recipes::{CacheEvent, CuratorCache, Freshness};
 use zk_testing::proxy::FaultProxy;
 use zk_testing::{Backend, TestingServer};
 

@@ -29,7 +29,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use zk_framework::{Acl, CreateMode, CuratorFramework, Op};
-use zk_recipes::cache::{CacheEvent, CuratorCache};
+use zk_recipes::{CacheEvent, CuratorCache};
 
 use crate::measure::{packets_received, percentile, proc_status, us};
 use crate::ours::client;

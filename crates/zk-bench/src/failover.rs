@@ -1,5 +1,5 @@
 //! The `failover` scenario (only when named: `--only failover`): leader
-//! election, ours ([`zk_recipes::leader::LeaderLatch`]) and then, right
+//! election, ours ([`zk_recipes::LeaderLatch`]) and then, right
 //! after on the same server, each peer asked for with `--peers`:
 //!
 //! - `curator`: Curator 5.4's `LeaderLatch` (`scripts/bench/CuratorLeaderBench.java`,
@@ -65,7 +65,7 @@ use std::time::{Duration, Instant};
 
 use zk_framework::proto::OpCode;
 use zk_framework::{CuratorFramework, ExponentialBackoffRetry};
-use zk_recipes::leader::{LeaderEvent, LeaderLatch};
+use zk_recipes::{LeaderEvent, LeaderLatch};
 use zk_testing::proxy::FaultProxy;
 
 use crate::measure::{notifications, percentile, us};

@@ -30,7 +30,7 @@ pub fn metrics_overhead(c: &CuratorFramework, run: Duration) {
     let pairs = ((run.as_secs_f64() / 0.2) as usize).max(10);
     let round = run / (2 * pairs as u32);
     let timed = |on: bool| {
-        zk_recipes::stats::set_enabled(c, on || aa);
+        zk_recipes::set_lock_stats_enabled(c, on || aa);
         let mut v = Vec::new();
         let end = Instant::now() + round;
         while Instant::now() < end {
@@ -57,12 +57,12 @@ pub fn metrics_overhead(c: &CuratorFramework, run: Duration) {
         all_on.extend(on);
         all_off.extend(off);
     }
-    zk_recipes::stats::set_enabled(c, true);
+    zk_recipes::set_lock_stats_enabled(c, true);
     all_on.sort();
     all_off.sort();
     ratios.sort_by(|a, b| a.total_cmp(b));
     let ratio = ratios.get(ratios.len() / 2).copied().unwrap_or(1.0);
-    let bookkeeping = zk_recipes::stats::bookkeeping_cost(100_000);
+    let bookkeeping = zk_recipes::lock_stats_bookkeeping_cost(100_000);
     let moff = percentile(&all_off, 0.5);
     println!("metrics.facade={}", if facade { "on" } else { "off" });
     println!("metrics.uncontended.median_on_us={}", us(percentile(&all_on, 0.5)));

@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 
 use zk_framework::proto::OpCode;
 use zk_framework::{CreateMode, CuratorFramework, EventType, ExponentialBackoffRetry, RetryNTimes};
-use zk_recipes::nodes::PersistentNode;
+use zk_recipes::PersistentNode;
 use zk_recipes::{DistributedAtomicLong, DistributedDoubleBarrier, Outcome, Proof};
 use zk_testing::TestingServer;
 

@@ -13,8 +13,8 @@ use crate::resource::client;
 use crossbeam_channel::RecvTimeoutError;
 use zk_framework::proto::CreateMode;
 use zk_framework::{Acl, CuratorFramework, Stat};
-use zk_recipes::cache::{CacheEvent, ChildData, CuratorCache, Freshness};
 use zk_recipes::Error as LockError;
+use zk_recipes::{CacheEvent, ChildData, CuratorCache, Freshness};
 
 use crate::paths::CACHE_ROOT;
 use crate::prng::Rng;

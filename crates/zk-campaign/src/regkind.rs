@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::RecvTimeoutError;
 use zk_framework::proto::CreateMode;
 use zk_framework::CuratorFramework;
-use zk_recipes::cache::{CacheEvent, ChildData, CuratorCache};
-use zk_recipes::nodes::{PersistentNode, Registration};
+use zk_recipes::{CacheEvent, ChildData, CuratorCache};
+use zk_recipes::{PersistentNode, Registration};
 
 use crate::cachekind::freshness_word;
 use crate::paths::REG_ROOT;

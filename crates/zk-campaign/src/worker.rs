@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
 use zk_framework::CuratorFramework;
 use zk_framework::ExponentialBackoffRetry;
-use zk_recipes::leader::{LeaderEvent, LeaderLatch, LeaderStatus, NotLeaderReason, SuspendPolicy};
 use zk_recipes::{
     Error as LockError, InterProcessLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
     LockEvent, LockStatus, MultiLock,
 };
+use zk_recipes::{LeaderEvent, LeaderLatch, LeaderStatus, NotLeaderReason, SuspendPolicy};
 
 use crate::cli::Opts;
 use crate::paths::{resource_path, ELECTION_PATH, MUTEX_PATH, RW_PATH, SEM_PATH};

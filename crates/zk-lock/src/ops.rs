@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use zk_framework::proto::path::{basename, join};
 use zk_framework::CuratorFramework;
-use zk_recipes::identity::HolderIdentity;
-use zk_recipes::inspect::{self, LockLayout, LockReport, Participant, ParticipantKind};
+use zk_recipes::HolderIdentity;
+use zk_recipes::{LockLayout, LockReport, Participant, ParticipantKind};
 
 use crate::args::human;
 use crate::args::{Op, OpOptions};
@@ -57,8 +57,8 @@ pub fn run(opts: &OpOptions) -> i32 {
 
 fn report(client: &CuratorFramework, path: &str, leases: Option<u32>) -> zk_recipes::Result<LockReport> {
     match leases {
-        Some(n) => inspect::inspect_as(client, path, LockLayout::Semaphore { max_leases: Some(n) }),
-        None => inspect::inspect(client, path),
+        Some(n) => zk_recipes::inspect_lock_as(client, path, LockLayout::Semaphore { max_leases: Some(n) }),
+        None => zk_recipes::inspect_lock(client, path),
     }
 }
 
@@ -95,7 +95,7 @@ fn status(client: &CuratorFramework, opts: &OpOptions, leases: Option<u32>) -> i
 
 /// `status --group`: the members of a group, by id.
 fn group_status(client: &CuratorFramework, opts: &OpOptions) -> i32 {
-    let members = match inspect::group_members(client, &opts.path) {
+    let members = match zk_recipes::group_members(client, &opts.path) {
         Ok(m) => m,
         Err(e) => return failed(client, opts, &e),
     };
@@ -133,7 +133,7 @@ fn group_status(client: &CuratorFramework, opts: &OpOptions) -> i32 {
 
 /// `status --counter`: a counter's value, as a long and as an int.
 fn counter_status(client: &CuratorFramework, opts: &OpOptions) -> i32 {
-    let c = match inspect::counter(client, &opts.path) {
+    let c = match zk_recipes::read_counter(client, &opts.path) {
         Ok(c) => c,
         Err(e) => return failed(client, opts, &e),
     };
@@ -278,7 +278,7 @@ fn wait(client: &CuratorFramework, opts: &OpOptions, timeout: Option<Duration>, 
         let _ = state_tx.try_send(());
     });
     loop {
-        let layout = match inspect::detect_layout(client, path) {
+        let layout = match zk_recipes::detect_lock_layout(client, path) {
             Ok(l) => l,
             Err(e) => return failed(client, opts, &e),
         };
@@ -295,7 +295,7 @@ fn wait(client: &CuratorFramework, opts: &OpOptions, timeout: Option<Duration>, 
             Ok(_) | Err(zk_framework::Error::NoNode { .. }) => {}
             Err(e) => return failed(client, opts, &zk_recipes::Error::ZooKeeper(e)),
         }
-        let r = match inspect::participants(client, path, layout) {
+        let r = match zk_recipes::lock_participants(client, path, layout) {
             Ok(p) => p,
             Err(e) => return failed(client, opts, &e),
         };

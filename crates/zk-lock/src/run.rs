@@ -173,7 +173,7 @@ pub fn run(opts: &Options) -> i32 {
         Ok(c) => c,
         Err(code) => return code,
     };
-    zk_recipes::identity::set_process_name(&client, name);
+    zk_recipes::set_process_name(&client, name);
     shared.lock().unwrap_or_else(|p| p.into_inner()).client = Some(client.clone());
     let code = run_with_client(opts, &connect, &client, &shared, &events_rx);
     client.close();

@@ -131,7 +131,7 @@ pub enum Error {
         /// The path asked for.
         path: String,
         /// How fresh the view is.
-        freshness: crate::cache::Freshness,
+        freshness: crate::freshness::Freshness,
     },
     /// The server does not allow TTL nodes: start it with
     /// `zookeeper.extendedTypesEnabled=true`.

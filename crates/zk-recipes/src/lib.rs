@@ -63,11 +63,26 @@
 //! * **Truth**: a write whose reply was lost is proven, never sent again
 //!   blindly and never guessed (see the [`guide::truth`] chapter).
 
+// The house: one room per recipe family, around one core, each importing
+// only the rooms above it in this list (`scripts/layers.py` checks it in CI).
+// Every room is private; the public API is the re-exports below, one path
+// per item. The rooms that had public paths before (`cache`, `leader`, ...)
+// keep them as modules of deprecated aliases (and their family's notes).
 pub mod atomic;
-mod barrier;
+mod barriers;
 pub mod cache;
 mod core;
-pub mod driver;
+mod error;
+mod freshness;
+pub mod inspect;
+pub mod leader;
+mod locks;
+pub mod nodes;
+mod paths;
+mod queue;
+mod shared;
+pub mod watch;
+
 /// The manual: how to use the locks, what they promise under faults, and how
 /// to run them. Every example runs as a doctest on the embedded server
 /// (`zk-testing`).
@@ -93,60 +108,73 @@ pub mod guide {
     #[doc = include_str!("../guide/shared-state.md")]
     pub mod shared_state {}
 }
-mod error;
-mod holding;
-pub mod identity;
-pub mod inspect;
-mod internals;
-pub mod leader;
-mod lock;
-mod multi;
-mod mutex;
-pub mod nodes;
-mod once;
-mod queue;
-mod revoke;
-mod rwlock;
-mod semaphore;
-mod semaphore_mutex;
-pub mod shared_value;
-mod simple_queue;
-pub mod stats;
-mod transaction;
-mod wait;
-mod waiter;
-pub mod watch;
 
-pub use atomic::{
-    AtomicStats, AtomicValue, DistributedAtomicInteger, DistributedAtomicLong, DistributedAtomicValue, Outcome,
-    PromotedToLock,
-};
-pub use barrier::{DistributedBarrier, DistributedDoubleBarrier, READY_NODE};
 pub use error::{Error, Result};
-pub use holding::{Holding, LockEvent, LockStatus, OWN_WATCH_DELAY};
-pub use lock::{ArcLockGuard, InterProcessLock, LockGuard, RawLock};
-pub use multi::{MultiLock, MultiLockGuard};
-pub use mutex::{InterProcessMutex, InterProcessMutexGuard};
-pub use revoke::{Revoker, REVOKE_MESSAGE};
-pub use rwlock::{InterProcessReadWriteLock, ReadLock, ReadLockGuard, WriteLock, WriteLockGuard};
-pub use semaphore::{InterProcessSemaphoreV2, Lease};
-pub use semaphore_mutex::{InterProcessSemaphoreMutex, InterProcessSemaphoreMutexGuard};
-pub use shared_value::{Proof, SharedCount, SharedValue, TrySet, ValueEvent, VersionedValue};
-pub use simple_queue::{SimpleDistributedQueue, ITEM_PREFIX};
-pub use transaction::GuardedTransaction;
+pub use freshness::Freshness;
 
-/// The seal of [`InterProcessLock`]: only the locks of this crate implement
-/// it (a `Holding` can only be made by them).
-mod sealed {
-    pub trait Sealed {}
+// Locks.
+pub use locks::driver::{
+    downgrade_sequence, lease_granted, rw_sort_key, Decision, Deletion, Driver, NodeMissing, LATCH_LOCK_NAME,
+    LEASE_NAME, MUTEX_LOCK_NAME, READ_LOCK_NAME, WRITE_LOCK_NAME,
+};
+pub use locks::holding::{Holding, LockEvent, LockStatus, OWN_WATCH_DELAY};
+pub use locks::identity::{process_name, set_process_name, HolderIdentity, ProcessIdentity, IDENTITY_VERSION};
+pub use locks::lock::{ArcLockGuard, InterProcessLock, Lock, LockGuard, LockKind, RawLock};
+pub use locks::multi::{MultiKind, MultiLock, MultiLockGuard};
+pub use locks::mutex::{InterProcessMutex, InterProcessMutexGuard, MutexKind};
+pub use locks::participants::{LockLayout, Participant, ParticipantKind};
+pub use locks::revoke::{Revoker, REVOKE_MESSAGE};
+pub use locks::rwlock::{
+    InterProcessReadWriteLock, ReadKind, ReadLock, ReadLockGuard, WriteKind, WriteLock, WriteLockGuard,
+};
+pub use locks::semaphore::{InterProcessSemaphoreV2, Lease};
+pub use locks::semaphore_mutex::{InterProcessSemaphoreMutex, InterProcessSemaphoreMutexGuard, SemaphoreMutexKind};
+pub use locks::stats::{
+    bookkeeping_cost as lock_stats_bookkeeping_cost, forget as forget_lock_stats, is_enabled as lock_stats_enabled,
+    set_enabled as set_lock_stats_enabled, snapshot as lock_stats, snapshot_of as lock_stats_of, HistogramSnapshot,
+    LockStats, LossCause, BUCKETS as LOCK_STATS_BUCKETS, KEPT_PATHS as LOCK_STATS_KEPT_PATHS,
+};
+pub use locks::transaction::GuardedTransaction;
 
-    impl Sealed for crate::InterProcessMutex {}
-    impl Sealed for crate::ReadLock {}
-    impl Sealed for crate::WriteLock {}
-    impl Sealed for crate::InterProcessSemaphoreV2 {}
-    impl Sealed for crate::InterProcessSemaphoreMutex {}
-    impl Sealed for crate::MultiLock {}
-    impl<L: crate::InterProcessLock + ?Sized> Sealed for std::sync::Arc<L> {}
-    #[cfg(test)]
-    impl Sealed for crate::multi::tests::FaultyLock {}
-}
+// Leader election.
+pub use leader::builder::ContenderBuilder;
+pub use leader::contender::Contender;
+pub use leader::election::{LeaderEvent, LeaderStatus, NotLeaderReason, SuspendPolicy};
+pub use leader::latch::{CloseMode, LeaderLatch, LeaderLatchBuilder};
+pub use leader::observer::{ElectionKind, LeaderObserver};
+pub use leader::selector::{LeaderSelector, LeaderSelectorBuilder, Leadership};
+
+// Watching.
+pub use cache::bridges::{NodeCache, PathChildrenCache, PathChildrenCacheEvent};
+pub use cache::builder::CuratorCacheBuilder;
+pub use cache::curator::{CacheListener, CuratorCache, DEFAULT_MAX_NODES as CACHE_DEFAULT_MAX_NODES};
+pub use cache::state::CacheStats;
+pub use cache::view::{CacheEvent, ChildData};
+pub use watch::event::WatcherEvent;
+pub use watch::watcher::PersistentWatcher;
+
+// Registration and shared state.
+pub use atomic::number::{DistributedAtomicInteger, DistributedAtomicLong, DistributedAtomicNumber};
+pub use atomic::outcome::{AtomicStats, AtomicValue, Outcome, PromotedToLock};
+pub use atomic::value::DistributedAtomicValue;
+pub use barriers::{DistributedBarrier, DistributedDoubleBarrier, READY_NODE};
+pub use nodes::builder::PersistentNodeBuilder;
+pub use nodes::group::GroupMember;
+pub use nodes::node::PersistentNode;
+pub use nodes::registration::MemberEvent;
+pub use nodes::registration::{AbsentReason, Registration, UncertainReason};
+pub use nodes::ttl::PersistentTtlNode;
+pub use queue::{SimpleDistributedQueue, ITEM_PREFIX};
+pub use shared::count::SharedCount;
+pub use shared::value::{Proof, SharedValue, TrySet, ValueEvent, VersionedValue};
+
+// Inspection.
+pub use inspect::tool::{
+    counter as read_counter, detect_layout as detect_lock_layout, group_members, inspect as inspect_lock,
+    inspect_as as inspect_lock_as, CounterReading, LockReport, Member,
+};
+pub use locks::participants::participants as lock_participants;
+
+// The paths of the earlier layout, as deprecated aliases.
+#[allow(deprecated)]
+pub use paths::{driver, identity, shared_value, stats};

@@ -16,7 +16,7 @@ use metrics::{
 };
 use parking_lot::Mutex;
 use zk_framework::CuratorFramework;
-use zk_recipes::stats::LossCause;
+use zk_recipes::LossCause;
 use zk_recipes::{InterProcessMutex, InterProcessSemaphoreV2, LockEvent};
 use zk_testing::{wait_until, TestingServer, Timing};
 
@@ -169,9 +169,9 @@ fn every_lock_event_reaches_the_metrics_facade() {
     assert_eq!(rec.samples("zk_lock_hold_seconds", &p) as u64, N + 2);
     // The plain snapshots say the same, each client for its own locks (the
     // facade sums the two: one `path` label).
-    let s = zk_recipes::stats::snapshot_of(&c, path).unwrap();
+    let s = zk_recipes::lock_stats_of(&c, path).unwrap();
     assert_eq!((s.acquisitions, s.timeouts, s.total_losses()), (N + 1, 3, 1));
-    let s = zk_recipes::stats::snapshot_of(&other, path).unwrap();
+    let s = zk_recipes::lock_stats_of(&other, path).unwrap();
     assert_eq!((s.acquisitions, s.timeouts, s.total_losses()), (1, 0, 0));
 
     // A semaphore's leases, and a waiter seen while it waits.
@@ -196,7 +196,7 @@ fn every_lock_event_reaches_the_metrics_facade() {
 /// A cache's figures reach the facade and agree with its own `stats()`.
 #[test]
 fn every_cache_figure_reaches_the_metrics_facade() {
-    use zk_recipes::cache::CuratorCache;
+    use zk_recipes::CuratorCache;
     let rec = recorder();
     let server = TestingServer::start().unwrap();
     let c = client(&server);
@@ -230,7 +230,7 @@ fn every_cache_figure_reaches_the_metrics_facade() {
     // changes (`Updating`).
     let spells = events
         .try_iter()
-        .filter(|e| *e == zk_recipes::cache::CacheEvent::Freshness(zk_recipes::cache::Freshness::Current))
+        .filter(|e| *e == zk_recipes::CacheEvent::Freshness(zk_recipes::Freshness::Current))
         .count();
     assert!(spells >= 2, "the first load and at least one update: {spells}");
     assert_eq!(rec.samples("zk_cache_not_current_seconds", &labels), spells);
@@ -263,7 +263,7 @@ fn counters_and_persistent_nodes_reach_the_metrics_facade() {
     // A persistent node: registered while it is, and each create counted.
     let path = "/metrics/node";
     let p = format!("path={path}");
-    let node = zk_recipes::nodes::PersistentNode::builder(&c, path, zk_framework::CreateMode::Ephemeral)
+    let node = zk_recipes::PersistentNode::builder(&c, path, zk_framework::CreateMode::Ephemeral)
         .build()
         .unwrap();
     node.start().unwrap();

@@ -56,7 +56,7 @@ fn status_lists_holders_and_waiters_in_order() {
     let token = c.check_exists(&node).unwrap().unwrap().czxid;
     let first = format!("{path}/{}", {
         let mut v = lock_nodes(&c, path);
-        zk_recipes::driver::Driver::MUTEX.sort(&mut v);
+        zk_recipes::Driver::MUTEX.sort(&mut v);
         v[0].clone()
     });
     let first_token = c.check_exists(&first).unwrap().unwrap().czxid;
@@ -314,7 +314,7 @@ fn status_of_a_read_write_lock_shows_both_readers_and_the_queued_writer() {
 /// and rejoins, and the next participant leads.
 #[test]
 fn status_and_break_understand_a_leader_latch_election() {
-    use zk_recipes::leader::{LeaderEvent, LeaderLatch, NotLeaderReason};
+    use zk_recipes::{LeaderEvent, LeaderLatch, NotLeaderReason};
     let server = TestingServer::start().unwrap();
     let cs = server.connect_string();
     let (c1, c2) = (client(&server), client(&server));
@@ -372,7 +372,7 @@ fn status_shows_a_groups_members_and_a_counters_value() {
 
     let (code, out, _) = run_out(Some(&cs), &["status", "--group", "/groups/op"]);
     assert_eq!((code, out.trim()), (1, "/groups/op: group of 0 member(s)"));
-    let member = zk_recipes::nodes::GroupMember::new(&c, "/groups/op", "w1", b"10.0.0.1".to_vec()).unwrap();
+    let member = zk_recipes::GroupMember::new(&c, "/groups/op", "w1", b"10.0.0.1".to_vec()).unwrap();
     member.start().unwrap();
     assert!(member.wait_for_registration_for(timing().wait()).unwrap());
     let (code, out, stderr) = run_out(Some(&cs), &["status", "--group", "/groups/op"]);

@@ -7,10 +7,12 @@ use std::time::Instant;
 
 use zk_framework::{CreateMode, CuratorFramework, Error as ZkError, RetryDecision, RetryPolicy, Stat};
 
-use super::{AtomicStats, AtomicValue, Outcome, PromotedToLock};
-use crate::once::{self, Base, Markers, Written};
-use crate::shared_value::check_path;
-use crate::{Error, InterProcessMutex, Result, VersionedValue};
+use crate::atomic::outcome::{AtomicStats, AtomicValue, Outcome, PromotedToLock};
+use crate::core::marked::{self, Base, Markers, Written};
+use crate::error::{Error, Result};
+use crate::locks::mutex::InterProcessMutex;
+use crate::shared::value::check_path;
+use crate::shared::value::VersionedValue;
 
 /// How a counter's type reads and writes its node.
 pub trait Codec: Sized + Clone + PartialEq {
@@ -142,12 +144,12 @@ impl Core {
         };
         let bytes = new.encode();
         let written = match &stat {
-            Some(s) => once::set_versioned(&self.client, &self.markers, &self.path, &bytes, &Base::from(s))?,
-            None => once::create_once(&self.client, &self.markers, &self.path, &bytes)?,
+            Some(s) => marked::set_versioned(&self.client, &self.markers, &self.path, &bytes, &Base::from(s))?,
+            None => marked::create_once(&self.client, &self.markers, &self.path, &bytes)?,
         };
         Ok(match written {
             Written::Applied { read_back, marker, .. } => {
-                let proof = crate::shared_value::proof_of(read_back, marker);
+                let proof = crate::shared::value::proof_of(read_back, marker);
                 Try::Done(Outcome::Applied { proof }, pre, new)
             }
             Written::Conflict | Written::Missing => Try::Lost(pre),

@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | `zk_counter_updates_total{path, outcome}` | counter | updates by how they ended: `applied` (the server's reply), `applied_marker` (a lost reply, proven by the write's marker), `applied_read_back` (a lost reply, proven by a read-back), `not_applied`, `unknown` |
 
-use super::Outcome;
+use crate::atomic::outcome::Outcome;
 
 #[cfg(feature = "metrics")]
 pub(super) struct Handles {
@@ -33,10 +33,10 @@ impl Handles {
     pub(super) fn ended<T>(&self, o: &Outcome<T>) {
         match o {
             Outcome::Applied {
-                proof: crate::Proof::Reply,
+                proof: crate::shared::value::Proof::Reply,
             } => self.applied.increment(1),
             Outcome::Applied {
-                proof: crate::Proof::Marker,
+                proof: crate::shared::value::Proof::Marker,
             } => self.marker.increment(1),
             Outcome::Applied { .. } => self.read_back.increment(1),
             Outcome::NotApplied => self.not_applied.increment(1),

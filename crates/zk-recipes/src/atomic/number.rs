@@ -9,8 +9,8 @@ use std::sync::Arc;
 use zk_framework::{CuratorFramework, RetryPolicy};
 
 use super::core::{Codec, Core};
-use super::{AtomicValue, PromotedToLock};
-use crate::{Error, Result};
+use crate::atomic::outcome::{AtomicValue, PromotedToLock};
+use crate::error::{Error, Result};
 
 /// The number types a [`DistributedAtomicNumber`] counts in: `i64` (8 bytes)
 /// and `i32` (4 bytes). Implemented for those two only (the trait cannot be
@@ -85,7 +85,7 @@ pub type DistributedAtomicInteger = DistributedAtomicNumber<i32>;
 ///
 /// ```no_run
 /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-/// use zk_recipes::atomic::DistributedAtomicNumber;
+/// use zk_recipes::DistributedAtomicNumber;
 /// let counter: DistributedAtomicNumber<i64> =
 ///     DistributedAtomicNumber::new(&client, "/counters/jobs", zk_framework::RetryOneTime::new(std::time::Duration::from_millis(10)))?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())

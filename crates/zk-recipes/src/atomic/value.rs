@@ -5,8 +5,8 @@ use std::sync::Arc;
 use zk_framework::{CuratorFramework, RetryPolicy};
 
 use super::core::Core;
-use super::{AtomicValue, PromotedToLock};
-use crate::Result;
+use crate::atomic::outcome::{AtomicValue, PromotedToLock};
+use crate::error::Result;
 
 /// A distributed byte value with atomic updates (Curator's
 /// `DistributedAtomicValue`): raw bytes in one node; a missing node reads

@@ -9,8 +9,10 @@ use std::time::Duration;
 use crossbeam_channel::Receiver;
 use zk_framework::CuratorFramework;
 
-use super::{CacheEvent, ChildData, CuratorCache, Freshness};
-use crate::{Error, Result};
+use super::curator::CuratorCache;
+use super::view::{CacheEvent, ChildData};
+use crate::error::{Error, Result};
+use crate::freshness::Freshness;
 
 /// One node, followed (Curator's `NodeCache`, a `CuratorCache` built with
 /// `single_node()`). Clones share this cache; it closes at `close()` or when
@@ -22,7 +24,7 @@ use crate::{Error, Result};
 /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
 /// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
 /// use std::time::Duration;
-/// use zk_recipes::cache::NodeCache;
+/// use zk_recipes::NodeCache;
 /// client.create().creating_parents_if_needed().with_data(b"on".to_vec()).for_path("/flags/x")?;
 /// let flag = NodeCache::new(&client, "/flags/x")?;
 /// flag.start()?;
@@ -52,7 +54,7 @@ impl NodeCache {
     /// ```
     /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
     /// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
-    /// assert!(zk_recipes::cache::NodeCache::new(&client, "bad").is_err());
+    /// assert!(zk_recipes::NodeCache::new(&client, "bad").is_err());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn new(client: &CuratorFramework, path: &str) -> Result<NodeCache> {
@@ -72,7 +74,7 @@ impl NodeCache {
     /// ```
     /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
     /// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
-    /// let n = zk_recipes::cache::NodeCache::new(&client, "/a")?;
+    /// let n = zk_recipes::NodeCache::new(&client, "/a")?;
     /// n.start()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -87,7 +89,7 @@ impl NodeCache {
     /// ```
     /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
     /// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
-    /// let n = zk_recipes::cache::NodeCache::new(&client, "/a")?;
+    /// let n = zk_recipes::NodeCache::new(&client, "/a")?;
     /// n.close();
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -103,7 +105,7 @@ impl NodeCache {
     /// ```
     /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
     /// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
-    /// let n = zk_recipes::cache::NodeCache::new(&client, "/a")?;
+    /// let n = zk_recipes::NodeCache::new(&client, "/a")?;
     /// assert!(n.current_data().is_none());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -122,7 +124,7 @@ impl NodeCache {
     /// ```
     /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
     /// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
-    /// let n = zk_recipes::cache::NodeCache::new(&client, "/a")?;
+    /// let n = zk_recipes::NodeCache::new(&client, "/a")?;
     /// assert!(n.current().is_err()); // not started
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -137,7 +139,7 @@ impl NodeCache {
     /// ```
     /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
     /// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
-    /// let n = zk_recipes::cache::NodeCache::new(&client, "/a")?;
+    /// let n = zk_recipes::NodeCache::new(&client, "/a")?;
     /// assert!(!n.freshness().is_current());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -152,7 +154,7 @@ impl NodeCache {
     /// ```
     /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
     /// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
-    /// let n = zk_recipes::cache::NodeCache::new(&client, "/a")?;
+    /// let n = zk_recipes::NodeCache::new(&client, "/a")?;
     /// n.start()?;
     /// assert!(n.wait_current_for(std::time::Duration::from_secs(10)));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -169,7 +171,7 @@ impl NodeCache {
     /// ```
     /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
     /// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
-    /// let n = zk_recipes::cache::NodeCache::new(&client, "/a")?;
+    /// let n = zk_recipes::NodeCache::new(&client, "/a")?;
     /// let events = n.events();
     /// # drop(events);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -185,7 +187,7 @@ impl NodeCache {
     /// ```
     /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
     /// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
-    /// let n = zk_recipes::cache::NodeCache::new(&client, "/a")?;
+    /// let n = zk_recipes::NodeCache::new(&client, "/a")?;
     /// assert_eq!(n.cache().path(), "/a");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -200,7 +202,7 @@ impl NodeCache {
 /// # Examples
 ///
 /// ```
-/// use zk_recipes::cache::{ChildData, PathChildrenCacheEvent};
+/// use zk_recipes::{ChildData, PathChildrenCacheEvent};
 /// let ev = PathChildrenCacheEvent::ChildAdded(ChildData::new("/g/a", Default::default(), None));
 /// assert!(matches!(ev, PathChildrenCacheEvent::ChildAdded(_)));
 /// ```
@@ -240,7 +242,7 @@ pub enum PathChildrenCacheEvent {
 /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
 /// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
 /// use std::time::Duration;
-/// use zk_recipes::cache::PathChildrenCache;
+/// use zk_recipes::PathChildrenCache;
 /// client.create().creating_parents_if_needed().with_data(b"10.0.0.1".to_vec()).for_path("/group/a")?;
 /// let group = PathChildrenCache::new(&client, "/group")?;
 /// group.start()?;
@@ -268,7 +270,7 @@ impl PathChildrenCache {
     /// ```
     /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
     /// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
-    /// assert!(zk_recipes::cache::PathChildrenCache::new(&client, "").is_err());
+    /// assert!(zk_recipes::PathChildrenCache::new(&client, "").is_err());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn new(client: &CuratorFramework, path: &str) -> Result<PathChildrenCache> {
@@ -288,7 +290,7 @@ impl PathChildrenCache {
     /// ```
     /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
     /// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
-    /// zk_recipes::cache::PathChildrenCache::new(&client, "/g")?.start()?;
+    /// zk_recipes::PathChildrenCache::new(&client, "/g")?.start()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn start(&self) -> Result<()> {
@@ -302,7 +304,7 @@ impl PathChildrenCache {
     /// ```
     /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
     /// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
-    /// zk_recipes::cache::PathChildrenCache::new(&client, "/g")?.close();
+    /// zk_recipes::PathChildrenCache::new(&client, "/g")?.close();
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn close(&self) {
@@ -322,7 +324,7 @@ impl PathChildrenCache {
     /// ```
     /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
     /// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
-    /// let g = zk_recipes::cache::PathChildrenCache::new(&client, "/g")?;
+    /// let g = zk_recipes::PathChildrenCache::new(&client, "/g")?;
     /// assert!(g.current_data().is_empty());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -338,7 +340,7 @@ impl PathChildrenCache {
     /// ```
     /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
     /// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
-    /// let g = zk_recipes::cache::PathChildrenCache::new(&client, "/g")?;
+    /// let g = zk_recipes::PathChildrenCache::new(&client, "/g")?;
     /// assert!(g.current_data_for("/g/a").is_none());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -358,7 +360,7 @@ impl PathChildrenCache {
     /// ```
     /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
     /// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
-    /// let g = zk_recipes::cache::PathChildrenCache::new(&client, "/g")?;
+    /// let g = zk_recipes::PathChildrenCache::new(&client, "/g")?;
     /// assert!(g.members().is_empty());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -377,7 +379,7 @@ impl PathChildrenCache {
     /// ```
     /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
     /// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
-    /// let g = zk_recipes::cache::PathChildrenCache::new(&client, "/g")?;
+    /// let g = zk_recipes::PathChildrenCache::new(&client, "/g")?;
     /// assert!(g.current_members().is_err()); // not started
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -394,7 +396,7 @@ impl PathChildrenCache {
     /// ```
     /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
     /// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
-    /// let g = zk_recipes::cache::PathChildrenCache::new(&client, "/g")?;
+    /// let g = zk_recipes::PathChildrenCache::new(&client, "/g")?;
     /// assert!(!g.freshness().is_current());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -409,7 +411,7 @@ impl PathChildrenCache {
     /// ```
     /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
     /// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
-    /// let g = zk_recipes::cache::PathChildrenCache::new(&client, "/g")?;
+    /// let g = zk_recipes::PathChildrenCache::new(&client, "/g")?;
     /// g.start()?;
     /// assert!(g.wait_current_for(std::time::Duration::from_secs(10)));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -427,7 +429,7 @@ impl PathChildrenCache {
     /// ```
     /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
     /// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
-    /// use zk_recipes::cache::{PathChildrenCache, PathChildrenCacheEvent};
+    /// use zk_recipes::{PathChildrenCache, PathChildrenCacheEvent};
     /// let g = PathChildrenCache::new(&client, "/g")?;
     /// let events = g.events();
     /// g.start()?;
@@ -491,7 +493,7 @@ impl PathChildrenCache {
     /// ```
     /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
     /// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
-    /// let g = zk_recipes::cache::PathChildrenCache::new(&client, "/g")?;
+    /// let g = zk_recipes::PathChildrenCache::new(&client, "/g")?;
     /// assert_eq!(g.cache().path(), "/g");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

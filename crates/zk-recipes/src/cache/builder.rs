@@ -5,47 +5,35 @@ use std::sync::Arc;
 
 use zk_framework::CuratorFramework;
 
-use super::{view, CuratorCache};
-use crate::{Error, Result};
+use super::curator::{CuratorCache, DEFAULT_MAX_NODES};
+use super::options::Options;
+use crate::error::{Error, Result};
 
-/// Which paths a cache keeps.
-type Filter = Arc<dyn Fn(&str) -> bool + Send + Sync>;
-
-/// A cache's settings.
-#[derive(Clone)]
-pub(crate) struct Options {
-    /// How deep below the root the cache follows (`Some(0)`: the root only,
-    /// on a non-recursive watch); `None`: the whole subtree.
-    pub max_depth: Option<usize>,
-    pub load_data: bool,
-    /// Data is gzip (Curator's `COMPRESSED_DATA`): inflated when read.
-    pub compressed: bool,
-    pub clear_on_close: bool,
-    pub max_nodes: usize,
-    pub filter: Option<Filter>,
-}
-
-impl Options {
-    /// Whether `path` (under the root at `root_depth`) is followed at all.
-    pub(crate) fn follows(&self, root: &str, path: &str) -> bool {
-        let under = path == root
-            || (root == "/" && path.starts_with('/'))
-            || (path.starts_with(root) && path.as_bytes().get(root.len()) == Some(&b'/'));
-        under
-            && self
-                .max_depth
-                .map_or(true, |d| view::depth(path) - view::depth(root) <= d)
-    }
-
-    /// Whether `path`'s children are followed.
-    pub(crate) fn lists(&self, root: &str, path: &str) -> bool {
-        self.max_depth
-            .map_or(true, |d| view::depth(path) - view::depth(root) < d)
-    }
-
-    /// Whether `path` is kept (the filter).
-    pub(crate) fn keeps(&self, path: &str) -> bool {
-        self.filter.as_ref().map_or(true, |f| f(path))
+impl CuratorCache {
+    /// A builder for a cache of `path` on `client` (paths relative to its
+    /// namespace).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string(&server.connect_string()).build()?;
+    /// let cache = zk_recipes::CuratorCache::builder(&client, "/config").build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn builder(client: &CuratorFramework, path: &str) -> CuratorCacheBuilder {
+        CuratorCacheBuilder {
+            client: client.clone(),
+            path: path.to_string(),
+            opts: Options {
+                max_depth: None,
+                load_data: true,
+                compressed: false,
+                clear_on_close: true,
+                max_nodes: DEFAULT_MAX_NODES,
+                filter: None,
+            },
+        }
     }
 }
 
@@ -57,7 +45,7 @@ impl Options {
 /// ```
 /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
 /// # let client = zk_framework::CuratorFramework::builder().connect_string(&server.connect_string()).build()?;
-/// let cache = zk_recipes::cache::CuratorCache::builder(&client, "/services")
+/// let cache = zk_recipes::CuratorCache::builder(&client, "/services")
 ///     .max_depth(Some(1)) // the node and its children
 ///     .max_nodes(10_000)
 ///     .data_not_cached()
@@ -94,7 +82,7 @@ impl CuratorCacheBuilder {
     /// ```
     /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
     /// # let client = zk_framework::CuratorFramework::builder().connect_string(&server.connect_string()).build()?;
-    /// let cache = zk_recipes::cache::CuratorCache::builder(&client, "/config/flag").single_node().build()?;
+    /// let cache = zk_recipes::CuratorCache::builder(&client, "/config/flag").single_node().build()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn single_node(self) -> Self {
@@ -110,7 +98,7 @@ impl CuratorCacheBuilder {
     /// ```
     /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
     /// # let client = zk_framework::CuratorFramework::builder().connect_string(&server.connect_string()).build()?;
-    /// let members = zk_recipes::cache::CuratorCache::builder(&client, "/group").max_depth(Some(1)).build()?;
+    /// let members = zk_recipes::CuratorCache::builder(&client, "/group").max_depth(Some(1)).build()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn max_depth(mut self, depth: Option<usize>) -> Self {
@@ -126,7 +114,7 @@ impl CuratorCacheBuilder {
     /// ```
     /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
     /// # let client = zk_framework::CuratorFramework::builder().connect_string(&server.connect_string()).build()?;
-    /// let cache = zk_recipes::cache::CuratorCache::builder(&client, "/big").data_not_cached().build()?;
+    /// let cache = zk_recipes::CuratorCache::builder(&client, "/big").data_not_cached().build()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn data_not_cached(mut self) -> Self {
@@ -144,7 +132,7 @@ impl CuratorCacheBuilder {
     /// ```
     /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
     /// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
-    /// let cache = zk_recipes::cache::CuratorCache::builder(&client, "/zipped").compressed_data().build()?;
+    /// let cache = zk_recipes::CuratorCache::builder(&client, "/zipped").compressed_data().build()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn compressed_data(mut self) -> Self {
@@ -160,7 +148,7 @@ impl CuratorCacheBuilder {
     /// ```
     /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
     /// # let client = zk_framework::CuratorFramework::builder().connect_string(&server.connect_string()).build()?;
-    /// let cache = zk_recipes::cache::CuratorCache::builder(&client, "/a").do_not_clear_on_close().build()?;
+    /// let cache = zk_recipes::CuratorCache::builder(&client, "/a").do_not_clear_on_close().build()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn do_not_clear_on_close(mut self) -> Self {
@@ -168,7 +156,7 @@ impl CuratorCacheBuilder {
         self
     }
 
-    /// The most nodes the cache holds ([`DEFAULT_MAX_NODES`](super::DEFAULT_MAX_NODES) unless set): a
+    /// The most nodes the cache holds ([`DEFAULT_MAX_NODES`](crate::CACHE_DEFAULT_MAX_NODES) unless set): a
     /// subtree that grows past it is refused with [`Error::CacheTooLarge`]
     /// (the cache stops following and tells [`CacheEvent::Failed`](super::CacheEvent::Failed)).
     ///
@@ -177,7 +165,7 @@ impl CuratorCacheBuilder {
     /// ```
     /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
     /// # let client = zk_framework::CuratorFramework::builder().connect_string(&server.connect_string()).build()?;
-    /// let cache = zk_recipes::cache::CuratorCache::builder(&client, "/a").max_nodes(1_000).build()?;
+    /// let cache = zk_recipes::CuratorCache::builder(&client, "/a").max_nodes(1_000).build()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn max_nodes(mut self, n: usize) -> Self {
@@ -194,7 +182,7 @@ impl CuratorCacheBuilder {
     /// ```
     /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
     /// # let client = zk_framework::CuratorFramework::builder().connect_string(&server.connect_string()).build()?;
-    /// let cache = zk_recipes::cache::CuratorCache::builder(&client, "/cfg")
+    /// let cache = zk_recipes::CuratorCache::builder(&client, "/cfg")
     ///     .filter(|path| !path.ends_with(".tmp"))
     ///     .build()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -217,7 +205,7 @@ impl CuratorCacheBuilder {
     /// ```
     /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
     /// # let client = zk_framework::CuratorFramework::builder().connect_string(&server.connect_string()).build()?;
-    /// assert!(zk_recipes::cache::CuratorCache::builder(&client, "no-slash").build().is_err());
+    /// assert!(zk_recipes::CuratorCache::builder(&client, "no-slash").build().is_err());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn build(self) -> Result<CuratorCache> {

@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use super::CacheEvent;
+use super::view::CacheEvent;
 
 #[cfg(feature = "metrics")]
 pub(crate) struct Handles {

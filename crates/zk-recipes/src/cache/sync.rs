@@ -1,4 +1,4 @@
-//! The cache's thread: follows its [`PersistentWatcher`]'s events, reads
+//! The cache's thread: follows its [`PersistentWatcher`](crate::PersistentWatcher)'s events, reads
 //! what they announce, reads the whole subtree again after each `Reset`,
 //! and judges the freshness.
 //!
@@ -39,11 +39,13 @@ use crossbeam_channel::Receiver;
 use zk_framework::{CuratorFramework, EventType, SessionHealth};
 
 use super::freshness::{judge, Link};
+use super::options::Options;
+use super::state::Shared;
+use super::view::CacheEvent;
 use super::view::{self, ChildData, View};
-use super::{CacheEvent, Options, Shared};
 use crate::core::Backoff;
-use crate::watch::WatcherEvent;
-use crate::Error;
+use crate::error::Error;
+use crate::watch::event::WatcherEvent;
 
 /// At most this many reads in flight at once.
 const WINDOW: usize = 256;

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use zk_framework::Stat;
 
-use super::Freshness;
+use crate::freshness::Freshness;
 
 /// One cached node (Curator's `ChildData`): its path (as the cache's client
 /// names it, namespace excluded), its stat, and its data unless the cache
@@ -21,7 +21,7 @@ use super::Freshness;
 /// # Examples
 ///
 /// ```
-/// use zk_recipes::cache::ChildData;
+/// use zk_recipes::ChildData;
 /// let d = ChildData::new("/config/a", zk_framework::Stat::default(), Some(b"v1".to_vec()));
 /// assert_eq!(d.path(), "/config/a");
 /// assert_eq!(d.data(), Some(&b"v1"[..]));
@@ -41,7 +41,7 @@ impl ChildData {
     /// # Examples
     ///
     /// ```
-    /// let d = zk_recipes::cache::ChildData::new("/a", zk_framework::Stat::default(), None);
+    /// let d = zk_recipes::ChildData::new("/a", zk_framework::Stat::default(), None);
     /// assert!(d.data().is_none());
     /// ```
     pub fn new(path: impl Into<String>, stat: Stat, data: Option<Vec<u8>>) -> ChildData {
@@ -57,7 +57,7 @@ impl ChildData {
     /// # Examples
     ///
     /// ```
-    /// let d = zk_recipes::cache::ChildData::new("/a", zk_framework::Stat::default(), None);
+    /// let d = zk_recipes::ChildData::new("/a", zk_framework::Stat::default(), None);
     /// assert_eq!(d.path(), "/a");
     /// ```
     pub fn path(&self) -> &str {
@@ -69,7 +69,7 @@ impl ChildData {
     /// # Examples
     ///
     /// ```
-    /// let d = zk_recipes::cache::ChildData::new("/a", zk_framework::Stat::default(), None);
+    /// let d = zk_recipes::ChildData::new("/a", zk_framework::Stat::default(), None);
     /// assert_eq!(d.stat().czxid, 0);
     /// ```
     pub fn stat(&self) -> &Stat {
@@ -82,7 +82,7 @@ impl ChildData {
     /// # Examples
     ///
     /// ```
-    /// let d = zk_recipes::cache::ChildData::new("/a", zk_framework::Stat::default(), Some(vec![1]));
+    /// let d = zk_recipes::ChildData::new("/a", zk_framework::Stat::default(), Some(vec![1]));
     /// assert_eq!(d.data(), Some(&[1u8][..]));
     /// ```
     pub fn data(&self) -> Option<&[u8]> {
@@ -96,7 +96,7 @@ impl ChildData {
 /// # Examples
 ///
 /// ```
-/// use zk_recipes::cache::{CacheEvent, ChildData};
+/// use zk_recipes::{CacheEvent, ChildData};
 /// let ev = CacheEvent::Created(ChildData::new("/a", zk_framework::Stat::default(), None));
 /// assert_eq!(ev.path(), Some("/a"));
 /// assert_eq!(CacheEvent::Initialized.path(), None);
@@ -128,7 +128,7 @@ pub enum CacheEvent {
     /// The cache stopped following the server for good (for example the
     /// subtree grew past its limit, or its root may not be read): the error
     /// says why. Its view stays as it was, and stale.
-    Failed(crate::Error),
+    Failed(crate::error::Error),
 }
 
 impl CacheEvent {
@@ -137,7 +137,7 @@ impl CacheEvent {
     /// # Examples
     ///
     /// ```
-    /// use zk_recipes::cache::CacheEvent;
+    /// use zk_recipes::CacheEvent;
     /// assert_eq!(CacheEvent::Initialized.path(), None);
     /// ```
     pub fn path(&self) -> Option<&str> {

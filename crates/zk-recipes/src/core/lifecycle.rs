@@ -9,7 +9,7 @@
 
 use parking_lot::Mutex;
 
-use crate::Error;
+use crate::error::Error;
 
 /// Where a recipe is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,7 +16,10 @@
 //! executor (zk-framework's recipe API, [`zk_framework::recipe::Recipe::schedule`]).
 
 mod lifecycle;
+pub(crate) mod marked;
+pub(crate) mod queue;
 mod subscribers;
+pub(crate) mod wait;
 mod worker;
 
 pub(crate) use lifecycle::{Lifecycle, Stage};

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 
-use crate::Error;
+use crate::error::Error;
 
 /// How long a recipe's `close()` waits for its thread: the one stop bound.
 pub(crate) const STOP_BOUND: Duration = Duration::from_secs(2);

@@ -26,8 +26,8 @@ use std::sync::Arc;
 
 use super::election::{Election, Lifecycle};
 use crate::core::Backoff;
-use crate::holding::{Holding, LockEvent};
-use crate::internals::Attempt;
+use crate::locks::holding::{Holding, LockEvent};
+use crate::locks::internals::Attempt;
 
 /// How a turn that did not lead ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

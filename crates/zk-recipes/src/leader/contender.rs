@@ -15,9 +15,9 @@ use crossbeam_channel::Receiver;
 
 use super::election::{Election, LeaderEvent, LeaderStatus, Lifecycle};
 use super::participant;
-use crate::driver::Driver;
 use crate::error::{Error, Result};
-use crate::inspect::Participant;
+use crate::locks::driver::Driver;
+use crate::locks::participants::Participant;
 
 /// What a kind of participant is to the [`Contender`] around it: its
 /// election, its node layout and its close. Implemented by the latch and the
@@ -25,8 +25,17 @@ use crate::inspect::Participant;
 pub trait Kind: Send + Sync + 'static {
     /// The public name of the kind (for `Debug`).
     const NAME: &'static str;
+    /// The name of its builder (for `Debug`).
+    const BUILDER_NAME: &'static str;
     /// The node layout (`latch-` or `lock-` nodes).
     const DRIVER: Driver;
+    /// The node name's lock part (`latch-`, `lock-`).
+    const LOCK_NAME: &'static str;
+    /// The kind's own settings, beside every participant's.
+    type Options: std::fmt::Debug;
+
+    /// The kind around its election, with its settings.
+    fn new(election: Arc<Election>, options: Self::Options) -> Self;
 
     /// The election this participant runs.
     fn election(&self) -> &Arc<Election>;
@@ -45,7 +54,7 @@ pub trait Kind: Send + Sync + 'static {
 ///
 /// ```no_run
 /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-/// use zk_recipes::leader::{LeaderLatch, LeaderSelector};
+/// use zk_recipes::{LeaderLatch, LeaderSelector};
 /// let latch = LeaderLatch::new(&client, "/election/a")?;
 /// let selector = LeaderSelector::builder(&client, "/election/b", |_| {}).build()?;
 /// // The same questions of either kind:
@@ -53,7 +62,7 @@ pub trait Kind: Send + Sync + 'static {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Contender<K: Kind> {
-    pub(super) inner: Arc<Handle<K>>,
+    pub(crate) inner: Arc<Handle<K>>,
 }
 
 impl<K: Kind> Clone for Contender<K> {
@@ -66,12 +75,12 @@ impl<K: Kind> Clone for Contender<K> {
 
 /// The participant as its handles share it: the last one dropped closes it
 /// (the participant's threads hold the kind itself, never a handle).
-pub(super) struct Handle<K: Kind> {
+pub(crate) struct Handle<K: Kind> {
     kind: Arc<K>,
 }
 
 impl<K: Kind> Handle<K> {
-    pub(super) fn new(kind: K) -> Arc<Handle<K>> {
+    pub(crate) fn new(kind: K) -> Arc<Handle<K>> {
         Arc::new(Handle { kind: Arc::new(kind) })
     }
 
@@ -110,8 +119,8 @@ impl<K: Kind> Contender<K> {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let latch = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
-    /// assert_eq!(latch.status(), zk_recipes::leader::LeaderStatus::NotLeader);
+    /// let latch = zk_recipes::LeaderLatch::new(&client, "/election")?;
+    /// assert_eq!(latch.status(), zk_recipes::LeaderStatus::NotLeader);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn status(&self) -> LeaderStatus {
@@ -125,7 +134,7 @@ impl<K: Kind> Contender<K> {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let latch = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
+    /// let latch = zk_recipes::LeaderLatch::new(&client, "/election")?;
     /// assert!(!latch.has_leadership());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -146,7 +155,7 @@ impl<K: Kind> Contender<K> {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let latch = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
+    /// let latch = zk_recipes::LeaderLatch::new(&client, "/election")?;
     /// let events = latch.events();
     /// latch.start()?;
     /// println!("{:?}", events.recv()?);
@@ -165,7 +174,7 @@ impl<K: Kind> Contender<K> {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let x = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
+    /// let x = zk_recipes::LeaderLatch::new(&client, "/election")?;
     /// if let Some(e) = x.last_error() { eprintln!("cannot take part: {e}") }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -179,7 +188,7 @@ impl<K: Kind> Contender<K> {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let latch = zk_recipes::leader::LeaderLatch::builder(&client, "/election").id("a").build()?;
+    /// let latch = zk_recipes::LeaderLatch::builder(&client, "/election").id("a").build()?;
     /// assert_eq!(latch.id(), "a");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -193,7 +202,7 @@ impl<K: Kind> Contender<K> {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let latch = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
+    /// let latch = zk_recipes::LeaderLatch::new(&client, "/election")?;
     /// assert_eq!(latch.path(), "/election");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -213,7 +222,7 @@ impl<K: Kind> Contender<K> {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let latch = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
+    /// let latch = zk_recipes::LeaderLatch::new(&client, "/election")?;
     /// println!("{} participants", latch.participants()?.len());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -233,7 +242,7 @@ impl<K: Kind> Contender<K> {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let latch = zk_recipes::leader::LeaderLatch::new(&client, "/election")?;
+    /// let latch = zk_recipes::LeaderLatch::new(&client, "/election")?;
     /// if let Some(l) = latch.leader()? { println!("{} leads", l.id) }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

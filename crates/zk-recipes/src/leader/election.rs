@@ -11,17 +11,17 @@ use parking_lot::{Condvar, Mutex};
 use zk_framework::CuratorFramework;
 
 use crate::error::{Error, Result};
-use crate::holding::{Holding, LockStatus};
-use crate::internals::LockInternals;
-use crate::stats::LossCause;
-use crate::transaction::GuardedTransaction;
+use crate::locks::holding::{Holding, LockStatus};
+use crate::locks::internals::LockInternals;
+use crate::locks::stats::LossCause;
+use crate::locks::transaction::GuardedTransaction;
 
 /// Whether this participant leads, as far as this process can know.
 ///
 /// # Examples
 ///
 /// ```
-/// use zk_recipes::leader::LeaderStatus;
+/// use zk_recipes::LeaderStatus;
 /// assert!(LeaderStatus::Leader.is_leader());
 /// assert!(!LeaderStatus::Uncertain.is_leader());
 /// ```
@@ -46,7 +46,7 @@ impl LeaderStatus {
     /// # Examples
     ///
     /// ```
-    /// assert!(!zk_recipes::leader::LeaderStatus::NotLeader.is_leader());
+    /// assert!(!zk_recipes::LeaderStatus::NotLeader.is_leader());
     /// ```
     pub fn is_leader(self) -> bool {
         self == LeaderStatus::Leader
@@ -109,7 +109,7 @@ pub enum LeaderEvent {
 /// # Examples
 ///
 /// ```
-/// assert_eq!(zk_recipes::leader::SuspendPolicy::default(), zk_recipes::leader::SuspendPolicy::Standard);
+/// assert_eq!(zk_recipes::SuspendPolicy::default(), zk_recipes::SuspendPolicy::Standard);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum SuspendPolicy {
@@ -459,7 +459,7 @@ impl Election {
 
     /// The node the current leadership holds.
     pub(crate) fn leader_node(&self) -> Option<String> {
-        self.state.lock().holding.as_ref().map(Holding::node)
+        self.state.lock().holding.as_ref().map(Holding::lock_path)
     }
 
     /// The current leadership's safe horizon.
@@ -493,14 +493,14 @@ impl Election {
         if self.client.is_connected() {
             return true;
         }
-        let (_handle, states) = crate::internals::state_changes(&self.client);
+        let (_handle, states) = crate::locks::internals::state_changes(&self.client);
         let never = crossbeam_channel::never::<()>();
         while !self.client.is_connected() {
             if self.client.is_closed() {
                 return false;
             }
-            match crate::wait::wait_or_cancel(&self.client, &never, &states, None, cancel) {
-                crate::wait::Woken::Closed | crate::wait::Woken::Cancelled => return false,
+            match crate::core::wait::wait_or_cancel(&self.client, &never, &states, None, cancel) {
+                crate::core::wait::Woken::Closed | crate::core::wait::Woken::Cancelled => return false,
                 _ => {}
             }
         }
@@ -537,7 +537,7 @@ impl Election {
                 // Not leader when the time came: a value while connected,
                 // the reason otherwise (refused, TLS, ...).
                 Some(d) if d <= Instant::now() => {
-                    return crate::internals::timed_out::<()>(&self.client).map(|_| false);
+                    return crate::locks::internals::timed_out::<()>(&self.client).map(|_| false);
                 }
                 Some(d) => {
                     let _ = self.changed.wait_until(&mut st, d);

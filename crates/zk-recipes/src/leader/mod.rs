@@ -10,19 +10,72 @@
 //! [`crate::guide::leader`] for the state model, the two
 //! [`SuspendPolicy`]s, fencing, the observer and Curator interop.
 
+pub(crate) mod builder;
 mod candidate;
-mod contender;
-mod election;
-mod latch;
-mod observer;
+pub(crate) mod contender;
+pub(crate) mod election;
+pub(crate) mod latch;
+pub(crate) mod observer;
 mod participant;
-mod selector;
+pub(crate) mod selector;
 
-/// An election's participants are [`crate::inspect::Participant`]s (the one
-/// participant type): `holds` is whether it leads, `fencing_token` its term.
-pub use crate::inspect::Participant;
-pub use contender::Contender;
-pub use election::{LeaderEvent, LeaderStatus, NotLeaderReason, SuspendPolicy};
-pub use latch::{CloseMode, LeaderLatch, LeaderLatchBuilder};
-pub use observer::{ElectionKind, LeaderObserver};
-pub use selector::{LeaderSelector, LeaderSelectorBuilder, Leadership};
+// The earlier paths of this family's items, as deprecated aliases of the
+// crate root's (one path per item).
+
+/// The earlier path of [`crate::Participant`].
+#[deprecated(since = "0.1.0", note = "import it from the crate root: `zk_recipes::Participant`")]
+pub type Participant = crate::locks::participants::Participant;
+/// The earlier path of [`crate::Contender`].
+#[deprecated(since = "0.1.0", note = "import it from the crate root: `zk_recipes::Contender`")]
+pub type Contender<K> = crate::leader::contender::Contender<K>;
+/// The earlier path of [`crate::LeaderEvent`].
+#[deprecated(since = "0.1.0", note = "import it from the crate root: `zk_recipes::LeaderEvent`")]
+pub type LeaderEvent = crate::leader::election::LeaderEvent;
+/// The earlier path of [`crate::LeaderStatus`].
+#[deprecated(since = "0.1.0", note = "import it from the crate root: `zk_recipes::LeaderStatus`")]
+pub type LeaderStatus = crate::leader::election::LeaderStatus;
+/// The earlier path of [`crate::NotLeaderReason`].
+#[deprecated(
+    since = "0.1.0",
+    note = "import it from the crate root: `zk_recipes::NotLeaderReason`"
+)]
+pub type NotLeaderReason = crate::leader::election::NotLeaderReason;
+/// The earlier path of [`crate::SuspendPolicy`].
+#[deprecated(since = "0.1.0", note = "import it from the crate root: `zk_recipes::SuspendPolicy`")]
+pub type SuspendPolicy = crate::leader::election::SuspendPolicy;
+/// The earlier path of [`crate::CloseMode`].
+#[deprecated(since = "0.1.0", note = "import it from the crate root: `zk_recipes::CloseMode`")]
+pub type CloseMode = crate::leader::latch::CloseMode;
+/// The earlier path of [`crate::LeaderLatch`].
+#[deprecated(since = "0.1.0", note = "import it from the crate root: `zk_recipes::LeaderLatch`")]
+pub type LeaderLatch = crate::leader::latch::LeaderLatch;
+/// The earlier path of [`crate::LeaderLatchBuilder`].
+#[deprecated(
+    since = "0.1.0",
+    note = "import it from the crate root: `zk_recipes::LeaderLatchBuilder`"
+)]
+pub type LeaderLatchBuilder = crate::leader::latch::LeaderLatchBuilder;
+/// The earlier path of [`crate::ElectionKind`].
+#[deprecated(since = "0.1.0", note = "import it from the crate root: `zk_recipes::ElectionKind`")]
+pub type ElectionKind = crate::leader::observer::ElectionKind;
+/// The earlier path of [`crate::LeaderObserver`].
+#[deprecated(
+    since = "0.1.0",
+    note = "import it from the crate root: `zk_recipes::LeaderObserver`"
+)]
+pub type LeaderObserver = crate::leader::observer::LeaderObserver;
+/// The earlier path of [`crate::LeaderSelector`].
+#[deprecated(
+    since = "0.1.0",
+    note = "import it from the crate root: `zk_recipes::LeaderSelector`"
+)]
+pub type LeaderSelector = crate::leader::selector::LeaderSelector;
+/// The earlier path of [`crate::LeaderSelectorBuilder`].
+#[deprecated(
+    since = "0.1.0",
+    note = "import it from the crate root: `zk_recipes::LeaderSelectorBuilder`"
+)]
+pub type LeaderSelectorBuilder = crate::leader::selector::LeaderSelectorBuilder;
+/// The earlier path of [`crate::Leadership`].
+#[deprecated(since = "0.1.0", note = "import it from the crate root: `zk_recipes::Leadership`")]
+pub type Leadership = crate::leader::selector::Leadership;

@@ -9,13 +9,13 @@ use parking_lot::Mutex;
 use zk_framework::CuratorFramework;
 
 use super::participant;
+use crate::core::queue;
+use crate::core::wait::{wait_or_cancel, Woken};
 use crate::core::{Backoff, Subscribers, Worker};
-use crate::driver::Driver;
 use crate::error::Result;
-use crate::inspect::Participant;
-use crate::internals::state_changes;
-use crate::queue;
-use crate::wait::{wait_or_cancel, Woken};
+use crate::locks::driver::Driver;
+use crate::locks::internals::state_changes;
+use crate::locks::participants::Participant;
 
 /// Which recipe's election an observer watches (their nodes sort
 /// differently: see [`crate::guide::leader`]).
@@ -23,7 +23,7 @@ use crate::wait::{wait_or_cancel, Woken};
 /// # Examples
 ///
 /// ```
-/// assert_eq!(zk_recipes::leader::ElectionKind::Latch.lock_name(), "latch-");
+/// assert_eq!(zk_recipes::ElectionKind::Latch.lock_name(), "latch-");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ElectionKind {
@@ -40,12 +40,12 @@ impl ElectionKind {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(zk_recipes::leader::ElectionKind::Selector.lock_name(), "lock-");
+    /// assert_eq!(zk_recipes::ElectionKind::Selector.lock_name(), "lock-");
     /// ```
     pub fn lock_name(self) -> &'static str {
         match self {
-            ElectionKind::Latch => crate::driver::LATCH_LOCK_NAME,
-            ElectionKind::Selector => crate::driver::MUTEX_LOCK_NAME,
+            ElectionKind::Latch => crate::locks::driver::LATCH_LOCK_NAME,
+            ElectionKind::Selector => crate::locks::driver::MUTEX_LOCK_NAME,
         }
     }
 
@@ -79,7 +79,7 @@ impl ElectionKind {
 /// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
 /// # client.block_until_connected(std::time::Duration::from_secs(10))?;
 /// use std::time::Duration;
-/// use zk_recipes::leader::{ElectionKind, LeaderLatch, LeaderObserver};
+/// use zk_recipes::{ElectionKind, LeaderLatch, LeaderObserver};
 ///
 /// let observer = LeaderObserver::new(&client, "/services/search/leader", ElectionKind::Latch)?;
 /// let changes = observer.events();
@@ -157,7 +157,7 @@ impl LeaderObserver {
     /// # Examples
     ///
     /// ```no_run
-    /// use zk_recipes::leader::{ElectionKind, LeaderObserver};
+    /// use zk_recipes::{ElectionKind, LeaderObserver};
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// let observer = LeaderObserver::new(&client, "/election", ElectionKind::Latch)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -192,7 +192,7 @@ impl LeaderObserver {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// # let observer = zk_recipes::leader::LeaderObserver::new(&client, "/election", zk_recipes::leader::ElectionKind::Latch)?;
+    /// # let observer = zk_recipes::LeaderObserver::new(&client, "/election", zk_recipes::ElectionKind::Latch)?;
     /// if let Some(l) = observer.leader() { println!("{} leads in term {}", l.id, l.fencing_token) }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -207,7 +207,7 @@ impl LeaderObserver {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// # let observer = zk_recipes::leader::LeaderObserver::new(&client, "/election", zk_recipes::leader::ElectionKind::Latch)?;
+    /// # let observer = zk_recipes::LeaderObserver::new(&client, "/election", zk_recipes::ElectionKind::Latch)?;
     /// for leader in observer.events() {
     ///     println!("now: {:?}", leader.map(|l| l.id));
     /// }
@@ -227,7 +227,7 @@ impl LeaderObserver {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// # let observer = zk_recipes::leader::LeaderObserver::new(&client, "/election", zk_recipes::leader::ElectionKind::Latch)?;
+    /// # let observer = zk_recipes::LeaderObserver::new(&client, "/election", zk_recipes::ElectionKind::Latch)?;
     /// #[allow(deprecated)]
     /// let changes = observer.changes();
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -243,7 +243,7 @@ impl LeaderObserver {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let observer = zk_recipes::leader::LeaderObserver::new(&client, "/election", zk_recipes::leader::ElectionKind::Latch)?;
+    /// let observer = zk_recipes::LeaderObserver::new(&client, "/election", zk_recipes::ElectionKind::Latch)?;
     /// observer.close();
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -283,7 +283,7 @@ fn observe(inner: &Inner, cancel: &Receiver<()>) {
             }
         };
         let read = (|| -> Result<()> {
-            let Some(kids) = queue::sorted(client, &inner.path, driver)? else {
+            let Some(kids) = super::participant::sorted(client, &inner.path, driver)? else {
                 publish(inner, None);
                 let tx = tx.clone();
                 client.exists_w_detached(&inner.path, watcher.clone(), move |r| {

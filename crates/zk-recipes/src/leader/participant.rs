@@ -3,10 +3,10 @@
 
 use zk_framework::CuratorFramework;
 
-use crate::driver::Driver;
+use crate::core::queue;
 use crate::error::Result;
-use crate::inspect::{Participant, ParticipantKind};
-use crate::queue;
+use crate::locks::driver::Driver;
+use crate::locks::participants::{Participant, ParticipantKind};
 
 /// The participants of the election at `path` whose nodes sort with
 /// `driver`, in election order; the first readable node is the leader.
@@ -15,9 +15,21 @@ pub(crate) fn read(client: &CuratorFramework, path: &str, driver: Driver) -> Res
     read_up_to(client, path, driver, None)
 }
 
+/// The children of `path` in `driver`'s order (`None`: it does not exist).
+///
+/// # Errors
+///
+/// The listing's failure other than `NoNode`.
+pub(crate) fn sorted(client: &CuratorFramework, path: &str, driver: Driver) -> Result<Option<Vec<String>>> {
+    Ok(queue::children(client, path)?.map(|mut kids| {
+        driver.sort(&mut kids);
+        kids
+    }))
+}
+
 /// The first `limit` readable participants (`None`: all), in election order.
 fn read_up_to(client: &CuratorFramework, path: &str, driver: Driver, limit: Option<usize>) -> Result<Vec<Participant>> {
-    let Some(kids) = queue::sorted(client, path, driver)? else {
+    let Some(kids) = sorted(client, path, driver)? else {
         return Ok(Vec::new());
     };
     let nodes = queue::read(client, path, kids, limit, None::<&queue::NoWatch>)?;
@@ -59,7 +71,7 @@ pub(crate) fn id_or_identity(client: &CuratorFramework, id: Option<String>) -> R
             check_id(&id)?;
             Ok(id)
         }
-        None => Ok(String::from_utf8_lossy(&crate::identity::node_data(client)).into_owned()),
+        None => Ok(String::from_utf8_lossy(&crate::locks::identity::node_data(client)).into_owned()),
     }
 }
 
@@ -67,18 +79,18 @@ pub(crate) fn id_or_identity(client: &CuratorFramework, id: Option<String>) -> R
 /// [`MAX_ID_LEN`] bytes, no control characters.
 pub(crate) fn check_id(id: &str) -> Result<()> {
     if id.is_empty() {
-        return Err(crate::Error::InvalidArgument(
+        return Err(crate::error::Error::InvalidArgument(
             "an empty participant id (leave it unset for the default, this process's identity)".into(),
         ));
     }
     if id.len() > MAX_ID_LEN {
-        return Err(crate::Error::InvalidArgument(format!(
+        return Err(crate::error::Error::InvalidArgument(format!(
             "a participant id of {} bytes (at most {MAX_ID_LEN})",
             id.len()
         )));
     }
     if id.chars().any(char::is_control) {
-        return Err(crate::Error::InvalidArgument(format!(
+        return Err(crate::error::Error::InvalidArgument(format!(
             "a participant id with a control character: {id:?}"
         )));
     }

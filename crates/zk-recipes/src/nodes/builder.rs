@@ -5,11 +5,49 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
-use zk_framework::CuratorFramework;
+use zk_framework::{CreateMode, CuratorFramework};
 
-use super::{Fact, Inner, PersistentNode, Spec, State};
 use crate::core::{Stage, Subscribers};
 use crate::error::{Error, Result};
+use crate::nodes::node::PersistentNode;
+use crate::nodes::state::{Fact, Inner, Spec, State};
+
+impl PersistentNode {
+    /// A builder for a node at `path` in `mode` (for a sequential mode,
+    /// `path` is the prefix of the name).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let n = zk_recipes::PersistentNode::builder(&client, "/a", zk_framework::CreateMode::Ephemeral).build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn builder(client: &CuratorFramework, path: &str, mode: CreateMode) -> PersistentNodeBuilder {
+        PersistentNodeBuilder {
+            client: client.clone(),
+            spec: Spec {
+                recipe: "PersistentNode",
+                path: path.to_string(),
+                mode,
+                protected: mode.is_sequential(),
+                ttl: None,
+                parents: true,
+                delete_on_close: true,
+            },
+            data: client.default_data().to_vec(),
+        }
+    }
+
+    pub(crate) fn from_spec(client: &CuratorFramework, spec: Spec, data: Vec<u8>) -> Result<PersistentNode> {
+        PersistentNodeBuilder {
+            client: client.clone(),
+            spec,
+            data,
+        }
+        .build()
+    }
+}
 
 /// Builds a [`PersistentNode`]: [`PersistentNode::builder`].
 #[must_use = "a builder does nothing until build()"]
@@ -36,7 +74,7 @@ impl PersistentNodeBuilder {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let n = zk_recipes::nodes::PersistentNode::builder(&client, "/a", zk_framework::CreateMode::Ephemeral)
+    /// let n = zk_recipes::PersistentNode::builder(&client, "/a", zk_framework::CreateMode::Ephemeral)
     ///     .data(b"x".to_vec())
     ///     .build()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -56,7 +94,7 @@ impl PersistentNodeBuilder {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let n = zk_recipes::nodes::PersistentNode::builder(&client, "/a/n-", zk_framework::CreateMode::EphemeralSequential)
+    /// let n = zk_recipes::PersistentNode::builder(&client, "/a/n-", zk_framework::CreateMode::EphemeralSequential)
     ///     .protected(true)
     ///     .build()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -72,7 +110,7 @@ impl PersistentNodeBuilder {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let n = zk_recipes::nodes::PersistentNode::builder(&client, "/a", zk_framework::CreateMode::PersistentWithTtl)
+    /// let n = zk_recipes::PersistentNode::builder(&client, "/a", zk_framework::CreateMode::PersistentWithTtl)
     ///     .ttl(std::time::Duration::from_secs(30))
     ///     .build()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -89,7 +127,7 @@ impl PersistentNodeBuilder {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let n = zk_recipes::nodes::PersistentNode::builder(&client, "/a/b", zk_framework::CreateMode::Ephemeral)
+    /// let n = zk_recipes::PersistentNode::builder(&client, "/a/b", zk_framework::CreateMode::Ephemeral)
     ///     .parent_creation(false)
     ///     .build()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -114,7 +152,7 @@ impl PersistentNodeBuilder {
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// use zk_framework::CreateMode;
-    /// assert!(zk_recipes::nodes::PersistentNode::builder(&client, "/a", CreateMode::PersistentWithTtl).build().is_err());
+    /// assert!(zk_recipes::PersistentNode::builder(&client, "/a", CreateMode::PersistentWithTtl).build().is_err());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn build(self) -> Result<PersistentNode> {
@@ -141,7 +179,7 @@ impl PersistentNodeBuilder {
             wake: crossbeam_channel::bounded(1),
             fired: crossbeam_channel::bounded(1),
             worker: Mutex::new(None),
-            metrics: super::metrics::Handles::new(&path),
+            metrics: crate::nodes::metrics::Handles::new(&path),
         })))
     }
 }

@@ -8,33 +8,13 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Receiver;
 use zk_framework::{CreateMode, CuratorFramework};
 
-use super::{PersistentNode, Registration, Spec};
-use crate::cache::{Freshness, PathChildrenCache, PathChildrenCacheEvent};
+use crate::cache::bridges::{PathChildrenCache, PathChildrenCacheEvent};
 use crate::core::{Stage, STOP_BOUND};
 use crate::error::{Error, Result};
-
-/// What a [`GroupMember`]'s [`events`](GroupMember::events) tell: this
-/// member's registration and the group's changes, on one channel. Each kind
-/// comes in its own order (a registration never after a newer one, the
-/// group's changes as its cache saw them); the two are independent facts.
-///
-/// # Examples
-///
-/// ```
-/// use zk_recipes::nodes::{AbsentReason, MemberEvent, Registration};
-/// let ev = MemberEvent::Registration(Registration::Absent { why: AbsentReason::NotStarted });
-/// assert!(matches!(ev, MemberEvent::Registration(r) if !r.is_registered()));
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum MemberEvent {
-    /// This member's registration changed (as
-    /// [`PersistentNode::events`] tells it; the first event says where it
-    /// stands).
-    Registration(Registration),
-    /// The group changed (as [`PathChildrenCache::events`] tells it).
-    Group(PathChildrenCacheEvent),
-}
+use crate::freshness::Freshness;
+use crate::nodes::node::PersistentNode;
+use crate::nodes::registration::{MemberEvent, Registration};
+use crate::nodes::state::Spec;
 
 /// A member of a group, wire-compatible with Curator's `GroupMember`: this
 /// member is the ephemeral node `<group>/<id>` (no protection, no sequence)
@@ -44,7 +24,7 @@ pub enum MemberEvent {
 /// [`PathChildrenCache`] of `<group>`, so Java and Rust members see one
 /// group. Two members with one id collide: the second is not registered
 /// while the first's node is there
-/// ([`AbsentReason::OwnedByAnotherSession`](super::AbsentReason::OwnedByAnotherSession);
+/// ([`AbsentReason::OwnedByAnotherSession`](crate::AbsentReason::OwnedByAnotherSession);
 /// Curator's second member takes the node over). A close leaves no member
 /// node, not even one a create in flight at `close()` makes (see
 /// [`PersistentNode::close`]). Clones share this member; it closes at
@@ -57,7 +37,7 @@ pub enum MemberEvent {
 /// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
 /// # client.block_until_connected(std::time::Duration::from_secs(10))?;
 /// use std::time::Duration;
-/// use zk_recipes::nodes::GroupMember;
+/// use zk_recipes::GroupMember;
 ///
 /// let me = GroupMember::new(&client, "/groups/workers", "w1", b"10.0.0.1".to_vec())?;
 /// me.start()?;
@@ -122,7 +102,7 @@ impl GroupMember {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// assert!(zk_recipes::nodes::GroupMember::new(&client, "/g", "a/b", vec![]).is_err());
+    /// assert!(zk_recipes::GroupMember::new(&client, "/g", "a/b", vec![]).is_err());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn new(client: &CuratorFramework, group_path: &str, id: &str, data: Vec<u8>) -> Result<GroupMember> {
@@ -173,7 +153,7 @@ impl GroupMember {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let m = zk_recipes::nodes::GroupMember::new(&client, "/g", "a", vec![])?;
+    /// let m = zk_recipes::GroupMember::new(&client, "/g", "a", vec![])?;
     /// m.start()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -200,7 +180,7 @@ impl GroupMember {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let m = zk_recipes::nodes::GroupMember::new(&client, "/g", "a", vec![])?;
+    /// let m = zk_recipes::GroupMember::new(&client, "/g", "a", vec![])?;
     /// m.start()?;
     /// m.close()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -215,7 +195,7 @@ impl GroupMember {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let m = zk_recipes::nodes::GroupMember::new(&client, "/g", "a", vec![])?;
+    /// let m = zk_recipes::GroupMember::new(&client, "/g", "a", vec![])?;
     /// assert_eq!(m.id(), "a");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -235,7 +215,7 @@ impl GroupMember {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let m = zk_recipes::nodes::GroupMember::new(&client, "/g", "a", vec![])?;
+    /// let m = zk_recipes::GroupMember::new(&client, "/g", "a", vec![])?;
     /// m.set_this_data(b"busy".to_vec())?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -250,7 +230,7 @@ impl GroupMember {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let m = zk_recipes::nodes::GroupMember::new(&client, "/g", "a", vec![])?;
+    /// let m = zk_recipes::GroupMember::new(&client, "/g", "a", vec![])?;
     /// assert!(!m.registration().is_registered());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -269,8 +249,8 @@ impl GroupMember {
     /// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
     /// # client.block_until_connected(std::time::Duration::from_secs(10))?;
     /// use std::time::Duration;
-    /// use zk_recipes::cache::PathChildrenCacheEvent;
-    /// use zk_recipes::nodes::{GroupMember, MemberEvent};
+    /// use zk_recipes::PathChildrenCacheEvent;
+    /// use zk_recipes::{GroupMember, MemberEvent};
     ///
     /// let m = GroupMember::new(&client, "/g", "a", b"x".to_vec())?;
     /// let events = m.events();
@@ -304,7 +284,7 @@ impl GroupMember {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let m = zk_recipes::nodes::GroupMember::new(&client, "/g", "a", vec![])?;
+    /// let m = zk_recipes::GroupMember::new(&client, "/g", "a", vec![])?;
     /// #[allow(deprecated)]
     /// let events = m.registration_events();
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -326,7 +306,7 @@ impl GroupMember {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let m = zk_recipes::nodes::GroupMember::new(&client, "/g", "a", vec![])?;
+    /// let m = zk_recipes::GroupMember::new(&client, "/g", "a", vec![])?;
     /// m.start()?;
     /// m.wait_for_registration_for(std::time::Duration::from_secs(5))?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -343,7 +323,7 @@ impl GroupMember {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let m = zk_recipes::nodes::GroupMember::new(&client, "/g", "a", vec![])?;
+    /// let m = zk_recipes::GroupMember::new(&client, "/g", "a", vec![])?;
     /// m.start()?;
     /// assert!(m.members().contains_key("a"));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -368,7 +348,7 @@ impl GroupMember {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let m = zk_recipes::nodes::GroupMember::new(&client, "/g", "a", vec![])?;
+    /// let m = zk_recipes::GroupMember::new(&client, "/g", "a", vec![])?;
     /// assert!(m.current_members().is_err()); // not started
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -383,7 +363,7 @@ impl GroupMember {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let m = zk_recipes::nodes::GroupMember::new(&client, "/g", "a", vec![])?;
+    /// let m = zk_recipes::GroupMember::new(&client, "/g", "a", vec![])?;
     /// assert!(!m.freshness().is_current());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -398,7 +378,7 @@ impl GroupMember {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let m = zk_recipes::nodes::GroupMember::new(&client, "/g", "a", vec![])?;
+    /// let m = zk_recipes::GroupMember::new(&client, "/g", "a", vec![])?;
     /// m.start()?;
     /// m.wait_current_for(std::time::Duration::from_secs(5));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -415,7 +395,7 @@ impl GroupMember {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let m = zk_recipes::nodes::GroupMember::new(&client, "/g", "a", vec![])?;
+    /// let m = zk_recipes::GroupMember::new(&client, "/g", "a", vec![])?;
     /// #[allow(deprecated)]
     /// let changes = m.group_events();
     /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -13,9 +13,11 @@ use crossbeam_channel::Receiver;
 use zk_framework::proto::ErrorCode;
 use zk_framework::{ConnectionState, CreateMode, CuratorFramework, SessionHealth};
 
-use super::{AbsentReason, Fact, Inner, MemberEvent, Registration, State, UncertainReason, REQUEST_BOUND};
 use crate::core::{Backoff, Stage, STOP_BOUND};
 use crate::error::{Error, Result};
+use crate::nodes::registration::MemberEvent;
+use crate::nodes::registration::{AbsentReason, Registration, UncertainReason};
+use crate::nodes::state::{Fact, Inner, State, REQUEST_BOUND};
 
 /// A close begun ([`Inner::close_begin`]): the node to delete and the thread
 /// to wait for.

@@ -1,11 +1,14 @@
-//! What a node's registration says: [`Registration`] and its reasons.
+//! What a node's registration says: [`Registration`] and its reasons, and
+//! what a group member tells ([`MemberEvent`]).
+
+use crate::cache::bridges::PathChildrenCacheEvent;
 
 /// Whether a node is in place, as far as this process can know.
 ///
 /// # Examples
 ///
 /// ```
-/// use zk_recipes::nodes::{AbsentReason, Registration};
+/// use zk_recipes::{AbsentReason, Registration};
 /// let r = Registration::Absent { why: AbsentReason::NotStarted };
 /// assert!(!r.is_registered());
 /// ```
@@ -39,7 +42,7 @@ impl Registration {
     /// # Examples
     ///
     /// ```
-    /// let r = zk_recipes::nodes::Registration::Registered { path: "/services/a".into() };
+    /// let r = zk_recipes::Registration::Registered { path: "/services/a".into() };
     /// assert!(r.is_registered());
     /// ```
     pub fn is_registered(&self) -> bool {
@@ -52,8 +55,8 @@ impl Registration {
 /// # Examples
 ///
 /// ```
-/// let why = zk_recipes::nodes::UncertainReason::Disconnected;
-/// assert_ne!(why, zk_recipes::nodes::UncertainReason::Unproven);
+/// let why = zk_recipes::UncertainReason::Disconnected;
+/// assert_ne!(why, zk_recipes::UncertainReason::Unproven);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -73,7 +76,7 @@ pub enum UncertainReason {
 /// # Examples
 ///
 /// ```
-/// let why = zk_recipes::nodes::AbsentReason::Deleted;
+/// let why = zk_recipes::AbsentReason::Deleted;
 /// assert_eq!(format!("{why:?}"), "Deleted");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,4 +110,27 @@ pub enum AbsentReason {
     /// The server refused the create for another reason (tried again with
     /// a growing pause).
     Refused(zk_framework::Error),
+}
+
+/// What a [`GroupMember`](crate::GroupMember)'s [`events`](crate::GroupMember::events) tell: this
+/// member's registration and the group's changes, on one channel. Each kind
+/// comes in its own order (a registration never after a newer one, the
+/// group's changes as its cache saw them); the two are independent facts.
+///
+/// # Examples
+///
+/// ```
+/// use zk_recipes::{AbsentReason, MemberEvent, Registration};
+/// let ev = MemberEvent::Registration(Registration::Absent { why: AbsentReason::NotStarted });
+/// assert!(matches!(ev, MemberEvent::Registration(r) if !r.is_registered()));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MemberEvent {
+    /// This member's registration changed (as
+    /// [`PersistentNode::events`](crate::PersistentNode::events) tells it; the first event says where it
+    /// stands).
+    Registration(Registration),
+    /// The group changed (as [`PathChildrenCache::events`](crate::PathChildrenCache::events) tells it).
+    Group(PathChildrenCacheEvent),
 }

@@ -5,9 +5,11 @@ use std::time::{Duration, Instant};
 
 use zk_framework::{CreateMode, CuratorFramework};
 
-use super::{Inner, PersistentNode, Registration, Spec, REQUEST_BOUND};
 use crate::core::{Stage, Worker, STOP_BOUND};
 use crate::error::Result;
+use crate::nodes::node::PersistentNode;
+use crate::nodes::registration::Registration;
+use crate::nodes::state::{Inner, Spec, REQUEST_BOUND};
 
 /// The touch child's name (Curator's `DEFAULT_CHILD_NODE_NAME`).
 pub const TOUCH_NODE_NAME: &str = "touch";
@@ -39,7 +41,7 @@ pub const TOUCH_NODE_NAME: &str = "touch";
 /// A server without TTL nodes (`zookeeper.extendedTypesEnabled` off) is
 /// told as [`Error::TtlNotEnabled`](crate::Error::TtlNotEnabled) by
 /// [`wait_for_initial_create_for`](Self::wait_for_initial_create_for) and as
-/// [`AbsentReason::TtlNotEnabled`](super::AbsentReason::TtlNotEnabled) by
+/// [`AbsentReason::TtlNotEnabled`](crate::AbsentReason::TtlNotEnabled) by
 /// the registration, and nothing is sent again until a reconnect.
 ///
 /// # Examples
@@ -47,7 +49,7 @@ pub const TOUCH_NODE_NAME: &str = "touch";
 /// ```no_run
 /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
 /// use std::time::Duration;
-/// let node = zk_recipes::nodes::PersistentTtlNode::new(&client, "/jobs/worker-1", Duration::from_secs(30), b"busy".to_vec())?;
+/// let node = zk_recipes::PersistentTtlNode::new(&client, "/jobs/worker-1", Duration::from_secs(30), b"busy".to_vec())?;
 /// node.start()?;
 /// node.wait_for_initial_create_for(Duration::from_secs(10))?;
 /// node.close()?; // gone about 30 s after the last touch
@@ -116,7 +118,7 @@ impl PersistentTtlNode {
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// let zero = std::time::Duration::ZERO;
-    /// assert!(zk_recipes::nodes::PersistentTtlNode::new(&client, "/a", zero, vec![]).is_err());
+    /// assert!(zk_recipes::PersistentTtlNode::new(&client, "/a", zero, vec![]).is_err());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn new(client: &CuratorFramework, path: &str, ttl: Duration, data: Vec<u8>) -> Result<PersistentTtlNode> {
@@ -149,7 +151,7 @@ impl PersistentTtlNode {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let n = zk_recipes::nodes::PersistentTtlNode::new(&client, "/a", std::time::Duration::from_secs(10), vec![])?;
+    /// let n = zk_recipes::PersistentTtlNode::new(&client, "/a", std::time::Duration::from_secs(10), vec![])?;
     /// n.start()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -204,7 +206,7 @@ impl PersistentTtlNode {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let n = zk_recipes::nodes::PersistentTtlNode::new(&client, "/a", std::time::Duration::from_secs(10), vec![])?;
+    /// let n = zk_recipes::PersistentTtlNode::new(&client, "/a", std::time::Duration::from_secs(10), vec![])?;
     /// n.start()?;
     /// n.close()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -224,7 +226,7 @@ impl PersistentTtlNode {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let n = zk_recipes::nodes::PersistentTtlNode::new(&client, "/a", std::time::Duration::from_secs(10), vec![])?;
+    /// let n = zk_recipes::PersistentTtlNode::new(&client, "/a", std::time::Duration::from_secs(10), vec![])?;
     /// n.start()?;
     /// match n.wait_for_initial_create_for(std::time::Duration::from_secs(5)) {
     ///     Err(zk_recipes::Error::TtlNotEnabled { .. }) => eprintln!("enable zookeeper.extendedTypesEnabled"),
@@ -247,7 +249,7 @@ impl PersistentTtlNode {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let n = zk_recipes::nodes::PersistentTtlNode::new(&client, "/a", std::time::Duration::from_secs(10), vec![])?;
+    /// let n = zk_recipes::PersistentTtlNode::new(&client, "/a", std::time::Duration::from_secs(10), vec![])?;
     /// n.start()?;
     /// let now = n.wait_registered_for(std::time::Duration::from_secs(5))?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -263,7 +265,7 @@ impl PersistentTtlNode {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let n = zk_recipes::nodes::PersistentTtlNode::new(&client, "/a", std::time::Duration::from_secs(10), vec![])?;
+    /// let n = zk_recipes::PersistentTtlNode::new(&client, "/a", std::time::Duration::from_secs(10), vec![])?;
     /// let events = n.events();
     /// n.start()?;
     /// println!("{:?}", events.recv()?);
@@ -279,7 +281,7 @@ impl PersistentTtlNode {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let n = zk_recipes::nodes::PersistentTtlNode::new(&client, "/a", std::time::Duration::from_secs(10), vec![])?;
+    /// let n = zk_recipes::PersistentTtlNode::new(&client, "/a", std::time::Duration::from_secs(10), vec![])?;
     /// println!("{:?}", n.registration());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -293,7 +295,7 @@ impl PersistentTtlNode {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let n = zk_recipes::nodes::PersistentTtlNode::new(&client, "/a", std::time::Duration::from_secs(10), vec![])?;
+    /// let n = zk_recipes::PersistentTtlNode::new(&client, "/a", std::time::Duration::from_secs(10), vec![])?;
     /// n.node().set_data(b"v2".to_vec())?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

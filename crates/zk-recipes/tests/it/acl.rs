@@ -123,7 +123,7 @@ fn a_per_path_provider_sees_the_namespaced_path_and_with_acl_overrides_the_node_
     assert_eq!(reader.get_acl("/app/config/open").unwrap().0, Acl::open_unsafe());
     assert_eq!(reader.get_acl("/app/locks").unwrap().0, alice_only());
     assert_eq!(reader.get_acl("/app/locks/x").unwrap().0, alice_only());
-    let node = format!("/app{}", g.holding().node());
+    let node = format!("/app{}", g.lock_path());
     assert_eq!(reader.get_acl(&node).unwrap().0, alice_only());
     drop(g);
     c.close();
@@ -156,7 +156,7 @@ fn a_session_without_the_credentials_cannot_touch_a_creator_only_lock() {
     let owner = secure_client(&s, Some(ALICE), FixedAclProvider::creator_all());
     let lock = InterProcessMutex::new(&owner, "/locks/private").unwrap();
     let held = lock.acquire().unwrap();
-    let node = held.holding().node();
+    let node = held.lock_path();
 
     // Mallory's session (other credentials) and an anonymous one, whose retry policy
     // sleeps 2 s before any retry: an acquire that retried could not meet the bound.
@@ -329,7 +329,7 @@ fn scoped_acl_keeps_parents_open_for_a_sibling_lock() {
     );
     let (lock_acl, _) = alice.zookeeper_client().get_acl("/team/deploy").unwrap();
     assert_eq!(lock_acl, vec![Acl::digest("alice", "alice-secret", perms::ALL)]);
-    let node = g.holding().node();
+    let node = g.lock_path();
     let (node_acl, _) = alice.zookeeper_client().get_acl(&node).unwrap();
     assert_eq!(node_acl, lock_acl);
 

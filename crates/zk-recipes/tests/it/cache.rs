@@ -18,9 +18,9 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
 use zk_framework::{CuratorFramework, ExponentialBackoffRetry};
-use zk_recipes::cache::{CacheEvent, ChildData, CuratorCache, Freshness};
-use zk_recipes::watch::{PersistentWatcher, WatcherEvent};
 use zk_recipes::Error;
+use zk_recipes::{CacheEvent, ChildData, CuratorCache, Freshness};
+use zk_recipes::{PersistentWatcher, WatcherEvent};
 use zk_testing::proxy::FaultProxy;
 
 use crate::support::{client, init_log, server, timing, tree, wait_until};
@@ -790,7 +790,7 @@ fn node_cache_follows_one_node() {
     init_log();
     let s = server();
     let c = client(&s);
-    let n = zk_recipes::cache::NodeCache::new(&c, "/cc13/flag").unwrap();
+    let n = zk_recipes::NodeCache::new(&c, "/cc13/flag").unwrap();
     let rx = n.events();
     n.start().unwrap();
     assert!(n.wait_current_for(timing().wait()));
@@ -815,7 +815,7 @@ fn node_cache_follows_one_node() {
 
 #[test]
 fn path_children_cache_tells_children_and_members() {
-    use zk_recipes::cache::{PathChildrenCache, PathChildrenCacheEvent as P};
+    use zk_recipes::{PathChildrenCache, PathChildrenCacheEvent as P};
     init_log();
     let s = server();
     let proxy = FaultProxy::start(&s.connect_string()).unwrap();
@@ -1017,7 +1017,7 @@ fn ends<T: std::fmt::Debug>(rx: &Receiver<T>) {
 /// closes it (its channels end, its watch goes).
 #[test]
 fn clones_share_one_cache_and_the_last_drop_closes_it() {
-    use zk_recipes::cache::{NodeCache, PathChildrenCache};
+    use zk_recipes::{NodeCache, PathChildrenCache};
     send_sync::<CuratorCache>();
     send_sync::<NodeCache>();
     send_sync::<PathChildrenCache>();

@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 use zk_framework::{AddWatchMode, CuratorFramework, EventType, ExponentialBackoffRetry, KeeperState, WatchedEvent};
-use zk_recipes::cache::{CacheEvent, CuratorCache};
-use zk_recipes::watch::{PersistentWatcher, WatcherEvent};
+use zk_recipes::{CacheEvent, CuratorCache};
+use zk_recipes::{PersistentWatcher, WatcherEvent};
 use zk_testing::proxy::FaultProxy;
 
 use crate::support::{client, init_log, server, timing, wait_until};
@@ -736,8 +736,7 @@ fn a_cache_cut_off_under_writes_tells_its_events_in_zxid_order() {
         *newest = (*newest).max(shown);
     };
     for ev in &evs {
-        let node =
-            |d: &zk_recipes::cache::ChildData| (d.stat().czxid, d.stat().mzxid, d.data().unwrap_or_default().to_vec());
+        let node = |d: &zk_recipes::ChildData| (d.stat().czxid, d.stat().mzxid, d.data().unwrap_or_default().to_vec());
         match ev {
             CacheEvent::Created(d) => {
                 assert!(
@@ -755,7 +754,7 @@ fn a_cache_cut_off_under_writes_tells_its_events_in_zxid_order() {
             CacheEvent::Deleted(d) => {
                 assert_eq!(v.remove(d.path()), Some(node(d)), "deleted what was not shown");
             }
-            CacheEvent::Freshness(zk_recipes::cache::Freshness::Resyncing) => in_diff = true,
+            CacheEvent::Freshness(zk_recipes::Freshness::Resyncing) => in_diff = true,
             CacheEvent::Initialized => {
                 in_diff = false;
                 last = last.max(newest_shown);

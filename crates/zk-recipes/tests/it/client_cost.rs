@@ -149,7 +149,7 @@ fn a_leading_selector_runs_one_thread_and_a_signal_follows_its_leadership() {
     if in_own_process("client_cost::a_leading_selector_runs_one_thread_and_a_signal_follows_its_leadership") {
         return;
     }
-    use zk_recipes::leader::{LeaderEvent, LeaderSelector, NotLeaderReason};
+    use zk_recipes::{LeaderEvent, LeaderSelector, NotLeaderReason};
     let t = timing();
     let server = server();
     let c = client(&server);

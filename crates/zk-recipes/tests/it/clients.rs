@@ -6,8 +6,8 @@
 
 use std::time::Duration;
 
-use zk_recipes::identity::{HolderIdentity, ProcessIdentity};
-use zk_recipes::stats::{snapshot_of, LossCause};
+use zk_recipes::{lock_stats_of as snapshot_of, LossCause};
+use zk_recipes::{HolderIdentity, ProcessIdentity};
 use zk_recipes::{InterProcessMutex, InterProcessReadWriteLock, LockEvent, LockStatus};
 
 use crate::support::*;
@@ -17,8 +17,8 @@ fn closing_one_client_leaves_the_others_locks_signals_and_figures_alone() {
     let s = server();
     let t = timing();
     let (a, b, operator) = (client(&s), client(&s), client(&s));
-    zk_recipes::identity::set_process_name(&a, "client-a");
-    zk_recipes::identity::set_process_name(&b, "client-b");
+    zk_recipes::set_process_name(&a, "client-a");
+    zk_recipes::set_process_name(&b, "client-b");
 
     // b holds one lock, and waits for one that a holds and one the operator holds.
     let held_b = InterProcessMutex::new(&b, "/clients/held-by-b").unwrap();

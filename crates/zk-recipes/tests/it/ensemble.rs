@@ -527,7 +527,7 @@ fn managed_client_suspended_then_reconnected_when_its_follower_dies() {
 /// latch leads, and if leadership moved, the term grew.
 #[test]
 fn leader_latches_keep_one_leader_across_a_zookeeper_leader_kill() {
-    use zk_recipes::leader::LeaderLatch;
+    use zk_recipes::LeaderLatch;
     if !apache_or_skip("leader_latches_keep_one_leader_across_a_zookeeper_leader_kill") {
         return;
     }
@@ -597,7 +597,7 @@ fn leader_latches_keep_one_leader_across_a_zookeeper_leader_kill() {
 /// made through another server.
 #[test]
 fn a_cache_follows_its_subtree_across_a_server_kill() {
-    use zk_recipes::cache::{CacheEvent, CuratorCache};
+    use zk_recipes::{CacheEvent, CuratorCache};
     if !apache_or_skip("a_cache_follows_its_subtree_across_a_server_kill") {
         return;
     }
@@ -679,8 +679,8 @@ fn a_cache_follows_its_subtree_across_a_server_kill() {
 /// failover, counts each increment at most once.
 #[test]
 fn a_registration_and_a_counter_survive_a_server_kill() {
-    use zk_recipes::nodes::{PersistentNode, Registration};
     use zk_recipes::{DistributedAtomicLong, Outcome};
+    use zk_recipes::{PersistentNode, Registration};
     if !apache_or_skip("a_registration_and_a_counter_survive_a_server_kill") {
         return;
     }

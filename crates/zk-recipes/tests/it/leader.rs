@@ -26,11 +26,11 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
 use zk_framework::{CuratorFramework, ExponentialBackoffRetry};
-use zk_recipes::leader::{
+use zk_recipes::Error;
+use zk_recipes::{
     CloseMode, ElectionKind, LeaderEvent, LeaderLatch, LeaderObserver, LeaderSelector, LeaderStatus, NotLeaderReason,
     SuspendPolicy,
 };
-use zk_recipes::Error;
 use zk_testing::proxy::FaultProxy;
 use zk_testing::{wait_until, TestingServer};
 
@@ -123,8 +123,8 @@ fn curators_layout_protected_latch_nodes_with_the_id_as_data() {
     // The default id is the holder identity the locks write.
     let d = LeaderLatch::new(&c, "/leader/layout").unwrap();
     assert!(matches!(
-        zk_recipes::identity::HolderIdentity::parse(d.id().as_bytes()),
-        zk_recipes::identity::HolderIdentity::Process(_)
+        zk_recipes::HolderIdentity::parse(d.id().as_bytes()),
+        zk_recipes::HolderIdentity::Process(_)
     ));
     l.close().unwrap();
 }
@@ -834,15 +834,15 @@ fn an_elections_figures_count_leaderships_losses_and_time_as_leader() {
     admin.delete().for_path(&format!("/leader/figures/{node}")).unwrap();
     // Lost, rejoined, leads again; then resigns once.
     assert!(wait_until(timing().wait(), || {
-        zk_recipes::stats::snapshot_of(&c, "/leader/figures").is_some_and(|f| f.acquisitions == 2)
+        zk_recipes::lock_stats_of(&c, "/leader/figures").is_some_and(|f| f.acquisitions == 2)
     }));
     assert!(l.await_leadership_for(timing().wait()).unwrap());
     l.resign().unwrap();
     assert!(l.await_leadership_for(timing().wait()).unwrap());
     l.close().unwrap();
-    let f = zk_recipes::stats::snapshot_of(&c, "/leader/figures").unwrap();
+    let f = zk_recipes::lock_stats_of(&c, "/leader/figures").unwrap();
     assert_eq!(f.acquisitions, 3, "{f:?}");
-    assert_eq!(f.losses_by(zk_recipes::stats::LossCause::NodeDeleted), 1, "{f:?}");
+    assert_eq!(f.losses_by(zk_recipes::LossCause::NodeDeleted), 1, "{f:?}");
     assert_eq!(f.releases, 2, "{f:?}");
     assert_eq!(f.hold_time.count(), 3, "{f:?}");
     assert_eq!(f.holders, 0);

@@ -505,13 +505,13 @@ macro_rules! contract {
                 assert_eq!($c.session_id(), session, "the session survived the partition");
                 assert!(proxy.set_watches_delayed() >= 1, "the watches were re-registered late");
                 let losses = |cause| {
-                    zk_recipes::stats::snapshot($c)
+                    zk_recipes::lock_stats($c)
                         .iter()
                         .map(|l| l.losses_by(cause))
                         .sum::<u64>()
                 };
-                assert!(losses(zk_recipes::stats::LossCause::NodeDeleted) >= 1);
-                assert_eq!(losses(zk_recipes::stats::LossCause::SessionExpired), 0);
+                assert!(losses(zk_recipes::LossCause::NodeDeleted) >= 1);
+                assert_eq!(losses(zk_recipes::LossCause::SessionExpired), 0);
                 eprintln!("{polls} polls after the heal, none told held; events {told:?}");
                 rival_guard.release().unwrap();
                 let r = $g.release();

@@ -199,8 +199,8 @@ fn node_layout_matches_curator() {
     let (data, stat) = c.get_data(&path).unwrap();
     // The holder identity (the guide's "Operating locks"), keeping the client's
     // default data (Curator's: the host address) as its `addr`.
-    match zk_recipes::identity::HolderIdentity::parse(&data) {
-        zk_recipes::identity::HolderIdentity::Process(p) => assert_eq!(p.addr.as_bytes(), c.default_data()),
+    match zk_recipes::HolderIdentity::parse(&data) {
+        zk_recipes::HolderIdentity::Process(p) => assert_eq!(p.addr.as_bytes(), c.default_data()),
         other => panic!("node data is not the holder identity: {other:?}"),
     }
     assert_ne!(stat.ephemeral_owner, 0, "ephemeral");

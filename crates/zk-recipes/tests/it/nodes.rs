@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Receiver;
 use zk_framework::proto::OpCode;
 use zk_framework::{CreateMode, CuratorFramework};
-use zk_recipes::cache::PathChildrenCacheEvent;
-use zk_recipes::nodes::{
+use zk_recipes::Error;
+use zk_recipes::PathChildrenCacheEvent;
+use zk_recipes::{
     AbsentReason, GroupMember, MemberEvent, PersistentNode, PersistentTtlNode, Registration, UncertainReason,
 };
-use zk_recipes::Error;
 use zk_testing::proxy::FaultProxy;
 use zk_testing::{wait_until, TestingServer};
 

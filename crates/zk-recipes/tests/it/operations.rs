@@ -9,9 +9,12 @@ use std::time::Duration;
 
 use crate::support::{client, server, timing};
 use zk_framework::{CreateMode, OpResult};
-use zk_recipes::identity::HolderIdentity;
-use zk_recipes::inspect::{inspect, inspect_as, participants, LockLayout, ParticipantKind};
-use zk_recipes::stats::{snapshot_of, LossCause};
+use zk_recipes::HolderIdentity;
+use zk_recipes::{
+    inspect_lock as inspect, inspect_lock_as as inspect_as, lock_participants as participants, LockLayout,
+    ParticipantKind,
+};
+use zk_recipes::{lock_stats_of as snapshot_of, LossCause};
 use zk_recipes::{
     Error, InterProcessLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
     InterProcessSemaphoreV2, LockEvent, LockStatus, MultiLock,
@@ -499,7 +502,10 @@ fn stats_count_the_operations_run() {
     assert_eq!((st.acquisitions, st.timeouts, st.releases, st.holders), (2, 1, 2, 0));
 
     // Pruning a path's figures: a new instance on it starts afresh.
-    assert_eq!(zk_recipes::stats::forget(&c, &spath).map(|s| s.acquisitions), Some(2));
+    assert_eq!(
+        zk_recipes::forget_lock_stats(&c, &spath).map(|s| s.acquisitions),
+        Some(2)
+    );
     assert!(snapshot_of(&c, &spath).is_none());
     let sem = InterProcessSemaphoreV2::new(&c, &spath, 2).unwrap();
     drop(sem.acquire().unwrap());

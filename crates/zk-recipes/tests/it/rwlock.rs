@@ -17,8 +17,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crate::support::{connect, connect_one_time, lock_children, server};
 use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender};
 use zk_framework::CuratorFramework;
-use zk_recipes::driver::{READ_LOCK_NAME, WRITE_LOCK_NAME};
 use zk_recipes::{Error, InterProcessReadWriteLock, LockEvent};
+use zk_recipes::{READ_LOCK_NAME, WRITE_LOCK_NAME};
 use zk_testing::{wait_until, Backend, TestingServer, Timing};
 
 // ---- helpers -------------------------------------------------------------------------------
@@ -556,7 +556,7 @@ fn herd_free_readers_wake_only_the_unblocked() {
     // What Curator's rule would send: every blocked reader watches the first
     // writer in the queue.
     let mut queue: Vec<String> = lock_children(&observer, "/herd");
-    zk_recipes::driver::Driver::Read.sort(&mut queue);
+    zk_recipes::Driver::Read.sort(&mut queue);
     let first_writer = queue.iter().position(|n| n.contains(WRITE_LOCK_NAME)).unwrap();
     let curator_rule = queue[first_writer + 1..]
         .iter()
@@ -884,7 +884,7 @@ fn participant_nodes_filter_on_node_names() {
     assert_eq!(rw.read_lock().participant_paths().unwrap().len(), 1);
     assert_eq!(rw.write_lock().participant_paths().unwrap(), Vec::<String>::new());
     let p = &rw.read_lock().participant_nodes().unwrap()[0];
-    assert_eq!(p.kind, zk_recipes::inspect::ParticipantKind::Read);
+    assert_eq!(p.kind, zk_recipes::ParticipantKind::Read);
     assert!(p.holds);
     assert_eq!(rw.participant_nodes().unwrap(), std::slice::from_ref(p));
     r.release().unwrap();

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use zk_framework::CuratorFramework;
-use zk_recipes::stats::{self, LossCause};
+use zk_recipes::LossCause;
 use zk_recipes::{InterProcessMutex, LockEvent, LockStatus};
 use zk_testing::{wait_until, TestingServer, Timing};
 
@@ -58,7 +58,7 @@ fn losses_by_cause_and_the_switch() {
         // Figures stay readable after their client closed.
         (&closing, "/stats/closed", LossCause::ClientClosed),
     ] {
-        let s = stats::snapshot_of(client, path).unwrap();
+        let s = zk_recipes::lock_stats_of(client, path).unwrap();
         assert_eq!(s.losses_by(cause), 1, "{path}: {s:?}");
         assert_eq!((s.total_losses(), s.releases, s.holders), (1, 0, 0), "{path}: {s:?}");
         assert_eq!(s.hold_time.count(), 1, "a loss ends the holding");
@@ -68,25 +68,25 @@ fn losses_by_cause_and_the_switch() {
     let c = client(&server);
     let m = InterProcessMutex::new(&c, "/stats/switch").unwrap();
     let held_on = m.acquire().unwrap();
-    stats::set_enabled(&c, false);
-    stats::set_enabled(&other, false);
+    zk_recipes::set_lock_stats_enabled(&c, false);
+    zk_recipes::set_lock_stats_enabled(&other, false);
     assert!(
-        !stats::is_enabled(&c) && stats::is_enabled(&closing),
+        !zk_recipes::lock_stats_enabled(&c) && zk_recipes::lock_stats_enabled(&closing),
         "the switch is per client"
     );
     let m2 = InterProcessMutex::new(&other, "/stats/switch").unwrap();
     assert!(m2.try_acquire_for(Duration::from_millis(200)).unwrap().is_none());
     drop(held_on);
     drop(m2.acquire().unwrap());
-    stats::set_enabled(&c, true);
-    stats::set_enabled(&other, true);
-    let s = stats::snapshot_of(&c, "/stats/switch").unwrap();
+    zk_recipes::set_lock_stats_enabled(&c, true);
+    zk_recipes::set_lock_stats_enabled(&other, true);
+    let s = zk_recipes::lock_stats_of(&c, "/stats/switch").unwrap();
     assert_eq!(
         (s.acquisitions, s.timeouts, s.releases, s.holders, s.waiters),
         (1, 0, 1, 0, 0)
     );
     // The other client's figures for the same path: nothing moved while off.
-    let s = stats::snapshot_of(&other, "/stats/switch").unwrap_or_default();
+    let s = zk_recipes::lock_stats_of(&other, "/stats/switch").unwrap_or_default();
     assert_eq!(
         (s.acquisitions, s.timeouts, s.releases, s.holders, s.waiters),
         (0, 0, 0, 0, 0)

@@ -362,7 +362,7 @@ fn a_certain_tls_refusal_reaches_a_lock_caller_at_once() {
 /// as a deleted node.
 #[test]
 fn a_lock_lost_to_close_counts_as_client_closed() {
-    use zk_recipes::stats::{snapshot_of, LossCause};
+    use zk_recipes::{lock_stats_of as snapshot_of, LossCause};
     let s = server();
     let c = client(&s);
     let path = "/uncertainty/closed-client";

@@ -22,7 +22,7 @@ fn an_x509_acl_keeps_a_lock_from_sessions_with_another_certificate() {
     let holder = client(&s, &pki, &app_cert, only_app.clone());
     let lock = InterProcessMutex::new(&holder, "/x509-locks/job").unwrap();
     let held = lock.acquire().unwrap();
-    let node = held.holding().node();
+    let node = held.lock_path();
     // The lock node and its parents carry the provider's ACL.
     let zk = holder.zookeeper_client();
     for p in [node.as_str(), "/x509-locks/job", "/x509-locks"] {
@@ -64,9 +64,6 @@ fn an_x509_acl_keeps_a_lock_from_sessions_with_another_certificate() {
         .try_acquire_for(t.wait())
         .unwrap()
         .expect("the owner's certificate locks");
-    assert_eq!(
-        twin.zookeeper_client().get_acl(&g.holding().node()).unwrap().0,
-        only_app
-    );
+    assert_eq!(twin.zookeeper_client().get_acl(&g.lock_path()).unwrap().0, only_app);
     g.release().unwrap();
 }

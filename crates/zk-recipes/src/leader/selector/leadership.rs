@@ -8,7 +8,7 @@ use zk_framework::CuratorFramework;
 
 use crate::error::{Error, Result};
 use crate::leader::election::{Election, LeaderEvent, LeaderStatus};
-use crate::transaction::GuardedTransaction;
+use crate::locks::transaction::GuardedTransaction;
 
 /// What a selector's work closure is given while it leads.
 ///
@@ -44,7 +44,7 @@ impl Leadership {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |l| {
+    /// let s = zk_recipes::LeaderSelector::builder(&client, "/election", |l| {
     ///     if l.check().is_ok() { /* write */ }
     /// })
     /// .build()?;
@@ -65,7 +65,7 @@ impl Leadership {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |l| {
+    /// let s = zk_recipes::LeaderSelector::builder(&client, "/election", |l| {
     ///     println!("{:?}", l.status());
     /// })
     /// .build()?;
@@ -84,7 +84,7 @@ impl Leadership {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |l| {
+    /// let s = zk_recipes::LeaderSelector::builder(&client, "/election", |l| {
     ///     while !l.is_cancelled() { /* a step of work */ }
     /// })
     /// .build()?;
@@ -105,7 +105,7 @@ impl Leadership {
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
     /// # let (_jobs_tx, jobs) = crossbeam_channel::unbounded::<u32>();
-    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", move |l| loop {
+    /// let s = zk_recipes::LeaderSelector::builder(&client, "/election", move |l| loop {
     ///     crossbeam_channel::select! {
     ///         recv(jobs) -> job => { let _ = job; /* l.check() then run it */ }
     ///         recv(l.cancelled()) -> _ => return,
@@ -124,7 +124,7 @@ impl Leadership {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |l| {
+    /// let s = zk_recipes::LeaderSelector::builder(&client, "/election", |l| {
     ///     while !l.sleep(std::time::Duration::from_secs(1)) { /* a step of work */ }
     /// })
     /// .build()?;
@@ -143,7 +143,7 @@ impl Leadership {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |l| {
+    /// let s = zk_recipes::LeaderSelector::builder(&client, "/election", |l| {
     ///     println!("term {:?}", l.term());
     /// })
     /// .build()?;
@@ -159,7 +159,7 @@ impl Leadership {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |l| {
+    /// let s = zk_recipes::LeaderSelector::builder(&client, "/election", |l| {
     ///     println!("safe until {:?}", l.safe_until());
     /// })
     /// .build()?;
@@ -179,7 +179,7 @@ impl Leadership {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |l| {
+    /// let s = zk_recipes::LeaderSelector::builder(&client, "/election", |l| {
     ///     if let Ok(t) = l.transaction() {
     ///         let _ = t.set_data("/app/state", b"x".to_vec(), None).commit();
     ///     }
@@ -198,7 +198,7 @@ impl Leadership {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |l| {
+    /// let s = zk_recipes::LeaderSelector::builder(&client, "/election", |l| {
     ///     let events = l.events();
     /// })
     /// .build()?;
@@ -214,7 +214,7 @@ impl Leadership {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |l| {
+    /// let s = zk_recipes::LeaderSelector::builder(&client, "/election", |l| {
     ///     let _ = l.client().get_data("/app/state");
     /// })
     /// .build()?;

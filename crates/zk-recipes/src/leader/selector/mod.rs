@@ -11,15 +11,14 @@ use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 use zk_framework::CuratorFramework;
 
+use super::builder::ContenderBuilder;
 use super::candidate::{self, Leading, TurnEnd};
-use super::contender::{Contender, Handle, Kind};
-use super::election::{Election, LeaderStatus, Lifecycle, NotLeaderReason, SuspendPolicy};
-use super::participant;
+use super::contender::{Contender, Kind};
+use super::election::{Election, LeaderStatus, Lifecycle, NotLeaderReason};
 use crate::core::Worker;
-use crate::driver::{Driver, MUTEX_LOCK_NAME};
 use crate::error::Result;
-use crate::holding::Holding;
-use crate::internals::LockInternals;
+use crate::locks::driver::{Driver, MUTEX_LOCK_NAME};
+use crate::locks::holding::Holding;
 
 mod leadership;
 pub use leadership::Leadership;
@@ -36,7 +35,7 @@ type Work = Box<dyn FnMut(&Leadership) + Send>;
 /// to honour: [`Leadership::check`] before each side effect,
 /// [`Leadership::cancelled`] to select on, [`Leadership::sleep`] to wait.
 /// It is cancelled when the leadership may be lost (at a suspension with
-/// [`SuspendPolicy::Standard`], at the loss with [`SuspendPolicy::Session`]),
+/// [`SuspendPolicy::Standard`](crate::SuspendPolicy::Standard), at the loss with [`SuspendPolicy::Session`](crate::SuspendPolicy::Session)),
 /// by [`LeaderSelector::interrupt_leadership`], and by `close()`. The node
 /// is deleted only after the closure returns, so the next leader never
 /// starts while this one's closure runs; and one selector never runs two
@@ -60,7 +59,7 @@ type Work = Box<dyn FnMut(&Leadership) + Send>;
 /// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
 /// # client.block_until_connected(std::time::Duration::from_secs(10))?;
 /// use std::time::Duration;
-/// use zk_recipes::leader::LeaderSelector;
+/// use zk_recipes::LeaderSelector;
 ///
 /// let (tx, rx) = crossbeam_channel::unbounded();
 /// let selector = LeaderSelector::builder(&client, "/services/cron/leader", move |leadership| {
@@ -99,62 +98,26 @@ pub struct Selector {
     worker: Mutex<Option<Worker>>,
 }
 
-/// Builds a [`LeaderSelector`]: [`LeaderSelector::builder`].
-#[must_use = "a builder does nothing until build()"]
-pub struct LeaderSelectorBuilder {
-    client: CuratorFramework,
-    path: String,
-    id: Option<String>,
-    policy: SuspendPolicy,
+/// Builds a [`LeaderSelector`]: [`LeaderSelector::builder`]. Its id, policy
+/// and build are every participant's ([`ContenderBuilder`]); its requeue and
+/// its work are the selector's own.
+pub type LeaderSelectorBuilder = ContenderBuilder<Selector>;
+
+/// A selector's own settings (see [`LeaderSelectorBuilder`]).
+pub struct SelectorOptions {
     auto_requeue: bool,
     work: Work,
 }
 
-impl std::fmt::Debug for LeaderSelectorBuilder {
+impl std::fmt::Debug for SelectorOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LeaderSelectorBuilder")
-            .field("path", &self.path)
-            .field("id", &self.id)
-            .field("policy", &self.policy)
+        f.debug_struct("SelectorOptions")
             .field("auto_requeue", &self.auto_requeue)
             .finish()
     }
 }
 
 impl LeaderSelectorBuilder {
-    /// The participant id, written as the node's data. Default: this
-    /// process's holder identity (the JSON the locks write).
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |_| {}).id("a").build()?;
-    /// assert_eq!(s.id(), "a");
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn id(mut self, id: impl Into<String>) -> Self {
-        self.id = Some(id.into());
-        self
-    }
-
-    /// What a suspension does to a running leadership ([`SuspendPolicy`];
-    /// default [`SuspendPolicy::Standard`]: cancel it at once, as Curator's
-    /// `LeaderSelectorListenerAdapter` does).
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// use zk_recipes::leader::{LeaderSelector, SuspendPolicy};
-    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let s = LeaderSelector::builder(&client, "/election", |_| {}).policy(SuspendPolicy::Session).build()?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn policy(mut self, policy: SuspendPolicy) -> Self {
-        self.policy = policy;
-        self
-    }
-
     /// Queue again after every leadership or failed try (Curator's
     /// `autoRequeue()`); default off: after one turn, call
     /// [`LeaderSelector::requeue`].
@@ -163,46 +126,12 @@ impl LeaderSelectorBuilder {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |_| {}).auto_requeue(true).build()?;
+    /// let s = zk_recipes::LeaderSelector::builder(&client, "/election", |_| {}).auto_requeue(true).build()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn auto_requeue(mut self, on: bool) -> Self {
-        self.auto_requeue = on;
+        self.options.auto_requeue = on;
         self
-    }
-
-    /// The selector (not started).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::ZooKeeper`](crate::Error::ZooKeeper) with [`zk_framework::Error::InvalidPath`] for a
-    /// path that breaks ZooKeeper's rules; [`Error::InvalidArgument`](crate::Error::InvalidArgument) for the
-    /// root path ("an election cannot live at the root path") or a bad id (empty,
-    /// longer than 4096 bytes, control characters).
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// assert!(zk_recipes::leader::LeaderSelector::builder(&client, "/", |_| {}).build().is_err());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn build(self) -> Result<LeaderSelector> {
-        super::election::check_election_path(&self.path)?;
-        let internals = LockInternals::new(self.client.clone(), &self.path, MUTEX_LOCK_NAME, Driver::MUTEX)?;
-        let id = participant::id_or_identity(&self.client, self.id)?;
-        Ok(Contender {
-            inner: Handle::new(Selector {
-                election: Election::new("LeaderSelector", &self.client, &self.path, internals, id, self.policy),
-                auto_requeue: AtomicBool::new(self.auto_requeue),
-                busy: Mutex::new(false),
-                wake: crossbeam_channel::bounded(1),
-                turn: Arc::new(Mutex::new(None)),
-                interrupted: AtomicBool::new(false),
-                work: Mutex::new(Some(self.work)),
-                worker: Mutex::new(None),
-            }),
-        })
     }
 }
 
@@ -213,7 +142,7 @@ impl LeaderSelector {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |l| {
+    /// let s = zk_recipes::LeaderSelector::builder(&client, "/election", |l| {
     ///     while !l.sleep(std::time::Duration::from_secs(1)) { /* lead */ }
     /// })
     /// .build()?;
@@ -224,14 +153,14 @@ impl LeaderSelector {
         path: &str,
         work: impl FnMut(&Leadership) + Send + 'static,
     ) -> LeaderSelectorBuilder {
-        LeaderSelectorBuilder {
-            client: client.clone(),
-            path: path.to_string(),
-            id: None,
-            policy: SuspendPolicy::default(),
-            auto_requeue: false,
-            work: Box::new(work),
-        }
+        ContenderBuilder::new(
+            client,
+            path,
+            SelectorOptions {
+                auto_requeue: false,
+                work: Box::new(work),
+            },
+        )
     }
 
     /// Starts the selector's thread and queues it once (Curator's `start()`).
@@ -244,7 +173,7 @@ impl LeaderSelector {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |_| {}).build()?;
+    /// let s = zk_recipes::LeaderSelector::builder(&client, "/election", |_| {}).build()?;
     /// s.start()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -285,7 +214,7 @@ impl LeaderSelector {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |_| {}).build()?;
+    /// let s = zk_recipes::LeaderSelector::builder(&client, "/election", |_| {}).build()?;
     /// s.start()?;
     /// assert!(!s.requeue()?); // already queued by start()
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -308,7 +237,7 @@ impl LeaderSelector {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |_| {}).build()?;
+    /// let s = zk_recipes::LeaderSelector::builder(&client, "/election", |_| {}).build()?;
     /// s.set_auto_requeue(true);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -325,7 +254,7 @@ impl LeaderSelector {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |_| {}).build()?;
+    /// let s = zk_recipes::LeaderSelector::builder(&client, "/election", |_| {}).build()?;
     /// assert!(!s.interrupt_leadership());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -356,7 +285,7 @@ impl LeaderSelector {
     ///
     /// ```no_run
     /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
-    /// let s = zk_recipes::leader::LeaderSelector::builder(&client, "/election", |_| {}).build()?;
+    /// let s = zk_recipes::LeaderSelector::builder(&client, "/election", |_| {}).build()?;
     /// s.start()?;
     /// s.close()?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -368,7 +297,23 @@ impl LeaderSelector {
 
 impl Kind for Selector {
     const NAME: &'static str = "LeaderSelector";
+    const BUILDER_NAME: &'static str = "LeaderSelectorBuilder";
     const DRIVER: Driver = Driver::MUTEX;
+    const LOCK_NAME: &'static str = MUTEX_LOCK_NAME;
+    type Options = SelectorOptions;
+
+    fn new(election: Arc<Election>, options: SelectorOptions) -> Selector {
+        Selector {
+            election,
+            auto_requeue: AtomicBool::new(options.auto_requeue),
+            busy: Mutex::new(false),
+            wake: crossbeam_channel::bounded(1),
+            turn: Arc::new(Mutex::new(None)),
+            interrupted: AtomicBool::new(false),
+            work: Mutex::new(Some(options.work)),
+            worker: Mutex::new(None),
+        }
+    }
 
     fn election(&self) -> &Arc<Election> {
         &self.election

@@ -447,6 +447,12 @@ impl TlsErrorKind {
 pub struct TlsError {
     kind: TlsErrorKind,
     message: String,
+    /// The server ended the handshake with a bare `handshake_failure`
+    /// alert: no protocol or cipher suite in common, or (a TLS 1.2 server,
+    /// which has no `certificate_required` alert) a client certificate it
+    /// requires is missing. The configuration tells which
+    /// ([`TlsConfig::refine`](crate::TlsConfig)).
+    handshake_refused: bool,
 }
 
 impl TlsError {
@@ -454,7 +460,23 @@ impl TlsError {
         TlsError {
             kind,
             message: message.into(),
+            handshake_refused: false,
         }
+    }
+
+    /// A handshake the server ended with a bare `handshake_failure` alert.
+    pub(crate) fn handshake_refused(message: impl Into<String>) -> TlsError {
+        TlsError {
+            kind: TlsErrorKind::Handshake,
+            message: message.into(),
+            handshake_refused: true,
+        }
+    }
+
+    /// Whether the server ended the handshake with a bare
+    /// `handshake_failure` alert.
+    pub(crate) fn is_handshake_refused(&self) -> bool {
+        self.handshake_refused
     }
 
     /// The kind of failure.

@@ -162,6 +162,18 @@ impl TlsConfig {
     /// `e` in the light of this configuration: a server that rejects a client
     /// which presented no certificate requires one.
     pub(crate) fn refine(&self, e: TlsError) -> TlsError {
+        if e.is_handshake_refused() && !self.client_cert {
+            // A TLS 1.2 server (ZooKeeper's default protocol) has no
+            // `certificate_required` alert: since Java's JDK-8311644 (in the
+            // Java 17 of Debian's current updates) it ends a handshake without
+            // the client certificate it requires with `handshake_failure`.
+            return TlsError::new(
+                TlsErrorKind::ClientCertificateRequired,
+                "the server refused the TLS handshake without a client certificate (alert: handshake failure, \
+                 what a TLS 1.2 server sends when it requires one): it requires a client certificate (mutual \
+                 TLS) and none was configured; give one (client_cert_pem_files; zk-lock --tls-cert and --tls-key)",
+            );
+        }
         if e.kind() == TlsErrorKind::ClientCertificateRejected && !self.client_cert {
             return TlsError::new(
                 TlsErrorKind::ClientCertificateRequired,
@@ -462,6 +474,13 @@ pub(crate) fn classify_at(e: &rustls::Error, host: Option<&str>) -> TlsError {
         Some(h) => format!("the server's certificate (from {h})"),
         None => "the server's certificate".to_string(),
     };
+    if let rustls::Error::AlertReceived(AlertDescription::HandshakeFailure) = e {
+        return TlsError::handshake_refused(format!(
+            "{} refused the TLS handshake (alert: handshake failure): no protocol version or cipher suite in \
+             common, or (a TLS 1.2 server) a client certificate it requires is missing",
+            host.map_or_else(|| "the server".to_string(), |h| format!("the server at {h}"))
+        ));
+    }
     let (kind, msg) = match e {
         rustls::Error::InvalidCertificate(c) => match c {
             CertificateError::UnknownIssuer => (
@@ -857,6 +876,40 @@ mod tests {
     }
 
     #[test]
+    fn a_bare_handshake_failure_without_a_client_certificate_means_one_is_required() {
+        // A TLS 1.2 server (ZooKeeper's default) ends the handshake of a
+        // client without the certificate it requires with `handshake_failure`
+        // (Java since JDK-8311644); with a certificate given, the alert says
+        // nothing certain (no cipher suite in common, say).
+        let pki = zk_testing::tls::TestPki::new("ca").unwrap();
+        let no_cert = TlsConfig::builder().ca_pem(pki.ca_pem().as_bytes()).build().unwrap();
+        let ck = pki.client_cert("alice").unwrap();
+        let with_cert = TlsConfig::builder()
+            .ca_pem(pki.ca_pem().as_bytes())
+            .client_cert_pem(ck.cert_pem().as_bytes(), ck.key_pem().as_bytes())
+            .build()
+            .unwrap();
+        let refused = || at(rustls::Error::AlertReceived(AlertDescription::HandshakeFailure));
+
+        let t = no_cert.refine(refused());
+        assert_eq!(t.kind(), TlsErrorKind::ClientCertificateRequired);
+        assert!(t.kind().is_certain());
+        assert!(
+            t.message().contains("requires a client certificate") && t.message().contains("give one"),
+            "{t}"
+        );
+        no_debug(&t);
+
+        let t = with_cert.refine(refused());
+        assert_eq!(t.kind(), TlsErrorKind::Handshake);
+        assert!(!t.kind().is_certain());
+
+        // Other failures are left as they are.
+        let other = at(rustls::Error::HandshakeNotComplete);
+        assert_eq!(no_cert.refine(other.clone()), other);
+    }
+
+    #[test]
     fn each_kind_says_what_failed_for_which_host_and_what_to_check() {
         let ip = ServerName::try_from("127.0.0.1".to_string()).unwrap();
         let t = at(rustls::Error::InvalidCertificate(
@@ -929,6 +982,17 @@ mod tests {
             ),
             "{t}"
         );
+        let t = at(rustls::Error::AlertReceived(AlertDescription::HandshakeFailure));
+        assert_eq!(t.kind(), TlsErrorKind::Handshake);
+        assert!(t.is_handshake_refused());
+        assert!(
+            t.message().starts_with(
+                "the server at 127.0.0.1 refused the TLS handshake (alert: handshake failure): no protocol \
+                 version or cipher suite in common, or (a TLS 1.2 server) a client certificate it requires is missing"
+            ),
+            "{t}"
+        );
+        no_debug(&t);
         let t = at(rustls::Error::AlertReceived(AlertDescription::UnknownCA));
         assert_eq!(t.kind(), TlsErrorKind::ClientCertificateRejected);
         assert!(

@@ -1,39 +1,59 @@
-//! Curator-compatible lock recipes on top of `zk-framework`.
+//! Curator's recipes in Rust, on top of `zk-framework`: locks, leader
+//! election, caches and watches, nodes, shared values and counters,
+//! barriers and a queue, on Curator's node layouts (a Java service using
+//! Curator and a Rust service using this crate see one lock, one election,
+//! one counter), on one core and one truth model.
 //!
-//! * [`InterProcessMutex`]: reentrant per thread, Curator's node layout, with
-//!   guards, timeouts as values, a loss signal and a fencing token.
-//! * [`InterProcessSemaphoreV2`] (N leases) and [`InterProcessSemaphoreMutex`].
-//! * [`InterProcessReadWriteLock`]: its [`ReadLock`] and [`WriteLock`] halves,
-//!   with [`WriteLockGuard::downgrade`].
-//! * [`MultiLock`]: several locks, all or none, in one canonical order.
-//! * [`LockGuard`] and [`ArcLockGuard`]: the one guard of every kind, around a
-//!   [`Holding`] whose [`LockStatus`] is true from the grant on; the raw layer is
-//!   [`InterProcessLock`].
-//! * [`Revoker`]: Curator's cooperative revocation.
-//! * [`leader`]: leader election on the same core ([`leader::LeaderLatch`],
-//!   [`leader::LeaderSelector`], [`leader::LeaderObserver`]), wire-compatible
-//!   with Curator's, with a three-valued status and a fencing term.
-//! * [`cache`]: [`cache::CuratorCache`], a subtree kept by one persistent
-//!   watch, with exact events in zxid order and a [`cache::Freshness`];
-//!   [`watch::PersistentWatcher`], a persistent watch kept through
-//!   reconnects and new sessions.
-//! * [`shared_value`] and [`atomic`]: Curator's [`SharedValue`] /
-//!   [`SharedCount`] and [`DistributedAtomicLong`] /
-//!   [`DistributedAtomicInteger`] / [`DistributedAtomicValue`], on Curator's
-//!   node layout, whose updates are applied at most once: a write whose
-//!   reply was lost is proven by the write's own marker (read after a
-//!   `sync`, so no lagging server answers), by reading the node back when
-//!   the session changed, or reported [`Outcome::Unknown`]; never sent
-//!   again blindly.
-//! * [`DistributedBarrier`] and [`DistributedDoubleBarrier`]: Curator's
-//!   barriers on their layouts, with timeouts as values;
-//!   [`SimpleDistributedQueue`], Curator's simple queue, where a lost reply
-//!   neither loses nor duplicates an item.
-//! * [`inspect`]: who holds a lock and who waits (typed participants, for
-//!   any lock path); [`identity`]: the holder identity our lock nodes carry.
+//! Every public item is at this crate's root, one path each, grouped here
+//! by Curator's packages:
+//!
+//! * **locks**: [`InterProcessMutex`] (reentrant per thread),
+//!   [`InterProcessSemaphoreV2`] (N leases) and
+//!   [`InterProcessSemaphoreMutex`], [`InterProcessReadWriteLock`] (its
+//!   [`ReadLock`] and [`WriteLock`] halves, with
+//!   [`WriteLockGuard::downgrade`]), [`MultiLock`] (all or none, in one
+//!   canonical order), and [`Revoker`] (Curator's cooperative revocation).
+//!   They are one generic [`Lock<K>`](Lock) in `lock_api`'s shape (each
+//!   Curator name is an alias, such as `InterProcessMutex =
+//!   Lock<MutexKind>`), with one guard ([`LockGuard`], [`ArcLockGuard`])
+//!   that derefs to its [`Holding`], whose [`LockStatus`] is true from the
+//!   grant on: a loss signal, `check()`, a fencing token, a safe horizon
+//!   and guarded writes ([`GuardedTransaction`]).
+//! * **leader**: [`LeaderLatch`], [`LeaderSelector`] (one generic
+//!   [`Contender`], built by one [`ContenderBuilder`]) and
+//!   [`LeaderObserver`], wire-compatible with Curator's, with a three-valued
+//!   [`LeaderStatus`] and a fencing term.
+//! * **cache** and **watch**: [`CuratorCache`] (a subtree kept by one
+//!   persistent watch, exact events in zxid order and a [`Freshness`]),
+//!   [`NodeCache`] and [`PathChildrenCache`] on it, and
+//!   [`PersistentWatcher`], a persistent watch kept through reconnects and
+//!   new sessions.
+//! * **nodes**: [`PersistentNode`], [`PersistentTtlNode`] and
+//!   [`GroupMember`], each with an honest [`Registration`].
+//! * **shared** and **atomic**: [`SharedValue`] / [`SharedCount`] and
+//!   [`DistributedAtomicLong`] / [`DistributedAtomicInteger`] /
+//!   [`DistributedAtomicValue`], whose updates are applied at most once: a
+//!   write whose reply was lost is proven by the write's own marker (read
+//!   after a `sync`, so no lagging server answers), by reading the node
+//!   back when the session changed, or reported [`Outcome::Unknown`]; never
+//!   sent again blindly.
+//! * **barriers** and **queue**: [`DistributedBarrier`] and
+//!   [`DistributedDoubleBarrier`] with timeouts as values;
+//!   [`SimpleDistributedQueue`], where a lost reply neither loses nor
+//!   duplicates an item.
+//! * **inspection**: who holds a lock and who waits ([`inspect_lock`],
+//!   [`lock_participants`], typed [`Participant`]s for any lock path), the
+//!   [`HolderIdentity`] our lock nodes carry, a group's members, a counter's
+//!   value, and the locks' figures ([`lock_stats`]).
 //! * [`guide`]: the manual (using the locks, what they promise under faults,
 //!   the safe horizon, fencing, operations, ensembles, TLS and ACLs, Curator
-//!   interop), with examples that run.
+//!   interop, leader election, watching, shared state), with examples that
+//!   run.
+//!
+//! The module paths of the earlier layout (`leader::`, `cache::`,
+//! `nodes::`, `watch::`, `atomic::`, `inspect::`, `driver::`, `identity::`,
+//! `stats::`, `shared_value::`) still resolve, as deprecated aliases of the
+//! root's items.
 //!
 //! # One convention for every recipe
 //!
@@ -63,11 +83,13 @@
 //! * **Truth**: a write whose reply was lost is proven, never sent again
 //!   blindly and never guessed (see the [`guide::truth`] chapter).
 
-// The house: one room per recipe family, around one core, each importing
-// only the rooms above it in this list (`scripts/layers.py` checks it in CI).
-// Every room is private; the public API is the re-exports below, one path
-// per item. The rooms that had public paths before (`cache`, `leader`, ...)
-// keep them as modules of deprecated aliases (and their family's notes).
+// The house, by Curator's packages: one room per recipe family around one
+// core. Each room imports only the layers below it (declared, and checked
+// in CI, by scripts/check-house.py): inspect; nodes; leader, cache, atomic,
+// queue, barriers; locks, shared, watch; core; error; freshness. Every room
+// is private; the public API is the re-exports below, one path per item.
+// The rooms that had public paths before (`cache`, `leader`, ...) keep them
+// as modules of deprecated aliases (and their family's notes).
 pub mod atomic;
 mod barriers;
 pub mod cache;

@@ -3,10 +3,11 @@
 //! says otherwise. Run one suite with a module filter, e.g.
 //! `cargo test -p zk-framework --test it client_faults::`.
 //!
-//! The helpers are in [`support`] (on `zk_testing::support`); zk-recipes' and
-//! the root package's tests include the same module, so that each helper is
-//! written once. Tests that need a process of their own (the fuzz suite's
-//! panic counter) re-run this binary with an exact test filter.
+//! The helpers are in [`support`]: the workspace's shared test support
+//! (`zk_test_support`, which zk-recipes' and the root package's tests use too)
+//! and the ones only these suites use. Tests that need a process of their own
+//! (the fuzz suite's panic counter) re-run this binary with an exact test
+//! filter.
 
 mod support;
 

@@ -1,7 +1,7 @@
 //! The helpers the workspace's integration tests share: zk-framework's,
-//! zk-recipes' and the root package's `tests/it` (a dev-dependency of each,
-//! `publish = false`). What one crate's tests alone use stays in that crate's
-//! `tests/it/support`.
+//! zk-recipes' and the root package's `tests/it`, and zk-proto's fuzz suite
+//! (a dev-dependency of each, `publish = false`). What one crate's tests
+//! alone use stays in that crate's `tests/it/support`.
 //!
 //! * Re-exported from [`zk_testing::support`]: the server on the backend
 //!   `ZK_TEST_SERVER` selects, the timings (`ZK_TEST_TIMING`), logging, a
@@ -13,6 +13,9 @@
 //! * [`tls`], [`x509`], [`acl`]: the settings the clients' suites
 //!   (zk-framework's) share with their halves in zk-recipes (locks over TLS,
 //!   under an `x509` or a digest ACL).
+//! * [`fuzz`]: what the fuzz suites (zk-proto's `fuzz_decoders`,
+//!   zk-framework's `fuzz_wire`) share, on `proptest`: a fixed seed, mutations
+//!   of valid encodings, valid samples of the records, a panic counter.
 //!
 //! It depends on zk-framework and zk-testing, never the reverse: a library
 //! crate's tests reach it as a dev-dependency.
@@ -30,6 +33,7 @@
 
 pub mod acl;
 pub mod framework;
+pub mod fuzz;
 pub mod tls;
 pub mod x509;
 

@@ -38,6 +38,7 @@ mod x509;
 // A lost reply proven on a follower that lags its leader (3-node Apache ensemble).
 mod lagging;
 
-// Bad bytes: every decoder, the client against a lying server, the embedded
-// server against hostile connections.
-mod fuzz_decoders;
+// Bad bytes over TCP (proptest): the client against a lying server, the
+// embedded server against hostile connections (the decoders themselves are
+// zk-proto's `fuzz_decoders`).
+mod fuzz_wire;

@@ -8,13 +8,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::support::server;
 use crossbeam_channel::{unbounded, Receiver};
 use zk_framework::proto::{
     self, Create2Response, CreateMode as Mode, CreateRequest, DeleteRequest, GetChildrenResponse, GetDataResponse,
     MultiOp, MultiRequest, MultiResponse, MultiResult, OpCode, PathRecord, PathWatchRequest, SetDataRequest,
     SetWatches, StatResponse,
 };
+use zk_test_support::server;
 use zk_testing::raw::RawConnection;
 use zk_testing::{wait_until, TestingServer, Timing};
 use zookeeper::{Acl, CreateMode, WatchedEvent, WatchedEventType, ZkError, ZooKeeper};

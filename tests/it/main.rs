@@ -5,10 +5,8 @@
 //! processes::`.
 //!
 //! Every suite runs on the backend `ZK_TEST_SERVER` selects (embedded by
-//! default); the helpers are in [`support`] (zk-framework's test support,
-//! included).
-
-mod support;
+//! default); the helpers are the workspace's shared test support
+//! (`zk_test_support`, a dev-dependency).
 
 // Several OS processes (this binary, re-executed as contenders) on one lock.
 mod processes;

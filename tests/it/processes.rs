@@ -173,9 +173,9 @@ fn run_processes(kind: &str, processes: usize, iterations: usize) {
         assert!(w[0].token < w[1].token, "fencing tokens increase in grant order");
     }
     // Nothing is left behind under the lock path.
-    let c = crate::support::client(&s);
+    let c = zk_test_support::client(&s);
     assert!(
-        zk_testing::wait_until(Timing::from_env().wait(), || crate::support::tree(&c, "/proc-locks")
+        zk_testing::wait_until(Timing::from_env().wait(), || zk_test_support::tree(&c, "/proc-locks")
             .iter()
             .all(|p| !p.contains("_c_"))),
         "no lock node is left"
@@ -242,7 +242,7 @@ fn a_holder_resumed_after_a_long_pause_is_not_told_it_holds() {
     }
     let t = Timing::from_env();
     let s = TestingServer::start_backend(zk_testing::Backend::Embedded).unwrap();
-    let child = crate::support::ChildTest::spawn(
+    let child = zk_test_support::ChildTest::spawn(
         "processes::a_holder_resumed_after_a_long_pause_is_not_told_it_holds",
         (PAUSED_CHILD_ENV, &s.connect_string()),
     );

@@ -5,9 +5,10 @@
 //! and a test run in a process of its own ([`in_own_process`],
 //! [`ChildTest`]).
 //!
-//! Helpers that need a client (`zk_framework`'s) live beside the tests that
-//! use them, in `crates/zk-framework/tests/it/support/`; see
-//! `docs/testing.md`, "Where does my test go".
+//! Helpers that need a client (`zk_framework`'s) live in the workspace's
+//! unpublished test-support crate, `crates/zk-test-support`, or beside the
+//! one crate's tests that use them; see `docs/testing.md`, "Where does my
+//! test go".
 //!
 //! # Examples
 //!
@@ -190,9 +191,10 @@ pub fn zero_timeout_acquires_free<G, E: std::fmt::Debug>(
 const OWN_PROCESS_ENV: &str = "ZK_IT_OWN_PROCESS";
 
 /// Runs the test named `test` (its full name in the running test binary, e.g.
-/// `fuzz_decoders::decoders`) alone in a child process of this binary, for
-/// tests that watch process-wide state (a panic hook counting every panic in
-/// the process) and so must not share their process with other tests.
+/// `fuzz_wire::the_client_survives_a_lying_server_and_recovers`) alone in a
+/// child process of this binary, for tests that watch process-wide state (a
+/// panic hook counting every panic in the process) and so must not share
+/// their process with other tests.
 ///
 /// Returns `false` in that child: the caller runs its body there. Returns
 /// `true` in the parent once the child ran exactly that one test and it

@@ -3,10 +3,11 @@
 //! says otherwise. Run one suite with a module filter, e.g.
 //! `cargo test -p zk-framework --test it client_faults::`.
 //!
-//! The helpers are in [`support`] (on `zk_testing::support`); zk-recipes' and
-//! the root package's tests include the same module, so that each helper is
-//! written once. Tests that need a process of their own (the fuzz suite's
-//! panic counter) re-run this binary with an exact test filter.
+//! The helpers are in [`support`]: the workspace's shared test support
+//! (`zk_test_support`, which zk-recipes' and the root package's tests use too)
+//! and the ones only these suites use. Tests that need a process of their own
+//! (the fuzz suite's panic counter) re-run this binary with an exact test
+//! filter.
 
 mod support;
 
@@ -37,6 +38,7 @@ mod x509;
 // A lost reply proven on a follower that lags its leader (3-node Apache ensemble).
 mod lagging;
 
-// Bad bytes: every decoder, the client against a lying server, the embedded
-// server against hostile connections.
-mod fuzz_decoders;
+// Bad bytes over TCP (proptest): the client against a lying server, the
+// embedded server against hostile connections (the decoders themselves are
+// zk-proto's `fuzz_decoders`).
+mod fuzz_wire;

@@ -3,8 +3,8 @@
 //! otherwise. Run one suite with a module filter, e.g.
 //! `cargo test -p zk-recipes --test it mutex::` or `... lock_contract::`.
 //!
-//! The helpers are in [`support`] (zk-framework's test support, included, and
-//! the helpers about locks). Tests that need a process of their own (a
+//! The helpers are in [`support`] (the workspace's shared test support,
+//! `zk_test_support`, and the helpers about locks). Tests that need a process of their own (a
 //! contender stopped with signals, a reader in another process) re-run this
 //! binary with an exact test filter. The lock metrics through the `metrics`
 //! facade are a binary of their own (`tests/metrics.rs`, its recorder is

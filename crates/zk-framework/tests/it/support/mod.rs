@@ -1,110 +1,14 @@
-//! The support module of zk-framework's integration tests, and of every test
-//! binary above it (zk-recipes' and the root package's include this file with
-//! `#[path]`, so that each helper is written once).
+//! The support module of zk-framework's integration tests: the workspace's
+//! shared test support, re-exported whole (`zk_test_support`: managed clients,
+//! tree listings, recorded states, the TLS, `x509` and ACL suites' settings,
+//! and everything of `zk_testing::support`), and what only these suites use:
 //!
-//! * Re-exported from [`zk_testing::support`]: the server on the backend
-//!   `ZK_TEST_SERVER` selects, the timings (`ZK_TEST_TIMING`), logging, a
-//!   closed port, the watches a session holds, a test in a process of its own.
-//! * Here: managed clients with the test timings, closed when dropped, and
-//!   tree listings through a client.
-//! * [`framework`]: clients of the managed client whose every connection state
-//!   is recorded, and state expectations with deadlines.
+//! * [`framework`]: the shared `zk_test_support::framework`, and the expiry
+//!   and quiet-state expectations of the `framework_*` suites.
 //! * [`plain`]: the plain client (`zk_framework::client`) over both backends,
 //!   with the faults only the embedded server can inject.
-//! * [`tls`], [`x509`], [`acl`]: the settings those suites share with their
-//!   halves in zk-recipes (locks over TLS, under an `x509` or a digest ACL).
 
-// Each binary that includes this module uses a part of it.
-#![allow(dead_code, unused_imports)]
-
-pub mod acl;
 pub mod framework;
 pub mod plain;
-pub mod tls;
-pub mod x509;
 
-use std::time::Duration;
-
-use zk_framework::CuratorFramework;
-use zk_framework::{ExponentialBackoffRetry, RetryOneTime};
-
-pub use zk_testing::support::*;
-
-/// A started client with the session and connection timeouts tests use
-/// (`ExponentialBackoffRetry(100 ms, 3)`).
-pub fn client(server: &TestingServer) -> CuratorFramework {
-    client_with(&server.connect_string(), None)
-}
-
-/// As [`client`], in namespace `ns`.
-pub fn client_ns(server: &TestingServer, ns: &str) -> CuratorFramework {
-    client_with(&server.connect_string(), Some(ns))
-}
-
-fn client_with(connect_string: &str, ns: Option<&str>) -> CuratorFramework {
-    let t = timing();
-    let mut b = CuratorFramework::builder()
-        .connect_string(connect_string)
-        .session_timeout(t.session())
-        .connection_timeout(t.connection())
-        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3));
-    if let Some(ns) = ns {
-        b = b.namespace(ns);
-    }
-    let c = b.build().expect("build client");
-    c.block_until_connected(t.wait()).expect("client connects");
-    c
-}
-
-/// A client that is closed when dropped.
-pub struct Client(pub CuratorFramework);
-
-impl std::ops::Deref for Client {
-    type Target = CuratorFramework;
-    fn deref(&self) -> &CuratorFramework {
-        &self.0
-    }
-}
-
-impl Drop for Client {
-    fn drop(&mut self) {
-        self.0.close();
-    }
-}
-
-/// As [`client`] to `connect_string`, closed when dropped.
-pub fn connect(connect_string: &str) -> Client {
-    Client(client_with(connect_string, None))
-}
-
-/// A client closed when dropped that retries once (`RetryOneTime(100 ms)`).
-pub fn connect_one_time(connect_string: &str) -> Client {
-    let t = timing();
-    let c = CuratorFramework::builder()
-        .connect_string(connect_string)
-        .session_timeout(t.session())
-        .connection_timeout(t.connection())
-        .retry_policy(RetryOneTime::new(Duration::from_millis(100)))
-        .build()
-        .expect("build client");
-    c.block_until_connected(t.wait()).expect("client connects");
-    Client(c)
-}
-
-/// Recursively lists `path` through a client (works on both backends).
-pub fn tree(client: &CuratorFramework, path: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let Ok(kids) = client.get_children(path) else {
-        return out;
-    };
-    for k in kids {
-        let p = if path == "/" {
-            format!("/{k}")
-        } else {
-            format!("{path}/{k}")
-        };
-        out.push(p.clone());
-        out.extend(tree(client, &p));
-    }
-    out
-}
+pub use zk_test_support::*;

@@ -1,19 +1,34 @@
-//! The support module of zk-recipes' integration tests: zk-framework's test
-//! support (managed clients, tree listings, the TLS, `x509` and ACL suites'
-//! settings, and everything of `zk_testing::support`), included from its file
-//! so that each helper is written once, and the helpers about locks: the lock
-//! nodes under a path, an operator breaking a lock, waits for no orphan node,
-//! and zero-timeout tries that say `NoAnswer` on a loaded machine.
+//! The support module of zk-recipes' integration tests: the workspace's
+//! shared test support, re-exported whole (`zk_test_support`: managed clients,
+//! tree listings, recorded states, the TLS, `x509` and ACL suites' settings,
+//! and everything of `zk_testing::support`), and what only these suites use:
+//! the helpers about locks (the lock nodes under a path, an operator breaking
+//! a lock, waits for no orphan node, zero-timeout tries that say `NoAnswer` on
+//! a loaded machine), clients through a fault proxy, a recipe closed while a
+//! request of its is held, and [`acl`]'s second user and subtree listing.
 
-#[path = "../../../../zk-framework/tests/it/support/mod.rs"]
-mod framework_support;
+pub mod acl;
 
-pub use framework_support::*;
+pub use zk_test_support::*;
 
 use std::time::Duration;
 
-use zk_framework::{CuratorFramework, ExponentialBackoffRetry};
+use zk_framework::{CuratorFramework, ExponentialBackoffRetry, RetryOneTime};
 use zk_testing::proxy::FaultProxy;
+
+/// A client closed when dropped that retries once (`RetryOneTime(100 ms)`).
+pub fn connect_one_time(connect_string: &str) -> Client {
+    let t = timing();
+    let c = CuratorFramework::builder()
+        .connect_string(connect_string)
+        .session_timeout(t.session())
+        .connection_timeout(t.connection())
+        .retry_policy(RetryOneTime::new(Duration::from_millis(100)))
+        .build()
+        .expect("build client");
+    c.block_until_connected(t.wait()).expect("client connects");
+    Client(c)
+}
 
 /// The lock nodes left under `base` (containers excluded: only ephemerals).
 pub fn lock_nodes(c: &CuratorFramework, base: &str) -> Vec<String> {

@@ -18,11 +18,13 @@ pub fn margin() -> Duration {
     timing().scale(Duration::from_millis(500))
 }
 
+/// A throw-away CA for one test (logging set up).
 pub fn pki() -> TestPki {
     init_log();
     TestPki::new("zk-curator test CA").expect("make a CA")
 }
 
+/// A server speaking TLS with `tls`, on the backend `ZK_TEST_SERVER` names.
 pub fn tls_server(tls: ServerTls) -> TestingServer {
     TestingServer::start_tls(tls).expect("start a TLS server (ZK_TEST_SERVER selects the backend)")
 }
@@ -32,6 +34,8 @@ pub fn trust(pki: &TestPki) -> TlsConfig {
     TlsConfig::builder().ca_pem(pki.ca_pem().as_bytes()).build().unwrap()
 }
 
+/// A managed client's builder for `connect_string` over `tls`, with the test
+/// timings and `ExponentialBackoffRetry(100 ms, 3)`.
 pub fn builder(connect_string: &str, tls: TlsConfig) -> zk_framework::CuratorFrameworkBuilder {
     let t = timing();
     CuratorFramework::builder()
@@ -42,12 +46,14 @@ pub fn builder(connect_string: &str, tls: TlsConfig) -> zk_framework::CuratorFra
         .tls(tls)
 }
 
+/// A managed client connected to `s` over `tls`.
 pub fn managed(s: &TestingServer, tls: &TlsConfig) -> CuratorFramework {
     let c = builder(&s.connect_string(), tls.clone()).build().unwrap();
     c.block_until_connected(timing().wait()).expect("connects over TLS");
     c
 }
 
+/// A plain client connected to `connect_string` over `tls`.
 pub fn plain_client(connect_string: &str, tls: &TlsConfig) -> Client {
     let t = timing();
     let c = Client::connect(
@@ -104,6 +110,7 @@ pub fn refused(connect_string: &str, tls: TlsConfig, kinds: &[TlsErrorKind]) -> 
     err
 }
 
+/// A second CA, which the servers of [`pki`] do not trust.
 pub fn pki_other() -> TestPki {
     TestPki::new("some other CA").unwrap()
 }

@@ -13,6 +13,7 @@ use zk_testing::{Backend, TestingServer};
 
 use super::{init_log, timing, Client as Closing};
 
+/// A throw-away CA for one test (logging set up).
 pub fn pki() -> TestPki {
     init_log();
     TestPki::new("zk-curator x509 test CA").expect("make a CA")
@@ -67,6 +68,7 @@ pub fn client(s: &TestingServer, pki: &TestPki, cert: &CertKey, acl: Vec<Acl>) -
     Closing(c)
 }
 
+/// The open ACL (`world:anyone`, all permissions).
 pub fn open() -> Vec<Acl> {
     Acl::open_unsafe()
 }

@@ -1,7 +1,6 @@
 //! The ACL suites' settings (zk-framework's `acl` and its half in zk-recipes,
 //! locks under digest ACLs): digest credentials, managed clients with
-//! credentials and an ACL provider, a plain client with credentials, and a
-//! subtree listing.
+//! credentials and an ACL provider, and a plain client with credentials.
 
 use std::time::Duration;
 
@@ -10,8 +9,8 @@ use zk_testing::{wait_until, TestingServer};
 
 use super::{timing, Client as Closing};
 
+/// Alice's digest credentials (`user:password`).
 pub const ALICE: &[u8] = b"alice:alice-secret";
-pub const MALLORY: &[u8] = b"mallory:guess";
 
 /// A connected managed client with `auth` credentials (if any) and `provider`.
 pub fn secure_client(s: &TestingServer, auth: Option<&[u8]>, provider: impl AclProvider + 'static) -> Closing {
@@ -49,17 +48,7 @@ pub fn raw(s: &TestingServer, auth: Option<&[u8]>) -> Client {
     c
 }
 
+/// An ACL that gives Alice (and no one else) every permission.
 pub fn alice_only() -> Vec<Acl> {
     vec![Acl::digest("alice", "alice-secret", perms::ALL)]
-}
-
-/// Every node under `path` (itself included), by a client that can read them.
-pub fn subtree(c: &Client, path: &str) -> Vec<String> {
-    let mut out = vec![path.to_string()];
-    if let Ok(kids) = c.get_children(path) {
-        for k in kids {
-            out.extend(subtree(c, &format!("{}/{k}", path.trim_end_matches('/'))));
-        }
-    }
-    out
 }

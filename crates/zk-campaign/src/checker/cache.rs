@@ -44,6 +44,7 @@
 //!   subtree, read by the coordinator after every writer stopped.
 
 use super::LineHistory as _;
+use crate::history::Fields;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 
@@ -120,91 +121,101 @@ pub(crate) struct CacheHistory {
 /// The errors that say a write certainly did not happen.
 const DEFINITE: [&str; 3] = ["ZooKeeper.NodeExists", "ZooKeeper.NoNode", "ZooKeeper.BadVersion"];
 
-fn node(f: &[&str], at: usize) -> Option<Node> {
+/// The node in fields `at` to `at + 3` (czxid, mzxid, version, hash).
+fn node(f: &Fields<'_>, at: usize) -> Option<Node> {
     Some(Node {
-        czxid: f.get(at)?.parse().ok()?,
-        mzxid: f.get(at + 1)?.parse().ok()?,
-        version: f.get(at + 2)?.parse().ok()?,
-        hash: f.get(at + 3)?.to_string(),
+        czxid: f.num(at)?,
+        mzxid: f.num(at + 1)?,
+        version: f.num(at + 2)?,
+        hash: f.string(at + 3)?,
     })
 }
 
 impl super::LineHistory for CacheHistory {
     fn line(&mut self, line: &str) -> Option<()> {
-        let f: Vec<&str> = line.split(' ').collect();
-        match *f.first()? {
-            "Y" => {
-                let pid: u32 = f.get(1)?.parse().ok()?;
-                let c = self.caches.entry(pid).or_default();
-                let ev = match *f.get(3)? {
-                    "start" => {
-                        c.root = f.get(4)?.to_string();
-                        return Some(());
-                    }
-                    "created" => Ev::Created(f.get(4)?.to_string(), node(&f, 5)?),
-                    "deleted" => Ev::Deleted(f.get(4)?.to_string(), node(&f, 5)?),
-                    "changed" => Ev::Changed(f.get(4)?.to_string(), node(&f, 5)?, node(&f, 9)?),
-                    "initialized" => Ev::Initialized,
-                    "freshness" => Ev::Freshness(f.get(4)?.to_string()),
-                    "failed" => Ev::Failed,
-                    "view" => {
-                        c.view
-                            .get_or_insert_with(BTreeMap::new)
-                            .insert(f.get(4)?.to_string(), node(&f, 5)?);
-                        return Some(());
-                    }
-                    "end" => {
-                        c.view.get_or_insert_with(BTreeMap::new);
-                        c.settled = *f.get(4)? == "current";
-                        c.end_line = line.to_string();
-                        return Some(());
-                    }
-                    _ => return None,
-                };
-                c.events.push((ev, line.to_string()));
-            }
-            "G" => {
-                let op = *f.get(3)?;
-                let pid: u32 = f.get(1)?.parse().ok()?;
-                if op == "begin" {
-                    self.writes
-                        .pending
-                        .insert(pid, (f.get(4)?.to_string(), f.get(5)?.to_string()));
-                    return Some(());
-                }
-                let key = match f.get(5) {
-                    Some(outcome) => format!("{op} {outcome}"),
-                    None => op.to_string(),
-                };
-                *self.writes.counts.entry(key).or_default() += 1;
-                match op {
-                    "create" | "set" => {
-                        self.writes.pending.remove(&pid);
-                        let path = f.get(4)?.to_string();
-                        let hash = f.get(9)?.to_string();
-                        let outcome = *f.get(5)?;
-                        if outcome == "ok" {
-                            let n = node(&f, 6)?;
-                            if op == "create" {
-                                self.writes.creations.entry(path.clone()).or_default().push(n.czxid);
-                            }
-                            self.writes.states.insert((path, n.czxid, n.mzxid, hash));
-                        } else if !DEFINITE.contains(&outcome) {
-                            self.writes.unknown.insert((path, hash));
-                        }
-                    }
-                    "delete" | "end" => {}
-                    _ => return None,
-                }
-            }
+        let f = Fields::new(line);
+        match f.kind()? {
+            "Y" => self.cache_line(&f, line)?,
+            "G" => self.writer_line(&f)?,
             "U" => {
                 self.server.get_or_insert_with(BTreeMap::new);
             }
             "T" => {
                 self.server
                     .get_or_insert_with(BTreeMap::new)
-                    .insert(f.get(1)?.to_string(), node(&f, 2)?);
+                    .insert(f.string(1)?, node(&f, 2)?);
             }
+            _ => return None,
+        }
+        Some(())
+    }
+}
+
+impl CacheHistory {
+    /// A `Y` line: a cache's start, event, final view or end.
+    fn cache_line(&mut self, f: &Fields<'_>, line: &str) -> Option<()> {
+        let pid: u32 = f.num(1)?;
+        let c = self.caches.entry(pid).or_default();
+        let ev = match f.str(3)? {
+            "start" => {
+                c.root = f.string(4)?;
+                return Some(());
+            }
+            "created" => Ev::Created(f.string(4)?, node(f, 5)?),
+            "deleted" => Ev::Deleted(f.string(4)?, node(f, 5)?),
+            "changed" => Ev::Changed(f.string(4)?, node(f, 5)?, node(f, 9)?),
+            "initialized" => Ev::Initialized,
+            "freshness" => Ev::Freshness(f.string(4)?),
+            "failed" => Ev::Failed,
+            "view" => {
+                c.view
+                    .get_or_insert_with(BTreeMap::new)
+                    .insert(f.string(4)?, node(f, 5)?);
+                return Some(());
+            }
+            "end" => {
+                c.view.get_or_insert_with(BTreeMap::new);
+                c.settled = f.str(4)? == "current";
+                c.end_line = line.to_string();
+                return Some(());
+            }
+            _ => return None,
+        };
+        c.events.push((ev, line.to_string()));
+        Some(())
+    }
+
+    /// A `G` line: a writer's call announced, or answered (counted by kind
+    /// and outcome).
+    fn writer_line(&mut self, f: &Fields<'_>) -> Option<()> {
+        let op = f.str(3)?;
+        let pid: u32 = f.num(1)?;
+        if op == "begin" {
+            self.writes.pending.insert(pid, (f.string(4)?, f.string(5)?));
+            return Some(());
+        }
+        let key = match f.str(5) {
+            Some(outcome) => format!("{op} {outcome}"),
+            None => op.to_string(),
+        };
+        *self.writes.counts.entry(key).or_default() += 1;
+        match op {
+            "create" | "set" => {
+                self.writes.pending.remove(&pid);
+                let path = f.string(4)?;
+                let hash = f.string(9)?;
+                let outcome = f.str(5)?;
+                if outcome == "ok" {
+                    let n = node(f, 6)?;
+                    if op == "create" {
+                        self.writes.creations.entry(path.clone()).or_default().push(n.czxid);
+                    }
+                    self.writes.states.insert((path, n.czxid, n.mzxid, hash));
+                } else if !DEFINITE.contains(&outcome) {
+                    self.writes.unknown.insert((path, hash));
+                }
+            }
+            "delete" | "end" => {}
             _ => return None,
         }
         Some(())

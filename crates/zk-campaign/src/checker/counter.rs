@@ -37,6 +37,7 @@
 //!   incrementer stopped.
 
 use super::LineHistory as _;
+use crate::history::Fields;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
@@ -63,24 +64,23 @@ pub(crate) struct CounterHistory {
 
 impl super::LineHistory for CounterHistory {
     fn line(&mut self, line: &str) -> Option<()> {
-        let f: Vec<&str> = line.split(' ').collect();
-        if *f.first()? != "J" {
+        let f = Fields::new(line);
+        if f.kind()? != "J" {
             return None;
         }
-        let opt = |i: usize| f.get(i).and_then(|s| s.parse::<i64>().ok());
-        if *f.get(1)? == "-" {
-            match *f.get(3)? {
-                "base" => self.base = Some(f.get(4)?.parse().ok()?),
-                "final" => self.fin = Some(f.get(4)?.parse().ok()?),
+        if f.str(1)? == "-" {
+            match f.str(3)? {
+                "base" => self.base = Some(f.num(4)?),
+                "final" => self.fin = Some(f.num(4)?),
                 _ => return None,
             }
             return Some(());
         }
-        let pid: u32 = f.get(1)?.parse().ok()?;
-        let t: u64 = f.get(2)?.parse().ok()?;
-        match *f.get(3)? {
+        let pid: u32 = f.num(1)?;
+        let t: u64 = f.num(2)?;
+        match f.str(3)? {
             "begin" => {
-                let seq: u64 = f.get(4)?.parse().ok()?;
+                let seq: u64 = f.num(4)?;
                 self.incs.insert(
                     (pid, seq),
                     Inc {
@@ -92,14 +92,14 @@ impl super::LineHistory for CounterHistory {
                 );
             }
             "end" => {
-                let seq: u64 = f.get(4)?.parse().ok()?;
+                let seq: u64 = f.num(4)?;
                 let inc = self.incs.entry((pid, seq)).or_default();
-                inc.start = f.get(5)?.parse().ok()?;
+                inc.start = f.num(5)?;
                 inc.end = Some(t);
-                inc.outcome = f.get(6)?.to_string();
-                inc.proof = f.get(7)?.to_string();
-                inc.pre = opt(8);
-                inc.post = opt(9);
+                inc.outcome = f.string(6)?;
+                inc.proof = f.string(7)?;
+                inc.pre = f.num(8);
+                inc.post = f.num(9);
                 inc.line = line.to_string();
             }
             "stop" | "failed" => {}

@@ -47,7 +47,7 @@ use super::LineHistory as _;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::history::History;
+use crate::history::{Fields, History};
 
 /// The bound within which a worker's node must be registered again after a
 /// fault heals, for a session timeout of `session_ns`: `2 x session + 2 s`.
@@ -94,59 +94,68 @@ pub(crate) struct RegHistory {
 
 impl super::LineHistory for RegHistory {
     fn line(&mut self, line: &str) -> Option<()> {
-        let f: Vec<&str> = line.split(' ').collect();
-        match *f.first()? {
-            "L" => {
-                let pid: u32 = f.get(1)?.parse().ok()?;
-                let t: u64 = f.get(2)?.parse().ok()?;
-                let what = *f.get(3)?;
-                if what == "stop" || what == "settled" {
-                    return Some(());
-                }
-                let path = f.get(4)?.to_string();
-                let g = self.gens.entry(path).or_insert_with(|| Gen {
-                    pid,
-                    start: t,
-                    ..Gen::default()
-                });
-                match what {
-                    "start" => g.start = t,
-                    "reg" => g
-                        .events
-                        .push((t, f.get(5)?.to_string(), *f.get(6)? == "registered", line.to_string())),
-                    "final" => g.fin = Some((t, *f.get(5)? == "registered", f.get(6)?.to_string())),
-                    "closing" => g.closing = Some(t),
-                    "closed" | "failed" => {}
-                    _ => return None,
+        let f = Fields::new(line);
+        match f.kind()? {
+            "L" => self.worker_line(&f, line),
+            "M" => self.observer_line(&f),
+            _ => None,
+        }
+    }
+}
+
+impl RegHistory {
+    /// An `L` line: a worker's node started, a registration event, its
+    /// final state, its close.
+    fn worker_line(&mut self, f: &Fields<'_>, line: &str) -> Option<()> {
+        let pid: u32 = f.num(1)?;
+        let t: u64 = f.num(2)?;
+        let what = f.str(3)?;
+        if what == "stop" || what == "settled" {
+            return Some(());
+        }
+        let g = self.gens.entry(f.string(4)?).or_insert_with(|| Gen {
+            pid,
+            start: t,
+            ..Gen::default()
+        });
+        match what {
+            "start" => g.start = t,
+            "reg" => g
+                .events
+                .push((t, f.string(5)?, f.str(6)? == "registered", line.to_string())),
+            "final" => g.fin = Some((t, f.str(5)? == "registered", f.string(6)?)),
+            "closing" => g.closing = Some(t),
+            "closed" | "failed" => {}
+            _ => return None,
+        }
+        Some(())
+    }
+
+    /// An `M` line: what the observer showed.
+    fn observer_line(&mut self, f: &Fields<'_>) -> Option<()> {
+        let t: u64 = f.num(1)?;
+        match f.str(2)? {
+            "created" | "changed" => {
+                let (p, czxid, owner) = (f.string(3)?, f.num(4)?, f.string(5)?);
+                let list = self.shown.entry(p).or_default();
+                if !list.iter().any(|s| s.czxid == czxid) {
+                    list.push(Shown {
+                        czxid,
+                        owner,
+                        created: t,
+                        deleted: None,
+                    });
                 }
             }
-            "M" => {
-                let t: u64 = f.get(1)?.parse().ok()?;
-                match *f.get(2)? {
-                    "created" | "changed" => {
-                        let (p, czxid, owner) = (f.get(3)?.to_string(), f.get(4)?.parse().ok()?, f.get(5)?.to_string());
-                        let list = self.shown.entry(p).or_default();
-                        if !list.iter().any(|s| s.czxid == czxid) {
-                            list.push(Shown {
-                                czxid,
-                                owner,
-                                created: t,
-                                deleted: None,
-                            });
-                        }
-                    }
-                    "deleted" => {
-                        let (p, czxid): (String, i64) = (f.get(3)?.to_string(), f.get(4)?.parse().ok()?);
-                        if let Some(s) = self.shown.entry(p).or_default().iter_mut().find(|s| s.czxid == czxid) {
-                            s.deleted.get_or_insert(t);
-                        }
-                    }
-                    "view" => self.view.push(f.get(3)?.to_string()),
-                    "end" => self.observer_current = Some(*f.get(3)? == "current"),
-                    "start" | "initialized" | "freshness" | "failed" | "other" => {}
-                    _ => return None,
+            "deleted" => {
+                let (p, czxid): (String, i64) = (f.string(3)?, f.num(4)?);
+                if let Some(s) = self.shown.entry(p).or_default().iter_mut().find(|s| s.czxid == czxid) {
+                    s.deleted.get_or_insert(t);
                 }
             }
+            "view" => self.view.push(f.string(3)?),
+            "end" => self.observer_current = Some(f.str(3)? == "current"),
+            "start" | "initialized" | "freshness" | "failed" | "other" => {}
             _ => return None,
         }
         Some(())

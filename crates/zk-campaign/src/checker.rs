@@ -318,7 +318,7 @@ pub(crate) struct View<'a> {
 /// assert!(check(&h, &CheckOptions::default()).violations.is_empty());
 /// ```
 pub fn check(h: &History, opts: &CheckOptions) -> Report {
-    let session_ns = h.param_u64("session_ms").unwrap_or(3000) * 1_000_000;
+    let session_ns = h.session_ns();
     let mut violations: Vec<String> = Vec::new();
 
     let attempts = attempts_end_in_time(h, &mut violations);
@@ -403,14 +403,55 @@ struct Facts {
 /// The report's text ([`Report::text`]): the facts, then the first 30
 /// violations.
 fn summary(h: &History, f: &Facts, violations: &[String]) -> String {
-    let (a, s, x) = (&f.attempts, &f.sections, &f.exclusion);
     let mut t = String::new();
+    attempt_lines(&mut t, h, &f.attempts);
+    fault_lines(&mut t, h, f);
+    section_lines(&mut t, h, f);
+    t.push_str(&f.resource);
+    t.push_str(&f.claimed);
+    margin_lines(&mut t, &f.margins);
+    t.push_str(&f.overshoot.text);
+    t.push_str(&f.cached);
+    let _ = writeln!(t, "violations: {}", violations.len());
+    for v in violations.iter().take(30) {
+        let _ = writeln!(t, "  VIOLATION: {v}");
+    }
+    if violations.len() > 30 {
+        let _ = writeln!(t, "  ... and {} more", violations.len() - 30);
+    }
+    t
+}
+
+/// `k1 n1, k2 n2, ...` of `pairs` (a count by kind), or `none` when
+/// there are none: how the report lists every count by kind.
+pub(crate) fn tally<K: std::fmt::Display, V: std::fmt::Display>(
+    pairs: impl IntoIterator<Item = (K, V)>,
+    none: &str,
+) -> String {
+    let listed: Vec<String> = pairs.into_iter().map(|(k, n)| format!("{k} {n}")).collect();
+    if listed.is_empty() {
+        none.to_string()
+    } else {
+        listed.join(", ")
+    }
+}
+
+/// The value at `permille` of `sorted` (not empty): the smallest one with
+/// at least that share of the values at or below it.
+pub(crate) fn at_permille<T: Copy>(sorted: &[T], permille: usize) -> T {
+    sorted[(sorted.len() * permille).div_ceil(1000).saturating_sub(1)]
+}
+
+/// The report's lines on the attempts: acquisitions by lock kind, outcomes,
+/// the attempts whose worker was stopped, the errors by kind.
+fn attempt_lines(t: &mut String, h: &History, a: &AttemptStats) {
     let total: u64 = a.acquired.values().sum();
-    let by_mode = ["mutex", "read", "write", "semaphore", "multi", "leader"]
-        .iter()
-        .map(|m| format!("{m} {}", a.acquired.get(*m).copied().unwrap_or(0)))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let by_mode = tally(
+        ["mutex", "read", "write", "semaphore", "multi", "leader"]
+            .iter()
+            .map(|m| (m, a.acquired.get(*m).copied().unwrap_or(0))),
+        "",
+    );
     let _ = writeln!(t, "acquisitions: {total} ({by_mode})");
     let _ = writeln!(
         t,
@@ -428,16 +469,13 @@ fn summary(h: &History, f: &Facts, violations: &[String]) -> String {
         );
     }
     if !a.error_kinds.is_empty() {
-        let _ = writeln!(
-            t,
-            "errors by kind: {}",
-            a.error_kinds
-                .iter()
-                .map(|(k, n)| format!("{k} {n}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+        let _ = writeln!(t, "errors by kind: {}", tally(&a.error_kinds, ""));
     }
+}
+
+/// The report's lines on the faults: made by kind (those asked for first),
+/// not made by kind and reason, and the kinds missing.
+fn fault_lines(t: &mut String, h: &History, f: &Facts) {
     let mut fault_names: Vec<String> = f.kinds.clone();
     for k in f.faults.keys() {
         if !fault_names.contains(k) {
@@ -448,11 +486,10 @@ fn summary(h: &History, f: &Facts, violations: &[String]) -> String {
         t,
         "faults: {} ({}){}",
         f.faults.values().sum::<usize>(),
-        fault_names
-            .iter()
-            .map(|k| format!("{k} {}", f.faults.get(k).copied().unwrap_or(0)))
-            .collect::<Vec<_>>()
-            .join(", "),
+        tally(
+            fault_names.iter().map(|k| (k, f.faults.get(k).copied().unwrap_or(0))),
+            ""
+        ),
         if h.failed_faults > 0 {
             format!("; {} not made", h.failed_faults)
         } else {
@@ -469,6 +506,12 @@ fn summary(h: &History, f: &Facts, violations: &[String]) -> String {
             f.missing.join(", ")
         }
     );
+}
+
+/// The report's lines on the sections (rules 1 to 4): how they ended, the
+/// releases, the fenced overlaps, the longest wait and release.
+fn section_lines(t: &mut String, h: &History, f: &Facts) {
+    let (a, s, x) = (&f.attempts, &f.sections, &f.exclusion);
     let _ = writeln!(
         t,
         "sections: {} (cut short by a loss signal {}, told at grant {}, open at kill -9 {}); {} overlaps checked",
@@ -523,14 +566,16 @@ fn summary(h: &History, f: &Facts, violations: &[String]) -> String {
         "sections ended by check() before any loss event: {}; ended at a SIGSTOP of their holder (no Ok after it): {}",
         s.check_first, s.ended_by_pause
     );
-    t.push_str(&f.resource);
-    t.push_str(&f.claimed);
+}
+
+/// The report's lines on the safety margins (rule 6), by fault kind.
+fn margin_lines(t: &mut String, margins: &BTreeMap<String, MarginStats>) {
     let _ = writeln!(
         t,
         "safety margin (a section cut short by a loss signal: its last Ok check() to the next grant that excludes it): {}",
-        if f.margins.is_empty() { "no lock changed hands after a loss signal" } else { "by fault kind" }
+        if margins.is_empty() { "no lock changed hands after a loss signal" } else { "by fault kind" }
     );
-    for (kind, m) in &f.margins {
+    for (kind, m) in margins {
         let _ = writeln!(
             t,
             "  margin {kind}: {} hand-overs, min {:.1} ms, p1 {:.1} ms, median {:.1} ms",
@@ -540,16 +585,6 @@ fn summary(h: &History, f: &Facts, violations: &[String]) -> String {
             m.median_ns as f64 / 1e6
         );
     }
-    t.push_str(&f.overshoot.text);
-    t.push_str(&f.cached);
-    let _ = writeln!(t, "violations: {}", violations.len());
-    for v in violations.iter().take(30) {
-        let _ = writeln!(t, "  VIOLATION: {v}");
-    }
-    if violations.len() > 30 {
-        let _ = writeln!(t, "  ... and {} more", violations.len() - 30);
-    }
-    t
 }
 
 /// The faults not made (`N` lines), by kind: how many, and why (the
@@ -665,18 +700,24 @@ fn missing_kinds(h: &History, kinds: &[String], faults: &BTreeMap<String, usize>
 
 /// Statistics of margin samples (ns, may be negative), by key.
 fn margin_stats(samples: BTreeMap<String, Vec<i64>>) -> BTreeMap<String, MarginStats> {
+    stats_by_key(samples, |v| MarginStats {
+        count: v.len() as u64,
+        min_ns: v[0],
+        p1_ns: at_permille(v, 10),
+        median_ns: at_permille(v, 500),
+    })
+}
+
+/// `stats` of each key's samples (not empty), sorted.
+pub(crate) fn stats_by_key<T: Ord, S>(
+    samples: BTreeMap<String, Vec<T>>,
+    stats: impl Fn(&[T]) -> S,
+) -> BTreeMap<String, S> {
     samples
         .into_iter()
         .map(|(kind, mut v)| {
             v.sort_unstable();
-            let at = |permille: usize| v[(v.len() * permille).div_ceil(1000).saturating_sub(1)];
-            let m = MarginStats {
-                count: v.len() as u64,
-                min_ns: v[0],
-                p1_ns: at(10),
-                median_ns: at(500),
-            };
-            (kind, m)
+            (kind, stats(&v))
         })
         .collect()
 }

@@ -189,11 +189,14 @@ impl SecRec {
     /// assert_eq!(s.describe(), "[pid 10 thread 0 attempt 1 mutex token 5 session a]");
     /// ```
     pub fn describe(&self) -> String {
-        format!(
-            "[pid {} thread {} attempt {} {} token {} session {}]",
-            self.pid, self.thr, self.att, self.mode, self.token, self.sid
-        )
+        describe_holder((self.pid, self.thr, self.att), &self.mode, self.token, &self.sid)
     }
+}
+
+/// `[pid P thread T attempt A mode token N session S]`: a holder as the
+/// violations name it (a section's, a claim span's).
+pub(crate) fn describe_holder((pid, thr, att): AttemptKey, mode: &str, token: i64, sid: &str) -> String {
+    format!("[pid {pid} thread {thr} attempt {att} {mode} token {token} session {sid}]")
 }
 
 /// A write that reached the guarded resource (a `V` line of `resource.log`,
@@ -264,6 +267,14 @@ pub struct FaultRec {
     pub start: u64,
     /// When it ended (healed).
     pub end: u64,
+}
+
+impl FaultRec {
+    /// Whether its window, from its start to `slack` after its end (while
+    /// its effects last), meets `[from, to]`.
+    pub(crate) fn meets(&self, from: u64, to: u64, slack: u64) -> bool {
+        self.start <= to && from <= self.end.saturating_add(slack)
+    }
 }
 
 /// A fault not made (an `N` line): tried, and one of its steps did not
@@ -724,6 +735,26 @@ impl History {
     /// ```
     pub fn param_u64(&self, key: &str) -> Option<u64> {
         self.params.get(key).and_then(|v| v.parse().ok())
+    }
+
+    /// When the server expired session `sid` at once (its `I` lines).
+    pub(crate) fn expiries_of<'a>(&'a self, sid: &'a str) -> impl Iterator<Item = u64> + 'a {
+        self.instant.iter().filter(move |(s, _)| s == sid).map(|(_, x)| *x)
+    }
+
+    /// When an operator deleted session `sid`'s node named `node` (its `B`
+    /// lines: a composed fault's break).
+    pub(crate) fn breaks_of<'a>(&'a self, sid: &'a str, node: &'a str) -> impl Iterator<Item = u64> + 'a {
+        self.broken
+            .iter()
+            .filter(move |(s, _, path)| s == sid && path.rsplit('/').next() == Some(node))
+            .map(|(_, x, _)| *x)
+    }
+
+    /// The session timeout (ns): the `session_ms` parameter, 3 s when the
+    /// logs lack it.
+    pub(crate) fn session_ns(&self) -> u64 {
+        self.param_u64("session_ms").unwrap_or(3000) * 1_000_000
     }
 }
 

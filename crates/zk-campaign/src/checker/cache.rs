@@ -275,27 +275,56 @@ pub(crate) fn replay_gives_the_view(pid: u32, c: &CacheLog, violations: &mut Vec
         }
     }
     let Some(dump) = &c.view else { return };
-    for (p, n) in dump {
-        match view.get(p) {
-            Some(r) if r == n => {}
-            Some(r) => violations.push(format!(
+    for (p, d) in differences(dump, &view, |n, r| r == n) {
+        violations.push(match d {
+            Diff::Other(n, r) => format!(
                 "cache replay: {}'s final view has {p} as {n}, its events give {r}",
                 who(pid)
-            )),
-            None => violations.push(format!(
+            ),
+            Diff::Missing(n) => format!(
                 "cache replay: {}'s final view has {p} ({n}), its events do not",
                 who(pid)
-            )),
-        }
-    }
-    for (p, r) in &view {
-        if !dump.contains_key(p) {
-            violations.push(format!(
+            ),
+            Diff::Extra(r) => format!(
                 "cache replay: {}'s events give {p} ({r}), its final view does not have it",
                 who(pid)
-            ));
+            ),
+        });
+    }
+}
+
+/// How view `b` differs from view `a` at one path.
+enum Diff<'v> {
+    /// `a`'s node and `b`'s, not the same.
+    Other(&'v Node, &'v Node),
+    /// `a`'s node; `b` has none there.
+    Missing(&'v Node),
+    /// `b`'s node; `a` has none there.
+    Extra(&'v Node),
+}
+
+/// Where view `b` differs from view `a`: `a`'s paths first (in order) whose
+/// node `b` shows otherwise (not `same`) or not at all, then the paths only
+/// `b` has.
+fn differences<'v>(
+    a: &'v BTreeMap<String, Node>,
+    b: &'v BTreeMap<String, Node>,
+    same: impl Fn(&Node, &Node) -> bool,
+) -> Vec<(&'v str, Diff<'v>)> {
+    let mut out = Vec::new();
+    for (p, n) in a {
+        match b.get(p) {
+            Some(r) if same(n, r) => {}
+            Some(r) => out.push((p.as_str(), Diff::Other(n, r))),
+            None => out.push((p.as_str(), Diff::Missing(n))),
         }
     }
+    for (p, r) in b {
+        if !a.contains_key(p) {
+            out.push((p.as_str(), Diff::Extra(r)));
+        }
+    }
+    out
 }
 
 /// C2: a cache that ended current shows exactly the server's final subtree.
@@ -309,29 +338,25 @@ pub(crate) fn current_view_is_the_servers(
     let (Some(dump), Some(server), true) = (&c.view, server, c.settled) else {
         return false;
     };
-    for (p, s) in server {
-        match dump.get(p) {
-            Some(n) if n.czxid == s.czxid && n.mzxid == s.mzxid && n.hash == s.hash => {}
-            Some(n) => violations.push(format!(
+    let same = |s: &Node, n: &Node| n.czxid == s.czxid && n.mzxid == s.mzxid && n.hash == s.hash;
+    for (p, d) in differences(server, dump, same) {
+        violations.push(match d {
+            Diff::Other(s, n) => format!(
                 "cache final view: {} ended current with {p} as {n}, the server has {s} ({})",
                 who(pid),
                 c.end_line
-            )),
-            None => violations.push(format!(
+            ),
+            Diff::Missing(s) => format!(
                 "cache final view: {} ended current without {p}, the server has {s} ({})",
                 who(pid),
                 c.end_line
-            )),
-        }
-    }
-    for (p, n) in dump {
-        if !server.contains_key(p) {
-            violations.push(format!(
+            ),
+            Diff::Extra(n) => format!(
                 "cache final view: {} ended current with {p} ({n}), the server does not have it ({})",
                 who(pid),
                 c.end_line
-            ));
-        }
+            ),
+        });
     }
     true
 }
@@ -526,7 +551,6 @@ pub(crate) fn judge<S: AsRef<str>>(lines: &[S], violations: &mut Vec<String>) ->
         }
         recreations += no_silent_recreation(*pid, c, &h.writes, violations);
     }
-    let writes: Vec<String> = h.writes.counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
     let _ = writeln!(
         t,
         "caches: {} ({events} node events, {inits} initialized; ended current and judged against the server {current}, ended not current {stale}, no final view (killed) {no_dump}); server's final subtree: {}",
@@ -536,7 +560,7 @@ pub(crate) fn judge<S: AsRef<str>>(lines: &[S], violations: &mut Vec<String>) ->
     let _ = writeln!(
         t,
         "cache writes: {}; re-creations shown with a deleted between: {recreations}; states excused (data of a write with an unknown outcome): {excused}{}",
-        if writes.is_empty() { "none".to_string() } else { writes.join(", ") },
+        super::tally(&h.writes.counts, "none"),
         if bad > 0 { format!("; unparsed cache lines: {bad}") } else { String::new() }
     );
     if let Some(first) = first_coalesced {

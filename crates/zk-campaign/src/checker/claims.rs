@@ -32,8 +32,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
-use super::View;
-use crate::history::{ClaimRec, History, SectionKey};
+use super::rules::views_by_lock;
+use super::{tally, View};
+use crate::history::{describe_holder, ClaimRec, History, SectionKey};
 
 /// For each section with claim spans: when its last claim began, and
 /// whether its holder was still told it holds when it stopped watching (its
@@ -73,48 +74,37 @@ fn fenced(h: &History, c: &ClaimRec, claimant: Option<&View<'_>>, other_token: i
     let Some(v) = claimant.filter(|v| v.told_any && c.token < other_token) else {
         return false;
     };
-    h.instant.iter().any(|(sid, x)| *sid == c.sid && *x <= c.last.1)
-        || h.broken.iter().any(|(sid, x, path)| {
-            *sid == c.sid && c.first.0 <= *x && *x <= c.last.1 && path.rsplit('/').next() == Some(v.s.node.as_str())
-        })
+    h.expiries_of(&c.sid).any(|x| x <= c.last.1)
+        || h.breaks_of(&c.sid, &v.s.node).any(|x| c.first.0 <= x && x <= c.last.1)
 }
 
 /// When the server let section `s`'s lock go behind its holder's back, if
 /// it did: the first operator break of its node (`B`) or instant expiry of
 /// its session (`I`) after its grant.
 fn let_go(h: &History, s: &crate::history::SecRec) -> Option<u64> {
-    let broken = h
-        .broken
-        .iter()
-        .filter(|(sid, x, path)| *sid == s.sid && *x >= s.start && path.rsplit('/').next() == Some(s.node.as_str()))
-        .map(|(_, x, _)| *x);
-    let expired = h
-        .instant
-        .iter()
-        .filter(|(sid, x)| *sid == s.sid && *x >= s.start)
-        .map(|(_, x)| *x);
-    broken.chain(expired).min()
+    h.breaks_of(&s.sid, &s.node)
+        .chain(h.expiries_of(&s.sid))
+        .filter(|x| *x >= s.start)
+        .min()
 }
 
 /// The sections of each lock that exclude someone for a while (non-empty:
 /// their effective end after their grant), sorted by grant.
 fn exclusive_sections<'v, 'a>(views: &'v [View<'a>]) -> BTreeMap<&'a str, Vec<&'v View<'a>>> {
-    let mut m: BTreeMap<&'a str, Vec<&'v View<'a>>> = BTreeMap::new();
-    for v in views.iter().filter(|v| v.eff > v.s.start) {
-        m.entry(v.s.lock.as_str()).or_default().push(v);
-    }
-    for list in m.values_mut() {
-        list.sort_by_key(|v| (v.s.start, v.s.pid, v.s.thr, v.s.att));
-    }
-    m
+    views_by_lock(views.iter().filter(|v| v.eff > v.s.start))
+}
+
+/// The views by their section's key.
+fn views_by_key<'v, 'a>(views: &'v [View<'a>]) -> HashMap<SectionKey, &'v View<'a>> {
+    views
+        .iter()
+        .map(|v| ((v.s.pid, v.s.thr, v.s.att, v.s.lock.clone()), v))
+        .collect()
 }
 
 /// `[pid P thread T attempt A mode token N session S]` of a claim.
 fn describe(c: &ClaimRec) -> String {
-    format!(
-        "[pid {} thread {} attempt {} {} token {} session {}]",
-        c.pid, c.thr, c.att, c.mode, c.token, c.sid
-    )
+    describe_holder((c.pid, c.thr, c.att), &c.mode, c.token, &c.sid)
 }
 
 /// Rule 8: no claim falls inside another holder's exclusive section on the
@@ -131,10 +121,7 @@ pub(super) fn claims_inside_other_sections(
     violations: &mut Vec<String>,
 ) -> (u64, u64) {
     let by_lock = exclusive_sections(views);
-    let by_key: HashMap<SectionKey, &View<'_>> = views
-        .iter()
-        .map(|v| ((v.s.pid, v.s.thr, v.s.att, v.s.lock.clone()), v))
-        .collect();
+    let by_key = views_by_key(views);
     let (mut judged, mut excused) = (0u64, 0u64);
     for c in &h.claims {
         judged += 1;
@@ -210,10 +197,7 @@ pub(super) fn claims_out_of_token_order(h: &History, views: &[View<'_>], violati
     for list in grants.values_mut() {
         list.sort();
     }
-    let by_key: HashMap<SectionKey, &View<'_>> = views
-        .iter()
-        .map(|v| ((v.s.pid, v.s.thr, v.s.att, v.s.lock.clone()), v))
-        .collect();
+    let by_key = views_by_key(views);
     for c in &h.claims {
         let Some(list) = grants.get(c.lock.as_str()) else {
             continue;
@@ -292,13 +276,6 @@ pub(super) fn judge(h: &History, views: &[View<'_>], violations: &mut Vec<String
         .filter(|s| s.end.as_ref().is_some_and(|e| e.watched.is_some()))
         .map(|s| (s.pid, s.thr, s.att))
         .collect();
-    let list = |m: &BTreeMap<&str, u64>| {
-        if m.is_empty() {
-            "none".to_string()
-        } else {
-            m.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ")
-        }
-    };
     let mut t = String::new();
     let _ = writeln!(
         t,
@@ -306,8 +283,8 @@ pub(super) fn judge(h: &History, views: &[View<'_>], violations: &mut Vec<String
          ended by: {}); fenced after an instant expiry or a break: {excused}",
         sections.len(),
         watched.len(),
-        list(&kinds),
-        list(&ended)
+        tally(&kinds, "none"),
+        tally(&ended, "none")
     );
     t
 }

@@ -259,11 +259,7 @@ pub(crate) fn judge<S: AsRef<str>>(lines: &[S], violations: &mut Vec<String>) ->
         t,
         "counter: {} increments ({}); base {}, final {}{}",
         h.incs.len(),
-        counts
-            .iter()
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect::<Vec<_>>()
-            .join(", "),
+        super::tally(&counts, ""),
         h.base.map_or("-".into(), |v| v.to_string()),
         h.fin.map_or("not read".into(), |v| v.to_string()),
         if bad > 0 {

@@ -165,11 +165,28 @@ impl RegHistory {
 /// When a span of `g` starting with event `i` ended: its next event, its
 /// closing, or its worker's death (`None`: the log ends first).
 fn span_end(g: &Gen, i: usize, killed: Option<u64>) -> Option<u64> {
-    let next = g.events.get(i + 1).map(|e| e.0).or(g.closing);
-    match (next, killed) {
-        (Some(n), Some(k)) => Some(n.min(k)),
-        (n, k) => n.or(k),
+    earliest(g.events.get(i + 1).map(|e| e.0).or(g.closing), killed)
+}
+
+/// The earlier of two instants that may not have come.
+fn earliest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
+}
+
+/// `spans`, sorted and merged where they meet.
+fn merged(mut spans: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    spans.sort();
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for (a, e) in spans {
+        match out.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(e),
+            _ => out.push((a, e)),
+        }
+    }
+    out
 }
 
 /// R1 (see the module).
@@ -227,16 +244,7 @@ pub(crate) fn registered_only_while_there(h: &History, r: &RegHistory, w: u64, v
 
 /// The fault windows `[start, end + b]`, merged, with the workers' pauses.
 fn fault_windows(h: &History, b: u64) -> Vec<(u64, u64)> {
-    let mut v: Vec<(u64, u64)> = h.windows().iter().map(|f| (f.start, f.end.max(f.start) + b)).collect();
-    v.sort();
-    let mut out: Vec<(u64, u64)> = Vec::new();
-    for (a, e) in v {
-        match out.last_mut() {
-            Some(last) if a <= last.1 => last.1 = last.1.max(e),
-            _ => out.push((a, e)),
-        }
-    }
-    out
+    merged(h.windows().iter().map(|f| (f.start, f.end.max(f.start) + b)).collect())
 }
 
 /// The first instant of `[a, e)` in none of `cover` (sorted, merged).
@@ -269,19 +277,12 @@ pub(crate) fn down_only_around_faults(h: &History, r: &RegHistory, b: u64, viola
                 cover.push((from, to + b));
             }
         }
-        cover.sort();
-        let mut merged: Vec<(u64, u64)> = Vec::new();
-        for (a, e) in cover {
-            match merged.last_mut() {
-                Some(last) if a <= last.1 => last.1 = last.1.max(e),
-                _ => merged.push((a, e)),
-            }
-        }
+        let cover = merged(cover);
         // Spells: from the start, and from each non-registered event, to
         // the next registered one (or the close, or the death).
         let mut spells: Vec<(u64, Option<u64>, &str)> = Vec::new();
         let mut down_since = Some((g.start, "start"));
-        for (i, (t, _, registered, line)) in g.events.iter().enumerate() {
+        for (t, _, registered, line) in &g.events {
             match (registered, down_since) {
                 (true, Some((a, l))) => {
                     spells.push((a, Some(*t), l));
@@ -290,24 +291,19 @@ pub(crate) fn down_only_around_faults(h: &History, r: &RegHistory, b: u64, viola
                 (false, None) => down_since = Some((*t, line.as_str())),
                 _ => {}
             }
-            let _ = i;
         }
         if let Some((a, l)) = down_since {
-            let end = match (g.closing, killed) {
-                (Some(c), Some(k)) => Some(c.min(k)),
-                (c, k) => c.or(k),
-            };
-            spells.push((a, end, l));
+            spells.push((a, earliest(g.closing, killed), l));
         }
         for (a, e, line) in spells {
             let Some(e) = e else { continue };
             if a != g.start {
                 longest = longest.max(e.saturating_sub(a));
             }
-            if let Some(x) = first_uncovered(a, e, &merged) {
+            if let Some(x) = first_uncovered(a, e, &cover) {
                 violations.push(format!(
                     "registration: {p} not registered at {x}, {:.1} ms after it started or a fault healed (bound {:.0} ms; the spell {a}..{e}): {line}",
-                    merged
+                    cover
                         .iter()
                         .filter(|m| m.1 <= x)
                         .map(|m| x - m.1 + b)
@@ -352,7 +348,7 @@ pub(crate) fn visible_after_faults(
             if !registered || span_end(g, i, killed).map_or(true, |e| e <= x) {
                 continue;
             }
-            if windows.iter().any(|f| f.start <= x && f.end >= *t) || h.stopped_within(g.pid, *t, x) > 0 {
+            if windows.iter().any(|f| f.meets(*t, x, 0)) || h.stopped_within(g.pid, *t, x) > 0 {
                 skipped += 1;
                 continue;
             }
@@ -407,7 +403,7 @@ pub(crate) fn judge(h: &History, violations: &mut Vec<String>) -> String {
         return t;
     }
     let (r, bad) = RegHistory::parse(&h.reg_lines);
-    let w = h.param_u64("session_ms").unwrap_or(3000) * 1_000_000;
+    let w = h.session_ns();
     let b = registration_bound(w);
     registered_only_while_there(h, &r, w, violations);
     let longest = down_only_around_faults(h, &r, b, violations);

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
+use crossbeam_channel::Receiver;
 use zk_framework::CuratorFramework;
 use zk_framework::ExponentialBackoffRetry;
 use zk_recipes::{
@@ -161,17 +161,18 @@ enum Source {
 }
 
 impl Source {
-    fn recv_timeout(&self, d: Duration) -> Result<Heard, RecvTimeoutError> {
-        match self {
-            Source::Lock(rx) => rx.recv_timeout(d).map(|ev| Heard { ev, term: None }),
-            Source::Leader(rx) => rx.recv_timeout(d),
+    /// The next event: one already queued (`wait` `None`), or within
+    /// `wait`. `Err(false)`: none came; `Err(true)`: the channel is closed.
+    fn receive(&self, wait: Option<Duration>) -> Result<Heard, bool> {
+        fn take<T>(rx: &Receiver<T>, wait: Option<Duration>) -> Result<T, bool> {
+            match wait {
+                None => rx.try_recv().map_err(|e| e.is_disconnected()),
+                Some(d) => rx.recv_timeout(d).map_err(|e| e.is_disconnected()),
+            }
         }
-    }
-
-    fn try_recv(&self) -> Result<Heard, TryRecvError> {
         match self {
-            Source::Lock(rx) => rx.try_recv().map(|ev| Heard { ev, term: None }),
-            Source::Leader(rx) => rx.try_recv(),
+            Source::Lock(rx) => take(rx, wait).map(|ev| Heard { ev, term: None }),
+            Source::Leader(rx) => take(rx, wait),
         }
     }
 }
@@ -205,30 +206,24 @@ impl Signal {
     /// The next event if one is queued, with the bounds of when it was sent
     /// (the last moment the channel was seen empty, its receipt).
     fn next(&mut self) -> Option<(Heard, u64, u64)> {
-        let before = now_ns();
-        match self.rx.try_recv() {
-            Ok(h) => Some((h, self.seen_empty, now_ns())),
-            Err(TryRecvError::Empty) => {
-                self.seen_empty = before;
-                None
-            }
-            Err(TryRecvError::Disconnected) => {
-                self.closed = true;
-                None
-            }
-        }
+        self.receive(None)
     }
 
     /// Waits up to `d` for an event, as [`Signal::next`].
     fn wait(&mut self, d: Duration) -> Option<(Heard, u64, u64)> {
+        self.receive(Some(d))
+    }
+
+    /// [`Signal::next`] (`wait` `None`) or [`Signal::wait`].
+    fn receive(&mut self, wait: Option<Duration>) -> Option<(Heard, u64, u64)> {
         let before = now_ns();
-        match self.rx.recv_timeout(d) {
+        match self.rx.receive(wait) {
             Ok(h) => Some((h, self.seen_empty, now_ns())),
-            Err(RecvTimeoutError::Timeout) => {
+            Err(false) => {
                 self.seen_empty = before;
                 None
             }
-            Err(RecvTimeoutError::Disconnected) => {
+            Err(true) => {
                 self.closed = true;
                 None
             }
@@ -248,14 +243,14 @@ fn wait_for_loss(sig: &mut Signal, until: Instant) {
         if now >= until || sig.closed || sig.told.is_some() || sig.told_late.is_some() {
             return;
         }
-        match sig.rx.recv_timeout(until - now) {
+        match sig.rx.receive(Some(until - now)) {
             Ok(h) if is_loss(h.ev) => {
                 sig.told_late = Some(now_ns());
                 return;
             }
             Ok(_) => {}
-            Err(RecvTimeoutError::Timeout) => return,
-            Err(RecvTimeoutError::Disconnected) => sig.closed = true,
+            Err(false) => return,
+            Err(true) => sig.closed = true,
         }
     }
 }

@@ -295,6 +295,17 @@ impl<'a> Faults<'a> {
         held
     }
 
+    /// [`Faults::heal_slot_slowly`] on every proxy of the holder's worker;
+    /// fails unless a `SetWatches` was held back (its session expired?).
+    fn heal_holder_slowly(&self, slot: usize, delay: Duration) -> io::Result<usize> {
+        match self.heal_slot_slowly(slot, delay, |_| true) {
+            0 => Err(io::Error::other(
+                "the holder did not re-register its watches after the heal (its session expired?)",
+            )),
+            held => Ok(held),
+        }
+    }
+
     /// Undoes what a composition may have left on a worker: proxies open,
     /// no delay, the process running.
     fn release_slot(&self, slot: usize) {
@@ -347,12 +358,7 @@ impl<'a> Faults<'a> {
         // A little more time away, well before the session expires.
         std::thread::sleep(self.rng.ms(0, 300));
         let healed_ms = ms_since(t0);
-        let held = self.heal_slot_slowly(t.slot, delay, |_| true);
-        if held == 0 {
-            return Err(io::Error::other(
-                "the holder did not re-register its watches after the heal (its session expired?)",
-            ));
-        }
+        let held = self.heal_holder_slowly(t.slot, delay)?;
         Ok(format!(
             "{}: cut off at +0 ms, its connection dropped at +{dropped} ms; {broken} at +{at_break} ms; rival {rival} \
              seen at +{rival_ms} ms; healed at +{healed_ms} ms (session {} ms) with SetWatches held back {} ms \
@@ -465,12 +471,7 @@ impl<'a> Faults<'a> {
             String::new()
         };
         let healed_ms = ms_since(t0);
-        let held = self.heal_slot_slowly(t.slot, delay, |_| true);
-        if held == 0 {
-            return Err(io::Error::other(
-                "the holder did not re-register its watches after the heal (its session expired?)",
-            ));
-        }
+        let held = self.heal_holder_slowly(t.slot, delay)?;
         Ok(format!(
             "{}: cut off at +0 ms; {restarted}, serving at +{quorum_ms} ms{broke}; healed at +{healed_ms} ms \
              (session {} ms) with SetWatches held back {} ms ({held} held back)",
@@ -784,7 +785,7 @@ impl<'a> Faults<'a> {
     /// Two or three plain kinds at once, each on its own thread: the longest
     /// first, the others started inside its window.
     fn random_composition(&mut self) -> io::Result<String> {
-        let base: Vec<&'static str> = self.server.kinds().to_vec();
+        let base: Vec<&'static str> = self.server.kinds();
         let k = 2 + self.rng.below(2) as usize;
         let mut picked: Vec<&'static str> = Vec::new();
         while picked.len() < k.min(base.len()) {

@@ -818,6 +818,11 @@ mod tests {
         assert!(r.text.contains(what), "{}", r.text);
     }
 
+    /// Some violation in `v` says `what`.
+    pub(super) fn assert_any(v: &[String], what: &str) {
+        assert!(v.iter().any(|v| v.contains(what)), "{v:?}");
+    }
+
     /// A violation of `h` starts with `what`.
     pub(super) fn assert_flags(h: &History, what: &str) {
         let v = violations(h);

@@ -574,6 +574,7 @@ pub(crate) fn judge<S: AsRef<str>>(lines: &[S], violations: &mut Vec<String>) ->
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::assert_any;
     use super::*;
 
     const W: [&str; 6] = [
@@ -642,7 +643,7 @@ mod tests {
             &["Y 7 1 created /c/b 11 11 0 hb", "Y 7 2 created /c/b 11 11 0 hb"],
             |p, c, _, v| replay_gives_the_view(p, c, v),
         );
-        assert!(v.iter().any(|s| s.contains("created /c/b while it showed it")), "{v:?}");
+        assert_any(&v, "created /c/b while it showed it");
         // Changed whose old is not what was shown.
         let v = run(
             &[
@@ -651,12 +652,12 @@ mod tests {
             ],
             |p, c, _, v| replay_gives_the_view(p, c, v),
         );
-        assert!(v.iter().any(|s| s.contains("changed /c/a from")), "{v:?}");
+        assert_any(&v, "changed /c/a from");
         // Deleted of a node not shown.
         let v = run(&["Y 7 1 deleted /c/a 10 10 0 h1"], |p, c, _, v| {
             replay_gives_the_view(p, c, v)
         });
-        assert!(v.iter().any(|s| s.contains("which it did not show")), "{v:?}");
+        assert_any(&v, "which it did not show");
     }
 
     #[test]

@@ -277,6 +277,7 @@ pub(crate) fn judge<S: AsRef<str>>(lines: &[S], violations: &mut Vec<String>) ->
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::assert_any;
     use super::*;
 
     fn run(lines: &[&str]) -> Vec<String> {
@@ -318,11 +319,7 @@ mod tests {
         let mut l = GOOD.to_vec();
         l[4] = "J 8 30 end 1 15 applied reply 0 1 -";
         let v = run(&l);
-        assert!(
-            v.iter()
-                .any(|v| v.contains("reported applied by an exact proof 2 times")),
-            "{v:?}"
-        );
+        assert_any(&v, "reported applied by an exact proof 2 times");
     }
 
     #[test]
@@ -348,7 +345,7 @@ mod tests {
         let mut l = GOOD.to_vec();
         l[13] = "J - 99 final 2";
         let v = run(&l);
-        assert!(v.iter().any(|v| v.contains("outside 1..=2")), "{v:?}");
+        assert_any(&v, "outside 1..=2");
     }
 
     #[test]
@@ -358,18 +355,12 @@ mod tests {
         let mut l = GOOD.to_vec();
         l.remove(11);
         let v = run(&l);
-        assert!(
-            v.iter().any(|v| v.contains("1 values written by no increment")),
-            "{v:?}"
-        );
+        assert_any(&v, "1 values written by no increment");
         // Or the unknown one did not carry that value.
         let mut l = GOOD.to_vec();
         l[8] = "J 8 70 end 2 60 unknown - 2 3 5";
         let v = run(&l);
-        assert!(
-            v.iter().any(|v| v.contains("2 values written by no increment")),
-            "{v:?}"
-        );
+        assert_any(&v, "2 values written by no increment");
     }
 
     #[test]
@@ -380,7 +371,7 @@ mod tests {
             "J 7 20 end 1 10 applied reply 0 1 -",
             "J - 99 final 3",
         ]);
-        assert!(v.iter().any(|v| v.contains("more than the 1 attempted")), "{v:?}");
+        assert_any(&v, "more than the 1 attempted");
     }
 
     #[test]
@@ -393,6 +384,6 @@ mod tests {
             "J 8 40 end 1 30 applied readback 0 1 -",
             "J - 99 final 2",
         ]);
-        assert!(v.iter().any(|v| v.contains("began after an increment to 2")), "{v:?}");
+        assert_any(&v, "began after an increment to 2");
     }
 }

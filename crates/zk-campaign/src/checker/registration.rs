@@ -435,6 +435,7 @@ pub(crate) fn judge(h: &History, violations: &mut Vec<String>) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::assert_any;
     use super::*;
 
     const S: u64 = 1_000_000_000; // one second
@@ -506,10 +507,7 @@ mod tests {
         );
         let l = with(l, 7, format!("M {} deleted /r/w7-1 5 a", 2 * S));
         let v = run(&l);
-        assert!(
-            v.iter().any(|v| v.contains("told Registered (session a) until")),
-            "{v:?}"
-        );
+        assert_any(&v, "told Registered (session a) until");
     }
 
     #[test]
@@ -517,15 +515,8 @@ mod tests {
         let mut l = good();
         l.insert(11, format!("L 7 {} reg /r/w7-1 c registered", 20 * S));
         let v = run(&l);
-        assert!(
-            v.iter().any(|v| v.contains("never showed it owned by that session")),
-            "{v:?}"
-        );
-        assert!(
-            v.iter()
-                .any(|v| v.contains("while the observer showed it owned by session b")),
-            "{v:?}"
-        );
+        assert_any(&v, "never showed it owned by that session");
+        assert_any(&v, "while the observer showed it owned by session b");
     }
 
     #[test]
@@ -534,17 +525,17 @@ mod tests {
         let l = with(good(), 9, format!("L 7 {} reg /r/w7-1 b registered", 21 * S));
         let l = with(l, 10, format!("M {} created /r/w7-1 9 b", 21 * S + 1000));
         let v = run(&l);
-        assert!(v.iter().any(|v| v.contains("not registered at 19000000000")), "{v:?}");
+        assert_any(&v, "not registered at 19000000000");
         // A spell of doubt with no fault at all.
         let mut l = good();
         l.insert(11, format!("L 7 {} reg /r/w7-1 b uncertain Silent", 25 * S));
         l.insert(12, format!("L 7 {} reg /r/w7-1 b registered", 26 * S));
         let v = run(&l);
-        assert!(v.iter().any(|v| v.contains("not registered at 25000000000")), "{v:?}");
+        assert_any(&v, "not registered at 25000000000");
         // Not registered at the end.
         let l = with(good(), 11, format!("L 7 {} final /r/w7-1 not b", 29 * S));
         let v = run(&l);
-        assert!(v.iter().any(|v| v.contains("not registered at the end")), "{v:?}");
+        assert_any(&v, "not registered at the end");
     }
 
     #[test]
@@ -552,10 +543,7 @@ mod tests {
         // The observer saw the new node only at 25 s.
         let l = with(good(), 10, format!("M {} created /r/w7-1 9 b", 25 * S));
         let v = run(&l);
-        assert!(
-            v.iter().any(|v| v.contains("but not shown by the observer then")),
-            "{v:?}"
-        );
+        assert_any(&v, "but not shown by the observer then");
     }
 
     #[test]
@@ -564,10 +552,7 @@ mod tests {
         l.insert(15, format!("M {} created /r/w7-1 12 b", 39 * S));
         l.insert(16, format!("M {} view /r/w7-1 12 b", 40 * S));
         let v = run(&l);
-        assert!(
-            v.iter().any(|v| v.contains("after its worker began closing it")),
-            "{v:?}"
-        );
-        assert!(v.iter().any(|v| v.contains("an orphan")), "{v:?}");
+        assert_any(&v, "after its worker began closing it");
+        assert_any(&v, "an orphan");
     }
 }

@@ -843,33 +843,36 @@ mod tests {
         assert_eq!(h.stopped_within(10, 600, 100), 0);
     }
 
+    /// A line of every kind, a truncated `C` line and garbage.
+    const EVERY_KIND: [&str; 23] = [
+        "P seed=1 session_ms=1000 kinds=cut,restart",
+        "F cut 5 9 slot 0",
+        "N restart failed",
+        "K 0 11 50",
+        "I 1a 40",
+        "B 1a 45 /l/node",
+        "W 12 exit=0",
+        "H 10 0 1",
+        "Z 10 0 2 1a 00ff",
+        "A 10 0 1 /l mutex 100 2000",
+        "R 10 0 1 /l mutex 150 acquired - 50",
+        "S 10 0 1 /l mutex 7 1a 150 node",
+        "D 10 0 1 190",
+        "E 10 0 1 /l mutex 7 1a 150 200 180 Suspended - Held Lost 0 ok 1500",
+        "E 10 0 3 /l mutex 8 1a 250 300 - - - Held Held 1 ok 1500 290 295 ok 420",
+        "Q 10 5 9",
+        "C 10 0 3 /l mutex 8 1a reconnected+ok 310 312 400 401 20 lost",
+        "C 10 0 3 /l mutex 8 1a ok 310",
+        "V /l 3 7 10 0 1",
+        "A 10 0 2 /l mutex 300",
+        "X 10 400",
+        "garbage",
+        "",
+    ];
+
     #[test]
     fn parses_every_kind_of_line() {
-        let h = History::from_lines([
-            "P seed=1 session_ms=1000 kinds=cut,restart",
-            "F cut 5 9 slot 0",
-            "N restart failed",
-            "K 0 11 50",
-            "I 1a 40",
-            "B 1a 45 /l/node",
-            "W 12 exit=0",
-            "H 10 0 1",
-            "Z 10 0 2 1a 00ff",
-            "A 10 0 1 /l mutex 100 2000",
-            "R 10 0 1 /l mutex 150 acquired - 50",
-            "S 10 0 1 /l mutex 7 1a 150 node",
-            "D 10 0 1 190",
-            "E 10 0 1 /l mutex 7 1a 150 200 180 Suspended - Held Lost 0 ok 1500",
-            "E 10 0 3 /l mutex 8 1a 250 300 - - - Held Held 1 ok 1500 290 295 ok 420",
-            "Q 10 5 9",
-            "C 10 0 3 /l mutex 8 1a reconnected+ok 310 312 400 401 20 lost",
-            "C 10 0 3 /l mutex 8 1a ok 310",
-            "V /l 3 7 10 0 1",
-            "A 10 0 2 /l mutex 300",
-            "X 10 400",
-            "garbage",
-            "",
-        ]);
+        let h = History::from_lines(EVERY_KIND);
         assert_eq!(h.param_u64("session_ms"), Some(1000));
         assert_eq!(h.fault_counts().get("cut"), Some(&1));
         assert_eq!(

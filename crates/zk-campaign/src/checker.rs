@@ -318,7 +318,7 @@ pub(crate) struct View<'a> {
 /// assert!(check(&h, &CheckOptions::default()).violations.is_empty());
 /// ```
 pub fn check(h: &History, opts: &CheckOptions) -> Report {
-    let session_ns = h.param_u64("session_ms").unwrap_or(3000) * 1_000_000;
+    let session_ns = h.session_ns();
     let mut violations: Vec<String> = Vec::new();
 
     let attempts = attempts_end_in_time(h, &mut violations);
@@ -403,14 +403,55 @@ struct Facts {
 /// The report's text ([`Report::text`]): the facts, then the first 30
 /// violations.
 fn summary(h: &History, f: &Facts, violations: &[String]) -> String {
-    let (a, s, x) = (&f.attempts, &f.sections, &f.exclusion);
     let mut t = String::new();
+    attempt_lines(&mut t, h, &f.attempts);
+    fault_lines(&mut t, h, f);
+    section_lines(&mut t, h, f);
+    t.push_str(&f.resource);
+    t.push_str(&f.claimed);
+    margin_lines(&mut t, &f.margins);
+    t.push_str(&f.overshoot.text);
+    t.push_str(&f.cached);
+    let _ = writeln!(t, "violations: {}", violations.len());
+    for v in violations.iter().take(30) {
+        let _ = writeln!(t, "  VIOLATION: {v}");
+    }
+    if violations.len() > 30 {
+        let _ = writeln!(t, "  ... and {} more", violations.len() - 30);
+    }
+    t
+}
+
+/// `k1 n1, k2 n2, ...` of `pairs` (a count by kind), or `none` when
+/// there are none: how the report lists every count by kind.
+pub(crate) fn tally<K: std::fmt::Display, V: std::fmt::Display>(
+    pairs: impl IntoIterator<Item = (K, V)>,
+    none: &str,
+) -> String {
+    let listed: Vec<String> = pairs.into_iter().map(|(k, n)| format!("{k} {n}")).collect();
+    if listed.is_empty() {
+        none.to_string()
+    } else {
+        listed.join(", ")
+    }
+}
+
+/// The value at `permille` of `sorted` (not empty): the smallest one with
+/// at least that share of the values at or below it.
+pub(crate) fn at_permille<T: Copy>(sorted: &[T], permille: usize) -> T {
+    sorted[(sorted.len() * permille).div_ceil(1000).saturating_sub(1)]
+}
+
+/// The report's lines on the attempts: acquisitions by lock kind, outcomes,
+/// the attempts whose worker was stopped, the errors by kind.
+fn attempt_lines(t: &mut String, h: &History, a: &AttemptStats) {
     let total: u64 = a.acquired.values().sum();
-    let by_mode = ["mutex", "read", "write", "semaphore", "multi", "leader"]
-        .iter()
-        .map(|m| format!("{m} {}", a.acquired.get(*m).copied().unwrap_or(0)))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let by_mode = tally(
+        ["mutex", "read", "write", "semaphore", "multi", "leader"]
+            .iter()
+            .map(|m| (m, a.acquired.get(*m).copied().unwrap_or(0))),
+        "",
+    );
     let _ = writeln!(t, "acquisitions: {total} ({by_mode})");
     let _ = writeln!(
         t,
@@ -428,16 +469,13 @@ fn summary(h: &History, f: &Facts, violations: &[String]) -> String {
         );
     }
     if !a.error_kinds.is_empty() {
-        let _ = writeln!(
-            t,
-            "errors by kind: {}",
-            a.error_kinds
-                .iter()
-                .map(|(k, n)| format!("{k} {n}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+        let _ = writeln!(t, "errors by kind: {}", tally(&a.error_kinds, ""));
     }
+}
+
+/// The report's lines on the faults: made by kind (those asked for first),
+/// not made by kind and reason, and the kinds missing.
+fn fault_lines(t: &mut String, h: &History, f: &Facts) {
     let mut fault_names: Vec<String> = f.kinds.clone();
     for k in f.faults.keys() {
         if !fault_names.contains(k) {
@@ -448,11 +486,10 @@ fn summary(h: &History, f: &Facts, violations: &[String]) -> String {
         t,
         "faults: {} ({}){}",
         f.faults.values().sum::<usize>(),
-        fault_names
-            .iter()
-            .map(|k| format!("{k} {}", f.faults.get(k).copied().unwrap_or(0)))
-            .collect::<Vec<_>>()
-            .join(", "),
+        tally(
+            fault_names.iter().map(|k| (k, f.faults.get(k).copied().unwrap_or(0))),
+            ""
+        ),
         if h.failed_faults > 0 {
             format!("; {} not made", h.failed_faults)
         } else {
@@ -469,6 +506,12 @@ fn summary(h: &History, f: &Facts, violations: &[String]) -> String {
             f.missing.join(", ")
         }
     );
+}
+
+/// The report's lines on the sections (rules 1 to 4): how they ended, the
+/// releases, the fenced overlaps, the longest wait and release.
+fn section_lines(t: &mut String, h: &History, f: &Facts) {
+    let (a, s, x) = (&f.attempts, &f.sections, &f.exclusion);
     let _ = writeln!(
         t,
         "sections: {} (cut short by a loss signal {}, told at grant {}, open at kill -9 {}); {} overlaps checked",
@@ -523,14 +566,16 @@ fn summary(h: &History, f: &Facts, violations: &[String]) -> String {
         "sections ended by check() before any loss event: {}; ended at a SIGSTOP of their holder (no Ok after it): {}",
         s.check_first, s.ended_by_pause
     );
-    t.push_str(&f.resource);
-    t.push_str(&f.claimed);
+}
+
+/// The report's lines on the safety margins (rule 6), by fault kind.
+fn margin_lines(t: &mut String, margins: &BTreeMap<String, MarginStats>) {
     let _ = writeln!(
         t,
         "safety margin (a section cut short by a loss signal: its last Ok check() to the next grant that excludes it): {}",
-        if f.margins.is_empty() { "no lock changed hands after a loss signal" } else { "by fault kind" }
+        if margins.is_empty() { "no lock changed hands after a loss signal" } else { "by fault kind" }
     );
-    for (kind, m) in &f.margins {
+    for (kind, m) in margins {
         let _ = writeln!(
             t,
             "  margin {kind}: {} hand-overs, min {:.1} ms, p1 {:.1} ms, median {:.1} ms",
@@ -540,16 +585,6 @@ fn summary(h: &History, f: &Facts, violations: &[String]) -> String {
             m.median_ns as f64 / 1e6
         );
     }
-    t.push_str(&f.overshoot.text);
-    t.push_str(&f.cached);
-    let _ = writeln!(t, "violations: {}", violations.len());
-    for v in violations.iter().take(30) {
-        let _ = writeln!(t, "  VIOLATION: {v}");
-    }
-    if violations.len() > 30 {
-        let _ = writeln!(t, "  ... and {} more", violations.len() - 30);
-    }
-    t
 }
 
 /// The faults not made (`N` lines), by kind: how many, and why (the
@@ -665,18 +700,24 @@ fn missing_kinds(h: &History, kinds: &[String], faults: &BTreeMap<String, usize>
 
 /// Statistics of margin samples (ns, may be negative), by key.
 fn margin_stats(samples: BTreeMap<String, Vec<i64>>) -> BTreeMap<String, MarginStats> {
+    stats_by_key(samples, |v| MarginStats {
+        count: v.len() as u64,
+        min_ns: v[0],
+        p1_ns: at_permille(v, 10),
+        median_ns: at_permille(v, 500),
+    })
+}
+
+/// `stats` of each key's samples (not empty), sorted.
+pub(crate) fn stats_by_key<T: Ord, S>(
+    samples: BTreeMap<String, Vec<T>>,
+    stats: impl Fn(&[T]) -> S,
+) -> BTreeMap<String, S> {
     samples
         .into_iter()
         .map(|(kind, mut v)| {
             v.sort_unstable();
-            let at = |permille: usize| v[(v.len() * permille).div_ceil(1000).saturating_sub(1)];
-            let m = MarginStats {
-                count: v.len() as u64,
-                min_ns: v[0],
-                p1_ns: at(10),
-                median_ns: at(500),
-            };
-            (kind, m)
+            (kind, stats(&v))
         })
         .collect()
 }
@@ -746,6 +787,48 @@ mod tests {
         assert!(v[0].starts_with(what), "{v:#?}");
     }
 
+    /// Worker 10's section 1 on `lock` (token 5, session `a`, 100 to 200)
+    /// with the `E` line `e`.
+    fn ending(lock: &str, mode: &str, e: impl Into<String>) -> Vec<String> {
+        let mut w = section(10, 1, lock, mode, 5, "a", 100, 200, None);
+        w[4] = e.into();
+        w
+    }
+
+    /// Worker 10 alone, with one section (its lines).
+    pub(super) fn one(lines: Vec<String>) -> History {
+        history(&[], vec![worker(10, vec![lines])])
+    }
+
+    /// Holders 10 and 11, with one section (its lines) each, and `extra`
+    /// coordinator lines.
+    pub(super) fn two(extra: &[&str], a: Vec<String>, b: Vec<String>) -> History {
+        history(extra, vec![worker(10, vec![a]), worker(11, vec![b])])
+    }
+
+    /// The report on `h`, which breaks no rule.
+    pub(super) fn assert_clean(h: &History) -> Report {
+        let r = check(h, &opts());
+        assert!(r.violations.is_empty(), "{:#?}", r.violations);
+        r
+    }
+
+    /// The report says `what`.
+    pub(super) fn assert_says(r: &Report, what: &str) {
+        assert!(r.text.contains(what), "{}", r.text);
+    }
+
+    /// Some violation in `v` says `what`.
+    pub(super) fn assert_any(v: &[String], what: &str) {
+        assert!(v.iter().any(|v| v.contains(what)), "{v:?}");
+    }
+
+    /// A violation of `h` starts with `what`.
+    pub(super) fn assert_flags(h: &History, what: &str) {
+        let v = violations(h);
+        assert!(v.iter().any(|v| v.starts_with(what)), "{v:#?}");
+    }
+
     fn clean() -> History {
         history(
             &[],
@@ -776,32 +859,26 @@ mod tests {
         let r = check(&clean(), &opts());
         assert!(r.violations.is_empty(), "{:#?}", r.violations);
         assert!(r.missing.is_empty());
-        assert!(
-            r.text
-                .contains("acquisitions: 6 (mutex 2, read 2, write 1, semaphore 0, multi 1, leader 0)"),
-            "{}",
-            r.text
+        assert_says(
+            &r,
+            "acquisitions: 6 (mutex 2, read 2, write 1, semaphore 0, multi 1, leader 0)",
         );
-        assert!(r.text.contains("violations: 0"), "{}", r.text);
+        assert_says(&r, "violations: 0");
     }
 
     #[test]
     fn catches_an_overlap_of_two_holders() {
-        let h = history(
+        let h = two(
             &[],
-            vec![
-                worker(10, vec![section(10, 1, "/l", "mutex", 5, "a", 100, 200, None)]),
-                worker(11, vec![section(11, 1, "/l", "mutex", 6, "b", 150, 250, None)]),
-            ],
+            section(10, 1, "/l", "mutex", 5, "a", 100, 200, None),
+            section(11, 1, "/l", "mutex", 6, "b", 150, 250, None),
         );
         assert_caught(&h, "overlap on /l");
         // A reader and a writer may not overlap either.
-        let h = history(
+        let h = two(
             &[],
-            vec![
-                worker(10, vec![section(10, 1, "/rw", "read", 5, "a", 100, 200, None)]),
-                worker(11, vec![section(11, 1, "/rw", "write", 6, "b", 150, 250, None)]),
-            ],
+            section(10, 1, "/rw", "read", 5, "a", 100, 200, None),
+            section(11, 1, "/rw", "write", 6, "b", 150, 250, None),
         );
         assert_caught(&h, "overlap on /rw");
     }
@@ -809,21 +886,17 @@ mod tests {
     #[test]
     fn an_overlap_after_the_earlier_holder_was_told_passes() {
         // Holder a heard Suspended at 140, before b's grant at 150.
-        let h = history(
+        let h = two(
             &[],
-            vec![
-                worker(10, vec![section(10, 1, "/l", "mutex", 5, "a", 100, 200, Some(140))]),
-                worker(11, vec![section(11, 1, "/l", "mutex", 6, "b", 150, 250, None)]),
-            ],
+            section(10, 1, "/l", "mutex", 5, "a", 100, 200, Some(140)),
+            section(11, 1, "/l", "mutex", 6, "b", 150, 250, None),
         );
-        assert!(violations(&h).is_empty(), "{:#?}", violations(&h));
+        assert_clean(&h);
         // Told only after the other's grant: still an overlap.
-        let h = history(
+        let h = two(
             &[],
-            vec![
-                worker(10, vec![section(10, 1, "/l", "mutex", 5, "a", 100, 200, Some(160))]),
-                worker(11, vec![section(11, 1, "/l", "mutex", 6, "b", 150, 250, None)]),
-            ],
+            section(10, 1, "/l", "mutex", 5, "a", 100, 200, Some(160)),
+            section(11, 1, "/l", "mutex", 6, "b", 150, 250, None),
         );
         assert_caught(&h, "overlap on /l");
     }
@@ -831,71 +904,62 @@ mod tests {
     #[test]
     fn catches_two_certain_leaders_and_terms_out_of_order() {
         // Two leaders of one election at once, neither told of a loss.
-        let h = history(
+        let h = two(
             &[],
-            vec![
-                worker(10, vec![section(10, 1, "/e", "leader", 5, "a", 100, 200, None)]),
-                worker(11, vec![section(11, 1, "/e", "leader", 6, "b", 150, 250, None)]),
-            ],
+            section(10, 1, "/e", "leader", 5, "a", 100, 200, None),
+            section(11, 1, "/e", "leader", 6, "b", 150, 250, None),
         );
         assert_caught(&h, "overlap on /e");
         // One after the other, but the later leader has the older term.
-        let h = history(
+        let h = two(
             &[],
-            vec![
-                worker(10, vec![section(10, 1, "/e", "leader", 9, "a", 100, 200, None)]),
-                worker(11, vec![section(11, 1, "/e", "leader", 6, "b", 300, 400, None)]),
-            ],
+            section(10, 1, "/e", "leader", 9, "a", 100, 200, None),
+            section(11, 1, "/e", "leader", 6, "b", 300, 400, None),
         );
         assert_caught(&h, "fencing tokens out of order on /e");
         // The first leader was told it may not lead before the second began.
-        let h = history(
+        let h = two(
             &[],
-            vec![
-                worker(10, vec![section(10, 1, "/e", "leader", 5, "a", 100, 200, Some(140))]),
-                worker(11, vec![section(11, 1, "/e", "leader", 6, "b", 150, 250, None)]),
-            ],
+            section(10, 1, "/e", "leader", 5, "a", 100, 200, Some(140)),
+            section(11, 1, "/e", "leader", 6, "b", 150, 250, None),
         );
         assert!(check(&h, &opts()).violations.is_empty());
     }
 
     #[test]
     fn catches_fencing_tokens_out_of_grant_order() {
-        let h = history(
+        let h = two(
             &[],
-            vec![
-                worker(10, vec![section(10, 1, "/l", "mutex", 9, "a", 100, 200, None)]),
-                worker(11, vec![section(11, 1, "/l", "mutex", 6, "b", 300, 400, None)]),
-            ],
+            section(10, 1, "/l", "mutex", 9, "a", 100, 200, None),
+            section(11, 1, "/l", "mutex", 6, "b", 300, 400, None),
         );
         assert_caught(&h, "fencing tokens out of order on /l");
     }
 
     #[test]
     fn catches_an_unreported_loss() {
-        let mut w = section(10, 1, "/l", "mutex", 5, "a", 100, 200, None);
-        w[4] = "E 10 0 1 /l mutex 5 a 100 200 - - - Held Lost 1 ok".into();
-        assert_caught(&history(&[], vec![worker(10, vec![w])]), "unreported loss on /l");
+        let w = ending("/l", "mutex", "E 10 0 1 /l mutex 5 a 100 200 - - - Held Lost 1 ok");
+        assert_caught(&one(w), "unreported loss on /l");
         // Reported (told late, before the release): fine.
-        let mut w = section(10, 1, "/l", "mutex", 5, "a", 100, 200, None);
-        w[4] = "E 10 0 1 /l mutex 5 a 100 200 - - 210 Held Lost 1 ok".into();
-        assert!(violations(&history(&[], vec![worker(10, vec![w])])).is_empty());
+        let w = ending("/l", "mutex", "E 10 0 1 /l mutex 5 a 100 200 - - 210 Held Lost 1 ok");
+        assert!(violations(&one(w)).is_empty());
         // A failed release while disconnected, with no signal: lost unreported.
-        let mut w = section(10, 1, "/l", "mutex", 5, "a", 100, 200, None);
-        w[4] = "E 10 0 1 /l mutex 5 a 100 200 - - - Held Held 0 ZooKeeper.ConnectionLoss".into();
-        assert_caught(&history(&[], vec![worker(10, vec![w])]), "unreported loss on /l");
+        let w = ending(
+            "/l",
+            "mutex",
+            "E 10 0 1 /l mutex 5 a 100 200 - - - Held Held 0 ZooKeeper.ConnectionLoss",
+        );
+        assert_caught(&one(w), "unreported loss on /l");
         // Uncertain at grant, never said so.
-        let mut w = section(10, 1, "/l", "mutex", 5, "a", 100, 200, None);
-        w[4] = "E 10 0 1 /l mutex 5 a 100 200 - - - Uncertain Held 1 ok".into();
-        assert_caught(&history(&[], vec![worker(10, vec![w])]), "unreported loss on /l");
+        let w = ending("/l", "mutex", "E 10 0 1 /l mutex 5 a 100 200 - - - Uncertain Held 1 ok");
+        assert_caught(&one(w), "unreported loss on /l");
     }
 
-    /// A section's `E` line with the given signal fields: `told`, `told-late`,
-    /// status at grant and at the end, connected, release.
+    /// Worker 10's attempt 1's `E` line with the given signal fields:
+    /// `told`, `told-late`, status at grant and at the end, connected,
+    /// release.
     #[allow(clippy::too_many_arguments)]
     fn end_line(
-        pid: u32,
-        att: u64,
         lock: &str,
         mode: &str,
         token: i64,
@@ -909,7 +973,7 @@ mod tests {
         let t = |o: Option<u64>| o.map_or("-".to_string(), |t| t.to_string());
         let ev = if told.is_some() { "Lost" } else { "-" };
         format!(
-            "E {pid} 0 {att} {lock} {mode} {token} a 100 200 {} {ev} {} {st0} {st_end} {} {release}",
+            "E 10 0 1 {lock} {mode} {token} a 100 200 {} {ev} {} {st0} {st_end} {} {release}",
             t(told),
             t(late),
             u8::from(connected)
@@ -938,62 +1002,42 @@ mod tests {
     fn the_status_rule_applies_to_semaphore_and_multi_lock_sections() {
         // A semaphore section lost at the end, nothing heard: caught (before the
         // guard had a status, such sections logged `?` and passed).
-        let mut w = section(10, 1, "/s", "semaphore", 5, "a", 100, 200, None);
-        w[4] = end_line(
-            10,
-            1,
+        let w = ending(
             "/s",
             "semaphore",
-            5,
-            None,
-            None,
-            "Held",
-            "Lost",
-            true,
-            "LockLost",
+            end_line("/s", "semaphore", 5, None, None, "Held", "Lost", true, "LockLost"),
         );
-        assert_caught(&history(&[], vec![worker(10, vec![w])]), "unreported loss on /s");
-        let mut w = section(10, 1, "/s", "semaphore", 5, "a", 100, 200, None);
-        w[4] = end_line(10, 1, "/s", "semaphore", 5, None, None, "Uncertain", "Held", true, "ok");
-        assert_caught(&history(&[], vec![worker(10, vec![w])]), "unreported loss on /s");
+        assert_caught(&one(w), "unreported loss on /s");
+        let w = ending(
+            "/s",
+            "semaphore",
+            end_line("/s", "semaphore", 5, None, None, "Uncertain", "Held", true, "ok"),
+        );
+        assert_caught(&one(w), "unreported loss on /s");
         // Heard before the release: fine.
-        let mut w = section(10, 1, "/s", "semaphore", 5, "a", 100, 200, None);
-        w[4] = end_line(
-            10,
-            1,
+        let w = ending(
             "/s",
             "semaphore",
-            5,
-            None,
-            Some(210),
-            "Held",
-            "Lost",
-            true,
-            "LockLost",
+            end_line("/s", "semaphore", 5, None, Some(210), "Held", "Lost", true, "LockLost"),
         );
-        assert!(violations(&history(&[], vec![worker(10, vec![w])])).is_empty());
+        assert!(violations(&one(w)).is_empty());
 
         // A multi-lock whose guard (its worst member) was lost, nothing heard:
         // one violation for the attempt, whichever member was lost.
-        let lost = multi_section(|l, t| end_line(10, 1, l, "multi", t, None, None, "Held", "Lost", true, "LockLost"));
-        assert_caught(&history(&[], vec![worker(10, vec![lost])]), "unreported loss on /m");
+        let lost = multi_section(|l, t| end_line(l, "multi", t, None, None, "Held", "Lost", true, "LockLost"));
+        assert_caught(&one(lost), "unreported loss on /m");
         // The same with the loss heard on the guard's receiver: fine.
-        let told =
-            multi_section(|l, t| end_line(10, 1, l, "multi", t, Some(150), None, "Held", "Lost", true, "LockLost"));
-        let r = check(&history(&[], vec![worker(10, vec![told])]), &opts());
-        assert!(r.violations.is_empty(), "{:#?}", r.violations);
-        assert!(
-            r.text
-                .contains("acquisitions: 1 (mutex 0, read 0, write 0, semaphore 0, multi 1, leader 0)"),
-            "{}",
-            r.text
+        let told = multi_section(|l, t| end_line(l, "multi", t, Some(150), None, "Held", "Lost", true, "LockLost"));
+        let r = assert_clean(&one(told));
+        assert_says(
+            &r,
+            "acquisitions: 1 (mutex 0, read 0, write 0, semaphore 0, multi 1, leader 0)",
         );
 
         // Older logs (`?`): the status part cannot fire; the report says so.
-        let old = multi_section(|l, t| end_line(10, 1, l, "multi", t, None, None, "?", "?", true, "ok"));
-        let r = check(&history(&[], vec![worker(10, vec![old])]), &opts());
-        assert!(r.violations.is_empty(), "{:#?}", r.violations);
-        assert!(r.text.contains("sections with no status"), "{}", r.text);
+        let old = multi_section(|l, t| end_line(l, "multi", t, None, None, "?", "?", true, "ok"));
+        let r = assert_clean(&one(old));
+        assert_says(&r, "sections with no status");
         assert!(!check(&clean(), &opts()).text.contains("sections with no status"));
     }
 
@@ -1004,48 +1048,42 @@ mod tests {
         // this was counted as a failed release and an unreported loss.
         let mut w = section(10, 1, "/l", "mutex", 5, "a", 100, 200, None);
         // (The release took 2.5 ms: the last, optional field.)
-        w[4] = end_line(10, 1, "/l", "mutex", 5, None, None, "Held", "Held", false, "LockLost") + " 2500000";
-        let r = check(&history(&[], vec![worker(10, vec![w])]), &opts());
-        assert!(r.violations.is_empty(), "{:#?}", r.violations);
-        assert!(
-            r.text
-                .contains("longest release: 2.5 ms (mutex on /l, release LockLost)"),
-            "{}",
-            r.text
+        w[4] = end_line("/l", "mutex", 5, None, None, "Held", "Held", false, "LockLost") + " 2500000";
+        let r = assert_clean(&one(w));
+        assert_says(&r, "longest release: 2.5 ms (mutex on /l, release LockLost)");
+        assert_says(
+            &r,
+            "releases that reported the loss (LockLost): 1 (1 first learned at the release)",
         );
-        assert!(
-            r.text
-                .contains("releases that reported the loss (LockLost): 1 (1 first learned at the release)"),
-            "{}",
-            r.text
-        );
-        assert!(r.text.contains("release failures: 0 (0 began"), "{}", r.text);
+        assert_says(&r, "release failures: 0 (0 began");
         // A real release failure while disconnected and silent is still caught.
-        let mut w = section(10, 1, "/l", "mutex", 5, "a", 100, 200, None);
-        w[4] = end_line(
-            10,
-            1,
+        let w = ending(
             "/l",
             "mutex",
-            5,
-            None,
-            None,
-            "Held",
-            "Held",
-            false,
-            "ZooKeeper.ConnectionLoss",
+            end_line(
+                "/l",
+                "mutex",
+                5,
+                None,
+                None,
+                "Held",
+                "Held",
+                false,
+                "ZooKeeper.ConnectionLoss",
+            ),
         );
-        assert_caught(&history(&[], vec![worker(10, vec![w])]), "unreported loss on /l");
+        assert_caught(&one(w), "unreported loss on /l");
         // LockLost does not excuse a status that said Lost while the receiver
         // stayed silent.
-        let mut w = section(10, 1, "/l", "mutex", 5, "a", 100, 200, None);
-        w[4] = end_line(10, 1, "/l", "mutex", 5, None, None, "Held", "Lost", true, "LockLost");
-        assert_caught(&history(&[], vec![worker(10, vec![w])]), "unreported loss on /l");
+        let w = ending(
+            "/l",
+            "mutex",
+            end_line("/l", "mutex", 5, None, None, "Held", "Lost", true, "LockLost"),
+        );
+        assert_caught(&one(w), "unreported loss on /l");
         // A multi-lock's mixed release errors are a failure (and a report).
         let mixed = multi_section(|l, t| {
             end_line(
-                10,
-                1,
                 l,
                 "multi",
                 t,
@@ -1057,33 +1095,19 @@ mod tests {
                 "Multiple[LockLost+ZooKeeper.ConnectionLoss]",
             )
         });
-        let r = check(&history(&[], vec![worker(10, vec![mixed])]), &opts());
-        assert!(r.violations.is_empty(), "{:#?}", r.violations);
-        assert!(
-            r.text
-                .contains("releases that reported the loss (LockLost): 3 (0 first"),
-            "{}",
-            r.text
-        );
-        assert!(r.text.contains("release failures: 3 (0 began"), "{}", r.text);
+        let r = assert_clean(&one(mixed));
+        assert_says(&r, "releases that reported the loss (LockLost): 3 (0 first");
+        assert_says(&r, "release failures: 3 (0 began");
         // A lost holder told only by its release still excuses a fenced
         // overlap after an instant expiry (it was told).
-        let mut a = section(10, 1, "/l", "mutex", 5, "a", 100, 200, None);
-        a[4] = end_line(10, 1, "/l", "mutex", 5, None, None, "Held", "Held", true, "LockLost");
-        let h = history(
-            &["I a 120"],
-            vec![
-                worker(10, vec![a]),
-                worker(11, vec![section(11, 1, "/l", "mutex", 6, "b", 150, 250, None)]),
-            ],
+        let a = ending(
+            "/l",
+            "mutex",
+            end_line("/l", "mutex", 5, None, None, "Held", "Held", true, "LockLost"),
         );
-        let r = check(&h, &opts());
-        assert!(r.violations.is_empty(), "{:#?}", r.violations);
-        assert!(
-            r.text.contains("fenced overlaps after an instant expiry: 1"),
-            "{}",
-            r.text
-        );
+        let h = two(&["I a 120"], a, section(11, 1, "/l", "mutex", 6, "b", 150, 250, None));
+        let r = assert_clean(&h);
+        assert_says(&r, "fenced overlaps after an instant expiry: 1");
     }
 
     #[test]
@@ -1121,17 +1145,10 @@ mod tests {
         assert_eq!((b["write"].max_ns, b["write"].late), (100 * MS, 1));
         assert!(!b.contains_key("semaphore"));
         assert_eq!(b["multi"].max_ns, 20 * MS);
-        assert!(
-            r.text
-                .contains("overshoot by lock semaphore: 1 timed, 0 at the deadline"),
-            "{}",
-            r.text
-        );
-        assert!(
-            r.text
-                .contains("overshoot by lock write: 1 timed, 1 at the deadline, 1 late, max 100.0 ms"),
-            "{}",
-            r.text
+        assert_says(&r, "overshoot by lock semaphore: 1 timed, 0 at the deadline");
+        assert_says(
+            &r,
+            "overshoot by lock write: 1 timed, 1 at the deadline, 1 late, max 100.0 ms",
         );
         assert_eq!(r.overshoots["no fault"].at_deadline, 4);
         // The overlong rule counts from each attempt's own timeout: a zero
@@ -1164,15 +1181,12 @@ mod tests {
     fn a_section_ends_at_its_first_check_that_is_not_ok() {
         // A works until 300 but its check() failed at 150 (last Ok at 140); B
         // is granted at 200: no overlap, a margin of 60 ns, under `cut`.
-        let h = history(
+        let h = two(
             &[],
-            vec![
-                worker(10, vec![checked(10, 5, "a", 100, 300, None, 140, Some(150), "ok")]),
-                worker(11, vec![checked(11, 6, "b", 200, 250, None, 240, None, "ok")]),
-            ],
+            checked(10, 5, "a", 100, 300, None, 140, Some(150), "ok"),
+            checked(11, 6, "b", 200, 250, None, 240, None, "ok"),
         );
-        let r = check(&h, &opts());
-        assert!(r.violations.is_empty(), "{:#?}", r.violations);
+        let r = assert_clean(&h);
         assert_eq!(r.margins["cut"].min_ns, 60);
         assert_eq!(r.margins["all"].count, 1);
         assert!(
@@ -1180,14 +1194,12 @@ mod tests {
             "{}",
             r.text
         );
-        assert!(r.text.contains("margin cut: 1 hand-overs, min 0.0 ms"), "{}", r.text);
+        assert_says(&r, "margin cut: 1 hand-overs, min 0.0 ms");
         // Without the failed check, the same history is an overlap.
-        let h = history(
+        let h = two(
             &[],
-            vec![
-                worker(10, vec![checked(10, 5, "a", 100, 300, None, 290, None, "ok")]),
-                worker(11, vec![checked(11, 6, "b", 200, 250, None, 240, None, "ok")]),
-            ],
+            checked(10, 5, "a", 100, 300, None, 290, None, "ok"),
+            checked(11, 6, "b", 200, 250, None, 240, None, "ok"),
         );
         assert_caught(&h, "overlap on /l");
     }
@@ -1196,23 +1208,19 @@ mod tests {
     fn a_check_ok_after_the_next_grant_is_a_violation() {
         // A heard Suspended at 150 but its check() still said Ok at 210, after
         // B's grant at 200 (a paused holder resuming, say): no margin.
-        let h = history(
+        let h = two(
             &[],
-            vec![
-                worker(10, vec![checked(10, 5, "a", 100, 300, Some(150), 210, Some(220), "ok")]),
-                worker(11, vec![checked(11, 6, "b", 200, 250, None, 240, None, "ok")]),
-            ],
+            checked(10, 5, "a", 100, 300, Some(150), 210, Some(220), "ok"),
+            checked(11, 6, "b", 200, 250, None, 240, None, "ok"),
         );
         assert_caught(&h, "no safety margin on /l");
         // Excused like an overlap when A's session was expired instantly.
-        let h = history(
+        let h = two(
             &["I a 120"],
-            vec![
-                worker(10, vec![checked(10, 5, "a", 100, 300, Some(150), 210, Some(220), "ok")]),
-                worker(11, vec![checked(11, 6, "b", 200, 250, None, 240, None, "ok")]),
-            ],
+            checked(10, 5, "a", 100, 300, Some(150), 210, Some(220), "ok"),
+            checked(11, 6, "b", 200, 250, None, 240, None, "ok"),
         );
-        assert!(violations(&h).is_empty(), "{:#?}", violations(&h));
+        assert_clean(&h);
     }
 
     #[test]
@@ -1226,14 +1234,8 @@ mod tests {
                 b(),
             ],
         );
-        let r = check(&h, &opts());
-        assert!(r.violations.is_empty(), "{:#?}", r.violations);
-        assert!(
-            r.text
-                .contains("ended at a SIGSTOP of their holder (no Ok after it): 1"),
-            "{}",
-            r.text
-        );
+        let r = assert_clean(&h);
+        assert_says(&r, "ended at a SIGSTOP of their holder (no Ok after it): 1");
         assert_eq!(r.margins["cut"].min_ns, 60);
         // An Ok after the resume (at 402) is not excused: no margin, and an overlap.
         let h = history(
@@ -1257,13 +1259,10 @@ mod tests {
             ]
         };
         let h = history(&["V /l 1 5 10 0 1", "V /l 2 6 11 0 1"], w());
-        let r = check(&h, &opts());
-        assert!(r.violations.is_empty(), "{:#?}", r.violations);
-        assert!(
-            r.text
-                .contains("guarded writes: 2 read back on 1 resources, 2 acknowledged, refused 0"),
-            "{}",
-            r.text
+        let r = assert_clean(&h);
+        assert_says(
+            &r,
+            "guarded writes: 2 read back on 1 resources, 2 acknowledged, refused 0",
         );
         assert_caught(
             &history(&["V /l 1 6 11 0 1", "V /l 2 5 10 0 1"], w()),
@@ -1282,9 +1281,12 @@ mod tests {
 
     #[test]
     fn catches_a_release_refused_with_not_owner() {
-        let mut w = section(10, 1, "/l", "mutex", 5, "a", 100, 200, None);
-        w[4] = "E 10 0 1 /l mutex 5 a 100 200 - - - Held Held 1 NotOwner".into();
-        assert_caught(&history(&[], vec![worker(10, vec![w])]), "release refused (NotOwner)");
+        let w = ending(
+            "/l",
+            "mutex",
+            "E 10 0 1 /l mutex 5 a 100 200 - - - Held Held 1 NotOwner",
+        );
+        assert_caught(&one(w), "release refused (NotOwner)");
     }
 
     #[test]
@@ -1295,7 +1297,7 @@ mod tests {
         let mut lines = vec!["H 10 0 1".to_string()];
         lines.extend(hung.into_iter().flatten());
         let h = history(&["K 0 10 500"], vec![lines]);
-        assert!(violations(&h).is_empty(), "{:#?}", violations(&h));
+        assert_clean(&h);
         assert!(check(&h, &opts()).text.contains("in flight at kill -9 1"));
     }
 
@@ -1346,12 +1348,7 @@ mod tests {
         let q = format!("Q 10 {} {}", 100 + 5_000 * MS, 100 + 65_000 * MS);
         let r = check(&long_attempt(72_000, &[&q]), &opts());
         assert!(r.violations.is_empty(), "{:#?}", r.violations);
-        assert!(
-            r.text
-                .contains("attempts whose worker was stopped by SIGSTOP meanwhile: 1"),
-            "{}",
-            r.text
-        );
+        assert_says(&r, "attempts whose worker was stopped by SIGSTOP meanwhile: 1");
         // Two stops that overlap count once: 5..65 s and 30..40 s are 60 s.
         let q2 = format!("Q 10 {} {}", 100 + 30_000 * MS, 100 + 40_000 * MS);
         assert!(violations(&long_attempt(72_000, &[&q, &q2])).is_empty());
@@ -1398,11 +1395,9 @@ mod tests {
         let r = check(&h, &strict);
         assert!(r.violations.is_empty(), "{:#?}", r.violations);
         assert_eq!(r.overshoots["cut"].max_ns, 20 * MS);
-        assert!(
-            r.text
-                .contains("the time 1 attempts' workers were stopped by SIGSTOP after their deadline"),
-            "{}",
-            r.text
+        assert_says(
+            &r,
+            "the time 1 attempts' workers were stopped by SIGSTOP after their deadline",
         );
         // Stopped before its deadline only (0.2..0.9 s): nothing excused, its
         // 300 ms overshoot is its own, and late.
@@ -1427,29 +1422,22 @@ mod tests {
             "F composed-random 200 300 kill-follower+cut: [...]",
             "N composed-pause-expire-resume 400 500 no rival was granted the leader lock /campaign/election within 18000 ms after the expiry (seen at +6203 ms)",
         ]);
-        let r = check(&h, &opts());
-        assert!(r.violations.is_empty(), "{:#?}", r.violations);
+        let r = assert_clean(&h);
         assert_eq!(r.missing, vec!["composed-pause-expire-resume".to_string()]);
         assert_eq!(
             r.not_made.iter().map(|(k, n)| (k.as_str(), *n)).collect::<Vec<_>>(),
             [("composed-pause-expire-resume", 1), ("composed-random", 2)]
         );
         assert!(r.text.contains("; 3 not made"), "{}", r.text);
-        assert!(
-            r.text.contains(
-                "  not made: composed-random x2: parts not made: kill-follower x2 (no quorum within Ns x2), \
-                 pause-leader-sync x1 (no leader x1)\n"
-            ),
-            "{}",
-            r.text
+        assert_says(
+            &r,
+            "  not made: composed-random x2: parts not made: kill-follower x2 (no quorum within Ns x2), \
+                 pause-leader-sync x1 (no leader x1)\n",
         );
-        assert!(
-            r.text.contains(
-                "  not made: composed-pause-expire-resume x1: no rival was granted the leader lock \
-                 /campaign/election within N ms after the expiry x1\n"
-            ),
-            "{}",
-            r.text
+        assert_says(
+            &r,
+            "  not made: composed-pause-expire-resume x1: no rival was granted the leader lock \
+                 /campaign/election within N ms after the expiry x1\n",
         );
         // Every fault made: no such lines.
         let clean = check(&history(&[], vec![]), &opts());
@@ -1490,7 +1478,7 @@ mod tests {
     fn catches_a_section_that_never_ended_and_a_worker_that_never_finished() {
         let mut w = section(10, 1, "/l", "mutex", 5, "a", 100, 200, None);
         w.truncate(3); // A, R, S: no D, no E.
-        assert_caught(&history(&[], vec![worker(10, vec![w])]), "section never ended");
+        assert_caught(&one(w), "section never ended");
         let h = history(&[], vec![vec!["H 10 0 1".to_string()]]);
         assert_caught(&h, "worker 10 never finished");
         let h = history(&["W 10 exit=101"], vec![worker(10, vec![])]);
@@ -1519,27 +1507,18 @@ mod tests {
     fn separates_fenced_overlaps_after_an_instant_expiry() {
         // Session a was expired at once at 120; holder a heard of it (at 180)
         // after b's grant at 150: excused as fenced, since a's token is smaller.
-        let h = history(
+        let h = two(
             &["I a 120"],
-            vec![
-                worker(10, vec![section(10, 1, "/l", "mutex", 5, "a", 100, 200, Some(180))]),
-                worker(11, vec![section(11, 1, "/l", "mutex", 6, "b", 150, 250, None)]),
-            ],
+            section(10, 1, "/l", "mutex", 5, "a", 100, 200, Some(180)),
+            section(11, 1, "/l", "mutex", 6, "b", 150, 250, None),
         );
-        let r = check(&h, &opts());
-        assert!(r.violations.is_empty(), "{:#?}", r.violations);
-        assert!(
-            r.text.contains("fenced overlaps after an instant expiry: 1"),
-            "{}",
-            r.text
-        );
+        let r = assert_clean(&h);
+        assert_says(&r, "fenced overlaps after an instant expiry: 1");
         // Never told at all: not excused.
-        let h = history(
+        let h = two(
             &["I a 120"],
-            vec![
-                worker(10, vec![section(10, 1, "/l", "mutex", 5, "a", 100, 200, None)]),
-                worker(11, vec![section(11, 1, "/l", "mutex", 6, "b", 150, 250, None)]),
-            ],
+            section(10, 1, "/l", "mutex", 5, "a", 100, 200, None),
+            section(11, 1, "/l", "mutex", 6, "b", 150, 250, None),
         );
         assert_caught(&h, "overlap on /l");
     }
@@ -1556,13 +1535,8 @@ mod tests {
         };
         let b = || worker(11, vec![section(11, 1, "/e", "leader", 6, "b", 150, 250, None)]);
         let h = history(&["B a 140 /e/latch-5"], vec![worker(10, vec![a()]), b()]);
-        let r = check(&h, &opts());
-        assert!(r.violations.is_empty(), "{:#?}", r.violations);
-        assert!(
-            r.text.contains("after an operator break: 1 (longest 0.000 ms)"),
-            "{}",
-            r.text
-        );
+        let r = assert_clean(&h);
+        assert_says(&r, "after an operator break: 1 (longest 0.000 ms)");
         // Another node of its session broken, or none: an overlap.
         assert_caught(
             &history(&["B a 140 /e/latch-4"], vec![worker(10, vec![a()]), b()]),
@@ -1660,12 +1634,7 @@ mod tests {
                 p99_ns: 30 * MS
             })
         );
-        assert!(
-            r.text
-                .contains("overshoot cut: 1 at the deadline, 1 late, max 200.0 ms"),
-            "{}",
-            r.text
-        );
+        assert_says(&r, "overshoot cut: 1 at the deadline, 1 late, max 200.0 ms");
         // With a limit of 100 ms, the 200 ms overshoot is a violation, the 30 ms one not.
         let strict = CheckOptions {
             max_overshoot: Some(Duration::from_millis(100)),

@@ -8,13 +8,14 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use zk_testing::proxy::FaultProxy;
 
-use zk_campaign::checker::check_dir;
+use zk_campaign::checker::{check_dir, Report};
 
-use crate::check::verdict;
+use crate::check::{verdict, EXIT_USAGE};
 use crate::cli::Opts;
 use crate::faults::{Faults, Holders, Sessions, Switches};
 use crate::fleet::{Fleet, Slot};
@@ -77,75 +78,131 @@ impl Scanner {
     }
 }
 
-pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
-    let seed = o.seed.unwrap_or_else(|| now_ns() % 1_000_000);
-    let session = o.session();
-    let seconds = match (o.seconds, o.acquisitions) {
-        (Some(s), _) => s,
-        (None, Some(_)) => 3600.0,
-        (None, None) => 75.0,
-    };
-    let dir = o
-        .dir
-        .clone()
-        .unwrap_or_else(|| std::env::temp_dir().join(format!("zk-campaign-{seed}-{}", std::process::id())));
-    if let Err(e) = prepare_dir(&dir) {
-        eprintln!("zk-campaign: {}: {e}", dir.display());
-        return ExitCode::from(2);
+/// What a run is asked for, from the options: its seed (from the clock
+/// unless given; printed), its session timeout, how long the load and the
+/// faults last, and where the logs go.
+struct Plan {
+    seed: u64,
+    session: Duration,
+    seconds: f64,
+    dir: PathBuf,
+}
+
+impl Plan {
+    fn new(o: &Opts) -> Plan {
+        let seed = o.seed.unwrap_or_else(|| now_ns() % 1_000_000);
+        let seconds = match (o.seconds, o.acquisitions) {
+            (Some(s), _) => s,
+            (None, Some(_)) => 3600.0,
+            (None, None) => 75.0,
+        };
+        let dir = o
+            .dir
+            .clone()
+            .unwrap_or_else(|| std::env::temp_dir().join(format!("zk-campaign-{seed}-{}", std::process::id())));
+        Plan {
+            seed,
+            session: o.session(),
+            seconds,
+            dir,
+        }
     }
+}
+
+/// A run: set up, the load and the faults, the wind-down, the checker and
+/// the report; its exit status is the verdict's, or [`EXIT_USAGE`] after a
+/// set-up error (said on stderr).
+pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
+    campaign(o, &Plan::new(o)).unwrap_or_else(|e| {
+        eprintln!("zk-campaign: {e}");
+        ExitCode::from(EXIT_USAGE)
+    })
+}
+
+/// The run's steps in turn; `Err`: a set-up error, what to say.
+fn campaign(o: &Opts, plan: &Plan) -> Result<ExitCode, String> {
+    let dir = &plan.dir;
+    prepare_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     // Workers (replacements too) run a pinned copy of this executable, so a
     // rebuild during a long run cannot mix two versions of the log format.
-    let exe = match pin_executable(&dir) {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("zk-campaign: cannot pin my own executable: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let exe = pin_executable(dir).map_err(|e| format!("cannot pin my own executable: {e}"))?;
     let wall = Instant::now();
-    let server = match Server::start(o.backend) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("zk-campaign: cannot start the server: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let log = match LineLog::open(&dir.join("coordinator.log")) {
-        Ok(l) => Arc::new(l),
-        Err(e) => {
-            eprintln!("zk-campaign: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let kinds = match server.select_kinds(&o.faults) {
-        Ok(k) => k,
-        Err(e) => {
-            eprintln!("zk-campaign: --faults: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    if let Err(e) = crate::resource::prepare(&server.connect_string()) {
-        eprintln!("zk-campaign: cannot create the guarded resources: {e}");
-        return ExitCode::from(2);
+    let server = Server::start(o.backend).map_err(|e| format!("cannot start the server: {e}"))?;
+    let log = Arc::new(LineLog::open(&dir.join("coordinator.log")).map_err(|e| e.to_string())?);
+    let kinds = server.select_kinds(&o.faults).map_err(|e| format!("--faults: {e}"))?;
+    prepare_kinds(o, &server.connect_string(), dir)?;
+    announce(o, plan, &server, &log, &kinds);
+    let fleet = fleet(o, plan, &server, exe, log.clone())?;
+    let observer = Observer::start(o, plan, &server);
+    for slot in 0..o.workers {
+        fleet
+            .spawn(slot)
+            .map_err(|e| format!("cannot start worker {slot}: {e}"))?;
     }
+    let run_start = run_load_and_faults(o, plan, &server, &fleet, &log, kinds);
+    // What the campaign could not do (the verdict's "campaign fell short").
+    let mut shortfalls: Vec<String> = Vec::new();
+    heal(&server, &fleet, &mut shortfalls);
+    let run_secs = run_start.elapsed().as_secs_f64();
+    let cs = server.connect_string();
+    stop_writers(o, plan, &cs, &fleet, &mut shortfalls);
+    stop_workers(o, plan, &fleet);
+    // Killed workers' sessions expire at the session timeout; the rest closed.
+    let leaks = check_leaks(&cs, ROOT, plan.session * 3 + Duration::from_secs(15));
+    let reg_leaks = observer.leaks_then_stop(&cs, plan.session);
+    read_back(
+        "the guarded resources",
+        crate::resource::read_back(&cs, dir),
+        |n| println!("guarded resources read back: {n} writes"),
+        &mut shortfalls,
+    );
+    let report = check_dir(dir, &o.check).map_err(|e| format!("cannot read the logs: {e}"))?;
+    print_summary(o, plan, &server, run_secs, wall, &report);
+    let leak_count = count_leaks("nodes", "the leak check", &leaks, print_leaks, &mut shortfalls)
+        + reg_leaks.map_or(0, |l| {
+            count_leaks(
+                "registration nodes",
+                "the registration leak check",
+                &l,
+                print_registration_leaks,
+                &mut shortfalls,
+            )
+        });
+    println!("logs: {}", dir.display());
+    drop(fleet);
+    drop(server);
+    if !report.missing.is_empty() {
+        shortfalls.insert(0, format!("fault kinds missing: {}", report.missing.join(", ")));
+    }
+    Ok(verdict(report.violations.len(), leak_count, &shortfalls))
+}
+
+/// Before the run, what the kinds work on: the guarded resources, and with
+/// their kinds the cache subtree, the registration parent and the counter's
+/// base value.
+fn prepare_kinds(o: &Opts, cs: &str, dir: &Path) -> Result<(), String> {
+    crate::resource::prepare(cs).map_err(|e| format!("cannot create the guarded resources: {e}"))?;
     if o.cache {
-        if let Err(e) = crate::cachekind::prepare(&server.connect_string()) {
-            eprintln!("zk-campaign: cannot create the cache subtree: {e}");
-            return ExitCode::from(2);
-        }
+        crate::cachekind::prepare(cs).map_err(|e| format!("cannot create the cache subtree: {e}"))?;
     }
     if o.registration {
-        if let Err(e) = crate::regkind::prepare(&server.connect_string()) {
-            eprintln!("zk-campaign: cannot create the registration parent: {e}");
-            return ExitCode::from(2);
-        }
+        crate::regkind::prepare(cs).map_err(|e| format!("cannot create the registration parent: {e}"))?;
     }
     if o.counter {
-        if let Err(e) = crate::counterkind::prepare(&server.connect_string(), &dir) {
-            eprintln!("zk-campaign: cannot read the counter: {e}");
-            return ExitCode::from(2);
-        }
+        crate::counterkind::prepare(cs, dir).map_err(|e| format!("cannot read the counter: {e}"))?;
     }
+    Ok(())
+}
+
+/// Says what the run is (stdout), and logs its parameters (`P`) for the
+/// checker.
+fn announce(o: &Opts, plan: &Plan, server: &Server, log: &LineLog, kinds: &[&str]) {
+    let Plan {
+        seed,
+        session,
+        seconds,
+        dir,
+    } = plan;
     println!(
         "zk-campaign: seed {seed}, {} server at {}, {} workers x {} threads, session {} ms, {} s{}, logs in {}",
         server.name(),
@@ -169,17 +226,16 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
         o.min_each,
         kinds.join(",")
     ));
+}
+
+/// The workers' fleet, none started yet: a fault proxy per server node for
+/// each worker, and the options every worker gets.
+fn fleet(o: &Opts, plan: &Plan, server: &Server, exe: PathBuf, log: Arc<LineLog>) -> Result<Fleet, String> {
     let mut slots = Vec::new();
     for _ in 0..o.workers {
         let mut proxies = Vec::new();
         for a in server.addrs() {
-            match FaultProxy::start(&a) {
-                Ok(p) => proxies.push(p),
-                Err(e) => {
-                    eprintln!("zk-campaign: proxy: {e}");
-                    return ExitCode::from(2);
-                }
-            }
+            proxies.push(FaultProxy::start(&a).map_err(|e| format!("proxy: {e}"))?);
         }
         slots.push(Slot {
             proxies,
@@ -187,258 +243,325 @@ pub(crate) fn coordinator_main(o: &Opts) -> ExitCode {
             gen: AtomicUsize::new(0),
         });
     }
-    let fleet = Fleet {
+    Ok(Fleet {
         exe,
-        dir: dir.clone(),
-        stop_file: dir.join("stop"),
+        dir: plan.dir.clone(),
+        stop_file: plan.dir.join("stop"),
         slots,
-        common: vec![
-            "--threads".into(),
-            o.threads.to_string(),
-            "--session-ms".into(),
-            session.as_millis().to_string(),
-            "--acquire-timeout-ms".into(),
-            o.acquire_timeout_ms.to_string(),
-            "--short-timeout-percent".into(),
-            o.short_timeout_percent.to_string(),
-            "--hold-ms".into(),
-            o.hold_ms.to_string(),
-            "--long-hold-permille".into(),
-            o.long_hold_permille.to_string(),
-            "--long-lead-permille".into(),
-            o.long_lead_permille.to_string(),
-            "--think-ms".into(),
-            o.think_ms.to_string(),
-        ],
-        log: log.clone(),
-    };
-    let mut fleet = fleet;
-    for (on, flag) in [
+        common: worker_args(o, plan.session),
+        log,
+    })
+}
+
+/// The options every worker is started with, besides its own (slot,
+/// server, log, seed).
+fn worker_args(o: &Opts, session: Duration) -> Vec<String> {
+    let valued = [
+        ("--threads", o.threads.to_string()),
+        ("--session-ms", session.as_millis().to_string()),
+        ("--acquire-timeout-ms", o.acquire_timeout_ms.to_string()),
+        ("--short-timeout-percent", o.short_timeout_percent.to_string()),
+        ("--hold-ms", o.hold_ms.to_string()),
+        ("--long-hold-permille", o.long_hold_permille.to_string()),
+        ("--long-lead-permille", o.long_lead_permille.to_string()),
+        ("--think-ms", o.think_ms.to_string()),
+    ];
+    let flags = [
         (o.cache, "--cache"),
         (o.counter, "--counter"),
         (o.registration, "--registration"),
-    ] {
-        if on {
-            fleet.common.push(flag.into());
-        }
+    ];
+    valued
+        .into_iter()
+        .flat_map(|(name, value)| [name.to_string(), value])
+        .chain(
+            flags
+                .into_iter()
+                .filter(|(on, _)| *on)
+                .map(|(_, flag)| flag.to_string()),
+        )
+        .collect()
+}
+
+/// The registration kind's observer: a cache on a client of its own,
+/// straight to the server, from before the workers start until after the
+/// leak check.
+struct Observer {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Observer {
+    /// Starts it with the registration kind (else there is none).
+    fn start(o: &Opts, plan: &Plan, server: &Server) -> Observer {
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = o.registration.then(|| {
+            let (cs, dir, stop, session) = (server.connect_string(), plan.dir.clone(), stop.clone(), plan.session);
+            std::thread::spawn(move || crate::regkind::run_observer(&cs, &dir, session, &stop))
+        });
+        Observer { stop, thread }
     }
-    // The registration kind's observer: a cache on a client of its own,
-    // straight to the server, from before the workers start until after
-    // the leak check.
-    let observer_stop = Arc::new(AtomicBool::new(false));
-    let observer = o.registration.then(|| {
-        let (cs, dir, stop) = (server.connect_string(), dir.clone(), observer_stop.clone());
-        std::thread::spawn(move || crate::regkind::run_observer(&cs, &dir, session, &stop))
-    });
-    for slot in 0..o.workers {
-        if let Err(e) = fleet.spawn(slot) {
-            eprintln!("zk-campaign: cannot start worker {slot}: {e}");
-            return ExitCode::from(2);
+
+    /// The registration nodes left (every worker closed its last one; a
+    /// killed worker's goes with its session), then the observer stopped;
+    /// `None` without the kind.
+    fn leaks_then_stop(self, cs: &str, session: Duration) -> Option<Result<Vec<String>, String>> {
+        let thread = self.thread?;
+        let leaks = crate::regkind::leaked(cs, session * 3 + Duration::from_secs(15));
+        self.stop.store(true, Ordering::SeqCst);
+        if thread.join().is_err() {
+            eprintln!("zk-campaign: the registration observer panicked");
         }
+        Some(leaks)
     }
-    let sessions: Sessions = Mutex::new(HashMap::new());
-    let holders: Holders = Mutex::new(Default::default());
-    let switches = Switches::default();
-    let stop_faults = AtomicBool::new(false);
-    let partitions_done = AtomicUsize::new(0);
-    let round_done = AtomicBool::new(false);
+}
+
+/// Stops the fault thread even if the run's scope unwinds.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+/// What the fault thread and the coordinator's watch share while the run
+/// goes on.
+#[derive(Default)]
+struct Shared {
+    sessions: Sessions,
+    holders: Holders,
+    switches: Switches,
+    stop_faults: AtomicBool,
+    partitions_done: AtomicUsize,
+    round_done: AtomicBool,
+}
+
+/// The load and the faults: the workers run while a thread injects the
+/// faults and this one watches the workers' logs, until the run is long
+/// enough ([`Length`]) or the fault thread ends. Returns when it began.
+fn run_load_and_faults(
+    o: &Opts,
+    plan: &Plan,
+    server: &Server,
+    fleet: &Fleet,
+    log: &LineLog,
+    kinds: Vec<&'static str>,
+) -> Instant {
+    let shared = Shared::default();
     let run_start = Instant::now();
     let mut scanner = Scanner::default();
     std::thread::scope(|s| {
-        /// Stops the fault thread even if this scope unwinds.
-        struct StopOnDrop<'a>(&'a AtomicBool);
-        impl Drop for StopOnDrop<'_> {
-            fn drop(&mut self) {
-                self.0.store(true, Ordering::SeqCst);
-            }
-        }
-        let _stop = StopOnDrop(&stop_faults);
+        let _stop = StopOnDrop(&shared.stop_faults);
         let faults = s.spawn(|| {
             let mut f = Faults {
-                server: &server,
-                fleet: &fleet,
-                log: &log,
-                session,
-                sessions: &sessions,
-                holders: &holders,
-                switches: &switches,
-                rng: Rng::new(seed ^ 0x00FA_0175),
+                server,
+                fleet,
+                log,
+                session: plan.session,
+                sessions: &shared.sessions,
+                holders: &shared.holders,
+                switches: &shared.switches,
+                rng: Rng::new(plan.seed ^ 0x00FA_0175),
                 admin: None,
-                kinds: kinds.clone(),
-                partitions_done: &partitions_done,
-                round_done: &round_done,
+                kinds,
+                partitions_done: &shared.partitions_done,
+                round_done: &shared.round_done,
                 min_each: o.min_each,
             };
-            f.run(&stop_faults);
+            f.run(&shared.stop_faults);
         });
-        let limit = Duration::from_secs_f64(seconds);
-        let cap = o.max_seconds.map_or(limit * 2, Duration::from_secs_f64).max(limit);
+        let length = Length::new(o, plan.seconds);
         let mut next_report = Duration::from_secs(10);
         loop {
             std::thread::sleep(Duration::from_millis(200));
-            scanner.scan(&dir, &sessions, &holders);
+            scanner.scan(&plan.dir, &shared.sessions, &shared.holders);
             let el = run_start.elapsed();
             if el >= next_report {
                 println!(
                     "t={:>4}s acquisitions={} partition faults={}",
                     el.as_secs(),
                     scanner.acquired,
-                    partitions_done.load(Ordering::SeqCst)
+                    shared.partitions_done.load(Ordering::SeqCst)
                 );
                 next_report += Duration::from_secs(10);
             }
-            let enough = o.acquisitions.is_some_and(|a| scanner.acquired >= a)
-                && partitions_done.load(Ordering::SeqCst) >= o.min_partition_faults;
-            // Every kind once at least, or --min-each times (at most until
-            // --max-seconds, twice the time asked for by default).
-            let round = round_done.load(Ordering::SeqCst) || el >= cap;
-            if ((enough || el >= limit) && round) || faults.is_finished() {
+            let partitions = shared.partitions_done.load(Ordering::SeqCst);
+            let round = shared.round_done.load(Ordering::SeqCst);
+            if length.reached(el, scanner.acquired, partitions, round) || faults.is_finished() {
                 break;
             }
         }
-        stop_faults.store(true, Ordering::SeqCst);
+        shared.stop_faults.store(true, Ordering::SeqCst);
         if faults.join().is_err() {
             eprintln!("zk-campaign: the fault thread panicked");
         }
     });
-    // What the campaign could not do (the verdict's "campaign fell short").
-    let mut shortfalls: Vec<String> = Vec::new();
+    run_start
+}
+
+/// How long a run lasts: `--seconds`, or with `--acquisitions` until that
+/// many (and `--min-partition-faults` partition faults); and in either case
+/// until every kind happened once at least, or `--min-each` times (at most
+/// until `--max-seconds`, twice the time asked for by default).
+struct Length {
+    limit: Duration,
+    cap: Duration,
+    acquisitions: Option<u64>,
+    min_partition_faults: usize,
+}
+
+impl Length {
+    fn new(o: &Opts, seconds: f64) -> Length {
+        let limit = Duration::from_secs_f64(seconds);
+        Length {
+            limit,
+            cap: o.max_seconds.map_or(limit * 2, Duration::from_secs_f64).max(limit),
+            acquisitions: o.acquisitions,
+            min_partition_faults: o.min_partition_faults,
+        }
+    }
+
+    /// Whether a run `el` old, with so many acquisitions and partition
+    /// faults, and its round of kinds done or not, may end.
+    fn reached(&self, el: Duration, acquired: u64, partitions: usize, round_done: bool) -> bool {
+        let enough = self.acquisitions.is_some_and(|a| acquired >= a) && partitions >= self.min_partition_faults;
+        let round = round_done || el >= self.cap;
+        (enough || el >= self.limit) && round
+    }
+}
+
+/// After the faults: every worker let go on and its proxies opened, the
+/// server healed (a heal that failed is a shortfall).
+fn heal(server: &Server, fleet: &Fleet, shortfalls: &mut Vec<String>) {
     fleet.thaw_all();
     if let Err(e) = server.heal() {
         eprintln!("zk-campaign: final heal failed: {e}");
         shortfalls.push(format!("the final heal failed ({e})"));
     }
-    let run_secs = run_start.elapsed().as_secs_f64();
-    if o.cache || o.counter || o.registration {
-        // The writers (the cache's writers, the incrementers, the
-        // registrations) stop first; once every live one has said so, the
-        // server's final state is read, and then the workers stop (their
-        // caches settle and dump their view).
-        let t0 = Instant::now();
-        let _ = File::create(dir.join(crate::cachekind::STOP_WRITES));
-        let pids: Vec<u32> = (0..o.workers).filter_map(|slot| fleet.pid(slot)).collect();
-        let mut ends = Vec::new();
-        for (on, end) in [(o.cache, "G end"), (o.counter, "J stop"), (o.registration, "L settled")] {
-            if on {
-                ends.push(end);
-            }
-        }
-        let wait = session * 2
-            + Duration::from_secs(5)
-            + if o.registration {
-                crate::regkind::bound(session)
-            } else {
-                Duration::ZERO
-            };
-        let left = crate::cachekind::wait_writers(&dir, &pids, &ends, Instant::now() + wait);
-        if !left.is_empty() {
-            eprintln!("zk-campaign: the writers of {left:?} did not say they stopped");
-        }
-        println!("writers stopped in {:.2} s", t0.elapsed().as_secs_f64());
-        if o.cache {
-            match crate::cachekind::read_final(&server.connect_string(), &dir) {
-                Ok(n) => println!(
+}
+
+/// With the cache, counter or registration kinds: their writers (the
+/// cache's writers, the incrementers, the registrations) stop first; once
+/// every live one has said so, the server's final state is read, and then
+/// the workers may stop (their caches settle and dump their view).
+fn stop_writers(o: &Opts, plan: &Plan, cs: &str, fleet: &Fleet, shortfalls: &mut Vec<String>) {
+    if !(o.cache || o.counter || o.registration) {
+        return;
+    }
+    let t0 = Instant::now();
+    let _ = File::create(plan.dir.join(crate::cachekind::STOP_WRITES));
+    let pids: Vec<u32> = (0..o.workers).filter_map(|slot| fleet.pid(slot)).collect();
+    let ends: Vec<&str> = [(o.cache, "G end"), (o.counter, "J stop"), (o.registration, "L settled")]
+        .into_iter()
+        .filter_map(|(on, end)| on.then_some(end))
+        .collect();
+    let wait = plan.session * 2
+        + Duration::from_secs(5)
+        + if o.registration {
+            crate::regkind::bound(plan.session)
+        } else {
+            Duration::ZERO
+        };
+    let left = crate::cachekind::wait_writers(&plan.dir, &pids, &ends, Instant::now() + wait);
+    if !left.is_empty() {
+        eprintln!("zk-campaign: the writers of {left:?} did not say they stopped");
+    }
+    println!("writers stopped in {:.2} s", t0.elapsed().as_secs_f64());
+    if o.cache {
+        read_back(
+            "the cache subtree",
+            crate::cachekind::read_final(cs, &plan.dir),
+            |n| {
+                println!(
                     "cache subtree read back: {n} nodes ({:.2} s after the writers were told to stop)",
                     t0.elapsed().as_secs_f64()
-                ),
-                Err(e) => {
-                    eprintln!("zk-campaign: cannot read the cache subtree back: {e}");
-                    shortfalls.push(format!("the cache subtree could not be read back ({e})"));
-                }
-            }
-        }
-        if o.counter {
-            match crate::counterkind::read_final(&server.connect_string(), &dir) {
-                Ok(v) => println!("counter read back: {v}"),
-                Err(e) => {
-                    eprintln!("zk-campaign: cannot read the counter back: {e}");
-                    shortfalls.push(format!("the counter could not be read back ({e})"));
-                }
-            }
+                )
+            },
+            shortfalls,
+        );
+    }
+    if o.counter {
+        read_back(
+            "the counter",
+            crate::counterkind::read_final(cs, &plan.dir),
+            |v| println!("counter read back: {v}"),
+            shortfalls,
+        );
+    }
+}
+
+/// A read-back after the run (`what`: `the counter`, ...): what it found,
+/// said by `said`; or that it could not be done, on stderr and as a
+/// shortfall of the campaign.
+fn read_back<T>(what: &str, r: Result<T, String>, said: impl FnOnce(T), shortfalls: &mut Vec<String>) {
+    match r {
+        Ok(v) => said(v),
+        Err(e) => {
+            eprintln!("zk-campaign: cannot read {what} back: {e}");
+            shortfalls.push(format!("{what} could not be read back ({e})"));
         }
     }
+}
+
+/// The stop file, then every worker exits by itself within its bound (the
+/// stragglers are killed).
+fn stop_workers(o: &Opts, plan: &Plan, fleet: &Fleet) {
     let _ = File::create(&fleet.stop_file);
-    let deadline = Instant::now() + Duration::from_millis(o.acquire_timeout_ms) + session * 4 + Duration::from_secs(30);
+    let deadline =
+        Instant::now() + Duration::from_millis(o.acquire_timeout_ms) + plan.session * 4 + Duration::from_secs(30);
     let t_stop = Instant::now();
     let stragglers = fleet.wait_all(deadline);
     println!("workers stopped in {:.2} s", t_stop.elapsed().as_secs_f64());
     if stragglers > 0 {
         eprintln!("zk-campaign: {stragglers} workers had to be killed at the end");
     }
-    // Killed workers' sessions expire at the session timeout; the rest closed.
-    let leaks = check_leaks(&server.connect_string(), ROOT, session * 3 + Duration::from_secs(15));
-    // The registration nodes: every worker closed its last one; a killed
-    // worker's goes with its session.
-    let reg_leaks = if o.registration {
-        let l = crate::regkind::leaked(&server.connect_string(), session * 3 + Duration::from_secs(15));
-        observer_stop.store(true, Ordering::SeqCst);
-        if let Some(h) = observer {
-            if h.join().is_err() {
-                eprintln!("zk-campaign: the registration observer panicked");
-            }
-        }
-        Some(l)
-    } else {
-        None
-    };
-    match crate::resource::read_back(&server.connect_string(), &dir) {
-        Ok(n) => println!("guarded resources read back: {n} writes"),
-        Err(e) => {
-            eprintln!("zk-campaign: cannot read the guarded resources back: {e}");
-            shortfalls.push(format!("the guarded resources could not be read back ({e})"));
-        }
-    }
-    let report = match check_dir(&dir, &o.check) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("zk-campaign: cannot read the logs: {e}");
-            return ExitCode::from(2);
-        }
-    };
+}
+
+/// The summary's head (the run's parameters, its length and wall time)
+/// and the checker's report.
+fn print_summary(o: &Opts, plan: &Plan, server: &Server, run_secs: f64, wall: Instant, report: &Report) {
     println!("== zk-campaign summary ==");
     println!(
-        "seed: {seed}  backend: {}  workers: {} x {} threads  session: {} ms  run: {run_secs:.1} s  wall: {:.1} s",
+        "seed: {}  backend: {}  workers: {} x {} threads  session: {} ms  run: {run_secs:.1} s  wall: {:.1} s",
+        plan.seed,
         server.name(),
         o.workers,
         o.threads,
-        session.as_millis(),
+        plan.session.as_millis(),
         wall.elapsed().as_secs_f64()
     );
     print!("{}", report.text);
-    let leak_count = match &leaks {
+}
+
+/// How many `nodes` a leak check found, printed by `print`; a check that
+/// could not be done (`check`) is said and is a shortfall of the campaign.
+fn count_leaks(
+    nodes: &str,
+    check: &str,
+    leaks: &Result<Vec<String>, String>,
+    print: impl Fn(&[String]),
+    shortfalls: &mut Vec<String>,
+) -> usize {
+    match leaks {
         Ok(l) => {
-            print_leaks(l);
+            print(l);
             l.len()
         }
         Err(e) => {
-            println!("leaked nodes: unknown ({e})");
-            shortfalls.push(format!("the leak check could not be done ({e})"));
+            println!("leaked {nodes}: unknown ({e})");
+            shortfalls.push(format!("{check} could not be done ({e})"));
             0
         }
-    };
-    let leak_count = leak_count
-        + match &reg_leaks {
-            None => 0,
-            Some(Ok(l)) => {
-                println!("leaked registration nodes: {}", l.len());
-                for n in l {
-                    println!("  LEAK: {n}");
-                }
-                l.len()
-            }
-            Some(Err(e)) => {
-                println!("leaked registration nodes: unknown ({e})");
-                shortfalls.push(format!("the registration leak check could not be done ({e})"));
-                0
-            }
-        };
-    println!("logs: {}", dir.display());
-    drop(fleet);
-    drop(server);
-    if !report.missing.is_empty() {
-        shortfalls.insert(0, format!("fault kinds missing: {}", report.missing.join(", ")));
     }
-    verdict(report.violations.len(), leak_count, &shortfalls)
+}
+
+/// The registration nodes left: how many, and every one.
+fn print_registration_leaks(leaks: &[String]) {
+    println!("leaked registration nodes: {}", leaks.len());
+    for n in leaks {
+        println!("  LEAK: {n}");
+    }
 }
 
 fn pin_executable(dir: &Path) -> io::Result<PathBuf> {

@@ -442,162 +442,191 @@ impl<'a> Faults<'a> {
     /// undoes it undoes at the end of that window, without waiting for any
     /// other part of a composition.
     fn partition(&mut self, kind: &str) -> io::Result<String> {
-        let t = self.session;
-        let leader = self
-            .server
-            .leader()
-            .ok_or_else(|| io::Error::other("no leader (no quorum?)"))?;
-        let n = self.server.addrs().len();
-        let followers: Vec<usize> = (0..n).filter(|&i| i != leader).collect();
-        let sync = self.server.cluster().sync_limit();
+        let e = self.ensemble()?;
         // Long enough for the side that notices last (a sync limit), and then some.
-        let d = sync + self.rng.ms(300, (t.as_millis() as u64 / 2).max(300));
-        // One follower or both (then the leader loses its quorum).
-        let pick_targets = |rng: &mut Rng| -> Vec<usize> {
-            if rng.below(2) == 0 {
-                followers.clone()
-            } else {
-                vec![followers[rng.below(followers.len() as u64) as usize]]
-            }
-        };
+        let d = e.sync + self.rng.ms(300, (self.session.as_millis() as u64 / 2).max(300));
         match kind {
             "isolate-leader" => {
-                let on = self.steer_onto(leader);
-                let cut = self.server.isolate(leader)?;
-                self.heal_at(cut, Instant::now() + d)?;
+                let on = self.isolate_for(e.leader, d)?;
                 Ok(format!(
-                    "leader {leader} cut off from both followers for {} ms (workers {on:?} on it)",
+                    "leader {} cut off from both followers for {} ms (workers {on:?} on it)",
+                    e.leader,
                     d.as_millis()
                 ))
             }
             "isolate-follower" => {
                 // The follower with the most worker sessions on it.
-                let f = followers
+                let f = e
+                    .followers
                     .iter()
                     .copied()
                     .max_by_key(|&f| (self.slots_on(f).len(), f))
                     .ok_or_else(|| io::Error::other("no follower"))?;
-                let on = self.steer_onto(f);
-                let cut = self.server.isolate(f)?;
-                self.heal_at(cut, Instant::now() + d)?;
+                let on = self.isolate_for(f, d)?;
                 Ok(format!(
                     "follower {f} cut off from the others for {} ms (workers {on:?} on it)",
                     d.as_millis()
                 ))
             }
-            "oneway-from-leader" | "oneway-to-leader" => {
-                let targets = pick_targets(&mut self.rng);
-                let out = kind == "oneway-from-leader";
-                let dirs: Vec<(usize, usize)> = targets
-                    .iter()
-                    .map(|&f| if out { (leader, f) } else { (f, leader) })
-                    .collect();
-                let cut = self.server.hold_links(&dirs)?;
-                self.heal_at(cut, Instant::now() + d)?;
-                Ok(format!(
-                    "bytes {} leader {leader} {} {targets:?} held for {} ms",
-                    if out { "from" } else { "to" },
-                    if out { "to" } else { "from" },
-                    d.as_millis()
-                ))
-            }
-            "flap-leader" => {
-                let targets = pick_targets(&mut self.rng);
-                let down = self.rng.ms(300, 2500);
-                let up = self.rng.ms(200, 1500);
-                let total = t + self.rng.ms(0, 2000);
-                let dirs: Vec<(usize, usize)> = targets.iter().flat_map(|&f| [(leader, f), (f, leader)]).collect();
-                let downs = self.flap(&dirs, down, up, Instant::now() + total)?;
-                self.server.wait_quorum(Duration::from_secs(60))?;
-                Ok(format!(
-                    "links leader {leader} <-> {targets:?} flapping (down {} ms, up {} ms) for {} ms ({downs} times down)",
-                    down.as_millis(),
-                    up.as_millis(),
-                    total.as_millis()
-                ))
-            }
-            "minority-client" | "pause-holder-minority" => {
-                // A worker that can reach only node `x`, cut off from the others:
-                // its session expires on the majority side (a follower's clients
-                // are dropped when it leaves its leader; the paused worker does
-                // not even try to move).
-                // Preferably a worker in the middle of a long hold.
-                let (slot, holder) = match self.long_holder() {
-                    Some(slot) => (slot, " (holding a lock)"),
-                    None => (self.random_slot(), ""),
-                };
-                let x = match self.rng.below(3) {
-                    0 => leader,
-                    _ => followers[self.rng.below(followers.len() as u64) as usize],
-                };
-                let pause = kind == "pause-holder-minority";
-                // A follower's clients are dropped at the sync limit and their
-                // sessions expire a session timeout after the leader last heard
-                // of them; a leader's, a session timeout after a new leader.
-                let hold = t + sync + self.rng.ms(500, 1500);
-                // The cut first: it may wait for the ensemble's handle (another
-                // part's restart); the worker's clock starts after it.
-                let frozen = self.freeze(slot, |i| i != x)?;
-                let cut = self.server.isolate(x)?;
-                let t0 = Instant::now();
-                // (The cut and the freeze are given back on any error: they
-                // are holds.)
-                let stop = if pause {
-                    let paused_at = now_ns();
-                    Some((self.fleet.signal(slot, "STOP")?, paused_at))
-                } else {
-                    None
-                };
-                // Resumed at its own time, 1 s before the heal, still cut
-                // off: its check() must not say Ok.
-                sleep_until(t0 + hold);
-                let mut resumed = String::new();
-                if let Some((pid, paused_at)) = stop {
-                    let _ = self.fleet.signal(slot, "CONT");
-                    let resumed_at = now_ns();
-                    self.log.line(&format!("Q {pid} {paused_at} {resumed_at}"));
-                    resumed = format!(
-                        ", stopped {} ms (planned {} ms), resumed 1000 ms before the heal",
-                        resumed_at.saturating_sub(paused_at) / 1_000_000,
-                        hold.as_millis()
-                    );
-                    sleep_until(t0 + hold + Duration::from_millis(1000));
-                }
-                frozen.release();
-                let healed = ms_since(t0);
-                cut.release();
-                self.server.wait_quorum(Duration::from_secs(60))?;
-                Ok(format!(
-                    "worker {slot}{holder}{} cut off with node {x}{} for {} ms{resumed}; healed at +{healed} ms",
-                    stop.map_or(String::new(), |(p, _)| format!(" (pid {p}) paused and")),
-                    if x == leader { " (the leader)" } else { " (a follower)" },
-                    hold.as_millis() + if pause { 1000 } else { 0 },
-                ))
-            }
-            "pause-leader-sync" => {
-                // Past the sync limit, short of the session timeout when it can.
-                let room = t.saturating_sub(sync);
-                let p = sync
-                    + if room > Duration::from_millis(200) {
-                        self.rng.scale(room, 0.3, 0.9)
-                    } else {
-                        self.rng.ms(300, 1000)
-                    };
-                let pid = self.pause_node(leader)?;
-                let t0 = Instant::now();
-                sleep_until(t0 + p);
-                let resumed = self.resume_node(pid)?;
-                let at = ms_since(t0);
-                self.server.wait_quorum(Duration::from_secs(60))?;
-                Ok(format!(
-                    "leader {leader} paused {} ms (sync limit {} ms), given back at +{at} ms{}",
-                    p.as_millis(),
-                    sync.as_millis(),
-                    kept_by_another(resumed)
-                ))
-            }
+            "oneway-from-leader" | "oneway-to-leader" => self.oneway(&e, kind == "oneway-from-leader", d),
+            "flap-leader" => self.flap_leader(&e),
+            "minority-client" | "pause-holder-minority" => self.minority_client(&e, kind == "pause-holder-minority"),
+            "pause-leader-sync" => self.pause_leader_sync(&e),
             other => Err(io::Error::other(format!("unknown partition {other}"))),
         }
+    }
+
+    /// The ensemble as a partition finds it.
+    fn ensemble(&self) -> io::Result<Ensemble> {
+        let leader = self
+            .server
+            .leader()
+            .ok_or_else(|| io::Error::other("no leader (no quorum?)"))?;
+        let n = self.server.addrs().len();
+        Ok(Ensemble {
+            leader,
+            followers: (0..n).filter(|&i| i != leader).collect(),
+            sync: self.server.cluster().sync_limit(),
+        })
+    }
+
+    /// Cuts node `i` off from the others for `d` (a worker steered onto it
+    /// first, when none is there), then waits for the whole ensemble again.
+    /// Returns the worker slots on it.
+    fn isolate_for(&mut self, i: usize, d: Duration) -> io::Result<Vec<usize>> {
+        let on = self.steer_onto(i);
+        let cut = self.server.isolate(i)?;
+        self.heal_at(cut, Instant::now() + d)?;
+        Ok(on)
+    }
+
+    /// The bytes from the leader to one follower or both (`out`), or to the
+    /// leader from them, held for `d`, the other direction flowing.
+    fn oneway(&mut self, e: &Ensemble, out: bool, d: Duration) -> io::Result<String> {
+        let targets = e.targets(&mut self.rng);
+        let dirs: Vec<(usize, usize)> = targets
+            .iter()
+            .map(|&f| if out { (e.leader, f) } else { (f, e.leader) })
+            .collect();
+        let cut = self.server.hold_links(&dirs)?;
+        self.heal_at(cut, Instant::now() + d)?;
+        Ok(format!(
+            "bytes {} leader {} {} {targets:?} held for {} ms",
+            if out { "from" } else { "to" },
+            e.leader,
+            if out { "to" } else { "from" },
+            d.as_millis()
+        ))
+    }
+
+    /// The links between the leader and one follower or both down and up in
+    /// turn for a session timeout and then some.
+    fn flap_leader(&mut self, e: &Ensemble) -> io::Result<String> {
+        let targets = e.targets(&mut self.rng);
+        let down = self.rng.ms(300, 2500);
+        let up = self.rng.ms(200, 1500);
+        let total = self.session + self.rng.ms(0, 2000);
+        let dirs: Vec<(usize, usize)> = targets.iter().flat_map(|&f| [(e.leader, f), (f, e.leader)]).collect();
+        let downs = self.flap(&dirs, down, up, Instant::now() + total)?;
+        self.server.wait_quorum(Duration::from_secs(60))?;
+        Ok(format!(
+            "links leader {} <-> {targets:?} flapping (down {} ms, up {} ms) for {} ms ({downs} times down)",
+            e.leader,
+            down.as_millis(),
+            up.as_millis(),
+            total.as_millis()
+        ))
+    }
+
+    /// A worker that can reach only node `x`, cut off from the others: its
+    /// session expires on the majority side (a follower's clients are
+    /// dropped when it leaves its leader; a paused worker, `pause`, does not
+    /// even try to move). Preferably a worker in the middle of a long hold.
+    fn minority_client(&mut self, e: &Ensemble, pause: bool) -> io::Result<String> {
+        let (slot, holder) = match self.long_holder() {
+            Some(slot) => (slot, " (holding a lock)"),
+            None => (self.random_slot(), ""),
+        };
+        let x = match self.rng.below(3) {
+            0 => e.leader,
+            _ => e.follower(&mut self.rng),
+        };
+        // A follower's clients are dropped at the sync limit and their
+        // sessions expire a session timeout after the leader last heard
+        // of them; a leader's, a session timeout after a new leader.
+        let hold = self.session + e.sync + self.rng.ms(500, 1500);
+        // The cut first: it may wait for the ensemble's handle (another
+        // part's restart); the worker's clock starts after it.
+        let frozen = self.freeze(slot, |i| i != x)?;
+        let cut = self.server.isolate(x)?;
+        let t0 = Instant::now();
+        // (The cut and the freeze are given back on any error: they are
+        // holds.)
+        let (stopped, resumed) = if pause {
+            let (pid, said) = self.stop_worker_for(slot, t0, hold)?;
+            (format!(" (pid {pid}) paused and"), said)
+        } else {
+            sleep_until(t0 + hold);
+            (String::new(), String::new())
+        };
+        frozen.release();
+        let healed = ms_since(t0);
+        cut.release();
+        self.server.wait_quorum(Duration::from_secs(60))?;
+        Ok(format!(
+            "worker {slot}{holder}{stopped} cut off with node {x}{} for {} ms{resumed}; healed at +{healed} ms",
+            if x == e.leader {
+                " (the leader)"
+            } else {
+                " (a follower)"
+            },
+            hold.as_millis() + if pause { 1000 } else { 0 },
+        ))
+    }
+
+    /// Stops the worker in `slot` (SIGSTOP) until `hold` after `t0`,
+    /// resumes it (a `Q` line) and waits 1 s more: resumed 1 s before the
+    /// heal, still cut off, its check() must not say `Ok`. Returns its pid
+    /// and what to say of it.
+    fn stop_worker_for(&self, slot: usize, t0: Instant, hold: Duration) -> io::Result<(u32, String)> {
+        let paused_at = now_ns();
+        let pid = self.fleet.signal(slot, "STOP")?;
+        sleep_until(t0 + hold);
+        let _ = self.fleet.signal(slot, "CONT");
+        let resumed_at = now_ns();
+        self.log.line(&format!("Q {pid} {paused_at} {resumed_at}"));
+        let said = format!(
+            ", stopped {} ms (planned {} ms), resumed 1000 ms before the heal",
+            resumed_at.saturating_sub(paused_at) / 1_000_000,
+            hold.as_millis()
+        );
+        sleep_until(t0 + hold + Duration::from_millis(1000));
+        Ok((pid, said))
+    }
+
+    /// The leader paused (SIGSTOP) past its sync limit, short of the session
+    /// timeout when it can.
+    fn pause_leader_sync(&mut self, e: &Ensemble) -> io::Result<String> {
+        let room = self.session.saturating_sub(e.sync);
+        let p = e.sync
+            + if room > Duration::from_millis(200) {
+                self.rng.scale(room, 0.3, 0.9)
+            } else {
+                self.rng.ms(300, 1000)
+            };
+        let pid = self.pause_node(e.leader)?;
+        let t0 = Instant::now();
+        sleep_until(t0 + p);
+        let resumed = self.resume_node(pid)?;
+        let at = ms_since(t0);
+        self.server.wait_quorum(Duration::from_secs(60))?;
+        Ok(format!(
+            "leader {} paused {} ms (sync limit {} ms), given back at +{at} ms{}",
+            e.leader,
+            p.as_millis(),
+            e.sync.as_millis(),
+            kept_by_another(resumed)
+        ))
     }
 
     /// Makes the directions `dirs` flap until `until`: held for `down`, open
@@ -629,88 +658,16 @@ impl<'a> Faults<'a> {
         })
     }
 
+    /// Makes one fault of `kind`; says what it did, or why it could not.
     fn inject(&mut self, kind: &str) -> io::Result<String> {
         let t = self.session;
         match kind {
-            "partition-expire" => {
-                let slot = self.random_slot();
-                let margin = match self.server {
-                    Server::Embedded(_) => Duration::from_millis(300),
-                    _ => Duration::from_millis(1500), // Apache expires on 1 s ticks
-                };
-                let d = t * 3 / 2 + margin;
-                let before = self
-                    .sessions
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .get(&slot)
-                    .cloned();
-                let frozen = self.freeze(slot, |_| true)?;
-                sleep_until(Instant::now() + d);
-                frozen.release();
-                let expired = match (self.server, before) {
-                    (Server::Embedded(s), Some((sid, _))) => {
-                        let live = s.embedded().expect("embedded").sessions().iter().any(|x| x.id == sid);
-                        if live {
-                            " (session still live!)"
-                        } else {
-                            " (session expired)"
-                        }
-                    }
-                    _ => "",
-                };
-                Ok(format!(
-                    "worker {slot} (pid {:?}) partitioned {} ms{expired}",
-                    self.fleet.pid(slot),
-                    d.as_millis()
-                ))
-            }
+            "partition-expire" => self.partition_expire(),
             "instant-expire" => {
-                let target = match self.server {
-                    Server::Embedded(s) => {
-                        // Prefer a session that holds or waits for a lock.
-                        let all = s.embedded().expect("embedded").sessions();
-                        let busy: Vec<_> = all.iter().filter(|x| !x.ephemerals.is_empty()).collect();
-                        let pool: Vec<_> = if busy.is_empty() { all.iter().collect() } else { busy };
-                        if pool.is_empty() {
-                            return Err(io::Error::other("no session to expire"));
-                        }
-                        let x = pool[self.rng.below(pool.len() as u64) as usize];
-                        (x.id, x.password.clone())
-                    }
-                    _ => {
-                        let slot = self.random_slot();
-                        self.sessions
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .get(&slot)
-                            .cloned()
-                            .ok_or_else(|| io::Error::other("no session reported yet"))?
-                    }
-                };
-                self.log.line(&format!("I {:x} {}", target.0, now_ns()));
-                match self.server {
-                    Server::Embedded(s) | Server::Apache(s) => s.expire_session(target.0, &target.1)?,
-                    Server::Ensemble(_, addrs, _) => {
-                        let mut last = None;
-                        for a in addrs {
-                            match zk_testing::raw::RawConnection::connect(a, 30_000, Some((target.0, &target.1))) {
-                                Ok((mut c, resp)) => {
-                                    if resp.timeout > 0 {
-                                        c.close_session()?;
-                                    }
-                                    last = None;
-                                    break;
-                                }
-                                Err(e) => last = Some(e),
-                            }
-                        }
-                        if let Some(e) = last {
-                            return Err(e);
-                        }
-                    }
-                }
-                Ok(format!("session 0x{:x} expired by the server", target.0))
+                let (sid, pwd) = self.expiry_target()?;
+                self.log.line(&format!("I {sid:x} {}", now_ns()));
+                self.expire(sid, &pwd)?;
+                Ok(format!("session 0x{sid:x} expired by the server"))
             }
             "cut" => {
                 let slot = self.random_slot();
@@ -722,20 +679,7 @@ impl<'a> Faults<'a> {
                     self.fleet.pid(slot)
                 ))
             }
-            "drop-all" => match self.server {
-                Server::Embedded(s) => {
-                    let n = s.embedded().expect("embedded").drop_connections();
-                    Ok(format!("{n} connections dropped by the server"))
-                }
-                _ => {
-                    for s in &self.fleet.slots {
-                        for p in &s.proxies {
-                            p.cut();
-                        }
-                    }
-                    Ok("every proxy cut".into())
-                }
-            },
+            "drop-all" => Ok(self.drop_all()),
             "pause-short" => {
                 let d = self.rng.scale(t, 0.3, 0.7);
                 self.pause_server(d)
@@ -744,16 +688,7 @@ impl<'a> Faults<'a> {
                 let d = t * 3 / 2 + Duration::from_millis(300);
                 self.pause_server(d)
             }
-            "restart" => {
-                let (Server::Embedded(s) | Server::Apache(s)) = self.server else {
-                    return Err(io::Error::other("restart is for a standalone server"));
-                };
-                let down = self.rng.ms(200, 1000);
-                s.stop()?;
-                std::thread::sleep(down);
-                s.restart()?;
-                Ok(format!("server down {} ms", down.as_millis()))
-            }
+            "restart" => self.restart_server(),
             "stop-leader" => self.bounce_node(true, false),
             "kill-leader" => self.bounce_node(true, true),
             "stop-follower" => self.bounce_node(false, false),
@@ -776,6 +711,124 @@ impl<'a> Faults<'a> {
             k if k.starts_with("composed-") => self.composed(k),
             other => Err(io::Error::other(format!("unknown fault {other}"))),
         }
+    }
+
+    /// One worker's proxies frozen for 1.5 session timeouts and a margin:
+    /// its session expires the realistic way (the embedded server says
+    /// whether it did).
+    fn partition_expire(&mut self) -> io::Result<String> {
+        let slot = self.random_slot();
+        let margin = match self.server {
+            Server::Embedded(_) => Duration::from_millis(300),
+            _ => Duration::from_millis(1500), // Apache expires on 1 s ticks
+        };
+        let d = self.session * 3 / 2 + margin;
+        let before = self
+            .sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&slot)
+            .cloned();
+        let frozen = self.freeze(slot, |_| true)?;
+        sleep_until(Instant::now() + d);
+        frozen.release();
+        let expired = match (self.server, before) {
+            (Server::Embedded(s), Some((sid, _))) => {
+                let live = s.embedded().expect("embedded").sessions().iter().any(|x| x.id == sid);
+                if live {
+                    " (session still live!)"
+                } else {
+                    " (session expired)"
+                }
+            }
+            _ => "",
+        };
+        Ok(format!(
+            "worker {slot} (pid {:?}) partitioned {} ms{expired}",
+            self.fleet.pid(slot),
+            d.as_millis()
+        ))
+    }
+
+    /// The session to expire at once: on the embedded server, preferably
+    /// one that holds or waits for a lock; elsewhere a random worker's.
+    fn expiry_target(&mut self) -> io::Result<(i64, Vec<u8>)> {
+        match self.server {
+            Server::Embedded(s) => {
+                let all = s.embedded().expect("embedded").sessions();
+                let busy: Vec<_> = all.iter().filter(|x| !x.ephemerals.is_empty()).collect();
+                let pool: Vec<_> = if busy.is_empty() { all.iter().collect() } else { busy };
+                if pool.is_empty() {
+                    return Err(io::Error::other("no session to expire"));
+                }
+                let x = pool[self.rng.below(pool.len() as u64) as usize];
+                Ok((x.id, x.password.clone()))
+            }
+            _ => {
+                let slot = self.random_slot();
+                self.sessions
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get(&slot)
+                    .cloned()
+                    .ok_or_else(|| io::Error::other("no session reported yet"))
+            }
+        }
+    }
+
+    /// The server expires session `sid` at once (embedded `expire_session`;
+    /// Apache: closeSession from a second connection, on the first node that
+    /// takes it).
+    fn expire(&self, sid: i64, pwd: &[u8]) -> io::Result<()> {
+        match self.server {
+            Server::Embedded(s) | Server::Apache(s) => s.expire_session(sid, pwd),
+            Server::Ensemble(_, addrs, _) => {
+                let mut last = None;
+                for a in addrs {
+                    match zk_testing::raw::RawConnection::connect(a, 30_000, Some((sid, pwd))) {
+                        Ok((mut c, resp)) => {
+                            if resp.timeout > 0 {
+                                c.close_session()?;
+                            }
+                            return Ok(());
+                        }
+                        Err(e) => last = Some(e),
+                    }
+                }
+                last.map_or(Ok(()), Err)
+            }
+        }
+    }
+
+    /// Every client connection dropped (embedded `drop_connections`;
+    /// Apache: every proxy cut).
+    fn drop_all(&self) -> String {
+        match self.server {
+            Server::Embedded(s) => {
+                let n = s.embedded().expect("embedded").drop_connections();
+                format!("{n} connections dropped by the server")
+            }
+            _ => {
+                for s in &self.fleet.slots {
+                    for p in &s.proxies {
+                        p.cut();
+                    }
+                }
+                "every proxy cut".into()
+            }
+        }
+    }
+
+    /// A standalone server stopped and restarted after 0.2-1 s.
+    fn restart_server(&mut self) -> io::Result<String> {
+        let (Server::Embedded(s) | Server::Apache(s)) = self.server else {
+            return Err(io::Error::other("restart is for a standalone server"));
+        };
+        let down = self.rng.ms(200, 1000);
+        s.stop()?;
+        std::thread::sleep(down);
+        s.restart()?;
+        Ok(format!("server down {} ms", down.as_millis()))
     }
 
     /// Injects faults until `stop`: a shuffled round of every kind; then the
@@ -801,32 +854,7 @@ impl<'a> Faults<'a> {
         };
         sleep_checked(Duration::from_millis(1500)); // let the workers start
         while !stop.load(Ordering::SeqCst) {
-            // After the first round, partitions (when among the kinds) are
-            // picked three times in five: they are what this profile is for.
-            let partitions: Vec<&str> = kinds.iter().copied().filter(|k| PARTITION_KINDS.contains(k)).collect();
-            // A kind that has not happened as often as asked (once at least)
-            // is tried again, the least happened first.
-            let behind: Vec<&str> = {
-                let least = kinds
-                    .iter()
-                    .map(|k| done.get(k).copied().unwrap_or(0))
-                    .min()
-                    .unwrap_or(0);
-                kinds
-                    .iter()
-                    .copied()
-                    .filter(|k| least < need && done.get(k).copied().unwrap_or(0) == least)
-                    .collect()
-            };
-            let kind = if n < order.len() {
-                order[n]
-            } else if !behind.is_empty() {
-                behind[self.rng.below(behind.len() as u64) as usize]
-            } else if !partitions.is_empty() && partitions.len() < kinds.len() && self.rng.below(5) < 3 {
-                partitions[self.rng.below(partitions.len() as u64) as usize]
-            } else {
-                kinds[self.rng.below(kinds.len() as u64) as usize]
-            };
+            let kind = self.next_kind(n, &order, &done, need);
             n += 1;
             let start = now_ns();
             match self.inject(kind) {
@@ -851,6 +879,65 @@ impl<'a> Faults<'a> {
         if let Some(c) = self.admin.take() {
             c.close();
         }
+    }
+
+    /// The `n`th fault's kind: the shuffled first round (`order`) first;
+    /// then a kind that has not happened `need` times (`done`), the least
+    /// happened first; then, when partitions are among the kinds, a
+    /// partition three times in five (they are what that profile is for);
+    /// else any kind.
+    fn next_kind(
+        &mut self,
+        n: usize,
+        order: &[&'static str],
+        done: &HashMap<&str, usize>,
+        need: usize,
+    ) -> &'static str {
+        let kinds = &self.kinds;
+        let partitions: Vec<&'static str> = kinds.iter().copied().filter(|k| PARTITION_KINDS.contains(k)).collect();
+        let least = kinds
+            .iter()
+            .map(|k| done.get(k).copied().unwrap_or(0))
+            .min()
+            .unwrap_or(0);
+        let behind: Vec<&'static str> = kinds
+            .iter()
+            .copied()
+            .filter(|k| least < need && done.get(k).copied().unwrap_or(0) == least)
+            .collect();
+        if n < order.len() {
+            order[n]
+        } else if !behind.is_empty() {
+            behind[self.rng.below(behind.len() as u64) as usize]
+        } else if !partitions.is_empty() && partitions.len() < kinds.len() && self.rng.below(5) < 3 {
+            partitions[self.rng.below(partitions.len() as u64) as usize]
+        } else {
+            kinds[self.rng.below(kinds.len() as u64) as usize]
+        }
+    }
+}
+
+/// The ensemble as a partition finds it: its leader, its followers and its
+/// sync limit.
+struct Ensemble {
+    leader: usize,
+    followers: Vec<usize>,
+    sync: Duration,
+}
+
+impl Ensemble {
+    /// One follower or both (then the leader loses its quorum).
+    fn targets(&self, rng: &mut Rng) -> Vec<usize> {
+        if rng.below(2) == 0 {
+            self.followers.clone()
+        } else {
+            vec![self.follower(rng)]
+        }
+    }
+
+    /// A follower at random.
+    fn follower(&self, rng: &mut Rng) -> usize {
+        self.followers[rng.below(self.followers.len() as u64) as usize]
     }
 }
 

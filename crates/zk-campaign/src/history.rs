@@ -189,11 +189,14 @@ impl SecRec {
     /// assert_eq!(s.describe(), "[pid 10 thread 0 attempt 1 mutex token 5 session a]");
     /// ```
     pub fn describe(&self) -> String {
-        format!(
-            "[pid {} thread {} attempt {} {} token {} session {}]",
-            self.pid, self.thr, self.att, self.mode, self.token, self.sid
-        )
+        describe_holder((self.pid, self.thr, self.att), &self.mode, self.token, &self.sid)
     }
+}
+
+/// `[pid P thread T attempt A mode token N session S]`: a holder as the
+/// violations name it (a section's, a claim span's).
+pub(crate) fn describe_holder((pid, thr, att): AttemptKey, mode: &str, token: i64, sid: &str) -> String {
+    format!("[pid {pid} thread {thr} attempt {att} {mode} token {token} session {sid}]")
 }
 
 /// A write that reached the guarded resource (a `V` line of `resource.log`,
@@ -264,6 +267,14 @@ pub struct FaultRec {
     pub start: u64,
     /// When it ended (healed).
     pub end: u64,
+}
+
+impl FaultRec {
+    /// Whether its window, from its start to `slack` after its end (while
+    /// its effects last), meets `[from, to]`.
+    pub(crate) fn meets(&self, from: u64, to: u64, slack: u64) -> bool {
+        self.start <= to && from <= self.end.saturating_add(slack)
+    }
 }
 
 /// A fault not made (an `N` line): tried, and one of its steps did not
@@ -352,11 +363,52 @@ pub struct History {
     pub unparsed: usize,
 }
 
-fn opt_u64(s: &str) -> Option<u64> {
-    if s == "-" {
-        None
-    } else {
-        s.parse().ok()
+/// A log line's fields (one space apart), read by position. Each getter
+/// answers `None` for a field that is missing or does not parse, so that a
+/// parser says `?` once per field; every parser of the history's lines (and
+/// the kinds' in the checker) reads them so.
+#[derive(Debug)]
+pub(crate) struct Fields<'a>(Vec<&'a str>);
+
+impl<'a> Fields<'a> {
+    pub(crate) fn new(line: &'a str) -> Fields<'a> {
+        Fields(line.split(' ').collect())
+    }
+
+    /// The line's kind: its first field.
+    pub(crate) fn kind(&self) -> Option<&'a str> {
+        self.str(0)
+    }
+
+    /// Field `i` as it is.
+    pub(crate) fn str(&self, i: usize) -> Option<&'a str> {
+        self.0.get(i).copied()
+    }
+
+    /// Field `i`, owned.
+    pub(crate) fn string(&self, i: usize) -> Option<String> {
+        self.str(i).map(str::to_string)
+    }
+
+    /// Field `i` as a number.
+    pub(crate) fn num<T: std::str::FromStr>(&self, i: usize) -> Option<T> {
+        self.str(i)?.parse().ok()
+    }
+
+    /// Field `i` as a time that may be `-` (never): `None` when the field
+    /// is missing; `Some(None)` for `-`, or a time that does not parse.
+    pub(crate) fn time(&self, i: usize) -> Option<Option<u64>> {
+        self.str(i).map(|t| if t == "-" { None } else { t.parse().ok() })
+    }
+
+    /// The fields from `i` on.
+    pub(crate) fn rest(&self, i: usize) -> &[&'a str] {
+        self.0.get(i..).unwrap_or_default()
+    }
+
+    /// An attempt's key, in fields 1 to 3 (`pid thread attempt`).
+    pub(crate) fn attempt(&self) -> Option<AttemptKey> {
+        Some((self.num(1)?, self.num(2)?, self.num(3)?))
     }
 }
 
@@ -443,170 +495,152 @@ impl History {
         }
     }
 
+    /// Reads one line into the history (`None`: it does not parse, and
+    /// nothing was taken from it); each kind of line by a reader of its own.
     fn parse_line(&mut self, line: &str) -> Option<()> {
-        let f: Vec<&str> = line.split(' ').collect();
-        let p32 = |i: usize| f.get(i)?.parse::<u32>().ok();
-        let p64 = |i: usize| f.get(i)?.parse::<u64>().ok();
-        let s = |i: usize| f.get(i).map(|s| s.to_string());
-        match *f.first()? {
+        let f = Fields::new(line);
+        match f.kind()? {
             "Y" | "G" | "U" | "T" => self.cache_lines.push(line.to_string()),
             "J" => self.counter_lines.push(line.to_string()),
             "L" | "M" => self.reg_lines.push(line.to_string()),
-            "P" => {
-                for kv in &f[1..] {
-                    let (k, v) = kv.split_once('=')?;
-                    self.params.insert(k.to_string(), v.to_string());
-                }
-            }
-            "F" => {
-                f.get(3)?;
-                self.faults.push(FaultRec {
-                    kind: s(1)?,
-                    start: p64(2).unwrap_or(0),
-                    end: p64(3).unwrap_or(0),
-                });
-            }
-            "N" => {
-                // Older logs: `N kind start reason…`, with no end.
-                let start = p64(2);
-                let end = start.and(p64(3));
-                let rest = 2 + usize::from(start.is_some()) + usize::from(end.is_some());
-                let m = NotMade {
-                    kind: s(1)?,
-                    start: start.unwrap_or(0),
-                    end,
-                    reason: f.get(rest..).map(|r| r.join(" ")).unwrap_or_default(),
-                };
-                if !m.is_part() {
-                    self.failed_faults += 1;
-                }
-                self.not_made.push(m);
-            }
+            "P" => self.params(&f)?,
+            "F" => self.faults.push(fault(&f)?),
+            "N" => self.not_made(&f)?,
             "K" => {
-                self.killed.insert(p32(2)?, p64(3)?);
+                self.killed.insert(f.num(2)?, f.num(3)?);
             }
-            "I" => self.instant.push((s(1)?, p64(2)?)),
-            "B" => self.broken.push((s(1)?, p64(2)?, s(3)?)),
-            "Q" => self.paused.push((p32(1)?, p64(2)?, p64(3)?)),
+            "I" => self.instant.push((f.string(1)?, f.num(2)?)),
+            "B" => self.broken.push((f.string(1)?, f.num(2)?, f.string(3)?)),
+            "Q" => self.paused.push((f.num(1)?, f.num(2)?, f.num(3)?)),
             "D" => {
-                self.done.insert((p32(1)?, p32(2)?, p64(3)?), p64(4)?);
+                self.done.insert(f.attempt()?, f.num(4)?);
             }
-            "W" => self.worker_status.push((p32(1)?, s(2)?)),
+            "W" => self.worker_status.push((f.num(1)?, f.string(2)?)),
             "H" => {
-                self.started.insert(p32(1)?);
+                self.started.insert(f.num(1)?);
             }
             "X" => {
-                self.exited.insert(p32(1)?);
+                self.exited.insert(f.num(1)?);
             }
-            "Z" => self.sessions.push((p32(1)?, p64(3)?, s(4)?)),
-            "V" => {
-                self.resource_read = true;
-                if f.len() > 2 {
-                    self.writes.push(ResourceWrite {
-                        lock: s(1)?,
-                        seq: p64(2)?,
-                        token: f.get(3)?.parse().ok()?,
-                        attempt: (p32(4)?, p32(5)?, p64(6)?),
-                    });
-                }
-            }
-            "C" => {
-                f.get(14)?;
-                self.claims.push(ClaimRec {
-                    pid: p32(1)?,
-                    thr: p32(2)?,
-                    att: p64(3)?,
-                    lock: s(4)?,
-                    mode: s(5)?,
-                    token: f.get(6)?.parse().ok()?,
-                    sid: s(7)?,
-                    what: s(8)?,
-                    first: (p64(9)?, p64(10)?),
-                    last: (p64(11)?, p64(12)?),
-                    count: p64(13)?,
-                    ended: s(14)?,
-                });
-            }
-            "A" => {
-                let start = p64(6)?;
-                let k = (p32(1)?, p32(2)?, p64(3)?);
-                let (lock, mode) = (s(4)?, s(5)?);
-                let deadline = f.get(7).and_then(|v| opt_u64(v));
-                let a = self.attempts.entry(k).or_insert_with(|| AttemptRec {
-                    lock,
-                    mode,
-                    start: None,
-                    deadline: None,
-                    result: None,
-                });
-                a.start = Some(start);
-                a.deadline = deadline;
-            }
-            "R" => {
-                let k = (p32(1)?, p32(2)?, p64(3)?);
-                let r = AttemptEnd {
-                    outcome: s(7)?,
-                    error: s(8)?,
-                    t: p64(6)?,
-                    wait: p64(9)?,
-                };
-                self.attempts
-                    .entry(k)
-                    .or_insert_with(|| AttemptRec {
-                        lock: f[4].to_string(),
-                        mode: f[5].to_string(),
-                        start: None,
-                        deadline: None,
-                        result: None,
-                    })
-                    .result = Some(r);
-            }
-            "S" | "E" => {
-                let key = (p32(1)?, p32(2)?, p64(3)?, s(4)?);
-                let rec = SecRec {
-                    pid: key.0,
-                    thr: key.1,
-                    att: key.2,
-                    lock: key.3.clone(),
-                    mode: s(5)?,
-                    token: f.get(6)?.parse().ok()?,
-                    sid: s(7)?,
-                    start: p64(8)?,
-                    node: if f[0] == "S" {
-                        s(9).unwrap_or_else(|| "-".into())
-                    } else {
-                        "-".into()
-                    },
-                    end: None,
-                };
-                let end = if f[0] == "E" {
-                    Some(EndRec {
-                        end: p64(9)?,
-                        told: opt_u64(f.get(10)?),
-                        told_late: opt_u64(f.get(12)?),
-                        st0: s(13)?,
-                        st_end: s(14)?,
-                        connected: f.get(15)? == &"1",
-                        release: s(16)?,
-                        release_wait: f.get(17).and_then(|v| opt_u64(v)),
-                        told_event: s(11)?,
-                        last_ok: f.get(18).and_then(|v| opt_u64(v)),
-                        first_bad: f.get(19).and_then(|v| opt_u64(v)),
-                        write: s(20).unwrap_or_else(|| "-".into()),
-                        watched: f.get(21).and_then(|v| opt_u64(v)),
-                    })
-                } else {
-                    None
-                };
-                let node = rec.node.clone();
-                let e = self.sections.entry(key).or_insert(rec);
-                if end.is_some() {
-                    e.end = end;
-                } else {
-                    e.node = node;
-                }
-            }
+            "Z" => self.sessions.push((f.num(1)?, f.num(3)?, f.string(4)?)),
+            "V" => self.resource_write(&f)?,
+            "C" => self.claims.push(claim(&f)?),
+            "A" => self.attempt_began(&f)?,
+            "R" => self.attempt_ended(&f)?,
+            "S" | "E" => self.section_line(&f)?,
             _ => return None,
+        }
+        Some(())
+    }
+
+    /// `P key=value…`: the parameters (those before a field that is not
+    /// `key=value` are kept).
+    fn params(&mut self, f: &Fields<'_>) -> Option<()> {
+        for kv in f.rest(1) {
+            let (k, v) = kv.split_once('=')?;
+            self.params.insert(k.to_string(), v.to_string());
+        }
+        Some(())
+    }
+
+    /// `N kind start end reason…` (older logs: no end).
+    fn not_made(&mut self, f: &Fields<'_>) -> Option<()> {
+        let start = f.num(2);
+        let end = start.and(f.num(3));
+        let rest = 2 + usize::from(start.is_some()) + usize::from(end.is_some());
+        let m = NotMade {
+            kind: f.string(1)?,
+            start: start.unwrap_or(0),
+            end,
+            reason: f.rest(rest).join(" "),
+        };
+        if !m.is_part() {
+            self.failed_faults += 1;
+        }
+        self.not_made.push(m);
+        Some(())
+    }
+
+    /// `V lock seq token pid thread attempt`, or a lone `V` (the resources
+    /// were read and were empty).
+    fn resource_write(&mut self, f: &Fields<'_>) -> Option<()> {
+        self.resource_read = true;
+        if f.rest(2).is_empty() {
+            return Some(());
+        }
+        self.writes.push(ResourceWrite {
+            lock: f.string(1)?,
+            seq: f.num(2)?,
+            token: f.num(3)?,
+            attempt: (f.num(4)?, f.num(5)?, f.num(6)?),
+        });
+        Some(())
+    }
+
+    /// The attempt of an `A` or `R` line, made on its first line (its lock
+    /// and mode in fields 4 and 5).
+    fn attempt_rec(&mut self, f: &Fields<'_>) -> Option<&mut AttemptRec> {
+        let (k, lock, mode) = (f.attempt()?, f.string(4)?, f.string(5)?);
+        Some(self.attempts.entry(k).or_insert_with(|| AttemptRec {
+            lock,
+            mode,
+            start: None,
+            deadline: None,
+            result: None,
+        }))
+    }
+
+    /// `A pid thread attempt lock mode t [deadline-ns]`.
+    fn attempt_began(&mut self, f: &Fields<'_>) -> Option<()> {
+        let start = f.num(6)?;
+        let deadline = f.time(7).flatten();
+        let a = self.attempt_rec(f)?;
+        a.start = Some(start);
+        a.deadline = deadline;
+        Some(())
+    }
+
+    /// `R pid thread attempt lock mode t outcome error-kind wait-ns`.
+    fn attempt_ended(&mut self, f: &Fields<'_>) -> Option<()> {
+        let r = AttemptEnd {
+            outcome: f.string(7)?,
+            error: f.string(8)?,
+            t: f.num(6)?,
+            wait: f.num(9)?,
+        };
+        self.attempt_rec(f)?.result = Some(r);
+        Some(())
+    }
+
+    /// `S …` (a section began) or `E …` (it ended): the section, made on its
+    /// first line; an `E` line gives its end, an `S` line its node.
+    fn section_line(&mut self, f: &Fields<'_>) -> Option<()> {
+        let (pid, thr, att) = f.attempt()?;
+        let key = (pid, thr, att, f.string(4)?);
+        let began = f.kind() == Some("S");
+        let rec = SecRec {
+            pid,
+            thr,
+            att,
+            lock: key.3.clone(),
+            mode: f.string(5)?,
+            token: f.num(6)?,
+            sid: f.string(7)?,
+            start: f.num(8)?,
+            node: if began {
+                f.string(9).unwrap_or_else(|| "-".into())
+            } else {
+                "-".into()
+            },
+            end: None,
+        };
+        let end = if began { None } else { Some(end_rec(f)?) };
+        let node = rec.node.clone();
+        let e = self.sections.entry(key).or_insert(rec);
+        if end.is_some() {
+            e.end = end;
+        } else {
+            e.node = node;
         }
         Some(())
     }
@@ -702,6 +736,75 @@ impl History {
     pub fn param_u64(&self, key: &str) -> Option<u64> {
         self.params.get(key).and_then(|v| v.parse().ok())
     }
+
+    /// When the server expired session `sid` at once (its `I` lines).
+    pub(crate) fn expiries_of<'a>(&'a self, sid: &'a str) -> impl Iterator<Item = u64> + 'a {
+        self.instant.iter().filter(move |(s, _)| s == sid).map(|(_, x)| *x)
+    }
+
+    /// When an operator deleted session `sid`'s node named `node` (its `B`
+    /// lines: a composed fault's break).
+    pub(crate) fn breaks_of<'a>(&'a self, sid: &'a str, node: &'a str) -> impl Iterator<Item = u64> + 'a {
+        self.broken
+            .iter()
+            .filter(move |(s, _, path)| s == sid && path.rsplit('/').next() == Some(node))
+            .map(|(_, x, _)| *x)
+    }
+
+    /// The session timeout (ns): the `session_ms` parameter, 3 s when the
+    /// logs lack it.
+    pub(crate) fn session_ns(&self) -> u64 {
+        self.param_u64("session_ms").unwrap_or(3000) * 1_000_000
+    }
+}
+
+/// `F kind start end detail`.
+fn fault(f: &Fields<'_>) -> Option<FaultRec> {
+    f.str(3)?;
+    Some(FaultRec {
+        kind: f.string(1)?,
+        start: f.num(2).unwrap_or(0),
+        end: f.num(3).unwrap_or(0),
+    })
+}
+
+/// `C pid thread attempt lock mode token session what first-lo first-hi
+/// last-lo last-hi count ended`.
+fn claim(f: &Fields<'_>) -> Option<ClaimRec> {
+    f.str(14)?;
+    Some(ClaimRec {
+        pid: f.num(1)?,
+        thr: f.num(2)?,
+        att: f.num(3)?,
+        lock: f.string(4)?,
+        mode: f.string(5)?,
+        token: f.num(6)?,
+        sid: f.string(7)?,
+        what: f.string(8)?,
+        first: (f.num(9)?, f.num(10)?),
+        last: (f.num(11)?, f.num(12)?),
+        count: f.num(13)?,
+        ended: f.string(14)?,
+    })
+}
+
+/// The end of an `E` line (fields 9 on; the optional ones last).
+fn end_rec(f: &Fields<'_>) -> Option<EndRec> {
+    Some(EndRec {
+        end: f.num(9)?,
+        told: f.time(10)?,
+        told_late: f.time(12)?,
+        st0: f.string(13)?,
+        st_end: f.string(14)?,
+        connected: f.str(15)? == "1",
+        release: f.string(16)?,
+        release_wait: f.time(17).flatten(),
+        told_event: f.string(11)?,
+        last_ok: f.time(18).flatten(),
+        first_bad: f.time(19).flatten(),
+        write: f.string(20).unwrap_or_else(|| "-".into()),
+        watched: f.time(21).flatten(),
+    })
 }
 
 #[cfg(test)]
@@ -740,33 +843,36 @@ mod tests {
         assert_eq!(h.stopped_within(10, 600, 100), 0);
     }
 
+    /// A line of every kind, a truncated `C` line and garbage.
+    const EVERY_KIND: [&str; 23] = [
+        "P seed=1 session_ms=1000 kinds=cut,restart",
+        "F cut 5 9 slot 0",
+        "N restart failed",
+        "K 0 11 50",
+        "I 1a 40",
+        "B 1a 45 /l/node",
+        "W 12 exit=0",
+        "H 10 0 1",
+        "Z 10 0 2 1a 00ff",
+        "A 10 0 1 /l mutex 100 2000",
+        "R 10 0 1 /l mutex 150 acquired - 50",
+        "S 10 0 1 /l mutex 7 1a 150 node",
+        "D 10 0 1 190",
+        "E 10 0 1 /l mutex 7 1a 150 200 180 Suspended - Held Lost 0 ok 1500",
+        "E 10 0 3 /l mutex 8 1a 250 300 - - - Held Held 1 ok 1500 290 295 ok 420",
+        "Q 10 5 9",
+        "C 10 0 3 /l mutex 8 1a reconnected+ok 310 312 400 401 20 lost",
+        "C 10 0 3 /l mutex 8 1a ok 310",
+        "V /l 3 7 10 0 1",
+        "A 10 0 2 /l mutex 300",
+        "X 10 400",
+        "garbage",
+        "",
+    ];
+
     #[test]
     fn parses_every_kind_of_line() {
-        let h = History::from_lines([
-            "P seed=1 session_ms=1000 kinds=cut,restart",
-            "F cut 5 9 slot 0",
-            "N restart failed",
-            "K 0 11 50",
-            "I 1a 40",
-            "B 1a 45 /l/node",
-            "W 12 exit=0",
-            "H 10 0 1",
-            "Z 10 0 2 1a 00ff",
-            "A 10 0 1 /l mutex 100 2000",
-            "R 10 0 1 /l mutex 150 acquired - 50",
-            "S 10 0 1 /l mutex 7 1a 150 node",
-            "D 10 0 1 190",
-            "E 10 0 1 /l mutex 7 1a 150 200 180 Suspended - Held Lost 0 ok 1500",
-            "E 10 0 3 /l mutex 8 1a 250 300 - - - Held Held 1 ok 1500 290 295 ok 420",
-            "Q 10 5 9",
-            "C 10 0 3 /l mutex 8 1a reconnected+ok 310 312 400 401 20 lost",
-            "C 10 0 3 /l mutex 8 1a ok 310",
-            "V /l 3 7 10 0 1",
-            "A 10 0 2 /l mutex 300",
-            "X 10 400",
-            "garbage",
-            "",
-        ]);
+        let h = History::from_lines(EVERY_KIND);
         assert_eq!(h.param_u64("session_ms"), Some(1000));
         assert_eq!(h.fault_counts().get("cut"), Some(&1));
         assert_eq!(

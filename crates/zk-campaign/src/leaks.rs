@@ -4,7 +4,6 @@
 use std::time::{Duration, Instant};
 
 use zk_framework::CuratorFramework;
-use zk_framework::ExponentialBackoffRetry;
 
 use zk_campaign::checker::{leak_report, leaked_nodes};
 
@@ -12,13 +11,7 @@ use zk_campaign::checker::{leak_report, leaked_nodes};
 /// prefix `_c_` (every lock and lease node does), through a fresh client;
 /// polls until none is left or `wait` passes.
 pub(crate) fn check_leaks(cs: &str, root: &str, wait: Duration) -> Result<Vec<String>, String> {
-    let client = CuratorFramework::builder()
-        .connect_string(cs)
-        .session_timeout(Duration::from_secs(20))
-        .connection_timeout(Duration::from_secs(5))
-        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 5))
-        .build()
-        .map_err(|e| e.to_string())?;
+    let client = crate::resource::unconnected_client(cs).map_err(|e| e.to_string())?;
     let deadline = Instant::now() + wait;
     let result = loop {
         let listed = client

@@ -12,7 +12,9 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::RecvTimeoutError;
+use std::cell::Cell;
+
+use crossbeam_channel::{Receiver, RecvTimeoutError};
 use zk_framework::proto::CreateMode;
 use zk_framework::CuratorFramework;
 use zk_recipes::{CacheEvent, ChildData, CuratorCache};
@@ -66,7 +68,6 @@ pub(crate) fn run_registrations(
     let settle = bound(session_timeout);
     let mut rng = Rng::new(seed ^ 0x00BE_6157);
     let mut gen = 0u64;
-    let session = || format!("{:x}", client.session_id());
     // Until the writers are told to stop; the node under way then (or a
     // new one, when the last one's life ended just then) is the final one.
     loop {
@@ -83,86 +84,135 @@ pub(crate) fn run_registrations(
                 continue;
             }
         };
-        let events = node.events();
-        log.line(&format!("L {pid} {} start {path}", now_ns()));
+        let r = Registering {
+            client,
+            log,
+            pid,
+            events: node.events(),
+            path,
+            since: Cell::new(None),
+        };
+        log.line(&format!("L {pid} {} start {}", now_ns(), r.path));
         if let Err(e) = node.start() {
-            log.line(&format!("L {pid} {} failed {path} {}", now_ns(), err_kind(&e)));
+            log.line(&format!("L {pid} {} failed {} {}", now_ns(), r.path, err_kind(&e)));
         }
         let mut last = None;
-        let since = std::cell::Cell::new(None::<Instant>);
-        let log_ev = |r: &Registration| {
-            log.line(&format!(
-                "L {pid} {} reg {path} {} {}",
-                now_ns(),
-                session(),
-                reg_words(r)
-            ));
-            since.set(r.is_registered().then(Instant::now));
-        };
         let until = Instant::now() + Duration::from_millis(LIFE_MS.0 + rng.below(LIFE_MS.1 - LIFE_MS.0));
-        let pump = |deadline: Instant, want_registered: bool, last: &mut Option<bool>| loop {
-            if Instant::now() >= deadline || (!want_registered && stop()) || (want_registered && *last == Some(true)) {
-                return;
-            }
-            match events.recv_timeout(Duration::from_millis(50).min(deadline.saturating_duration_since(Instant::now())))
-            {
-                Ok(r) => {
-                    log_ev(&r);
-                    *last = Some(r.is_registered());
-                }
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => return,
-            }
-        };
-        pump(until, false, &mut last);
+        r.pump(until, false, &mut last, &stop);
         let stopping = stop();
         if stopping {
-            // The end of the run: every fault has healed. The last node must
-            // be registered within `settle`.
-            pump(Instant::now() + settle, true, &mut last);
-            let ok = node.registration().is_registered();
-            log.line(&format!(
-                "L {pid} {} final {path} {} {}",
-                now_ns(),
-                if ok { "registered" } else { "not" },
-                session()
-            ));
+            r.final_check(&node, settle, &mut last, &stop);
+            r.keep_until_end(session_timeout, &end);
         }
-        if stopping {
-            // Settled: the coordinator may go on (its final reads) while
-            // the node stays until the worker's end, and at least a session
-            // after it was registered, so that the observer can show it
-            // (the checker's R3 asks it to).
-            log.line(&format!("L {pid} {} settled", now_ns()));
-            let registered_at = since.get();
-            loop {
-                let held = registered_at.map_or(true, |at| at.elapsed() >= session_timeout);
-                if (held && end()) || since.get().is_none() {
-                    break;
-                }
-                match events.recv_timeout(Duration::from_millis(20)) {
-                    Ok(r) => log_ev(&r),
-                    Err(RecvTimeoutError::Timeout) => {}
-                    Err(RecvTimeoutError::Disconnected) => break,
-                }
-            }
-        }
-        log.line(&format!("L {pid} {} closing {path}", now_ns()));
-        let r = node.close();
-        let t = now_ns();
-        for ev in events.try_iter() {
-            log_ev(&ev);
-        }
-        log.line(&format!(
-            "L {pid} {t} closed {path} {}",
-            r.map_or_else(|e| err_kind(&e), |()| "ok".into())
-        ));
+        r.close(node);
         if stopping {
             break;
         }
         std::thread::sleep(Duration::from_millis(100 + rng.below(300)));
     }
     log.line(&format!("L {pid} {} stop", now_ns()));
+}
+
+/// One of a worker's nodes while it lives: its events and the lines it logs.
+struct Registering<'a> {
+    client: &'a CuratorFramework,
+    log: &'a LineLog,
+    pid: u32,
+    events: Receiver<Registration>,
+    path: String,
+    /// Since when it has been registered (`None`: it is not).
+    since: Cell<Option<Instant>>,
+}
+
+impl Registering<'_> {
+    /// Logs a registration event (`L pid t reg path session what [why]`,
+    /// the session the client has as it is received).
+    fn log_ev(&self, r: &Registration) {
+        self.log.line(&format!(
+            "L {} {} reg {} {:x} {}",
+            self.pid,
+            now_ns(),
+            self.path,
+            self.client.session_id(),
+            reg_words(r)
+        ));
+        self.since.set(r.is_registered().then(Instant::now));
+    }
+
+    /// Logs the events until `deadline`, or until `stop()` (not
+    /// `want_registered`), or until the node is registered
+    /// (`want_registered`); `last` is whether the last event said registered.
+    fn pump(&self, deadline: Instant, want_registered: bool, last: &mut Option<bool>, stop: &impl Fn() -> bool) {
+        loop {
+            if Instant::now() >= deadline || (!want_registered && stop()) || (want_registered && *last == Some(true)) {
+                return;
+            }
+            let wait = Duration::from_millis(50).min(deadline.saturating_duration_since(Instant::now()));
+            match self.events.recv_timeout(wait) {
+                Ok(r) => {
+                    self.log_ev(&r);
+                    *last = Some(r.is_registered());
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+        }
+    }
+
+    /// The end of the run: every fault has healed. The last node must be
+    /// registered within `settle` (`L pid t final path registered|not
+    /// session`).
+    fn final_check(&self, node: &PersistentNode, settle: Duration, last: &mut Option<bool>, stop: &impl Fn() -> bool) {
+        self.pump(Instant::now() + settle, true, last, stop);
+        let ok = node.registration().is_registered();
+        self.log.line(&format!(
+            "L {} {} final {} {} {:x}",
+            self.pid,
+            now_ns(),
+            self.path,
+            if ok { "registered" } else { "not" },
+            self.client.session_id()
+        ));
+    }
+
+    /// Settled (`L pid t settled`): the coordinator may go on (its final
+    /// reads) while the node stays until the worker's `end()`, and at least
+    /// `session_timeout` after it was registered, so that the observer can
+    /// show it (the checker's R3 asks it to); unless it stops being
+    /// registered.
+    fn keep_until_end(&self, session_timeout: Duration, end: &impl Fn() -> bool) {
+        self.log.line(&format!("L {} {} settled", self.pid, now_ns()));
+        let registered_at = self.since.get();
+        loop {
+            let held = registered_at.map_or(true, |at| at.elapsed() >= session_timeout);
+            if (held && end()) || self.since.get().is_none() {
+                break;
+            }
+            match self.events.recv_timeout(Duration::from_millis(20)) {
+                Ok(r) => self.log_ev(&r),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
+    }
+
+    /// Closes the node (`L pid t closing path`, the events left, `L pid t
+    /// closed path ok|error-kind`).
+    fn close(self, node: PersistentNode) {
+        self.log
+            .line(&format!("L {} {} closing {}", self.pid, now_ns(), self.path));
+        let r = node.close();
+        let t = now_ns();
+        for ev in self.events.try_iter() {
+            self.log_ev(&ev);
+        }
+        self.log.line(&format!(
+            "L {} {t} closed {} {}",
+            self.pid,
+            self.path,
+            r.map_or_else(|e| err_kind(&e), |()| "ok".into())
+        ));
+    }
 }
 
 /// Creates [`REG_ROOT`] (an existing one is kept).

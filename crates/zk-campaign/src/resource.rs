@@ -35,16 +35,21 @@ pub(crate) fn ensure_root(cs: &str, root: &str) -> Result<(), String> {
 /// A coordinator-side client: the campaign's session and retry settings,
 /// connected (the resource check's and the cache kind's reads).
 pub(crate) fn client(cs: &str) -> Result<CuratorFramework, String> {
-    let c = CuratorFramework::builder()
+    let c = unconnected_client(cs).map_err(|e| e.to_string())?;
+    c.block_until_connected(Duration::from_secs(30))
+        .map_err(|e| e.to_string())?;
+    Ok(c)
+}
+
+/// A coordinator-side client, built but not waited for (the leak check
+/// waits for it each time it lists).
+pub(crate) fn unconnected_client(cs: &str) -> zk_framework::Result<CuratorFramework> {
+    CuratorFramework::builder()
         .connect_string(cs)
         .session_timeout(Duration::from_secs(20))
         .connection_timeout(Duration::from_secs(5))
         .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 5))
         .build()
-        .map_err(|e| e.to_string())?;
-    c.block_until_connected(Duration::from_secs(30))
-        .map_err(|e| e.to_string())?;
-    Ok(c)
 }
 
 /// Creates the resource of every lock (persistent; an existing one is kept).

@@ -38,17 +38,24 @@ pub(crate) enum Server {
     Ensemble(Mutex<ApacheCluster>, Vec<String>, LinkBook),
 }
 
-const STANDALONE_KINDS: &[&str] = &[
+/// The plain kinds every backend makes, before its own.
+const COMMON_KINDS: &[&str] = &[
     "partition-expire",
     "instant-expire",
     "cut",
     "drop-all",
     "pause-short",
     "pause-long",
-    "restart",
-    "kill-worker",
-    "break-waiter",
 ];
+
+/// The kinds every backend makes after its own.
+const LAST_KINDS: &[&str] = &["kill-worker", "break-waiter"];
+
+/// A standalone server's own kind: it restarts.
+const STANDALONE_KINDS: &[&str] = &["restart"];
+
+/// The ensemble's node kinds: a node stopped or killed, then restarted.
+const NODE_KINDS: &[&str] = &["stop-leader", "kill-leader", "stop-follower", "kill-follower"];
 
 /// The partitions inside the ensemble (its server-to-server links).
 pub(crate) const PARTITION_KINDS: &[&str] = &[
@@ -73,29 +80,6 @@ const COMPOSED_KINDS: &[&str] = &[
 
 /// The composed faults of the ensemble alone.
 const ENSEMBLE_COMPOSED_KINDS: &[&str] = &["composed-ensemble-partition-failover"];
-
-const ENSEMBLE_KINDS: &[&str] = &[
-    "isolate-leader",
-    "isolate-follower",
-    "oneway-from-leader",
-    "oneway-to-leader",
-    "flap-leader",
-    "minority-client",
-    "pause-leader-sync",
-    "pause-holder-minority",
-    "partition-expire",
-    "instant-expire",
-    "cut",
-    "drop-all",
-    "pause-short",
-    "pause-long",
-    "stop-leader",
-    "kill-leader",
-    "stop-follower",
-    "kill-follower",
-    "kill-worker",
-    "break-waiter",
-];
 
 impl Server {
     pub(crate) fn start(kind: BackendKind) -> io::Result<Server> {
@@ -137,11 +121,15 @@ impl Server {
         self.addrs().join(",")
     }
 
-    pub(crate) fn kinds(&self) -> &'static [&'static str] {
-        match self {
-            Server::Ensemble(..) => ENSEMBLE_KINDS,
-            _ => STANDALONE_KINDS,
-        }
+    /// The plain kinds this server supports (`all`), in the order the
+    /// first round shuffles: the ensemble's partitions, the common kinds,
+    /// the server's own, the last ones.
+    pub(crate) fn kinds(&self) -> Vec<&'static str> {
+        let (first, own): (&[&'static str], _) = match self {
+            Server::Ensemble(..) => (PARTITION_KINDS, NODE_KINDS),
+            _ => (&[], STANDALONE_KINDS),
+        };
+        [first, COMMON_KINDS, own, LAST_KINDS].concat()
     }
 
     /// The composed kinds this server supports.
@@ -158,9 +146,9 @@ impl Server {
     /// `all` is the plain kinds; the composed ones are asked for by name or
     /// as `composed`.
     pub(crate) fn select_kinds(&self, only: &str) -> Result<Vec<&'static str>, String> {
-        let all: Vec<&'static str> = self.kinds().iter().copied().chain(self.composed_kinds()).collect();
+        let all: Vec<&'static str> = self.kinds().into_iter().chain(self.composed_kinds()).collect();
         match only {
-            "all" => Ok(self.kinds().to_vec()),
+            "all" => Ok(self.kinds()),
             "partitions" if matches!(self, Server::Ensemble(..)) => Ok(PARTITION_KINDS.to_vec()),
             "partitions" => Err("partition faults need --ensemble".into()),
             "composed" => Ok(self.composed_kinds()),

@@ -6,12 +6,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, TryRecvError};
+use crossbeam_channel::Receiver;
 use zk_framework::CuratorFramework;
 use zk_framework::ExponentialBackoffRetry;
 use zk_recipes::{
     Error as LockError, InterProcessLock, InterProcessMutex, InterProcessReadWriteLock, InterProcessSemaphoreMutex,
-    LockEvent, LockStatus, MultiLock,
+    LockEvent, LockGuard, LockStatus, MultiLock, RawLock,
 };
 use zk_recipes::{LeaderEvent, LeaderLatch, LeaderStatus, NotLeaderReason, SuspendPolicy};
 
@@ -161,17 +161,18 @@ enum Source {
 }
 
 impl Source {
-    fn recv_timeout(&self, d: Duration) -> Result<Heard, RecvTimeoutError> {
-        match self {
-            Source::Lock(rx) => rx.recv_timeout(d).map(|ev| Heard { ev, term: None }),
-            Source::Leader(rx) => rx.recv_timeout(d),
+    /// The next event: one already queued (`wait` `None`), or within
+    /// `wait`. `Err(false)`: none came; `Err(true)`: the channel is closed.
+    fn receive(&self, wait: Option<Duration>) -> Result<Heard, bool> {
+        fn take<T>(rx: &Receiver<T>, wait: Option<Duration>) -> Result<T, bool> {
+            match wait {
+                None => rx.try_recv().map_err(|e| e.is_disconnected()),
+                Some(d) => rx.recv_timeout(d).map_err(|e| e.is_disconnected()),
+            }
         }
-    }
-
-    fn try_recv(&self) -> Result<Heard, TryRecvError> {
         match self {
-            Source::Lock(rx) => rx.try_recv().map(|ev| Heard { ev, term: None }),
-            Source::Leader(rx) => rx.try_recv(),
+            Source::Lock(rx) => take(rx, wait).map(|ev| Heard { ev, term: None }),
+            Source::Leader(rx) => take(rx, wait),
         }
     }
 }
@@ -205,30 +206,24 @@ impl Signal {
     /// The next event if one is queued, with the bounds of when it was sent
     /// (the last moment the channel was seen empty, its receipt).
     fn next(&mut self) -> Option<(Heard, u64, u64)> {
-        let before = now_ns();
-        match self.rx.try_recv() {
-            Ok(h) => Some((h, self.seen_empty, now_ns())),
-            Err(TryRecvError::Empty) => {
-                self.seen_empty = before;
-                None
-            }
-            Err(TryRecvError::Disconnected) => {
-                self.closed = true;
-                None
-            }
-        }
+        self.receive(None)
     }
 
     /// Waits up to `d` for an event, as [`Signal::next`].
     fn wait(&mut self, d: Duration) -> Option<(Heard, u64, u64)> {
+        self.receive(Some(d))
+    }
+
+    /// [`Signal::next`] (`wait` `None`) or [`Signal::wait`].
+    fn receive(&mut self, wait: Option<Duration>) -> Option<(Heard, u64, u64)> {
         let before = now_ns();
-        match self.rx.recv_timeout(d) {
+        match self.rx.receive(wait) {
             Ok(h) => Some((h, self.seen_empty, now_ns())),
-            Err(RecvTimeoutError::Timeout) => {
+            Err(false) => {
                 self.seen_empty = before;
                 None
             }
-            Err(RecvTimeoutError::Disconnected) => {
+            Err(true) => {
                 self.closed = true;
                 None
             }
@@ -248,14 +243,14 @@ fn wait_for_loss(sig: &mut Signal, until: Instant) {
         if now >= until || sig.closed || sig.told.is_some() || sig.told_late.is_some() {
             return;
         }
-        match sig.rx.recv_timeout(until - now) {
+        match sig.rx.receive(Some(until - now)) {
             Ok(h) if is_loss(h.ev) => {
                 sig.told_late = Some(now_ns());
                 return;
             }
             Ok(_) => {}
-            Err(RecvTimeoutError::Timeout) => return,
-            Err(RecvTimeoutError::Disconnected) => sig.closed = true,
+            Err(false) => return,
+            Err(true) => sig.closed = true,
         }
     }
 }
@@ -674,85 +669,7 @@ impl Worker {
             return false;
         }
         let ok = match latch.await_leadership_for(timeout) {
-            Ok(true) => {
-                // The checker reads lock events: translate on a thread that
-                // ends with the latch's channel.
-                let (tx, rx) = crossbeam_channel::unbounded();
-                // The events so far, read here for the grant's term (a
-                // leadership lost between the grant and `term()`, its node
-                // broken at once, has none any more) and handed on first.
-                let early: Vec<LeaderEvent> = events.try_iter().collect();
-                let granted_term = early.iter().find_map(|ev| match ev {
-                    LeaderEvent::Leader { term } => Some(*term),
-                    _ => None,
-                });
-                // Named: the soak counts a turn's threads (`leader-*`) apart
-                // from the worker's standing ones.
-                let translator = std::thread::Builder::new().name("leader-events".into()).spawn(move || {
-                    for ev in early.into_iter().chain(events) {
-                        if tx.send(leader_heard(ev)).is_err() {
-                            return;
-                        }
-                    }
-                });
-                let translator = match translator {
-                    Ok(t) => t,
-                    Err(e) => {
-                        log::warn!("the leader-events thread did not start: {e}");
-                        a.result("error", "Spawn");
-                        let _ = latch.close();
-                        return false;
-                    }
-                };
-                let status = || lock_status(latch.status());
-                let sig = Signal::new(Source::Leader(rx), status());
-                let term = latch.term().or(granted_term).unwrap_or(0);
-                let node = latch.node().unwrap_or_default();
-                let mut s = a.begin(vec![Member::new(ELECTION_PATH, term, &node)], sig);
-                // The leader's guarded write, as a lock holder's: one node in
-                // the election's resource, its term in the name.
-                let write = || {
-                    let path = format!(
-                        "{}/t{term}-{}-{}-{}-",
-                        resource_path(ELECTION_PATH),
-                        self.pid,
-                        a.thr,
-                        a.att
-                    );
-                    match latch
-                        .transaction()
-                        .and_then(|tx| tx.create(&path, Vec::new(), CreateMode::PersistentSequential).commit())
-                    {
-                        Ok(_) => "ok".to_string(),
-                        Err(e) => err_kind(&e),
-                    }
-                };
-                // A latch that gave its leadership up at a suspension
-                // (NotLeader) may lead again in the same term: only an event
-                // says it is lost for good.
-                let stand = || match latch.status() {
-                    LeaderStatus::Leader => Stand::Held,
-                    _ => Stand::Doubt,
-                };
-                s.hold(hold, status, stand, || latch.check(), || latch.term(), write);
-                s.before_release();
-                let released = Instant::now();
-                // What a lock's release says: held when it began, lost, or
-                // uncertain.
-                let r = match latch.status() {
-                    LeaderStatus::Leader => Ok(()),
-                    LeaderStatus::Uncertain => Err(LockError::LockUncertain {
-                        path: ELECTION_PATH.into(),
-                    }),
-                    LeaderStatus::NotLeader => Err(LockError::LockLost {
-                        path: ELECTION_PATH.into(),
-                    }),
-                };
-                let _ = latch.close();
-                s.finish(&r, released.elapsed());
-                let _ = translator.join();
-                return true;
-            }
+            Ok(true) => return self.leadership(a, &latch, events, hold),
             Ok(false) => {
                 a.result("timeout", "-");
                 true
@@ -766,6 +683,60 @@ impl Worker {
         ok
     }
 
+    /// A leadership granted: its section from "certainly leader" for `hold`,
+    /// read through the latch's events as a lock holder's, its guarded write
+    /// made with its term; then the latch closed. `false` when the events
+    /// could not be translated (no thread).
+    fn leadership(&self, a: &Attempt<'_>, latch: &LeaderLatch, events: Receiver<LeaderEvent>, hold: Duration) -> bool {
+        let (rx, granted_term, translator) = match translate(events) {
+            Ok(t) => t,
+            Err(e) => {
+                log::warn!("the leader-events thread did not start: {e}");
+                a.result("error", "Spawn");
+                let _ = latch.close();
+                return false;
+            }
+        };
+        let status = || lock_status(latch.status());
+        let sig = Signal::new(Source::Leader(rx), status());
+        let term = latch.term().or(granted_term).unwrap_or(0);
+        let node = latch.node().unwrap_or_default();
+        let mut s = a.begin(vec![Member::new(ELECTION_PATH, term, &node)], sig);
+        // The leader's guarded write, as a lock holder's: one node in
+        // the election's resource, its term in the name.
+        let write = || {
+            let path = format!(
+                "{}/t{term}-{}-{}-{}-",
+                resource_path(ELECTION_PATH),
+                self.pid,
+                a.thr,
+                a.att
+            );
+            match latch
+                .transaction()
+                .and_then(|tx| tx.create(&path, Vec::new(), CreateMode::PersistentSequential).commit())
+            {
+                Ok(_) => "ok".to_string(),
+                Err(e) => err_kind(&e),
+            }
+        };
+        // A latch that gave its leadership up at a suspension
+        // (NotLeader) may lead again in the same term: only an event
+        // says it is lost for good.
+        let stand = || match latch.status() {
+            LeaderStatus::Leader => Stand::Held,
+            _ => Stand::Doubt,
+        };
+        s.hold(hold, status, stand, || latch.check(), || latch.term(), write);
+        s.before_release();
+        let released = Instant::now();
+        let r = leader_release(latch.status());
+        let _ = latch.close();
+        s.finish(&r, released.elapsed());
+        let _ = translator.join();
+        true
+    }
+
     /// This attempt's timeout: mostly the full one, sometimes short or zero.
     fn pick_timeout(&self, rng: &mut Rng) -> Duration {
         if rng.below(100) >= self.short_timeout_percent {
@@ -777,36 +748,16 @@ impl Worker {
         }
     }
 
+    /// A lock thread: attempts at random until the worker stops, each on a
+    /// kind of lock or the election, with a hold and a timeout of its own,
+    /// and a pause after it. `Err`: its locks could not be made.
     fn run_thread(&self, thr: usize, seed: u64) -> Result<(), String> {
-        let c = &self.client;
-        let e = |e: LockError| e.to_string();
-        let mutex = InterProcessMutex::new(c, MUTEX_PATH).map_err(e)?;
-        let rw = InterProcessReadWriteLock::new(c, RW_PATH).map_err(e)?;
-        let sem = InterProcessSemaphoreMutex::new(c, SEM_PATH).map_err(e)?;
-        // The multi-lock's own instances, on the same paths.
-        let m_rw = InterProcessReadWriteLock::new(c, RW_PATH).map_err(e)?;
-        let multi = MultiLock::new(vec![
-            Arc::new(InterProcessMutex::new(c, MUTEX_PATH).map_err(e)?) as Arc<dyn InterProcessLock>,
-            Arc::new(InterProcessSemaphoreMutex::new(c, SEM_PATH).map_err(e)?) as Arc<dyn InterProcessLock>,
-            Arc::new(m_rw.write_lock().clone()) as Arc<dyn InterProcessLock>,
-        ])
-        .map_err(e)?;
+        let locks = Locks::new(&self.client).map_err(|e| e.to_string())?;
         let mut rng = Rng::new(seed);
         let mut att = 0u64;
         while !self.stop.load(Ordering::SeqCst) {
             att += 1;
-            let kind = Kind::pick(&mut rng);
-            let long = if kind == Kind::Leader {
-                self.long_lead_permille
-            } else {
-                self.long_hold_permille
-            };
-            let hold = if rng.below(1000) < long {
-                rng.scale(self.session, 0.5, 1.5)
-            } else {
-                Duration::from_millis(rng.below(self.hold_max_ms + 1))
-            };
-            let timeout = self.pick_timeout(&mut rng);
+            let (kind, hold, timeout) = self.plan_attempt(&mut rng);
             // Every acquire is timed: its deadline goes into the history.
             self.line(&format!(
                 "A {} {thr} {att} {} {} {} {}",
@@ -823,67 +774,14 @@ impl Worker {
                 kind,
                 started: Instant::now(),
             };
-            let mut failed = false;
-            // Every kind hands out the same guard type (over its own lock):
-            // status, loss receiver, nodes and tokens come from the guard (a
-            // multi-lock's: its worst member's status, every member's events,
-            // node and token).
-            macro_rules! section {
-                ($r:expr) => {
-                    match $r {
-                        Ok(Some(g)) => {
-                            let sig = Signal::new(Source::Lock(g.events()), g.status());
-                            let mut s = a.begin(members(kind, &g.lock_path(), &g.fencing_tokens()), sig);
-                            let write = || {
-                                if kind == Kind::Read {
-                                    return "-".to_string();
-                                }
-                                let tx = resource_nodes(
-                                    &g.lock_path(),
-                                    &g.fencing_tokens(),
-                                    kind,
-                                    self.pid,
-                                    thr,
-                                    att,
-                                )
-                                .into_iter()
-                                .fold(g.transaction(), |tx, p| {
-                                    tx.create(&p, Vec::new(), CreateMode::PersistentSequential)
-                                });
-                                match tx.commit() {
-                                    Ok(_) => "ok".to_string(),
-                                    Err(e) => err_kind(&e),
-                                }
-                            };
-                            s.hold(
-                                hold,
-                                || g.status(),
-                                || lock_stand(g.status()),
-                                || g.check(),
-                                || None,
-                                write,
-                            );
-                            s.before_release();
-                            let released = Instant::now();
-                            let r = g.release();
-                            s.finish(&r, released.elapsed());
-                        }
-                        Ok(None) => a.result("timeout", "-"),
-                        Err(e) => {
-                            failed = true;
-                            a.result("error", &err_kind(&e));
-                        }
-                    }
-                };
-            }
-            match kind {
-                Kind::Mutex => section!(mutex.try_acquire_for(timeout)),
-                Kind::Read => section!(rw.read_lock().try_acquire_for(timeout)),
-                Kind::Write => section!(rw.write_lock().try_acquire_for(timeout)),
-                Kind::Semaphore => section!(sem.try_acquire_for(timeout)),
-                Kind::Multi => section!(multi.try_acquire_for(timeout)),
-                Kind::Leader => failed = !self.lead(&a, &mut rng, timeout, hold),
-            }
+            let failed = match kind {
+                Kind::Mutex => self.acquired(&a, locks.mutex.try_acquire_for(timeout), hold),
+                Kind::Read => self.acquired(&a, locks.rw.read_lock().try_acquire_for(timeout), hold),
+                Kind::Write => self.acquired(&a, locks.rw.write_lock().try_acquire_for(timeout), hold),
+                Kind::Semaphore => self.acquired(&a, locks.sem.try_acquire_for(timeout), hold),
+                Kind::Multi => self.acquired(&a, locks.multi.try_acquire_for(timeout), hold),
+                Kind::Leader => !self.lead(&a, &mut rng, timeout, hold),
+            };
             // Think; a little longer after an error, so a dead server is not
             // hammered in a tight loop.
             let think = rng.below(self.think_max_ms + 1) + if failed { 20 + rng.below(80) } else { 0 };
@@ -891,130 +789,176 @@ impl Worker {
         }
         Ok(())
     }
+
+    /// The next attempt's kind, hold (now and then a long one) and timeout.
+    fn plan_attempt(&self, rng: &mut Rng) -> (Kind, Duration, Duration) {
+        let kind = Kind::pick(rng);
+        let long = if kind == Kind::Leader {
+            self.long_lead_permille
+        } else {
+            self.long_hold_permille
+        };
+        let hold = if rng.below(1000) < long {
+            rng.scale(self.session, 0.5, 1.5)
+        } else {
+            Duration::from_millis(rng.below(self.hold_max_ms + 1))
+        };
+        (kind, hold, self.pick_timeout(rng))
+    }
+
+    /// An acquire's result: a section held for `hold` (or the timeout, or
+    /// the error, logged). Every kind hands out the same guard type (over
+    /// its own lock): status, loss receiver, nodes and tokens come from the
+    /// guard (a multi-lock's: its worst member's status, every member's
+    /// events, node and token). Returns whether the acquire failed.
+    fn acquired<L: RawLock + ?Sized>(
+        &self,
+        a: &Attempt<'_>,
+        r: Result<Option<LockGuard<'_, L>>, LockError>,
+        hold: Duration,
+    ) -> bool {
+        match r {
+            Ok(Some(g)) => {
+                self.held(a, g, hold);
+                false
+            }
+            Ok(None) => {
+                a.result("timeout", "-");
+                false
+            }
+            Err(e) => {
+                a.result("error", &err_kind(&e));
+                true
+            }
+        }
+    }
+
+    /// A granted lock's section: held for `hold` (see [`Section::hold`]),
+    /// its guarded write (all but a read) one transaction creating a
+    /// resource node per lock, then released.
+    fn held<L: RawLock + ?Sized>(&self, a: &Attempt<'_>, g: LockGuard<'_, L>, hold: Duration) {
+        let kind = a.kind;
+        let sig = Signal::new(Source::Lock(g.events()), g.status());
+        let mut s = a.begin(members(kind, &g.lock_path(), &g.fencing_tokens()), sig);
+        let write = || {
+            if kind == Kind::Read {
+                return "-".to_string();
+            }
+            let tx = resource_nodes(&g.lock_path(), &g.fencing_tokens(), kind, self.pid, a.thr, a.att)
+                .into_iter()
+                .fold(g.transaction(), |tx, p| {
+                    tx.create(&p, Vec::new(), CreateMode::PersistentSequential)
+                });
+            match tx.commit() {
+                Ok(_) => "ok".to_string(),
+                Err(e) => err_kind(&e),
+            }
+        };
+        s.hold(
+            hold,
+            || g.status(),
+            || lock_stand(g.status()),
+            || g.check(),
+            || None,
+            write,
+        );
+        s.before_release();
+        let released = Instant::now();
+        let r = g.release();
+        s.finish(&r, released.elapsed());
+    }
 }
 
+/// A lock thread's locks: one of each kind, and the multi-lock's own
+/// instances on the same paths (a mutex, a semaphore mutex, the write half).
+struct Locks {
+    mutex: InterProcessMutex,
+    rw: InterProcessReadWriteLock,
+    sem: InterProcessSemaphoreMutex,
+    multi: MultiLock,
+}
+
+impl Locks {
+    fn new(c: &CuratorFramework) -> Result<Locks, LockError> {
+        let mutex = InterProcessMutex::new(c, MUTEX_PATH)?;
+        let rw = InterProcessReadWriteLock::new(c, RW_PATH)?;
+        let sem = InterProcessSemaphoreMutex::new(c, SEM_PATH)?;
+        let m_rw = InterProcessReadWriteLock::new(c, RW_PATH)?;
+        let multi = MultiLock::new(vec![
+            Arc::new(InterProcessMutex::new(c, MUTEX_PATH)?) as Arc<dyn InterProcessLock>,
+            Arc::new(InterProcessSemaphoreMutex::new(c, SEM_PATH)?) as Arc<dyn InterProcessLock>,
+            Arc::new(m_rw.write_lock().clone()) as Arc<dyn InterProcessLock>,
+        ])?;
+        Ok(Locks { mutex, rw, sem, multi })
+    }
+}
+
+/// The latch's events translated into what the lock checker reads, on a
+/// thread that ends with the latch's channel (named: the soak counts a
+/// turn's threads, `leader-*`, apart from the worker's standing ones). The
+/// events so far are read here for the grant's term (a leadership lost
+/// between the grant and `term()`, its node broken at once, has none any
+/// more) and handed on first.
+fn translate(
+    events: Receiver<LeaderEvent>,
+) -> std::io::Result<(Receiver<Heard>, Option<i64>, std::thread::JoinHandle<()>)> {
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let early: Vec<LeaderEvent> = events.try_iter().collect();
+    let granted_term = early.iter().find_map(|ev| match ev {
+        LeaderEvent::Leader { term } => Some(*term),
+        _ => None,
+    });
+    let translator = std::thread::Builder::new()
+        .name("leader-events".into())
+        .spawn(move || {
+            for ev in early.into_iter().chain(events) {
+                if tx.send(leader_heard(ev)).is_err() {
+                    return;
+                }
+            }
+        })?;
+    Ok((rx, granted_term, translator))
+}
+
+/// What a lock's release would say of a leadership: held when it began,
+/// lost, or uncertain.
+fn leader_release(status: LeaderStatus) -> Result<(), LockError> {
+    match status {
+        LeaderStatus::Leader => Ok(()),
+        LeaderStatus::Uncertain => Err(LockError::LockUncertain {
+            path: ELECTION_PATH.into(),
+        }),
+        LeaderStatus::NotLeader => Err(LockError::LockLost {
+            path: ELECTION_PATH.into(),
+        }),
+    }
+}
+
+/// A worker process: its session, its threads (the watcher, the kinds', the
+/// lock threads) until the stop file or its parent's death, then `X`.
+/// Exits 1 when a lock thread failed, 2 on a set-up error.
 pub(crate) fn worker_main(o: &Opts) -> ExitCode {
     let (Some(connect), Some(log), Some(stop)) = (o.connect.clone(), o.log.clone(), o.stop.clone()) else {
         eprintln!("zk-campaign --worker needs --connect, --log and --stop");
         return ExitCode::from(2);
     };
     let parent = std::os::unix::process::parent_id();
-    let session = o.session();
-    let log = match LineLog::open(&log) {
-        Ok(l) => l,
+    let w = match Worker::open(o, connect, &log) {
+        Ok(w) => w,
         Err(e) => {
-            eprintln!("zk-campaign worker: cannot open {}: {e}", log.display());
+            eprintln!("zk-campaign worker: {e}");
             return ExitCode::from(2);
         }
-    };
-    let client = match CuratorFramework::builder()
-        .connect_string(connect)
-        .session_timeout(session)
-        .connection_timeout(session)
-        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
-        .build()
-    {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("zk-campaign worker: client: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    // A worker may start in the middle of a fault: go on even if not connected
-    // yet (its first attempts then fail with typed errors).
-    let _ = client.block_until_connected(session * 5);
-    let w = Worker {
-        pid: std::process::id(),
-        slot: o.slot,
-        log,
-        client,
-        stop: AtomicBool::new(false),
-        acquire_timeout: Duration::from_millis(o.acquire_timeout_ms),
-        short_timeout_percent: o.short_timeout_percent,
-        hold_max_ms: o.hold_ms,
-        long_hold_permille: o.long_hold_permille,
-        long_lead_permille: o.long_lead_permille,
-        session,
-        think_max_ms: o.think_ms,
-        grace: session,
     };
     w.line(&format!("H {} {} {}", w.pid, w.slot, now_ns()));
     let seed = o.seed.unwrap_or(0);
     let mut failed = false;
     let writes_stop = stop.with_file_name(crate::cachekind::STOP_WRITES);
     std::thread::scope(|s| {
-        let w = &w;
-        // The watcher: the stop file, the parent's death, session changes.
-        s.spawn(move || {
-            let mut last = 0i64;
-            while !w.stop.load(Ordering::SeqCst) {
-                if stop.exists() || std::os::unix::process::parent_id() != parent {
-                    w.stop.store(true, Ordering::SeqCst);
-                    break;
-                }
-                let sid = w.client.session_id();
-                if sid != 0 && sid != last {
-                    last = sid;
-                    let pwd = w.client.zookeeper_client().session_password();
-                    w.line(&format!("Z {} {} {} {sid:x} {}", w.pid, w.slot, now_ns(), hex(&pwd)));
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        });
-        // The cache kind: the cache and the writer, on threads of their own.
-        if o.cache {
-            let writes_stop = &writes_stop;
-            s.spawn(move || {
-                crate::cachekind::run_writer(&w.client, &w.log, w.pid, seed ^ ((w.pid as u64) << 8), || {
-                    w.stop.load(Ordering::SeqCst) || writes_stop.exists()
-                })
-            });
-            s.spawn(move || {
-                crate::cachekind::run_cache(&w.client, &w.log, w.pid, session * 2, || w.stop.load(Ordering::SeqCst))
-            });
-        }
-        // The counter kind and the registration kind, likewise.
-        if o.counter {
-            let writes_stop = &writes_stop;
-            s.spawn(move || {
-                crate::counterkind::run_counter(&w.client, &w.log, w.pid, seed ^ ((w.pid as u64) << 8), || {
-                    w.stop.load(Ordering::SeqCst) || writes_stop.exists()
-                })
-            });
-        }
-        if o.registration {
-            let writes_stop = &writes_stop;
-            s.spawn(move || {
-                crate::regkind::run_registrations(
-                    &w.client,
-                    &w.log,
-                    w.pid,
-                    seed ^ ((w.pid as u64) << 8),
-                    session,
-                    || w.stop.load(Ordering::SeqCst) || writes_stop.exists(),
-                    || w.stop.load(Ordering::SeqCst),
-                )
-            });
-        }
-        let handles: Vec<_> = (0..o.threads)
-            .map(|thr| {
-                let tseed = seed ^ ((o.slot as u64) << 40) ^ ((w.pid as u64) << 8) ^ thr as u64;
-                s.spawn(move || w.run_thread(thr, tseed))
-            })
-            .collect();
-        for (thr, h) in handles.into_iter().enumerate() {
-            match h.join() {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    eprintln!("zk-campaign worker {}: thread {thr}: {e}", w.pid);
-                    failed = true;
-                }
-                Err(_) => {
-                    eprintln!("zk-campaign worker {}: thread {thr} panicked", w.pid);
-                    failed = true;
-                }
-            }
-        }
+        let (w, stop) = (&w, &stop);
+        s.spawn(move || w.watch(stop, parent));
+        w.spawn_kinds(s, o, seed, &writes_stop);
+        failed = w.run_lock_threads(s, o, seed);
         w.stop.store(true, Ordering::SeqCst);
     });
     w.client.close();
@@ -1023,5 +967,125 @@ pub(crate) fn worker_main(o: &Opts) -> ExitCode {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+impl Worker {
+    /// The worker's log and session (`Err`: what to say). A worker may start
+    /// in the middle of a fault: it goes on even if not connected yet (its
+    /// first attempts then fail with typed errors).
+    fn open(o: &Opts, connect: String, log: &std::path::Path) -> Result<Worker, String> {
+        let session = o.session();
+        let log = LineLog::open(log).map_err(|e| format!("cannot open {}: {e}", log.display()))?;
+        let client = CuratorFramework::builder()
+            .connect_string(connect)
+            .session_timeout(session)
+            .connection_timeout(session)
+            .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
+            .build()
+            .map_err(|e| format!("client: {e}"))?;
+        let _ = client.block_until_connected(session * 5);
+        Ok(Worker {
+            pid: std::process::id(),
+            slot: o.slot,
+            log,
+            client,
+            stop: AtomicBool::new(false),
+            acquire_timeout: Duration::from_millis(o.acquire_timeout_ms),
+            short_timeout_percent: o.short_timeout_percent,
+            hold_max_ms: o.hold_ms,
+            long_hold_permille: o.long_hold_permille,
+            long_lead_permille: o.long_lead_permille,
+            session,
+            think_max_ms: o.think_ms,
+            grace: session,
+        })
+    }
+
+    /// The watcher: the stop file, the parent's death (either stops the
+    /// worker), session changes (`Z` lines).
+    fn watch(&self, stop: &std::path::Path, parent: u32) {
+        let mut last = 0i64;
+        while !self.stop.load(Ordering::SeqCst) {
+            if stop.exists() || std::os::unix::process::parent_id() != parent {
+                self.stop.store(true, Ordering::SeqCst);
+                break;
+            }
+            let sid = self.client.session_id();
+            if sid != 0 && sid != last {
+                last = sid;
+                let pwd = self.client.zookeeper_client().session_password();
+                self.line(&format!(
+                    "Z {} {} {} {sid:x} {}",
+                    self.pid,
+                    self.slot,
+                    now_ns(),
+                    hex(&pwd)
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The cache, counter and registration kinds, each on threads of its
+    /// own; their writers stop at `writes_stop` (or the worker's stop).
+    fn spawn_kinds<'s>(
+        &'s self,
+        s: &'s std::thread::Scope<'s, '_>,
+        o: &Opts,
+        seed: u64,
+        writes_stop: &'s std::path::Path,
+    ) {
+        let session = self.session;
+        let kind_seed = seed ^ ((self.pid as u64) << 8);
+        let stopped = move || self.stop.load(Ordering::SeqCst);
+        let writers_stop = move || stopped() || writes_stop.exists();
+        if o.cache {
+            s.spawn(move || crate::cachekind::run_writer(&self.client, &self.log, self.pid, kind_seed, writers_stop));
+            s.spawn(move || crate::cachekind::run_cache(&self.client, &self.log, self.pid, session * 2, stopped));
+        }
+        if o.counter {
+            s.spawn(move || {
+                crate::counterkind::run_counter(&self.client, &self.log, self.pid, kind_seed, writers_stop)
+            });
+        }
+        if o.registration {
+            s.spawn(move || {
+                crate::regkind::run_registrations(
+                    &self.client,
+                    &self.log,
+                    self.pid,
+                    kind_seed,
+                    session,
+                    writers_stop,
+                    stopped,
+                )
+            });
+        }
+    }
+
+    /// The lock threads, to their end; whether one failed (said on stderr).
+    fn run_lock_threads<'s>(&'s self, s: &'s std::thread::Scope<'s, '_>, o: &Opts, seed: u64) -> bool {
+        let handles: Vec<_> = (0..o.threads)
+            .map(|thr| {
+                let tseed = seed ^ ((o.slot as u64) << 40) ^ ((self.pid as u64) << 8) ^ thr as u64;
+                s.spawn(move || self.run_thread(thr, tseed))
+            })
+            .collect();
+        let mut failed = false;
+        for (thr, h) in handles.into_iter().enumerate() {
+            match h.join() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    eprintln!("zk-campaign worker {}: thread {thr}: {e}", self.pid);
+                    failed = true;
+                }
+                Err(_) => {
+                    eprintln!("zk-campaign worker {}: thread {thr} panicked", self.pid);
+                    failed = true;
+                }
+            }
+        }
+        failed
     }
 }

@@ -137,11 +137,10 @@ fn short_campaign_on_the_embedded_server_is_clean() {
 
 const P: &str = "P seed=1 backend=embedded workers=1 threads=1 session_ms=1000 acquire_timeout_ms=1000 kinds=cut";
 
-/// One section's lines: attempt, grant, section, work done, end.
+/// One section's lines (thread 0): attempt, grant, section, work done, end.
 #[allow(clippy::too_many_arguments)]
 fn section(
     pid: u32,
-    thr: u32,
     att: u64,
     lock: &str,
     mode: &str,
@@ -155,11 +154,11 @@ fn section(
     let ev = if told.is_some() { "Suspended" } else { "-" };
     let attempt_lock = if mode == "multi" { "multi" } else { lock };
     vec![
-        format!("A {pid} {thr} {att} {attempt_lock} {mode} {}", start - 10),
-        format!("R {pid} {thr} {att} {attempt_lock} {mode} {start} acquired - 10"),
-        format!("S {pid} {thr} {att} {lock} {mode} {token} {sid} {start}"),
-        format!("D {pid} {thr} {att} {end}"),
-        format!("E {pid} {thr} {att} {lock} {mode} {token} {sid} {start} {end} {told_s} {ev} - Held Held 1 ok"),
+        format!("A {pid} 0 {att} {attempt_lock} {mode} {}", start - 10),
+        format!("R {pid} 0 {att} {attempt_lock} {mode} {start} acquired - 10"),
+        format!("S {pid} 0 {att} {lock} {mode} {token} {sid} {start}"),
+        format!("D {pid} 0 {att} {end}"),
+        format!("E {pid} 0 {att} {lock} {mode} {token} {sid} {start} {end} {told_s} {ev} - Held Held 1 ok"),
     ]
 }
 
@@ -188,6 +187,11 @@ fn check(name: &str, coordinator: &[&str], workers: &[Vec<String>]) -> (i32, Str
     out
 }
 
+/// [`check`] on holders 10 and 11, with one section (its lines) each.
+fn check_two(name: &str, coordinator: &[&str], a: Vec<String>, b: Vec<String>) -> (i32, String) {
+    check(name, coordinator, &[worker(10, vec![a]), worker(11, vec![b])])
+}
+
 fn write_lines(path: &Path, lines: &[String]) {
     let mut s = lines.join("\n");
     s.push('\n');
@@ -209,18 +213,18 @@ fn checker_accepts_a_clean_history() {
             worker(
                 10,
                 vec![
-                    section(10, 0, 1, "/l", "mutex", 5, "a", 100, 200, None),
-                    section(10, 0, 2, "/rw", "read", 7, "a", 100, 300, None),
-                    section(10, 0, 3, "/l", "multi", 9, "a", 250, 260, None),
+                    section(10, 1, "/l", "mutex", 5, "a", 100, 200, None),
+                    section(10, 2, "/rw", "read", 7, "a", 100, 300, None),
+                    section(10, 3, "/l", "multi", 9, "a", 250, 260, None),
                 ],
             ),
             worker(
                 11,
                 vec![
-                    section(11, 0, 1, "/l", "mutex", 6, "b", 210, 240, None),
+                    section(11, 1, "/l", "mutex", 6, "b", 210, 240, None),
                     // Readers share.
-                    section(11, 0, 2, "/rw", "read", 8, "b", 150, 350, None),
-                    section(11, 0, 3, "/rw", "write", 10, "b", 400, 500, None),
+                    section(11, 2, "/rw", "read", 8, "b", 150, 350, None),
+                    section(11, 3, "/rw", "write", 10, "b", 400, 500, None),
                 ],
             ),
         ],
@@ -235,13 +239,11 @@ fn checker_accepts_a_clean_history() {
 
 #[test]
 fn checker_catches_an_overlap() {
-    let (code, out) = check(
+    let (code, out) = check_two(
         "overlap",
         &[],
-        &[
-            worker(10, vec![section(10, 0, 1, "/l", "mutex", 5, "a", 100, 300, None)]),
-            worker(11, vec![section(11, 0, 1, "/l", "semaphore", 6, "b", 200, 400, None)]),
-        ],
+        section(10, 1, "/l", "mutex", 5, "a", 100, 300, None),
+        section(11, 1, "/l", "semaphore", 6, "b", 200, 400, None),
     );
     assert_eq!(violations(&out), 1, "{out}");
     assert!(out.contains("VIOLATION: overlap on /l"), "{out}");
@@ -250,13 +252,11 @@ fn checker_catches_an_overlap() {
 
 #[test]
 fn checker_catches_a_reader_overlapping_a_writer() {
-    let (_, out) = check(
+    let (_, out) = check_two(
         "read-write",
         &[],
-        &[
-            worker(10, vec![section(10, 0, 1, "/rw", "read", 5, "a", 100, 300, None)]),
-            worker(11, vec![section(11, 0, 1, "/rw", "multi", 6, "b", 200, 400, None)]),
-        ],
+        section(10, 1, "/rw", "read", 5, "a", 100, 300, None),
+        section(11, 1, "/rw", "multi", 6, "b", 200, 400, None),
     );
     assert_eq!(violations(&out), 1, "{out}");
     assert!(out.contains("overlap on /rw"), "{out}");
@@ -265,24 +265,20 @@ fn checker_catches_a_reader_overlapping_a_writer() {
 #[test]
 fn checker_excuses_an_overlap_after_the_holder_was_told() {
     // The first holder heard Suspended at 150, before the second began at 200.
-    let (code, out) = check(
+    let (code, out) = check_two(
         "told",
         &[],
-        &[
-            worker(10, vec![section(10, 0, 1, "/l", "mutex", 5, "a", 100, 300, Some(150))]),
-            worker(11, vec![section(11, 0, 1, "/l", "mutex", 6, "b", 200, 400, None)]),
-        ],
+        section(10, 1, "/l", "mutex", 5, "a", 100, 300, Some(150)),
+        section(11, 1, "/l", "mutex", 6, "b", 200, 400, None),
     );
     assert_eq!(violations(&out), 0, "{out}");
     assert_eq!(code, 0, "{out}");
     // Told only after the overlap began: not excused.
-    let (code, out) = check(
+    let (code, out) = check_two(
         "told-late",
         &[],
-        &[
-            worker(10, vec![section(10, 0, 1, "/l", "mutex", 5, "a", 100, 300, Some(250))]),
-            worker(11, vec![section(11, 0, 1, "/l", "mutex", 6, "b", 200, 400, None)]),
-        ],
+        section(10, 1, "/l", "mutex", 5, "a", 100, 300, Some(250)),
+        section(11, 1, "/l", "mutex", 6, "b", 200, 400, None),
     );
     assert_eq!(violations(&out), 1, "{out}");
     assert_eq!(code, 1);
@@ -290,25 +286,21 @@ fn checker_excuses_an_overlap_after_the_holder_was_told() {
 
 #[test]
 fn checker_catches_fencing_tokens_out_of_order() {
-    let (code, out) = check(
+    let (code, out) = check_two(
         "tokens",
         &[],
-        &[
-            worker(10, vec![section(10, 0, 1, "/l", "mutex", 9, "a", 100, 200, None)]),
-            worker(11, vec![section(11, 0, 1, "/l", "mutex", 4, "b", 300, 400, None)]),
-        ],
+        section(10, 1, "/l", "mutex", 9, "a", 100, 200, None),
+        section(11, 1, "/l", "mutex", 4, "b", 300, 400, None),
     );
     assert_eq!(violations(&out), 1, "{out}");
     assert!(out.contains("fencing tokens out of order on /l"), "{out}");
     assert_eq!(code, 1);
     // Reads are not fenced.
-    let (_, out) = check(
+    let (_, out) = check_two(
         "tokens-reads",
         &[],
-        &[
-            worker(10, vec![section(10, 0, 1, "/rw", "read", 9, "a", 100, 200, None)]),
-            worker(11, vec![section(11, 0, 1, "/rw", "read", 4, "b", 300, 400, None)]),
-        ],
+        section(10, 1, "/rw", "read", 9, "a", 100, 200, None),
+        section(11, 1, "/rw", "read", 4, "b", 300, 400, None),
     );
     assert_eq!(violations(&out), 0, "{out}");
 }
@@ -358,13 +350,13 @@ fn checker_catches_a_hung_attempt_but_excuses_a_killed_worker() {
         "S 10 0 1 /l mutex 5 a 100".to_string(),
         "A 10 1 1 /l2 mutex 90".to_string(),
     ];
-    let other = worker(11, vec![section(11, 0, 1, "/l", "mutex", 6, "b", 500, 600, None)]);
+    let other = worker(11, vec![section(11, 1, "/l", "mutex", 6, "b", 500, 600, None)]);
     let (code, out) = check("killed", &["K 0 10 400"], &[killed.clone(), other]);
     assert_eq!(violations(&out), 0, "{out}");
     assert!(out.contains("in flight at kill -9 1"), "{out}");
     assert_eq!(code, 0, "{out}");
     // A grant before the kill overlaps the dead holder's open section.
-    let early = worker(11, vec![section(11, 0, 1, "/l", "mutex", 6, "b", 300, 600, None)]);
+    let early = worker(11, vec![section(11, 1, "/l", "mutex", 6, "b", 300, 600, None)]);
     let (_, out) = check("killed-early", &["K 0 10 400"], &[killed, early]);
     assert_eq!(violations(&out), 1, "{out}");
     assert!(out.contains("overlap on /l"), "{out}");
@@ -382,7 +374,7 @@ fn checker_separates_fenced_overlaps_after_an_instant_expiry() {
         "E 10 0 1 /l mutex 5 a 100 300 - - 320 Held Lost 0 ZooKeeper.ConnectionLoss".to_string(),
         "X 10 999".to_string(),
     ];
-    let fresh = worker(11, vec![section(11, 0, 1, "/l", "mutex", 6, "b", 200, 400, None)]);
+    let fresh = worker(11, vec![section(11, 1, "/l", "mutex", 6, "b", 200, 400, None)]);
     let (code, out) = check("fenced", &["I a 150"], &[stale.clone(), fresh.clone()]);
     assert_eq!(violations(&out), 0, "{out}");
     assert!(out.contains("fenced overlaps after an instant expiry: 1"), "{out}");
@@ -424,7 +416,7 @@ fn the_exit_status_says_whether_the_library_or_the_campaign_fell_short() {
         "N composed-random:restart 3 8 the server did not restart",
         "N composed-random 3 9 1 of 2 parts not made (restart): [...]",
     ];
-    let clean = worker(10, vec![section(10, 0, 1, "/l", "mutex", 5, "a", 100, 200, None)]);
+    let clean = worker(10, vec![section(10, 1, "/l", "mutex", 5, "a", 100, 200, None)]);
     let mut hung = clean.clone();
     hung.insert(1, "A 10 0 9 /l mutex 90".to_string());
     for (name, coordinator, w, want, verdict) in [

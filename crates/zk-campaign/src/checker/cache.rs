@@ -44,6 +44,7 @@
 //!   subtree, read by the coordinator after every writer stopped.
 
 use super::LineHistory as _;
+use crate::history::Fields;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 
@@ -120,91 +121,101 @@ pub(crate) struct CacheHistory {
 /// The errors that say a write certainly did not happen.
 const DEFINITE: [&str; 3] = ["ZooKeeper.NodeExists", "ZooKeeper.NoNode", "ZooKeeper.BadVersion"];
 
-fn node(f: &[&str], at: usize) -> Option<Node> {
+/// The node in fields `at` to `at + 3` (czxid, mzxid, version, hash).
+fn node(f: &Fields<'_>, at: usize) -> Option<Node> {
     Some(Node {
-        czxid: f.get(at)?.parse().ok()?,
-        mzxid: f.get(at + 1)?.parse().ok()?,
-        version: f.get(at + 2)?.parse().ok()?,
-        hash: f.get(at + 3)?.to_string(),
+        czxid: f.num(at)?,
+        mzxid: f.num(at + 1)?,
+        version: f.num(at + 2)?,
+        hash: f.string(at + 3)?,
     })
 }
 
 impl super::LineHistory for CacheHistory {
     fn line(&mut self, line: &str) -> Option<()> {
-        let f: Vec<&str> = line.split(' ').collect();
-        match *f.first()? {
-            "Y" => {
-                let pid: u32 = f.get(1)?.parse().ok()?;
-                let c = self.caches.entry(pid).or_default();
-                let ev = match *f.get(3)? {
-                    "start" => {
-                        c.root = f.get(4)?.to_string();
-                        return Some(());
-                    }
-                    "created" => Ev::Created(f.get(4)?.to_string(), node(&f, 5)?),
-                    "deleted" => Ev::Deleted(f.get(4)?.to_string(), node(&f, 5)?),
-                    "changed" => Ev::Changed(f.get(4)?.to_string(), node(&f, 5)?, node(&f, 9)?),
-                    "initialized" => Ev::Initialized,
-                    "freshness" => Ev::Freshness(f.get(4)?.to_string()),
-                    "failed" => Ev::Failed,
-                    "view" => {
-                        c.view
-                            .get_or_insert_with(BTreeMap::new)
-                            .insert(f.get(4)?.to_string(), node(&f, 5)?);
-                        return Some(());
-                    }
-                    "end" => {
-                        c.view.get_or_insert_with(BTreeMap::new);
-                        c.settled = *f.get(4)? == "current";
-                        c.end_line = line.to_string();
-                        return Some(());
-                    }
-                    _ => return None,
-                };
-                c.events.push((ev, line.to_string()));
-            }
-            "G" => {
-                let op = *f.get(3)?;
-                let pid: u32 = f.get(1)?.parse().ok()?;
-                if op == "begin" {
-                    self.writes
-                        .pending
-                        .insert(pid, (f.get(4)?.to_string(), f.get(5)?.to_string()));
-                    return Some(());
-                }
-                let key = match f.get(5) {
-                    Some(outcome) => format!("{op} {outcome}"),
-                    None => op.to_string(),
-                };
-                *self.writes.counts.entry(key).or_default() += 1;
-                match op {
-                    "create" | "set" => {
-                        self.writes.pending.remove(&pid);
-                        let path = f.get(4)?.to_string();
-                        let hash = f.get(9)?.to_string();
-                        let outcome = *f.get(5)?;
-                        if outcome == "ok" {
-                            let n = node(&f, 6)?;
-                            if op == "create" {
-                                self.writes.creations.entry(path.clone()).or_default().push(n.czxid);
-                            }
-                            self.writes.states.insert((path, n.czxid, n.mzxid, hash));
-                        } else if !DEFINITE.contains(&outcome) {
-                            self.writes.unknown.insert((path, hash));
-                        }
-                    }
-                    "delete" | "end" => {}
-                    _ => return None,
-                }
-            }
+        let f = Fields::new(line);
+        match f.kind()? {
+            "Y" => self.cache_line(&f, line)?,
+            "G" => self.writer_line(&f)?,
             "U" => {
                 self.server.get_or_insert_with(BTreeMap::new);
             }
             "T" => {
                 self.server
                     .get_or_insert_with(BTreeMap::new)
-                    .insert(f.get(1)?.to_string(), node(&f, 2)?);
+                    .insert(f.string(1)?, node(&f, 2)?);
             }
+            _ => return None,
+        }
+        Some(())
+    }
+}
+
+impl CacheHistory {
+    /// A `Y` line: a cache's start, event, final view or end.
+    fn cache_line(&mut self, f: &Fields<'_>, line: &str) -> Option<()> {
+        let pid: u32 = f.num(1)?;
+        let c = self.caches.entry(pid).or_default();
+        let ev = match f.str(3)? {
+            "start" => {
+                c.root = f.string(4)?;
+                return Some(());
+            }
+            "created" => Ev::Created(f.string(4)?, node(f, 5)?),
+            "deleted" => Ev::Deleted(f.string(4)?, node(f, 5)?),
+            "changed" => Ev::Changed(f.string(4)?, node(f, 5)?, node(f, 9)?),
+            "initialized" => Ev::Initialized,
+            "freshness" => Ev::Freshness(f.string(4)?),
+            "failed" => Ev::Failed,
+            "view" => {
+                c.view
+                    .get_or_insert_with(BTreeMap::new)
+                    .insert(f.string(4)?, node(f, 5)?);
+                return Some(());
+            }
+            "end" => {
+                c.view.get_or_insert_with(BTreeMap::new);
+                c.settled = f.str(4)? == "current";
+                c.end_line = line.to_string();
+                return Some(());
+            }
+            _ => return None,
+        };
+        c.events.push((ev, line.to_string()));
+        Some(())
+    }
+
+    /// A `G` line: a writer's call announced, or answered (counted by kind
+    /// and outcome).
+    fn writer_line(&mut self, f: &Fields<'_>) -> Option<()> {
+        let op = f.str(3)?;
+        let pid: u32 = f.num(1)?;
+        if op == "begin" {
+            self.writes.pending.insert(pid, (f.string(4)?, f.string(5)?));
+            return Some(());
+        }
+        let key = match f.str(5) {
+            Some(outcome) => format!("{op} {outcome}"),
+            None => op.to_string(),
+        };
+        *self.writes.counts.entry(key).or_default() += 1;
+        match op {
+            "create" | "set" => {
+                self.writes.pending.remove(&pid);
+                let path = f.string(4)?;
+                let hash = f.string(9)?;
+                let outcome = f.str(5)?;
+                if outcome == "ok" {
+                    let n = node(f, 6)?;
+                    if op == "create" {
+                        self.writes.creations.entry(path.clone()).or_default().push(n.czxid);
+                    }
+                    self.writes.states.insert((path, n.czxid, n.mzxid, hash));
+                } else if !DEFINITE.contains(&outcome) {
+                    self.writes.unknown.insert((path, hash));
+                }
+            }
+            "delete" | "end" => {}
             _ => return None,
         }
         Some(())
@@ -264,27 +275,56 @@ pub(crate) fn replay_gives_the_view(pid: u32, c: &CacheLog, violations: &mut Vec
         }
     }
     let Some(dump) = &c.view else { return };
-    for (p, n) in dump {
-        match view.get(p) {
-            Some(r) if r == n => {}
-            Some(r) => violations.push(format!(
+    for (p, d) in differences(dump, &view, |n, r| r == n) {
+        violations.push(match d {
+            Diff::Other(n, r) => format!(
                 "cache replay: {}'s final view has {p} as {n}, its events give {r}",
                 who(pid)
-            )),
-            None => violations.push(format!(
+            ),
+            Diff::Missing(n) => format!(
                 "cache replay: {}'s final view has {p} ({n}), its events do not",
                 who(pid)
-            )),
-        }
-    }
-    for (p, r) in &view {
-        if !dump.contains_key(p) {
-            violations.push(format!(
+            ),
+            Diff::Extra(r) => format!(
                 "cache replay: {}'s events give {p} ({r}), its final view does not have it",
                 who(pid)
-            ));
+            ),
+        });
+    }
+}
+
+/// How view `b` differs from view `a` at one path.
+enum Diff<'v> {
+    /// `a`'s node and `b`'s, not the same.
+    Other(&'v Node, &'v Node),
+    /// `a`'s node; `b` has none there.
+    Missing(&'v Node),
+    /// `b`'s node; `a` has none there.
+    Extra(&'v Node),
+}
+
+/// Where view `b` differs from view `a`: `a`'s paths first (in order) whose
+/// node `b` shows otherwise (not `same`) or not at all, then the paths only
+/// `b` has.
+fn differences<'v>(
+    a: &'v BTreeMap<String, Node>,
+    b: &'v BTreeMap<String, Node>,
+    same: impl Fn(&Node, &Node) -> bool,
+) -> Vec<(&'v str, Diff<'v>)> {
+    let mut out = Vec::new();
+    for (p, n) in a {
+        match b.get(p) {
+            Some(r) if same(n, r) => {}
+            Some(r) => out.push((p.as_str(), Diff::Other(n, r))),
+            None => out.push((p.as_str(), Diff::Missing(n))),
         }
     }
+    for (p, r) in b {
+        if !a.contains_key(p) {
+            out.push((p.as_str(), Diff::Extra(r)));
+        }
+    }
+    out
 }
 
 /// C2: a cache that ended current shows exactly the server's final subtree.
@@ -298,29 +338,25 @@ pub(crate) fn current_view_is_the_servers(
     let (Some(dump), Some(server), true) = (&c.view, server, c.settled) else {
         return false;
     };
-    for (p, s) in server {
-        match dump.get(p) {
-            Some(n) if n.czxid == s.czxid && n.mzxid == s.mzxid && n.hash == s.hash => {}
-            Some(n) => violations.push(format!(
+    let same = |s: &Node, n: &Node| n.czxid == s.czxid && n.mzxid == s.mzxid && n.hash == s.hash;
+    for (p, d) in differences(server, dump, same) {
+        violations.push(match d {
+            Diff::Other(s, n) => format!(
                 "cache final view: {} ended current with {p} as {n}, the server has {s} ({})",
                 who(pid),
                 c.end_line
-            )),
-            None => violations.push(format!(
+            ),
+            Diff::Missing(s) => format!(
                 "cache final view: {} ended current without {p}, the server has {s} ({})",
                 who(pid),
                 c.end_line
-            )),
-        }
-    }
-    for (p, n) in dump {
-        if !server.contains_key(p) {
-            violations.push(format!(
+            ),
+            Diff::Extra(n) => format!(
                 "cache final view: {} ended current with {p} ({n}), the server does not have it ({})",
                 who(pid),
                 c.end_line
-            ));
-        }
+            ),
+        });
     }
     true
 }
@@ -515,7 +551,6 @@ pub(crate) fn judge<S: AsRef<str>>(lines: &[S], violations: &mut Vec<String>) ->
         }
         recreations += no_silent_recreation(*pid, c, &h.writes, violations);
     }
-    let writes: Vec<String> = h.writes.counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
     let _ = writeln!(
         t,
         "caches: {} ({events} node events, {inits} initialized; ended current and judged against the server {current}, ended not current {stale}, no final view (killed) {no_dump}); server's final subtree: {}",
@@ -525,7 +560,7 @@ pub(crate) fn judge<S: AsRef<str>>(lines: &[S], violations: &mut Vec<String>) ->
     let _ = writeln!(
         t,
         "cache writes: {}; re-creations shown with a deleted between: {recreations}; states excused (data of a write with an unknown outcome): {excused}{}",
-        if writes.is_empty() { "none".to_string() } else { writes.join(", ") },
+        super::tally(&h.writes.counts, "none"),
         if bad > 0 { format!("; unparsed cache lines: {bad}") } else { String::new() }
     );
     if let Some(first) = first_coalesced {
@@ -539,6 +574,7 @@ pub(crate) fn judge<S: AsRef<str>>(lines: &[S], violations: &mut Vec<String>) ->
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::assert_any;
     use super::*;
 
     const W: [&str; 6] = [
@@ -607,7 +643,7 @@ mod tests {
             &["Y 7 1 created /c/b 11 11 0 hb", "Y 7 2 created /c/b 11 11 0 hb"],
             |p, c, _, v| replay_gives_the_view(p, c, v),
         );
-        assert!(v.iter().any(|s| s.contains("created /c/b while it showed it")), "{v:?}");
+        assert_any(&v, "created /c/b while it showed it");
         // Changed whose old is not what was shown.
         let v = run(
             &[
@@ -616,12 +652,12 @@ mod tests {
             ],
             |p, c, _, v| replay_gives_the_view(p, c, v),
         );
-        assert!(v.iter().any(|s| s.contains("changed /c/a from")), "{v:?}");
+        assert_any(&v, "changed /c/a from");
         // Deleted of a node not shown.
         let v = run(&["Y 7 1 deleted /c/a 10 10 0 h1"], |p, c, _, v| {
             replay_gives_the_view(p, c, v)
         });
-        assert!(v.iter().any(|s| s.contains("which it did not show")), "{v:?}");
+        assert_any(&v, "which it did not show");
     }
 
     #[test]

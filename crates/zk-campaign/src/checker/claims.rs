@@ -32,8 +32,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
-use super::View;
-use crate::history::{ClaimRec, History, SectionKey};
+use super::rules::views_by_lock;
+use super::{tally, View};
+use crate::history::{describe_holder, ClaimRec, History, SectionKey};
 
 /// For each section with claim spans: when its last claim began, and
 /// whether its holder was still told it holds when it stopped watching (its
@@ -73,48 +74,37 @@ fn fenced(h: &History, c: &ClaimRec, claimant: Option<&View<'_>>, other_token: i
     let Some(v) = claimant.filter(|v| v.told_any && c.token < other_token) else {
         return false;
     };
-    h.instant.iter().any(|(sid, x)| *sid == c.sid && *x <= c.last.1)
-        || h.broken.iter().any(|(sid, x, path)| {
-            *sid == c.sid && c.first.0 <= *x && *x <= c.last.1 && path.rsplit('/').next() == Some(v.s.node.as_str())
-        })
+    h.expiries_of(&c.sid).any(|x| x <= c.last.1)
+        || h.breaks_of(&c.sid, &v.s.node).any(|x| c.first.0 <= x && x <= c.last.1)
 }
 
 /// When the server let section `s`'s lock go behind its holder's back, if
 /// it did: the first operator break of its node (`B`) or instant expiry of
 /// its session (`I`) after its grant.
 fn let_go(h: &History, s: &crate::history::SecRec) -> Option<u64> {
-    let broken = h
-        .broken
-        .iter()
-        .filter(|(sid, x, path)| *sid == s.sid && *x >= s.start && path.rsplit('/').next() == Some(s.node.as_str()))
-        .map(|(_, x, _)| *x);
-    let expired = h
-        .instant
-        .iter()
-        .filter(|(sid, x)| *sid == s.sid && *x >= s.start)
-        .map(|(_, x)| *x);
-    broken.chain(expired).min()
+    h.breaks_of(&s.sid, &s.node)
+        .chain(h.expiries_of(&s.sid))
+        .filter(|x| *x >= s.start)
+        .min()
 }
 
 /// The sections of each lock that exclude someone for a while (non-empty:
 /// their effective end after their grant), sorted by grant.
 fn exclusive_sections<'v, 'a>(views: &'v [View<'a>]) -> BTreeMap<&'a str, Vec<&'v View<'a>>> {
-    let mut m: BTreeMap<&'a str, Vec<&'v View<'a>>> = BTreeMap::new();
-    for v in views.iter().filter(|v| v.eff > v.s.start) {
-        m.entry(v.s.lock.as_str()).or_default().push(v);
-    }
-    for list in m.values_mut() {
-        list.sort_by_key(|v| (v.s.start, v.s.pid, v.s.thr, v.s.att));
-    }
-    m
+    views_by_lock(views.iter().filter(|v| v.eff > v.s.start))
+}
+
+/// The views by their section's key.
+fn views_by_key<'v, 'a>(views: &'v [View<'a>]) -> HashMap<SectionKey, &'v View<'a>> {
+    views
+        .iter()
+        .map(|v| ((v.s.pid, v.s.thr, v.s.att, v.s.lock.clone()), v))
+        .collect()
 }
 
 /// `[pid P thread T attempt A mode token N session S]` of a claim.
 fn describe(c: &ClaimRec) -> String {
-    format!(
-        "[pid {} thread {} attempt {} {} token {} session {}]",
-        c.pid, c.thr, c.att, c.mode, c.token, c.sid
-    )
+    describe_holder((c.pid, c.thr, c.att), &c.mode, c.token, &c.sid)
 }
 
 /// Rule 8: no claim falls inside another holder's exclusive section on the
@@ -131,10 +121,7 @@ pub(super) fn claims_inside_other_sections(
     violations: &mut Vec<String>,
 ) -> (u64, u64) {
     let by_lock = exclusive_sections(views);
-    let by_key: HashMap<SectionKey, &View<'_>> = views
-        .iter()
-        .map(|v| ((v.s.pid, v.s.thr, v.s.att, v.s.lock.clone()), v))
-        .collect();
+    let by_key = views_by_key(views);
     let (mut judged, mut excused) = (0u64, 0u64);
     for c in &h.claims {
         judged += 1;
@@ -210,10 +197,7 @@ pub(super) fn claims_out_of_token_order(h: &History, views: &[View<'_>], violati
     for list in grants.values_mut() {
         list.sort();
     }
-    let by_key: HashMap<SectionKey, &View<'_>> = views
-        .iter()
-        .map(|v| ((v.s.pid, v.s.thr, v.s.att, v.s.lock.clone()), v))
-        .collect();
+    let by_key = views_by_key(views);
     for c in &h.claims {
         let Some(list) = grants.get(c.lock.as_str()) else {
             continue;
@@ -292,13 +276,6 @@ pub(super) fn judge(h: &History, views: &[View<'_>], violations: &mut Vec<String
         .filter(|s| s.end.as_ref().is_some_and(|e| e.watched.is_some()))
         .map(|s| (s.pid, s.thr, s.att))
         .collect();
-    let list = |m: &BTreeMap<&str, u64>| {
-        if m.is_empty() {
-            "none".to_string()
-        } else {
-            m.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ")
-        }
-    };
     let mut t = String::new();
     let _ = writeln!(
         t,
@@ -306,16 +283,19 @@ pub(super) fn judge(h: &History, views: &[View<'_>], violations: &mut Vec<String
          ended by: {}); fenced after an instant expiry or a break: {excused}",
         sections.len(),
         watched.len(),
-        list(&kinds),
-        list(&ended)
+        tally(&kinds, "none"),
+        tally(&ended, "none")
     );
     t
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::check;
-    use super::super::tests::{checked, history, opts, section, violations, worker};
+    use crate::history::History;
+
+    use super::super::tests::{
+        assert_clean, assert_flags, assert_says, checked, history, section, two, violations, worker,
+    };
 
     /// A claim span's line.
     #[allow(clippy::too_many_arguments)]
@@ -337,6 +317,27 @@ mod tests {
         )]
     }
 
+    /// A claim span of holder A (worker 10, `/l`, mutex, token 5, session `a`).
+    fn a_claims(what: &str, first: (u64, u64), last: (u64, u64), count: u64, ended: &str) -> Vec<String> {
+        claim(10, "/l", "mutex", 5, "a", what, first, last, count, ended)
+    }
+
+    /// A claim span of leader A (worker 10, `/e`, session `a`) for `term`.
+    fn a_leads(term: i64, what: &str, first: (u64, u64), last: (u64, u64), count: u64, ended: &str) -> Vec<String> {
+        claim(10, "/e", "leader", term, "a", what, first, last, count, ended)
+    }
+
+    /// A's section from 100, told Suspended at 150 (its last Ok at 140).
+    fn a_cut() -> Vec<String> {
+        checked(10, 5, "a", 100, 150, Some(150), 140, None, "ok")
+    }
+
+    /// Holder 10's section (`a`) and its claims after the cut, and holder
+    /// 11's section (`b`), with `extra` coordinator lines.
+    fn after_cut(extra: &[&str], a: Vec<String>, claims: Vec<String>, b: Vec<String>) -> History {
+        history(extra, vec![worker(10, vec![a, claims]), worker(11, vec![b])])
+    }
+
     /// Each violation's rule: its text up to the first `:`, sorted.
     fn prefixes(v: &[String]) -> Vec<&str> {
         let mut p: Vec<&str> = v.iter().map(|v| v.split(':').next().unwrap_or("")).collect();
@@ -353,21 +354,9 @@ mod tests {
         // told Reconnected (event received at 310, channel last seen empty at
         // 305), check() says Ok and the status Held, 60 times until 600;
         // then Lost.
-        let a = || checked(10, 5, "a", 100, 150, Some(150), 140, None, "ok");
-        let b = || worker(11, vec![checked(11, 6, "b", 200, 700, None, 690, None, "ok")]);
-        let revived = claim(
-            10,
-            "/l",
-            "mutex",
-            5,
-            "a",
-            "reconnected+ok+held",
-            (305, 310),
-            (600, 601),
-            60,
-            "lost",
-        );
-        let h = history(&[], vec![worker(10, vec![a(), revived]), b()]);
+        let b = || checked(11, 6, "b", 200, 700, None, 690, None, "ok");
+        let revived = a_claims("reconnected+ok+held", (305, 310), (600, 601), 60, "lost");
+        let h = after_cut(&[], a_cut(), revived, b());
         let v = violations(&h);
         // Rules 8 and 9, and rule 6: A's last claim came after B's grant.
         assert_eq!(
@@ -385,18 +374,12 @@ mod tests {
         );
         // Without the claims (what the old campaign logged) nothing is seen:
         // A's section ended at its first doubt.
-        let h = history(&[], vec![worker(10, vec![a()]), b()]);
-        assert!(violations(&h).is_empty(), "{:#?}", violations(&h));
+        let h = two(&[], a_cut(), b());
+        assert_clean(&h);
         // One lone Ok (no Reconnected before it) inside B's section is enough.
-        let ok = claim(10, "/l", "mutex", 5, "a", "ok", (320, 321), (320, 321), 1, "lost");
-        let h = history(&[], vec![worker(10, vec![a(), ok]), b()]);
-        assert!(
-            violations(&h)
-                .iter()
-                .any(|v| v.starts_with("claim inside another's section on /l")),
-            "{:#?}",
-            violations(&h)
-        );
+        let ok = a_claims("ok", (320, 321), (320, 321), 1, "lost");
+        let h = after_cut(&[], a_cut(), ok, b());
+        assert_flags(&h, "claim inside another's section on /l");
     }
 
     #[test]
@@ -406,28 +389,15 @@ mod tests {
         // told Leader { term: 5 } again: inside C's section, and out of term
         // order (after 9 and 12).
         let a = section(10, 1, "/e", "leader", 5, "a", 100, 150, Some(150));
+        let b = || section(11, 1, "/e", "leader", 9, "b", 200, 250, None);
         let h = history(
             &[],
             vec![
                 worker(
                     10,
-                    vec![
-                        a.clone(),
-                        claim(
-                            10,
-                            "/e",
-                            "leader",
-                            5,
-                            "a",
-                            "leader+ok",
-                            (295, 300),
-                            (330, 331),
-                            7,
-                            "lost",
-                        ),
-                    ],
+                    vec![a.clone(), a_leads(5, "leader+ok", (295, 300), (330, 331), 7, "lost")],
                 ),
-                worker(11, vec![section(11, 1, "/e", "leader", 9, "b", 200, 250, None)]),
+                worker(11, vec![b()]),
                 worker(12, vec![section(12, 1, "/e", "leader", 12, "c", 260, 400, None)]),
             ],
         );
@@ -444,18 +414,11 @@ mod tests {
         assert!(v.iter().any(|v| v.contains("granted token 9 at 200")), "{v:#?}");
         // After every other leadership ended, the older term is still out of
         // order (terms went backwards), though it overlaps nobody.
-        let h = history(
+        let h = after_cut(
             &[],
-            vec![
-                worker(
-                    10,
-                    vec![
-                        a.clone(),
-                        claim(10, "/e", "leader", 5, "a", "leader", (295, 300), (295, 300), 1, "doubt"),
-                    ],
-                ),
-                worker(11, vec![section(11, 1, "/e", "leader", 9, "b", 200, 250, None)]),
-            ],
+            a.clone(),
+            a_leads(5, "leader", (295, 300), (295, 300), 1, "doubt"),
+            b(),
         );
         let v = violations(&h);
         assert_eq!(
@@ -464,63 +427,18 @@ mod tests {
             "{v:#?}"
         );
         // A new term of its own, larger than the others', is in order.
-        let h = history(
-            &[],
-            vec![
-                worker(
-                    10,
-                    vec![
-                        a,
-                        claim(
-                            10,
-                            "/e",
-                            "leader",
-                            15,
-                            "a",
-                            "leader+ok",
-                            (295, 300),
-                            (330, 331),
-                            7,
-                            "end",
-                        ),
-                    ],
-                ),
-                worker(11, vec![section(11, 1, "/e", "leader", 9, "b", 200, 250, None)]),
-            ],
-        );
-        assert!(violations(&h).is_empty(), "{:#?}", violations(&h));
+        let h = after_cut(&[], a, a_leads(15, "leader+ok", (295, 300), (330, 331), 7, "end"), b());
+        assert_clean(&h);
     }
 
     #[test]
     fn a_holder_that_reconnects_while_nobody_else_holds_passes() {
         // A told Suspended at 150, Reconnected at 160 (its node was there),
         // Ok until 195, then released; B granted at 210.
-        let h = history(
-            &[],
-            vec![
-                worker(
-                    10,
-                    vec![
-                        checked(10, 5, "a", 100, 150, Some(150), 140, None, "ok"),
-                        claim(
-                            10,
-                            "/l",
-                            "mutex",
-                            5,
-                            "a",
-                            "reconnected+ok+held",
-                            (155, 160),
-                            (194, 195),
-                            8,
-                            "end",
-                        ),
-                    ],
-                ),
-                worker(11, vec![checked(11, 6, "b", 210, 250, None, 240, None, "ok")]),
-            ],
-        );
-        let r = check(&h, &opts());
-        assert!(r.violations.is_empty(), "{:#?}", r.violations);
+        let b = || checked(11, 6, "b", 210, 250, None, 240, None, "ok");
+        let claims = a_claims("reconnected+ok+held", (155, 160), (194, 195), 8, "end");
+        let h = after_cut(&[], a_cut(), claims, b());
+        let r = assert_clean(&h);
         // It released in certainty: not a hand-over after a signal.
         assert!(!r.margins.contains_key("all"), "{:#?}", r.margins);
         assert!(
@@ -532,78 +450,29 @@ mod tests {
         );
         // Told again, then in doubt again before B's grant: the margin counts
         // from its last claim (195 -> 210).
-        let h = history(
-            &[],
-            vec![
-                worker(
-                    10,
-                    vec![
-                        checked(10, 5, "a", 100, 150, Some(150), 140, None, "ok"),
-                        claim(10, "/l", "mutex", 5, "a", "ok", (155, 160), (195, 196), 8, "doubt"),
-                    ],
-                ),
-                worker(11, vec![checked(11, 6, "b", 210, 250, None, 240, None, "ok")]),
-            ],
-        );
-        let r = check(&h, &opts());
-        assert!(r.violations.is_empty(), "{:#?}", r.violations);
+        let h = after_cut(&[], a_cut(), a_claims("ok", (155, 160), (195, 196), 8, "doubt"), b());
+        let r = assert_clean(&h);
         assert_eq!(r.margins["all"].min_ns, 15);
     }
 
     #[test]
     fn a_claim_is_judged_by_its_bounds() {
-        let a = || checked(10, 5, "a", 100, 150, Some(150), 140, None, "ok");
-        let b = || worker(11, vec![checked(11, 6, "b", 200, 700, None, 690, None, "ok")]);
+        let b = checked(11, 6, "b", 200, 700, None, 690, None, "ok");
         // An event that may have been sent before B's grant (its channel was
         // last seen empty at 190) and was received after it: not judged
         // inside B's section, nor out of order.
-        let h = history(
+        let h = after_cut(
             &[],
-            vec![
-                worker(
-                    10,
-                    vec![
-                        a(),
-                        claim(
-                            10,
-                            "/l",
-                            "mutex",
-                            5,
-                            "a",
-                            "reconnected",
-                            (190, 205),
-                            (190, 205),
-                            1,
-                            "lost",
-                        ),
-                    ],
-                ),
-                b(),
-            ],
+            a_cut(),
+            a_claims("reconnected", (190, 205), (190, 205), 1, "lost"),
+            b,
         );
-        assert!(violations(&h).is_empty(), "{:#?}", violations(&h));
+        assert_clean(&h);
         // A span whose first and last claims straddle B's whole section
         // (B from 200 to 300): its interior meets it.
-        let h = history(
-            &[],
-            vec![
-                worker(
-                    10,
-                    vec![
-                        a(),
-                        claim(10, "/l", "mutex", 5, "a", "ok", (160, 161), (390, 391), 40, "doubt"),
-                    ],
-                ),
-                worker(11, vec![checked(11, 6, "b", 200, 300, Some(300), 290, None, "ok")]),
-            ],
-        );
-        assert!(
-            violations(&h)
-                .iter()
-                .any(|v| v.starts_with("claim inside another's section on /l")),
-            "{:#?}",
-            violations(&h)
-        );
+        let b = checked(11, 6, "b", 200, 300, Some(300), 290, None, "ok");
+        let h = after_cut(&[], a_cut(), a_claims("ok", (160, 161), (390, 391), 40, "doubt"), b);
+        assert_flags(&h, "claim inside another's section on /l");
     }
 
     #[test]
@@ -613,35 +482,21 @@ mod tests {
         };
         let a = section(10, 1, "/rw", "read", 5, "a", 100, 150, Some(150));
         let claims = claim(10, "/rw", "read", 5, "a", "ok", (210, 211), (250, 251), 8, "end");
-        let h = history(
-            &[],
-            vec![
-                worker(10, vec![a.clone(), claims.clone()]),
-                worker(11, vec![reader(11, 6, "b", 200, 300)]),
-            ],
-        );
-        assert!(violations(&h).is_empty(), "{:#?}", violations(&h));
-        let h = history(
-            &[],
-            vec![
-                worker(10, vec![a, claims]),
-                worker(11, vec![section(11, 1, "/rw", "write", 6, "b", 200, 300, None)]),
-            ],
-        );
+        let h = after_cut(&[], a.clone(), claims.clone(), reader(11, 6, "b", 200, 300));
+        assert_clean(&h);
+        let h = after_cut(&[], a, claims, section(11, 1, "/rw", "write", 6, "b", 200, 300, None));
         assert_eq!(violations(&h).len(), 2, "{:#?}", violations(&h));
     }
 
     #[test]
     fn catches_a_holder_whose_own_claims_go_back() {
         // A latch that led in term 9, then was told Leader { term: 7 }.
+        let a = section(10, 1, "/e", "leader", 9, "a", 100, 150, Some(150));
         let h = history(
             &[],
             vec![worker(
                 10,
-                vec![
-                    section(10, 1, "/e", "leader", 9, "a", 100, 150, Some(150)),
-                    claim(10, "/e", "leader", 7, "a", "leader", (200, 201), (200, 201), 1, "doubt"),
-                ],
+                vec![a, a_leads(7, "leader", (200, 201), (200, 201), 1, "doubt")],
             )],
         );
         let v = violations(&h);
@@ -654,26 +509,15 @@ mod tests {
         // A's session was expired at once at 120; it heard Suspended at 150,
         // and a last Ok at 210 (inside B's section from 200) came before it
         // heard the expiry.
-        let h = history(
+        let b = checked(11, 6, "b", 200, 300, None, 290, None, "ok");
+        let h = after_cut(
             &["I a 120"],
-            vec![
-                worker(
-                    10,
-                    vec![
-                        checked(10, 5, "a", 100, 150, Some(150), 140, None, "ok"),
-                        claim(10, "/l", "mutex", 5, "a", "ok", (205, 206), (210, 211), 2, "lost"),
-                    ],
-                ),
-                worker(11, vec![checked(11, 6, "b", 200, 300, None, 290, None, "ok")]),
-            ],
+            a_cut(),
+            a_claims("ok", (205, 206), (210, 211), 2, "lost"),
+            b,
         );
-        let r = check(&h, &opts());
-        assert!(r.violations.is_empty(), "{:#?}", r.violations);
-        assert!(
-            r.text.contains("fenced after an instant expiry or a break: 1"),
-            "{}",
-            r.text
-        );
+        let r = assert_clean(&h);
+        assert_says(&r, "fenced after an instant expiry or a break: 1");
     }
 
     #[test]
@@ -683,44 +527,20 @@ mod tests {
         // 212: the break came while A was certain, its notification on its
         // way (fenced, like rule 1's overlap).
         let a = || {
-            let mut v = checked(10, 5, "a", 100, 150, Some(150), 140, None, "ok");
+            let mut v = a_cut();
             v[2] = "S 10 0 1 /l mutex 5 a 100 lock-5".into();
             v[4] = v[4].replacen(" 150 150 Suspended - ", " 150 150 Suspended 212 ", 1);
             v
         };
-        let b = || worker(11, vec![checked(11, 6, "b", 200, 700, None, 690, None, "ok")]);
-        let span = || {
-            claim(
-                10,
-                "/l",
-                "mutex",
-                5,
-                "a",
-                "reconnected+ok",
-                (152, 155),
-                (209, 210),
-                11,
-                "lost",
-            )
-        };
-        let h = history(&["B a 190 /l/lock-5"], vec![worker(10, vec![a(), span()]), b()]);
-        let r = check(&h, &opts());
-        assert!(r.violations.is_empty(), "{:#?}", r.violations);
-        assert!(
-            r.text.contains("fenced after an instant expiry or a break: 1"),
-            "{}",
-            r.text
-        );
+        let b = || checked(11, 6, "b", 200, 700, None, 690, None, "ok");
+        let span = || a_claims("reconnected+ok", (152, 155), (209, 210), 11, "lost");
+        let h = after_cut(&["B a 190 /l/lock-5"], a(), span(), b());
+        let r = assert_clean(&h);
+        assert_says(&r, "fenced after an instant expiry or a break: 1");
         // The fixed bug: the node broken at 140, while A was cut off, before
         // its claims began: not excused.
-        let h = history(&["B a 140 /l/lock-5"], vec![worker(10, vec![a(), span()]), b()]);
-        assert!(
-            violations(&h)
-                .iter()
-                .any(|v| v.starts_with("claim inside another's section on /l")),
-            "{:#?}",
-            violations(&h)
-        );
+        let h = after_cut(&["B a 140 /l/lock-5"], a(), span(), b());
+        assert_flags(&h, "claim inside another's section on /l");
     }
 
     #[test]
@@ -734,39 +554,21 @@ mod tests {
         a[2] = "S 10 0 1 /e leader 5 a 100 latch-5".into();
         let mut b = section(11, 1, "/e", "leader", 6, "b", 150, 152, Some(152));
         b.push(claim(11, "/e", "leader", 6, "b", "leader", (155, 160), (155, 160), 1, "doubt").remove(0));
-        let h = history(
-            &["B a 140 /e/latch-5"],
-            vec![worker(10, vec![a.clone()]), worker(11, vec![b.clone()])],
-        );
-        let r = check(&h, &opts());
-        assert!(r.violations.is_empty(), "{:#?}", r.violations);
+        let h = two(&["B a 140 /e/latch-5"], a.clone(), b.clone());
+        assert_clean(&h);
         // Without the break, the claim is inside A's section (and so is B's grant).
-        let h = history(&[], vec![worker(10, vec![a]), worker(11, vec![b])]);
-        assert!(
-            violations(&h)
-                .iter()
-                .any(|v| v.starts_with("claim inside another's section on /e")),
-            "{:#?}",
-            violations(&h)
-        );
+        let h = two(&[], a, b);
+        assert_flags(&h, "claim inside another's section on /e");
     }
 
     #[test]
     fn older_logs_without_claims_are_still_checked() {
-        let h = history(
+        let h = two(
             &[],
-            vec![
-                worker(10, vec![checked(10, 5, "a", 100, 150, Some(150), 140, None, "ok")]),
-                worker(11, vec![checked(11, 6, "b", 200, 300, None, 290, None, "ok")]),
-            ],
+            checked(10, 5, "a", 100, 150, Some(150), 140, None, "ok"),
+            checked(11, 6, "b", 200, 300, None, 290, None, "ok"),
         );
-        let r = check(&h, &opts());
-        assert!(r.violations.is_empty(), "{:#?}", r.violations);
-        assert!(
-            r.text
-                .contains("claims after a cut: 0 spans of 0 claims in 0 of 0 watched attempts"),
-            "{}",
-            r.text
-        );
+        let r = assert_clean(&h);
+        assert_says(&r, "claims after a cut: 0 spans of 0 claims in 0 of 0 watched attempts");
     }
 }

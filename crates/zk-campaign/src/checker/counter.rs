@@ -37,6 +37,7 @@
 //!   incrementer stopped.
 
 use super::LineHistory as _;
+use crate::history::Fields;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
@@ -63,24 +64,23 @@ pub(crate) struct CounterHistory {
 
 impl super::LineHistory for CounterHistory {
     fn line(&mut self, line: &str) -> Option<()> {
-        let f: Vec<&str> = line.split(' ').collect();
-        if *f.first()? != "J" {
+        let f = Fields::new(line);
+        if f.kind()? != "J" {
             return None;
         }
-        let opt = |i: usize| f.get(i).and_then(|s| s.parse::<i64>().ok());
-        if *f.get(1)? == "-" {
-            match *f.get(3)? {
-                "base" => self.base = Some(f.get(4)?.parse().ok()?),
-                "final" => self.fin = Some(f.get(4)?.parse().ok()?),
+        if f.str(1)? == "-" {
+            match f.str(3)? {
+                "base" => self.base = Some(f.num(4)?),
+                "final" => self.fin = Some(f.num(4)?),
                 _ => return None,
             }
             return Some(());
         }
-        let pid: u32 = f.get(1)?.parse().ok()?;
-        let t: u64 = f.get(2)?.parse().ok()?;
-        match *f.get(3)? {
+        let pid: u32 = f.num(1)?;
+        let t: u64 = f.num(2)?;
+        match f.str(3)? {
             "begin" => {
-                let seq: u64 = f.get(4)?.parse().ok()?;
+                let seq: u64 = f.num(4)?;
                 self.incs.insert(
                     (pid, seq),
                     Inc {
@@ -92,14 +92,14 @@ impl super::LineHistory for CounterHistory {
                 );
             }
             "end" => {
-                let seq: u64 = f.get(4)?.parse().ok()?;
+                let seq: u64 = f.num(4)?;
                 let inc = self.incs.entry((pid, seq)).or_default();
-                inc.start = f.get(5)?.parse().ok()?;
+                inc.start = f.num(5)?;
                 inc.end = Some(t);
-                inc.outcome = f.get(6)?.to_string();
-                inc.proof = f.get(7)?.to_string();
-                inc.pre = opt(8);
-                inc.post = opt(9);
+                inc.outcome = f.string(6)?;
+                inc.proof = f.string(7)?;
+                inc.pre = f.num(8);
+                inc.post = f.num(9);
                 inc.line = line.to_string();
             }
             "stop" | "failed" => {}
@@ -259,11 +259,7 @@ pub(crate) fn judge<S: AsRef<str>>(lines: &[S], violations: &mut Vec<String>) ->
         t,
         "counter: {} increments ({}); base {}, final {}{}",
         h.incs.len(),
-        counts
-            .iter()
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect::<Vec<_>>()
-            .join(", "),
+        super::tally(&counts, ""),
         h.base.map_or("-".into(), |v| v.to_string()),
         h.fin.map_or("not read".into(), |v| v.to_string()),
         if bad > 0 {
@@ -281,6 +277,7 @@ pub(crate) fn judge<S: AsRef<str>>(lines: &[S], violations: &mut Vec<String>) ->
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::assert_any;
     use super::*;
 
     fn run(lines: &[&str]) -> Vec<String> {
@@ -322,11 +319,7 @@ mod tests {
         let mut l = GOOD.to_vec();
         l[4] = "J 8 30 end 1 15 applied reply 0 1 -";
         let v = run(&l);
-        assert!(
-            v.iter()
-                .any(|v| v.contains("reported applied by an exact proof 2 times")),
-            "{v:?}"
-        );
+        assert_any(&v, "reported applied by an exact proof 2 times");
     }
 
     #[test]
@@ -352,7 +345,7 @@ mod tests {
         let mut l = GOOD.to_vec();
         l[13] = "J - 99 final 2";
         let v = run(&l);
-        assert!(v.iter().any(|v| v.contains("outside 1..=2")), "{v:?}");
+        assert_any(&v, "outside 1..=2");
     }
 
     #[test]
@@ -362,18 +355,12 @@ mod tests {
         let mut l = GOOD.to_vec();
         l.remove(11);
         let v = run(&l);
-        assert!(
-            v.iter().any(|v| v.contains("1 values written by no increment")),
-            "{v:?}"
-        );
+        assert_any(&v, "1 values written by no increment");
         // Or the unknown one did not carry that value.
         let mut l = GOOD.to_vec();
         l[8] = "J 8 70 end 2 60 unknown - 2 3 5";
         let v = run(&l);
-        assert!(
-            v.iter().any(|v| v.contains("2 values written by no increment")),
-            "{v:?}"
-        );
+        assert_any(&v, "2 values written by no increment");
     }
 
     #[test]
@@ -384,7 +371,7 @@ mod tests {
             "J 7 20 end 1 10 applied reply 0 1 -",
             "J - 99 final 3",
         ]);
-        assert!(v.iter().any(|v| v.contains("more than the 1 attempted")), "{v:?}");
+        assert_any(&v, "more than the 1 attempted");
     }
 
     #[test]
@@ -397,6 +384,6 @@ mod tests {
             "J 8 40 end 1 30 applied readback 0 1 -",
             "J - 99 final 2",
         ]);
-        assert!(v.iter().any(|v| v.contains("began after an increment to 2")), "{v:?}");
+        assert_any(&v, "began after an increment to 2");
     }
 }

@@ -47,7 +47,7 @@ use super::LineHistory as _;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::history::History;
+use crate::history::{Fields, History};
 
 /// The bound within which a worker's node must be registered again after a
 /// fault heals, for a session timeout of `session_ns`: `2 x session + 2 s`.
@@ -94,59 +94,68 @@ pub(crate) struct RegHistory {
 
 impl super::LineHistory for RegHistory {
     fn line(&mut self, line: &str) -> Option<()> {
-        let f: Vec<&str> = line.split(' ').collect();
-        match *f.first()? {
-            "L" => {
-                let pid: u32 = f.get(1)?.parse().ok()?;
-                let t: u64 = f.get(2)?.parse().ok()?;
-                let what = *f.get(3)?;
-                if what == "stop" || what == "settled" {
-                    return Some(());
-                }
-                let path = f.get(4)?.to_string();
-                let g = self.gens.entry(path).or_insert_with(|| Gen {
-                    pid,
-                    start: t,
-                    ..Gen::default()
-                });
-                match what {
-                    "start" => g.start = t,
-                    "reg" => g
-                        .events
-                        .push((t, f.get(5)?.to_string(), *f.get(6)? == "registered", line.to_string())),
-                    "final" => g.fin = Some((t, *f.get(5)? == "registered", f.get(6)?.to_string())),
-                    "closing" => g.closing = Some(t),
-                    "closed" | "failed" => {}
-                    _ => return None,
+        let f = Fields::new(line);
+        match f.kind()? {
+            "L" => self.worker_line(&f, line),
+            "M" => self.observer_line(&f),
+            _ => None,
+        }
+    }
+}
+
+impl RegHistory {
+    /// An `L` line: a worker's node started, a registration event, its
+    /// final state, its close.
+    fn worker_line(&mut self, f: &Fields<'_>, line: &str) -> Option<()> {
+        let pid: u32 = f.num(1)?;
+        let t: u64 = f.num(2)?;
+        let what = f.str(3)?;
+        if what == "stop" || what == "settled" {
+            return Some(());
+        }
+        let g = self.gens.entry(f.string(4)?).or_insert_with(|| Gen {
+            pid,
+            start: t,
+            ..Gen::default()
+        });
+        match what {
+            "start" => g.start = t,
+            "reg" => g
+                .events
+                .push((t, f.string(5)?, f.str(6)? == "registered", line.to_string())),
+            "final" => g.fin = Some((t, f.str(5)? == "registered", f.string(6)?)),
+            "closing" => g.closing = Some(t),
+            "closed" | "failed" => {}
+            _ => return None,
+        }
+        Some(())
+    }
+
+    /// An `M` line: what the observer showed.
+    fn observer_line(&mut self, f: &Fields<'_>) -> Option<()> {
+        let t: u64 = f.num(1)?;
+        match f.str(2)? {
+            "created" | "changed" => {
+                let (p, czxid, owner) = (f.string(3)?, f.num(4)?, f.string(5)?);
+                let list = self.shown.entry(p).or_default();
+                if !list.iter().any(|s| s.czxid == czxid) {
+                    list.push(Shown {
+                        czxid,
+                        owner,
+                        created: t,
+                        deleted: None,
+                    });
                 }
             }
-            "M" => {
-                let t: u64 = f.get(1)?.parse().ok()?;
-                match *f.get(2)? {
-                    "created" | "changed" => {
-                        let (p, czxid, owner) = (f.get(3)?.to_string(), f.get(4)?.parse().ok()?, f.get(5)?.to_string());
-                        let list = self.shown.entry(p).or_default();
-                        if !list.iter().any(|s| s.czxid == czxid) {
-                            list.push(Shown {
-                                czxid,
-                                owner,
-                                created: t,
-                                deleted: None,
-                            });
-                        }
-                    }
-                    "deleted" => {
-                        let (p, czxid): (String, i64) = (f.get(3)?.to_string(), f.get(4)?.parse().ok()?);
-                        if let Some(s) = self.shown.entry(p).or_default().iter_mut().find(|s| s.czxid == czxid) {
-                            s.deleted.get_or_insert(t);
-                        }
-                    }
-                    "view" => self.view.push(f.get(3)?.to_string()),
-                    "end" => self.observer_current = Some(*f.get(3)? == "current"),
-                    "start" | "initialized" | "freshness" | "failed" | "other" => {}
-                    _ => return None,
+            "deleted" => {
+                let (p, czxid): (String, i64) = (f.string(3)?, f.num(4)?);
+                if let Some(s) = self.shown.entry(p).or_default().iter_mut().find(|s| s.czxid == czxid) {
+                    s.deleted.get_or_insert(t);
                 }
             }
+            "view" => self.view.push(f.string(3)?),
+            "end" => self.observer_current = Some(f.str(3)? == "current"),
+            "start" | "initialized" | "freshness" | "failed" | "other" => {}
             _ => return None,
         }
         Some(())
@@ -156,11 +165,28 @@ impl super::LineHistory for RegHistory {
 /// When a span of `g` starting with event `i` ended: its next event, its
 /// closing, or its worker's death (`None`: the log ends first).
 fn span_end(g: &Gen, i: usize, killed: Option<u64>) -> Option<u64> {
-    let next = g.events.get(i + 1).map(|e| e.0).or(g.closing);
-    match (next, killed) {
-        (Some(n), Some(k)) => Some(n.min(k)),
-        (n, k) => n.or(k),
+    earliest(g.events.get(i + 1).map(|e| e.0).or(g.closing), killed)
+}
+
+/// The earlier of two instants that may not have come.
+fn earliest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
+}
+
+/// `spans`, sorted and merged where they meet.
+fn merged(mut spans: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    spans.sort();
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for (a, e) in spans {
+        match out.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(e),
+            _ => out.push((a, e)),
+        }
+    }
+    out
 }
 
 /// R1 (see the module).
@@ -218,16 +244,7 @@ pub(crate) fn registered_only_while_there(h: &History, r: &RegHistory, w: u64, v
 
 /// The fault windows `[start, end + b]`, merged, with the workers' pauses.
 fn fault_windows(h: &History, b: u64) -> Vec<(u64, u64)> {
-    let mut v: Vec<(u64, u64)> = h.windows().iter().map(|f| (f.start, f.end.max(f.start) + b)).collect();
-    v.sort();
-    let mut out: Vec<(u64, u64)> = Vec::new();
-    for (a, e) in v {
-        match out.last_mut() {
-            Some(last) if a <= last.1 => last.1 = last.1.max(e),
-            _ => out.push((a, e)),
-        }
-    }
-    out
+    merged(h.windows().iter().map(|f| (f.start, f.end.max(f.start) + b)).collect())
 }
 
 /// The first instant of `[a, e)` in none of `cover` (sorted, merged).
@@ -260,19 +277,12 @@ pub(crate) fn down_only_around_faults(h: &History, r: &RegHistory, b: u64, viola
                 cover.push((from, to + b));
             }
         }
-        cover.sort();
-        let mut merged: Vec<(u64, u64)> = Vec::new();
-        for (a, e) in cover {
-            match merged.last_mut() {
-                Some(last) if a <= last.1 => last.1 = last.1.max(e),
-                _ => merged.push((a, e)),
-            }
-        }
+        let cover = merged(cover);
         // Spells: from the start, and from each non-registered event, to
         // the next registered one (or the close, or the death).
         let mut spells: Vec<(u64, Option<u64>, &str)> = Vec::new();
         let mut down_since = Some((g.start, "start"));
-        for (i, (t, _, registered, line)) in g.events.iter().enumerate() {
+        for (t, _, registered, line) in &g.events {
             match (registered, down_since) {
                 (true, Some((a, l))) => {
                     spells.push((a, Some(*t), l));
@@ -281,24 +291,19 @@ pub(crate) fn down_only_around_faults(h: &History, r: &RegHistory, b: u64, viola
                 (false, None) => down_since = Some((*t, line.as_str())),
                 _ => {}
             }
-            let _ = i;
         }
         if let Some((a, l)) = down_since {
-            let end = match (g.closing, killed) {
-                (Some(c), Some(k)) => Some(c.min(k)),
-                (c, k) => c.or(k),
-            };
-            spells.push((a, end, l));
+            spells.push((a, earliest(g.closing, killed), l));
         }
         for (a, e, line) in spells {
             let Some(e) = e else { continue };
             if a != g.start {
                 longest = longest.max(e.saturating_sub(a));
             }
-            if let Some(x) = first_uncovered(a, e, &merged) {
+            if let Some(x) = first_uncovered(a, e, &cover) {
                 violations.push(format!(
                     "registration: {p} not registered at {x}, {:.1} ms after it started or a fault healed (bound {:.0} ms; the spell {a}..{e}): {line}",
-                    merged
+                    cover
                         .iter()
                         .filter(|m| m.1 <= x)
                         .map(|m| x - m.1 + b)
@@ -343,7 +348,7 @@ pub(crate) fn visible_after_faults(
             if !registered || span_end(g, i, killed).map_or(true, |e| e <= x) {
                 continue;
             }
-            if windows.iter().any(|f| f.start <= x && f.end >= *t) || h.stopped_within(g.pid, *t, x) > 0 {
+            if windows.iter().any(|f| f.meets(*t, x, 0)) || h.stopped_within(g.pid, *t, x) > 0 {
                 skipped += 1;
                 continue;
             }
@@ -398,7 +403,7 @@ pub(crate) fn judge(h: &History, violations: &mut Vec<String>) -> String {
         return t;
     }
     let (r, bad) = RegHistory::parse(&h.reg_lines);
-    let w = h.param_u64("session_ms").unwrap_or(3000) * 1_000_000;
+    let w = h.session_ns();
     let b = registration_bound(w);
     registered_only_while_there(h, &r, w, violations);
     let longest = down_only_around_faults(h, &r, b, violations);
@@ -430,6 +435,7 @@ pub(crate) fn judge(h: &History, violations: &mut Vec<String>) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::assert_any;
     use super::*;
 
     const S: u64 = 1_000_000_000; // one second
@@ -501,10 +507,7 @@ mod tests {
         );
         let l = with(l, 7, format!("M {} deleted /r/w7-1 5 a", 2 * S));
         let v = run(&l);
-        assert!(
-            v.iter().any(|v| v.contains("told Registered (session a) until")),
-            "{v:?}"
-        );
+        assert_any(&v, "told Registered (session a) until");
     }
 
     #[test]
@@ -512,15 +515,8 @@ mod tests {
         let mut l = good();
         l.insert(11, format!("L 7 {} reg /r/w7-1 c registered", 20 * S));
         let v = run(&l);
-        assert!(
-            v.iter().any(|v| v.contains("never showed it owned by that session")),
-            "{v:?}"
-        );
-        assert!(
-            v.iter()
-                .any(|v| v.contains("while the observer showed it owned by session b")),
-            "{v:?}"
-        );
+        assert_any(&v, "never showed it owned by that session");
+        assert_any(&v, "while the observer showed it owned by session b");
     }
 
     #[test]
@@ -529,17 +525,17 @@ mod tests {
         let l = with(good(), 9, format!("L 7 {} reg /r/w7-1 b registered", 21 * S));
         let l = with(l, 10, format!("M {} created /r/w7-1 9 b", 21 * S + 1000));
         let v = run(&l);
-        assert!(v.iter().any(|v| v.contains("not registered at 19000000000")), "{v:?}");
+        assert_any(&v, "not registered at 19000000000");
         // A spell of doubt with no fault at all.
         let mut l = good();
         l.insert(11, format!("L 7 {} reg /r/w7-1 b uncertain Silent", 25 * S));
         l.insert(12, format!("L 7 {} reg /r/w7-1 b registered", 26 * S));
         let v = run(&l);
-        assert!(v.iter().any(|v| v.contains("not registered at 25000000000")), "{v:?}");
+        assert_any(&v, "not registered at 25000000000");
         // Not registered at the end.
         let l = with(good(), 11, format!("L 7 {} final /r/w7-1 not b", 29 * S));
         let v = run(&l);
-        assert!(v.iter().any(|v| v.contains("not registered at the end")), "{v:?}");
+        assert_any(&v, "not registered at the end");
     }
 
     #[test]
@@ -547,10 +543,7 @@ mod tests {
         // The observer saw the new node only at 25 s.
         let l = with(good(), 10, format!("M {} created /r/w7-1 9 b", 25 * S));
         let v = run(&l);
-        assert!(
-            v.iter().any(|v| v.contains("but not shown by the observer then")),
-            "{v:?}"
-        );
+        assert_any(&v, "but not shown by the observer then");
     }
 
     #[test]
@@ -559,10 +552,7 @@ mod tests {
         l.insert(15, format!("M {} created /r/w7-1 12 b", 39 * S));
         l.insert(16, format!("M {} view /r/w7-1 12 b", 40 * S));
         let v = run(&l);
-        assert!(
-            v.iter().any(|v| v.contains("after its worker began closing it")),
-            "{v:?}"
-        );
-        assert!(v.iter().any(|v| v.contains("an orphan")), "{v:?}");
+        assert_any(&v, "after its worker began closing it");
+        assert_any(&v, "an orphan");
     }
 }

@@ -16,8 +16,8 @@
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 
-use super::{claims, CheckOptions, OvershootStats, View};
-use crate::history::{AttemptEnd, AttemptKey, EndRec, History, SecRec};
+use super::{at_permille, claims, stats_by_key, tally, CheckOptions, OvershootStats, View};
+use crate::history::{AttemptEnd, AttemptKey, EndRec, FaultRec, History, SecRec};
 
 /// How much later than a `Q` line's stop time a holder's last `Ok` may be and
 /// still count as before the stop (older logs took the time before sending
@@ -36,20 +36,28 @@ pub(super) struct Overshoot {
 
 /// Statistics of overshoot samples, by key.
 fn stats(samples: BTreeMap<String, Vec<u64>>, margin: u64) -> BTreeMap<String, OvershootStats> {
-    samples
-        .into_iter()
-        .map(|(kind, mut v)| {
-            v.sort_unstable();
-            let p99 = v[(v.len() * 99).div_ceil(100).saturating_sub(1)];
-            let s = OvershootStats {
-                at_deadline: v.len() as u64,
-                late: v.iter().filter(|o| **o > margin).count() as u64,
-                max_ns: v.last().copied().unwrap_or(0),
-                p99_ns: p99,
-            };
-            (kind, s)
-        })
-        .collect()
+    stats_by_key(samples, |v| OvershootStats {
+        at_deadline: v.len() as u64,
+        late: v.iter().filter(|o| **o > margin).count() as u64,
+        max_ns: v.last().copied().unwrap_or(0),
+        p99_ns: at_permille(v, 990),
+    })
+}
+
+/// Rule 5's samples: the overshoot of every timed attempt that reached its
+/// deadline, by the fault kinds it met and by its lock kind, and the counts
+/// the report gives.
+#[derive(Default)]
+struct OvershootSamples {
+    by_fault: BTreeMap<String, Vec<u64>>,
+    by_lock: BTreeMap<String, Vec<u64>>,
+    /// Timed attempts by lock kind, and in all.
+    timed_by_lock: BTreeMap<String, u64>,
+    timed: u64,
+    /// Attempts whose worker was stopped after their deadline, and the
+    /// time in all (ns).
+    stopped_excused: u64,
+    stopped_ns: u64,
 }
 
 /// Rule 5: the overshoots of timed acquires, by fault kind and by lock kind.
@@ -57,80 +65,132 @@ fn stats(samples: BTreeMap<String, Vec<u64>>, margin: u64) -> BTreeMap<String, O
 /// plus one session timeout, while its effects last) meets the attempt, or for
 /// `no fault`; and for its lock kind.
 pub(super) fn overshoots(h: &History, opts: &CheckOptions, violations: &mut Vec<String>) -> Overshoot {
-    let session_ns = h.param_u64("session_ms").unwrap_or(3000) * 1_000_000;
-    let default_deadline = h.param_u64("acquire_timeout_ms").map(|ms| ms * 1_000_000);
     let margin = opts.overshoot_margin.as_nanos() as u64;
     let limit = opts.max_overshoot.map(|d| d.as_nanos() as u64);
-    let mut samples: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    let mut by_lock_samples: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    let mut timed_by_lock: BTreeMap<String, u64> = BTreeMap::new();
-    let mut timed = 0u64;
-    let (mut stopped_excused, mut stopped_ns) = (0u64, 0u64);
+    let mut samples = OvershootSamples::default();
     let windows = h.windows();
     let mut keys: Vec<_> = h.attempts.keys().copied().collect();
     keys.sort_unstable();
     for k in keys {
-        let a = &h.attempts[&k];
-        let (Some(AttemptEnd { t, wait, outcome, .. }), Some(deadline)) = (&a.result, a.deadline.or(default_deadline))
-        else {
+        let Some(late) = overshoot_of(h, k, &windows, &mut samples) else {
             continue;
         };
-        timed += 1;
-        *timed_by_lock.entry(a.mode.clone()).or_default() += 1;
-        if *wait < deadline {
-            continue;
-        }
-        // A worker stopped by SIGSTOP cannot return while stopped: the time
-        // it was stopped after its deadline is not an overshoot (and only
-        // that time).
-        let (from, to) = (a.start.unwrap_or(t.saturating_sub(*wait)), *t);
-        let stopped = h.stopped_within(k.0, from.saturating_add(deadline), to);
-        if stopped > 0 {
-            stopped_excused += 1;
-            stopped_ns += stopped;
-        }
-        let over = (wait - deadline).saturating_sub(stopped);
-        by_lock_samples.entry(a.mode.clone()).or_default().push(over);
-        let mut kinds: Vec<&str> = windows
-            .iter()
-            .filter(|f| f.start <= to && from <= f.end.saturating_add(session_ns))
-            .map(|f| f.kind.as_str())
-            .collect();
-        kinds.sort_unstable();
-        kinds.dedup();
-        if kinds.is_empty() {
-            kinds.push("no fault");
-        }
-        for kind in &kinds {
-            samples.entry(kind.to_string()).or_default().push(over);
-        }
-        if let Some(limit) = limit.filter(|l| over > *l) {
+        if let Some(limit) = limit.filter(|l| late.over > *l) {
+            let a = &h.attempts[&k];
             violations.push(format!(
-                "late acquire: pid {} thread {} attempt {} ({} on {}, {outcome}) returned {:.1} ms after its \
+                "late acquire: pid {} thread {} attempt {} ({} on {}, {}) returned {:.1} ms after its \
                  {:.0} ms deadline (limit {:.1} ms; faults: {})",
                 k.0,
                 k.1,
                 k.2,
                 a.mode,
                 a.lock,
-                over as f64 / 1e6,
-                deadline as f64 / 1e6,
+                late.outcome,
+                late.over as f64 / 1e6,
+                late.deadline as f64 / 1e6,
                 limit as f64 / 1e6,
-                kinds.join(", ")
+                late.kinds.join(", ")
             ));
         }
     }
-    let by_fault = stats(samples, margin);
-    let by_lock = stats(by_lock_samples, margin);
+    let by_fault = stats(std::mem::take(&mut samples.by_fault), margin);
+    let by_lock = stats(std::mem::take(&mut samples.by_lock), margin);
+    Overshoot {
+        text: overshoot_lines(&samples, &by_fault, &by_lock, margin, limit),
+        by_fault,
+        by_lock,
+    }
+}
+
+/// An attempt that returned at or after its deadline.
+struct Overshot<'a> {
+    /// How long after its deadline (ns; the time its worker was stopped
+    /// after the deadline not counted).
+    over: u64,
+    deadline: u64,
+    outcome: &'a str,
+    /// The fault kinds it met (`no fault`).
+    kinds: Vec<&'a str>,
+}
+
+/// Attempt `k`'s overshoot past its deadline, counted in `samples`; `None`
+/// when it was not timed (no deadline, or it never ended) or returned
+/// before its deadline. A worker stopped by SIGSTOP cannot return while
+/// stopped: the time it was stopped after its deadline is not an overshoot
+/// (and only that time).
+fn overshoot_of<'a>(
+    h: &'a History,
+    k: AttemptKey,
+    windows: &'a [FaultRec],
+    samples: &mut OvershootSamples,
+) -> Option<Overshot<'a>> {
+    let a = &h.attempts[&k];
+    let default_deadline = h.param_u64("acquire_timeout_ms").map(|ms| ms * 1_000_000);
+    let (Some(AttemptEnd { t, wait, outcome, .. }), Some(deadline)) = (&a.result, a.deadline.or(default_deadline))
+    else {
+        return None;
+    };
+    samples.timed += 1;
+    *samples.timed_by_lock.entry(a.mode.clone()).or_default() += 1;
+    if *wait < deadline {
+        return None;
+    }
+    let (from, to) = (a.start.unwrap_or(t.saturating_sub(*wait)), *t);
+    let stopped = h.stopped_within(k.0, from.saturating_add(deadline), to);
+    if stopped > 0 {
+        samples.stopped_excused += 1;
+        samples.stopped_ns += stopped;
+    }
+    let over = (wait - deadline).saturating_sub(stopped);
+    samples.by_lock.entry(a.mode.clone()).or_default().push(over);
+    let session_ns = h.session_ns();
+    let mut kinds: Vec<&str> = windows
+        .iter()
+        .filter(|f| f.meets(from, to, session_ns))
+        .map(|f| f.kind.as_str())
+        .collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    if kinds.is_empty() {
+        kinds.push("no fault");
+    }
+    for kind in &kinds {
+        samples.by_fault.entry(kind.to_string()).or_default().push(over);
+    }
+    Some(Overshot {
+        over,
+        deadline,
+        outcome,
+        kinds,
+    })
+}
+
+/// `N at the deadline, N late, max X ms, p99 X ms`.
+fn said(s: &OvershootStats) -> String {
+    format!(
+        "{} at the deadline, {} late, max {:.1} ms, p99 {:.1} ms",
+        s.at_deadline,
+        s.late,
+        s.max_ns as f64 / 1e6,
+        s.p99_ns as f64 / 1e6
+    )
+}
+
+/// Rule 5's lines for the report: the timed attempts, the time not counted,
+/// the overshoots by fault kind and by lock kind.
+fn overshoot_lines(
+    samples: &OvershootSamples,
+    by_fault: &BTreeMap<String, OvershootStats>,
+    by_lock: &BTreeMap<String, OvershootStats>,
+    margin: u64,
+    limit: Option<u64>,
+) -> String {
     let mut text = String::new();
-    let at_deadline: u64 = by_fault
-        .values()
-        .map(|s: &OvershootStats| s.at_deadline)
-        .max()
-        .unwrap_or(0);
+    let at_deadline: u64 = by_fault.values().map(|s| s.at_deadline).max().unwrap_or(0);
     let _ = writeln!(
         text,
-        "acquire overshoot past the deadline: {timed} timed attempts, margin {:.1} ms, {}{}",
+        "acquire overshoot past the deadline: {} timed attempts, margin {:.1} ms, {}{}",
+        samples.timed,
         margin as f64 / 1e6,
         match limit {
             Some(l) => format!("a violation beyond {:.1} ms", l as f64 / 1e6),
@@ -142,44 +202,27 @@ pub(super) fn overshoots(h: &History, opts: &CheckOptions, violations: &mut Vec<
             ""
         }
     );
-    if stopped_excused > 0 {
+    if samples.stopped_excused > 0 {
         let _ = writeln!(
             text,
-            "  (not counted: the time {stopped_excused} attempts' workers were stopped by SIGSTOP after their deadline, \
+            "  (not counted: the time {} attempts' workers were stopped by SIGSTOP after their deadline, \
              {:.1} ms in all)",
-            stopped_ns as f64 / 1e6
+            samples.stopped_excused,
+            samples.stopped_ns as f64 / 1e6
         );
     }
-    for (kind, s) in &by_fault {
-        let _ = writeln!(
-            text,
-            "  overshoot {kind}: {} at the deadline, {} late, max {:.1} ms, p99 {:.1} ms",
-            s.at_deadline,
-            s.late,
-            s.max_ns as f64 / 1e6,
-            s.p99_ns as f64 / 1e6
-        );
+    for (kind, s) in by_fault {
+        let _ = writeln!(text, "  overshoot {kind}: {}", said(s));
     }
     for mode in ["mutex", "read", "write", "semaphore", "multi", "leader"] {
-        let n = timed_by_lock.get(mode).copied().unwrap_or(0);
+        let n = samples.timed_by_lock.get(mode).copied().unwrap_or(0);
         if n == 0 {
             continue;
         }
         let s = by_lock.get(mode).cloned().unwrap_or_default();
-        let _ = writeln!(
-            text,
-            "  overshoot by lock {mode}: {n} timed, {} at the deadline, {} late, max {:.1} ms, p99 {:.1} ms",
-            s.at_deadline,
-            s.late,
-            s.max_ns as f64 / 1e6,
-            s.p99_ns as f64 / 1e6
-        );
+        let _ = writeln!(text, "  overshoot by lock {mode}: {n} timed, {}", said(&s));
     }
-    Overshoot {
-        text,
-        by_fault,
-        by_lock,
-    }
+    text
 }
 
 /// Rule 1's effective end of an ended section: the first of its end, its
@@ -224,29 +267,28 @@ enum Fence {
     Broken,
 }
 
-/// Rule 1's fenced excuse: before `at`, the server expired `p`'s session at
-/// once (`I`), or an operator deleted `p`'s node (`B`); `p` was told at all;
-/// its token is smaller than the other's. No client can learn of either
-/// before another one is granted the lock: its notification is on its way.
+/// Rule 1's fenced excuse: before `at`, the server let `p`'s lock go
+/// ([`let_go_before`]); `p` was told at all; its token is smaller than the
+/// other's. No client can learn of it before another one is granted the
+/// lock: its notification is on its way.
 fn fenced_by(h: &History, p: &View<'_>, q_token: i64, at: u64) -> Option<Fence> {
     if !p.told_any || p.s.token >= q_token {
         return None;
     }
-    if h.instant.iter().any(|(sid, x)| *sid == p.s.sid && *x <= at) {
+    let_go_before(h, p.s, at)
+}
+
+/// How the server let section `s`'s lock go behind its holder's back at or
+/// before `at`, if it did: it expired the session at once (`I`), or an
+/// operator deleted its node (`B`, same session and node name).
+fn let_go_before(h: &History, s: &SecRec, at: u64) -> Option<Fence> {
+    if h.expiries_of(&s.sid).any(|x| x <= at) {
         Some(Fence::Instant)
-    } else if broken_before(h, p.s, at) {
+    } else if s.node != "-" && h.breaks_of(&s.sid, &s.node).any(|x| x <= at) {
         Some(Fence::Broken)
     } else {
         None
     }
-}
-
-/// Whether an operator deleted section `s`'s node (`B`, same session and
-/// node name) at or before `at`.
-fn broken_before(h: &History, s: &SecRec, at: u64) -> bool {
-    h.broken.iter().any(|(sid, x, path)| {
-        *sid == s.sid && *x <= at && s.node != "-" && path.rsplit('/').next() == Some(s.node.as_str())
-    })
 }
 
 /// The attempts' outcomes, for the report.
@@ -536,7 +578,9 @@ fn unended_section_was_killed<'a>(
 
 /// The views by lock, each lock's sorted by grant (then pid, thread and
 /// attempt).
-pub(super) fn views_by_lock<'v, 'a>(views: &'v [View<'a>]) -> BTreeMap<&'a str, Vec<&'v View<'a>>> {
+pub(super) fn views_by_lock<'v, 'a: 'v>(
+    views: impl IntoIterator<Item = &'v View<'a>>,
+) -> BTreeMap<&'a str, Vec<&'v View<'a>>> {
     let mut by_lock: BTreeMap<&'a str, Vec<&'v View<'a>>> = BTreeMap::new();
     for v in views {
         by_lock.entry(v.s.lock.as_str()).or_default().push(v);
@@ -633,13 +677,12 @@ pub(super) fn safety_margins_are_positive(
             continue;
         };
         let margin = b.s.start as i64 - a.last_ok as i64;
-        let fenced_pair =
-            h.instant.iter().any(|(sid, x)| *sid == a.s.sid && *x <= b.s.start) || broken_before(h, a.s, b.s.start);
+        let fenced_pair = let_go_before(h, a.s, b.s.start).is_some();
         // The fault in effect when the holder was told: the latest one
         // that began before and had not ended a session timeout before.
         let kind = windows
             .iter()
-            .filter(|f| f.start <= a.eff && a.eff <= f.end.saturating_add(session_ns))
+            .filter(|f| f.meets(a.eff, a.eff, session_ns))
             .max_by_key(|f| f.start)
             .map_or("no fault", |f| f.kind.as_str());
         let kinds = [kind];
@@ -773,15 +816,7 @@ pub(super) fn resource_writes(h: &History, violations: &mut Vec<String>) -> Stri
         "guarded writes: {} read back on {} resources, {acked} acknowledged, refused {}",
         h.writes.len(),
         by_lock.len(),
-        if refused.is_empty() {
-            "0".to_string()
-        } else {
-            refused
-                .iter()
-                .map(|(k, n)| format!("{k} {n}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        }
+        tally(&refused, "0")
     );
     t
 }

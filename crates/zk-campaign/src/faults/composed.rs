@@ -295,6 +295,17 @@ impl<'a> Faults<'a> {
         held
     }
 
+    /// [`Faults::heal_slot_slowly`] on every proxy of the holder's worker;
+    /// fails unless a `SetWatches` was held back (its session expired?).
+    fn heal_holder_slowly(&self, slot: usize, delay: Duration) -> io::Result<usize> {
+        match self.heal_slot_slowly(slot, delay, |_| true) {
+            0 => Err(io::Error::other(
+                "the holder did not re-register its watches after the heal (its session expired?)",
+            )),
+            held => Ok(held),
+        }
+    }
+
     /// Undoes what a composition may have left on a worker: proxies open,
     /// no delay, the process running.
     fn release_slot(&self, slot: usize) {
@@ -347,12 +358,7 @@ impl<'a> Faults<'a> {
         // A little more time away, well before the session expires.
         std::thread::sleep(self.rng.ms(0, 300));
         let healed_ms = ms_since(t0);
-        let held = self.heal_slot_slowly(t.slot, delay, |_| true);
-        if held == 0 {
-            return Err(io::Error::other(
-                "the holder did not re-register its watches after the heal (its session expired?)",
-            ));
-        }
+        let held = self.heal_holder_slowly(t.slot, delay)?;
         Ok(format!(
             "{}: cut off at +0 ms, its connection dropped at +{dropped} ms; {broken} at +{at_break} ms; rival {rival} \
              seen at +{rival_ms} ms; healed at +{healed_ms} ms (session {} ms) with SetWatches held back {} ms \
@@ -465,12 +471,7 @@ impl<'a> Faults<'a> {
             String::new()
         };
         let healed_ms = ms_since(t0);
-        let held = self.heal_slot_slowly(t.slot, delay, |_| true);
-        if held == 0 {
-            return Err(io::Error::other(
-                "the holder did not re-register its watches after the heal (its session expired?)",
-            ));
-        }
+        let held = self.heal_holder_slowly(t.slot, delay)?;
         Ok(format!(
             "{}: cut off at +0 ms; {restarted}, serving at +{quorum_ms} ms{broke}; healed at +{healed_ms} ms \
              (session {} ms) with SetWatches held back {} ms ({held} held back)",
@@ -692,68 +693,86 @@ impl<'a> Faults<'a> {
         let old_first = self.rng.below(2) == 0;
         let t0 = Instant::now();
         let deadline = t0 + Duration::from_secs(15);
-        let mut steps = Vec::new();
-        let mut old_node: Option<String> = None;
         let c = self.admin()?.clone();
-        let c = &c;
-        // The owner of a node (0 when unknown), then the node deleted.
-        let delete = |node: &str| {
-            let owner = c.check_exists(node).ok().flatten().map_or(0, |st| st.ephemeral_owner);
-            self.delete_node(c, owner, node)
+        let old = if old_first { self.break_leading(&c, t0) } else { None };
+        let mut steps: Vec<String> = old.iter().map(|(step, _)| step.clone()).collect();
+        let before = match &old {
+            Some((_, node)) => Some(node.clone()),
+            None => queue(&c).first().cloned(),
         };
-        if old_first {
-            // The head of the election with someone behind it, seen on two
-            // polls, its node deleted; when its owner closed it first, the
-            // next one. No wait after the grant: a leadership's own-node
-            // watch is sent with its grant (seed 105 of composed-ci broke a
-            // leader 4.8 ms after its grant when it was sent 10 ms later).
-            let settled = Duration::ZERO;
-            let mut seen: Option<(String, Instant)> = None;
-            loop {
-                let kids = queue(c);
-                match (kids.first(), kids.len() >= 2) {
-                    (Some(h), true) if seen.as_ref().is_some_and(|(s, at)| s == h && at.elapsed() >= settled) => {
-                        if delete(h) {
-                            steps.push(format!(
-                                "the leader's node {h} deleted while it led at +{} ms",
-                                ms_since(t0)
-                            ));
-                            old_node = Some(h.clone());
-                            break;
-                        }
-                        seen = None;
+        steps.push(self.break_next_leader(&c, t0, deadline, before, &steps)?);
+        let after = queue(&c).first().cloned().unwrap_or_else(|| "(none)".into());
+        Ok(format!(
+            "{}: {}; leader after: {after}",
+            match (old_first, &old) {
+                (_, Some(_)) => "old then next",
+                (true, None) => "next (no leader with a successor to break in 7 s)",
+                (false, None) => "next",
+            },
+            steps.join("; ")
+        ))
+    }
+
+    /// Deletes `node` through `c`, as its owner's (0 when unknown).
+    fn delete_owned(&self, c: &CuratorFramework, node: &str) -> bool {
+        let owner = c.check_exists(node).ok().flatten().map_or(0, |st| st.ephemeral_owner);
+        self.delete_node(c, owner, node)
+    }
+
+    /// The head of the election with someone behind it, seen on two polls,
+    /// its node deleted; when its owner closed it first, the next one. No
+    /// wait after the grant: a leadership's own-node watch is sent with its
+    /// grant (seed 105 of composed-ci broke a leader 4.8 ms after its grant
+    /// when it was sent 10 ms later). None for 7 s (leaders with a successor
+    /// are rare when holds are short): `None`, the next hand-off alone.
+    /// Returns the step and the node deleted.
+    fn break_leading(&self, c: &CuratorFramework, t0: Instant) -> Option<(String, String)> {
+        let settled = Duration::ZERO;
+        let mut seen: Option<(String, Instant)> = None;
+        loop {
+            let kids = queue(c);
+            match (kids.first(), kids.len() >= 2) {
+                (Some(h), true) if seen.as_ref().is_some_and(|(s, at)| s == h && at.elapsed() >= settled) => {
+                    if self.delete_owned(c, h) {
+                        let step = format!("the leader's node {h} deleted while it led at +{} ms", ms_since(t0));
+                        return Some((step, h.clone()));
                     }
-                    (Some(h), true) if seen.as_ref().is_some_and(|(s, _)| s == h) => {}
-                    (Some(h), true) => seen = Some((h.clone(), Instant::now())),
-                    _ => seen = None,
+                    seen = None;
                 }
-                // None for 7 s (leaders with a successor are rare when
-                // holds are short): the next hand-off alone.
-                if t0.elapsed() >= Duration::from_secs(7) {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(2));
+                (Some(h), true) if seen.as_ref().is_some_and(|(s, _)| s == h) => {}
+                (Some(h), true) => seen = Some((h.clone(), Instant::now())),
+                _ => seen = None,
             }
+            if t0.elapsed() >= Duration::from_secs(7) {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(2));
         }
-        // The next hand-off: the head goes and another takes its place;
-        // delete the new head at once, a waiter that was behind the old head
-        // or a newcomer granted in an empty election alike.
-        let mut before: Option<String> = match steps.first() {
-            Some(_) => old_node.clone(),
-            None => queue(c).first().cloned(),
-        };
+    }
+
+    /// The next hand-off after `before` (the head then): the head goes and
+    /// another takes its place; the new head deleted at once, a waiter that
+    /// was behind the old head or a newcomer granted in an empty election
+    /// alike. Fails at `deadline` (saying the `steps` so far).
+    fn break_next_leader(
+        &self,
+        c: &CuratorFramework,
+        t0: Instant,
+        deadline: Instant,
+        mut before: Option<String>,
+        steps: &[String],
+    ) -> io::Result<String> {
         loop {
             let kids = queue(c);
             match (&before, kids.first()) {
                 (Some(b), Some(new)) if new != b && !kids.contains(b) => {
                     let (b, new) = (b.clone(), new.clone());
                     let seen_ms = ms_since(t0);
-                    if delete(&new) {
-                        steps.push(format!(
+                    if self.delete_owned(c, &new) {
+                        return Ok(format!(
                             "hand-off from {b} seen at +{seen_ms} ms; the next leader's node {new} deleted at +{} ms",
                             ms_since(t0)
                         ));
-                        break;
                     }
                     // Its owner closed it first: wait for the next hand-off.
                     before = Some(new);
@@ -769,82 +788,13 @@ impl<'a> Faults<'a> {
             }
             std::thread::sleep(Duration::from_millis(2));
         }
-        let after = queue(c).first().cloned().unwrap_or_else(|| "(none)".into());
-        Ok(format!(
-            "{}: {}; leader after: {after}",
-            match (old_first, &old_node) {
-                (_, Some(_)) => "old then next",
-                (true, None) => "next (no leader with a successor to break in 7 s)",
-                (false, None) => "next",
-            },
-            steps.join("; ")
-        ))
     }
 
     /// Two or three plain kinds at once, each on its own thread: the longest
     /// first, the others started inside its window.
     fn random_composition(&mut self) -> io::Result<String> {
-        let base: Vec<&'static str> = self.server.kinds().to_vec();
-        let k = 2 + self.rng.below(2) as usize;
-        let mut picked: Vec<&'static str> = Vec::new();
-        while picked.len() < k.min(base.len()) {
-            let kind = base[self.rng.below(base.len() as u64) as usize];
-            if !picked.contains(&kind) {
-                picked.push(kind);
-            }
-        }
-        picked.sort_by_key(|kind| std::cmp::Reverse(self.expected_window(kind)));
-        let window = self.expected_window(picked[0]);
-        // The others start inside the first one's window (near-simultaneous
-        // when it is an instant).
-        let mut offsets = vec![Duration::ZERO];
-        for _ in 1..picked.len() {
-            let hi = window.saturating_sub(Duration::from_millis(100)).as_millis() as u64;
-            offsets.push(if hi >= 100 {
-                self.rng.ms(100, hi.min(1500))
-            } else {
-                self.rng.ms(0, 50)
-            });
-        }
-        let mut forks: Vec<Faults<'_>> = (0..picked.len()).map(|_| self.fork()).collect();
-        let (t0, start_ns) = (Instant::now(), now_ns());
-        // Each part on its own thread, on its own clock: what one part
-        // waits for (a quorum, the ensemble's handle) never holds back
-        // another's steps (see `server.rs`).
-        let results: Vec<Part> = std::thread::scope(|s| {
-            let handles: Vec<_> = forks
-                .iter_mut()
-                .zip(picked.iter().zip(&offsets))
-                .map(|(f, (kind, off))| {
-                    s.spawn(move || {
-                        sleep_until(t0 + *off);
-                        let at = ms_since(t0);
-                        let r = f.inject(kind);
-                        if let Some(c) = f.admin.take() {
-                            c.close();
-                        }
-                        Part {
-                            kind,
-                            at,
-                            done: ms_since(t0),
-                            r,
-                        }
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .zip(&picked)
-                .map(|(h, kind)| {
-                    h.join().unwrap_or_else(|_| Part {
-                        kind,
-                        at: 0,
-                        done: ms_since(t0),
-                        r: Err(io::Error::other("panicked")),
-                    })
-                })
-                .collect()
-        });
+        let (picked, offsets) = self.pick_parts();
+        let (results, start_ns) = self.run_parts(&picked, &offsets);
         let parts: Vec<String> = results
             .iter()
             .map(|p| match &p.r {
@@ -876,6 +826,78 @@ impl<'a> Faults<'a> {
             )));
         }
         Ok(format!("{}: {}", picked.join("+"), parts.join(" ")))
+    }
+
+    /// The parts of a random composition: two or three plain kinds, the one
+    /// with the longest window first, and when each starts: the first at
+    /// once, the others inside its window (near-simultaneous when it is an
+    /// instant).
+    fn pick_parts(&mut self) -> (Vec<&'static str>, Vec<Duration>) {
+        let base: Vec<&'static str> = self.server.kinds();
+        let k = 2 + self.rng.below(2) as usize;
+        let mut picked: Vec<&'static str> = Vec::new();
+        while picked.len() < k.min(base.len()) {
+            let kind = base[self.rng.below(base.len() as u64) as usize];
+            if !picked.contains(&kind) {
+                picked.push(kind);
+            }
+        }
+        picked.sort_by_key(|kind| std::cmp::Reverse(self.expected_window(kind)));
+        let window = self.expected_window(picked[0]);
+        let mut offsets = vec![Duration::ZERO];
+        for _ in 1..picked.len() {
+            let hi = window.saturating_sub(Duration::from_millis(100)).as_millis() as u64;
+            offsets.push(if hi >= 100 {
+                self.rng.ms(100, hi.min(1500))
+            } else {
+                self.rng.ms(0, 50)
+            });
+        }
+        (picked, offsets)
+    }
+
+    /// Each part on its own thread, on its own clock, from its offset: what
+    /// one part waits for (a quorum, the ensemble's handle) never holds back
+    /// another's steps (see `server.rs`). Returns how each went, and when
+    /// they began (wall clock).
+    fn run_parts(&mut self, picked: &[&'static str], offsets: &[Duration]) -> (Vec<Part>, u64) {
+        let mut forks: Vec<Faults<'_>> = (0..picked.len()).map(|_| self.fork()).collect();
+        let (t0, start_ns) = (Instant::now(), now_ns());
+        let parts = std::thread::scope(|s| {
+            let handles: Vec<_> = forks
+                .iter_mut()
+                .zip(picked.iter().zip(offsets))
+                .map(|(f, (kind, off))| {
+                    s.spawn(move || {
+                        sleep_until(t0 + *off);
+                        let at = ms_since(t0);
+                        let r = f.inject(kind);
+                        if let Some(c) = f.admin.take() {
+                            c.close();
+                        }
+                        Part {
+                            kind,
+                            at,
+                            done: ms_since(t0),
+                            r,
+                        }
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .zip(picked)
+                .map(|(h, kind)| {
+                    h.join().unwrap_or_else(|_| Part {
+                        kind,
+                        at: 0,
+                        done: ms_since(t0),
+                        r: Err(io::Error::other("panicked")),
+                    })
+                })
+                .collect()
+        });
+        (parts, start_ns)
     }
 
     /// How long a plain kind's window lasts, roughly (zero for an instant).

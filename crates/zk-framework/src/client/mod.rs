@@ -122,6 +122,7 @@
 //! ```
 
 mod connect_string;
+mod date;
 mod detached;
 mod events;
 mod handle;

@@ -4,8 +4,8 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::persistent::{AddWatchMode, PersistentWatcher, WatchId, WatcherType};
 use super::types::{WatchedEvent, Watcher};
+use super::watch_types::{AddWatchMode, PersistentWatcher, WatchId, WatcherType};
 use crate::proto::{EventType, OpCode, SetWatches, SetWatches2};
 
 /// How a watch was asked for; decides where (and whether) it is registered.

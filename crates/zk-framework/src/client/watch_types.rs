@@ -54,8 +54,8 @@ impl AddWatchMode {
 /// `Persistent` (4) and `PersistentRecursive` (5) are understood by servers
 /// from 3.9.0 on; 3.6–3.8 answer them with MarshallingError, reported as
 /// [`Error::ServerTooOld`](crate::Error::ServerTooOld). On 3.6–3.8, `Data`
-/// and `Children` also match the data or child half of a persistent watch on the server (ZOOKEEPER-4471),
-/// and `Any` removes every mode.
+/// and `Children` also match the data or child half of a persistent watch
+/// on the server (ZOOKEEPER-4471), and `Any` removes every mode.
 ///
 /// # Examples
 ///

@@ -12,9 +12,10 @@ use parking_lot::{Condvar, Mutex};
 use super::acl::{AclProvider, FixedAclProvider, OpenAclProvider};
 use super::background::Background;
 use super::dispatch::{Dispatch, StateListener};
+use super::handle::CuratorFramework;
+use super::hooks::CloseHooks;
 use super::inner::{ConnInner, Handle, Inner};
 use super::session::session_monitor;
-use super::CuratorFramework;
 use crate::client::{Client, ClientConfig};
 use crate::paths::validate_namespace;
 use crate::proto::Acl;
@@ -79,6 +80,42 @@ impl Default for CuratorFrameworkBuilder {
             listeners: Vec::new(),
             tls: None,
         }
+    }
+}
+
+/// Making a client.
+impl CuratorFramework {
+    /// A builder with Curator's defaults.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = zk_framework::CuratorFramework::builder();
+    /// # let _ = b;
+    /// ```
+    pub fn builder() -> CuratorFrameworkBuilder {
+        CuratorFrameworkBuilder::default()
+    }
+
+    /// `builder().connect_string(cs).retry_policy(policy).build()`.
+    ///
+    /// # Errors
+    ///
+    /// As [`CuratorFrameworkBuilder::build`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use zk_framework::{CuratorFramework, RetryOneTime};
+    /// let c = CuratorFramework::new_client("127.0.0.1:2181", RetryOneTime::new(Duration::from_millis(10)))?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn new_client(connect_string: &str, policy: impl RetryPolicy + 'static) -> Result<CuratorFramework> {
+        CuratorFramework::builder()
+            .connect_string(connect_string)
+            .retry_policy(policy)
+            .build()
     }
 }
 
@@ -407,7 +444,7 @@ impl CuratorFrameworkBuilder {
             extensions: Mutex::new(Default::default()),
             close_tx: Mutex::new(Some(close_tx)),
             close_rx,
-            close_hooks: crate::recipe::CloseHooks::new(),
+            close_hooks: CloseHooks::new(),
         });
         let fw = CuratorFramework {
             inner: inner.clone(),

@@ -391,7 +391,7 @@ impl Client {
         self.inner().certain_refusal.lock().clone()
     }
 
-    /// The connection epoch (see [`CuratorFramework::connection_epoch`](crate::CuratorFramework::connection_epoch)).
+    /// The connection epoch (see [`Recipe::connection_epoch`](crate::recipe::Recipe::connection_epoch)).
     pub(crate) fn connection_epoch(&self) -> u64 {
         self.inner().epoch()
     }

@@ -26,9 +26,9 @@ use super::types::{ClientState, SessionEvent, WatchedEvent, Watcher};
 use super::watch_types::ServerWatchTypes;
 use super::watches::{Due, Registration, Removed, WatchRegistry};
 use crate::error::{Error, Result, TlsError};
-use crate::proto::frame::{request_frame, EncodeDyn};
-use crate::proto::jute::{Decode, Reader};
-use crate::proto::{xid, ErrorCode, EventType, KeeperState, OpCode, ReplyHeader, WatcherEvent};
+use zk_proto::frame::{request_frame, EncodeDyn};
+use zk_proto::jute::{Decode, Reader};
+use zk_proto::{xid, ErrorCode, EventType, KeeperState, OpCode, ReplyHeader, WatcherEvent};
 
 /// Size of a reply header on the wire.
 pub(super) const REPLY_HEADER_LEN: usize = 16;

@@ -16,7 +16,7 @@ use super::handle::Client;
 use super::watch_types::{AddWatchMode, PersistentWatcher, WatchId, WatcherType, TYPES_OLD};
 use super::watches::{PersistentReg, Registration, Shot};
 use crate::error::{Error, Result};
-use crate::proto::{AddWatchRequest, ErrorCode, EventType, OpCode, WatchTypeRequest};
+use zk_proto::{AddWatchRequest, ErrorCode, EventType, OpCode, WatchTypeRequest};
 
 fn too_old(what: &str, needs: &str, code: ErrorCode) -> Error {
     Error::ServerTooOld {

@@ -29,7 +29,7 @@ use rustls::{
 };
 
 use crate::error::{Error, Result, TlsError, TlsErrorKind};
-use crate::proto::frame::FrameBuffer;
+use zk_proto::frame::FrameBuffer;
 
 fn config_error(message: impl Into<String>) -> Error {
     Error::Tls(TlsError::new(TlsErrorKind::InvalidConfig, message))

@@ -17,11 +17,11 @@ use super::hooks::CloseHooks;
 use super::inner::{ConnInner, Handle, Inner};
 use super::session::session_monitor;
 use crate::client::{Client, ClientConfig};
+use crate::error::{Error, Result};
 use crate::paths::validate_namespace;
-use crate::proto::Acl;
 use crate::retry::{ExponentialBackoffRetry, RetryPolicy};
 use crate::state::ConnectionState;
-use crate::{Error, Result};
+use zk_proto::Acl;
 
 /// Builds a [`CuratorFramework`] (Curator's `CuratorFrameworkFactory.builder()`).
 #[derive(Clone)]
@@ -39,7 +39,7 @@ pub struct CuratorFrameworkBuilder {
     container_parents: bool,
     acl_provider: Arc<dyn AclProvider>,
     listeners: Vec<Arc<StateListener>>,
-    tls: Option<crate::TlsConfig>,
+    tls: Option<crate::client::TlsConfig>,
 }
 
 impl fmt::Debug for CuratorFrameworkBuilder {
@@ -281,7 +281,7 @@ impl CuratorFrameworkBuilder {
     /// let client = CuratorFramework::builder().connect_string("zk1:2281").tls(tls).build()?;
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
-    pub fn tls(mut self, tls: crate::TlsConfig) -> Self {
+    pub fn tls(mut self, tls: crate::client::TlsConfig) -> Self {
         self.tls = Some(tls);
         self
     }

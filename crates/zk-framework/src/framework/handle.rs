@@ -117,7 +117,7 @@ impl CuratorFramework {
     /// assert_eq!(c.default_acl(), zk_framework::Acl::open_unsafe());
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
-    pub fn default_acl(&self) -> Vec<crate::proto::Acl> {
+    pub fn default_acl(&self) -> Vec<zk_proto::Acl> {
         self.inner.acl_provider.default_acl()
     }
 
@@ -132,7 +132,7 @@ impl CuratorFramework {
     /// assert_eq!(c.acl_for_path("/app/x"), zk_framework::Acl::open_unsafe());
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
-    pub fn acl_for_path(&self, path: &str) -> Vec<crate::proto::Acl> {
+    pub fn acl_for_path(&self, path: &str) -> Vec<zk_proto::Acl> {
         super::acl::acl_of(&*self.inner.acl_provider, &self.server_path(path))
     }
 

@@ -10,8 +10,8 @@ use super::inner::KnownParents;
 use crate::client::{Client, ReadOp, ReadResult};
 use crate::error::{Error, Result};
 use crate::paths::{ancestors, new_protected_id, protected_name, PROTECTED_PREFIX};
-use crate::proto::path::{basename, join, parent, validate_path};
-use crate::proto::{Acl, CreateMode, Stat};
+use zk_proto::path::{basename, join, parent, validate_path};
+use zk_proto::{Acl, CreateMode, Stat};
 
 /// Parent creation mode of a create.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -290,10 +290,10 @@ impl<'a> CreateBuilder<'a> {
         let fw = self.fw;
         for (p, d) in nodes {
             validate_path(p, self.mode.is_sequential())?;
-            if d.len() > crate::proto::frame::DEFAULT_MAX_FRAME {
+            if d.len() > zk_proto::frame::DEFAULT_MAX_FRAME {
                 return Err(Error::DataTooLarge {
                     len: d.len(),
-                    max: crate::proto::frame::DEFAULT_MAX_FRAME,
+                    max: zk_proto::frame::DEFAULT_MAX_FRAME,
                 });
             }
         }
@@ -401,10 +401,10 @@ impl<'a> CreateBuilder<'a> {
         let fw = self.fw;
         let server_path = fw.server_path(path);
         let data = self.data.clone().unwrap_or_else(|| fw.default_data().to_vec());
-        if data.len() > crate::proto::frame::DEFAULT_MAX_FRAME {
+        if data.len() > zk_proto::frame::DEFAULT_MAX_FRAME {
             return Err(Error::DataTooLarge {
                 len: data.len(),
-                max: crate::proto::frame::DEFAULT_MAX_FRAME,
+                max: zk_proto::frame::DEFAULT_MAX_FRAME,
             });
         }
         let provider = fw.inner().acl_provider.clone();

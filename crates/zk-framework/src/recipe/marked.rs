@@ -5,7 +5,7 @@
 use crate::client::{Client, Op, OpResult, ReadOp, ReadResult};
 use crate::error::{Error, Result};
 use crate::framework::CuratorFramework;
-use crate::proto::{Acl, CreateMode, ErrorCode};
+use zk_proto::{Acl, CreateMode, ErrorCode};
 
 /// The marker a [`MarkedWrite`] goes with: an EPHEMERAL node that its
 /// transaction creates ([`Marker::fresh`]) or writes at its version (a
@@ -336,19 +336,19 @@ pub(super) fn marked_write(fw: &CuratorFramework, w: MarkedWrite) -> Result<Sett
         .into_iter()
         .map(|op| {
             op.map_path(|p, sequential| {
-                crate::proto::path::validate_path(p, sequential)?;
+                zk_proto::path::validate_path(p, sequential)?;
                 Ok(fw.server_path(p))
             })
         })
         .collect::<Result<Vec<_>>>()?;
     if let Some(p) = w.marker.path() {
-        crate::proto::path::validate_path(p, false)?;
+        zk_proto::path::validate_path(p, false)?;
     }
     let reads: Vec<ReadOp> = w
         .read_back
         .iter()
         .map(|p| {
-            crate::proto::path::validate_path(p, false)?;
+            zk_proto::path::validate_path(p, false)?;
             Ok(ReadOp::get_data(fw.server_path(p)))
         })
         .collect::<Result<Vec<_>>>()?;

@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::acl::{acl_of, AclProvider};
 use super::handle::CuratorFramework;
 use super::inner::KnownParents;
+use super::retry_loop::missing_chroot;
 use crate::client::{Client, ReadOp, ReadResult};
 use crate::error::{Error, Result};
 use crate::paths::{ancestors, new_protected_id, protected_name, PROTECTED_PREFIX};
@@ -607,19 +608,6 @@ fn make_parents(c: &Client, path: &str, provider: &dyn AclProvider, mode: Create
         }
     }
     Ok(())
-}
-
-/// After a create with parents failed with NoNode at the top: whether the
-/// connect string's chroot is the missing node ([`Error::ChrootMissing`]).
-/// One `exists` (which no ACL guards), only after such a failure.
-pub(super) fn missing_chroot(c: &Client) -> Option<Error> {
-    let chroot = c.chroot()?;
-    match c.exists("/") {
-        Ok(None) => Some(Error::ChrootMissing {
-            chroot: chroot.to_string(),
-        }),
-        _ => None,
-    }
 }
 
 /// Curator's protected create: a fixed `_c_<uuid>-` name; after a failed attempt

@@ -143,7 +143,20 @@ fn ensure_namespace(fw: &CuratorFramework, client: &Client) -> Result<()> {
         }
         // The namespace lives at the client's root: a NoNode there is a
         // missing chroot.
-        Err(Error::NoNode { path }) => Err(super::ops::missing_chroot(client).unwrap_or(Error::NoNode { path })),
+        Err(Error::NoNode { path }) => Err(missing_chroot(client).unwrap_or(Error::NoNode { path })),
         Err(e) => Err(e),
+    }
+}
+
+/// After a create with parents failed with NoNode at the top: whether the
+/// connect string's chroot is the missing node ([`Error::ChrootMissing`]).
+/// One `exists` (which no ACL guards), only after such a failure.
+pub(super) fn missing_chroot(c: &Client) -> Option<Error> {
+    let chroot = c.chroot()?;
+    match c.exists("/") {
+        Ok(None) => Some(Error::ChrootMissing {
+            chroot: chroot.to_string(),
+        }),
+        _ => None,
     }
 }

@@ -41,6 +41,7 @@ pub struct Recipe<'a> {
     fw: &'a CuratorFramework,
 }
 
+/// The recipe author's handle.
 impl CuratorFramework {
     /// This client's recipe API ([`Recipe`]): what a recipe author needs
     /// besides the user's API (the session generation and connection epoch,

@@ -39,7 +39,7 @@ impl CuratorFramework {
     ///
     /// # Examples
     ///
-    /// ```
+    /// ```no_run
     /// # #![allow(deprecated)]
     /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
     /// # let c = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;

@@ -143,7 +143,7 @@ fn main() -> Result<(), BoxError> {
 
     // Each client keeps the figures of its own locks: the worker's.
     println!("\nthe worker's figures for {LOCK}:");
-    let st = zk_recipes::lock_stats_of(&worker, &worker.fix_path(LOCK)).ok_or("no figures")?;
+    let st = zk_recipes::lock_stats_of(&worker, &worker.recipe().fix_path(LOCK)).ok_or("no figures")?;
     println!(
         "  acquisitions {}  timeouts {}  errors {}  releases {}  losses {} (node deleted {})",
         st.acquisitions,
@@ -164,7 +164,7 @@ fn main() -> Result<(), BoxError> {
     if (st.acquisitions, st.total_losses(), st.holders) != (1, 1, 0) {
         return Err(format!("unexpected figures: {st:?}").into());
     }
-    let theirs = zk_recipes::lock_stats_of(&second, &second.fix_path(LOCK)).ok_or("no figures")?;
+    let theirs = zk_recipes::lock_stats_of(&second, &second.recipe().fix_path(LOCK)).ok_or("no figures")?;
     println!(
         "the second worker's: acquisitions {}  releases {}  losses {}",
         theirs.acquisitions,

@@ -4,8 +4,8 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::proto::path::InvalidPath;
-use crate::proto::ErrorCode;
+use zk_proto::path::InvalidPath;
+use zk_proto::ErrorCode;
 
 /// Everything that can go wrong in `zk-framework`.
 ///

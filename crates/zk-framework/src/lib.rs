@@ -24,10 +24,11 @@
 //! crate, re-exported), shared by the client and by the embedded test server
 //! in `zk-testing`; [`deadline`] says how a deadline bounds a call (see
 //! [`CuratorFramework::with_deadline`]); [`paths`] has Curator's namespace,
-//! sorting and protected-name rules; [`recipe`] documents the managed client's
-//! API for recipe authors (session generation, connection epoch, creates that
-//! list, detached calls, per-client state, the close), what `zk-recipes` is
-//! built on.
+//! sorting and protected-name rules; [`recipe`] is the managed client's API
+//! for recipe authors, the handle [`recipe::Recipe`] that
+//! [`CuratorFramework::recipe`] gives (session generation, connection epoch,
+//! the marked write, detached calls, retries, per-client state, the close),
+//! what `zk-recipes` is built on.
 //!
 //! # Examples
 //!

@@ -1,8 +1,8 @@
 //! Curator's path utilities: namespaces, protected (`_c_<uuid>-`) names, and
 //! sorting lock nodes by their sequence suffix.
 
-use crate::proto::path::validate_path;
-use crate::Error;
+use crate::error::Error;
+use zk_proto::path::validate_path;
 
 /// Curator's protected-name prefix.
 pub const PROTECTED_PREFIX: &str = "_c_";
@@ -216,7 +216,7 @@ pub fn sort_by_sequence(children: &mut [String], lock_name: &str) {
 /// Otherwise the listing must be read (`None`).
 pub(crate) fn first_child_listing(parent_made: bool, created: &str) -> Option<Vec<String>> {
     const FIRST_SEQUENCE: &str = "0000000000";
-    (parent_made && created.ends_with(FIRST_SEQUENCE)).then(|| vec![crate::proto::path::basename(created).to_string()])
+    (parent_made && created.ends_with(FIRST_SEQUENCE)).then(|| vec![zk_proto::path::basename(created).to_string()])
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use std::time::Duration;
 #[cfg(feature = "backoff-retry")]
 use parking_lot::Mutex;
 
-use crate::Error;
+use crate::error::Error;
 
 /// What a policy says about one failed attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

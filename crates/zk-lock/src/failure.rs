@@ -144,7 +144,7 @@ fn refusal_hint(
         ZkError::NoAuth { path } => {
             let (node, action) = refusing_node(client, path, doing);
             let mut hint = format!("{node} refused {action}: {}", no_auth_advice(&identity));
-            let lock = client.fix_path(lock_path);
+            let lock = client.recipe().fix_path(lock_path);
             if is_strict_ancestor(&node, &lock) {
                 hint.push_str(&format!(
                     "; {node} is a parent of the lock's path, not one of the lock's nodes: its ACL was chosen by \

@@ -219,7 +219,7 @@ fn break_lock(client: &CuratorFramework, opts: &OpOptions, node: Option<&str>) -
     if targets.len() > 1 {
         let ops = targets
             .iter()
-            .map(|p| zk_framework::Op::delete(client.fix_path(&p.node), None))
+            .map(|p| zk_framework::Op::delete(client.recipe().fix_path(&p.node), None))
             .collect();
         if client.zookeeper_client().multi(ops).is_ok() {
             deleted.extend(targets.iter().copied());

@@ -29,7 +29,6 @@
 //! ```
 
 pub mod codes;
-pub mod date;
 pub mod digest;
 pub mod frame;
 pub mod jute;

@@ -372,7 +372,7 @@ impl Drop for MemberGuard<'_> {
                 Ok(()) | Err(zk_framework::Error::NoNode { .. } | zk_framework::Error::Closed) => {}
                 Err(e) => {
                     log::debug!("deleting member node {p} failed ({e}); deleting it in the background");
-                    let _ = self.client.delete_in_background(&p);
+                    let _ = self.client.recipe().delete_in_background(&p);
                 }
             }
         }
@@ -614,7 +614,7 @@ impl DistributedDoubleBarrier {
         let ready_before = self.client.check_exists_w(&self.ready_path, tx)?.is_some();
         let name = zk_framework::paths::new_protected_id();
         let ours = join(&self.path, &name);
-        let mut generation = self.client.session_generation();
+        let mut generation = self.client.recipe().session_generation();
         let guard = MemberGuard {
             client: &self.client,
             path: Some(ours.clone()),
@@ -657,8 +657,8 @@ impl DistributedDoubleBarrier {
                 Waited::Deadline => return Ok(false),
                 Waited::Again => {
                     // A new session lost our ephemeral node: make it again.
-                    if self.client.session_generation() != generation {
-                        generation = self.client.session_generation();
+                    if self.client.recipe().session_generation() != generation {
+                        generation = self.client.recipe().session_generation();
                         self.create_member(&ours)?;
                     }
                     (tx, rx) = crossbeam_channel::bounded::<WatchedEvent>(1);
@@ -706,7 +706,7 @@ impl DistributedDoubleBarrier {
             }
             let index = kids.iter().position(|k| *k == me.name);
             if index.is_none() && !me.deleted {
-                if self.client.session_generation() != me.generation {
+                if self.client.recipe().session_generation() != me.generation {
                     // Our node went with our session: nobody waits for us.
                     break;
                 }

@@ -152,7 +152,7 @@ impl SimpleDistributedQueue {
         if path == "/" {
             return Err(Error::InvalidArgument("a queue cannot live at the root path".into()));
         }
-        let server_path = client.node_key(path);
+        let server_path = client.recipe().node_key(path);
         Ok(SimpleDistributedQueue {
             client: client.clone(),
             path: path.to_string(),
@@ -528,8 +528,8 @@ impl SimpleDistributedQueue {
     /// Deletes a marker without waiting for the reply (a failed delete
     /// leaves it to its session's end).
     fn drop_marker(&self, marker: &str) {
-        if self.client.delete_detached(marker, None, |_| {}).is_err() {
-            let _ = self.client.delete_in_background(marker);
+        if self.client.recipe().delete_detached(marker, None, |_| {}).is_err() {
+            let _ = self.client.recipe().delete_in_background(marker);
         }
     }
 }

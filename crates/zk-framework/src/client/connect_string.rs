@@ -3,7 +3,7 @@
 use std::net::{Ipv6Addr, SocketAddr, ToSocketAddrs};
 
 use crate::error::{Error, Result};
-use crate::proto::path::validate_path;
+use zk_proto::path::validate_path;
 
 /// The port used when a host has none.
 pub const DEFAULT_PORT: u16 = 2181;

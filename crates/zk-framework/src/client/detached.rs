@@ -7,8 +7,8 @@ use super::handle::Client;
 use super::types::Watcher;
 use super::watches::{WatchMode, WatchReg};
 use crate::error::{Error, Result};
-use crate::proto::jute::Decode;
-use crate::proto::{DeleteRequest, ErrorCode, GetChildrenResponse, GetDataResponse, OpCode, PathWatchRequest, Stat};
+use zk_proto::jute::Decode;
+use zk_proto::{DeleteRequest, ErrorCode, GetChildrenResponse, GetDataResponse, OpCode, PathWatchRequest, Stat};
 
 impl Client {
     /// Sets an exists-watch on `path` without waiting for the reply: the
@@ -209,7 +209,7 @@ impl Client {
         &self,
         path: &str,
         op: OpCode,
-        decode: fn(&mut crate::proto::jute::Reader<'_>) -> std::result::Result<T, crate::proto::jute::DecodeError>,
+        decode: fn(&mut zk_proto::jute::Reader<'_>) -> std::result::Result<T, zk_proto::jute::DecodeError>,
         on_reply: Box<dyn FnOnce(Result<Option<T>>) + Send>,
     ) -> Result<()> {
         let sp = self.server_path(path, false)?;

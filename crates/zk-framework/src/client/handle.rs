@@ -13,7 +13,7 @@ use super::inner::{state_error, Inner, Settings, Worker};
 use super::types::{ClientConfig, ClientState, RegisteredWatches, SessionEvent};
 use super::{connect_string, events, io};
 use crate::error::{Error, Result, TlsError};
-use crate::proto::{xid, AuthPacket, ErrorCode, OpCode};
+use zk_proto::{xid, AuthPacket, ErrorCode, OpCode};
 
 /// How long `close` waits for the closeSession reply.
 const CLOSE_SESSION_WAIT: Duration = Duration::from_secs(1);
@@ -391,7 +391,7 @@ impl Client {
         self.inner().certain_refusal.lock().clone()
     }
 
-    /// The connection epoch (see [`CuratorFramework::connection_epoch`](crate::CuratorFramework::connection_epoch)).
+    /// The connection epoch (see [`Recipe::connection_epoch`](crate::recipe::Recipe::connection_epoch)).
     pub(crate) fn connection_epoch(&self) -> u64 {
         self.inner().epoch()
     }
@@ -451,7 +451,7 @@ impl Client {
         if inner.is_closing() {
             return Err(Error::Closed);
         }
-        let frame = crate::proto::frame::request_frame(
+        let frame = zk_proto::frame::request_frame(
             xid::AUTH,
             OpCode::Auth,
             Some(&AuthPacket {

@@ -21,14 +21,14 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use super::connect_string::HostPort;
 use super::events::{fire, EventMsg};
-use super::persistent::ServerWatchTypes;
 use super::tls::{TlsConfig, Transport};
 use super::types::{ClientState, SessionEvent, WatchedEvent, Watcher};
-use super::watches::{Registration, WatchRegistry};
+use super::watch_types::ServerWatchTypes;
+use super::watches::{Due, Registration, Removed, WatchRegistry};
 use crate::error::{Error, Result, TlsError};
-use crate::proto::frame::{request_frame, EncodeDyn};
-use crate::proto::jute::{Decode, Reader};
-use crate::proto::{xid, ErrorCode, EventType, KeeperState, OpCode, ReplyHeader, WatcherEvent};
+use zk_proto::frame::{request_frame, EncodeDyn};
+use zk_proto::jute::{Decode, Reader};
+use zk_proto::{xid, ErrorCode, EventType, KeeperState, OpCode, ReplyHeader, WatcherEvent};
 
 /// Size of a reply header on the wire.
 pub(super) const REPLY_HEADER_LEN: usize = 16;
@@ -842,6 +842,33 @@ impl Inner {
         if self.events.send(msg).is_err() {
             // The event thread is gone: nothing will count it down.
             self.events_queued.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    /// Hands the removal events of `removed` to the event thread.
+    pub(super) fn fire_removed(&self, removed: Vec<Removed>, client_path: &str) {
+        for (w, ev) in removed {
+            self.to_event_thread(EventMsg::Fire(
+                vec![w],
+                WatchedEvent {
+                    event_type: ev,
+                    state: KeeperState::SyncConnected,
+                    path: Some(client_path.to_string()),
+                },
+            ));
+        }
+    }
+
+    /// Gives every persistent registration a session event (they stay).
+    pub(super) fn fire_persistent_state(&self, due: Due, state: KeeperState) {
+        let event = WatchedEvent {
+            event_type: EventType::None,
+            state,
+            path: None,
+        };
+        fire(due.in_order, &event);
+        if !due.watchers.is_empty() {
+            self.to_event_thread(EventMsg::Fire(due.watchers, event));
         }
     }
 

@@ -17,9 +17,9 @@ use super::tls::{self, tls_error_of, HandshakeError, Transport};
 use super::types::{ClientState, SessionEvent};
 use super::watches::batch_request;
 use crate::error::{TlsError, TlsErrorKind};
-use crate::proto::frame::{frame, request_frame, FrameBuffer};
-use crate::proto::jute::{Decode, Encode, Reader};
-use crate::proto::{xid, AuthPacket, ConnectRequest, ConnectResponse, KeeperState, OpCode};
+use zk_proto::frame::{frame, request_frame, FrameBuffer};
+use zk_proto::jute::{Decode, Encode, Reader};
+use zk_proto::{xid, AuthPacket, ConnectRequest, ConnectResponse, KeeperState, OpCode};
 
 /// First pause after a full round of failed attempts.
 const BACKOFF_INITIAL: Duration = Duration::from_millis(100);

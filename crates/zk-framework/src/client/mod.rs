@@ -122,6 +122,7 @@
 //! ```
 
 mod connect_string;
+mod date;
 mod detached;
 mod events;
 mod handle;
@@ -134,6 +135,7 @@ mod request;
 mod synced;
 mod tls;
 mod types;
+mod watch_types;
 mod watches;
 
 // The TLS failure inside `Error::Tls` is defined with the error type; it is
@@ -141,8 +143,8 @@ mod watches;
 #[doc(inline)]
 pub use crate::error::{TlsError, TlsErrorKind};
 pub use handle::Client;
-pub use persistent::{AddWatchMode, PersistentWatcher, WatchId, WatcherType};
 pub use tls::{TlsConfig, TlsConfigBuilder};
 pub use types::{
     ClientConfig, ClientState, Op, OpResult, ReadOp, ReadResult, RegisteredWatches, SessionEvent, WatchedEvent, Watcher,
 };
+pub use watch_types::{AddWatchMode, PersistentWatcher, WatchId, WatcherType};

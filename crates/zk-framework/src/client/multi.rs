@@ -7,8 +7,8 @@ use super::inner::{Reply, Submitted};
 use super::request::check_ttl;
 use super::types::{Op, OpResult};
 use crate::error::{Error, Result};
-use crate::proto::jute::Decode;
-use crate::proto::{
+use zk_proto::jute::Decode;
+use zk_proto::{
     Acl, CreateMode, CreateRequest, CreateRequestRef, CreateTtlRequest, DeleteRequest, ErrorCode, GetChildrenResponse,
     MultiOp, MultiRequest, MultiResponse, MultiResult, OpCode, PathWatchRequest, Stat,
 };
@@ -138,21 +138,21 @@ impl Client {
         let decode_listing = |listing: Result<Submitted>| {
             listing.and_then(|l| inner.await_reply(l)).and_then(|r| {
                 self.finish(r, children_of, |rd| {
-                    crate::proto::GetChildrenResponse::decode(rd).map(|g| g.children)
+                    zk_proto::GetChildrenResponse::decode(rd).map(|g| g.children)
                 })
             })
         };
         // The first child of a parent made just now needs no listing (see
         // above); only a sequential create under that parent can tell.
         let may_be_first =
-            parent_made.is_some() && mode.is_sequential() && crate::proto::path::parent(path) == Some(children_of);
+            parent_made.is_some() && mode.is_sequential() && zk_proto::path::parent(path) == Some(children_of);
         let listing = (!may_be_first).then(list);
         let parent_made = parent_reply(parent_made);
         let created = inner.await_reply(created);
         // Awaited before the create's outcome is looked at: nothing is left
         // in flight.
         let listed = listing.map(decode_listing);
-        let c = self.finish(created?, path, crate::proto::Create2Response::decode)?;
+        let c = self.finish(created?, path, zk_proto::Create2Response::decode)?;
         let kids = match listed {
             Some(kids) => kids,
             None => match crate::paths::first_child_listing(parent_made, &c.path) {
@@ -430,7 +430,7 @@ impl Client {
             Op::SetData { path, data, version } => {
                 let sp = self.server_path(&path, false)?;
                 self.check_data(&data)?;
-                MultiOp::SetData(crate::proto::SetDataRequest {
+                MultiOp::SetData(zk_proto::SetDataRequest {
                     path: sp,
                     data,
                     version: version.unwrap_or(-1),

@@ -9,8 +9,8 @@ use super::request::check_ttl;
 use super::types::Watcher;
 use super::watches::{WatchMode, WatchReg};
 use crate::error::{Error, Result};
-use crate::proto::jute::Decode;
-use crate::proto::{
+use zk_proto::jute::Decode;
+use zk_proto::{
     Acl, CreateMode, CreateRequestRef, CreateTtlRequestRef, DeleteRequest, ErrorCode, GetAclResponse,
     GetChildren2Response, GetChildrenResponse, GetDataResponse, OpCode, PathRecord, PathWatchRequest, SetAclRequestRef,
     SetDataRequestRef, Stat,
@@ -64,7 +64,7 @@ impl Client {
         let reply = self.send(op, &req, None)?;
         let created = self.finish(reply, path, |r| {
             if container {
-                crate::proto::Create2Response::decode(r).map(|c| c.path)
+                zk_proto::Create2Response::decode(r).map(|c| c.path)
             } else {
                 String::decode(r)
             }
@@ -108,7 +108,7 @@ impl Client {
             OpCode::Create2
         };
         let reply = self.send(op, &req, None)?;
-        let c = self.finish(reply, path, crate::proto::Create2Response::decode)?;
+        let c = self.finish(reply, path, zk_proto::Create2Response::decode)?;
         Ok((self.inner().client_path(&c.path), c.stat))
     }
 
@@ -153,7 +153,7 @@ impl Client {
             ttl,
         };
         let reply = self.send(OpCode::CreateTtl, &req, None)?;
-        let c = self.finish(reply, path, crate::proto::Create2Response::decode)?;
+        let c = self.finish(reply, path, zk_proto::Create2Response::decode)?;
         Ok((self.inner().client_path(&c.path), c.stat))
     }
 

@@ -7,9 +7,9 @@ use super::handle::Client;
 use super::inner::Reply;
 use super::watches::WatchReg;
 use crate::error::{Error, Result};
-use crate::proto::jute::{DecodeError, Reader};
-use crate::proto::path::validate_path;
-use crate::proto::{Acl, CreateMode, ErrorCode, OpCode};
+use zk_proto::jute::{DecodeError, Reader};
+use zk_proto::path::validate_path;
+use zk_proto::{Acl, CreateMode, ErrorCode, OpCode};
 
 /// Largest TTL ZooKeeper accepts, ms (2^40 − 1).
 const MAX_TTL_MS: u128 = (1 << 40) - 1;
@@ -57,7 +57,7 @@ impl Client {
     pub(super) fn send(
         &self,
         op: OpCode,
-        body: &dyn crate::proto::frame::EncodeDyn,
+        body: &dyn zk_proto::frame::EncodeDyn,
         watch: Option<WatchReg>,
     ) -> Result<Reply> {
         self.inner()

@@ -19,8 +19,8 @@ use super::handle::Client;
 use super::inner::{Reply, Submitted};
 use super::types::{ReadOp, ReadResult};
 use crate::error::{Error, Result};
-use crate::proto::jute::Decode;
-use crate::proto::{ErrorCode, GetChildren2Response, GetDataResponse, OpCode, PathRecord, PathWatchRequest, Stat};
+use zk_proto::jute::Decode;
+use zk_proto::{ErrorCode, GetChildren2Response, GetDataResponse, OpCode, PathRecord, PathWatchRequest, Stat};
 
 /// The answer to a [`Client::sync_then_read_detached`].
 type OnReads = Box<dyn FnOnce(Result<Vec<ReadResult>>) + Send>;
@@ -266,7 +266,7 @@ fn decode_read(r: &ReadOp, reply: &Reply) -> Result<ReadResult> {
         }
         return Ok(ReadResult::Error(e));
     }
-    let garbage = |e: crate::proto::jute::DecodeError| {
+    let garbage = |e: zk_proto::jute::DecodeError| {
         // As a garbage reply to any call: nothing can be learnt from it.
         log::warn!("garbage reply to a read of {}: {e}", r.path());
         Error::ConnectionLoss

@@ -29,7 +29,7 @@ use rustls::{
 };
 
 use crate::error::{Error, Result, TlsError, TlsErrorKind};
-use crate::proto::frame::FrameBuffer;
+use zk_proto::frame::FrameBuffer;
 
 fn config_error(message: impl Into<String>) -> Error {
     Error::Tls(TlsError::new(TlsErrorKind::InvalidConfig, message))
@@ -650,7 +650,7 @@ fn alert_words(a: AlertDescription) -> String {
 /// `secs` since the Unix epoch as `YYYY-MM-DD HH:MM:SS UTC`.
 fn utc(secs: u64) -> String {
     let rem = secs % 86_400;
-    let (year, month, day) = crate::proto::date::civil_from_days((secs / 86_400) as i64);
+    let (year, month, day) = super::date::civil_from_days((secs / 86_400) as i64);
     format!(
         "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
         rem / 3600,

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use super::tls::TlsConfig;
 use crate::error::Error;
-use crate::proto::frame::DEFAULT_MAX_FRAME;
-use crate::proto::{Acl, CreateMode, EventType, KeeperState, Stat};
+use zk_proto::frame::DEFAULT_MAX_FRAME;
+use zk_proto::{Acl, CreateMode, EventType, KeeperState, Stat};
 
 /// Settings of a [`Client`](super::Client). Build one with `ClientConfig::default()`
 /// and struct-update syntax, or with the `with_*` methods.
@@ -484,7 +484,10 @@ impl Op {
     /// The same operation with its path mapped by `f`, which is given the
     /// path and whether the op creates a sequential node (a namespace or a
     /// chroot applied, after the path rules are checked).
-    pub(crate) fn map_path(self, f: impl FnOnce(&str, bool) -> crate::Result<String>) -> crate::Result<Op> {
+    pub(crate) fn map_path(
+        self,
+        f: impl FnOnce(&str, bool) -> crate::error::Result<String>,
+    ) -> crate::error::Result<Op> {
         Ok(match self {
             Op::Create {
                 path,

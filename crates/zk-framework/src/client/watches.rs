@@ -4,9 +4,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::persistent::{AddWatchMode, PersistentWatcher, WatchId, WatcherType};
 use super::types::{WatchedEvent, Watcher};
-use crate::proto::{EventType, OpCode, SetWatches, SetWatches2};
+use super::watch_types::{AddWatchMode, PersistentWatcher, WatchId, WatcherType};
+use zk_proto::{EventType, OpCode, SetWatches, SetWatches2};
 
 /// How a watch was asked for; decides where (and whether) it is registered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,7 +134,7 @@ const SET_WATCHES_CHUNK: usize = 128 * 1024;
 /// The opcode and record of one re-registration batch: SetWatches2 (105) when
 /// it carries a persistent path, else SetWatches (101), as the Java client
 /// (so that a server before 3.6 is never sent 105).
-pub(crate) fn batch_request(b: &SetWatches2) -> (OpCode, Box<dyn crate::proto::frame::EncodeDyn>) {
+pub(crate) fn batch_request(b: &SetWatches2) -> (OpCode, Box<dyn zk_proto::frame::EncodeDyn>) {
     if b.persistent_watches.is_empty() && b.persistent_recursive_watches.is_empty() {
         (
             OpCode::SetWatches,
@@ -154,7 +154,7 @@ impl WatchRegistry {
     /// Registers `reg` after its request got `err`; gives the watcher back when it
     /// must not be registered (the server did not set a watch).
     pub fn register(&mut self, reg: Registration, err: i32) -> Option<Box<dyn Watcher>> {
-        const NO_NODE: i32 = crate::proto::ErrorCode::NoNode.code();
+        const NO_NODE: i32 = zk_proto::ErrorCode::NoNode.code();
         let reg = match reg {
             Registration::Once(reg) => reg,
             Registration::Many(p) => {

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use crate::proto::Acl;
+use zk_proto::Acl;
 
 /// Chooses the ACL of every node a [`CuratorFramework`](super::CuratorFramework)
 /// creates (Curator's `ACLProvider`): the nodes of `create()`, the parents and
@@ -216,15 +216,15 @@ impl ScopedAclProvider {
     /// assert!(ScopedAclProvider::new("locks", Acl::creator_all(), Acl::open_unsafe()).is_err());
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
-    pub fn new(root: &str, nodes: Vec<Acl>, others: Vec<Acl>) -> crate::Result<Self> {
-        crate::proto::path::validate_path(root, false)?;
+    pub fn new(root: &str, nodes: Vec<Acl>, others: Vec<Acl>) -> crate::error::Result<Self> {
+        zk_proto::path::validate_path(root, false)?;
         if root == "/" {
-            return Err(crate::Error::InvalidArgument(
+            return Err(crate::error::Error::InvalidArgument(
                 "a scoped ACL's root must be below / (every node is below /)".into(),
             ));
         }
         if nodes.is_empty() || others.is_empty() {
-            return Err(crate::Error::InvalidArgument(
+            return Err(crate::error::Error::InvalidArgument(
                 "a scoped ACL provider needs a non-empty ACL for both the nodes and the others".into(),
             ));
         }
@@ -256,9 +256,9 @@ impl ScopedAclProvider {
     /// # let _ = b;
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
-    pub fn creator_nodes(root: &str) -> crate::Result<Self> {
+    pub fn creator_nodes(root: &str) -> crate::error::Result<Self> {
         let mut parents = Acl::creator_all();
-        parents.push(Acl::world(crate::proto::perms::READ | crate::proto::perms::CREATE));
+        parents.push(Acl::world(zk_proto::perms::READ | zk_proto::perms::CREATE));
         ScopedAclProvider::new(root, Acl::creator_all(), parents)
     }
 

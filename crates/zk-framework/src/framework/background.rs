@@ -15,7 +15,7 @@ use parking_lot::Mutex;
 
 use super::executor::Executor;
 use crate::client::{Client, ReadOp, ReadResult};
-use crate::Error;
+use crate::error::Error;
 
 /// What the cleanup needs of the client it works for (the managed client's
 /// shared state): held weakly, so that queued work does not keep it alive.
@@ -157,7 +157,7 @@ fn run(shared: &Arc<Shared>, task: Task, attempts: u32) {
                     Ok(_) => Vec::new(),
                 };
                 for k in kids.iter().filter(|k| k.starts_with(prefix.as_str())) {
-                    let path = crate::proto::path::join(&parent, k);
+                    let path = zk_proto::path::join(&parent, k);
                     sh.pending.fetch_add(1, Ordering::SeqCst);
                     attempt(&sh, Task::Delete { path, version: None }, 0, Instant::now());
                 }

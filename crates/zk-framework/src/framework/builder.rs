@@ -12,15 +12,16 @@ use parking_lot::{Condvar, Mutex};
 use super::acl::{AclProvider, FixedAclProvider, OpenAclProvider};
 use super::background::Background;
 use super::dispatch::{Dispatch, StateListener};
+use super::handle::CuratorFramework;
+use super::hooks::CloseHooks;
 use super::inner::{ConnInner, Handle, Inner};
 use super::session::session_monitor;
-use super::CuratorFramework;
 use crate::client::{Client, ClientConfig};
+use crate::error::{Error, Result};
 use crate::paths::validate_namespace;
-use crate::proto::Acl;
 use crate::retry::{ExponentialBackoffRetry, RetryPolicy};
 use crate::state::ConnectionState;
-use crate::{Error, Result};
+use zk_proto::Acl;
 
 /// Builds a [`CuratorFramework`] (Curator's `CuratorFrameworkFactory.builder()`).
 #[derive(Clone)]
@@ -38,7 +39,7 @@ pub struct CuratorFrameworkBuilder {
     container_parents: bool,
     acl_provider: Arc<dyn AclProvider>,
     listeners: Vec<Arc<StateListener>>,
-    tls: Option<crate::TlsConfig>,
+    tls: Option<crate::client::TlsConfig>,
 }
 
 impl fmt::Debug for CuratorFrameworkBuilder {
@@ -79,6 +80,42 @@ impl Default for CuratorFrameworkBuilder {
             listeners: Vec::new(),
             tls: None,
         }
+    }
+}
+
+/// Making a client.
+impl CuratorFramework {
+    /// A builder with Curator's defaults.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = zk_framework::CuratorFramework::builder();
+    /// # let _ = b;
+    /// ```
+    pub fn builder() -> CuratorFrameworkBuilder {
+        CuratorFrameworkBuilder::default()
+    }
+
+    /// `builder().connect_string(cs).retry_policy(policy).build()`.
+    ///
+    /// # Errors
+    ///
+    /// As [`CuratorFrameworkBuilder::build`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use zk_framework::{CuratorFramework, RetryOneTime};
+    /// let c = CuratorFramework::new_client("127.0.0.1:2181", RetryOneTime::new(Duration::from_millis(10)))?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn new_client(connect_string: &str, policy: impl RetryPolicy + 'static) -> Result<CuratorFramework> {
+        CuratorFramework::builder()
+            .connect_string(connect_string)
+            .retry_policy(policy)
+            .build()
     }
 }
 
@@ -244,7 +281,7 @@ impl CuratorFrameworkBuilder {
     /// let client = CuratorFramework::builder().connect_string("zk1:2281").tls(tls).build()?;
     /// # Ok::<(), zk_framework::Error>(())
     /// ```
-    pub fn tls(mut self, tls: crate::TlsConfig) -> Self {
+    pub fn tls(mut self, tls: crate::client::TlsConfig) -> Self {
         self.tls = Some(tls);
         self
     }
@@ -407,7 +444,7 @@ impl CuratorFrameworkBuilder {
             extensions: Mutex::new(Default::default()),
             close_tx: Mutex::new(Some(close_tx)),
             close_rx,
-            close_hooks: crate::recipe::CloseHooks::new(),
+            close_hooks: CloseHooks::new(),
         });
         let fw = CuratorFramework {
             inner: inner.clone(),

@@ -14,7 +14,9 @@ use parking_lot::{Condvar, Mutex};
 use super::acl::AclProvider;
 use super::background::{self, Background};
 use super::dispatch::{self, snapshot, Dispatch, Listeners, StateListener};
+use super::hooks::{CloseHook, CloseHooks};
 use crate::client::{Client, ClientConfig};
+use crate::error::{Error, Result};
 use crate::retry::RetryPolicy;
 use crate::state::{ConnectionState, StateMachine};
 
@@ -60,14 +62,14 @@ pub(crate) struct Inner {
     pub(crate) executor: super::executor::Executor,
     pub(super) threads: Mutex<Vec<JoinHandle<()>>>,
     pub(super) known_parents: Arc<KnownParents>,
-    /// What layers above keep per client (see `CuratorFramework::extension`),
-    /// by type.
+    /// What layers above keep per client (see `Recipe::extension`), by
+    /// type.
     pub(super) extensions: Mutex<Extensions>,
     /// Dropped at close, which disconnects every `close_signal()` receiver.
     pub(super) close_tx: Mutex<Option<Sender<()>>>,
     pub(super) close_rx: crossbeam_channel::Receiver<()>,
-    /// Run by `close()` (see `CuratorFramework::on_close`).
-    pub(super) close_hooks: Arc<Mutex<crate::recipe::CloseHooks>>,
+    /// Run by `close()` (see `Recipe::on_close`).
+    pub(super) close_hooks: Arc<Mutex<CloseHooks>>,
 }
 
 /// Values kept for layers above, one per type.
@@ -120,6 +122,73 @@ impl Inner {
     pub(super) fn current(&self) -> (Arc<Client>, u64) {
         let h = self.handle.lock();
         (h.client.clone(), h.generation)
+    }
+
+    /// The session generation (see `Recipe::session_generation`).
+    pub(crate) fn generation(&self) -> u64 {
+        self.handle.lock().generation
+    }
+
+    /// The connection epoch (see `Recipe::connection_epoch`).
+    pub(crate) fn connection_epoch(&self) -> u64 {
+        // Read under the handle's lock, without taking a reference: a lock's
+        // `check()` asks for it every time.
+        let h = self.handle.lock();
+        (h.generation << 40) | (h.client.connection_epoch() & ((1 << 40) - 1))
+    }
+
+    /// Sleeps `d`, ending at once with `Closed` when the client closes (see
+    /// `Recipe::pause`).
+    pub(crate) fn pause(&self, d: Duration) -> Result<()> {
+        let timer = Instant::now()
+            .checked_add(d)
+            .map_or_else(crossbeam_channel::never, crossbeam_channel::at);
+        crossbeam_channel::select! {
+            recv(self.close_rx) -> _ => Err(Error::Closed),
+            recv(timer) -> _ => {
+                if self.closed.load(Ordering::SeqCst) { Err(Error::Closed) } else { Ok(()) }
+            }
+        }
+    }
+
+    /// A receiver that disconnects at the close (see `Recipe::close_signal`).
+    pub(crate) fn close_signal(&self) -> crossbeam_channel::Receiver<()> {
+        self.close_rx.clone()
+    }
+
+    /// Runs `signal` at the close, or at once when closed (see
+    /// `Recipe::on_close`).
+    pub(crate) fn on_close(&self, signal: impl FnOnce() + Send + 'static) -> CloseHook {
+        match CloseHooks::add(&self.close_hooks, Box::new(signal)) {
+            Ok(hook) => hook,
+            Err(run_now) => {
+                run_now();
+                CloseHook::inert()
+            }
+        }
+    }
+
+    /// The value of type `T` kept for this client (see `Recipe::extension`).
+    pub(crate) fn extension<T: std::any::Any + Send + Sync>(&self, init: impl FnOnce() -> T) -> Arc<T> {
+        let key = std::any::TypeId::of::<T>();
+        let found = |map: &Extensions| map.get(&key).cloned().and_then(|v| v.downcast::<T>().ok());
+        if let Some(v) = found(&self.extensions.lock()) {
+            return v;
+        }
+        let made = Arc::new(init());
+        let mut map = self.extensions.lock();
+        match found(&map) {
+            Some(v) => v,
+            None => {
+                map.insert(key, made.clone());
+                made
+            }
+        }
+    }
+
+    /// Paths whose deletion is still pending in the background.
+    pub(crate) fn pending_background_deletes(&self) -> usize {
+        self.background.pending()
     }
 }
 

@@ -38,17 +38,22 @@
 mod acl;
 mod background;
 mod builder;
+mod connection;
 mod dispatch;
 mod executor;
 mod handle;
+mod hooks;
 mod horizon;
 mod inner;
+mod nodes;
 mod ops;
 mod retry_loop;
 mod session;
+mod watchers;
 
 pub use acl::{AclProvider, FixedAclProvider, OpenAclProvider, ScopedAclProvider};
 pub use builder::CuratorFrameworkBuilder;
 pub use dispatch::{ListenerHandle, StateListener};
 pub use handle::CuratorFramework;
+pub use hooks::CloseHook;
 pub use ops::{CreateBuilder, CreatedTogether, CreatedWithListing, DeleteBuilder};

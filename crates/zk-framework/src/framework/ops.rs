@@ -5,13 +5,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::acl::{acl_of, AclProvider};
+use super::handle::CuratorFramework;
 use super::inner::KnownParents;
-use super::CuratorFramework;
+use super::retry_loop::missing_chroot;
 use crate::client::{Client, ReadOp, ReadResult};
+use crate::error::{Error, Result};
 use crate::paths::{ancestors, new_protected_id, protected_name, PROTECTED_PREFIX};
-use crate::proto::path::{basename, join, parent, validate_path};
-use crate::proto::{Acl, CreateMode, Stat};
-use crate::{Error, Result};
+use zk_proto::path::{basename, join, parent, validate_path};
+use zk_proto::{Acl, CreateMode, Stat};
 
 /// Parent creation mode of a create.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -290,10 +291,10 @@ impl<'a> CreateBuilder<'a> {
         let fw = self.fw;
         for (p, d) in nodes {
             validate_path(p, self.mode.is_sequential())?;
-            if d.len() > crate::proto::frame::DEFAULT_MAX_FRAME {
+            if d.len() > zk_proto::frame::DEFAULT_MAX_FRAME {
                 return Err(Error::DataTooLarge {
                     len: d.len(),
-                    max: crate::proto::frame::DEFAULT_MAX_FRAME,
+                    max: zk_proto::frame::DEFAULT_MAX_FRAME,
                 });
             }
         }
@@ -309,7 +310,7 @@ impl<'a> CreateBuilder<'a> {
         let targets: Vec<(String, String)> = nodes
             .iter()
             .map(|(p, _)| {
-                let sp = fw.fix_path(p);
+                let sp = fw.server_path(p);
                 let parent_sp = parent(&sp).unwrap_or("/").to_string();
                 let target = if self.protected {
                     join(&parent_sp, &protected_name(&id, basename(&sp)))
@@ -324,13 +325,13 @@ impl<'a> CreateBuilder<'a> {
             .iter()
             .map(|(p, _)| match &self.acl {
                 Some(a) => a.clone(),
-                None => acl_of(&*provider, &fw.fix_path(p)),
+                None => acl_of(&*provider, &fw.server_path(p)),
             })
             .collect();
         let parent_refs: Vec<&str> = targets.iter().map(|(p, _)| p.as_str()).collect();
         let mode = self.mode;
         let mut first = true;
-        let result = fw.call_with_retry(|zk| {
+        let result = fw.retry(|zk| {
             if self.protected && !first {
                 if let Some(found) = find_group(zk, &parent_refs, &prefix, mode)? {
                     return Ok(found);
@@ -381,7 +382,7 @@ impl<'a> CreateBuilder<'a> {
         match result {
             Ok(mut c) => {
                 for p in &mut c.paths {
-                    *p = fw.unfix_path(p);
+                    *p = fw.user_path(p);
                 }
                 Ok(c)
             }
@@ -399,12 +400,12 @@ impl<'a> CreateBuilder<'a> {
     fn run(self, path: &str, list_parent: bool) -> Result<CreatedWithListing> {
         validate_path(path, self.mode.is_sequential())?;
         let fw = self.fw;
-        let server_path = fw.fix_path(path);
+        let server_path = fw.server_path(path);
         let data = self.data.clone().unwrap_or_else(|| fw.default_data().to_vec());
-        if data.len() > crate::proto::frame::DEFAULT_MAX_FRAME {
+        if data.len() > zk_proto::frame::DEFAULT_MAX_FRAME {
             return Err(Error::DataTooLarge {
                 len: data.len(),
-                max: crate::proto::frame::DEFAULT_MAX_FRAME,
+                max: zk_proto::frame::DEFAULT_MAX_FRAME,
             });
         }
         let provider = fw.inner().acl_provider.clone();
@@ -426,10 +427,10 @@ impl<'a> CreateBuilder<'a> {
         let result = if self.protected {
             protected_create(fw, &server_path, &spec)
         } else {
-            fw.call_with_retry(|c| spec.create(c, &server_path))
+            fw.retry(|c| spec.create(c, &server_path))
         };
         result.map(|(p, stat, siblings)| CreatedWithListing {
-            path: fw.unfix_path(&p),
+            path: fw.user_path(&p),
             stat,
             siblings,
         })
@@ -609,19 +610,6 @@ fn make_parents(c: &Client, path: &str, provider: &dyn AclProvider, mode: Create
     Ok(())
 }
 
-/// After a create with parents failed with NoNode at the top: whether the
-/// connect string's chroot is the missing node ([`Error::ChrootMissing`]).
-/// One `exists` (which no ACL guards), only after such a failure.
-pub(super) fn missing_chroot(c: &Client) -> Option<Error> {
-    let chroot = c.chroot()?;
-    match c.exists("/") {
-        Ok(None) => Some(Error::ChrootMissing {
-            chroot: chroot.to_string(),
-        }),
-        _ => None,
-    }
-}
-
 /// Curator's protected create: a fixed `_c_<uuid>-` name; after a failed attempt
 /// look for our node by prefix before creating again; if the create fails for
 /// good with ConnectionLoss, delete any orphan in the background.
@@ -641,7 +629,7 @@ fn protected_create(fw: &CuratorFramework, server_path: &str, spec: &CreateSpec)
     let prefix = format!("{PROTECTED_PREFIX}{id}-");
     let adjusted = join(&parent_path, &name);
     let mut first = true;
-    let result = fw.call_with_retry(|c| {
+    let result = fw.retry(|c| {
         if !first {
             if let Some(found) = find_protected(c, &parent_path, &prefix)? {
                 if let Some(stat) = synced_exists(c, &found)? {
@@ -793,8 +781,8 @@ impl<'a> DeleteBuilder<'a> {
     pub fn for_path(self, path: &str) -> Result<()> {
         validate_path(path, false)?;
         let fw = self.fw;
-        let server_path = fw.fix_path(path);
-        let result = fw.call_with_retry(|c| {
+        let server_path = fw.server_path(path);
+        let result = fw.retry(|c| {
             if self.children {
                 delete_children(c, &server_path)?;
             }

@@ -5,11 +5,11 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use super::CuratorFramework;
+use super::handle::CuratorFramework;
 use crate::client::Client;
 use crate::deadline::{bound, expired, remaining};
+use crate::error::{Error, Result};
 use crate::retry::RetryDecision;
-use crate::{Error, Result};
 
 /// The longest a retry waits for the current handle to (re)connect before its
 /// attempt. The Java client queues a request made while disconnected until its
@@ -19,7 +19,15 @@ use crate::{Error, Result};
 /// would burn its retries before a reconnect that is only milliseconds away.
 const RECONNECT_WAIT: Duration = Duration::from_secs(1);
 
-pub(super) fn call_with_retry<T>(fw: &CuratorFramework, mut op: impl FnMut(&Client) -> Result<T>) -> Result<T> {
+/// The retry loop as a method (see `Recipe::call_with_retry`, whose
+/// promise it keeps): every operation of the managed client runs in it.
+impl CuratorFramework {
+    pub(crate) fn retry<T>(&self, op: impl FnMut(&Client) -> Result<T>) -> Result<T> {
+        call_with_retry(self, op)
+    }
+}
+
+fn call_with_retry<T>(fw: &CuratorFramework, mut op: impl FnMut(&Client) -> Result<T>) -> Result<T> {
     let deadline = fw.deadline;
     // Wait once for a connection; after the budget, proceed anyway. The
     // loop's clock starts after this wait, as Curator's does. Under a
@@ -59,7 +67,7 @@ pub(super) fn call_with_retry<T>(fw: &CuratorFramework, mut op: impl FnMut(&Clie
                 &bounded
             }
         };
-        let err = match fw.ensure_namespace(client).and_then(|()| op(client)) {
+        let err = match ensure_namespace(fw, client).and_then(|()| op(client)) {
             Ok(v) => return Ok(v),
             // A handle the framework closed because its session ended (the
             // client itself is still open): the session expired under us.
@@ -93,7 +101,7 @@ pub(super) fn call_with_retry<T>(fw: &CuratorFramework, mut op: impl FnMut(&Clie
             RetryDecision::RetryAfter(d) => {
                 retries += 1;
                 log::debug!("retrying after {err} in {d:?} (retry {retries})");
-                fw.pause(d)?;
+                fw.inner().pause(d)?;
                 retrying = true;
             }
         }
@@ -113,4 +121,42 @@ fn unreachable(fw: &CuratorFramework, err: Error) -> Error {
         return err;
     }
     fw.connect_failure().unwrap_or(err)
+}
+
+/// Creates the namespace node as a container, once.
+fn ensure_namespace(fw: &CuratorFramework, client: &Client) -> Result<()> {
+    let Some(ns) = &fw.inner.namespace else { return Ok(()) };
+    if fw.inner.namespace_ready.load(Ordering::Acquire) {
+        return Ok(());
+    }
+    let mode = if fw.inner.container_parents {
+        zk_proto::CreateMode::Container
+    } else {
+        zk_proto::CreateMode::Persistent
+    };
+    let path = format!("/{ns}");
+    let acl = super::acl::acl_of(&*fw.inner.acl_provider, &path);
+    match client.create(&path, &[], &acl, mode) {
+        Ok(_) | Err(Error::NodeExists { .. }) => {
+            fw.inner.namespace_ready.store(true, Ordering::Release);
+            Ok(())
+        }
+        // The namespace lives at the client's root: a NoNode there is a
+        // missing chroot.
+        Err(Error::NoNode { path }) => Err(missing_chroot(client).unwrap_or(Error::NoNode { path })),
+        Err(e) => Err(e),
+    }
+}
+
+/// After a create with parents failed with NoNode at the top: whether the
+/// connect string's chroot is the missing node ([`Error::ChrootMissing`]).
+/// One `exists` (which no ACL guards), only after such a failure.
+pub(super) fn missing_chroot(c: &Client) -> Option<Error> {
+    let chroot = c.chroot()?;
+    match c.exists("/") {
+        Ok(None) => Some(Error::ChrootMissing {
+            chroot: chroot.to_string(),
+        }),
+        _ => None,
+    }
 }

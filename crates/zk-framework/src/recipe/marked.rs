@@ -1,11 +1,11 @@
 //! The marked write: a transaction that carries its own marker, and the one
-//! function that settles a lost reply exactly (see [`Recipe::marked_write`]).
+//! function that settles a lost reply exactly (see
+//! [`Recipe::marked_write`](crate::recipe::Recipe::marked_write)).
 
 use crate::client::{Client, Op, OpResult, ReadOp, ReadResult};
-use crate::proto::{Acl, CreateMode, ErrorCode};
-use crate::{CuratorFramework, Error, Result};
-
-use super::Recipe;
+use crate::error::{Error, Result};
+use crate::framework::CuratorFramework;
+use zk_proto::{Acl, CreateMode, ErrorCode};
 
 /// The marker a [`MarkedWrite`] goes with: an EPHEMERAL node that its
 /// transaction creates ([`Marker::fresh`]) or writes at its version (a
@@ -74,8 +74,9 @@ impl Marker {
 }
 
 /// A marker a marked write left in place, to be written by the next write of
-/// the same session ([`Marker::Kept`]). Only [`Recipe::marked_write`] makes
-/// one (from what the server showed), so its version is the server's.
+/// the same session ([`Marker::Kept`]). Only
+/// [`Recipe::marked_write`](crate::recipe::Recipe::marked_write) makes one
+/// (from what the server showed), so its version is the server's.
 ///
 /// # Examples
 ///
@@ -131,7 +132,8 @@ impl KeptMarker {
     }
 }
 
-/// A transaction and its marker, for [`Recipe::marked_write`]; with the
+/// A transaction and its marker, for
+/// [`Recipe::marked_write`](crate::recipe::Recipe::marked_write); with the
 /// paths to read back (`getData`) when the marker's proof is not enough.
 ///
 /// # Examples
@@ -222,7 +224,7 @@ pub enum WriteProof {
 ///
 /// # Examples
 ///
-/// See [`Recipe::marked_write`].
+/// See [`Recipe::marked_write`](crate::recipe::Recipe::marked_write).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Applied {
@@ -262,11 +264,11 @@ pub enum Unproven {
     NoMarker,
 }
 
-/// How a [`Recipe::marked_write`] ended.
+/// How a [`Recipe::marked_write`](crate::recipe::Recipe::marked_write) ended.
 ///
 /// # Examples
 ///
-/// See [`Recipe::marked_write`].
+/// See [`Recipe::marked_write`](crate::recipe::Recipe::marked_write).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Settled {
@@ -328,34 +330,33 @@ struct Write<'w> {
     zxid_before: i64,
 }
 
-pub(super) fn marked_write(r: &Recipe<'_>, w: MarkedWrite) -> Result<Settled> {
-    let fw = r.fw;
+pub(super) fn marked_write(fw: &CuratorFramework, w: MarkedWrite) -> Result<Settled> {
     let ops = w
         .ops
         .into_iter()
         .map(|op| {
             op.map_path(|p, sequential| {
-                crate::proto::path::validate_path(p, sequential)?;
-                Ok(fw.fix_path(p))
+                zk_proto::path::validate_path(p, sequential)?;
+                Ok(fw.server_path(p))
             })
         })
         .collect::<Result<Vec<_>>>()?;
     if let Some(p) = w.marker.path() {
-        crate::proto::path::validate_path(p, false)?;
+        zk_proto::path::validate_path(p, false)?;
     }
     let reads: Vec<ReadOp> = w
         .read_back
         .iter()
         .map(|p| {
-            crate::proto::path::validate_path(p, false)?;
-            Ok(ReadOp::get_data(fw.fix_path(p)))
+            zk_proto::path::validate_path(p, false)?;
+            Ok(ReadOp::get_data(fw.server_path(p)))
         })
         .collect::<Result<Vec<_>>>()?;
-    let marker_sp = w.marker.path().map(|p| fw.fix_path(p));
+    let marker_sp = w.marker.path().map(|p| fw.server_path(p));
     let sync_sp = marker_sp
         .clone()
         .or_else(|| reads.first().map(|r| r.path().to_string()))
-        .unwrap_or_else(|| fw.fix_path("/"));
+        .unwrap_or_else(|| fw.server_path("/"));
     let mut write = Write {
         fw,
         ops,
@@ -366,7 +367,7 @@ pub(super) fn marked_write(r: &Recipe<'_>, w: MarkedWrite) -> Result<Settled> {
         doubt: None,
         zxid_before: 0,
     };
-    let result = fw.call_with_retry(|c| write.attempt(c));
+    let result = fw.retry(|c| write.attempt(c));
     match result {
         Ok(settled) => Ok(settled),
         Err(e) => match write.doubt.take() {
@@ -374,7 +375,7 @@ pub(super) fn marked_write(r: &Recipe<'_>, w: MarkedWrite) -> Result<Settled> {
             // The retries ran out while in doubt: one more proof, with a
             // fresh budget (and the handle's deadline, if any).
             Some(doubt) => {
-                let proven = fw.call_with_retry(|c| write.prove(c, &doubt));
+                let proven = fw.retry(|c| write.prove(c, &doubt));
                 match proven {
                     Ok(Some(settled)) => Ok(settled),
                     // Proven not applied: the write's own error stands.
@@ -494,7 +495,7 @@ impl Write<'_> {
             .into_iter()
             .map(|r| match r {
                 OpResult::Create { path, stat } => OpResult::Create {
-                    path: self.fw.unfix_path(&path),
+                    path: self.fw.user_path(&path),
                     stat,
                 },
                 r => r,

@@ -59,11 +59,11 @@ fn credentials_survive_reconnects_and_session_expiry() {
     c.set_data(&p, b"after reconnect".to_vec(), None).unwrap();
 
     // An expired session: the new one authenticates too and can still touch the node.
-    let generation = c.session_generation();
+    let generation = c.recipe().session_generation();
     let zk = c.zookeeper_client();
     s.expire_session(zk.session_id(), &zk.session_password()).unwrap();
     assert!(
-        wait_until(timing().wait(), || c.session_generation() > generation
+        wait_until(timing().wait(), || c.recipe().session_generation() > generation
             && c.is_connected()),
         "no new session after the expiry"
     );

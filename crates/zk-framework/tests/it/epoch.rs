@@ -1,4 +1,4 @@
-//! The connection epoch ([`CuratorFramework::connection_epoch`]) and the
+//! The connection epoch ([`Recipe::connection_epoch`]) and the
 //! detached `exists` a lock's holding proves its node with after a reconnect.
 
 use std::time::Duration;
@@ -32,13 +32,17 @@ fn the_epoch_moves_on_before_a_reconnect_is_seen() {
     let server = embedded();
     let c = client(&server);
     let timing = Timing::from_env();
-    let e0 = c.connection_epoch();
+    let e0 = c.recipe().connection_epoch();
     c.create().for_path("/e").unwrap();
-    assert_eq!(c.connection_epoch(), e0, "requests answered in order change nothing");
+    assert_eq!(
+        c.recipe().connection_epoch(),
+        e0,
+        "requests answered in order change nothing"
+    );
     let (tx, rx) = crossbeam_channel::unbounded();
     let c2 = c.clone();
     let _h = c.add_listener(move |s| {
-        let _ = tx.send((s, c2.connection_epoch()));
+        let _ = tx.send((s, c2.recipe().connection_epoch()));
     });
     let session = c.session_id();
     server.embedded().unwrap().drop_connections();
@@ -52,11 +56,11 @@ fn the_epoch_moves_on_before_a_reconnect_is_seen() {
     assert!(epoch > e0, "told Reconnected in epoch {epoch}, the old one was {e0}");
     assert_eq!(c.session_id(), session, "the same session");
     // A new session: a larger epoch again.
-    let e1 = c.connection_epoch();
+    let e1 = c.recipe().connection_epoch();
     let zk = c.zookeeper_client();
     server.expire_session(zk.session_id(), &zk.session_password()).unwrap();
     assert!(wait_until(timing.wait(), || c.is_connected() && c.session_id() != session));
-    assert!(c.connection_epoch() > e1);
+    assert!(c.recipe().connection_epoch() > e1);
 }
 
 /// The detached `exists` answers with the Stat (the owner a holding checks),
@@ -72,17 +76,19 @@ fn a_detached_exists_answers_with_the_stat() {
         .unwrap();
     let (tx, rx) = crossbeam_channel::unbounded();
     let t = tx.clone();
-    c.exists_detached("/mine", move |r| {
-        let _ = t.send(r);
-    })
-    .unwrap();
-    c.exists_detached("/missing", move |r| {
-        let _ = tx.send(r);
-    })
-    .unwrap();
+    c.recipe()
+        .exists_detached("/mine", move |r| {
+            let _ = t.send(r);
+        })
+        .unwrap();
+    c.recipe()
+        .exists_detached("/missing", move |r| {
+            let _ = tx.send(r);
+        })
+        .unwrap();
     let mine = rx.recv_timeout(timing.wait()).unwrap().unwrap().expect("exists");
     assert_eq!(mine.ephemeral_owner, c.session_id());
     assert_eq!(rx.recv_timeout(timing.wait()).unwrap().unwrap(), None);
     // A bad path is refused at once; nothing is sent.
-    assert!(c.exists_detached("no-slash", |_| {}).is_err());
+    assert!(c.recipe().exists_detached("no-slash", |_| {}).is_err());
 }

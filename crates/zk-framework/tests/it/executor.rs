@@ -50,8 +50,8 @@ fn background_deletes_share_the_executor_without_holding_jobs_back() {
     proxy.refuse(true);
     proxy.cut();
     assert!(wait_until(timing().wait(), || !c.is_connected()));
-    c.delete_in_background("/exec-bg").unwrap();
-    assert_eq!(c.pending_background_deletes(), 1);
+    c.recipe().delete_in_background("/exec-bg").unwrap();
+    assert_eq!(c.recipe().pending_background_deletes(), 1);
     let (tx, rx) = crossbeam_channel::bounded(1);
     let t0 = Instant::now();
     assert!(c.recipe().schedule(t0 + Duration::from_millis(20), move || {
@@ -59,9 +59,13 @@ fn background_deletes_share_the_executor_without_holding_jobs_back() {
     }));
     let ran_at = rx.recv_timeout(timing().wait()).unwrap();
     assert!(ran_at < Duration::from_secs(1), "the job waited {ran_at:?}");
-    assert_eq!(c.pending_background_deletes(), 1, "still retrying while cut off");
+    assert_eq!(
+        c.recipe().pending_background_deletes(),
+        1,
+        "still retrying while cut off"
+    );
     proxy.refuse(false);
-    assert!(wait_until(timing().wait(), || c.pending_background_deletes() == 0));
+    assert!(wait_until(timing().wait(), || c.recipe().pending_background_deletes() == 0));
     assert!(admin.check_exists("/exec-bg").unwrap().is_none());
     if let Some(e) = s.embedded() {
         assert!(e.stats().requests(OpCode::Delete) >= 1);

@@ -101,7 +101,7 @@ fn an_unreachable_server_gives_connection_loss_in_bounded_time() {
     }
     // The guaranteed delete and the protected create's cleanup go on in the
     // background until close.
-    assert!(client.pending_background_deletes() >= 2);
+    assert!(client.recipe().pending_background_deletes() >= 2);
     let start = Instant::now();
     client.close();
     assert!(
@@ -146,7 +146,7 @@ fn invalid_paths_fail_before_anything_is_sent() {
             "delete {p:?}"
         );
         assert!(
-            matches!(client.delete_in_background(p), Err(Error::InvalidPath(_))),
+            matches!(client.recipe().delete_in_background(p), Err(Error::InvalidPath(_))),
             "bg {p:?}"
         );
         let (tx, _rx) = crossbeam_channel::unbounded();
@@ -167,7 +167,7 @@ fn invalid_paths_fail_before_anything_is_sent() {
         start.elapsed() < timing().scale(Duration::from_secs(2)),
         "validation waited for a connection"
     );
-    assert_eq!(client.pending_background_deletes(), 0);
+    assert_eq!(client.recipe().pending_background_deletes(), 0);
     client.close();
 }
 

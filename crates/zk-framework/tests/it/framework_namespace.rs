@@ -20,9 +20,9 @@ fn every_path_goes_through_the_namespace() {
     let c = &r.client;
     let raw = raw_client(&server);
     assert_eq!(c.namespace(), Some("app"));
-    assert_eq!(c.fix_path("/a"), "/app/a");
-    assert_eq!(c.fix_path("/"), "/app");
-    assert_eq!(c.unfix_path("/app/a"), "/a");
+    assert_eq!(c.recipe().fix_path("/a"), "/app/a");
+    assert_eq!(c.recipe().fix_path("/"), "/app");
+    assert_eq!(c.recipe().unfix_path("/app/a"), "/a");
 
     assert_eq!(c.create().with_data(b"1".to_vec()).for_path("/a").unwrap(), "/a");
     assert_eq!(raw.get_data("/app/a").unwrap().0, b"1");

@@ -86,7 +86,7 @@ fn test_protected_create_node_deletion() {
             .unwrap_err();
         assert_eq!(err, Error::ConnectionLoss, "the lost reply reaches the caller");
         // The create was applied; the background find-and-delete removes it.
-        let server_parent = r.client.fix_path("/parent");
+        let server_parent = r.client.recipe().fix_path("/parent");
         assert!(
             zk_testing::wait_until(timing().wait(), || children(&server, &server_parent)
                 .unwrap()
@@ -96,6 +96,7 @@ fn test_protected_create_node_deletion() {
         );
         assert!(zk_testing::wait_until(timing().wait(), || r
             .client
+            .recipe()
             .pending_background_deletes()
             == 0));
         r.client.delete().for_path("/parent").unwrap();
@@ -201,11 +202,11 @@ fn test_lost_session() {
             ),
             "guaranteed delete during an outage: {err:?}"
         );
-        assert!(r.client.pending_background_deletes() >= 1);
+        assert!(r.client.recipe().pending_background_deletes() >= 1);
         expect_states(&r.states, &[Lost]);
         server.restart().unwrap();
         expect_states(&r.states, &[Reconnected]);
-        let server_path = r.client.fix_path("/test-me");
+        let server_path = r.client.recipe().fix_path("/test-me");
         let raw = raw_client(&server);
         assert!(
             zk_testing::wait_until(timing().wait(), || raw.exists(&server_path).unwrap().is_none()),
@@ -214,6 +215,7 @@ fn test_lost_session() {
         raw.close();
         assert!(zk_testing::wait_until(timing().wait(), || r
             .client
+            .recipe()
             .pending_background_deletes()
             == 0));
     }
@@ -274,12 +276,13 @@ fn create_and_delete_builders() {
 
     // A background delete.
     c.create().for_path("/bg").unwrap();
-    c.delete_in_background("/bg").unwrap();
+    c.recipe().delete_in_background("/bg").unwrap();
     assert!(zk_testing::wait_until(timing().wait(), || c
         .check_exists("/bg")
         .unwrap()
         .is_none()));
     assert!(zk_testing::wait_until(timing().wait(), || c
+        .recipe()
         .pending_background_deletes()
         == 0));
 }

@@ -33,7 +33,7 @@ fn test_retry_loop_with_failure() {
     let attempts = Arc::new(AtomicU32::new(0));
     let (c, a) = (r.client.clone(), attempts.clone());
     let raw = thread::spawn(move || {
-        c.call_with_retry(|zk| {
+        c.recipe().call_with_retry(|zk| {
             a.fetch_add(1, Ordering::SeqCst);
             zk.create("/retried", b"x", &Acl::open_unsafe(), CreateMode::Persistent)
         })
@@ -61,6 +61,7 @@ fn non_retryable_errors_are_returned_at_once() {
     let start = Instant::now();
     let err = r
         .client
+        .recipe()
         .call_with_retry(|zk| {
             attempts.fetch_add(1, Ordering::SeqCst);
             zk.get_data("/missing")
@@ -112,6 +113,7 @@ fn retries_follow_the_policy() {
     let start = Instant::now();
     let err = r
         .client
+        .recipe()
         .call_with_retry(|_| -> zk_framework::Result<()> {
             attempts.fetch_add(1, Ordering::SeqCst);
             Err(Error::OperationTimeout)
@@ -134,9 +136,10 @@ fn nested_call_with_retry_each_has_its_own_budget() {
     let outer = AtomicU32::new(0);
     let err = r
         .client
+        .recipe()
         .call_with_retry(|_| {
             outer.fetch_add(1, Ordering::SeqCst);
-            r.client.call_with_retry(|_| -> zk_framework::Result<()> {
+            r.client.recipe().call_with_retry(|_| -> zk_framework::Result<()> {
                 inner.fetch_add(1, Ordering::SeqCst);
                 Err(Error::ConnectionLoss)
             })
@@ -149,9 +152,10 @@ fn nested_call_with_retry_each_has_its_own_budget() {
     let outer = AtomicU32::new(0);
     let v = r
         .client
+        .recipe()
         .call_with_retry(|zk| {
             let n = outer.fetch_add(1, Ordering::SeqCst);
-            let st = r.client.call_with_retry(|zk2| zk2.exists("/"))?;
+            let st = r.client.recipe().call_with_retry(|zk2| zk2.exists("/"))?;
             assert!(st.is_some());
             if n < 2 {
                 Err(Error::ConnectionLoss)
@@ -184,6 +188,7 @@ fn a_deadline_handle_ends_its_retries_by_the_deadline() {
     let attempts = AtomicU32::new(0);
     let start = Instant::now();
     let err = bounded
+        .recipe()
         .call_with_retry(|zk| -> zk_framework::Result<()> {
             assert_eq!(zk.deadline(), Some(deadline), "the attempt's handle carries it");
             attempts.fetch_add(1, Ordering::SeqCst);
@@ -223,6 +228,7 @@ fn test_retry_forever_with_session_failed() {
     let start = Instant::now();
     let err = r
         .client
+        .recipe()
         .call_with_retry(|_| {
             attempts.fetch_add(1, Ordering::SeqCst);
             pinned.create("/test", &[1, 2, 3], &Acl::open_unsafe(), CreateMode::Ephemeral)
@@ -246,6 +252,7 @@ fn session_expired_is_retried_on_the_new_session() {
     let attempts = AtomicU32::new(0);
     let path = r
         .client
+        .recipe()
         .call_with_retry(|zk| {
             let zk = if attempts.fetch_add(1, Ordering::SeqCst) == 0 {
                 &*pinned
@@ -268,7 +275,7 @@ fn close_ends_a_retry_loop_promptly() {
     let (tx, rx) = crossbeam_channel::bounded(1);
     let c = r.client.clone();
     let t = thread::spawn(move || {
-        c.call_with_retry(|_| -> zk_framework::Result<()> {
+        c.recipe().call_with_retry(|_| -> zk_framework::Result<()> {
             let _ = tx.try_send(());
             Err(Error::ConnectionLoss)
         })
@@ -294,7 +301,7 @@ fn a_retry_pause_of_duration_max_ends_on_close() {
     // Not a scoped thread: a pause that outlived the client would hang the
     // test instead of failing it.
     thread::spawn(move || {
-        let res = c.call_with_retry(|_| -> zk_framework::Result<()> {
+        let res = c.recipe().call_with_retry(|_| -> zk_framework::Result<()> {
             let _ = tx.try_send(());
             Err(Error::ConnectionLoss)
         });

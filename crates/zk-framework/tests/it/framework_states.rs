@@ -33,7 +33,7 @@ fn start_reports_connected_exactly_once() {
     expect_states(&r.states, &[Connected]);
     assert!(r.client.is_connected());
     assert_eq!(r.client.state(), Some(Connected));
-    assert_eq!(r.client.session_generation(), 1);
+    assert_eq!(r.client.recipe().session_generation(), 1);
     assert_ne!(r.client.session_id(), 0);
     expect_quiet(&r.states, quiet());
 }
@@ -65,7 +65,7 @@ fn test_reconnect_without_expiration() {
     server.stop().unwrap();
     // An operation fails with the connection's failure (Curator: a
     // ConnectionLoss) once the retries are used up.
-    let err = r.client.call_with_retry(|c| c.exists("/")).unwrap_err();
+    let err = r.client.recipe().call_with_retry(|c| c.exists("/")).unwrap_err();
     assert!(
         matches!(&err, Error::ConnectFailed { reason } if reason.contains("refused")),
         "{err:?}"
@@ -77,7 +77,7 @@ fn test_reconnect_without_expiration() {
     expect_states(&r.states, &[Reconnected]);
     expect_states(&rx, &[Reconnected]);
     assert_eq!(r.client.session_id(), sid, "the same session");
-    assert_eq!(r.client.session_generation(), 1, "the same handle");
+    assert_eq!(r.client.recipe().session_generation(), 1, "the same handle");
     assert!(r.client.check_exists("/").unwrap().is_some());
     expect_quiet(&r.states, quiet());
 }
@@ -118,7 +118,7 @@ fn test_session_expiration_from_timeout_with_restart() {
     server.restart().unwrap();
     expect_states(&r.states, &[Reconnected]);
     expect_states(&rx, &[Suspended, Lost, Reconnected]);
-    assert!(r.client.session_generation() >= 2, "a new handle was built");
+    assert!(r.client.recipe().session_generation() >= 2, "a new handle was built");
     assert_ne!(r.client.session_id(), old_sid, "a new session");
     assert!(r.client.check_exists("/persistent").unwrap().is_some());
     expect_quiet(&r.states, quiet());
@@ -140,7 +140,7 @@ fn test_kill_session() {
     let server = server();
     let r = connected(builder(&server).session_timeout(long_session()));
     let old_sid = r.client.session_id();
-    let generation = r.client.session_generation();
+    let generation = r.client.recipe().session_generation();
     r.client.create().for_path("/persistent").unwrap();
     r.client
         .create()
@@ -151,7 +151,7 @@ fn test_kill_session() {
         .expire_session(old_sid, &r.client.zookeeper_client().session_password())
         .unwrap();
     expect_expiry_states(&r.states);
-    assert!(r.client.session_generation() > generation);
+    assert!(r.client.recipe().session_generation() > generation);
     assert_ne!(r.client.session_id(), old_sid);
     // testSessionKilled: persistent data survives, the ephemeral is gone.
     assert!(r.client.check_exists("/persistent").unwrap().is_some());

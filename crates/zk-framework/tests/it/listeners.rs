@@ -108,10 +108,10 @@ fn a_detached_listener_is_released_with_the_client() {
 fn close_hooks_run_once_at_close_and_dropped_ones_never() {
     let server = embedded();
     let c = client(&server);
-    let closed = c.close_signal();
+    let closed = c.recipe().close_signal();
     let (tx, ran) = crossbeam_channel::unbounded::<(&'static str, bool)>();
     let t = tx.clone();
-    let kept = c.on_close(move || {
+    let kept = c.recipe().on_close(move || {
         // The close signal has ended before any hook runs.
         let _ = t.send((
             "kept",
@@ -119,7 +119,7 @@ fn close_hooks_run_once_at_close_and_dropped_ones_never() {
         ));
     });
     let t = tx.clone();
-    let dropped = c.on_close(move || {
+    let dropped = c.recipe().on_close(move || {
         let _ = t.send(("dropped", true));
     });
     drop(dropped);
@@ -138,7 +138,7 @@ fn close_hooks_run_once_at_close_and_dropped_ones_never() {
     assert!(ran.try_recv().is_err(), "a second close runs nothing again");
     drop(kept);
     let t = tx.clone();
-    let _late = c.on_close(move || {
+    let _late = c.recipe().on_close(move || {
         let _ = t.send(("late", true));
     });
     assert_eq!(

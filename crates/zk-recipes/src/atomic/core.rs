@@ -183,7 +183,7 @@ impl Core {
                 Try::Lost(pre) => match policy.next_retry(retries, start.elapsed()) {
                     RetryDecision::GiveUp => return Ok(Loop::GaveUp(pre)),
                     RetryDecision::RetryAfter(d) => {
-                        self.client.pause(d)?;
+                        self.client.recipe().pause(d)?;
                         retries += 1;
                     }
                 },

@@ -240,7 +240,7 @@ pub(crate) fn run(client: &CuratorFramework, opts: &Options, shared: &Shared, fe
     let _health = client.add_health_listener(move |h| {
         let _ = health_tx.try_send(h);
     });
-    let closed = client.close_signal();
+    let closed = client.recipe().close_signal();
     let mut s = Sync {
         client,
         opts,
@@ -516,9 +516,11 @@ impl Sync<'_> {
         let load_data = self.opts.load_data;
         let answers = self.pipelined(paths, |c, p, reply: Box<dyn FnOnce(Answer) + Send>| {
             if load_data {
-                c.get_data_detached(p, move |r| reply(r.map(|o| o.map(|(d, st)| (st, Some(d))))))
+                c.recipe()
+                    .get_data_detached(p, move |r| reply(r.map(|o| o.map(|(d, st)| (st, Some(d))))))
             } else {
-                c.exists_detached(p, move |r| reply(r.map(|o| o.map(|st| (st, None)))))
+                c.recipe()
+                    .exists_detached(p, move |r| reply(r.map(|o| o.map(|st| (st, None)))))
             }
         })?;
         paths
@@ -557,7 +559,7 @@ impl Sync<'_> {
     /// Lists each of `paths`, pipelined: its children (none when it is gone
     /// or may not be listed, below the root).
     fn list_many(&self, paths: &[String]) -> Result<Vec<Vec<String>>, Stop> {
-        let answers = self.pipelined(paths, |c, p, reply| c.get_children_detached(p, reply))?;
+        let answers = self.pipelined(paths, |c, p, reply| c.recipe().get_children_detached(p, reply))?;
         paths
             .iter()
             .zip(answers)

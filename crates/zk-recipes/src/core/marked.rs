@@ -307,7 +307,7 @@ impl Markers {
     /// Deletes a marker without waiting (it goes with its session otherwise).
     fn forget(&self, m: &KeptMarker) {
         let path = m.path().to_string();
-        if let Err(e) = self.client.delete_detached(m.path(), None, move |r| {
+        if let Err(e) = self.client.recipe().delete_detached(m.path(), None, move |r| {
             if let Err(e) = r {
                 log::debug!("deleting the marker {path}: {e}");
             }
@@ -467,7 +467,7 @@ fn write_once(
                     Proof::NotApplied => match policy.next_retry(resends, start.elapsed()) {
                         RetryDecision::RetryAfter(d) => {
                             resends += 1;
-                            fw.pause(d)?;
+                            fw.recipe().pause(d)?;
                         }
                         RetryDecision::GiveUp => return Err(error),
                     },

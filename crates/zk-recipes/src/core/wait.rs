@@ -36,7 +36,7 @@ pub(crate) fn wait_or_cancel<T>(
     cancel: &Receiver<()>,
 ) -> Woken<T> {
     let timer = deadline.map_or_else(crossbeam_channel::never, crossbeam_channel::at);
-    let closed = client.close_signal();
+    let closed = client.recipe().close_signal();
     crossbeam_channel::select! {
         recv(cancel) -> _ => Woken::Cancelled,
         recv(watch) -> e => Woken::Watch(e.ok()),

@@ -138,7 +138,7 @@ pub(crate) enum Ended {
 /// how it ended. The client's close is seen at once (its holding would only
 /// find itself lost when asked).
 pub(crate) fn watch(election: &Election, events: &Receiver<LockEvent>, stop: &Receiver<()>) -> Ended {
-    let closed = election.client.close_signal();
+    let closed = election.client.recipe().close_signal();
     loop {
         crossbeam_channel::select! {
             recv(closed) -> _ => {

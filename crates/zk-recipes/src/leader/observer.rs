@@ -286,11 +286,13 @@ fn observe(inner: &Inner, cancel: &Receiver<()>) {
             let Some(kids) = super::participant::sorted(client, &inner.path, driver)? else {
                 publish(inner, None);
                 let tx = tx.clone();
-                client.exists_w_detached(&inner.path, watcher.clone(), move |r| {
-                    if matches!(r, Ok(Some(_))) {
-                        let _ = tx.try_send(());
-                    }
-                })?;
+                client
+                    .recipe()
+                    .exists_w_detached(&inner.path, watcher.clone(), move |r| {
+                        if matches!(r, Ok(Some(_))) {
+                            let _ = tx.try_send(());
+                        }
+                    })?;
                 return Ok(());
             };
             // The first readable node is the leader: watch it, and only it.

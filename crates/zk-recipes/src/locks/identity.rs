@@ -137,7 +137,7 @@ struct ProcessName(RwLock<Option<String>>);
 /// # Ok::<(), zk_framework::Error>(())
 /// ```
 pub fn set_process_name(client: &CuratorFramework, name: impl Into<String>) {
-    *client.extension(ProcessName::default).0.write() = Some(name.into());
+    *client.recipe().extension(ProcessName::default).0.write() = Some(name.into());
 }
 
 /// The name `client` gives this process in its lock nodes.
@@ -150,7 +150,7 @@ pub fn set_process_name(client: &CuratorFramework, name: impl Into<String>) {
 /// # Ok::<(), zk_framework::Error>(())
 /// ```
 pub fn process_name(client: &CuratorFramework) -> String {
-    match client.extension(ProcessName::default).0.read().as_ref() {
+    match client.recipe().extension(ProcessName::default).0.read().as_ref() {
         Some(n) => n.clone(),
         None => executable_name().to_string(),
     }

@@ -72,7 +72,7 @@ impl Granted {
 
     /// The record of `client` (shared by its clones).
     fn of(client: &CuratorFramework) -> Arc<Granted> {
-        client.extension(Granted::default)
+        client.recipe().extension(Granted::default)
     }
 
     fn record(&self, node: NodeKey) {
@@ -122,7 +122,7 @@ pub(crate) struct Node {
     siblings: Option<Vec<String>>,
     /// The exists-watch on this node, once it had to wait (mutexes only).
     waited: Option<Arc<WaiterWatch>>,
-    /// The connection epoch ([`CuratorFramework::connection_epoch`]) read
+    /// The connection epoch ([`Recipe::connection_epoch`](zk_framework::recipe::Recipe::connection_epoch)) read
     /// before the request whose answer showed the node present last (the
     /// create, a listing, or the waiter's watch): the node is proven for it.
     epoch: u64,
@@ -200,8 +200,9 @@ impl LockInternals {
     }
 
     fn stats(&self) -> &std::sync::Arc<crate::locks::stats::PathStats> {
-        self.stats
-            .get_or_init(|| crate::locks::stats::for_path(&self.client, &self.client.node_key(&self.base_path)))
+        self.stats.get_or_init(|| {
+            crate::locks::stats::for_path(&self.client, &self.client.recipe().node_key(&self.base_path))
+        })
     }
 
     pub(crate) fn client(&self) -> &CuratorFramework {
@@ -399,8 +400,8 @@ impl LockInternals {
         data: Option<Vec<u8>>,
         sorting_sequence: Option<&str>,
     ) -> Result<Node> {
-        let generation = self.client.session_generation();
-        let epoch = self.client.connection_epoch();
+        let generation = self.client.recipe().session_generation();
+        let epoch = self.client.recipe().connection_epoch();
         let mut b = zk.create().creating_parent_containers_if_needed().with_protection();
         b = b.with_data(data.unwrap_or_else(|| crate::locks::identity::node_data(&self.client)));
         let (path, stat, siblings) = match sorting_sequence {
@@ -422,7 +423,7 @@ impl LockInternals {
         // The create may have been retried onto a newer session; the node then
         // belongs to that one.
         let generation = if stat.ephemeral_owner == self.client.session_id() {
-            self.client.session_generation()
+            self.client.recipe().session_generation()
         } else {
             generation
         };
@@ -452,7 +453,7 @@ impl LockInternals {
             if self.client.is_closed() {
                 return Err(LoopError::Other(Error::ZooKeeper(zk_framework::Error::Closed)));
             }
-            if self.client.session_generation() != generation {
+            if self.client.recipe().session_generation() != generation {
                 return Err(LoopError::NodeMissing);
             }
             // The listing came with the create (proven for its epoch) or is
@@ -460,7 +461,7 @@ impl LockInternals {
             let (mut children, epoch) = match node.siblings.take() {
                 Some(kids) => (kids, node.epoch),
                 None => {
-                    let epoch = self.client.connection_epoch();
+                    let epoch = self.client.recipe().connection_epoch();
                     (self.children_by(zk)?, epoch)
                 }
             };
@@ -470,14 +471,14 @@ impl LockInternals {
             log::trace!("{ours}: {} children, {decision:?}", children.len());
             drop(children);
             // A listing taken on a newer session may still show our old node.
-            if self.client.session_generation() != generation {
+            if self.client.recipe().session_generation() != generation {
                 return Err(LoopError::NodeMissing);
             }
             let (pred, pred_is_head) = match decision {
                 Err(NodeMissing) => return Err(LoopError::NodeMissing),
                 Ok((Decision::Acquired, _)) => {
                     if shortcut {
-                        granted.record(self.client.node_key(&node.path));
+                        granted.record(self.client.recipe().node_key(&node.path));
                     }
                     node.epoch = epoch;
                     return Ok(true);
@@ -519,20 +520,20 @@ impl LockInternals {
                     let facts = || Deletion {
                         watched_was_head: pred_is_head,
                         watched_was_granted: !pred_is_head
-                            && granted.contains(&self.client.node_key(&join(&self.base_path, &pred))),
+                            && granted.contains(&self.client.recipe().node_key(&join(&self.base_path, &pred))),
                         own_node_watched: node.waited.as_ref().is_some_and(|w| w.present()),
-                        steady_session: self.client.session_generation() == generation
+                        steady_session: self.client.recipe().session_generation() == generation
                             && states.is_empty()
                             && node
                                 .waited
                                 .as_ref()
-                                .is_some_and(|w| w.epoch() == self.client.connection_epoch()),
+                                .is_some_and(|w| w.epoch() == self.client.recipe().connection_epoch()),
                     };
                     if shortcut
                         && ev.map(|e| e.event_type) == Some(zk_framework::proto::EventType::NodeDeleted)
                         && self.driver.granted_on_deletion(facts())
                     {
-                        granted.record(self.client.node_key(&node.path));
+                        granted.record(self.client.recipe().node_key(&node.path));
                         // Proven for the epoch its own watch was sent in
                         // (a reconnect since makes the holding prove it).
                         if let Some(w) = &node.waited {
@@ -563,14 +564,14 @@ impl LockInternals {
         states: &crossbeam_channel::Receiver<()>,
     ) -> Result<bool, LoopError> {
         loop {
-            if self.client.session_generation() != node.generation {
+            if self.client.recipe().session_generation() != node.generation {
                 return Err(LoopError::NodeMissing);
             }
             if zk.deadline().is_some_and(|d| d <= Instant::now()) {
                 return Ok(false);
             }
             let (tx, rx) = crossbeam_channel::bounded::<zk_framework::WatchedEvent>(1);
-            let epoch = self.client.connection_epoch();
+            let epoch = self.client.recipe().connection_epoch();
             let mut kids = match zk.get_children_w(&self.base_path, tx) {
                 Ok(k) => k,
                 // The parent was reaped: our node went with an ended session.
@@ -656,7 +657,7 @@ impl Requeue {
             RetryDecision::RetryAfter(d) if left.is_some_and(|l| l <= d) => Ok(false),
             RetryDecision::RetryAfter(d) => {
                 self.retries += 1;
-                self.client.pause(d)?;
+                self.client.recipe().pause(d)?;
                 Ok(true)
             }
             RetryDecision::GiveUp => Err(Error::NodeVanished { path: path.to_string() }),
@@ -686,7 +687,7 @@ mod granted_tests {
             .connect_string("127.0.0.1:1")
             .build()
             .unwrap();
-        let key = |i: usize| c.node_key(&format!("/l/_c_{i}-lock-{i:010}"));
+        let key = |i: usize| c.recipe().node_key(&format!("/l/_c_{i}-lock-{i:010}"));
         let g = Granted::default();
         for i in 0..3 * Granted::CAPACITY {
             g.record(key(i));

@@ -138,7 +138,11 @@ impl InterProcessMutex {
     /// The base node's key (the server's path): the canonical order of a
     /// multi-lock.
     pub(crate) fn node_key(&self) -> NodeKey {
-        self.kind.internals.client().node_key(self.kind.internals.base_path())
+        self.kind
+            .internals
+            .client()
+            .recipe()
+            .node_key(self.kind.internals.base_path())
     }
 
     fn acquire_inner(&self, deadline: Option<Instant>, seq: Option<&str>) -> Result<Option<Holding>> {

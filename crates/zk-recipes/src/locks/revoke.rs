@@ -71,7 +71,7 @@ fn watch(
     listener: &RevocationListener,
     cancel: &crossbeam_channel::Receiver<()>,
 ) {
-    let closed = client.close_signal();
+    let closed = client.recipe().close_signal();
     let mut backoff = Backoff::new();
     loop {
         let (tx, fired) = crossbeam_channel::bounded::<zk_framework::WatchedEvent>(1);

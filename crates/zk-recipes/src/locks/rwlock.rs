@@ -27,7 +27,7 @@ struct Readers(Mutex<HashMap<(NodeKey, ThreadId), u32>>);
 
 impl Readers {
     fn of(client: &CuratorFramework) -> Arc<Readers> {
-        client.extension(Readers::default)
+        client.recipe().extension(Readers::default)
     }
 
     fn add(&self, node: NodeKey, delta: i64) {

@@ -135,7 +135,7 @@ impl InterProcessSemaphoreV2 {
                 )?,
                 max_leases,
                 data,
-                stats: crate::locks::stats::for_path(client, &client.node_key(path)),
+                stats: crate::locks::stats::for_path(client, &client.recipe().node_key(path)),
                 out: AtomicUsize::new(0),
             }),
         })
@@ -187,7 +187,7 @@ impl InterProcessSemaphoreV2 {
 
     /// The base node's key: the canonical order of a multi-lock.
     pub(crate) fn node_key(&self) -> NodeKey {
-        self.inner.client.node_key(&self.inner.base_path)
+        self.inner.client.recipe().node_key(&self.inner.base_path)
     }
 
     /// Blocks until a lease is available.
@@ -506,7 +506,7 @@ impl InterProcessSemaphoreV2 {
         let i = &self.inner;
         let identity = crate::locks::identity::node_data(zk);
         let lease_data = i.data.clone().unwrap_or_else(|| identity.clone());
-        let epoch = zk.connection_epoch();
+        let epoch = zk.recipe().connection_epoch();
         let created = zk
             .create()
             .creating_parent_containers_if_needed()
@@ -519,7 +519,7 @@ impl InterProcessSemaphoreV2 {
         // Nodes of an older session than the current one are not ours to hold:
         // the waits see a foreign generation and queue again.
         let generation = if created.session_id == zk.session_id() {
-            zk.session_generation()
+            zk.recipe().session_generation()
         } else {
             u64::MAX
         };
@@ -625,7 +625,7 @@ struct Pair {
     czxid: i64,
     generation: u64,
     /// The connection epoch read before the create (see
-    /// [`CuratorFramework::connection_epoch`]).
+    /// [`Recipe::connection_epoch`](zk_framework::recipe::Recipe::connection_epoch)).
     epoch: u64,
     locks: Option<Vec<String>>,
     leases: Option<Vec<String>>,

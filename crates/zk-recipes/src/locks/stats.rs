@@ -305,7 +305,7 @@ impl Figures {
     }
 
     fn of(client: &CuratorFramework) -> Arc<Figures> {
-        client.extension(Figures::new)
+        client.recipe().extension(Figures::new)
     }
 
     fn for_path(&self, server_path: &str) -> Arc<PathStats> {

@@ -67,11 +67,11 @@ impl WaiterWatch {
                 watched: Watched::Pending,
                 holder: None,
             }),
-            epoch: client.connection_epoch(),
+            epoch: client.recipe().connection_epoch(),
         });
         let (watcher, on_reply) = (WaiterWatcher(w.clone()), w.clone());
         let reply = move |r: zk_framework::Result<Option<Stat>>| on_reply.reply(r.map(|s| s.is_some()));
-        if let Err(e) = client.exists_w_detached(node, watcher, reply) {
+        if let Err(e) = client.recipe().exists_w_detached(node, watcher, reply) {
             log::debug!("could not watch waiting lock node {node}: {e}");
             w.state.lock().watched = Watched::Unusable;
         }

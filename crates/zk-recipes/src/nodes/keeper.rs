@@ -73,7 +73,7 @@ impl Inner {
                 why: self.uncertain_now().unwrap_or(UncertainReason::Unproven),
             },
             Fact::Proven { epoch, generation } => {
-                if self.spec.mode.is_ephemeral() && c.session_generation() != *generation {
+                if self.spec.mode.is_ephemeral() && c.recipe().session_generation() != *generation {
                     return Registration::Absent {
                         why: AbsentReason::SessionExpired,
                     };
@@ -81,7 +81,7 @@ impl Inner {
                 if let Some(why) = self.uncertain_now() {
                     return Registration::Uncertain { why };
                 }
-                if c.connection_epoch() != *epoch {
+                if c.recipe().connection_epoch() != *epoch {
                     return Registration::Uncertain {
                         why: UncertainReason::Unproven,
                     };
@@ -151,7 +151,7 @@ impl Inner {
             }
             let _ = wake.try_send(());
         });
-        let closed = self.client.close_signal();
+        let closed = self.client.recipe().close_signal();
         // The epoch in which the node was last looked at (with a watch set).
         let mut looked: Option<u64> = None;
         let mut backoff = Backoff::new();
@@ -199,8 +199,8 @@ impl Inner {
             return Next::Wait;
         }
         let client = base.with_deadline(Instant::now().checked_add(REQUEST_BOUND));
-        let epoch = base.connection_epoch();
-        let generation = base.session_generation();
+        let epoch = base.recipe().connection_epoch();
+        let generation = base.recipe().session_generation();
         let session = base.session_id();
         let (path, data, dirty) = {
             let st = self.state.lock();
@@ -221,7 +221,7 @@ impl Inner {
         } else {
             None
         };
-        if base.connection_epoch() != epoch {
+        if base.recipe().connection_epoch() != epoch {
             // The connection moved while we looked: look again.
             *looked = None;
             return Next::Again;
@@ -277,7 +277,7 @@ impl Inner {
                 self.state.lock().owned = None;
                 if matches!(self.state.lock().fact, Fact::Proven { .. }) {
                     self.set_fact(Fact::Absent(
-                        if self.spec.mode.is_ephemeral() && base.session_generation() != generation {
+                        if self.spec.mode.is_ephemeral() && base.recipe().session_generation() != generation {
                             AbsentReason::SessionExpired
                         } else {
                             AbsentReason::Deleted
@@ -331,7 +331,7 @@ impl Inner {
                     // Ours from now on (an ephemeral one on the session the
                     // client has: a create retried after an expiry made it
                     // there).
-                    st.owned = Some(self.client.session_generation());
+                    st.owned = Some(self.client.recipe().session_generation());
                     if st.data == data {
                         st.data_dirty = false;
                     }
@@ -420,7 +420,7 @@ impl Inner {
             // session that made it.
             let ours = st
                 .owned
-                .is_some_and(|g| !self.spec.mode.is_ephemeral() || g == self.client.session_generation());
+                .is_some_and(|g| !self.spec.mode.is_ephemeral() || g == self.client.recipe().session_generation());
             self.publish_locked(&mut st);
             st.subscribers.close();
             st.members.close();
@@ -513,12 +513,12 @@ impl Inner {
     /// the start). Gives up when the client closes, or when the session
     /// changes for an ephemeral node (it went with its session).
     fn delete_if_ours(&self, path: &str) {
-        let generation = self.client.session_generation();
+        let generation = self.client.recipe().session_generation();
         let mut backoff = Backoff::new();
-        let closed = self.client.close_signal();
+        let closed = self.client.recipe().close_signal();
         loop {
             if self.client.is_closed()
-                || (self.spec.mode.is_ephemeral() && self.client.session_generation() != generation)
+                || (self.spec.mode.is_ephemeral() && self.client.recipe().session_generation() != generation)
             {
                 return;
             }

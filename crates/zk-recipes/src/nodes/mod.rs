@@ -9,7 +9,7 @@
 //!
 //! A node is [`Registration::Registered`](crate::Registration::Registered) only while the server has shown
 //! it, in the client's current connection epoch
-//! ([`CuratorFramework::connection_epoch`]), to exist (and, for an ephemeral
+//! ([`Recipe::connection_epoch`]), to exist (and, for an ephemeral
 //! node, to be owned by the client's current session), with a watch on it
 //! set by that same request, and the connection is up and answering. The
 //! same proof the locks ask after a reconnect: a reconnect alone proves
@@ -59,7 +59,7 @@
 //!   (without parent creation) is watched and the node created when it
 //!   appears (Curator waits for a reconnect).
 //!
-//! [`CuratorFramework::connection_epoch`]: zk_framework::CuratorFramework::connection_epoch
+//! [`Recipe::connection_epoch`]: zk_framework::recipe::Recipe::connection_epoch
 
 pub(crate) mod builder;
 pub(crate) mod group;

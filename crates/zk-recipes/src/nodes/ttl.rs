@@ -167,7 +167,7 @@ impl PersistentTtlNode {
             &me.node.inner.spec.path,
             "ttl-node-touch",
             move |cancel| {
-                let closed = client.close_signal();
+                let closed = client.recipe().close_signal();
                 loop {
                     crossbeam_channel::select! {
                         recv(cancel) -> _ => return,

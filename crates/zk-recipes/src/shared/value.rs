@@ -466,7 +466,7 @@ impl SharedValue {
             }
         }
         let states = sh.client.state_receiver();
-        let closing = sh.client.close_signal();
+        let closing = sh.client.recipe().close_signal();
         let shared = self.v.shared.clone();
         let name = format!("zk-shared-value {}", sh.path);
         Worker::spawn(self.v.lifecycle.recipe(), &sh.path, &name, move |cancel| {

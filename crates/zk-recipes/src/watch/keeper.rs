@@ -224,7 +224,7 @@ impl Shared {
         // Read after the call, which may have waited for a new session: the
         // registration is on this one or an older one (whose end is told by
         // the registration itself).
-        let generation = self.client.session_generation();
+        let generation = self.client.recipe().session_generation();
         let mut st = self.state.lock();
         match added {
             Ok(id) if !st.closed && st.reg == reg => {
@@ -299,7 +299,7 @@ impl Shared {
 /// after a failure), and removes it at the end.
 pub(crate) fn keep(shared: &Arc<Shared>, cancel: &Receiver<()>) {
     let client = &shared.client;
-    let closed = client.close_signal();
+    let closed = client.recipe().close_signal();
     // Only to notice a new session at once (the old registration's own end
     // comes when the framework closes the old handle): nothing is told from
     // these.
@@ -366,7 +366,7 @@ pub(crate) fn keep(shared: &Arc<Shared>, cancel: &Receiver<()>) {
             }
             recv(states) -> st => match st {
                 Ok(s) if s.is_connected() => {
-                    add_due |= client.session_generation() != generation;
+                    add_due |= client.recipe().session_generation() != generation;
                 }
                 Ok(_) => {}
                 Err(_) => break,

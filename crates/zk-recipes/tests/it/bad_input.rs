@@ -262,6 +262,7 @@ fn path_apis(fw: &CuratorFramework, zk: &Client) -> Vec<(&'static str, bool, Pat
         .deleting_children_if_needed()
         .for_path(p));
     fw_api!("Framework delete_in_background", false, |c, p| c
+        .recipe()
         .delete_in_background(p));
     fw_api!("Framework get_data", false, |c, p| c.get_data(p));
     fw_api!("Framework get_data_w", false, |c, p| c

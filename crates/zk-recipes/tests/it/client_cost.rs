@@ -96,8 +96,11 @@ fn a_client_runs_at_most_three_threads_and_close_leaves_none() {
         }
     }
     // A background delete starts the cleanup thread; it ends once idle.
-    clients[0].delete_in_background("/client-cost/none").unwrap();
-    assert!(wait_until(t.wait(), || clients[0].pending_background_deletes() == 0));
+    clients[0].recipe().delete_in_background("/client-cost/none").unwrap();
+    assert!(wait_until(t.wait(), || clients[0]
+        .recipe()
+        .pending_background_deletes()
+        == 0));
     assert!(
         wait_until(t.wait() * 2, || threads() <= bound),
         "after a background delete: {:?} (base {base})",

@@ -403,8 +403,8 @@ fn leader_kill_while_locked_and_waited_keeps_exclusion() {
         "orphan lock nodes: {:?}",
         a.get_children(LOCK)
     );
-    assert_eq!(a.pending_background_deletes(), 0);
-    assert_eq!(b.pending_background_deletes(), 0);
+    assert_eq!(a.recipe().pending_background_deletes(), 0);
+    assert_eq!(b.recipe().pending_background_deletes(), 0);
     assert_eq!((a.session_id(), b.session_id()), (a_sid, b_sid));
     assert!(!drain(&a_states).contains(&ConnectionState::Lost));
     assert!(!drain(&b_states).contains(&ConnectionState::Lost));

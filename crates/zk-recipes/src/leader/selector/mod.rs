@@ -377,7 +377,7 @@ impl Leading for Turns<'_> {
             true
         }));
         let cancel = self.inner.turn.clone();
-        let on_close = election.client.on_close(move || {
+        let on_close = election.client.recipe().on_close(move || {
             cancel.lock().take();
         });
         let leadership = Leadership {

@@ -13,7 +13,7 @@
 //! * a session change (the managed client's session generation);
 //! * connection states: `Suspended` and `ReadOnly` make it uncertain, `Lost`
 //!   is final;
-//! * the connection epoch ([`CuratorFramework::connection_epoch`]): a
+//! * the connection epoch ([`Recipe::connection_epoch`](zk_framework::recipe::Recipe::connection_epoch)): a
 //!   holding is trusted only in an epoch in which the server has shown its
 //!   node present and owned by its session. A reconnect (or an answer after
 //!   a stale spell) starts a new epoch, and a reconnect alone proves
@@ -96,7 +96,7 @@ pub(crate) struct GrantedNode {
     /// Its exists-watch on itself, if it waited (see [`WaiterWatch`]).
     pub(crate) waited: Option<Arc<WaiterWatch>>,
     /// The connection epoch in which the server last showed the node
-    /// present ([`CuratorFramework::connection_epoch`], read before the
+    /// present ([`Recipe::connection_epoch`](zk_framework::recipe::Recipe::connection_epoch), read before the
     /// request whose answer did).
     pub(crate) epoch: u64,
     /// Whether the own-node watch goes out at the grant instead of a little

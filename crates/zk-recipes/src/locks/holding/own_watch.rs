@@ -84,13 +84,13 @@ pub(crate) fn watch_own_node(st: &Arc<HoldState>) {
         return;
     }
     st.watching.store(true, Ordering::SeqCst);
-    if st.client.session_generation() != st.generation {
+    if st.client.recipe().session_generation() != st.generation {
         st.lose(LossCause::SessionExpired);
         return;
     }
     let (w1, w2) = (Arc::downgrade(st), Arc::downgrade(st));
     let watcher = OwnNodeWatcher(w1);
-    let epoch = st.client.connection_epoch();
+    let epoch = st.client.recipe().connection_epoch();
     let on_reply = move |r: zk_framework::Result<Option<Stat>>| {
         let Some(st) = w2.upgrade() else { return };
         match r {
@@ -104,7 +104,7 @@ pub(crate) fn watch_own_node(st: &Arc<HoldState>) {
             Err(_) => st.watching.store(false, Ordering::SeqCst),
         }
     };
-    if let Err(e) = st.client.exists_w_detached(&st.node, watcher, on_reply) {
+    if let Err(e) = st.client.recipe().exists_w_detached(&st.node, watcher, on_reply) {
         log::debug!("could not watch own lock node {}: {e}", st.node);
         st.watching.store(false, Ordering::SeqCst);
     }

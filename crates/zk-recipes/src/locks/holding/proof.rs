@@ -1,5 +1,5 @@
 //! Trust after a reconnect comes back only with proof: a holding is held only
-//! in a connection epoch ([`zk_framework::CuratorFramework::connection_epoch`])
+//! in a connection epoch ([`zk_framework::recipe::Recipe::connection_epoch`])
 //! in which the server showed its node present, with its czxid and its
 //! session as owner. When the epoch moves on, the holding asks (once per
 //! epoch) for an `exists` of its node, sent from its client's executor
@@ -61,12 +61,12 @@ impl HoldState {
     /// Sends the proof: an `exists` of the node in the current epoch (with
     /// the own-node watch when there is none). Its answer decides.
     fn send_proof(&self) {
-        let epoch = self.client.connection_epoch();
+        let epoch = self.client.recipe().connection_epoch();
         *self.proof.lock() = ProofAsk {
             asked: Some(epoch),
             sent: true,
         };
-        if self.client.session_generation() != self.generation {
+        if self.client.recipe().session_generation() != self.generation {
             self.lose(LossCause::SessionExpired);
             return;
         }
@@ -79,9 +79,10 @@ impl HoldState {
         };
         let sent = if watch {
             self.client
+                .recipe()
                 .exists_w_detached(&self.node, OwnNodeWatcher(self.me.clone()), on_reply)
         } else {
-            self.client.exists_detached(&self.node, on_reply)
+            self.client.recipe().exists_detached(&self.node, on_reply)
         };
         if let Err(e) = sent {
             // Not sent (the connection went again): the next epoch asks again.

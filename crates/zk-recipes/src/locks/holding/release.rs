@@ -60,7 +60,7 @@ impl Holding {
         let lost = s.mark_released();
         let nodes: Vec<&str> = std::iter::once(s.node.as_str()).chain(s.companion.as_deref()).collect();
         let to_background = |n: &str| {
-            if let Err(e) = client.delete_in_background(n) {
+            if let Err(e) = client.recipe().delete_in_background(n) {
                 log::warn!("cannot hand the delete of {n} to the background: {e}");
             }
         };
@@ -75,8 +75,8 @@ impl Holding {
         let mut outcomes: Vec<Option<zk_framework::Result<()>>> = Vec::with_capacity(nodes.len());
         for (i, n) in nodes.iter().enumerate() {
             let tx = tx.clone();
-            let sent = if client.session_generation() == s.generation {
-                client.delete_detached(n, None, move |r| {
+            let sent = if client.recipe().session_generation() == s.generation {
+                client.recipe().delete_detached(n, None, move |r| {
                     let _ = tx.try_send((i, r));
                 })
             } else {

@@ -80,7 +80,7 @@ pub(crate) struct HoldState {
     /// The session that owns the node.
     pub(super) session_id: i64,
     /// The latest connection epoch in which the server showed the node
-    /// present and ours ([`CuratorFramework::connection_epoch`]): the holding
+    /// present and ours ([`Recipe::connection_epoch`](zk_framework::recipe::Recipe::connection_epoch)): the holding
     /// is held only while this is the client's epoch.
     pub(super) proven: AtomicU64,
     /// The proof asked for, if any.
@@ -118,7 +118,7 @@ impl HoldState {
     /// session reports the expired session's node deleted), else deleted by
     /// someone.
     pub(super) fn deletion_cause(&self) -> LossCause {
-        if self.client.session_generation() != self.generation {
+        if self.client.recipe().session_generation() != self.generation {
             LossCause::SessionExpired
         } else {
             LossCause::NodeDeleted
@@ -194,7 +194,7 @@ impl HoldState {
     /// released).
     pub(super) fn safe_until(&self) -> Option<Instant> {
         if matches!(self.status.load(Ordering::SeqCst), LOST | RELEASED)
-            || self.client.session_generation() != self.generation
+            || self.client.recipe().session_generation() != self.generation
         {
             return None;
         }
@@ -206,7 +206,7 @@ impl HoldState {
             LOST | RELEASED => return LockStatus::Lost,
             _ => {}
         }
-        if self.client.session_generation() != self.generation {
+        if self.client.recipe().session_generation() != self.generation {
             self.lose(LossCause::SessionExpired);
             return LockStatus::Lost;
         }
@@ -241,7 +241,7 @@ impl HoldState {
         // has shown the node still there (read after the state, which a
         // reconnect changes after the epoch). A reconnect alone proves
         // nothing: ask, and stay uncertain until the answer.
-        let epoch = self.client.connection_epoch();
+        let epoch = self.client.recipe().connection_epoch();
         if self.proven.load(Ordering::SeqCst) != epoch {
             self.publish(LockEvent::Suspended);
             self.ask_proof(epoch);
@@ -263,14 +263,14 @@ impl HoldState {
     /// effect): the same session, not closed, connected and not read-only,
     /// answering, and proven in the current connection epoch.
     pub(super) fn trusted(&self) -> bool {
-        self.client.session_generation() == self.generation
+        self.client.recipe().session_generation() == self.generation
             && !self.client.is_closed()
             && !matches!(
                 self.client.state(),
                 Some(ConnectionState::Lost | ConnectionState::Suspended | ConnectionState::ReadOnly)
             )
             && self.client.session_health() == SessionHealth::Confirmed
-            && self.proven.load(Ordering::SeqCst) == self.client.connection_epoch()
+            && self.proven.load(Ordering::SeqCst) == self.client.recipe().connection_epoch()
     }
 
     pub(super) fn check(&self) -> Result<()> {

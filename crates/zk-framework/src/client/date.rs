@@ -1,5 +1,5 @@
-//! Calendar dates from Unix days, for the UTC times in `zk-framework`'s TLS
-//! error messages (a certificate's validity against the clock).
+//! Calendar dates from Unix days, for the UTC times in the TLS error messages
+//! (`tls.rs`: a certificate's validity against the clock).
 //!
 //! Kept hand-written rather than taken from a date crate, because none is in
 //! the library's dependency tree: `jiff` is built only for env_logger and
@@ -14,16 +14,7 @@
 
 /// The proleptic Gregorian `(year, month 1..=12, day 1..=31)` of `days` since
 /// 1970-01-01 (negative before it), by Howard Hinnant's `civil_from_days`.
-///
-/// # Examples
-///
-/// ```
-/// use zk_proto::date::civil_from_days;
-/// assert_eq!(civil_from_days(0), (1970, 1, 1));
-/// assert_eq!(civil_from_days(20_417), (2025, 11, 25));
-/// assert_eq!(civil_from_days(-1), (1969, 12, 31));
-/// ```
-pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
+pub(super) fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
@@ -38,6 +29,13 @@ pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::civil_from_days;
+
+    #[test]
+    fn the_epoch_and_its_neighbours() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_417), (2025, 11, 25));
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+    }
 
     #[test]
     fn leap_days_and_century_rules() {

@@ -119,8 +119,8 @@ use std::time::Duration;
 use crate::history::{History, SecRec};
 use rules::{
     attempts_end_in_time, fencing_tokens_increase, overshoots, resource_writes, safety_margins_are_positive,
-    section_views, sections_exclude_each_other, views_by_lock, workers_finish_cleanly, AttemptStats, ExclusionStats,
-    Overshoot, SectionStats,
+    section_views, sections_exclude_each_other, workers_finish_cleanly, AttemptStats, ExclusionStats, Overshoot,
+    SectionStats,
 };
 
 mod cache;
@@ -420,6 +420,21 @@ fn summary(h: &History, f: &Facts, violations: &[String]) -> String {
         let _ = writeln!(t, "  ... and {} more", violations.len() - 30);
     }
     t
+}
+
+/// The views by lock, each lock's sorted by grant (then pid, thread and
+/// attempt).
+pub(crate) fn views_by_lock<'v, 'a: 'v>(
+    views: impl IntoIterator<Item = &'v View<'a>>,
+) -> BTreeMap<&'a str, Vec<&'v View<'a>>> {
+    let mut by_lock: BTreeMap<&'a str, Vec<&'v View<'a>>> = BTreeMap::new();
+    for v in views {
+        by_lock.entry(v.s.lock.as_str()).or_default().push(v);
+    }
+    for list in by_lock.values_mut() {
+        list.sort_by_key(|v| (v.s.start, v.s.pid, v.s.thr, v.s.att));
+    }
+    by_lock
 }
 
 /// `k1 n1, k2 n2, ...` of `pairs` (a count by kind), or `none` when

@@ -32,8 +32,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
-use super::rules::views_by_lock;
-use super::{tally, View};
+use super::{tally, views_by_lock, View};
 use crate::history::{describe_holder, ClaimRec, History, SectionKey};
 
 /// For each section with claim spans: when its last claim began, and

@@ -576,21 +576,6 @@ fn unended_section_was_killed<'a>(
     }
 }
 
-/// The views by lock, each lock's sorted by grant (then pid, thread and
-/// attempt).
-pub(super) fn views_by_lock<'v, 'a: 'v>(
-    views: impl IntoIterator<Item = &'v View<'a>>,
-) -> BTreeMap<&'a str, Vec<&'v View<'a>>> {
-    let mut by_lock: BTreeMap<&'a str, Vec<&'v View<'a>>> = BTreeMap::new();
-    for v in views {
-        by_lock.entry(v.s.lock.as_str()).or_default().push(v);
-    }
-    for list in by_lock.values_mut() {
-        list.sort_by_key(|v| (v.s.start, v.s.pid, v.s.thr, v.s.att));
-    }
-    by_lock
-}
-
 /// Rule 1's counts, for the report.
 #[derive(Default)]
 pub(super) struct ExclusionStats {

@@ -36,6 +36,14 @@ LAYERS = {
         ["error"],
         ["freshness"],
     ],
+    "zk-framework": [
+        ["lib"],
+        ["recipe"],
+        ["framework"],
+        ["client"],
+        ["retry", "state", "deadline", "paths"],
+        ["error"],
+    ],
 }
 
 USE_RE = re.compile(r"\buse\s+((?:crate|super|self)(?:::[A-Za-z_][A-Za-z0-9_]*)*)(::\{[^;]*\}|::\*)?\s*(?:as\s+\w+\s*)?;", re.S)

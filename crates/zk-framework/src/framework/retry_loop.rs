@@ -32,13 +32,20 @@ fn call_with_retry<T>(fw: &CuratorFramework, mut op: impl FnMut(&Client) -> Resu
     // Wait once for a connection; after the budget, proceed anyway. The
     // loop's clock starts after this wait, as Curator's does. Under a
     // deadline the wait is cut to it, and an expired deadline never waits
-    // for a connection.
-    if !fw.is_connected() {
+    // for a connection. The client's own state is asked too: the
+    // framework's is told on the dispatch thread and can lag a connection
+    // just lost, and an attempt on it would only meet a ConnectionLoss
+    // (with no retry left, the call would fail without being sent).
+    if !fw.is_connected() || !fw.zookeeper_client().state().is_connected() {
         let wait = bound(deadline, fw.connection_timeout());
         if wait.is_zero() && expired(deadline) {
             return Err(unreachable(fw, Error::DeadlineExceeded));
         }
-        match fw.block_until_connected(wait) {
+        let until = Instant::now() + wait;
+        match fw
+            .block_until_connected(wait)
+            .and_then(|()| fw.zookeeper_client().wait_connected(until))
+        {
             Err(Error::Closed) => return Err(Error::Closed),
             // Every server refused in a way no retry mends.
             Err(e @ Error::Tls(_)) if fw.zookeeper_client().certain_refusal().is_some() => return Err(e),

@@ -29,6 +29,7 @@ LAYERS = {
     "zk-recipes": [
         ["lib", "paths"],
         ["inspect"],
+        ["discovery", "partition"],
         ["nodes"],
         ["leader", "cache", "atomic", "queue", "barriers"],
         ["locks", "shared", "watch"],

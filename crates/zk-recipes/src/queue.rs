@@ -95,7 +95,8 @@ enum Outcome {
 /// sequence numbers, so FIFO order holds), relisting when they run out.
 /// Measured on the embedded server, one client on loopback, a debug build
 /// on a shared 2-core machine (`tests/it/simple_queue.rs`,
-/// `measure_offer_take`): 1,000 items offered in 0.08 s and taken in 0.18 s;
+/// `offer_then_take_thousands_returns_each_item_once_in_order`, its
+/// output with `--nocapture`): 1,000 items offered in 0.08 s and taken in 0.18 s;
 /// 10,000 offered in 1.1 s and taken in 1.7 s (about 0.1 ms per offer and
 /// 0.17 ms per take: an offer is one round trip, a take two, its read and its
 /// delete; a take lists the whole queue again only when the names it saw run

@@ -553,7 +553,7 @@ fn leak_check_finds_a_leftover_lock_node_and_waits_for_expiring_ones() {
 // the long profile), reduced to a reproduction.
 
 /// The plain-mutex "handoff without re-listing" shortcut of
-/// `LockInternals::wait_loop` (crates/zk-recipes/src/internals.rs) grants the
+/// `LockInternals::wait_loop` (crates/zk-recipes/src/locks/internals.rs) granted the
 /// lock on *any* `NodeDeleted` that reaches the wait channel while the current
 /// predecessor is the head. The channel lives across loop iterations and every
 /// re-listing (after a connection-state wake-up) adds one more watcher on the
@@ -564,8 +564,8 @@ fn leak_check_finds_a_leftover_lock_node_and_waits_for_expiring_ones() {
 ///
 /// Queue: X (head, holds), Y (waits), B (our InterProcessMutex, watching Y).
 /// Connection drops make B watch Y several times; Y goes; B must keep waiting
-/// for X. Ignored until the shortcut checks the event's path (or uses a fresh
-/// channel per wait): run it with `--ignored`.
+/// for X. It failed while one channel served every watch; it passes since each
+/// watch has a channel of its own.
 #[test]
 fn a_stale_deletion_event_must_not_grant_a_mutex_while_the_head_holds_it() {
     use std::sync::atomic::{AtomicBool, Ordering};

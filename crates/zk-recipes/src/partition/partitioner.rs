@@ -19,7 +19,7 @@ use crate::partition::state::{Allocation, FailureReason, PartitionEvent, Partiti
 /// place by a [`PersistentNode`](crate::PersistentNode)); the party is read
 /// from a [`PathChildrenCache`](crate::PathChildrenCache). Once the party
 /// has been quiet for the settle time
-/// ([`time_boundary`](SetPartitionerBuilder::time_boundary), kazoo's), every
+/// ([`time_boundary`](crate::SetPartitionerBuilder::time_boundary), kazoo's), every
 /// member computes the split with the partition function (kazoo's
 /// [`default_partition`](crate::default_partition) or the caller's) and
 /// takes its share's locks, one [`InterProcessMutex`](crate::InterProcessMutex)
@@ -69,11 +69,11 @@ use crate::partition::state::{Allocation, FailureReason, PartitionEvent, Partiti
 /// * [`Release`](PartitionState::Release): the party changed, or a lock was
 ///   lost (its node deleted while the session lives). Stop working and call
 ///   [`release_set`](Self::release_set) (or build with
-///   [`auto_release`](SetPartitionerBuilder::auto_release)): the locks are
+///   [`auto_release`](crate::SetPartitionerBuilder::auto_release)): the locks are
 ///   held until then, and the other members wait for them.
 /// * [`Stuck`](PartitionState::Stuck): a lock of the share has been held by
 ///   someone else for longer than
-///   [`stuck_after`](SetPartitionerBuilder::stuck_after): who holds it is
+///   [`stuck_after`](crate::SetPartitionerBuilder::stuck_after): who holds it is
 ///   said (a member that has not released yet, or a session outside the
 ///   party), and the member goes on trying.
 /// * [`Failure`](PartitionState::Failure): final. The session was lost, the

@@ -678,3 +678,61 @@ fn clones_share_one_member_and_the_last_drop_closes_it() {
     assert!(wait_until(timing().wait(), || lock_nodes(&admin, "/part/clones").is_empty()));
     assert!(admin.check_exists("/part/clones/party/m").unwrap().is_none());
 }
+
+/// Kazoo's race tests: a member joins while another is in the middle of
+/// its acquisition (held up on a lock held outside the party). The first
+/// gives back what it took, without being told to release (it never said
+/// it owned anything), and both settle on the new party.
+#[test]
+fn a_member_joining_mid_acquisition_restarts_the_allocation() {
+    let s = server();
+    let (c1, c2, outsider) = (client(&s), client(&s), client(&s));
+    let foreign = InterProcessMutex::new(&outsider, "/part/race/locks/1").unwrap();
+    let g = foreign.acquire().unwrap();
+    let stamps = Arc::new(Stamps::default());
+    let items = ["0", "1", "2", "3"];
+    let a = Member::start(&c1, "/part/race", &items, "a", &stamps);
+    // a holds 0 and waits for 1.
+    assert!(wait_until(timing().wait(), || a.p.state()
+        == PartitionState::Allocating(Allocation::Acquiring { held: 1, wanted: 4 })));
+    let b = Member::start(&c2, "/part/race", &items, "b", &stamps);
+    // a starts over: it settles again, and gives 0 back meanwhile.
+    let mark = a.events_seen();
+    assert!(wait_until(timing().wait(), || a
+        .first_after(mark, |s| matches!(
+            s,
+            PartitionState::Allocating(Allocation::Settling { .. })
+        ))
+        .is_some()));
+    g.release().unwrap();
+    wait_shares(&[&a, &b], &[&["0", "2"], &["1", "3"]]);
+    assert!(
+        !a.saw(PartitionState::is_release),
+        "a never owned, so it was never told to release"
+    );
+    a.close();
+    b.close();
+    stamps.check();
+}
+
+/// The stamp check itself fails on an overlap (a check that cannot fail
+/// proves nothing).
+#[test]
+fn the_stamp_check_catches_an_item_owned_twice() {
+    let t0 = Instant::now();
+    let stamp = |member: &str, from: u64, to: Option<u64>| Stamp {
+        item: "x".into(),
+        member: member.into(),
+        from: t0 + Duration::from_millis(from),
+        to: to.map(|t| t0 + Duration::from_millis(t)),
+    };
+    let disjoint = Stamps(Mutex::new(vec![stamp("a", 0, Some(10)), stamp("b", 10, None)]));
+    disjoint.check();
+    for overlapping in [
+        vec![stamp("a", 0, Some(11)), stamp("b", 10, None)],
+        vec![stamp("a", 0, None), stamp("b", 10, Some(20))],
+    ] {
+        let stamps = Stamps(Mutex::new(overlapping));
+        assert!(std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| stamps.check())).is_err());
+    }
+}

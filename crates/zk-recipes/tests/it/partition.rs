@@ -644,8 +644,15 @@ fn bad_input_is_refused_when_built() {
         .stuck_after(Duration::ZERO)
         .build();
     assert!(matches!(r, Err(Error::InvalidArgument(_))));
+    // The set sorted, each item once; the path without its trailing slash.
+    let p = SetPartitioner::builder(&c, "/part/bad/", ["y", "x", "y"])
+        .build()
+        .unwrap();
+    assert_eq!(p.items(), ["x", "y"]);
+    assert_eq!(p.path(), "/part/bad");
+    assert!(p.members().is_empty());
+    assert!(p.state().is_allocating() && p.share().is_empty());
     // Not started: no waits, no release.
-    let p = SetPartitioner::builder(&c, "/part/bad", ["x"]).build().unwrap();
     assert!(matches!(
         p.wait_for_acquire_for(Duration::ZERO),
         Err(Error::NotStarted { .. })
@@ -735,4 +742,35 @@ fn the_stamp_check_catches_an_item_owned_twice() {
         let stamps = Stamps(Mutex::new(overlapping));
         assert!(std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| stamps.check())).is_err());
     }
+}
+
+/// With `auto_release`, members give their share back by themselves when
+/// the party changes (no user calls `release_set`).
+#[test]
+fn auto_release_moves_the_share_without_the_user() {
+    let s = server();
+    let (c1, c2) = (client(&s), client(&s));
+    let stamps = Arc::new(Stamps::default());
+    let auto = |c: &CuratorFramework, id: &str| {
+        Member::with(
+            SetPartitioner::builder(c, "/part/auto", ["0", "1", "2"])
+                .identifier(id)
+                .time_boundary(settle())
+                .auto_release(true),
+            &stamps,
+            false,
+        )
+    };
+    let a = auto(&c1, "a");
+    assert_eq!(
+        a.p.wait_for_acquire_for(timing().wait()).unwrap(),
+        Some(strs(&["0", "1", "2"]))
+    );
+    let b = auto(&c2, "b");
+    wait_shares(&[&a, &b], &[&["0", "2"], &["1"]]);
+    assert!(a.saw(PartitionState::is_release), "a was told before it released");
+    a.close();
+    wait_shares(&[&b], &[&["0", "1", "2"]]);
+    b.close();
+    stamps.check();
 }

@@ -198,11 +198,12 @@ impl Runner<'_> {
                 Woke::Deadline => break,
                 Woke::Signal => {}
             }
+            // A party change, or a `release_set` (a reallocation asked
+            // for), starts the wait again.
             let changed = {
                 let mut core = self.sh.core.lock();
-                core.release_requested = false;
                 core.lost.clear();
-                std::mem::take(&mut core.party_changed)
+                std::mem::take(&mut core.release_requested) | std::mem::take(&mut core.party_changed)
             };
             if changed {
                 until = Instant::now() + self.sh.time_boundary;

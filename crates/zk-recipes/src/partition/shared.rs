@@ -106,32 +106,38 @@ pub(crate) struct Registry(pub(crate) Mutex<HashSet<(String, String)>>);
 
 impl Shared {
     pub(crate) fn new(b: Settings) -> Result<Arc<Shared>> {
-        let Settings { identifier, items, .. } = &b;
-        let (identifier, items) = (identifier.clone(), items.clone());
-        let base = b.path.trim_end_matches('/').to_string();
+        let Settings {
+            client,
+            path,
+            identifier,
+            items,
+            function,
+            time_boundary,
+            stuck_after,
+            auto_release,
+        } = b;
+        let base = path.trim_end_matches('/').to_string();
         let party_path = format!("{base}/party");
         let locks_path = format!("{base}/locks");
         let node = PersistentNode::builder(
-            &b.client,
+            &client,
             &format!("{party_path}/{identifier}"),
             zk_framework::CreateMode::Ephemeral,
         )
         .data(identifier.as_bytes().to_vec())
         .build()?;
-        let party = PathChildrenCache::new(&b.client, &party_path)?;
+        let party = PathChildrenCache::new(&client, &party_path)?;
         let shared = Arc::new(Shared {
-            client: b.client.clone(),
+            client,
             path: base,
             party_path,
             locks_path,
             identifier,
             items,
-            function: b
-                .function
-                .unwrap_or_else(|| Box::new(crate::partition::function::default_partition)),
-            time_boundary: b.time_boundary,
-            stuck_after: b.stuck_after,
-            auto_release: b.auto_release,
+            function: function.unwrap_or_else(|| Box::new(crate::partition::function::default_partition)),
+            time_boundary,
+            stuck_after,
+            auto_release,
             core: Mutex::new(Core {
                 stage: Stage::New,
                 state: PartitionState::Allocating(Allocation::Joining),

@@ -215,6 +215,14 @@ pub enum Error {
         /// Why, as its state says it.
         reason: String,
     },
+    /// A set partitioner asked to `check()` its share while it does not
+    /// own it (allocating, told to release, suspended, stuck).
+    PartitionNotAcquired {
+        /// The partitioner's path.
+        path: String,
+        /// Its state, as it displays.
+        state: String,
+    },
     /// A second set partitioner with one identifier in one party (on one
     /// client): two members with one identifier would get one index and
     /// one share.
@@ -358,6 +366,9 @@ impl fmt::Display for Error {
             Error::QueueEmpty { path } => write!(f, "the queue at {path} is empty"),
             Error::PartitionFailed { path, reason } => {
                 write!(f, "the set partitioner at {path} has failed: {reason}")
+            }
+            Error::PartitionNotAcquired { path, state } => {
+                write!(f, "the set partitioner at {path} does not own its share: it is {state}")
             }
             Error::DuplicateMember { path, identifier } => write!(
                 f,

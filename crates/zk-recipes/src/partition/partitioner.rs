@@ -8,6 +8,7 @@ use crossbeam_channel::Receiver;
 
 use crate::core::{Stage, Worker};
 use crate::error::{Error, Result};
+use crate::locks::holding::Holding;
 use crate::partition::shared::{Shared, RECIPE};
 use crate::partition::state::{Allocation, FailureReason, PartitionEvent, PartitionState};
 
@@ -239,7 +240,8 @@ impl SetPartitioner {
     }
 
     /// The items this member may use now: its share while
-    /// [`Acquired`](PartitionState::Acquired), nothing in every other state.
+    /// [`Acquired`](PartitionState::Acquired) and every lock of it
+    /// certainly held now ([`check`](Self::check)), nothing otherwise.
     ///
     /// # Examples
     ///
@@ -250,7 +252,64 @@ impl SetPartitioner {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn share(&self) -> Vec<String> {
-        self.shared.core.lock().state.share().to_vec()
+        self.check().unwrap_or_default()
+    }
+
+    /// The share, `Ok` only while the member is
+    /// [`Acquired`](PartitionState::Acquired) and each lock of the share is
+    /// certainly held now, by the clock too (each holding's
+    /// [`check`](crate::Holding::check): a process that was paused past its
+    /// read timeout gets an error here before any thread of it has noticed).
+    /// Call it before each side effect on the share. Answered locally, at
+    /// once.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::PartitionNotAcquired`] in any state but `Acquired` (but
+    /// `Failure`: [`Error::PartitionFailed`]); a lock's
+    /// [`Error::LockUncertain`] or [`Error::LockLost`] (naming its path)
+    /// when a holding has not yet told the member.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+    /// # client.block_until_connected(std::time::Duration::from_secs(10))?;
+    /// use std::time::Duration;
+    /// let p = zk_recipes::SetPartitioner::builder(&client, "/work/check", ["a", "b"])
+    ///     .time_boundary(Duration::from_millis(100))
+    ///     .build()?;
+    /// assert!(matches!(p.check(), Err(zk_recipes::Error::PartitionNotAcquired { .. })));
+    /// p.start()?;
+    /// p.wait_for_acquire_for(Duration::from_secs(10))?.expect("acquired");
+    /// for item in p.check()? {
+    ///     // work on `item`
+    /// }
+    /// p.close()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn check(&self) -> Result<Vec<String>> {
+        let (state, holdings) = {
+            let core = self.shared.core.lock();
+            let holdings: Vec<Holding> = core.holdings.iter().map(Holding::share).collect();
+            (core.state.clone(), holdings)
+        };
+        match state {
+            PartitionState::Acquired { items } => {
+                // Asked outside the state lock (a holding may tell its
+                // signals, which take it).
+                for h in &holdings {
+                    h.check()?;
+                }
+                Ok(items)
+            }
+            PartitionState::Failure { reason } => Err(self.failed(&reason)),
+            other => Err(Error::PartitionNotAcquired {
+                path: self.shared.path.clone(),
+                state: other.to_string(),
+            }),
+        }
     }
 
     /// Every change of state from now on, each stamped with the instant it

@@ -306,6 +306,7 @@ impl Runner<'_> {
                     Ok(Attempt::Won(node)) => {
                         let holding = internals.hold(node);
                         self.follow(item, &holding);
+                        self.sh.core.lock().holdings.push(holding.share());
                         self.held.push((item.clone(), holding));
                         self.backoff.reset();
                         break;
@@ -460,6 +461,7 @@ impl Runner<'_> {
     /// Gives every held lock back (a lost one's node, if any, is deleted
     /// in the background).
     fn release_all(&mut self) {
+        self.sh.core.lock().holdings.clear();
         for (item, h) in self.held.drain(..) {
             if let Err(e) = h.release_node() {
                 log::debug!("set partitioner: releasing {item}: {e}");

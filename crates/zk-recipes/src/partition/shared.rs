@@ -15,7 +15,7 @@ use zk_framework::{ConnectionState, CuratorFramework, ListenerHandle};
 use crate::cache::bridges::{PathChildrenCache, PathChildrenCacheEvent};
 use crate::core::{Stage, Subscribers, Worker};
 use crate::error::{Error, Result};
-use crate::locks::holding::LockEvent;
+use crate::locks::holding::{Holding, LockEvent};
 use crate::nodes::node::PersistentNode;
 use crate::partition::function::PartitionFn;
 use crate::partition::state::{Allocation, FailureReason, PartitionEvent, PartitionState, ReleaseReason};
@@ -79,6 +79,8 @@ pub(crate) struct Core {
     pub(crate) lost: Vec<String>,
     /// `release_set` was called.
     pub(crate) release_requested: bool,
+    /// Handles on the locks held (the thread's), for `check()`.
+    pub(crate) holdings: Vec<Holding>,
     /// Bumped by every signal: a decision the thread took on what it read
     /// outside this lock holds only if no signal came meanwhile.
     pub(crate) signals: u64,
@@ -146,6 +148,7 @@ impl Shared {
                 party_changed: false,
                 lost: Vec::new(),
                 release_requested: false,
+                holdings: Vec::new(),
                 signals: 0,
             }),
             node,

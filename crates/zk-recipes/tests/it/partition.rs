@@ -197,6 +197,7 @@ fn a_party_of_one_owns_every_item_and_a_close_leaves_no_node() {
     let m = Member::start(&c, "/part/one", &["b", "a", "c"], "m1", &stamps);
     let share = m.p.wait_for_acquire_for(timing().wait()).unwrap().expect("acquired");
     assert_eq!(share, ["a", "b", "c"]);
+    assert_eq!(m.p.check().unwrap(), share);
     assert_eq!(m.p.members(), ["m1"]);
     // One Curator mutex node per item, and the party node, all ours.
     for item in ["a", "b", "c"] {
@@ -433,6 +434,7 @@ fn a_lock_node_deleted_by_an_operator_is_told_at_once() {
         }
     );
     assert!(m.share().is_empty());
+    assert!(matches!(m.p.check(), Err(Error::PartitionNotAcquired { .. })));
     // The locks are held until the user releases (y still is).
     assert_eq!(lock_nodes(&admin, "/part/broken/locks/y").len(), 1);
     m.p.release_set().unwrap();
@@ -560,6 +562,7 @@ fn a_bad_partition_function_fails_the_member_with_a_typed_reason() {
         assert!(matches!(r, Err(Error::PartitionFailed { .. })), "{path}: {r:?}");
         assert_eq!(m.p.state(), PartitionState::Failure { reason: want });
         assert!(m.p.release_set().is_err());
+        assert!(matches!(m.p.check(), Err(Error::PartitionFailed { .. })));
         // It left the party and holds nothing.
         assert!(
             wait_until(timing().wait(), || lock_nodes(&admin, path).is_empty()),
@@ -771,6 +774,47 @@ fn auto_release_moves_the_share_without_the_user() {
     assert!(a.saw(PartitionState::is_release), "a was told before it released");
     a.close();
     wait_shares(&[&b], &[&["0", "1", "2"]]);
+    b.close();
+    stamps.check();
+}
+
+/// A member whose connection freezes past its session (a partition the
+/// client cannot see at once): it stops owning (by the clock: its
+/// holdings' read timeout) before the server expires its session, so
+/// before the other member can own its items; after the heal it is told
+/// it failed.
+#[test]
+fn a_frozen_member_stops_owning_before_its_items_are_owned_again() {
+    let s = server();
+    let proxy = FaultProxy::start(&s.connect_string()).unwrap();
+    let c1 = proxied_client(&proxy);
+    let c2 = client(&s);
+    let stamps = Arc::new(Stamps::default());
+    let items = ["0", "1", "2", "3"];
+    let a = Member::start(&c1, "/part/frozen", &items, "a", &stamps);
+    let b = Member::start(&c2, "/part/frozen", &items, "b", &stamps);
+    wait_shares(&[&a, &b], &[&["0", "2"], &["1", "3"]]);
+    let (a_mark, b_mark) = (a.events_seen(), b.events_seen());
+    proxy.freeze(true);
+    // b owns everything again once the server has expired a's session.
+    wait_shares(&[&a, &b], &[&[], &items]);
+    let told = a.first_after(a_mark, |s| !s.is_acquired()).expect("a told");
+    let retaken = b
+        .first_after(b_mark, |s| s.share().len() == items.len())
+        .expect("b took every item");
+    assert!(told < retaken, "a told {:?} after b took its items", told - retaken);
+    assert!(matches!(
+        a.p.check(),
+        Err(Error::PartitionNotAcquired { .. } | Error::LockUncertain { .. })
+    ));
+    proxy.freeze(false);
+    assert!(wait_until(timing().wait(), || a.saw(|s| matches!(
+        s,
+        PartitionState::Failure {
+            reason: FailureReason::SessionLost
+        }
+    ))));
+    a.close();
     b.close();
     stamps.check();
 }

@@ -290,19 +290,56 @@ impl SetPartitioner {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn check(&self) -> Result<Vec<String>> {
+        Ok(self.fencing_tokens()?.into_iter().map(|(item, _)| item).collect())
+    }
+
+    /// As [`check`](Self::check), each item with its lock's fencing token
+    /// (the lock node's czxid, see [`Holding::fencing_token`](crate::Holding::fencing_token)):
+    /// it grows with every grant of an item's lock, whichever member, so a
+    /// store that remembers the largest token it saw per item refuses a
+    /// write from an owner that has been replaced, and a checker orders
+    /// the owners of an item without a shared clock.
+    ///
+    /// # Errors
+    ///
+    /// As [`check`](Self::check).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # let server = zk_testing::TestingServer::start_backend(zk_testing::Backend::Embedded)?;
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string(server.connect_string()).build()?;
+    /// # client.block_until_connected(std::time::Duration::from_secs(10))?;
+    /// use std::time::Duration;
+    /// let p = zk_recipes::SetPartitioner::builder(&client, "/work/tokens", ["a", "b"])
+    ///     .time_boundary(Duration::from_millis(100))
+    ///     .build()?;
+    /// p.start()?;
+    /// p.wait_for_acquire_for(Duration::from_secs(10))?.expect("acquired");
+    /// for (item, token) in p.fencing_tokens()? {
+    ///     assert!(token > 0, "{item}");
+    /// }
+    /// p.close()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn fencing_tokens(&self) -> Result<Vec<(String, i64)>> {
         let (state, holdings) = {
             let core = self.shared.core.lock();
-            let holdings: Vec<Holding> = core.holdings.iter().map(Holding::share).collect();
+            let holdings: Vec<(String, Holding)> = core.holdings.iter().map(|(i, h)| (i.clone(), h.share())).collect();
             (core.state.clone(), holdings)
         };
         match state {
             PartitionState::Acquired { items } => {
                 // Asked outside the state lock (a holding may tell its
                 // signals, which take it).
-                for h in &holdings {
+                let mut owned = Vec::with_capacity(items.len());
+                for (item, h) in &holdings {
                     h.check()?;
+                    owned.push((item.clone(), h.fencing_token()));
                 }
-                Ok(items)
+                // The holdings are the share's, in item order.
+                debug_assert!(owned.iter().map(|(i, _)| i).eq(items.iter()));
+                Ok(owned)
             }
             PartitionState::Failure { reason } => Err(self.failed(&reason)),
             other => Err(Error::PartitionNotAcquired {

@@ -306,7 +306,7 @@ impl Runner<'_> {
                     Ok(Attempt::Won(node)) => {
                         let holding = internals.hold(node);
                         self.follow(item, &holding);
-                        self.sh.core.lock().holdings.push(holding.share());
+                        self.sh.core.lock().holdings.push((item.clone(), holding.share()));
                         self.held.push((item.clone(), holding));
                         self.backoff.reset();
                         break;

@@ -80,7 +80,7 @@ pub(crate) struct Core {
     /// `release_set` was called.
     pub(crate) release_requested: bool,
     /// Handles on the locks held (the thread's), for `check()`.
-    pub(crate) holdings: Vec<Holding>,
+    pub(crate) holdings: Vec<(String, Holding)>,
     /// Bumped by every signal: a decision the thread took on what it read
     /// outside this lock holds only if no signal came meanwhile.
     pub(crate) signals: u64,

@@ -234,6 +234,13 @@ fn two_members_split_by_kazoo_default_and_three_too() {
     let a = Member::start(&c1, "/part/two", &items, "a", &stamps);
     let b = Member::start(&c2, "/part/two", &items, "b", &stamps);
     wait_shares(&[&a, &b], &[&["0", "2", "4"], &["1", "3"]]);
+    let before: BTreeMap<String, i64> =
+        a.p.fencing_tokens()
+            .unwrap()
+            .into_iter()
+            .chain(b.p.fencing_tokens().unwrap())
+            .collect();
+    assert_eq!(before.len(), items.len());
     // Expansion: the old members are told to release, then [0,3],[1,4],[2].
     let c = Member::start(&c3, "/part/two", &items, "c", &stamps);
     let took = wait_shares(&[&a, &b, &c], &[&["0", "3"], &["1", "4"], &["2"]]);
@@ -246,6 +253,15 @@ fn two_members_split_by_kazoo_default_and_three_too() {
         )));
     }
     assert!(took < timing().wait());
+    // Every item was granted again (a reallocation from scratch): each
+    // token grew.
+    let after: BTreeMap<String, i64> = [&a, &b, &c]
+        .iter()
+        .flat_map(|m| m.p.fencing_tokens().unwrap())
+        .collect();
+    for (item, token) in &after {
+        assert!(*token > before[item], "{item}: {token} after {}", before[item]);
+    }
     stamps.check();
     // Shrink: c leaves, every item is owned again.
     c.close();

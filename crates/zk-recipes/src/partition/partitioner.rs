@@ -60,8 +60,12 @@ use crate::partition::state::{Allocation, FailureReason, PartitionEvent, Partiti
 ///   settling again (locks taken so far are given back: the caller never
 ///   saw them).
 /// * [`Acquired`](PartitionState::Acquired): every lock of the share is held
-///   and proven: work on [`share`](Self::share). This is the only state
-///   in which the share is not empty.
+///   and proven: work on the share, asking [`check`](Self::check) before
+///   each side effect (it also answers by the clock, so a paused process
+///   learns its locks may be gone before any of its threads has noticed;
+///   [`fencing_tokens`](Self::fencing_tokens) gives each item's token for
+///   a store that fences). This is the only state in which the share is
+///   not empty.
 /// * [`Suspended`](PartitionState::Suspended): the connection is down or
 ///   silent. Stop working; the locks may still be ours. When the connection
 ///   comes back on the same session and the server shows every lock node

@@ -253,6 +253,7 @@ fn two_members_split_by_kazoo_default_and_three_too() {
         )));
     }
     assert!(took < timing().wait());
+    log::info!("expansion to three members: every item owned again after {took:?}");
     // Every item was granted again (a reallocation from scratch): each
     // token grew.
     let after: BTreeMap<String, i64> = [&a, &b, &c]

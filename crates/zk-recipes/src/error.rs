@@ -205,6 +205,33 @@ pub enum Error {
         /// The queue's path.
         path: String,
     },
+    /// A set partitioner has failed for good (its session expired, its
+    /// partition function misbehaved, ...): it owns nothing and does
+    /// nothing more; build a new one. The typed reason is its state's
+    /// (`PartitionState::Failure`).
+    PartitionFailed {
+        /// The partitioner's path.
+        path: String,
+        /// Why, as its state says it.
+        reason: String,
+    },
+    /// A set partitioner asked to `check()` its share while it does not
+    /// own it (allocating, told to release, suspended, stuck).
+    PartitionNotAcquired {
+        /// The partitioner's path.
+        path: String,
+        /// Its state, as it displays.
+        state: String,
+    },
+    /// A second set partitioner with one identifier in one party (on one
+    /// client): two members with one identifier would get one index and
+    /// one share.
+    DuplicateMember {
+        /// The partitioner's path.
+        path: String,
+        /// The identifier already in the party.
+        identifier: String,
+    },
 }
 
 impl Error {
@@ -337,6 +364,16 @@ impl fmt::Display for Error {
                 item.len()
             ),
             Error::QueueEmpty { path } => write!(f, "the queue at {path} is empty"),
+            Error::PartitionFailed { path, reason } => {
+                write!(f, "the set partitioner at {path} has failed: {reason}")
+            }
+            Error::PartitionNotAcquired { path, state } => {
+                write!(f, "the set partitioner at {path} does not own its share: it is {state}")
+            }
+            Error::DuplicateMember { path, identifier } => write!(
+                f,
+                "the identifier {identifier:?} is already a member of the party at {path}"
+            ),
             Error::Multiple(errors) => {
                 write!(f, "{} errors: ", errors.len())?;
                 for (i, e) in errors.iter().enumerate() {

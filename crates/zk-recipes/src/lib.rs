@@ -41,6 +41,10 @@
 //!   [`DistributedDoubleBarrier`] with timeouts as values;
 //!   [`SimpleDistributedQueue`], where a lost reply neither loses nor
 //!   duplicates an item.
+//! * **partition**: [`SetPartitioner`] (kazoo's, on these locks): members
+//!   of a party split a set of items, each item held by one member's lock,
+//!   with an honest [`PartitionState`] (a blip is not a reallocation, a
+//!   stuck lock says who holds it, a lost lock is told at once).
 //! * **inspection**: who holds a lock and who waits ([`inspect_lock`],
 //!   [`lock_participants`], typed [`Participant`]s for any lock path), the
 //!   [`HolderIdentity`] our lock nodes carry, a group's members, a counter's
@@ -100,6 +104,7 @@ pub mod inspect;
 pub mod leader;
 mod locks;
 pub mod nodes;
+mod partition;
 mod paths;
 mod queue;
 mod shared;
@@ -189,6 +194,12 @@ pub use nodes::ttl::PersistentTtlNode;
 pub use queue::{SimpleDistributedQueue, ITEM_PREFIX};
 pub use shared::count::SharedCount;
 pub use shared::value::{Proof, SharedValue, TrySet, ValueEvent, VersionedValue};
+
+// Sharing work out.
+pub use partition::builder::SetPartitionerBuilder;
+pub use partition::function::{default_partition, PartitionFn};
+pub use partition::partitioner::SetPartitioner;
+pub use partition::state::{Allocation, FailureReason, LockHolder, PartitionEvent, PartitionState, ReleaseReason};
 
 // Inspection.
 pub use inspect::tool::{

@@ -34,6 +34,9 @@ mod counters;
 mod barriers;
 mod simple_queue;
 
+// Sharing work out: the set partitioner.
+mod partition;
+
 // Across kinds: what a holder is told, figures, inspection, clients.
 mod bad_input;
 mod client_cost;

@@ -41,6 +41,10 @@
 //!   [`DistributedDoubleBarrier`] with timeouts as values;
 //!   [`SimpleDistributedQueue`], where a lost reply neither loses nor
 //!   duplicates an item.
+//! * **discovery** (the model): [`ServiceInstance`]s as Curator's
+//!   `curator-x-discovery` writes them (built by [`ServiceInstanceBuilder`],
+//!   with a [`ServiceType`], a [`Payload`] that keeps Jackson's class tag,
+//!   a [`UriSpec`] and an [`Endpoint`]); see the [`discovery`] family page.
 //! * **inspection**: who holds a lock and who waits ([`inspect_lock`],
 //!   [`lock_participants`], typed [`Participant`]s for any lock path), the
 //!   [`HolderIdentity`] our lock nodes carry, a group's members, a counter's
@@ -94,6 +98,7 @@ pub mod atomic;
 mod barriers;
 pub mod cache;
 mod core;
+pub mod discovery;
 mod error;
 mod freshness;
 pub mod inspect;
@@ -189,6 +194,12 @@ pub use nodes::ttl::PersistentTtlNode;
 pub use queue::{SimpleDistributedQueue, ITEM_PREFIX};
 pub use shared::count::SharedCount;
 pub use shared::value::{Proof, SharedValue, TrySet, ValueEvent, VersionedValue};
+
+// Service discovery.
+pub use discovery::instance::InstanceRead;
+pub use discovery::instance::{JsonMode, ServiceInstance, ServiceInstanceBuilder, ServiceType};
+pub use discovery::payload::{Payload, ZookeeperInstance, JAVA_LINKED_HASH_MAP, JAVA_LONG};
+pub use discovery::uri::{Endpoint, UriPart, UriSpec};
 
 // Inspection.
 pub use inspect::tool::{

@@ -41,10 +41,13 @@
 //!   [`DistributedDoubleBarrier`] with timeouts as values;
 //!   [`SimpleDistributedQueue`], where a lost reply neither loses nor
 //!   duplicates an item.
-//! * **discovery** (the model): [`ServiceInstance`]s as Curator's
-//!   `curator-x-discovery` writes them (built by [`ServiceInstanceBuilder`],
+//! * **discovery**: [`ServiceDiscovery`] (Curator's `curator-x-discovery`
+//!   layout and JSON, byte for byte: Java and Rust services find each
+//!   other), its [`ServiceInstance`]s (built by [`ServiceInstanceBuilder`],
 //!   with a [`ServiceType`], a [`Payload`] that keeps Jackson's class tag,
-//!   a [`UriSpec`] and an [`Endpoint`]); see the [`discovery`] family page.
+//!   a [`UriSpec`] and an [`Endpoint`]), each registration a kept node with
+//!   an honest [`Registration`]; see the [`discovery`] family page for
+//!   Curator's traps and what we do.
 //! * **inspection**: who holds a lock and who waits ([`inspect_lock`],
 //!   [`lock_participants`], typed [`Participant`]s for any lock path), the
 //!   [`HolderIdentity`] our lock nodes carry, a group's members, a counter's
@@ -199,6 +202,7 @@ pub use shared::value::{Proof, SharedValue, TrySet, ValueEvent, VersionedValue};
 pub use discovery::instance::InstanceRead;
 pub use discovery::instance::{JsonMode, ServiceInstance, ServiceInstanceBuilder, ServiceType};
 pub use discovery::payload::{Payload, ZookeeperInstance, JAVA_LINKED_HASH_MAP, JAVA_LONG};
+pub use discovery::service::{ServiceDiscovery, ServiceDiscoveryBuilder};
 pub use discovery::uri::{Endpoint, UriPart, UriSpec};
 
 // Inspection.

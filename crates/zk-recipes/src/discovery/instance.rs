@@ -771,7 +771,7 @@ fn uri_spec_of(v: &serde_json::Value) -> std::result::Result<Option<UriSpec>, Fa
     Ok(Some(UriSpec::from_parts(out)))
 }
 
-/// One child of a service's node as `ServiceDiscovery::query_for_instances`
+/// One child of a service's node as [`ServiceDiscovery::query_for_instances`](crate::ServiceDiscovery::query_for_instances)
 /// read it: the instance, or why it could not be read (one bad child does
 /// not fail the whole query, where Curator's throws).
 ///

@@ -38,6 +38,7 @@ mod simple_queue;
 mod bad_input;
 mod client_cost;
 mod clients;
+mod discovery;
 mod namespace;
 mod nodes;
 mod operations;

@@ -46,8 +46,10 @@
 //!   other), its [`ServiceInstance`]s (built by [`ServiceInstanceBuilder`],
 //!   with a [`ServiceType`], a [`Payload`] that keeps Jackson's class tag,
 //!   a [`UriSpec`] and an [`Endpoint`]), each registration a kept node with
-//!   an honest [`Registration`]; see the [`discovery`] family page for
-//!   Curator's traps and what we do.
+//!   an honest [`Registration`]; [`ServiceCache`] (a service's instances
+//!   with their [`Freshness`]) and [`ServiceProvider`] (Curator's
+//!   strategies, down instances and filters, no answer from a stale list);
+//!   see the [`discovery`] family page for Curator's traps and what we do.
 //! * **inspection**: who holds a lock and who waits ([`inspect_lock`],
 //!   [`lock_participants`], typed [`Participant`]s for any lock path), the
 //!   [`HolderIdentity`] our lock nodes carry, a group's members, a counter's
@@ -199,9 +201,11 @@ pub use shared::count::SharedCount;
 pub use shared::value::{Proof, SharedValue, TrySet, ValueEvent, VersionedValue};
 
 // Service discovery.
+pub use discovery::cache::{ServiceCache, ServiceCacheEvent};
 pub use discovery::instance::InstanceRead;
 pub use discovery::instance::{JsonMode, ServiceInstance, ServiceInstanceBuilder, ServiceType};
 pub use discovery::payload::{Payload, ZookeeperInstance, JAVA_LINKED_HASH_MAP, JAVA_LONG};
+pub use discovery::provider::{DownInstancePolicy, ProviderStrategy, ServiceProvider, ServiceProviderBuilder};
 pub use discovery::service::{ServiceDiscovery, ServiceDiscoveryBuilder};
 pub use discovery::uri::{Endpoint, UriPart, UriSpec};
 

@@ -80,6 +80,22 @@
 //! * **`queryForNames` throws NoNode** once the base container was reaped;
 //!   ours answers no names.
 //!
+//! # Following a service: the cache and the provider
+//!
+//! [`ServiceCache`](crate::ServiceCache) follows one service's instances
+//! with a [`CuratorCache`](crate::CuratorCache) (children of
+//! `<base>/<name>`, keyed by node name) and says how current its list is
+//! ([`freshness`](crate::ServiceCache::freshness),
+//! [`current_instances`](crate::ServiceCache::current_instances)); Curator's
+//! `getInstances()` has "no guarantee of freshness" (CURATOR-705).
+//! [`ServiceProvider`](crate::ServiceProvider) picks one with Curator's
+//! strategies (round robin with a wrapping counter: Curator's goes out of
+//! bounds after 2^31 picks; random; sticky), its down-instance policy
+//! ([`note_error`](crate::ServiceProvider::note_error), 30 s, 2 errors) and
+//! filters, and while its cache is not current it answers
+//! [`Error::CacheNotCurrent`](crate::Error::CacheNotCurrent) rather than a
+//! stale list.
+//!
 //! # What `registration(id)` means
 //!
 //! [`ServiceDiscovery::registration`](crate::ServiceDiscovery::registration) is the instance's node's
@@ -100,8 +116,10 @@
 //! too, naming where), [`Error::PayloadNotSerializable`](crate::Error::PayloadNotSerializable),
 //! [`Error::PayloadMismatch`](crate::Error::PayloadMismatch).
 
+pub(crate) mod cache;
 pub(crate) mod instance;
 mod json;
 pub(crate) mod payload;
+pub(crate) mod provider;
 pub(crate) mod service;
 pub(crate) mod uri;

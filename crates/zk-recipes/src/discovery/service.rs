@@ -10,7 +10,9 @@ use parking_lot::Mutex;
 use zk_framework::CuratorFramework;
 
 use crate::core::{Stage, STOP_BOUND};
+use crate::discovery::cache::ServiceCache;
 use crate::discovery::instance::{check_identity, InstanceRead, JsonMode, ServiceInstance, ServiceType};
+use crate::discovery::provider::ServiceProviderBuilder;
 use crate::error::{Error, Result};
 use crate::nodes::node::PersistentNode;
 use crate::nodes::registration::Registration;
@@ -717,6 +719,46 @@ impl ServiceDiscovery {
             }),
             Err(e) => Err(e.into()),
         }
+    }
+}
+
+impl ServiceDiscovery {
+    /// A cache of service `name`'s instances (not started; Curator's
+    /// `serviceCacheBuilder().name(name).build()`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInstance`] for a name that makes no valid path.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let d = zk_recipes::ServiceDiscovery::builder(&client, "/services").build()?;
+    /// let cache = d.service_cache("api")?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn service_cache(&self, name: &str) -> Result<ServiceCache> {
+        ServiceCache::new(&self.shared.client, &self.shared.service_path(name)?)
+    }
+
+    /// A builder for a provider of service `name`'s instances (Curator's
+    /// `serviceProviderBuilder().serviceName(name)`), on a cache of its own.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidInstance`] for a name that makes no valid path.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let d = zk_recipes::ServiceDiscovery::builder(&client, "/services").build()?;
+    /// let provider = d.provider_builder("api")?.build();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn provider_builder(&self, name: &str) -> Result<ServiceProviderBuilder> {
+        Ok(ServiceProviderBuilder::new(self.service_cache(name)?))
     }
 }
 

@@ -15,8 +15,8 @@ use crossbeam_channel::Receiver;
 use zk_framework::proto::OpCode;
 use zk_framework::{CreateMode, CuratorFramework};
 use zk_recipes::{
-    AbsentReason, Error, JsonMode, Payload, Registration, ServiceDiscovery, ServiceInstance, ServiceType,
-    UncertainReason, UriSpec, ZookeeperInstance,
+    AbsentReason, DownInstancePolicy, Error, JsonMode, Payload, ProviderStrategy, Registration, ServiceCacheEvent,
+    ServiceDiscovery, ServiceInstance, ServiceType, UncertainReason, UriSpec, ZookeeperInstance,
 };
 use zk_testing::proxy::FaultProxy;
 use zk_testing::{wait_until, TestingServer};
@@ -613,4 +613,203 @@ fn clones_share_one_discovery_and_the_last_one_dropped_closes_it() {
         nothing_left_under(&admin, &format!("{base}/svc"), timing().wait()).is_ok(),
         "the last clone's drop deletes the DYNAMIC node"
     );
+}
+
+/// The service cache: the initial load, then every change keyed by node
+/// name (a bad child told with its error, left out of the list), and a
+/// freshness that is not current while the connection is cut: then
+/// `current_instances` refuses instead of serving an old list.
+#[test]
+fn a_service_cache_follows_the_instances_and_says_how_fresh_it_is() {
+    let s = server();
+    let proxy = FaultProxy::start(&s.connect_string()).unwrap();
+    let c = proxied_client(&proxy);
+    let (owner, admin) = (client(&s), client(&s));
+    let base = "/disc/cache";
+    let d = discovery(&owner, base);
+    d.register(&ServiceInstance::builder("svc").id("a").port(1).build().unwrap())
+        .unwrap();
+    registered_now(&d, "a");
+    let reader = ServiceDiscovery::builder(&c, base).build().unwrap();
+    let cache = reader.service_cache("svc").unwrap();
+    assert!(
+        matches!(cache.current_instances(), Err(Error::CacheNotCurrent { .. })),
+        "not started"
+    );
+    let events = cache.events();
+    cache.start().unwrap();
+    let next = |want: &dyn Fn(&ServiceCacheEvent) -> bool| -> ServiceCacheEvent {
+        let end = Instant::now() + timing().wait();
+        loop {
+            let ev = events
+                .recv_timeout(end.saturating_duration_since(Instant::now()))
+                .expect("a cache event");
+            if want(&ev) {
+                return ev;
+            }
+        }
+    };
+    match next(&|e| matches!(e, ServiceCacheEvent::Initialized(_))) {
+        ServiceCacheEvent::Initialized(now) => {
+            assert_eq!(now.len(), 1);
+            assert_eq!(now[0].instance.as_ref().unwrap().id(), "a");
+        }
+        other => panic!("{other:?}"),
+    }
+    d.register(&ServiceInstance::builder("svc").id("b").port(2).build().unwrap())
+        .unwrap();
+    match next(&|e| matches!(e, ServiceCacheEvent::Added { .. })) {
+        ServiceCacheEvent::Added { node, instance } => {
+            assert_eq!((node.as_str(), instance.unwrap().port()), ("b", Some(2)));
+        }
+        other => panic!("{other:?}"),
+    }
+    d.update(&ServiceInstance::builder("svc").id("b").port(3).build().unwrap())
+        .unwrap();
+    match next(&|e| matches!(e, ServiceCacheEvent::Updated { .. })) {
+        ServiceCacheEvent::Updated { node, instance } => {
+            assert_eq!((node.as_str(), instance.unwrap().port()), ("b", Some(3)));
+        }
+        other => panic!("{other:?}"),
+    }
+    admin
+        .create()
+        .with_data(b"{oops".to_vec())
+        .for_path(&format!("{base}/svc/bad"))
+        .unwrap();
+    match next(&|e| matches!(e, ServiceCacheEvent::Added { .. })) {
+        ServiceCacheEvent::Added { node, instance } => {
+            assert_eq!(node, "bad");
+            assert!(matches!(instance, Err(Error::InstanceJson { .. })));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(d.unregister("a").unwrap());
+    assert_eq!(
+        next(&|e| matches!(e, ServiceCacheEvent::Removed { .. })),
+        ServiceCacheEvent::Removed { node: "a".into() }
+    );
+    assert!(wait_until(timing().wait(), || cache.current_instances().is_ok_and(
+        |i| i.iter().map(|i| i.id().to_string()).collect::<Vec<_>>() == ["b"]
+    )));
+    assert_eq!(cache.by_node().len(), 2, "the bad child is kept by node, as an error");
+    // Cut off: not current, and the list is refused, not served stale.
+    proxy.refuse(true);
+    proxy.cut();
+    assert!(wait_until(timing().wait(), || !cache.freshness().is_current()));
+    assert!(matches!(cache.current_instances(), Err(Error::CacheNotCurrent { .. })));
+    assert_eq!(
+        cache.instances().len(),
+        1,
+        "the last list, for who asks for it knowingly"
+    );
+    proxy.refuse(false);
+    assert!(cache.wait_current_for(timing().wait() * 2));
+    cache.close();
+    d.close().unwrap();
+}
+
+/// The provider: round robin visits each in turn; sticky keeps its pick
+/// while offered; random stays among the offered; filters, down instances
+/// (2 errors) and disabled instances are left out; no answer from a cache
+/// that is not current.
+#[test]
+fn a_provider_picks_by_its_strategy_and_never_from_a_stale_list() {
+    let s = server();
+    let proxy = FaultProxy::start(&s.connect_string()).unwrap();
+    let c = proxied_client(&proxy);
+    let owner = client(&s);
+    let base = "/disc/provider";
+    let d = ServiceDiscovery::builder(&owner, base)
+        .json_mode(JsonMode::Full)
+        .build()
+        .unwrap();
+    d.start().unwrap();
+    for (id, enabled) in [("a", true), ("b", true), ("c", true), ("off", false)] {
+        d.register(
+            &ServiceInstance::builder("svc")
+                .id(id)
+                .port(1)
+                .enabled(enabled)
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+        registered_now(&d, id);
+    }
+    let reader = ServiceDiscovery::builder(&c, base).build().unwrap();
+    let ids = |p: &zk_recipes::ServiceProvider| -> Vec<String> {
+        p.all_instances().unwrap().iter().map(|i| i.id().to_string()).collect()
+    };
+    let rr = reader.provider_builder("svc").unwrap().build();
+    assert!(
+        matches!(rr.instance(), Err(Error::CacheNotCurrent { .. })),
+        "not started"
+    );
+    rr.start().unwrap();
+    assert!(wait_until(timing().wait(), || rr
+        .all_instances()
+        .is_ok_and(|v| v.len() == 3)));
+    assert_eq!(ids(&rr), ["a", "b", "c"], "the disabled one is left out");
+    let picks: Vec<String> = (0..6)
+        .map(|_| rr.instance().unwrap().unwrap().id().to_string())
+        .collect();
+    assert_eq!(picks[..3], picks[3..], "round robin: {picks:?}");
+    let mut first = picks[..3].to_vec();
+    first.sort();
+    assert_eq!(first, ["a", "b", "c"]);
+    // Down after 2 errors (the default policy); one error is not enough.
+    let b = d.query_for_instance("svc", "b").unwrap().unwrap();
+    rr.note_error(&b);
+    assert_eq!(ids(&rr), ["a", "b", "c"]);
+    rr.note_error(&b);
+    assert_eq!(ids(&rr), ["a", "c"]);
+
+    let sticky = reader
+        .provider_builder("svc")
+        .unwrap()
+        .strategy(ProviderStrategy::StickyRandom)
+        .filter(|i| i.id() != "c")
+        .build();
+    sticky.start().unwrap();
+    assert!(wait_until(timing().wait(), || sticky
+        .all_instances()
+        .is_ok_and(|v| v.len() == 2)));
+    let one = sticky.instance().unwrap().unwrap();
+    assert!(["a", "b"].contains(&one.id()), "the filter keeps c out");
+    for _ in 0..10 {
+        assert_eq!(sticky.instance().unwrap().unwrap().id(), one.id(), "sticky");
+    }
+    let random = reader
+        .provider_builder("svc")
+        .unwrap()
+        .strategy(ProviderStrategy::Random)
+        .down_instance_policy(DownInstancePolicy {
+            timeout: Duration::from_secs(60),
+            error_threshold: 1,
+        })
+        .build();
+    random.start().unwrap();
+    assert!(wait_until(timing().wait(), || random
+        .all_instances()
+        .is_ok_and(|v| v.len() == 3)));
+    let a = d.query_for_instance("svc", "a").unwrap().unwrap();
+    random.note_error(&a);
+    for _ in 0..20 {
+        let id = random.instance().unwrap().unwrap().id().to_string();
+        assert!(id == "b" || id == "c", "{id}: a is down after 1 error with this policy");
+    }
+    // Cut off: no answer, typed.
+    proxy.refuse(true);
+    proxy.cut();
+    assert!(wait_until(timing().wait(), || matches!(
+        rr.instance(),
+        Err(Error::CacheNotCurrent { .. })
+    )));
+    proxy.refuse(false);
+    assert!(wait_until(timing().wait() * 2, || rr.instance().is_ok()));
+    for p in [rr, sticky, random] {
+        p.close();
+    }
+    d.close().unwrap();
 }

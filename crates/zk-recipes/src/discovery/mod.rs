@@ -66,6 +66,11 @@
 //!   is found again, and unregister deletes the node it made.
 //! * **Stale data after an update** (CURATOR-146/181, fixed): an update is
 //!   kept by the node and written on every re-creation.
+//! * **An operator's edit** (`watchInstances`): with
+//!   [`watch_instances`](crate::ServiceDiscoveryBuilder::watch_instances) an
+//!   edit of our node (say `enabled: false`) is what we keep and write on a
+//!   re-creation, as Curator does; without it, a re-creation writes our
+//!   data back.
 //! * **Unregister racing the reconnect** (CURATOR-164, fixed in Curator): an
 //!   unregistered instance's node is closed first, then deleted; no create
 //!   is begun once its close has begun, and one in flight is undone.

@@ -9,6 +9,8 @@ use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
 use zk_framework::CuratorFramework;
 
+use crate::cache::curator::CuratorCache;
+use crate::cache::view::CacheEvent;
 use crate::core::{Stage, STOP_BOUND};
 use crate::discovery::cache::ServiceCache;
 use crate::discovery::instance::{check_identity, InstanceRead, JsonMode, ServiceInstance, ServiceType};
@@ -67,6 +69,7 @@ struct Shared {
     /// The base path without a trailing `/` (empty for the root).
     base: String,
     mode: JsonMode,
+    watch: bool,
     state: Mutex<State>,
 }
 
@@ -76,10 +79,12 @@ struct State {
     entries: BTreeMap<String, Entry>,
 }
 
-/// One registered instance: what was last written, and the node keeping it.
+/// One registered instance: what was last given, the node keeping it, and
+/// the watch on it (`watch_instances`).
 struct Entry {
     instance: ServiceInstance,
     node: PersistentNode,
+    watch: Option<CuratorCache>,
 }
 
 impl Drop for Shared {
@@ -118,6 +123,7 @@ pub struct ServiceDiscoveryBuilder {
     base: String,
     this: Option<ServiceInstance>,
     mode: JsonMode,
+    watch: bool,
 }
 
 impl std::fmt::Debug for ServiceDiscoveryBuilder {
@@ -126,11 +132,37 @@ impl std::fmt::Debug for ServiceDiscoveryBuilder {
             .field("base", &self.base)
             .field("this", &self.this)
             .field("mode", &self.mode)
+            .field("watch", &self.watch)
             .finish()
     }
 }
 
 impl ServiceDiscoveryBuilder {
+    /// Whether each registered instance's node is watched (Curator's
+    /// `watchInstances`, default off): when someone else edits it (an
+    /// operator sets `enabled: false`, a new port), the edit, when it reads
+    /// as an instance of the same name and id, is what this discovery keeps
+    /// from then on: [`registered`](ServiceDiscovery::registered) shows it
+    /// and a re-creation (after an expiry, a delete) writes it, instead of
+    /// putting the old data back. Only an edit of OUR node counts (another
+    /// session's node at the path is not ours), and an
+    /// [`update`](ServiceDiscovery::update) not yet written wins. Not for
+    /// `DynamicSequential` instances (whose node name is not known in
+    /// advance; as in Curator, whose watch is on `<name>/<id>`). One cache
+    /// (a persistent watch) per instance.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let client = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// let d = zk_recipes::ServiceDiscovery::builder(&client, "/services").watch_instances(true).build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn watch_instances(mut self, on: bool) -> Self {
+        self.watch = on;
+        self
+    }
+
     /// This process's instance, registered at [`start`](ServiceDiscovery::start)
     /// (Curator's `thisInstance`).
     ///
@@ -184,6 +216,7 @@ impl ServiceDiscoveryBuilder {
             client: self.client,
             base: self.base.trim_end_matches('/').to_string(),
             mode: self.mode,
+            watch: self.watch,
             state: Mutex::new(State {
                 stage: Stage::New,
                 this: None,
@@ -267,16 +300,66 @@ impl Shared {
             parents: true,
             delete_on_close: true,
         };
+        let watched = spec.path.clone();
         let node = PersistentNode::from_spec(&self.client, spec, instance.to_json(self.mode).into_bytes())?;
+        let watch = if self.watch && t != ServiceType::DynamicSequential {
+            Some(self.watch_node(&node, &watched, instance)?)
+        } else {
+            None
+        };
         node.start()?;
+        if let Some(w) = &watch {
+            if let Err(e) = w.start() {
+                let _ = node.close();
+                return Err(e);
+            }
+        }
         st.entries.insert(
             instance.id().to_string(),
             Entry {
                 instance: instance.clone(),
                 node,
+                watch,
             },
         );
         Ok(())
+    }
+
+    /// A single-node cache of the instance's node whose changes, when the
+    /// node is ours and the data reads as this instance, become the data
+    /// the node keeps (no write: the server has it already).
+    fn watch_node(&self, node: &PersistentNode, path: &str, instance: &ServiceInstance) -> Result<CuratorCache> {
+        let cache = CuratorCache::builder(&self.client, path).single_node().build()?;
+        let me = Arc::downgrade(&node.inner);
+        let client = self.client.clone();
+        let (id, name) = (instance.id().to_string(), instance.name().to_string());
+        cache.subscribe(move |_| {
+            Box::new(move |ev| {
+                let Some(inner) = me.upgrade() else {
+                    return false;
+                };
+                let CacheEvent::Changed { new, .. } = ev else {
+                    return true;
+                };
+                let owner = new.stat().ephemeral_owner;
+                if owner != 0 && owner != client.session_id() {
+                    return true;
+                }
+                let Some(bytes) = new.data() else {
+                    return true;
+                };
+                let mut st = inner.state.lock();
+                if st.owned.is_none() || st.data_dirty || st.data == bytes {
+                    return true;
+                }
+                match ServiceInstance::from_json(bytes) {
+                    Ok(i) if i.id() == id && i.name() == name => st.data = bytes.to_vec(),
+                    other => log::debug!("{}: an edit not kept (not this instance): {other:?}", new.path()),
+                }
+                true
+            })
+        });
+        Ok(cache)
     }
 
     fn close(&self) -> Result<()> {
@@ -289,6 +372,9 @@ impl Shared {
         // Every node's close begun at once (nothing more is sent for any),
         // then finished under one deadline.
         let end = Instant::now() + STOP_BOUND;
+        for w in entries.values().filter_map(|e| e.watch.as_ref()) {
+            w.close_until(end);
+        }
         let mut closing = Vec::new();
         for e in entries.values() {
             let keep = !e.instance.service_type().is_some_and(ServiceType::is_dynamic);
@@ -324,6 +410,7 @@ impl ServiceDiscovery {
             base: base_path.to_string(),
             this: None,
             mode: JsonMode::Compatible,
+            watch: false,
         }
     }
 
@@ -491,6 +578,9 @@ impl ServiceDiscovery {
         };
         let persistent = !e.instance.service_type().is_some_and(ServiceType::is_dynamic);
         let path = e.node.actual_path();
+        if let Some(w) = &e.watch {
+            w.close();
+        }
         e.node.close()?;
         if persistent {
             // A persistent node at our path is ours (taken over at the
@@ -592,8 +682,9 @@ impl ServiceDiscovery {
         self.shared.node_of(id).and_then(|n| n.actual_path())
     }
 
-    /// The instances registered here, as last given (not read from the
-    /// server).
+    /// The instances registered here, as this discovery keeps them (not
+    /// read from the server): as last given, or as last edited by someone
+    /// else with [`watch_instances`](ServiceDiscoveryBuilder::watch_instances).
     ///
     /// # Examples
     ///
@@ -605,7 +696,10 @@ impl ServiceDiscovery {
     /// ```
     pub fn registered(&self) -> Vec<ServiceInstance> {
         let st = self.shared.state.lock();
-        st.entries.values().map(|e| e.instance.clone()).collect()
+        st.entries
+            .values()
+            .map(|e| ServiceInstance::from_json(&e.node.data()).unwrap_or_else(|_| e.instance.clone()))
+            .collect()
     }
 
     /// The services' names: the children of the base path, sorted (one

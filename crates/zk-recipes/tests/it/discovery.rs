@@ -615,6 +615,52 @@ fn clones_share_one_discovery_and_the_last_one_dropped_closes_it() {
     );
 }
 
+/// `watch_instances`: an operator's edit of our node (`enabled: false`, a
+/// new port) is what the discovery keeps, so that a re-creation after a
+/// delete writes the edit; without it, the re-creation puts our data back.
+#[test]
+fn with_watch_instances_an_edit_is_kept_through_a_re_creation() {
+    let s = server();
+    let (c, admin) = (client(&s), client(&s));
+    for watch in [true, false] {
+        let base = format!("/disc/watch-{watch}");
+        let path = format!("{base}/svc/a");
+        let d = ServiceDiscovery::builder(&c, &base)
+            .watch_instances(watch)
+            .json_mode(JsonMode::Full)
+            .build()
+            .unwrap();
+        d.start().unwrap();
+        let mine = ServiceInstance::builder("svc").id("a").port(1).build().unwrap();
+        d.register(&mine).unwrap();
+        registered_now(&d, "a");
+        let edited = mine.to_builder().port(7).enabled(false).build().unwrap();
+        admin
+            .set_data(&path, edited.to_json(JsonMode::Full).into_bytes(), None)
+            .unwrap();
+        if watch {
+            assert!(
+                wait_until(timing().wait(), || d.registered() == vec![edited.clone()]),
+                "{:?}",
+                d.registered()
+            );
+        }
+        let (_, before) = admin.get_data(&path).unwrap();
+        admin.delete().for_path(&path).unwrap();
+        let want = if watch { edited.clone() } else { mine.clone() };
+        assert!(
+            wait_until(timing().wait(), || admin.get_data(&path).is_ok_and(|(data, st)| {
+                st.czxid != before.czxid && ServiceInstance::from_json(&data).unwrap() == want
+            })),
+            "watch {watch}: re-created with {:?}",
+            admin
+                .get_data(&path)
+                .map(|(d, _)| String::from_utf8_lossy(&d).into_owned())
+        );
+        d.close().unwrap();
+    }
+}
+
 /// The service cache: the initial load, then every change keyed by node
 /// name (a bad child told with its error, left out of the list), and a
 /// freshness that is not current while the connection is cut: then

@@ -338,7 +338,10 @@ impl Shared {
                 let Some(inner) = me.upgrade() else {
                     return false;
                 };
-                let CacheEvent::Changed { new, .. } = ev else {
+                // The first look (an edit made before it) and every change,
+                // in the server's order: what is kept converges to the
+                // server's data of our node.
+                let (CacheEvent::Created(new) | CacheEvent::Changed { new, .. }) = ev else {
                     return true;
                 };
                 let owner = new.stat().ephemeral_owner;

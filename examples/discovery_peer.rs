@@ -21,7 +21,8 @@
 //!   (with PORT, when given): `SEQ OK FOUND FIELDS SAME|DIFF`, FIELDS the instance as
 //!   `name|id|address|port|sslPort|registrationTimeUTC|serviceType|uri|payloadClass|description|weight|enabled`,
 //!   SAME when our writer gives the node's bytes again exactly.
-//! * `SEQ gone NAME ID`: waits (10 s) until it is not there: `SEQ OK GONE`.
+//! * `SEQ gone NAME ID [SECONDS]`: waits (SECONDS, default 10) until it is not there:
+//!   `SEQ OK GONE`.
 //! * `SEQ names`: `SEQ OK NAMES a,b`; `SEQ ids NAME`: `SEQ OK IDS a,b` (sorted).
 //! * `SEQ unregister ID`: `SEQ OK UNREGISTERED`.
 //!
@@ -86,14 +87,23 @@ struct Peer {
 }
 
 impl Peer {
-    fn poll<T>(&self, what: &str, mut f: impl FnMut() -> Result<Option<T>, BoxError>) -> Result<T, BoxError> {
-        let end = Instant::now() + WAIT;
+    fn poll<T>(&self, what: &str, f: impl FnMut() -> Result<Option<T>, BoxError>) -> Result<T, BoxError> {
+        self.poll_for(WAIT, what, f)
+    }
+
+    fn poll_for<T>(
+        &self,
+        wait: Duration,
+        what: &str,
+        mut f: impl FnMut() -> Result<Option<T>, BoxError>,
+    ) -> Result<T, BoxError> {
+        let end = Instant::now() + wait;
         loop {
             if let Some(v) = f()? {
                 return Ok(v);
             }
             if Instant::now() > end {
-                return Err(format!("{what} not within 10 s").into());
+                return Err(format!("{what} not within {wait:?}").into());
             }
             std::thread::sleep(POLL);
         }
@@ -161,7 +171,8 @@ impl Peer {
             }
             "gone" => {
                 let (name, id) = (arg(2)?, arg(3)?);
-                self.poll("its absence", || {
+                let secs: u64 = w.get(4).map(|s| s.parse()).transpose()?.unwrap_or(10);
+                self.poll_for(Duration::from_secs(secs), "its absence", || {
                     Ok(self.discovery.query_for_instance(name, id)?.is_none().then_some(()))
                 })?;
                 Ok("GONE".into())

@@ -25,8 +25,11 @@
 # 2. queryForNames and queryForInstances agree on both sides.
 # 3. Updates: Java moves java-1 to port 8081, Rust sees it; Rust moves rust-1 to port 9091,
 #    Java sees it (SAME again).
-# 4. Unregister: Rust unregisters rust-1, Java sees it gone; Java unregisters java-1, Rust
-#    sees it gone; both list no instance.
+# 4. An operator (Java's client) deletes rust-1's node: ours creates it again (a new czxid)
+#    with its latest data, and Java finds it, every field as before.
+# 5. Rust unregisters rust-1, Java sees it gone.
+# 6. The Java peer is killed (kill -9): Rust sees java-1 gone once its session expires, and
+#    no instance is left.
 #
 # Needs: java + javac (17), Debian's curator/zookeeper/jackson jars in /usr/share/java, python3
 # (a free port for Apache), cargo. Every process runs under `timeout`; whatever this script
@@ -53,7 +56,7 @@ JAVA_OPTS=(-Xmx64m -XX:+UseSerialGC -XX:TieredStopAtLevel=1
 
 log() { printf '[discovery-interop] %s\n' "$*" >&2; }
 die() { log "FAIL: $*"; exit 1; }
-usage() { sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//' >&2; }
+usage() { sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//' >&2; }
 
 # ---- arguments ---------------------------------------------------------------------------
 SERVER=""
@@ -344,25 +347,44 @@ ask rust find interop rust-1 9091; FR=$(found_fields rust "$REPLY") || exit 1
 expect "rust-1 after rust's update" "$FJ" "$FR"
 log "3. PASS: each side saw the other's update (rust-1 now: $FJ)"
 
-# -- 4. unregister ------------------------------------------------------------------------
+# -- 4. an operator deletes our node ------------------------------------------------------
+log "4. an operator deletes rust-1's node (Java's client): ours puts it back, Java finds it again"
+ask java czxid interop rust-1; C0=${REPLY#CZXID }
+ask java delete interop rust-1
+ask java find interop rust-1 9091; FJ=$(found_fields java "$REPLY") || exit 1
+ask java czxid interop rust-1; C1=${REPLY#CZXID }
+[ "$C1" != "$C0" ] && [ "$C1" != none ] || die "rust-1 was not created again (czxid $C0 -> $C1)"
+expect "rust-1 as Java finds it after its re-creation" "$FJ" "$FR"
+log "4. PASS: rust-1 re-created (czxid $C0 -> $C1) with its latest data"
+
+# -- 5. unregister ------------------------------------------------------------------------
 ask rust unregister rust-1
 ask java gone interop rust-1
-ask java unregister java-1
-ask rust gone interop java-1
-ask java ids interop; expect "java's ids at the end" "$REPLY" "IDS -"
+ask java ids interop; expect "java's ids after rust's unregister" "$REPLY" "IDS java-1"
+log "5. PASS: java saw rust's unregister"
+
+# -- 6. kill -9 of the Java service ------------------------------------------------------
+log "6. kill -9 of the Java peer: its ephemeral instance goes with its session ($SESSION_MS ms)"
+# PID_OF[java] is its `timeout` wrapper: the JVM is that process's child.
+JPID=$(ps -o pid= --ppid "${PID_OF[java]}" | tr -d ' ')
+[ -n "$JPID" ] || die "the Java peer's JVM not found under ${PID_OF[java]}"
+kill -KILL "$JPID"
+wait "${PID_OF[java]}" 2>/dev/null || true
+unset 'PID_OF[java]'
+exec {FD_OF[java]}>&-
+T_KILL=$SECONDS
+ask rust gone interop java-1 $((SESSION_MS / 1000 + 20))
 ask rust ids interop; expect "rust's ids at the end" "$REPLY" "IDS -"
-log "4. PASS: each side saw the other's unregister"
+log "6. PASS: rust saw the killed Java instance gone after $((SECONDS - T_KILL)) s"
 
 # -- end -----------------------------------------------------------------------------------
-exec {FD_OF[java]}>&- {FD_OF[rust]}>&-
-for role in java rust; do
-  pid=${PID_OF[$role]}
-  deadline=$((SECONDS + 30))
-  while kill -0 "$pid" 2>/dev/null; do
-    [ $SECONDS -lt $deadline ] || die "$role did not exit within 30 s of its stdin's end"
-    sleep 0.05
-  done
-  rc=0; wait "$pid" || rc=$?
-  [ $rc -eq 0 ] || { tail -n 20 "$WORK/$role.err" >&2; die "$role exited with $rc"; }
+exec {FD_OF[rust]}>&-
+pid=${PID_OF[rust]}
+deadline=$((SECONDS + 30))
+while kill -0 "$pid" 2>/dev/null; do
+  [ $SECONDS -lt $deadline ] || die "rust did not exit within 30 s of its stdin's end"
+  sleep 0.05
 done
+rc=0; wait "$pid" || rc=$?
+[ $rc -eq 0 ] || { tail -n 20 "$WORK/rust.err" >&2; die "rust exited with $rc"; }
 log "PASS: discovery interop in $((SECONDS - T0)) s (peers $((SECONDS - T1)) s): Curator 5.4 and ours registered in one registry and found each other's instances, every field alike"

@@ -21,6 +21,9 @@
 //   SEQ names               "SEQ OK NAMES a,b" (queryForNames, sorted)
 //   SEQ ids NAME            "SEQ OK IDS a,b" (queryForInstances, ids sorted)
 //   SEQ unregister ID       "SEQ OK UNREGISTERED"
+//   SEQ delete NAME ID      an operator's delete of the instance's node (the client's delete,
+//                          not the discovery's): "SEQ OK DELETED"
+//   SEQ czxid NAME ID       "SEQ OK CZXID n" (the node's czxid; "none" when it does not exist)
 // Exits 0 at the end of stdin (closing the discovery).
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -130,6 +133,15 @@ public class DiscoveryPeer {
                 if (o == null) throw new Exception("not registered here: " + w[2]);
                 discovery.unregisterService(o);
                 return "UNREGISTERED";
+            }
+            case "delete": {
+                client.delete().forPath(ZKPaths.makePath(ZKPaths.makePath(base, w[2]), w[3]));
+                return "DELETED";
+            }
+            case "czxid": {
+                org.apache.zookeeper.data.Stat st = client.checkExists()
+                    .forPath(ZKPaths.makePath(ZKPaths.makePath(base, w[2]), w[3]));
+                return "CZXID " + (st == null ? "none" : String.valueOf(st.getCzxid()));
             }
             default:
                 throw new Exception("unknown command " + w[1]);

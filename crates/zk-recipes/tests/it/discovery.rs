@@ -275,6 +275,48 @@ fn a_reconnect_leaves_the_node_in_place() {
     d.close().unwrap();
 }
 
+/// Composed: the connection frozen (no reply, no close) past the session
+/// timeout, the server expiring the session and its node, then the heal.
+/// The registration is never `Registered` from the freeze until the
+/// instance is back on the new session, and then there is one node.
+#[test]
+fn a_freeze_past_the_session_never_shows_a_gone_instance_registered() {
+    let s = server();
+    let proxy = FaultProxy::start(&s.connect_string()).unwrap();
+    let c = proxied_client(&proxy);
+    let admin = client(&s);
+    let base = "/disc/freeze";
+    let path = format!("{base}/svc/a");
+    let d = discovery(&c, base);
+    d.register(&ServiceInstance::builder("svc").id("a").build().unwrap())
+        .unwrap();
+    registered_now(&d, "a");
+    let old = c.session_id();
+    let events = d.events("a").unwrap();
+    assert!(events.recv().unwrap().is_registered(), "where it stands first");
+    proxy.freeze(true);
+    assert!(
+        wait_until(timing().session() * 4, || admin.check_exists(&path).unwrap().is_none()),
+        "the server expired the session and its node"
+    );
+    assert!(
+        !d.registration("a").unwrap().is_registered(),
+        "{:?}",
+        d.registration("a")
+    );
+    proxy.freeze(false);
+    let seen = wait_event(&events, |r| r.is_registered() && c.session_id() != old);
+    assert_eq!(
+        seen.iter().filter(|r| r.is_registered()).count(),
+        1,
+        "registered only once it was back: {seen:?}"
+    );
+    assert_eq!(children(&admin, &format!("{base}/svc")), ["a"]);
+    let (_, stat) = admin.get_data(&path).unwrap();
+    assert_eq!(stat.ephemeral_owner, c.session_id());
+    d.close().unwrap();
+}
+
 /// What is held at the proxy while the discovery closes.
 #[derive(Debug, Clone, Copy)]
 enum Held {

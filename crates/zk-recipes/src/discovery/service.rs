@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
+use zk_framework::proto::frame::DEFAULT_MAX_FRAME;
 use zk_framework::CuratorFramework;
 
 use crate::cache::curator::CuratorCache;
@@ -21,6 +22,9 @@ use crate::nodes::registration::Registration;
 use crate::nodes::state::Spec;
 
 const RECIPE: &str = "ServiceDiscovery";
+
+/// What a frame keeps for the request around a node's data (as the queue's).
+const RESERVED: usize = 4096;
 
 /// Curator's service discovery (`ServiceDiscovery`), wire-compatible with
 /// Curator 5's: instance `<id>` of service `<name>` is the node
@@ -282,8 +286,29 @@ impl Shared {
         Ok((path, t))
     }
 
+    /// The instance's JSON, when a node may hold it: a request larger than
+    /// a frame (1 MiB, the server's default `jute.maxbuffer`) would make the
+    /// server drop the connection, again at every try.
+    fn json_of(&self, path: &str, instance: &ServiceInstance) -> Result<Vec<u8>> {
+        let data = instance.to_json(self.mode).into_bytes();
+        let key = self.client.recipe().node_key(path);
+        let max = DEFAULT_MAX_FRAME.saturating_sub(RESERVED + 2 * key.as_str().len());
+        if data.len() > max {
+            return Err(Error::InvalidInstance {
+                name: instance.name().to_string(),
+                id: instance.id().to_string(),
+                reason: format!(
+                    "its JSON is {} bytes, more than the {max} a node's request may carry (1 MiB frames)",
+                    data.len()
+                ),
+            });
+        }
+        Ok(data)
+    }
+
     fn register(&self, st: &mut State, instance: &ServiceInstance) -> Result<()> {
         let (path, t) = self.checked_path(instance)?;
+        let data = self.json_of(&path, instance)?;
         if st.entries.contains_key(instance.id()) {
             return Err(Error::AlreadyRegistered {
                 id: instance.id().to_string(),
@@ -301,7 +326,7 @@ impl Shared {
             delete_on_close: true,
         };
         let watched = spec.path.clone();
-        let node = PersistentNode::from_spec(&self.client, spec, instance.to_json(self.mode).into_bytes())?;
+        let node = PersistentNode::from_spec(&self.client, spec, data)?;
         let watch = if self.watch && t != ServiceType::DynamicSequential {
             Some(self.watch_node(&node, &watched, instance)?)
         } else {
@@ -483,7 +508,8 @@ impl ServiceDiscovery {
     /// [`Error::NotStarted`], [`Error::Closed`];
     /// [`Error::InvalidInstance`] for an instance that cannot be registered
     /// (see [`ServiceInstanceBuilder::build`](crate::ServiceInstanceBuilder::build); also no
-    /// service type, a path ZooKeeper refuses);
+    /// service type, a path ZooKeeper refuses, JSON larger than a node's
+    /// request may carry, about 1 MiB);
     /// [`Error::AlreadyRegistered`] for an id registered here already (use
     /// [`update`](Self::update)); [`Error::SpawnFailed`].
     ///
@@ -516,7 +542,7 @@ impl ServiceDiscovery {
     /// [`Error::NotStarted`], [`Error::Closed`];
     /// [`Error::NotRegistered`] for an id not registered here;
     /// [`Error::InvalidInstance`] when the name or the service type
-    /// changed (unregister, then register).
+    /// changed (unregister, then register), or the JSON is too large.
     ///
     /// # Examples
     ///
@@ -543,7 +569,8 @@ impl ServiceDiscovery {
                 reason: "an update keeps the name and the service type (unregister, then register)".into(),
             });
         }
-        e.node.set_data(instance.to_json(sh.mode).into_bytes())?;
+        let data = sh.json_of(&sh.checked_path(instance)?.0, instance)?;
+        e.node.set_data(data)?;
         e.instance = instance.clone();
         Ok(())
     }

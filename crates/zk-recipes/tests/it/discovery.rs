@@ -583,7 +583,24 @@ fn bad_input_is_a_typed_error() {
         Payload::typed("x.Y", &bad),
         Err(Error::PayloadNotSerializable { .. })
     ));
+    // JSON a node's request cannot carry (the server would drop the
+    // connection at every try): refused up front.
+    let huge = ServiceInstance::builder("svc")
+        .id("huge")
+        .payload(Payload::string(&"x".repeat(1 << 20)))
+        .build()
+        .unwrap();
+    assert!(matches!(d.register(&huge), Err(Error::InvalidInstance { .. })));
     d.register(&i).unwrap();
+    assert!(matches!(
+        d.update(
+            &i.to_builder()
+                .payload(Payload::string(&"x".repeat(1 << 20)))
+                .build()
+                .unwrap()
+        ),
+        Err(Error::InvalidInstance { .. })
+    ));
     assert!(matches!(d.register(&i), Err(Error::AlreadyRegistered { .. })));
     let other = ServiceInstance::builder("svc").id("zz").build().unwrap();
     assert!(matches!(d.update(&other), Err(Error::NotRegistered { .. })));

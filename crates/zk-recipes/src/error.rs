@@ -232,6 +232,67 @@ pub enum Error {
         /// The identifier already in the party.
         identifier: String,
     },
+    /// An instance of service discovery that cannot be registered or
+    /// written as it is (an empty name, an empty id or one with a `/`, no
+    /// service type, a name that makes no valid path): nothing was sent.
+    InvalidInstance {
+        /// The instance's service name.
+        name: String,
+        /// The instance's id.
+        id: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A service instance's JSON that cannot be read (Curator's
+    /// `JsonInstanceSerializer` rejects it too): not an object, bad JSON, an
+    /// unknown `serviceType`, a field of the wrong type.
+    InstanceJson {
+        /// The node it was read from (empty when the JSON was given).
+        node: String,
+        /// Where in the JSON (`$`, `$.port`, `$.uriSpec.parts[1].value`).
+        at: String,
+        /// What is wrong there.
+        reason: String,
+    },
+    /// A service instance's payload that does not serialize to JSON (its
+    /// `Serialize` failed, or made JSON that cannot carry a class tag):
+    /// nothing was written.
+    PayloadNotSerializable {
+        /// The class tag asked for.
+        class: String,
+        /// What the serializer said.
+        reason: String,
+    },
+    /// A payload read as a type it does not hold: another class tag (as
+    /// Jackson's `ClassCastException`), or JSON that does not fit the type.
+    PayloadMismatch {
+        /// The class tag asked for.
+        expected: String,
+        /// The payload's class tag, if it has one.
+        found: Option<String>,
+        /// What did not fit.
+        reason: String,
+    },
+    /// A service discovery asked about an instance id it has not
+    /// registered (an update, a wait).
+    NotRegistered {
+        /// The instance id.
+        id: String,
+    },
+    /// A service discovery asked to register an instance id it has
+    /// registered already (update it instead): nothing was changed.
+    AlreadyRegistered {
+        /// The instance id.
+        id: String,
+    },
+    /// A URI template (Curator's `UriSpec`) that does not parse: a `{`
+    /// inside a variable, a `}` without its `{`, a `{` never closed.
+    InvalidUriSpec {
+        /// The template.
+        spec: String,
+        /// What is wrong.
+        reason: String,
+    },
 }
 
 impl Error {
@@ -374,6 +435,29 @@ impl fmt::Display for Error {
                 f,
                 "the identifier {identifier:?} is already a member of the party at {path}"
             ),
+            Error::InvalidInstance { name, id, reason } => {
+                write!(f, "the service instance {name:?}/{id:?} is invalid: {reason}")
+            }
+            Error::InstanceJson { node, at, reason } => {
+                if node.is_empty() {
+                    write!(f, "service instance JSON at {at}: {reason}")
+                } else {
+                    write!(f, "service instance JSON of {node} at {at}: {reason}")
+                }
+            }
+            Error::PayloadNotSerializable { class, reason } => {
+                write!(f, "the payload of class {class} does not serialize: {reason}")
+            }
+            Error::PayloadMismatch { expected, found, reason } => match found {
+                Some(c) => write!(f, "the payload (class {c}) is not a {expected}: {reason}"),
+                None => write!(f, "the payload (no class tag) is not a {expected}: {reason}"),
+            },
+            Error::NotRegistered { id } => write!(f, "no service instance {id:?} is registered here"),
+            Error::AlreadyRegistered { id } => write!(
+                f,
+                "the service instance {id:?} is registered already (update it instead)"
+            ),
+            Error::InvalidUriSpec { spec, reason } => write!(f, "the URI spec {spec:?} is invalid: {reason}"),
             Error::Multiple(errors) => {
                 write!(f, "{} errors: ", errors.len())?;
                 for (i, e) in errors.iter().enumerate() {

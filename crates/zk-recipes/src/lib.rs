@@ -41,6 +41,15 @@
 //!   [`DistributedDoubleBarrier`] with timeouts as values;
 //!   [`SimpleDistributedQueue`], where a lost reply neither loses nor
 //!   duplicates an item.
+//! * **discovery**: [`ServiceDiscovery`] (Curator's `curator-x-discovery`
+//!   layout and JSON, byte for byte: Java and Rust services find each
+//!   other), its [`ServiceInstance`]s (built by [`ServiceInstanceBuilder`],
+//!   with a [`ServiceType`], a [`Payload`] that keeps Jackson's class tag,
+//!   a [`UriSpec`] and an [`Endpoint`]), each registration a kept node with
+//!   an honest [`Registration`]; [`ServiceCache`] (a service's instances
+//!   with their [`Freshness`]) and [`ServiceProvider`] (Curator's
+//!   strategies, down instances and filters, no answer from a stale list);
+//!   see the [`discovery`] family page for Curator's traps and what we do.
 //! * **partition**: [`SetPartitioner`] (kazoo's, on these locks): members
 //!   of a party split a set of items, each item held by one member's lock,
 //!   with an honest [`PartitionState`] (a blip is not a reallocation, a
@@ -98,6 +107,7 @@ pub mod atomic;
 mod barriers;
 pub mod cache;
 mod core;
+pub mod discovery;
 mod error;
 mod freshness;
 pub mod inspect;
@@ -195,6 +205,14 @@ pub use queue::{SimpleDistributedQueue, ITEM_PREFIX};
 pub use shared::count::SharedCount;
 pub use shared::value::{Proof, SharedValue, TrySet, ValueEvent, VersionedValue};
 
+// Service discovery.
+pub use discovery::cache::{ServiceCache, ServiceCacheEvent};
+pub use discovery::instance::InstanceRead;
+pub use discovery::instance::{JsonMode, ServiceInstance, ServiceInstanceBuilder, ServiceType};
+pub use discovery::payload::{Payload, ZookeeperInstance, JAVA_LINKED_HASH_MAP, JAVA_LONG};
+pub use discovery::provider::{DownInstancePolicy, ProviderStrategy, ServiceProvider, ServiceProviderBuilder};
+pub use discovery::service::{ServiceDiscovery, ServiceDiscoveryBuilder};
+pub use discovery::uri::{Endpoint, UriPart, UriSpec};
 // Sharing work out.
 pub use partition::builder::SetPartitionerBuilder;
 pub use partition::function::{default_partition, PartitionFn};

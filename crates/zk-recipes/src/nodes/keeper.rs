@@ -26,6 +26,16 @@ pub(crate) struct Closing {
     worker: Option<crate::core::Worker>,
 }
 
+impl Closing {
+    /// Leaves the node in place (a service discovery's static instance at
+    /// its close): nothing is deleted by this close. A create in flight is
+    /// still undone by the thread that gets its reply.
+    pub(crate) fn keep_node(mut self) -> Closing {
+        self.delete = None;
+        self
+    }
+}
+
 /// What the node's thread does after a step.
 enum Next {
     /// Wait for a wake (a watch, a state change, new data, the close).

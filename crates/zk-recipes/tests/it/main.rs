@@ -41,6 +41,7 @@ mod partition;
 mod bad_input;
 mod client_cost;
 mod clients;
+mod discovery;
 mod namespace;
 mod nodes;
 mod operations;

@@ -144,6 +144,8 @@ pub mod guide {
     pub mod watching {}
     #[doc = include_str!("../guide/shared-state.md")]
     pub mod shared_state {}
+    #[doc = include_str!("../guide/services.md")]
+    pub mod services {}
 }
 
 pub use error::{Error, Result};

@@ -307,6 +307,17 @@ fn leader_kill_while_locked_and_waited_keeps_exclusion() {
     let session_timeout = t.scale(Duration::from_secs(15));
     let (a, a_states) = managed(&connect, session_timeout);
     let (b, b_states) = managed(&connect, session_timeout);
+    // Each listener's first state is told on the dispatch thread, which may
+    // lag the connection under load: taken here, so that the first state
+    // read after the kill is one the kill caused.
+    assert_eq!(
+        next_state(&a_states, t.wait(), "A at start"),
+        ConnectionState::Connected
+    );
+    assert_eq!(
+        next_state(&b_states, t.wait(), "B at start"),
+        ConnectionState::Connected
+    );
     let (a_sid, b_sid) = (a.session_id(), b.session_id());
     const LOCK: &str = "/leader-kill/lock";
 

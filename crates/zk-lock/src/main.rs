@@ -11,6 +11,7 @@ mod args;
 mod client;
 mod failure;
 mod ops;
+mod registry;
 mod run;
 mod signals;
 

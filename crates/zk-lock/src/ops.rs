@@ -1,6 +1,6 @@
 //! The operator's subcommands: `status` (who holds a lock and who waits),
 //! `break` (delete the holder's node) and `wait` (until the lock is free,
-//! without queueing). They read the lock the way the locks judge it
+//! without queueing); `services` and `partition` are in `registry`. They read the lock the way the locks judge it
 //! (`zk_recipes::inspect`), for mutex, read/write and semaphore layouts,
 //! Curator's included.
 
@@ -49,6 +49,8 @@ pub fn run(opts: &OpOptions) -> i32 {
                 timeout,
                 timeout_exit_code,
             } => wait(&client, opts, *timeout, *timeout_exit_code),
+            Op::Services { name } => crate::registry::services(&client, opts, name.as_deref()),
+            Op::Partition => crate::registry::partition(&client, opts),
         }
     };
     client.close();
@@ -64,7 +66,7 @@ fn report(client: &CuratorFramework, path: &str, leases: Option<u32>) -> zk_reci
 
 /// Reports an error reading the lock: 77 for a refusal, 69 otherwise (the
 /// mapping of every mode, [`failure::report`]).
-fn failed(client: &CuratorFramework, opts: &OpOptions, e: &zk_recipes::Error) -> i32 {
+pub(crate) fn failed(client: &CuratorFramework, opts: &OpOptions, e: &zk_recipes::Error) -> i32 {
     let path = opts.path.as_str();
     failure::report(
         client,
@@ -336,7 +338,7 @@ fn wait(client: &CuratorFramework, opts: &OpOptions, timeout: Option<Duration>, 
 // ---- output ---------------------------------------------------------------------------------------
 
 /// `850ms`, `12.3s`, `4m05s`, `2h03m`.
-fn human_age(d: Duration) -> String {
+pub(crate) fn human_age(d: Duration) -> String {
     let ms = d.as_millis();
     if ms < 1000 {
         format!("{ms}ms")
@@ -431,7 +433,7 @@ pub fn report_table(r: &LockReport) -> String {
 }
 
 /// Milliseconds as a JSON number (`Duration::as_millis` is a `u128`).
-fn millis(d: Duration) -> u64 {
+pub(crate) fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
@@ -449,7 +451,7 @@ pub fn report_json(r: &LockReport) -> String {
     .to_string()
 }
 
-fn participant_json(p: &Participant) -> Value {
+pub(crate) fn participant_json(p: &Participant) -> Value {
     json!({
         "node": p.node,
         "name": basename(&p.node),

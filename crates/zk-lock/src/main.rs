@@ -75,6 +75,12 @@ fn main() {
         .init();
     let code = match &opts {
         Parsed::Run(o) => run::run(o),
+        Parsed::Op(
+            o @ args::OpOptions {
+                op: args::Op::Services { .. } | args::Op::Partition,
+                ..
+            },
+        ) => registry::run(o),
         Parsed::Op(o) => ops::run(o),
         _ => exit::OK,
     };

@@ -1,6 +1,7 @@
 //! The operator's subcommands: `status` (who holds a lock and who waits),
 //! `break` (delete the holder's node) and `wait` (until the lock is free,
-//! without queueing); `services` and `partition` are in `registry`. They read the lock the way the locks judge it
+//! without queueing); `services` and `partition` are `registry`'s, on
+//! [`connected`]. They read the lock the way the locks judge it
 //! (`zk_recipes::inspect`), for mutex, read/write and semaphore layouts,
 //! Curator's included.
 
@@ -28,6 +29,24 @@ pub const NOTHING_BROKEN: i32 = 1;
 
 /// Runs a subcommand and returns zk-lock's exit status.
 pub fn run(opts: &OpOptions) -> i32 {
+    connected(opts, |client| match &opts.op {
+        Op::Status { group: true, .. } => group_status(client, opts),
+        Op::Status { counter: true, .. } => counter_status(client, opts),
+        Op::Status { leases, .. } => status(client, opts, *leases),
+        Op::Break { node } => break_lock(client, opts, node.as_deref()),
+        Op::Wait {
+            timeout,
+            timeout_exit_code,
+        } => wait(client, opts, *timeout, *timeout_exit_code),
+        // Run by `registry::run` (main dispatches them there).
+        Op::Services { .. } | Op::Partition => exit::USAGE,
+    })
+}
+
+/// Connects as `opts` say (the embedded server of `--embedded` started
+/// first), runs `f` on the connected client, closes the client and returns
+/// `f`'s exit status, or the failure's when the connection fails.
+pub(crate) fn connected(opts: &OpOptions, f: impl FnOnce(&CuratorFramework) -> i32) -> i32 {
     let (_server, connect) = match start_embedded(&opts.conn) {
         Ok(v) => v,
         Err(code) => return code,
@@ -40,18 +59,7 @@ pub fn run(opts: &OpOptions) -> i32 {
         failure::not_connected(&e, &connect, &opts.conn)
     } else {
         log::info!("connected to {connect} (session 0x{:x})", client.session_id());
-        match &opts.op {
-            Op::Status { group: true, .. } => group_status(&client, opts),
-            Op::Status { counter: true, .. } => counter_status(&client, opts),
-            Op::Status { leases, .. } => status(&client, opts, *leases),
-            Op::Break { node } => break_lock(&client, opts, node.as_deref()),
-            Op::Wait {
-                timeout,
-                timeout_exit_code,
-            } => wait(&client, opts, *timeout, *timeout_exit_code),
-            Op::Services { name } => crate::registry::services(&client, opts, name.as_deref()),
-            Op::Partition => crate::registry::partition(&client, opts),
-        }
+        f(&client)
     };
     client.close();
     code

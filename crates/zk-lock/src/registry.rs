@@ -8,14 +8,24 @@ use serde_json::{json, Value};
 use zk_framework::CuratorFramework;
 use zk_recipes::{InstanceNode, JsonMode, LockHolder, PartitionReport, ServiceReport};
 
-use crate::args::OpOptions;
+use crate::args::{Op, OpOptions};
 use crate::exit;
-use crate::ops::{failed, human_age, millis, participant_json};
+use crate::ops::{connected, failed, human_age, millis, participant_json};
 
 /// `services`/`partition`: something was found (names, instances, members).
 pub const FOUND: i32 = 0;
 /// `services`/`partition`: nothing was found.
 pub const NOTHING: i32 = 1;
+
+/// Runs `services` or `partition` and returns zk-lock's exit status.
+pub fn run(opts: &OpOptions) -> i32 {
+    connected(opts, |client| match &opts.op {
+        Op::Services { name } => services(client, opts, name.as_deref()),
+        Op::Partition => partition(client, opts),
+        // The lock's subcommands are `ops::run`'s (main dispatches them there).
+        _ => exit::USAGE,
+    })
+}
 
 /// How long ago `created_ms` was (the server's clock against ours).
 fn age_of(created_ms: i64) -> std::time::Duration {

@@ -317,6 +317,32 @@ fn discovery_and_service_cache_figures_reach_the_metrics_facade() {
     );
     assert_eq!(seen("zk_service_unreadable_instances"), 0.0);
 
+    // A provider: no answer from a cache not current, then picks; one
+    // whose filter keeps nothing answers none.
+    let picks = |outcome: &str| {
+        rec.counter(
+            "zk_service_provider_picks_total",
+            &format!("outcome={outcome},path={base}/api"),
+        )
+    };
+    let (picked0, none0, not_current0) = (picks("picked"), picks("none"), picks("not_current"));
+    let provider = d.provider_builder("api").unwrap().build();
+    assert!(provider.instance().is_err());
+    assert_eq!(picks("not_current"), not_current0 + 1);
+    provider.start().unwrap();
+    assert!(wait_until(t.wait(), || provider.instance().is_ok_and(|i| i.is_some())));
+    assert!(picks("picked") > picked0);
+    assert_eq!(provider.all_instances().unwrap().len(), 2);
+    assert_eq!(seen("zk_service_provider_offered"), 2.0);
+    let nothing = d.provider_builder("api").unwrap().filter(|_| false).build();
+    nothing.start().unwrap();
+    assert!(wait_until(t.wait(), || nothing.instance().is_ok()));
+    assert_eq!(nothing.instance().unwrap(), None);
+    assert!(picks("none") > none0);
+    assert_eq!(seen("zk_service_provider_offered"), 0.0, "the last look offered none");
+    nothing.close();
+    provider.close();
+
     // A child that is not an instance: counted apart.
     admin
         .create()

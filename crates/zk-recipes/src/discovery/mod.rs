@@ -112,7 +112,10 @@
 //! `zk_service_instances{path}` and `zk_service_unreadable_instances{path}`
 //! (the children a [`ServiceCache`](crate::ServiceCache) of service node
 //! `path`, a provider's included, holds that read as instances, and those
-//! whose JSON cannot be read).
+//! whose JSON cannot be read), `zk_service_provider_offered{path}` (the
+//! instances a [`ServiceProvider`](crate::ServiceProvider) of `path`
+//! offered at its last look: the last of any provider of `path`) and `zk_service_provider_picks_total{path, outcome}` (its
+//! `instance()` answers: `picked`, `none`, `not_current`).
 //!
 //! # What `registration(id)` means
 //!

@@ -11,6 +11,7 @@ mod args;
 mod client;
 mod failure;
 mod ops;
+mod registry;
 mod run;
 mod signals;
 
@@ -74,6 +75,12 @@ fn main() {
         .init();
     let code = match &opts {
         Parsed::Run(o) => run::run(o),
+        Parsed::Op(
+            o @ args::OpOptions {
+                op: args::Op::Services { .. } | args::Op::Partition,
+                ..
+            },
+        ) => registry::run(o),
         Parsed::Op(o) => ops::run(o),
         _ => exit::OK,
     };

@@ -1,6 +1,7 @@
 //! The operator's subcommands: `status` (who holds a lock and who waits),
 //! `break` (delete the holder's node) and `wait` (until the lock is free,
-//! without queueing). They read the lock the way the locks judge it
+//! without queueing); `services` and `partition` are `registry`'s, on
+//! [`connected`]. They read the lock the way the locks judge it
 //! (`zk_recipes::inspect`), for mutex, read/write and semaphore layouts,
 //! Curator's included.
 
@@ -28,6 +29,24 @@ pub const NOTHING_BROKEN: i32 = 1;
 
 /// Runs a subcommand and returns zk-lock's exit status.
 pub fn run(opts: &OpOptions) -> i32 {
+    connected(opts, |client| match &opts.op {
+        Op::Status { group: true, .. } => group_status(client, opts),
+        Op::Status { counter: true, .. } => counter_status(client, opts),
+        Op::Status { leases, .. } => status(client, opts, *leases),
+        Op::Break { node } => break_lock(client, opts, node.as_deref()),
+        Op::Wait {
+            timeout,
+            timeout_exit_code,
+        } => wait(client, opts, *timeout, *timeout_exit_code),
+        // Run by `registry::run` (main dispatches them there).
+        Op::Services { .. } | Op::Partition => exit::USAGE,
+    })
+}
+
+/// Connects as `opts` say (the embedded server of `--embedded` started
+/// first), runs `f` on the connected client, closes the client and returns
+/// `f`'s exit status, or the failure's when the connection fails.
+pub(crate) fn connected(opts: &OpOptions, f: impl FnOnce(&CuratorFramework) -> i32) -> i32 {
     let (_server, connect) = match start_embedded(&opts.conn) {
         Ok(v) => v,
         Err(code) => return code,
@@ -40,16 +59,7 @@ pub fn run(opts: &OpOptions) -> i32 {
         failure::not_connected(&e, &connect, &opts.conn)
     } else {
         log::info!("connected to {connect} (session 0x{:x})", client.session_id());
-        match &opts.op {
-            Op::Status { group: true, .. } => group_status(&client, opts),
-            Op::Status { counter: true, .. } => counter_status(&client, opts),
-            Op::Status { leases, .. } => status(&client, opts, *leases),
-            Op::Break { node } => break_lock(&client, opts, node.as_deref()),
-            Op::Wait {
-                timeout,
-                timeout_exit_code,
-            } => wait(&client, opts, *timeout, *timeout_exit_code),
-        }
+        f(&client)
     };
     client.close();
     code
@@ -64,7 +74,7 @@ fn report(client: &CuratorFramework, path: &str, leases: Option<u32>) -> zk_reci
 
 /// Reports an error reading the lock: 77 for a refusal, 69 otherwise (the
 /// mapping of every mode, [`failure::report`]).
-fn failed(client: &CuratorFramework, opts: &OpOptions, e: &zk_recipes::Error) -> i32 {
+pub(crate) fn failed(client: &CuratorFramework, opts: &OpOptions, e: &zk_recipes::Error) -> i32 {
     let path = opts.path.as_str();
     failure::report(
         client,
@@ -336,7 +346,7 @@ fn wait(client: &CuratorFramework, opts: &OpOptions, timeout: Option<Duration>, 
 // ---- output ---------------------------------------------------------------------------------------
 
 /// `850ms`, `12.3s`, `4m05s`, `2h03m`.
-fn human_age(d: Duration) -> String {
+pub(crate) fn human_age(d: Duration) -> String {
     let ms = d.as_millis();
     if ms < 1000 {
         format!("{ms}ms")
@@ -431,7 +441,7 @@ pub fn report_table(r: &LockReport) -> String {
 }
 
 /// Milliseconds as a JSON number (`Duration::as_millis` is a `u128`).
-fn millis(d: Duration) -> u64 {
+pub(crate) fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
@@ -449,7 +459,7 @@ pub fn report_json(r: &LockReport) -> String {
     .to_string()
 }
 
-fn participant_json(p: &Participant) -> Value {
+pub(crate) fn participant_json(p: &Participant) -> Value {
     json!({
         "node": p.node,
         "name": basename(&p.node),

@@ -57,7 +57,10 @@
 //! * **inspection**: who holds a lock and who waits ([`inspect_lock`],
 //!   [`lock_participants`], typed [`Participant`]s for any lock path), the
 //!   [`HolderIdentity`] our lock nodes carry, a group's members, a counter's
-//!   value, and the locks' figures ([`lock_stats`]).
+//!   value, a service's instances with their nodes' owners
+//!   ([`inspect_service`], [`service_names`]), a partition's members and
+//!   who holds each item ([`inspect_partition`]), and the locks' figures
+//!   ([`lock_stats`]).
 //! * [`guide`]: the manual (using the locks, what they promise under faults,
 //!   the safe horizon, fencing, operations, ensembles, TLS and ACLs, Curator
 //!   interop, leader election, watching, shared state), with examples that
@@ -222,6 +225,9 @@ pub use partition::partitioner::SetPartitioner;
 pub use partition::state::{Allocation, FailureReason, LockHolder, PartitionEvent, PartitionState, ReleaseReason};
 
 // Inspection.
+pub use inspect::services::{
+    inspect_partition, inspect_service, service_names, InstanceNode, ItemOwner, PartitionReport, ServiceReport,
+};
 pub use inspect::tool::{
     counter as read_counter, detect_layout as detect_lock_layout, group_members, inspect as inspect_lock,
     inspect_as as inspect_lock_as, CounterReading, LockReport, Member,

@@ -276,3 +276,154 @@ fn counters_and_persistent_nodes_reach_the_metrics_facade() {
     node.close().unwrap();
     assert_eq!(rec.gauge("zk_node_registered", &p), 0.0);
 }
+
+#[test]
+fn discovery_and_service_cache_figures_reach_the_metrics_facade() {
+    use zk_recipes::{ServiceDiscovery, ServiceInstance, ServiceType};
+    let rec = recorder();
+    let server = TestingServer::start().unwrap();
+    let (c, admin) = (client(&server), client(&server));
+    let t = Timing::from_env();
+    let base = "/metrics/disc";
+    let d = ServiceDiscovery::builder(&c, base).build().unwrap();
+    d.start().unwrap();
+    let registered = |id: &str| rec.gauge("zk_discovery_registered", &format!("base={base},id={id},service=api"));
+    let instances = || rec.gauge("zk_discovery_instances", &format!("base={base}"));
+    let seen = |name: &str| rec.gauge(name, &format!("path={base}/api"));
+
+    let cache = d.service_cache("api").unwrap();
+    cache.start().unwrap();
+    assert!(cache.wait_current_for(t.wait()));
+    d.register(&ServiceInstance::builder("api").id("a1").port(1).build().unwrap())
+        .unwrap();
+    d.register(
+        &ServiceInstance::builder("api")
+            .id("s1")
+            .service_type(ServiceType::Static)
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(instances(), 2.0);
+    assert!(d.wait_registered_for("a1", t.wait()).unwrap());
+    assert!(d.wait_registered_for("s1", t.wait()).unwrap());
+    // Told by the node before its waiters wake: no wait needed.
+    assert_eq!(registered("a1"), 1.0);
+    assert_eq!(registered("s1"), 1.0);
+    assert!(
+        wait_until(t.wait(), || seen("zk_service_instances") == 2.0),
+        "{}",
+        seen("zk_service_instances")
+    );
+    assert_eq!(seen("zk_service_unreadable_instances"), 0.0);
+
+    // A provider: no answer from a cache not current, then picks; one
+    // whose filter keeps nothing answers none.
+    let picks = |outcome: &str| {
+        rec.counter(
+            "zk_service_provider_picks_total",
+            &format!("outcome={outcome},path={base}/api"),
+        )
+    };
+    let (picked0, none0, not_current0) = (picks("picked"), picks("none"), picks("not_current"));
+    let provider = d.provider_builder("api").unwrap().build();
+    assert!(provider.instance().is_err());
+    assert_eq!(picks("not_current"), not_current0 + 1);
+    provider.start().unwrap();
+    assert!(wait_until(t.wait(), || provider.instance().is_ok_and(|i| i.is_some())));
+    assert!(picks("picked") > picked0);
+    assert_eq!(provider.all_instances().unwrap().len(), 2);
+    assert_eq!(seen("zk_service_provider_offered"), 2.0);
+    let nothing = d.provider_builder("api").unwrap().filter(|_| false).build();
+    nothing.start().unwrap();
+    assert!(wait_until(t.wait(), || nothing.instance().is_ok()));
+    assert_eq!(nothing.instance().unwrap(), None);
+    assert!(picks("none") > none0);
+    assert_eq!(seen("zk_service_provider_offered"), 0.0, "the last look offered none");
+    nothing.close();
+    provider.close();
+
+    // A child that is not an instance: counted apart.
+    admin
+        .create()
+        .with_data(b"no".to_vec())
+        .for_path(&format!("{base}/api/bad"))
+        .unwrap();
+    assert!(wait_until(t.wait(), || seen("zk_service_unreadable_instances") == 1.0));
+    assert_eq!(seen("zk_service_instances"), 2.0);
+
+    // Unregistered: the gauges follow (the node closed is not registered).
+    assert!(d.unregister("a1").unwrap());
+    assert_eq!(instances(), 1.0);
+    assert_eq!(registered("a1"), 0.0);
+    assert!(wait_until(t.wait(), || seen("zk_service_instances") == 1.0));
+    d.close().unwrap();
+    assert_eq!(instances(), 0.0);
+    assert_eq!(registered("s1"), 0.0, "closed: no longer kept");
+    cache.close();
+}
+
+#[test]
+fn partition_figures_reach_the_metrics_facade() {
+    use zk_recipes::{PartitionState, SetPartitioner};
+    let rec = recorder();
+    let server = TestingServer::start().unwrap();
+    let (c1, c2) = (client(&server), client(&server));
+    let t = Timing::from_env();
+    let path = "/metrics/part";
+    let member = |c: &CuratorFramework, id: &str| {
+        SetPartitioner::builder(c, path, ["0", "1", "2", "3"])
+            .identifier(id)
+            .time_boundary(t.scale(Duration::from_millis(300)))
+            .auto_release(true)
+            .build()
+            .unwrap()
+    };
+    let labels = |m: &str| format!("member={m},path={path}");
+    let state = |m: &str, s: &str| rec.gauge("zk_partition_state", &format!("{},state={s}", labels(m)));
+    let share = |m: &str| rec.gauge("zk_partition_share", &labels(m));
+    let rebalances =
+        |m: &str, r: &str| rec.counter("zk_partition_rebalances_total", &format!("{},reason={r}", labels(m)));
+
+    let m1 = member(&c1, "m1");
+    let events = m1.events();
+    assert_eq!(state("m1", "allocating"), 1.0);
+    m1.start().unwrap();
+    assert_eq!(m1.wait_for_acquire_for(t.wait() * 2).unwrap().map(|s| s.len()), Some(4));
+    assert_eq!(share("m1"), 4.0);
+    assert_eq!(state("m1", "acquired"), 1.0);
+    for other in ["allocating", "suspended", "release", "stuck", "failure"] {
+        assert_eq!(state("m1", other), 0.0, "{other}");
+    }
+
+    // A second member: the first gives its share back (a rebalance) and
+    // each ends with half.
+    let m2 = member(&c2, "m2");
+    m2.start().unwrap();
+    assert!(
+        wait_until(t.wait() * 3, || share("m1") == 2.0 && share("m2") == 2.0),
+        "{} {}",
+        share("m1"),
+        share("m2")
+    );
+    assert_eq!(m1.share().len(), 2);
+    let releases = events
+        .try_iter()
+        .filter(|e| matches!(e.state, PartitionState::Release { .. }))
+        .count() as u64;
+    assert!(releases >= 1);
+    assert_eq!(rebalances("m1", "membership_changed"), releases);
+    assert_eq!(rebalances("m1", "lock_lost"), 0);
+    assert_eq!(
+        rebalances("m2", "membership_changed"),
+        0,
+        "m2 never held a share to give back"
+    );
+
+    // Closed: failure, nothing owned.
+    m2.close().unwrap();
+    assert_eq!(state("m2", "failure"), 1.0);
+    assert_eq!(share("m2"), 0.0);
+    m1.close().unwrap();
+    assert_eq!(share("m1"), 0.0);
+}

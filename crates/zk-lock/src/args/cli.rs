@@ -104,6 +104,15 @@ OPERATING A LOCK:
                                        delete the holder's node: the holder is
                                        told it lost the lock
     zk-lock wait PATH [--timeout D]    wait until nobody holds PATH
+    zk-lock services BASE [NAME] [--json]
+                                       the services registered under BASE
+                                       (Curator's service discovery layout),
+                                       or service NAME's instances: each
+                                       one's fields, its node's session, age
+    zk-lock partition PATH [--json]    a set partitioner's members and, for
+                                       each item, the member holding its lock
+                                       (or a session outside the party) and
+                                       who waits
     The connection options (--connect, --namespace, --session-timeout,
     --connect-timeout, -v, --auth, --auth-file, --acl) go before or after
     the subcommand; --json prints
@@ -111,6 +120,8 @@ OPERATING A LOCK:
       status  0 held, 1 free
       break   0 deleted, 1 nothing to break (free, no such node)
       wait    0 free, 1 --timeout passed first (or -E N)
+      services  0 services (instances of NAME) found, 1 none
+      partition 0 the party has members, 1 it has none
       all     64 usage error (break: --yes missing), 69 ZooKeeper unavailable,
               77 permission denied (NoAuth, AuthFailed)
 
@@ -237,7 +248,9 @@ nobody. Not in this zk-lock (a usage error, 64): rebuild with
 
 /// The first line of a usage error's hint, as `--help` shows it.
 pub const USAGE_LINE: &str = "zk-lock [OPTIONS] PATH -- COMMAND [ARGS...]
-       zk-lock [OPTIONS] status|break|wait PATH [...]";
+       zk-lock [OPTIONS] status|break|wait PATH [...]
+       zk-lock [OPTIONS] services BASE [NAME] [--json]
+       zk-lock [OPTIONS] partition PATH [--json]";
 
 /// The command line as clap sees it (everything before the first `--`, and
 /// COMMAND for the help only).
@@ -464,6 +477,44 @@ pub(super) enum OpCommand {
         #[arg(short = 'E', long, value_name = "N", value_parser = exit_status, default_value_t = 1)]
         conflict_exit_code: i32,
         /// print JSON (one object) when done
+        #[arg(long)]
+        json: bool,
+    },
+    /// list the services registered under BASE (Curator's service discovery
+    /// layout, BASE/NAME/ID: Curator, Spring Cloud Zookeeper, Dubbo, ours),
+    /// or with NAME that service's instances: id, address and ports, type,
+    /// the session owning a dynamic instance's node, age; an instance whose
+    /// JSON cannot be read is shown with why
+    #[command(
+        after_help = "EXIT STATUS:\n    0   services found (with NAME: instances of NAME, readable or not)\n    1   none\n   64   usage error (a bad BASE or NAME)\n   69   ZooKeeper unavailable, or another error\n   77   permission denied (NoAuth, AuthFailed)",
+        verbatim_doc_comment
+    )]
+    Services {
+        /// the registry's absolute base path (Spring's and Dubbo's: /services)
+        #[arg(verbatim_doc_comment, value_name = "BASE")]
+        base: String,
+        /// a service's name: list its instances
+        #[arg(verbatim_doc_comment, value_name = "NAME")]
+        name: Option<String>,
+        /// print JSON (one object) instead of text; each instance's fields
+        /// as Curator's JSON (`enabled` included)
+        #[arg(verbatim_doc_comment, long)]
+        json: bool,
+    },
+    /// show a set partitioner at PATH (ours: PATH/party/ID members,
+    /// PATH/locks/ITEM locks): its members, and for each item the member
+    /// whose session holds the item's lock (or a session outside the party,
+    /// which keeps the members from settling), the fencing token, and who
+    /// waits
+    #[command(
+        after_help = "EXIT STATUS:\n    0   the party has members\n    1   it has none\n   64   usage error\n   69   ZooKeeper unavailable, or another error\n   77   permission denied (NoAuth, AuthFailed)",
+        verbatim_doc_comment
+    )]
+    Partition {
+        /// the partitioner's absolute path
+        #[arg(value_name = "PATH")]
+        path: String,
+        /// print JSON (one object) instead of text
         #[arg(long)]
         json: bool,
     },

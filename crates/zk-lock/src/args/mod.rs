@@ -99,7 +99,7 @@ pub fn parse(args: Vec<OsString>, env: &Env) -> Result<Parsed, UsageError> {
     });
     // The subcommand named, if any (for its own help).
     let subcommand = args.iter().find_map(|a| match a.to_str() {
-        Some(n @ ("status" | "break" | "wait")) => Some(n),
+        Some(n @ ("status" | "break" | "wait" | "services" | "partition")) => Some(n),
         _ => None,
     });
     let subcommand = subcommand.map(str::to_string);
@@ -132,7 +132,7 @@ pub fn parse(args: Vec<OsString>, env: &Env) -> Result<Parsed, UsageError> {
         }
         if let Some(c) = command {
             return usage(format!(
-                "unexpected `-- {}` after a subcommand: status, break and wait run no COMMAND",
+                "unexpected `-- {}` after a subcommand: status, break, wait, services and partition run no COMMAND",
                 c.first().map(|a| a.to_string_lossy().into_owned()).unwrap_or_default()
             ));
         }
@@ -272,6 +272,18 @@ fn op_options(op: OpCommand, conn: Connection) -> Result<Parsed, UsageError> {
                 timeout_exit_code: conflict_exit_code,
             },
         ),
+        OpCommand::Services { base, name, json } => {
+            if base != "/" {
+                check_lock_path(&base).map_err(|e| UsageError(e.replacen("PATH", "BASE", 1)))?;
+            }
+            return Ok(Parsed::Op(OpOptions {
+                conn,
+                path: base,
+                json,
+                op: Op::Services { name },
+            }));
+        }
+        OpCommand::Partition { path, json } => (path, json, Op::Partition),
     };
     check_lock_path(&path).map_err(UsageError)?;
     Ok(Parsed::Op(OpOptions { conn, path, json, op }))

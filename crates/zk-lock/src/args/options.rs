@@ -208,6 +208,14 @@ pub enum Op {
         /// Exit status on timeout (`-E`, default 1).
         timeout_exit_code: i32,
     },
+    /// The services under the path (a registry's base), or the instances
+    /// of one.
+    Services {
+        /// The service (`None`: list the names).
+        name: Option<String>,
+    },
+    /// A set partitioner's members and its items' holders.
+    Partition,
 }
 
 /// An operator's subcommand and its options.
@@ -228,7 +236,7 @@ pub struct OpOptions {
 pub enum Parsed {
     /// Run COMMAND under the lock.
     Run(Options),
-    /// `status`, `break` or `wait`.
+    /// `status`, `break`, `wait`, `services` or `partition`.
     Op(OpOptions),
     /// Print the help.
     Help,

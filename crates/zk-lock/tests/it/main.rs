@@ -19,5 +19,6 @@ mod loss;
 mod operate;
 mod partition;
 mod processes;
+mod registry;
 mod tls;
 mod usage;

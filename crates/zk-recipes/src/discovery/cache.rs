@@ -103,11 +103,43 @@ fn read_child(d: &ChildData) -> (String, Result<ServiceInstance>) {
     (node, instance)
 }
 
+/// Tells the `metrics` facade how many instances `cache` holds, readable
+/// or not, at every change of its view (told on the cache's thread, under
+/// its lock, in order; the subscription lives as long as the cache).
+fn count_instances(cache: &CuratorCache) {
+    let root = cache.path().to_string();
+    let handles = crate::discovery::metrics::CacheHandles::new(&root);
+    cache.subscribe(move |now| {
+        let mut children: BTreeMap<String, bool> = now
+            .iter()
+            .filter(|d| d.path() != root)
+            .map(|d| (d.path().to_string(), read_child(d).1.is_ok()))
+            .collect();
+        Box::new(move |ev| {
+            let child = |d: &ChildData| d.path() != root;
+            match ev {
+                CacheEvent::Created(d) | CacheEvent::Changed { new: d, .. } if child(d) => {
+                    children.insert(d.path().to_string(), read_child(d).1.is_ok());
+                }
+                CacheEvent::Deleted(d) if child(d) => {
+                    children.remove(d.path());
+                }
+                _ => return true,
+            }
+            let readable = children.values().filter(|ok| **ok).count();
+            handles.seen(readable, children.len() - readable);
+            true
+        })
+    });
+}
+
 impl ServiceCache {
     pub(crate) fn new(client: &zk_framework::CuratorFramework, service_path: &str) -> Result<ServiceCache> {
-        Ok(ServiceCache {
-            cache: CuratorCache::builder(client, service_path).max_depth(Some(1)).build()?,
-        })
+        let cache = CuratorCache::builder(client, service_path).max_depth(Some(1)).build()?;
+        if cfg!(feature = "metrics") {
+            count_instances(&cache);
+        }
+        Ok(ServiceCache { cache })
     }
 
     /// Starts following.

@@ -101,6 +101,22 @@
 //! [`Error::CacheNotCurrent`](crate::Error::CacheNotCurrent) rather than a
 //! stale list.
 //!
+//! # Metrics
+//!
+//! With the crate's `metrics` feature, through the `metrics` facade (any
+//! exporter): `zk_discovery_instances{base}` (a gauge of the instances this
+//! process's discoveries of `base` have registered and not unregistered or
+//! closed), `zk_discovery_registered{base, service, id}` (1 while the
+//! instance's registration is `Registered`, else 0: it follows the
+//! instance's node, as `zk_node_registered{path}` does),
+//! `zk_service_instances{path}` and `zk_service_unreadable_instances{path}`
+//! (the children a [`ServiceCache`](crate::ServiceCache) of service node
+//! `path`, a provider's included, holds that read as instances, and those
+//! whose JSON cannot be read), `zk_service_provider_offered{path}` (the
+//! instances a [`ServiceProvider`](crate::ServiceProvider) of `path`
+//! offered at its last look: the last of any provider of `path`) and `zk_service_provider_picks_total{path, outcome}` (its
+//! `instance()` answers: `picked`, `none`, `not_current`).
+//!
 //! # What `registration(id)` means
 //!
 //! [`ServiceDiscovery::registration`](crate::ServiceDiscovery::registration) is the instance's node's
@@ -124,6 +140,7 @@
 pub(crate) mod cache;
 pub(crate) mod instance;
 mod json;
+pub(crate) mod metrics;
 pub(crate) mod payload;
 pub(crate) mod provider;
 pub(crate) mod service;

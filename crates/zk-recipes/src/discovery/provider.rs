@@ -175,6 +175,7 @@ impl ServiceProviderBuilder {
         let seed = RandomState::new().build_hasher().finish() | 1;
         ServiceProvider {
             shared: Arc::new(Shared {
+                metrics: crate::discovery::metrics::ProviderHandles::new(self.cache.path()),
                 cache: self.cache,
                 strategy: self.strategy,
                 policy: self.policy,
@@ -233,6 +234,8 @@ struct Shared {
     policy: DownInstancePolicy,
     filters: Vec<Filter>,
     state: Mutex<Picks>,
+    /// Its figures (the `metrics` feature).
+    metrics: crate::discovery::metrics::ProviderHandles,
 }
 
 struct Picks {
@@ -360,7 +363,7 @@ impl ServiceProvider {
         picks
             .down
             .retain(|_, (_, first)| now.saturating_duration_since(*first) < policy.timeout);
-        Ok(all
+        let offered: Vec<ServiceInstance> = all
             .into_iter()
             .filter(|i| sh.filters.iter().all(|f| f(i)))
             .filter(|i| {
@@ -370,7 +373,9 @@ impl ServiceProvider {
                     .map_or(true, |(n, _)| *n < policy.error_threshold)
             })
             .filter(ServiceInstance::enabled)
-            .collect())
+            .collect();
+        sh.metrics.offered(offered.len());
+        Ok(offered)
     }
 
     /// One instance by the strategy, `None` when none is offered.
@@ -393,6 +398,15 @@ impl ServiceProvider {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn instance(&self) -> Result<Option<ServiceInstance>> {
+        let answer = self.pick();
+        self.shared.metrics.answered(match &answer {
+            Ok(pick) => Some(pick.is_some()),
+            Err(_) => None,
+        });
+        answer
+    }
+
+    fn pick(&self) -> Result<Option<ServiceInstance>> {
         let offered = self.all_instances()?;
         if offered.is_empty() {
             return Ok(None);

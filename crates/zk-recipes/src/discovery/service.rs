@@ -75,6 +75,8 @@ struct Shared {
     mode: JsonMode,
     watch: bool,
     state: Mutex<State>,
+    /// Its figures (the `metrics` feature).
+    metrics: crate::discovery::metrics::Handles,
 }
 
 struct State {
@@ -218,6 +220,7 @@ impl ServiceDiscoveryBuilder {
         zk_framework::proto::path::validate_path(&self.base, false).map_err(zk_framework::Error::from)?;
         let shared = Shared {
             client: self.client,
+            metrics: crate::discovery::metrics::Handles::new(&self.base),
             base: self.base.trim_end_matches('/').to_string(),
             mode: self.mode,
             watch: self.watch,
@@ -332,10 +335,15 @@ impl Shared {
         } else {
             None
         };
-        node.start()?;
+        self.metrics.registered(&node, instance);
+        if let Err(e) = node.start() {
+            self.metrics.removed(1);
+            return Err(e);
+        }
         if let Some(w) = &watch {
             if let Err(e) = w.start() {
                 let _ = node.close();
+                self.metrics.removed(1);
                 return Err(e);
             }
         }
@@ -397,6 +405,7 @@ impl Shared {
             st.stage = Stage::Closed;
             std::mem::take(&mut st.entries)
         };
+        self.metrics.removed(entries.len());
         // Every node's close begun at once (nothing more is sent for any),
         // then finished under one deadline.
         let end = Instant::now() + STOP_BOUND;
@@ -606,6 +615,7 @@ impl ServiceDiscovery {
         let Some(e) = entry else {
             return Ok(false);
         };
+        sh.metrics.removed(1);
         let persistent = !e.instance.service_type().is_some_and(ServiceType::is_dynamic);
         let path = e.node.actual_path();
         if let Some(w) = &e.watch {

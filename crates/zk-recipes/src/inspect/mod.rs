@@ -1,9 +1,13 @@
-//! Who holds a lock and who waits, who is in a group, what a counter reads:
-//! the inspection tool ([`crate::inspect_lock`], [`crate::lock_participants`],
-//! [`crate::group_members`], [`crate::read_counter`]; `zk-lock status` is built
-//! on it). It needs no recipe instance and reads any path; nothing in the
+//! Who holds a lock and who waits, who is in a group, what a counter reads,
+//! a service's instances and who owns a partition's items: the inspection
+//! tool ([`crate::inspect_lock`], [`crate::lock_participants`],
+//! [`crate::group_members`], [`crate::read_counter`],
+//! [`crate::inspect_service`], [`crate::service_names`],
+//! [`crate::inspect_partition`]; `zk-lock status`, `services` and
+//! `partition` are built on it). It needs no recipe instance and reads any path; nothing in the
 //! recipes imports it.
 
+pub(crate) mod services;
 pub(crate) mod tool;
 
 // The earlier paths of this family's items, as deprecated aliases of the

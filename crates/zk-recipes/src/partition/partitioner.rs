@@ -92,6 +92,17 @@ use crate::partition::state::{Allocation, FailureReason, PartitionEvent, Partiti
 /// from this member's thread: before the server can expire the session
 /// and grant the lock to another.
 ///
+/// # Metrics
+///
+/// With the crate's `metrics` feature, each member reports through the
+/// `metrics` facade, labelled by the partition's path and its identifier:
+/// `zk_partition_share{path, member}` (a gauge: the share's size while
+/// `Acquired`, else 0), `zk_partition_state{path, member, state}` (1 for
+/// the member's state: `allocating`, `acquired`, `suspended`, `release`,
+/// `stuck`, `failure`; 0 for the others) and
+/// `zk_partition_rebalances_total{path, member, reason}` (a counter of its
+/// moves to `Release`: `membership_changed`, `lock_lost`).
+///
 /// # Compared with kazoo's `SetPartitioner`
 ///
 /// * A connection blip that keeps the session is `Suspended`, then

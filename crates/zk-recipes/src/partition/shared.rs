@@ -84,6 +84,8 @@ pub(crate) struct Core {
     /// Bumped by every signal: a decision the thread took on what it read
     /// outside this lock holds only if no signal came meanwhile.
     pub(crate) signals: u64,
+    /// The member's figures (the `metrics` feature), told every move.
+    pub(crate) metrics: crate::partition::metrics::Handles,
 }
 
 impl Core {
@@ -94,6 +96,7 @@ impl Core {
             return;
         }
         self.state = state.clone();
+        self.metrics.told(&self.state);
         self.subscribers.tell(&PartitionEvent {
             state,
             at: Instant::now(),
@@ -129,6 +132,11 @@ impl Shared {
         .data(identifier.as_bytes().to_vec())
         .build()?;
         let party = PathChildrenCache::new(&client, &party_path)?;
+        let metrics = crate::partition::metrics::Handles::new(
+            &base,
+            &identifier,
+            &PartitionState::Allocating(Allocation::Joining),
+        );
         let shared = Arc::new(Shared {
             client,
             path: base,
@@ -150,6 +158,7 @@ impl Shared {
                 release_requested: false,
                 holdings: Vec::new(),
                 signals: 0,
+                metrics,
             }),
             node,
             party,

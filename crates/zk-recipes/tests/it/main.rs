@@ -42,6 +42,7 @@ mod bad_input;
 mod client_cost;
 mod clients;
 mod discovery;
+mod inspect_services;
 mod namespace;
 mod nodes;
 mod operations;

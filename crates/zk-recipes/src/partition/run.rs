@@ -14,6 +14,7 @@ use zk_framework::{ReadOp, ReadResult};
 
 use crate::core::{Backoff, Stage};
 use crate::error::Result;
+use crate::freshness::Freshness;
 use crate::locks::holding::{Holding, LockStatus};
 use crate::locks::internals::{Attempt, LockInternals};
 use crate::locks::mutex::InterProcessMutex;
@@ -402,8 +403,15 @@ impl Runner<'_> {
                     }
                 }
             }
-            let proven =
-                all_held && self.sh.node.registration().is_registered() && self.sh.party.freshness().is_current();
+            let registered = self.sh.node.registration().is_registered();
+            let party = self.sh.party.freshness();
+            let proven = all_held && registered && party.is_current();
+            // A party cache that is reading a change it was told of
+            // (`Updating`) says nothing about the connection: the change
+            // itself comes as the party's event (a `Release`), so the state
+            // stays until then. Only a holding, the party node or a party
+            // cache in doubt about the connection makes `Suspended`.
+            let in_doubt = !all_held || !registered || !matches!(party, Freshness::Current | Freshness::Updating);
             let release = {
                 let mut core = self.sh.core.lock();
                 if core.signals != seen {
@@ -437,7 +445,7 @@ impl Runner<'_> {
                         core.set(PartitionState::Acquired { items: share.to_vec() });
                         false
                     } else {
-                        if acquired {
+                        if acquired && in_doubt {
                             core.set(PartitionState::Suspended);
                         }
                         false

@@ -765,3 +765,17 @@ impl Driver {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::hex_bytes;
+
+    #[test]
+    fn a_session_password_is_read_from_hex_or_refused() {
+        assert_eq!(hex_bytes("00ff7a").unwrap(), [0x00, 0xff, 0x7a]);
+        assert_eq!(hex_bytes("").unwrap(), Vec::<u8>::new());
+        assert!(hex_bytes("0g").is_err());
+        assert!(hex_bytes("abc").is_err(), "an odd length is not bytes");
+        assert!(hex_bytes("é0").is_err(), "not ASCII: no panic on a char boundary");
+    }
+}

@@ -40,6 +40,22 @@ usage: python3 kazoo_bench.py CONNECT MODE ARGS...
   barrier MEMBERS WARM ROUNDS PATH    MEMBERS clients (a thread each) pass one
                                       DoubleBarrier(PATH, MEMBERS) together: CuratorBench.java's
                                       protocol and figures ("kazoo.barrier.")
+  partition MEMBERS ITEMS SETTLE PATH WARM ROUNDS
+                                      MEMBERS clients (one KazooClient, one session each)
+                                      with a SetPartitioner each (identifiers m000, m001,
+                                      ...; items i00, i01, ...; time_boundary=SETTLE;
+                                      release_set() called as soon as RELEASE is seen) at
+                                      PATH; once settled, WARM then ROUNDS rounds ("ready"
+                                      between them) of: an expiry of the oldest member
+                                      (prints "session ID PASSWORD" in hex; zk-bench expires
+                                      it, this prints "settled AGO_NS": the split was
+                                      settled AGO_NS before the line), a join ("sample join
+                                      NS": from just before the new member's constructor,
+                                      which joins the party, to settled), a close of the
+                                      oldest member's client ("sample close NS"), a join;
+                                      then "done". Settled: every live member ACQUIRED with
+                                      exactly its share by kazoo's default partition
+                                      function for the live members, as its user sees it
   failover close N REPS WARMUP SESSION_MS PATH
   failover kill N REPS SESSION_MS PATH CS1,...,CSN
   failover idle N SESSION_MS PATH
@@ -60,6 +76,7 @@ from kazoo.exceptions import NoNodeError
 from kazoo.recipe.barrier import DoubleBarrier
 from kazoo.recipe.cache import TreeCache, TreeEvent
 from kazoo.recipe.counter import Counter
+from kazoo.recipe.partitioner import PartitionState, SetPartitioner
 
 logging.basicConfig(level=logging.CRITICAL)
 
@@ -710,6 +727,120 @@ def barrier_bench(cs, members, warm, rounds, path):
         close(c)
 
 
+class PartitionMember(object):
+    """A kazoo SetPartitioner on a client of its own, driven by a thread as
+    its docs say: release_set() on RELEASE; each state it sees is put on
+    the queue SEEN as (id, state, sorted share, time.monotonic_ns())."""
+
+    def __init__(self, cs, mid, path, items, settle, seen):
+        self.id = mid
+        self.c = client(cs)
+        self.ev = threading.Event()
+        self.stop = False
+        self.t0 = time.monotonic_ns()
+        self.p = SetPartitioner(self.c, path, items, identifier=mid, time_boundary=settle,
+                                state_change_event=self.ev)
+        self.seen = seen
+        self.thread = threading.Thread(target=self.drive, daemon=True)
+        self.thread.start()
+
+    def drive(self):
+        while not self.stop:
+            self.ev.clear()
+            st = self.p.state
+            share = sorted(self.p) if st == PartitionState.ACQUIRED else None
+            self.seen.put((self.id, st, share, time.monotonic_ns()))
+            if st == PartitionState.FAILURE:
+                return
+            if st == PartitionState.RELEASE:
+                self.p.release_set()
+                continue
+            self.ev.wait()
+
+    def quit(self):
+        """Stops its thread and closes its client in the background (an
+        expired or closed session may take a while)."""
+        self.stop = True
+        self.ev.set()
+
+        def stop():
+            try:
+                self.c.stop()
+                self.c.close()
+            except Exception:
+                pass
+
+        threading.Thread(target=stop, daemon=True).start()
+
+
+def partition_bench(cs, k, n_items, settle, path, warm, rounds):
+    items = ["i%02d" % i for i in range(n_items)]
+    seen = queue.Queue()
+    live = {}
+    last = {}
+    nxt = [0]
+
+    def join():
+        mid = "m%03d" % nxt[0]
+        nxt[0] += 1
+        m = PartitionMember(cs, mid, path, items, settle, seen)
+        live[mid] = m
+        return m
+
+    def remove(mid):
+        last.pop(mid, None)
+        return live.pop(mid)
+
+    def settled():
+        ids = sorted(live)
+        want = {m: sorted(items)[i::len(ids)] for i, m in enumerate(ids)}
+        end = time.monotonic() + 120
+        while True:
+            if all(m in last and last[m][0] == PartitionState.ACQUIRED and last[m][1] == want[m] for m in ids):
+                return max(last[m][2] for m in ids)
+            left = end - time.monotonic()
+            if left <= 0:
+                raise RuntimeError("the party of %d did not settle within 120 s: %s" % (len(ids), last))
+            try:
+                mid, st, share, t = seen.get(timeout=left)
+            except queue.Empty:
+                continue
+            if mid in live:
+                if st == PartitionState.FAILURE:
+                    raise RuntimeError("live member %s failed" % mid)
+                last[mid] = (st, share, t)
+
+    for _ in range(k):
+        join()
+    settled()
+    for r in range(warm + rounds):
+        if r == warm:
+            say("ready")
+        # An expiry of the oldest member.
+        m = remove(sorted(live)[0])
+        sid, pw = m.c.client_id
+        say("session %x %s" % (sid, pw.hex()))
+        t = settled()
+        say("settled %d" % (time.monotonic_ns() - t))
+        m.quit()
+        m = join()
+        say("sample join %d" % (settled() - m.t0))
+        # A close of the oldest member's client.
+        m = remove(sorted(live)[0])
+        m.stop = True
+        t0 = time.monotonic_ns()
+        m.c.stop()
+        say("sample close %d" % (settled() - t0))
+        m.quit()
+        m = join()
+        say("sample join %d" % (settled() - m.t0))
+    say("done")
+    for m in list(live.values()):
+        m.quit()
+    sys.stdout.flush()
+    os._exit(0)
+
+
 def main(argv):
     cs, mode, a = argv[1], argv[2], argv[3:]
     if mode in ("latency", "handoff", "cycles", "chain") and a[0] != "mutex":
@@ -739,6 +870,8 @@ def main(argv):
             print("kazoo_bench: the counter has only the client's retry", file=sys.stderr)
             return 2
         counter_bench(cs, int(a[0]), float(a[1]), float(a[2]), a[3], a[4])
+    elif mode == "partition":
+        partition_bench(cs, int(a[0]), int(a[1]), float(a[2]), a[3], int(a[4]), int(a[5]))
     elif mode == "barrier":
         barrier_bench(cs, int(a[0]), int(a[1]), int(a[2]), a[3])
     else:

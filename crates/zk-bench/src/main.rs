@@ -21,7 +21,11 @@
 //! election: close and kill failovers, the idle cost; [`failover`]) only when
 //! named; `counter`, `registration` and `barrier` (our `DistributedAtomicLong`,
 //! ephemeral `PersistentNode` and `DistributedDoubleBarrier` beside Curator's and
-//! kazoo's: [`shared`]) only when named.
+//! kazoo's: [`shared`]) only when named; `discovery` (our `ServiceProvider`,
+//! `query_for_instances` and `ServiceDiscovery`'s registration after an
+//! expiry beside Curator's: [`discovery`]) and `partition` (our
+//! `SetPartitioner`'s rebalances beside kazoo's: [`partition`]) only when
+//! named.
 //!
 //! With `--peers curator,zookeeper-client,kazoo,zookeeper` (`--curator` is
 //! `--peers curator`) other lock implementations run each scenario right
@@ -39,11 +43,13 @@
 
 mod alloc;
 mod cache;
+mod discovery;
 mod failover;
 mod measure;
 mod metrics;
 mod opts;
 mod ours;
+mod partition;
 mod peers;
 mod shared;
 
@@ -212,6 +218,14 @@ fn main() {
         shared::barrier(&x);
     }
     side_by_side("barrier");
+    if want("discovery") {
+        discovery::ours(&x);
+    }
+    side_by_side("discovery");
+    if want("partition") {
+        partition::ours(&x);
+    }
+    side_by_side("partition");
     let _ = std::fs::remove_dir_all(peers::java_dir());
     c.close();
 }

@@ -7,7 +7,7 @@ use clap::{Parser, ValueEnum};
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "zk-bench",
-    override_usage = "zk-bench [--connect HOST:PORT | --apache | --ensemble] [--tls] [--peers NAMES | --curator] [--seconds N] [--warmup N] [--only NAMES] [--cache-nodes N] [--cache-writes N] [--failovers N] [--failover-kills N] [--idle-seconds N] [--expiries N] [--barrier-members M] [--barrier-rounds N]",
+    override_usage = "zk-bench [--connect HOST:PORT | --apache | --ensemble] [--tls] [--peers NAMES | --curator] [--seconds N] [--warmup N] [--only NAMES] [--cache-nodes N] [--cache-writes N] [--failovers N] [--failover-kills N] [--idle-seconds N] [--expiries N] [--barrier-members M] [--barrier-rounds N] [--partition-members K] [--partition-rounds N]",
     args_override_self = true,
     disable_version_flag = true
 )]
@@ -51,7 +51,8 @@ pub struct Opts {
     /// named; `--only scale` names latency, deep, many and clients),
     /// failover (leader election, only when named), and counter,
     /// registration, barrier (issue 33's shared state and registration, only
-    /// when named).
+    /// when named), and discovery, partition (issue 42's service discovery
+    /// and set partitioner, only when named).
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     pub only: Option<Vec<String>>,
     /// The cache scenario: leaves of the subtree whose start and memory are
@@ -86,6 +87,13 @@ pub struct Opts {
     /// unmeasured).
     #[arg(long, value_name = "N", default_value_t = 100)]
     pub barrier_rounds: usize,
+    /// The partition scenario: members of the party (each its own session).
+    #[arg(long, value_name = "K", default_value_t = 4, value_parser = clap::value_parser!(u16).range(2..))]
+    pub partition_members: u16,
+    /// The partition scenario: rounds measured (after 1 unmeasured), each an
+    /// expiry, a join, a close and a join.
+    #[arg(long, value_name = "N", default_value_t = 6)]
+    pub partition_rounds: usize,
     /// The failover scenario: seconds the idle participants are watched (0:
     /// no idle participants).
     #[arg(long, value_name = "N", default_value_t = 15.0)]
@@ -172,7 +180,14 @@ impl Opts {
 pub const SCALE: [&str; 3] = ["latency", "deep", "many"];
 
 /// Scenarios run only when named, and not by `--only scale` either.
-pub const NAMED_ONLY: [&str; 4] = ["failover", "counter", "registration", "barrier"];
+pub const NAMED_ONLY: [&str; 6] = [
+    "failover",
+    "counter",
+    "registration",
+    "barrier",
+    "discovery",
+    "partition",
+];
 
 #[cfg(test)]
 mod tests {
@@ -206,12 +221,20 @@ mod tests {
         assert!(!o.wanted("mutex") && !o.wanted("failover"));
         assert!(!Opts::from_args(&["zk-bench"]).wanted("failover"));
         assert!(Opts::from_args(&["zk-bench", "--only", "failover"]).wanted("failover"));
-        for name in ["counter", "registration", "barrier"] {
+        for name in ["counter", "registration", "barrier", "discovery", "partition"] {
             assert!(!Opts::from_args(&["zk-bench"]).wanted(name));
             assert!(!Opts::from_args(&["zk-bench", "--only", "scale"]).wanted(name));
         }
         let o = Opts::from_args(&["zk-bench", "--only", "counter,registration,barrier"]);
         assert!(o.wanted("counter") && o.wanted("registration") && o.wanted("barrier") && !o.wanted("mutex"));
         assert_eq!(o.only("deep").only, Some(vec!["deep".to_string()]));
+        let o = Opts::from_args(&["zk-bench", "--only", "discovery,partition"]);
+        assert!(o.wanted("discovery") && o.wanted("partition") && !o.wanted("registration"));
+        assert_eq!((o.partition_members, o.partition_rounds), (4, 6));
+    }
+
+    #[test]
+    fn a_party_of_one_is_refused() {
+        assert!(Opts::try_parse_from(["zk-bench", "--partition-members", "1"]).is_err());
     }
 }

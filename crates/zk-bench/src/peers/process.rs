@@ -11,13 +11,13 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use crate::cache;
 use crate::measure::{
     await_watches, deep_waiters, notifications, packets_received, requests, wchs, Deep, DEEP_SESSIONS, HOLD, MANY,
     MANY_THREADS, MANY_WARMUP, THINK,
 };
 use crate::shared::{self, Ops};
 use crate::Ctx;
+use crate::{cache, discovery, partition};
 
 /// How to start one peer's benchmark program, and what it can run.
 pub struct Driver {
@@ -90,6 +90,62 @@ pub fn curator() -> Result<&'static Driver, String> {
     .map_err(Clone::clone)
 }
 
+/// Curator 5.4's `curator-x-discovery` on Debian's jars (with Jackson
+/// 2.14): compiles `CuratorDiscoveryBench.java` once per run.
+pub fn curator_discovery() -> Result<&'static Driver, String> {
+    static D: OnceLock<Result<Driver, String>> = OnceLock::new();
+    D.get_or_init(|| {
+        let j = "/usr/share/java";
+        let jars: Vec<String> = [
+            "curator-x-discovery",
+            "curator-recipes",
+            "curator-framework",
+            "curator-client",
+            "zookeeper",
+            "zookeeper-jute",
+            "guava",
+            "jackson-databind",
+            "jackson-core",
+            "jackson-annotations",
+            "slf4j-api",
+            "slf4j-nop",
+        ]
+        .iter()
+        .map(|n| format!("{j}/{n}.jar"))
+        .collect();
+        if let Some(missing) = jars.iter().find(|j| !std::path::Path::new(j).exists()) {
+            return Err(format!(
+                "{missing} missing (apt-get install libcurator-discovery-java libjackson2-databind-java)"
+            ));
+        }
+        let out_dir = java_dir().join("discovery");
+        std::fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
+        let status = Command::new("javac")
+            .arg("-nowarn")
+            .arg("-d")
+            .arg(&out_dir)
+            .args(["-cp", &jars.join(":")])
+            .arg(bench_script("CuratorDiscoveryBench.java"))
+            .status();
+        match status {
+            Ok(s) if s.success() => {}
+            Ok(s) => return Err(format!("javac failed ({s})")),
+            Err(e) => return Err(format!("no javac ({e}; apt-get install openjdk-17-jdk-headless)")),
+        }
+        let cp = format!("{}:{}", out_dir.display(), jars.join(":"));
+        Ok(Driver {
+            prefix: "curator",
+            command: ["java", "-Xmx256m", "-cp", &cp, "CuratorDiscoveryBench"]
+                .map(String::from)
+                .to_vec(),
+            semaphore: false,
+            rwlock_and_clients: false,
+        })
+    })
+    .as_ref()
+    .map_err(Clone::clone)
+}
+
 /// kazoo 2.8 with Debian's `/usr/bin/python3` and `python3-kazoo`.
 pub fn kazoo() -> Result<&'static Driver, String> {
     static D: OnceLock<Result<Driver, String>> = OnceLock::new();
@@ -117,6 +173,15 @@ pub fn kazoo() -> Result<&'static Driver, String> {
     })
     .as_ref()
     .map_err(Clone::clone)
+}
+
+/// Bytes from hex (a session password).
+fn hex_bytes(hex: &str) -> Result<Vec<u8>, String> {
+    (0..hex.len())
+        .step_by(2)
+        .map(|k| hex.get(k..k + 2).and_then(|b| u8::from_str_radix(b, 16).ok()))
+        .collect::<Option<Vec<u8>>>()
+        .ok_or_else(|| format!("password '{hex}' is not hex"))
 }
 
 /// A running peer program whose stdout is read line by line.
@@ -275,6 +340,8 @@ impl Driver {
             "counter" => self.counter(x)?,
             "registration" => self.registration(x)?,
             "barrier" => self.barrier(x)?,
+            "discovery" => self.discovery(x)?,
+            "partition" => self.partition(x)?,
             "clients" if self.rwlock_and_clients => self.print_all(cs, &a(&["clients", "16"]))?,
             "herd" if notifications(x.server(), cs).is_some() => {
                 let kinds: &[&str] = if self.semaphore {
@@ -386,7 +453,29 @@ impl Driver {
             return Ok(());
         };
         let path = shared::registration_path(self.prefix);
-        let mut p = self.spawn(&x.cs, &["registration".into(), path.clone()])?;
+        let (mut back, mut back_from_deleted) =
+            self.expiries(x, server, &["registration".into(), path.clone()], &path)?;
+        shared::report_times(&format!("{prefix}registration.expiry_to_node_back"), &mut back);
+        shared::report_times(
+            &format!("{prefix}registration.deleted_to_node_back"),
+            &mut back_from_deleted,
+        );
+        Ok(())
+    }
+
+    /// Runs the peer's mode `args`, which prints `ready` once the node at
+    /// `path` is in place, then for each line read its client's session
+    /// (`session ID PASSWORD`, hex), until `quit`: expires the session
+    /// (after 2 unmeasured, `--expiries` times) and returns the times to the
+    /// node's return (see [`shared::expire_and_observe`]).
+    fn expiries(
+        &self,
+        x: &Ctx,
+        server: &zk_testing::TestingServer,
+        args: &[String],
+        path: &str,
+    ) -> Result<(Vec<Duration>, Vec<Duration>), String> {
+        let mut p = self.spawn(&x.cs, args)?;
         p.expect("ready")?;
         let obs = crate::ours::client(&x.cs);
         let (mut back, mut back_from_deleted) = (Vec::new(), Vec::new());
@@ -398,14 +487,10 @@ impl Driver {
                 return Err(format!("expected 'session ID PASSWORD', read '{l}'"));
             };
             let id = u64::from_str_radix(id, 16).map_err(|e| format!("session id '{id}': {e}"))? as i64;
-            let pw = (0..pw.len())
-                .step_by(2)
-                .map(|k| u8::from_str_radix(&pw[k..k + 2], 16))
-                .collect::<Result<Vec<u8>, _>>()
-                .map_err(|e| format!("password '{pw}': {e}"))?;
-            shared::await_owned(&obs, &path, id);
+            let pw = hex_bytes(pw)?;
+            shared::await_owned(&obs, path, id);
             std::thread::sleep(shared::SETTLE);
-            let (d, from_deleted) = shared::expire_and_observe(server, &obs, &path, id, &pw);
+            let (d, from_deleted) = shared::expire_and_observe(server, &obs, path, id, &pw);
             if i >= shared::WARM_EXPIRIES {
                 back.push(d);
                 back_from_deleted.push(from_deleted);
@@ -414,11 +499,130 @@ impl Driver {
         writeln!(p.stdin, "quit").map_err(|e| e.to_string())?;
         p.finish();
         obs.close();
+        Ok((back, back_from_deleted))
+    }
+
+    /// The discovery scenario (see [`crate::discovery`]): Curator's
+    /// provider lookups and `queryForInstances` per thread count, the
+    /// server's requests counted here between `ready` and `done`, then its
+    /// registration's return after each expiry (kazoo: a skip line).
+    fn discovery(&self, x: &Ctx) -> Result<(), String> {
+        if self.prefix == "kazoo" {
+            println!("kazoo.discovery.skipped={}", discovery::KAZOO_NO_DISCOVERY);
+            return Ok(());
+        }
+        let d = curator_discovery()?;
+        let secs = format!("{}", x.run.as_secs_f64());
+        let warm = format!("{}", x.warmup.as_secs_f64());
+        for kind in [discovery::Kind::Lookups, discovery::Kind::Query] {
+            for threads in discovery::THREADS {
+                let args = [
+                    "discovery".into(),
+                    kind.key().into(),
+                    threads.to_string(),
+                    secs.clone(),
+                    warm.clone(),
+                    discovery::base_path(self.prefix),
+                    discovery::SERVICE.into(),
+                    discovery::INSTANCES.to_string(),
+                ];
+                let (ops, lines) = d.counted_ops(x, &args)?;
+                let key = format!("{}.discovery.{}.threads_{threads}", self.prefix, kind.key());
+                let units = kind.units();
+                let n = lines
+                    .iter()
+                    .find_map(|l| l.strip_prefix(&format!("{key}.{units}=")))
+                    .and_then(|v| v.parse().ok())
+                    .ok_or_else(|| format!("no '{key}.{units}=' line"))?;
+                Ops::report(ops, &key, kind.unit(), n);
+            }
+        }
+        let prefix = format!("{}.discovery.", self.prefix);
+        let Some(server) = shared::expiring_server(x, &prefix) else {
+            return Ok(());
+        };
+        let base = discovery::reg_base_path(self.prefix);
+        let path = format!("{base}/{}/{}", discovery::REG_SERVICE, discovery::REG_ID);
+        let args = [
+            "registration".into(),
+            base,
+            discovery::REG_SERVICE.into(),
+            discovery::REG_ID.into(),
+        ];
+        let (mut back, mut back_from_deleted) = d.expiries(x, server, &args, &path)?;
         shared::report_times(&format!("{prefix}registration.expiry_to_node_back"), &mut back);
         shared::report_times(
             &format!("{prefix}registration.deleted_to_node_back"),
             &mut back_from_deleted,
         );
+        Ok(())
+    }
+
+    /// The partition scenario (see [`crate::partition`]): kazoo's members
+    /// in its process, which times the joins and closes itself and asks
+    /// for each expiry (`session ID PASSWORD`, hex): the expiry is done
+    /// here, timed from just before it to the peer's `settled AGO_NS` (the
+    /// split was settled AGO_NS before the line was printed). Curator: a
+    /// skip line.
+    fn partition(&self, x: &Ctx) -> Result<(), String> {
+        if self.prefix == "curator" {
+            println!("curator.partition.skipped={}", partition::CURATOR_NO_PARTITION);
+            return Ok(());
+        }
+        let Some(server) = x.server() else {
+            println!("{}.partition.skipped=needs the server this process starts", self.prefix);
+            return Ok(());
+        };
+        let args = [
+            "partition".into(),
+            x.o.partition_members.to_string(),
+            partition::ITEMS.to_string(),
+            format!("{}", partition::SETTLE.as_secs_f64()),
+            partition::path(self.prefix),
+            partition::WARM_ROUNDS.to_string(),
+            x.o.partition_rounds.to_string(),
+        ];
+        let mut p = self.spawn(&x.cs, &args)?;
+        let (mut joins, mut expires, mut closes) = (Vec::new(), Vec::new(), Vec::new());
+        let mut measured = false;
+        loop {
+            let l = p.line("done")?;
+            let w: Vec<&str> = l.split_whitespace().collect();
+            match w.as_slice() {
+                ["ready"] => measured = true,
+                ["done"] => break,
+                ["session", id, pw] => {
+                    let id = u64::from_str_radix(id, 16).map_err(|e| format!("session id '{id}': {e}"))? as i64;
+                    let pw = hex_bytes(pw)?;
+                    let t0 = std::time::Instant::now();
+                    partition::expire(server, id, &pw);
+                    let l = p.line("settled AGO_NS")?;
+                    let ago: u64 = l
+                        .strip_prefix("settled ")
+                        .and_then(|v| v.parse().ok())
+                        .ok_or_else(|| format!("expected 'settled AGO_NS', read '{l}'"))?;
+                    let at = std::time::Instant::now() - Duration::from_nanos(ago);
+                    if measured {
+                        expires.push(at.saturating_duration_since(t0));
+                    }
+                }
+                ["sample", kind, ns] => {
+                    let d = Duration::from_nanos(ns.parse().map_err(|e| format!("'{l}': {e}"))?);
+                    match (*kind, measured) {
+                        (_, false) => {}
+                        ("join", true) => joins.push(d),
+                        ("close", true) => closes.push(d),
+                        _ => return Err(format!("unknown sample '{l}'")),
+                    }
+                }
+                _ => println!("{l}"),
+            }
+        }
+        while let Some(Ok(l)) = p.lines.next() {
+            println!("{l}");
+        }
+        p.finish();
+        partition::report(x, &format!("{}.", self.prefix), &mut joins, &mut expires, &mut closes);
         Ok(())
     }
 
@@ -559,5 +763,19 @@ impl Driver {
             (n1 - n0) as f64 / n as f64
         );
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::hex_bytes;
+
+    #[test]
+    fn a_session_password_is_read_from_hex_or_refused() {
+        assert_eq!(hex_bytes("00ff7a").unwrap(), [0x00, 0xff, 0x7a]);
+        assert_eq!(hex_bytes("").unwrap(), Vec::<u8>::new());
+        assert!(hex_bytes("0g").is_err());
+        assert!(hex_bytes("abc").is_err(), "an odd length is not bytes");
+        assert!(hex_bytes("é0").is_err(), "not ASCII: no panic on a char boundary");
     }
 }

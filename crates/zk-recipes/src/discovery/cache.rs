@@ -2,9 +2,11 @@
 //! [`CuratorCache`] of its node, with its freshness.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_channel::Receiver;
+use parking_lot::Mutex;
 
 use crate::cache::curator::CuratorCache;
 use crate::cache::view::{CacheEvent, ChildData};
@@ -87,6 +89,41 @@ pub enum ServiceCacheEvent {
 #[derive(Debug, Clone)]
 pub struct ServiceCache {
     cache: CuratorCache,
+    parsed: Parsed,
+}
+
+/// Every child's instance, parsed once when the cache's view changes (not
+/// at every lookup), keyed by the child's path, with its node name.
+type Parsed = Arc<Mutex<BTreeMap<String, (String, Result<ServiceInstance>)>>>;
+
+/// Keeps `cache`'s children parsed: filled from the view and changed by
+/// each event, under the cache's lock that orders its view's changes (so a
+/// read under that lock sees the parsed view of exactly the cache's view).
+fn keep_parsed(cache: &CuratorCache) -> Parsed {
+    let root = cache.path().to_string();
+    let parsed: Parsed = Arc::default();
+    let memo = Arc::clone(&parsed);
+    cache.subscribe(move |now| {
+        *memo.lock() = now
+            .iter()
+            .filter(|d| d.path() != root)
+            .map(|d| (d.path().to_string(), read_child(d)))
+            .collect();
+        Box::new(move |ev| {
+            let child = |d: &ChildData| d.path() != root;
+            match ev {
+                CacheEvent::Created(d) | CacheEvent::Changed { new: d, .. } if child(d) => {
+                    memo.lock().insert(d.path().to_string(), read_child(d));
+                }
+                CacheEvent::Deleted(d) if child(d) => {
+                    memo.lock().remove(d.path());
+                }
+                _ => {}
+            }
+            true
+        })
+    });
+    parsed
 }
 
 /// A child's node name and instance.
@@ -139,7 +176,8 @@ impl ServiceCache {
         if cfg!(feature = "metrics") {
             count_instances(&cache);
         }
-        Ok(ServiceCache { cache })
+        let parsed = keep_parsed(&cache);
+        Ok(ServiceCache { cache, parsed })
     }
 
     /// Starts following.
@@ -188,9 +226,13 @@ impl ServiceCache {
         self.cache.path()
     }
 
-    fn children(&self, nodes: Vec<ChildData>) -> BTreeMap<String, Result<ServiceInstance>> {
-        let root = self.cache.path();
-        nodes.iter().filter(|d| d.path() != root).map(read_child).collect()
+    /// The readable instances of the parsed view, in node-name order.
+    fn readable(&self) -> Vec<ServiceInstance> {
+        self.parsed
+            .lock()
+            .values()
+            .filter_map(|(_, r)| r.as_ref().ok().cloned())
+            .collect()
     }
 
     /// Every instance as last read, by node name, each read or why not,
@@ -205,7 +247,7 @@ impl ServiceCache {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn by_node(&self) -> BTreeMap<String, Result<ServiceInstance>> {
-        self.children(self.cache.snapshot())
+        self.parsed.lock().values().cloned().collect()
     }
 
     /// The instances as last read (those that could be read, in node-name
@@ -222,7 +264,7 @@ impl ServiceCache {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn instances(&self) -> Vec<ServiceInstance> {
-        self.by_node().into_values().filter_map(Result::ok).collect()
+        self.readable()
     }
 
     /// The instances, only while the view is current (every change the
@@ -242,8 +284,7 @@ impl ServiceCache {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn current_instances(&self) -> Result<Vec<ServiceInstance>> {
-        let nodes = self.cache.snapshot_current()?;
-        Ok(self.children(nodes).into_values().filter_map(Result::ok).collect())
+        self.cache.current(self.cache.path(), |_| self.readable())
     }
 
     /// How fresh the view is.

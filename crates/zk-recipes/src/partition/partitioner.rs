@@ -90,7 +90,15 @@ use crate::partition::state::{Allocation, FailureReason, PartitionEvent, Partiti
 /// holdings says it may be lost (the connection suspended or silent, the
 /// node deleted, the session gone), from the holding's own signal, not
 /// from this member's thread: before the server can expire the session
-/// and grant the lock to another.
+/// by its timeout and grant the lock to another. A session killed before
+/// its timeout (an operator's `expire_session`) is the exception, as for
+/// every lock: the member learns of it when the server
+/// tells it, at the earliest when the new owner is granted, so for that
+/// window only the [fencing tokens](Self::fencing_tokens) keep the item's
+/// store safe (the fault campaign's partitioner kind saw a member cut off
+/// with a minority server, its session killed at once, keep `check()`'s
+/// `Ok` for 2 s, its token the smaller; see the guide's chapter on losing a
+/// lock).
 ///
 /// # Metrics
 ///

@@ -96,7 +96,7 @@ bin=${CARGO_TARGET_DIR:-target}/$out/zk-campaign
 case "$profile" in
   ci)
     args=(--seconds 50 --workers 4 --threads 5 --session-ms 3000
-          --hold-ms 5 --think-ms 5 --long-hold-permille 3 --cache --counter --registration)
+          --hold-ms 5 --think-ms 5 --long-hold-permille 3 --cache --counter --registration --partition)
     ;;
   long)
     args=(--acquisitions 100000 --seconds 1500 --workers 4 --threads 5 --session-ms 3000
@@ -104,7 +104,7 @@ case "$profile" in
     ;;
   ensemble)
     args=(--ensemble --seconds 240 --workers 4 --threads 5 --session-ms 6000
-          --hold-ms 5 --think-ms 5 --long-hold-permille 3)
+          --hold-ms 5 --think-ms 5 --long-hold-permille 3 --partition)
     ;;
   partitions-ci)
     args=(--ensemble --faults partitions --seconds 45 --workers 4 --threads 5 --session-ms 6000
@@ -118,17 +118,18 @@ case "$profile" in
   composed)
     args=(--faults composed --min-each 20 --seconds 60 --max-seconds 2400
           --workers 4 --threads 5 --session-ms 3000
-          --hold-ms 5 --think-ms 5 --long-hold-permille 40 --long-lead-permille 250)
+          --hold-ms 5 --think-ms 5 --long-hold-permille 40 --long-lead-permille 250 --partition)
     ;;
   composed-ensemble)
     args=(--ensemble --faults composed --min-each 20 --seconds 60 --max-seconds 3600
           --workers 4 --threads 5 --session-ms 6000
-          --hold-ms 5 --think-ms 5 --long-hold-permille 40 --long-lead-permille 250)
+          --hold-ms 5 --think-ms 5 --long-hold-permille 40 --long-lead-permille 250 --partition)
     ;;
   composed-ci)
     args=(--faults composed --min-each 1 --seconds 15 --max-seconds 90
           --workers 4 --threads 5 --session-ms 3000
-          --hold-ms 5 --think-ms 5 --long-hold-permille 40 --long-lead-permille 250 --cache --counter --registration)
+          --hold-ms 5 --think-ms 5 --long-hold-permille 40 --long-lead-permille 250 --cache --counter --registration
+          --partition)
     ;;
   -h|--help)
     sed -n '2,82p' "$0"

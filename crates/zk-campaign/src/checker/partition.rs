@@ -88,6 +88,8 @@ pub(crate) struct Claim {
 pub(crate) struct Ev {
     pub(crate) at: u64,
     pub(crate) state: String,
+    /// The state's detail (`membership`, `lost:ITEM`, a share, `-`).
+    pub(crate) detail: String,
 }
 
 /// One member.
@@ -133,10 +135,10 @@ impl super::LineHistory for PartHistory {
             "ev" => {
                 let at = f.num(6)?;
                 let state = f.string(7)?;
-                f.str(8)?;
+                let detail = f.string(8)?;
                 let m = self.members.entry(f.string(4)?).or_default();
                 m.pid = pid;
-                m.events.push(Ev { at, state });
+                m.events.push(Ev { at, state, detail });
             }
             "claim" => self.claims.push(Claim {
                 member: f.string(4)?,
@@ -336,6 +338,24 @@ pub(crate) fn members_end_closed(h: &History, p: &PartHistory, violations: &mut 
     killed
 }
 
+/// Each item's longest time between two claims (the end of one, the start
+/// of the next): (item, gap, when it began), the longest first. Not a
+/// rule: how long the churn left an item unused.
+pub(crate) fn longest_gaps(p: &PartHistory) -> Vec<(String, u64, u64)> {
+    let mut out: Vec<(String, u64, u64)> = p
+        .by_item()
+        .into_iter()
+        .filter_map(|(item, list)| {
+            list.windows(2)
+                .map(|w| (w[1].lo.saturating_sub(w[0].hi), w[0].hi))
+                .max()
+                .map(|(gap, at)| (item.to_string(), gap, at))
+        })
+        .collect();
+    out.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    out
+}
+
 /// Runs P1-P3 and returns the report's lines (empty without the kind).
 pub(crate) fn judge(h: &History, violations: &mut Vec<String>) -> String {
     let mut t = String::new();
@@ -355,6 +375,12 @@ pub(crate) fn judge(h: &History, violations: &mut Vec<String>) -> String {
         }
     }
     let tokens: BTreeSet<(&str, i64)> = p.claims.iter().map(|c| (c.item.as_str(), c.token)).collect();
+    let mut releases: BTreeMap<&str, usize> = BTreeMap::new();
+    for m in p.members.values() {
+        for e in m.events.iter().filter(|e| e.state == "release") {
+            *releases.entry(e.detail.split(':').next().unwrap_or("?")).or_default() += 1;
+        }
+    }
     let _ = writeln!(
         t,
         "partition: {} members ({unclosed} left to their killed worker), {} items, {} claims ({} owner runs judged, {} grants claimed), events: {}{}",
@@ -365,6 +391,17 @@ pub(crate) fn judge(h: &History, violations: &mut Vec<String>) -> String {
         tokens.len(),
         super::tally(&states, "none"),
         if bad > 0 { format!("; unparsed partition lines: {bad}") } else { String::new() }
+    );
+    let _ = writeln!(
+        t,
+        "partition rebalances (Release events): {}; the longest an item went unclaimed: {}",
+        super::tally(&releases, "none"),
+        longest_gaps(&p)
+            .iter()
+            .take(3)
+            .map(|(item, gap, at)| format!("{item} {:.0} ms from {at}", *gap as f64 / 1e6))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     let judged: Vec<u64> = again.values().flatten().copied().collect();
     let _ = writeln!(
@@ -488,6 +525,13 @@ mod tests {
         assert_eq!(again["b"], Some(700 * MS));
         let text = judge(&h, &mut v);
         assert!(text.contains("items claimed again 2 of 2"), "{text}");
+        assert!(text.contains("(Release events): membership 1;"), "{text}");
+        // b's longest gap: between w8-1's claims at 5.7 s and 19 s (the
+        // hand-over from w7-1, 4.011 s to 5.7 s, is shorter).
+        assert_eq!(
+            longest_gaps(&p).iter().find(|g| g.0 == "b").map(|g| g.1),
+            Some(19 * S - (5 * S + 701 * MS))
+        );
     }
 
     #[test]

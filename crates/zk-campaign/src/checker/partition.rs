@@ -216,7 +216,7 @@ pub(crate) fn never_owned_twice(h: &PartHistory, violations: &mut Vec<String>) -
                         found += 1;
                         if found <= PER_ITEM {
                             violations.push(format!(
-                                "partition: item {item} owned twice: {} claimed it while {member} owned it with token {} without being told anything ({} .. {}): {}",
+                                "partition: item {item} owned twice: {} claimed it while {member} owned it with token {} without being told anything between its claims ({} .. {}): {}",
                                 c.member, first.token, first.line, last.line, c.line
                             ));
                         }

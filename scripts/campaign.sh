@@ -9,7 +9,9 @@
 #             worker), the counter kind (--counter: a DistributedAtomicLong
 #             incremented by every worker) and the registration kind
 #             (--registration: an ephemeral PersistentNode per worker and an
-#             observer's cache), docs/campaign.md,
+#             observer's cache) and the partitioner kind (--partition: a
+#             SetPartitioner member per worker over 12 items, a claim with
+#             the item's fencing token before each use), docs/campaign.md,
 #             session 3 s, 50 s of load and faults (longer until every fault kind happened at least
 #             once), then the checker and the leak check: about 70 s in all on
 #             2 cores.
@@ -48,7 +50,7 @@
 #   composed-ci
 #             the composed faults on the embedded server until each
 #             happened once (at least 15 s, at most 90 s), with the cache,
-#             counter and registration kinds: about 20-30 s (CI: with
+#             counter, registration and partitioner kinds: about 20-30 s (CI: with
 #             ZK_BUILD_PROFILE=dev).
 #
 # Options after the profile override its own (the last one wins), e.g.
@@ -132,7 +134,7 @@ case "$profile" in
           --partition)
     ;;
   -h|--help)
-    sed -n '2,82p' "$0"
+    sed -n '2,84p' "$0"
     exit 0
     ;;
   *)

@@ -9,7 +9,9 @@
 #             worker), the counter kind (--counter: a DistributedAtomicLong
 #             incremented by every worker) and the registration kind
 #             (--registration: an ephemeral PersistentNode per worker and an
-#             observer's cache), docs/campaign.md,
+#             observer's cache) and the partitioner kind (--partition: a
+#             SetPartitioner member per worker over 12 items, a claim with
+#             the item's fencing token before each use), docs/campaign.md,
 #             session 3 s, 50 s of load and faults (longer until every fault kind happened at least
 #             once), then the checker and the leak check: about 70 s in all on
 #             2 cores.
@@ -48,7 +50,7 @@
 #   composed-ci
 #             the composed faults on the embedded server until each
 #             happened once (at least 15 s, at most 90 s), with the cache,
-#             counter and registration kinds: about 20-30 s (CI: with
+#             counter, registration and partitioner kinds: about 20-30 s (CI: with
 #             ZK_BUILD_PROFILE=dev).
 #
 # Options after the profile override its own (the last one wins), e.g.
@@ -96,7 +98,7 @@ bin=${CARGO_TARGET_DIR:-target}/$out/zk-campaign
 case "$profile" in
   ci)
     args=(--seconds 50 --workers 4 --threads 5 --session-ms 3000
-          --hold-ms 5 --think-ms 5 --long-hold-permille 3 --cache --counter --registration)
+          --hold-ms 5 --think-ms 5 --long-hold-permille 3 --cache --counter --registration --partition)
     ;;
   long)
     args=(--acquisitions 100000 --seconds 1500 --workers 4 --threads 5 --session-ms 3000
@@ -104,7 +106,7 @@ case "$profile" in
     ;;
   ensemble)
     args=(--ensemble --seconds 240 --workers 4 --threads 5 --session-ms 6000
-          --hold-ms 5 --think-ms 5 --long-hold-permille 3)
+          --hold-ms 5 --think-ms 5 --long-hold-permille 3 --partition)
     ;;
   partitions-ci)
     args=(--ensemble --faults partitions --seconds 45 --workers 4 --threads 5 --session-ms 6000
@@ -118,20 +120,21 @@ case "$profile" in
   composed)
     args=(--faults composed --min-each 20 --seconds 60 --max-seconds 2400
           --workers 4 --threads 5 --session-ms 3000
-          --hold-ms 5 --think-ms 5 --long-hold-permille 40 --long-lead-permille 250)
+          --hold-ms 5 --think-ms 5 --long-hold-permille 40 --long-lead-permille 250 --partition)
     ;;
   composed-ensemble)
     args=(--ensemble --faults composed --min-each 20 --seconds 60 --max-seconds 3600
           --workers 4 --threads 5 --session-ms 6000
-          --hold-ms 5 --think-ms 5 --long-hold-permille 40 --long-lead-permille 250)
+          --hold-ms 5 --think-ms 5 --long-hold-permille 40 --long-lead-permille 250 --partition)
     ;;
   composed-ci)
     args=(--faults composed --min-each 1 --seconds 15 --max-seconds 90
           --workers 4 --threads 5 --session-ms 3000
-          --hold-ms 5 --think-ms 5 --long-hold-permille 40 --long-lead-permille 250 --cache --counter --registration)
+          --hold-ms 5 --think-ms 5 --long-hold-permille 40 --long-lead-permille 250 --cache --counter --registration
+          --partition)
     ;;
   -h|--help)
-    sed -n '2,82p' "$0"
+    sed -n '2,84p' "$0"
     exit 0
     ;;
   *)

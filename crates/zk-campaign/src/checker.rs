@@ -125,6 +125,7 @@ use rules::{
 
 mod cache;
 mod counter;
+mod partition;
 mod registration;
 
 /// A kind's history, read from its lines: [`LineHistory::line`] takes one
@@ -142,6 +143,7 @@ pub(crate) trait LineHistory: Default {
     }
 }
 
+pub use partition::partition_bound;
 pub use registration::registration_bound;
 mod claims;
 mod rules;
@@ -337,6 +339,7 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
     let mut cached = cache::judge(&h.cache_lines, &mut violations);
     cached.push_str(&counter::judge(&h.counter_lines, &mut violations));
     cached.push_str(&registration::judge(h, &mut violations));
+    cached.push_str(&partition::judge(h, &mut violations));
 
     let faults = h.fault_counts();
     let kinds: Vec<String> = h
@@ -391,8 +394,9 @@ struct Facts {
     resource: String,
     /// Rules 8 to 10's lines.
     claimed: String,
-    /// The cache, counter and registration rules' lines (`cache.rs`,
-    /// `counter.rs`, `registration.rs`; empty without those kinds).
+    /// The cache, counter, registration and partitioner rules' lines
+    /// (`cache.rs`, `counter.rs`, `registration.rs`, `partition.rs`; empty
+    /// without those kinds).
     cached: String,
     /// See [`Report::margins`].
     margins: BTreeMap<String, MarginStats>,

@@ -31,6 +31,7 @@ zk-campaign [--seconds N] [--acquisitions N] [--seed N] [--workers N] [--threads
                    [--short-timeout-percent N] [--overshoot-margin-ms N] [--max-overshoot-ms N]
                    [--faults all|partitions|composed|KIND,...] [--min-partition-faults N]
                    [--min-each N] [--max-seconds N] [--cache] [--counter] [--registration]
+                   [--partition]
        zk-campaign --check DIR [--connect HOST:PORT] [--overshoot-margin-ms N] [--max-overshoot-ms N]
        zk-campaign --leaks HOST:PORT [--root /campaign] [--leak-wait-ms N]";
 
@@ -143,6 +144,11 @@ pub(crate) struct Cli {
     /// its registration; an observer caches them on a client of its own.
     #[arg(long)]
     registration: bool,
+    /// The partitioner kind: every worker also runs a `SetPartitioner` on
+    /// /campaign/partition over 12 items, logging its events and a claim
+    /// (the item's fencing token) before each use of an item it holds.
+    #[arg(long)]
+    partition: bool,
     /// Worker: its slot.
     #[arg(long, hide = true, value_name = "N", default_value_t = 0)]
     slot: usize,
@@ -188,6 +194,7 @@ pub(crate) struct Opts {
     pub(crate) cache: bool,
     pub(crate) counter: bool,
     pub(crate) registration: bool,
+    pub(crate) partition: bool,
     // worker role
     pub(crate) slot: usize,
     pub(crate) connect: Option<String>,
@@ -258,6 +265,7 @@ impl Opts {
             cache: c.cache,
             counter: c.counter,
             registration: c.registration,
+            partition: c.partition,
             slot: c.slot,
             connect: c.connect,
             log: c.log,

@@ -150,6 +150,9 @@ fn campaign(o: &Opts, plan: &Plan) -> Result<ExitCode, String> {
     // Killed workers' sessions expire at the session timeout; the rest closed.
     let leaks = check_leaks(&cs, ROOT, plan.session * 3 + Duration::from_secs(15));
     let reg_leaks = observer.leaks_then_stop(&cs, plan.session);
+    let party_leaks = o
+        .partition
+        .then(|| crate::partkind::leaked(&cs, plan.session * 3 + Duration::from_secs(15)));
     read_back(
         "the guarded resources",
         crate::resource::read_back(&cs, dir),
@@ -165,6 +168,15 @@ fn campaign(o: &Opts, plan: &Plan) -> Result<ExitCode, String> {
                 "the registration leak check",
                 &l,
                 print_registration_leaks,
+                &mut shortfalls,
+            )
+        })
+        + party_leaks.map_or(0, |l| {
+            count_leaks(
+                "party nodes",
+                "the party leak check",
+                &l,
+                print_party_leaks,
                 &mut shortfalls,
             )
         });
@@ -270,6 +282,7 @@ fn worker_args(o: &Opts, session: Duration) -> Vec<String> {
         (o.cache, "--cache"),
         (o.counter, "--counter"),
         (o.registration, "--registration"),
+        (o.partition, "--partition"),
     ];
     valued
         .into_iter()
@@ -446,20 +459,30 @@ fn heal(server: &Server, fleet: &Fleet, shortfalls: &mut Vec<String>) {
 /// every live one has said so, the server's final state is read, and then
 /// the workers may stop (their caches settle and dump their view).
 fn stop_writers(o: &Opts, plan: &Plan, cs: &str, fleet: &Fleet, shortfalls: &mut Vec<String>) {
-    if !(o.cache || o.counter || o.registration) {
+    if !(o.cache || o.counter || o.registration || o.partition) {
         return;
     }
     let t0 = Instant::now();
     let _ = File::create(plan.dir.join(crate::cachekind::STOP_WRITES));
     let pids: Vec<u32> = (0..o.workers).filter_map(|slot| fleet.pid(slot)).collect();
-    let ends: Vec<&str> = [(o.cache, "G end"), (o.counter, "J stop"), (o.registration, "L settled")]
-        .into_iter()
-        .filter_map(|(on, end)| on.then_some(end))
-        .collect();
+    let ends: Vec<&str> = [
+        (o.cache, "G end"),
+        (o.counter, "J stop"),
+        (o.registration, "L settled"),
+        (o.partition, "O settled"),
+    ]
+    .into_iter()
+    .filter_map(|(on, end)| on.then_some(end))
+    .collect();
     let wait = plan.session * 2
         + Duration::from_secs(5)
         + if o.registration {
             crate::regkind::bound(plan.session)
+        } else {
+            Duration::ZERO
+        }
+        + if o.partition {
+            crate::partkind::bound(plan.session)
         } else {
             Duration::ZERO
         };
@@ -559,6 +582,14 @@ fn count_leaks(
 /// The registration nodes left: how many, and every one.
 fn print_registration_leaks(leaks: &[String]) {
     println!("leaked registration nodes: {}", leaks.len());
+    for n in leaks {
+        println!("  LEAK: {n}");
+    }
+}
+
+/// The partitioner's party nodes left: how many, and every one.
+fn print_party_leaks(leaks: &[String]) {
+    println!("leaked party nodes: {}", leaks.len());
     for n in leaks {
         println!("  LEAK: {n}");
     }

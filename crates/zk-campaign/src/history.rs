@@ -75,7 +75,10 @@
 //! registration kind (`--registration`): `L` lines (the workers' nodes and
 //! registration events) and `M` lines (`registration-observer.log`: the
 //! coordinator's cache of them), described in `checker/registration.rs` and
-//! kept in [`History::reg_lines`].
+//! kept in [`History::reg_lines`]. The partitioner kind (`--partition`):
+//! `O` lines (the workers' `SetPartitioner` members, their events and
+//! their claims), described in `checker/partition.rs` and kept in
+//! [`History::part_lines`].
 //!
 //! The guarded resource (`resource.log`, read back from the server after the
 //! run): `V lock seq token pid thread attempt`, one per write that reached
@@ -359,6 +362,9 @@ pub struct History {
     /// The registration kind's lines (`L`: the workers', `M`: the
     /// observer's), judged by `checker/registration.rs`.
     pub reg_lines: Vec<String>,
+    /// The partitioner kind's lines (`O`: the workers' members, their
+    /// events and claims), judged by `checker/partition.rs`.
+    pub part_lines: Vec<String>,
     /// Lines that could not be parsed.
     pub unparsed: usize,
 }
@@ -503,6 +509,7 @@ impl History {
             "Y" | "G" | "U" | "T" => self.cache_lines.push(line.to_string()),
             "J" => self.counter_lines.push(line.to_string()),
             "L" | "M" => self.reg_lines.push(line.to_string()),
+            "O" => self.part_lines.push(line.to_string()),
             "P" => self.params(&f)?,
             "F" => self.faults.push(fault(&f)?),
             "N" => self.not_made(&f)?,

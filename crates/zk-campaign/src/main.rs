@@ -137,6 +137,7 @@ mod faults;
 mod fleet;
 mod holds;
 mod leaks;
+mod partkind;
 mod paths;
 mod prng;
 mod record;

@@ -29,3 +29,10 @@ pub(crate) const COUNTER_PATH: &str = "/campaign-counter/value";
 /// The registration kind's parent (`--registration`): every worker keeps an
 /// ephemeral `PersistentNode` there; the coordinator's observer caches it.
 pub(crate) const REG_ROOT: &str = "/campaign-reg";
+
+/// The partitioner kind's path (`--partition`): every worker's
+/// `SetPartitioner` member (party `…/party/<member>`, locks
+/// `…/locks/<item>`). Under [`ROOT`], so that the leak check counts its
+/// lock nodes and the composed faults' breaks delete a broken session's
+/// party node and locks with its other nodes.
+pub(crate) const PARTITION_PATH: &str = "/campaign/partition";

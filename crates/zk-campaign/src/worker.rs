@@ -1027,8 +1027,8 @@ impl Worker {
         }
     }
 
-    /// The cache, counter and registration kinds, each on threads of its
-    /// own; their writers stop at `writes_stop` (or the worker's stop).
+    /// The cache, counter, registration and partitioner kinds, each on
+    /// threads of its own; their writers stop at `writes_stop` (or the worker's stop).
     fn spawn_kinds<'s>(
         &'s self,
         s: &'s std::thread::Scope<'s, '_>,
@@ -1057,6 +1057,19 @@ impl Worker {
                     self.pid,
                     kind_seed,
                     session,
+                    writers_stop,
+                    stopped,
+                )
+            });
+        }
+        if o.partition {
+            s.spawn(move || {
+                crate::partkind::run_partition(
+                    &self.client,
+                    &self.log,
+                    self.pid,
+                    kind_seed,
+                    crate::partkind::bound(session),
                     writers_stop,
                     stopped,
                 )

@@ -94,6 +94,7 @@ fn short_campaign_on_the_embedded_server_is_clean() {
         "5",
         "--long-hold-permille",
         "5",
+        "--partition",
         "--dir",
         &dir.display().to_string(),
     ]
@@ -128,6 +129,15 @@ fn short_campaign_on_the_embedded_server_is_clean() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(0);
     assert!(acquisitions > 0, "no acquisition at all:\n{out}");
+    // The partitioner kind ran beside the locks: its members claimed items,
+    // and every item was claimed again after the last fault.
+    let claims: u64 = field(&out, "partition")
+        .and_then(|p| p.split(" claims (").next())
+        .and_then(|head| head.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(claims > 0, "no partition claim:\n{out}");
+    assert_eq!(field(&out, "leaked party nodes"), Some("0"), "party leaks:\n{out}");
     assert_eq!(code, 0, "exit code:\n{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -94,7 +94,12 @@ pub struct ServiceCache {
 
 /// Every child's instance, parsed once when the cache's view changes (not
 /// at every lookup), keyed by the child's path, with its node name.
-type Parsed = Arc<Mutex<BTreeMap<String, (String, Result<ServiceInstance>)>>>;
+type Parsed = Arc<Mutex<BTreeMap<String, (String, Result<Arc<ServiceInstance>>)>>>;
+
+/// A child's node name and instance, the instance shared.
+fn shared((node, instance): (String, Result<ServiceInstance>)) -> (String, Result<Arc<ServiceInstance>>) {
+    (node, instance.map(Arc::new))
+}
 
 /// Keeps `cache`'s children parsed: filled from the view and changed by
 /// each event, under the cache's lock that orders its view's changes (so a
@@ -107,13 +112,13 @@ fn keep_parsed(cache: &CuratorCache) -> Parsed {
         *memo.lock() = now
             .iter()
             .filter(|d| d.path() != root)
-            .map(|d| (d.path().to_string(), read_child(d)))
+            .map(|d| (d.path().to_string(), shared(read_child(d))))
             .collect();
         Box::new(move |ev| {
             let child = |d: &ChildData| d.path() != root;
             match ev {
                 CacheEvent::Created(d) | CacheEvent::Changed { new: d, .. } if child(d) => {
-                    memo.lock().insert(d.path().to_string(), read_child(d));
+                    memo.lock().insert(d.path().to_string(), shared(read_child(d)));
                 }
                 CacheEvent::Deleted(d) if child(d) => {
                     memo.lock().remove(d.path());
@@ -227,12 +232,18 @@ impl ServiceCache {
     }
 
     /// The readable instances of the parsed view, in node-name order.
-    fn readable(&self) -> Vec<ServiceInstance> {
+    fn readable(&self) -> Vec<Arc<ServiceInstance>> {
         self.parsed
             .lock()
             .values()
             .filter_map(|(_, r)| r.as_ref().ok().cloned())
             .collect()
+    }
+
+    /// [`current_instances`](Self::current_instances), shared rather than
+    /// copied (a provider copies only the one it picks).
+    pub(crate) fn current_shared(&self) -> Result<Vec<Arc<ServiceInstance>>> {
+        self.cache.current(self.cache.path(), |_| self.readable())
     }
 
     /// Every instance as last read, by node name, each read or why not,
@@ -247,7 +258,16 @@ impl ServiceCache {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn by_node(&self) -> BTreeMap<String, Result<ServiceInstance>> {
-        self.parsed.lock().values().cloned().collect()
+        self.parsed
+            .lock()
+            .values()
+            .map(|(node, r)| {
+                (
+                    node.clone(),
+                    r.as_ref().map(|i| ServiceInstance::clone(i)).map_err(Clone::clone),
+                )
+            })
+            .collect()
     }
 
     /// The instances as last read (those that could be read, in node-name
@@ -264,7 +284,7 @@ impl ServiceCache {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn instances(&self) -> Vec<ServiceInstance> {
-        self.readable()
+        self.readable().iter().map(|i| ServiceInstance::clone(i)).collect()
     }
 
     /// The instances, only while the view is current (every change the
@@ -284,7 +304,11 @@ impl ServiceCache {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn current_instances(&self) -> Result<Vec<ServiceInstance>> {
-        self.cache.current(self.cache.path(), |_| self.readable())
+        Ok(self
+            .current_shared()?
+            .iter()
+            .map(|i| ServiceInstance::clone(i))
+            .collect())
     }
 
     /// How fresh the view is.

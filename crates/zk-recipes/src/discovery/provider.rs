@@ -355,15 +355,20 @@ impl ServiceProvider {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn all_instances(&self) -> Result<Vec<ServiceInstance>> {
+        Ok(self.offered()?.iter().map(|i| ServiceInstance::clone(i)).collect())
+    }
+
+    /// The instances offered, shared with the cache (nothing copied).
+    fn offered(&self) -> Result<Vec<Arc<ServiceInstance>>> {
         let sh = &self.shared;
-        let all = sh.cache.current_instances()?;
+        let all = sh.cache.current_shared()?;
         let mut picks = sh.state.lock();
         let now = Instant::now();
         let policy = sh.policy;
         picks
             .down
             .retain(|_, (_, first)| now.saturating_duration_since(*first) < policy.timeout);
-        let offered: Vec<ServiceInstance> = all
+        let offered: Vec<Arc<ServiceInstance>> = all
             .into_iter()
             .filter(|i| sh.filters.iter().all(|f| f(i)))
             .filter(|i| {
@@ -372,7 +377,7 @@ impl ServiceProvider {
                     .get(i.id())
                     .map_or(true, |(n, _)| *n < policy.error_threshold)
             })
-            .filter(ServiceInstance::enabled)
+            .filter(|i| i.enabled())
             .collect();
         sh.metrics.offered(offered.len());
         Ok(offered)
@@ -407,7 +412,7 @@ impl ServiceProvider {
     }
 
     fn pick(&self) -> Result<Option<ServiceInstance>> {
-        let offered = self.all_instances()?;
+        let offered = self.offered()?;
         if offered.is_empty() {
             return Ok(None);
         }
@@ -422,7 +427,7 @@ impl ServiceProvider {
                 .as_ref()
                 .and_then(|id| offered.iter().find(|i| i.id() == id))
             {
-                return Ok(Some(i.clone()));
+                return Ok(Some(ServiceInstance::clone(i)));
             }
         }
         let n = offered.len();
@@ -430,7 +435,7 @@ impl ServiceProvider {
             ProviderStrategy::Random | ProviderStrategy::StickyRandom => picks.random(n),
             _ => picks.round_robin(n),
         };
-        let pick = offered[at].clone();
+        let pick = ServiceInstance::clone(&offered[at]);
         if sticky {
             picks.sticky = Some(pick.id().to_string());
         }

@@ -46,6 +46,27 @@ fn lock_nodes(client: &CuratorFramework, path: &str) -> zk_framework::Result<Vec
     Ok(out)
 }
 
+/// The children left under `parent`, as full paths, through a fresh
+/// client (for a kind whose every node there is a leak once the workers
+/// closed theirs and the killed ones' sessions expired); polls until none
+/// is left or `wait` passes. A missing `parent` leaves none.
+pub(crate) fn children_left(cs: &str, parent: &str, wait: Duration) -> Result<Vec<String>, String> {
+    let c = crate::resource::client(cs)?;
+    let deadline = Instant::now() + wait;
+    let r = loop {
+        match c.get_children(parent) {
+            Ok(k) if k.is_empty() || Instant::now() >= deadline => {
+                break Ok(k.into_iter().map(|n| format!("{parent}/{n}")).collect())
+            }
+            Err(zk_framework::Error::NoNode { .. }) => break Ok(Vec::new()),
+            Err(e) if Instant::now() >= deadline => break Err(e.to_string()),
+            _ => std::thread::sleep(Duration::from_millis(200)),
+        }
+    };
+    c.close();
+    r
+}
+
 pub(crate) fn print_leaks(leaks: &[String]) {
     print!("{}", leak_report(leaks));
 }

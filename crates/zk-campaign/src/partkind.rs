@@ -20,7 +20,6 @@ use zk_recipes::{Allocation, FailureReason, PartitionEvent, PartitionState, Rele
 use crate::paths::PARTITION_PATH;
 use crate::prng::Rng;
 use crate::record::{err_kind, now_ns, LineLog};
-use crate::resource::client;
 
 /// How many items the set has (`p00` .. `p11`).
 pub(crate) const ITEMS: usize = 12;
@@ -312,21 +311,7 @@ impl Member<'_> {
 /// sessions expired): polls until none is left or `wait` passes. The lock
 /// nodes (`_c_` names under `/campaign`) are the lock leak check's.
 pub(crate) fn leaked(cs: &str, wait: Duration) -> Result<Vec<String>, String> {
-    let c = client(cs)?;
-    let party = format!("{PARTITION_PATH}/party");
-    let deadline = Instant::now() + wait;
-    let r = loop {
-        match c.get_children(&party) {
-            Ok(k) if k.is_empty() || Instant::now() >= deadline => {
-                break Ok(k.into_iter().map(|n| format!("{party}/{n}")).collect())
-            }
-            Err(zk_framework::Error::NoNode { .. }) => break Ok(Vec::new()),
-            Err(e) if Instant::now() >= deadline => break Err(e.to_string()),
-            _ => std::thread::sleep(Duration::from_millis(200)),
-        }
-    };
-    c.close();
-    r
+    crate::leaks::children_left(cs, &format!("{PARTITION_PATH}/party"), wait)
 }
 
 /// The bound within which every item must be owned and claimed again after

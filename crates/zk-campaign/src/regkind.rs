@@ -24,7 +24,6 @@ use crate::cachekind::freshness_word;
 use crate::paths::REG_ROOT;
 use crate::prng::Rng;
 use crate::record::{err_kind, now_ns, LineLog};
-use crate::resource::client;
 
 /// How long a worker keeps one node before it closes it, in milliseconds
 /// (from, to).
@@ -313,20 +312,7 @@ pub(crate) fn run_observer(cs: &str, dir: &Path, session: Duration, stop: &Atomi
 /// the workers closed theirs and the killed ones' sessions expired): polls
 /// until none is left or `wait` passes.
 pub(crate) fn leaked(cs: &str, wait: Duration) -> Result<Vec<String>, String> {
-    let c = client(cs)?;
-    let deadline = Instant::now() + wait;
-    let r = loop {
-        match c.get_children(REG_ROOT) {
-            Ok(k) if k.is_empty() || Instant::now() >= deadline => {
-                break Ok(k.into_iter().map(|n| format!("{REG_ROOT}/{n}")).collect())
-            }
-            Err(zk_framework::Error::NoNode { .. }) => break Ok(Vec::new()),
-            Err(e) if Instant::now() >= deadline => break Err(e.to_string()),
-            _ => std::thread::sleep(Duration::from_millis(200)),
-        }
-    };
-    c.close();
-    r
+    crate::leaks::children_left(cs, REG_ROOT, wait)
 }
 
 /// The bound within which a registration must be back after a fault heals

@@ -562,24 +562,11 @@ fn compile() -> Result<String, String> {
     if !std::path::Path::new(&jars[0]).exists() {
         return Err("Curator jars missing (apt-get install libcurator-recipes-java)".into());
     }
-    let out = crate::peers::java_dir().join("leader");
-    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let src = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../scripts/bench/CuratorLeaderBench.java"
-    ));
-    let status = Command::new("javac")
-        .arg("-nowarn")
-        .arg("-d")
-        .arg(&out)
-        .args(["-cp", &jars.join(":")])
-        .arg(&src)
-        .status();
-    match status {
-        Ok(s) if s.success() => Ok(format!("{}:{}", out.display(), jars.join(":"))),
-        Ok(s) => Err(format!("javac failed ({s})")),
-        Err(e) => Err(format!("no javac ({e}; apt-get install openjdk-17-jdk-headless)")),
-    }
+    crate::peers::javac(
+        &crate::peers::java_dir().join("leader"),
+        &jars,
+        "CuratorLeaderBench.java",
+    )
 }
 
 /// Runs one mode of a driver (`CuratorLeaderBench` or `kazoo_bench.py

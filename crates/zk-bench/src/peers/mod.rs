@@ -7,7 +7,7 @@ mod process;
 mod zkclient;
 mod zookeeper08;
 
-pub use process::java_dir;
+pub use process::{java_dir, javac};
 
 use crate::opts::Peer;
 use crate::Ctx;

@@ -62,21 +62,7 @@ pub fn curator() -> Result<&'static Driver, String> {
         if !std::path::Path::new(&jars[0]).exists() {
             return Err("Curator jars missing (apt-get install libcurator-recipes-java)".into());
         }
-        let out_dir = java_dir();
-        std::fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
-        let src = bench_script("CuratorBench.java");
-        let status = Command::new("javac")
-            .arg("-d")
-            .arg(&out_dir)
-            .args(["-cp", &jars.join(":")])
-            .arg(&src)
-            .status();
-        match status {
-            Ok(s) if s.success() => {}
-            Ok(s) => return Err(format!("javac failed ({s})")),
-            Err(e) => return Err(format!("no javac ({e}; apt-get install openjdk-17-jdk-headless)")),
-        }
-        let cp = format!("{}:{}", out_dir.display(), jars.join(":"));
+        let cp = javac(&java_dir(), &jars, "CuratorBench.java")?;
         Ok(Driver {
             prefix: "curator",
             command: ["java", "-Xmx256m", "-cp", &cp, "CuratorBench"]
@@ -88,6 +74,24 @@ pub fn curator() -> Result<&'static Driver, String> {
     })
     .as_ref()
     .map_err(Clone::clone)
+}
+
+/// Compiles `scripts/bench/<script>` against `jars` into `out_dir`; returns
+/// the class path that runs it.
+pub fn javac(out_dir: &std::path::Path, jars: &[String], script: &str) -> Result<String, String> {
+    std::fs::create_dir_all(out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
+    let status = Command::new("javac")
+        .arg("-nowarn")
+        .arg("-d")
+        .arg(out_dir)
+        .args(["-cp", &jars.join(":")])
+        .arg(bench_script(script))
+        .status();
+    match status {
+        Ok(s) if s.success() => Ok(format!("{}:{}", out_dir.display(), jars.join(":"))),
+        Ok(s) => Err(format!("javac failed ({s})")),
+        Err(e) => Err(format!("no javac ({e}; apt-get install openjdk-17-jdk-headless)")),
+    }
 }
 
 /// Curator 5.4's `curator-x-discovery` on Debian's jars (with Jackson
@@ -118,21 +122,7 @@ pub fn curator_discovery() -> Result<&'static Driver, String> {
                 "{missing} missing (apt-get install libcurator-discovery-java libjackson2-databind-java)"
             ));
         }
-        let out_dir = java_dir().join("discovery");
-        std::fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
-        let status = Command::new("javac")
-            .arg("-nowarn")
-            .arg("-d")
-            .arg(&out_dir)
-            .args(["-cp", &jars.join(":")])
-            .arg(bench_script("CuratorDiscoveryBench.java"))
-            .status();
-        match status {
-            Ok(s) if s.success() => {}
-            Ok(s) => return Err(format!("javac failed ({s})")),
-            Err(e) => return Err(format!("no javac ({e}; apt-get install openjdk-17-jdk-headless)")),
-        }
-        let cp = format!("{}:{}", out_dir.display(), jars.join(":"));
+        let cp = javac(&java_dir().join("discovery"), &jars, "CuratorDiscoveryBench.java")?;
         Ok(Driver {
             prefix: "curator",
             command: ["java", "-Xmx256m", "-cp", &cp, "CuratorDiscoveryBench"]

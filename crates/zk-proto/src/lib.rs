@@ -1,6 +1,6 @@
 //! `zk-proto`: the ZooKeeper client–server wire protocol (3.5–3.8), with no I/O
 //! policy and no threads; its only dependencies are `ring` (SHA-1) and `base64`,
-//! for [`digest`] ids. It is the bottom of the workspace: the
+//! for [`digest`] ids, and `md-5` for [`sasl`]'s DIGEST-MD5. It is the bottom of the workspace: the
 //! client and the managed client in `zk-framework` (which re-exports this crate as
 //! `zk_framework::proto`) and the embedded test server in `zk-testing` both build on
 //! it, so each record is written once.
@@ -14,6 +14,7 @@
 //! * [`path`]: ZooKeeper's path rules.
 //! * [`digest`]: the `digest` auth scheme's ids (`user:base64(sha1(user:password))`).
 //! * [`x509`]: the `x509` auth scheme's ids (a client certificate's subject, RFC 2253).
+//! * [`sasl`]: SASL's token record and the DIGEST-MD5 mechanism (both sides), by `md-5`.
 //!
 //! Decoding never panics: every malformed input is a [`DecodeError`].
 //!
@@ -34,6 +35,7 @@ pub mod frame;
 pub mod jute;
 pub mod path;
 pub mod records;
+pub mod sasl;
 pub mod x509;
 
 pub use codes::{add_watch_mode, perms, watcher_type, xid, CreateMode, ErrorCode, EventType, KeeperState, OpCode};

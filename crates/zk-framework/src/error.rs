@@ -145,6 +145,14 @@ pub enum Error {
     /// speak TLS). See [`TlsError::kind`]. Not retryable: the same
     /// certificates fail the same way.
     Tls(TlsError),
+    /// SASL authentication failed or cannot be done: the server refused the
+    /// credentials, has no SASL, requires SASL the client was not given, or
+    /// the client's Kerberos credentials or KDC failed. See
+    /// [`SaslError::kind`]. Not retryable by a call: a refusal ends the
+    /// client ([`ClientState::AuthFailed`](crate::ClientState::AuthFailed));
+    /// a local or KDC failure is retried by the client itself at every
+    /// connection attempt and told to callers at their deadline.
+    Sasl(SaslError),
     /// The server is too old for the request: it answered `code`
     /// (`Unimplemented` for addWatch on a server before 3.6,
     /// `MarshallingError` for the persistent watcher types 4 and 5 on a server
@@ -236,6 +244,10 @@ impl Error {
             | Error::ConnectTimeout { .. }
             | Error::ConnectFailed { .. }
             | Error::Tls(_) => return None,
+            Error::Sasl(e) => match e.kind() {
+                SaslErrorKind::Rejected | SaslErrorKind::Required => ErrorCode::AuthFailed,
+                _ => return None,
+            },
         })
     }
 
@@ -278,7 +290,7 @@ impl Error {
     /// [`Error::SessionExpired`] and [`Error::Closed`] (the session or the
     /// client ended with the request in flight), and the connection failures
     /// a retried call ends with ([`Error::ConnectFailed`],
-    /// [`Error::ConnectTimeout`], [`Error::Tls`]: an earlier attempt of the
+    /// [`Error::ConnectTimeout`], [`Error::Tls`], [`Error::Sasl`]: an earlier attempt of the
     /// call may have been sent). The price of a needless doubt is one proof.
     ///
     /// Not in doubt: every answer the server gave (`NoNode`, `BadVersion`,
@@ -309,6 +321,7 @@ impl Error {
                 | Error::ConnectFailed { .. }
                 | Error::ConnectTimeout { .. }
                 | Error::Tls(_)
+                | Error::Sasl(_)
         )
     }
 }
@@ -349,6 +362,7 @@ impl fmt::Display for Error {
             Error::ConnectTimeout { waited } => write!(f, "not connected within {waited:?}"),
             Error::ConnectFailed { reason } => write!(f, "cannot connect to ZooKeeper: {reason}"),
             Error::Tls(e) => write!(f, "TLS: {e}"),
+            Error::Sasl(e) => write!(f, "SASL: {e}"),
             Error::ServerTooOld { what, needs, code } => write!(
                 f,
                 "{what} needs ZooKeeper {needs}+ (the server answered {}, {})",
@@ -364,6 +378,7 @@ impl std::error::Error for Error {
         match self {
             Error::InvalidPath(p) => Some(p),
             Error::Tls(e) => Some(e),
+            Error::Sasl(e) => Some(e),
             _ => None,
         }
     }
@@ -514,6 +529,158 @@ impl fmt::Display for TlsError {
 
 impl std::error::Error for TlsError {}
 
+/// What kind of SASL failure a [`SaslError`] is.
+///
+/// The first five are refusals the same configuration meets again on every
+/// attempt: a client whose every server refused so (one after the other)
+/// ends in [`ClientState::AuthFailed`](crate::ClientState::AuthFailed) and
+/// stops reconnecting. The others ([`SaslErrorKind::is_certain`] false) are
+/// retried at every connection attempt (a KDC back up, a ticket renewed by
+/// `kinit`) and told to callers that wait for a connection at their deadline.
+///
+/// # Examples
+///
+/// ```
+/// use zk_framework::SaslErrorKind;
+/// assert!(SaslErrorKind::Rejected.is_certain());
+/// assert!(!SaslErrorKind::KdcUnreachable.is_certain());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SaslErrorKind {
+    /// The server refused the credentials: a wrong password, an unknown user
+    /// or principal, a Kerberos ticket it cannot accept, or a mechanism other
+    /// than the one it speaks (a 3.8 server speaks exactly one). The server
+    /// answered `AuthFailed` (-115) or `SessionClosedRequireSaslAuth` (-124)
+    /// and closed the connection.
+    Rejected,
+    /// The server requires SASL (`enforce.auth.enabled`,
+    /// `sessionRequireClientSASLAuth`) and the client was given none: it
+    /// answered a request with `SessionClosedRequireSaslAuth` (-124).
+    Required,
+    /// The server has no SASL (no JAAS `Server` section): it answered the
+    /// first SASL request with a null token.
+    NotOffered,
+    /// The server's SASL answer is not what the mechanism expects (a
+    /// challenge that does not parse, a DIGEST-MD5 `rspauth` that does not
+    /// prove the server knows the password, a GSSAPI token that does not
+    /// unwrap).
+    Protocol,
+    /// The mechanism is not built into this library (GSSAPI without the
+    /// `gssapi` feature).
+    Unsupported,
+    /// The configuration cannot be used: an empty user, an unreadable
+    /// password file (told when the configuration is built).
+    InvalidConfig,
+    /// The client's Kerberos credentials cannot be used: a missing or
+    /// unreadable keytab, no ticket in the credential cache, an expired
+    /// ticket, a client principal the KDC does not know.
+    Credentials,
+    /// The KDC could not be reached (or did not answer in time).
+    KdcUnreachable,
+}
+
+impl SaslErrorKind {
+    /// Whether the same configuration meets the same refusal on every
+    /// attempt (see the type's documentation).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_framework::SaslErrorKind;
+    /// assert!(SaslErrorKind::NotOffered.is_certain());
+    /// assert!(!SaslErrorKind::Credentials.is_certain());
+    /// ```
+    pub fn is_certain(self) -> bool {
+        matches!(
+            self,
+            SaslErrorKind::Rejected
+                | SaslErrorKind::Required
+                | SaslErrorKind::NotOffered
+                | SaslErrorKind::Protocol
+                | SaslErrorKind::Unsupported
+                | SaslErrorKind::InvalidConfig
+        )
+    }
+}
+
+/// A SASL failure: its kind, the mechanism (`DIGEST-MD5`, `GSSAPI`) and a
+/// message for people. Messages name users and principals, never a
+/// password, a key or a token.
+///
+/// # Examples
+///
+/// ```
+/// use zk_framework::{Error, SaslConfig, SaslErrorKind};
+/// let Error::Sasl(e) = SaslConfig::digest_md5("", "pw").unwrap_err() else { unreachable!() };
+/// assert_eq!(e.kind(), SaslErrorKind::InvalidConfig);
+/// assert_eq!(e.mechanism(), "DIGEST-MD5");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SaslError {
+    kind: SaslErrorKind,
+    mechanism: &'static str,
+    message: String,
+}
+
+impl SaslError {
+    pub(crate) fn new(kind: SaslErrorKind, mechanism: &'static str, message: impl Into<String>) -> SaslError {
+        SaslError {
+            kind,
+            mechanism,
+            message: message.into(),
+        }
+    }
+
+    /// The kind of failure.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_framework::{Error, SaslConfig, SaslErrorKind};
+    /// let Error::Sasl(e) = SaslConfig::digest_md5("bob", "").unwrap_err() else { unreachable!() };
+    /// assert_eq!(e.kind(), SaslErrorKind::InvalidConfig);
+    /// ```
+    pub fn kind(&self) -> SaslErrorKind {
+        self.kind
+    }
+
+    /// The mechanism: `DIGEST-MD5` or `GSSAPI`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_framework::{Error, SaslConfig};
+    /// let Error::Sasl(e) = SaslConfig::digest_md5("", "pw").unwrap_err() else { unreachable!() };
+    /// assert_eq!(e.mechanism(), "DIGEST-MD5");
+    /// ```
+    pub fn mechanism(&self) -> &'static str {
+        self.mechanism
+    }
+
+    /// The message (`Display` prints the mechanism, then it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_framework::{Error, SaslConfig};
+    /// let Error::Sasl(e) = SaslConfig::digest_md5("", "hunter2").unwrap_err() else { unreachable!() };
+    /// assert!(e.message().contains("user"));
+    /// assert!(!e.to_string().contains("hunter2"));
+    /// ```
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for SaslError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.mechanism, self.message)
+    }
+}
+
+impl std::error::Error for SaslError {}
+
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -596,7 +763,8 @@ mod tests {
                 | Error::Closed
                 | Error::ConnectFailed { .. }
                 | Error::ConnectTimeout { .. }
-                | Error::Tls(_) => true,
+                | Error::Tls(_)
+                | Error::Sasl(_) => true,
                 Error::SessionMoved
                 | Error::NoNode { .. }
                 | Error::NodeExists { .. }

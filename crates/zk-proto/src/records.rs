@@ -93,6 +93,28 @@ impl Id {
             id: subject.into(),
         }
     }
+
+    /// `sasl:<id>`: matches connections that authenticated with SASL as `id`,
+    /// written exactly as the server makes it (case-sensitive): the user for
+    /// DIGEST-MD5 (`bob`); for Kerberos the client's principal after the
+    /// server's `kerberos.removeHostFromPrincipal` and
+    /// `kerberos.removeRealmFromPrincipal` switches (by default the whole
+    /// principal, `app@EXAMPLE.COM`). Needs the server's
+    /// `authProvider.N=org.apache.zookeeper.server.auth.SASLAuthenticationProvider`;
+    /// without it a `sasl` ACL is `InvalidACL`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let id = zk_proto::Id::sasl("app@EXAMPLE.COM");
+    /// assert_eq!((id.scheme.as_str(), id.id.as_str()), ("sasl", "app@EXAMPLE.COM"));
+    /// ```
+    pub fn sasl(id: &str) -> Id {
+        Id {
+            scheme: "sasl".into(),
+            id: id.into(),
+        }
+    }
 }
 
 record! {
@@ -175,6 +197,23 @@ impl Acl {
         Acl {
             perms,
             id: Id::x509(subject),
+        }
+    }
+
+    /// `perms` for the connections authenticated with SASL as `id` (see
+    /// [`Id::sasl`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_proto::{perms, Acl};
+    /// let acl = Acl::sasl("bob", perms::ALL);
+    /// assert_eq!((acl.id.scheme.as_str(), acl.id.id.as_str()), ("sasl", "bob"));
+    /// ```
+    pub fn sasl(id: &str, perms: i32) -> Acl {
+        Acl {
+            perms,
+            id: Id::sasl(id),
         }
     }
 

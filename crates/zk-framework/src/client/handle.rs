@@ -272,6 +272,7 @@ impl Client {
                 session: config.session,
                 auth: config.auth,
                 tls: config.tls,
+                sasl: config.sasl,
             },
             etx,
         ));
@@ -359,10 +360,10 @@ impl Client {
                                 return Err(Error::Tls(e));
                             }
                         }
-                        return Err(state_error(core.state));
+                        return Err(state_error(inner, core.state));
                     }
                 }
-                s => return Err(state_error(s)),
+                s => return Err(state_error(inner, s)),
             }
         }
     }
@@ -474,7 +475,7 @@ impl Client {
             };
             let mut core = inner.core.lock();
             if core.state.is_terminal() {
-                return Err(state_error(core.state));
+                return Err(state_error(inner, core.state));
             }
             core.auth.push((scheme.to_string(), auth.to_vec()));
             if wire.stream.is_none() || !core.state.is_connected() {

@@ -21,11 +21,12 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use super::connect_string::HostPort;
 use super::events::{fire, EventMsg};
+use super::sasl::SaslConfig;
 use super::tls::{TlsConfig, Transport};
 use super::types::{ClientState, SessionEvent, WatchedEvent, Watcher};
 use super::watch_types::ServerWatchTypes;
 use super::watches::{Due, Registration, Removed, WatchRegistry};
-use crate::error::{Error, Result, TlsError};
+use crate::error::{Error, Result, SaslError, SaslErrorKind, TlsError};
 use zk_proto::frame::{request_frame, EncodeDyn};
 use zk_proto::jute::{Decode, Reader};
 use zk_proto::{xid, ErrorCode, EventType, KeeperState, OpCode, ReplyHeader, WatcherEvent};
@@ -251,6 +252,15 @@ pub(super) struct Inner {
     /// reason that retrying cannot mend (an unknown CA, a wrong name, an
     /// expired certificate...); cleared by a connection.
     pub certain_refusal: Mutex<Option<TlsError>>,
+    /// SASL settings; `None` for no SASL.
+    pub sasl: Option<SaslConfig>,
+    /// Why the latest finished connection attempt failed in SASL (`None`
+    /// when it did not fail, or failed otherwise): what a caller waiting for
+    /// a connection is told at its deadline.
+    pub last_sasl_error: Mutex<Option<SaslError>>,
+    /// The SASL refusal that ended the client (state `AuthFailed`): what
+    /// every call is told from then on.
+    pub sasl_failure: Mutex<Option<SaslError>>,
     pub wire: Mutex<Wire>,
     pub core: Mutex<Core>,
     pub cond: Condvar,
@@ -295,6 +305,7 @@ pub(super) struct Settings {
     pub session: Option<(i64, Vec<u8>)>,
     pub auth: Vec<(String, Vec<u8>)>,
     pub tls: Option<TlsConfig>,
+    pub sasl: Option<SaslConfig>,
 }
 
 /// What ended a connection's read loop.
@@ -305,11 +316,15 @@ pub(super) enum Stop {
     Terminal,
 }
 
-/// The error a call gets in a state where it cannot be sent.
-pub(super) fn state_error(state: ClientState) -> Error {
+/// The error a call gets in a state where it cannot be sent: for
+/// `AuthFailed`, the SASL refusal that ended the client when there is one.
+pub(super) fn state_error(inner: &Inner, state: ClientState) -> Error {
     match state {
         ClientState::Expired => Error::SessionExpired,
-        ClientState::AuthFailed => Error::AuthFailed,
+        ClientState::AuthFailed => match inner.sasl_failure.lock().clone() {
+            Some(e) => Error::Sasl(e),
+            None => Error::AuthFailed,
+        },
         ClientState::Closed => Error::Closed,
         ClientState::Connecting | ClientState::Connected | ClientState::ConnectedReadOnly => Error::ConnectionLoss,
     }
@@ -327,6 +342,9 @@ impl Inner {
             read_only: s.read_only,
             max_frame: s.max_frame,
             tls: s.tls,
+            sasl: s.sasl,
+            last_sasl_error: Mutex::new(None),
+            sasl_failure: Mutex::new(None),
             last_tls_error: Mutex::new(None),
             last_connect_failure: Mutex::new(None),
             certain_refusal: Mutex::new(None),
@@ -569,7 +587,7 @@ impl Inner {
             };
             if wire.stream.is_none() {
                 drop(wire);
-                return Err(state_error(self.core.lock().state));
+                return Err(state_error(self, self.core.lock().state));
             }
             let xid = wire.next_xid();
             wire.seq += 1;
@@ -578,7 +596,7 @@ impl Inner {
             let busy = {
                 let mut core = self.core.lock();
                 if !core.state.is_connected() {
-                    return Err(state_error(core.state));
+                    return Err(state_error(self, core.state));
                 }
                 core.pending.push_back(Pending {
                     xid,
@@ -728,6 +746,26 @@ impl Inner {
                 header.err,
                 frame.len()
             );
+        }
+        if header.err == ErrorCode::SessionClosedRequireSaslAuth.code() {
+            // The server requires SASL on this connection and closes it; the
+            // session lives, but every new connection would meet the same
+            // refusal: the client ends instead of reconnecting forever.
+            let e = match &self.sasl {
+                None => SaslError::new(
+                    SaslErrorKind::Required,
+                    "SASL",
+                    "the server requires SASL authentication (SessionClosedRequireSaslAuth, -124) and the client has none: give it a SaslConfig",
+                ),
+                Some(s) => SaslError::new(
+                    SaslErrorKind::Rejected,
+                    s.mechanism(),
+                    "the server refused a request as unauthenticated (SessionClosedRequireSaslAuth, -124)",
+                ),
+            };
+            log::error!("{e}: the client is closed");
+            self.end_in_sasl_failure(e);
+            return Err(Stop::Terminal);
         }
         match header.xid {
             xid::NOTIFICATION => self.notification(&frame),
@@ -904,6 +942,13 @@ impl Inner {
     }
 
     /// Enters a final state: fails everything, forgets the watches, reports it.
+    /// Ends the client in `AuthFailed` for the SASL refusal `e`.
+    pub fn end_in_sasl_failure(&self, e: SaslError) {
+        *self.last_sasl_error.lock() = Some(e.clone());
+        *self.sasl_failure.lock() = Some(e);
+        self.terminate(ClientState::AuthFailed);
+    }
+
     pub fn terminate(&self, new_state: ClientState) {
         self.kill(None, "client finished");
         *self.killer.lock() = None;
@@ -942,7 +987,7 @@ impl Inner {
                 _ => KeeperState::Closed,
             },
         );
-        self.fail_all(pending, waiters, state_error(new_state), watchers);
+        self.fail_all(pending, waiters, state_error(self, new_state), watchers);
         let _ = self.events.send(EventMsg::Stop);
         let _ = self.wake_tx.try_send(());
     }

@@ -16,10 +16,11 @@ use super::inner::{read_timeout_of, Inner, Pending, Stop};
 use super::tls::{self, tls_error_of, HandshakeError, Transport};
 use super::types::{ClientState, SessionEvent};
 use super::watches::batch_request;
-use crate::error::{TlsError, TlsErrorKind};
+use crate::error::{SaslError, SaslErrorKind, TlsError, TlsErrorKind};
 use zk_proto::frame::{frame, request_frame, FrameBuffer};
 use zk_proto::jute::{Decode, Encode, Reader};
-use zk_proto::{xid, AuthPacket, ConnectRequest, ConnectResponse, KeeperState, OpCode};
+use zk_proto::sasl::SaslToken;
+use zk_proto::{xid, AuthPacket, ConnectRequest, ConnectResponse, ErrorCode, KeeperState, OpCode, ReplyHeader};
 
 /// First pause after a full round of failed attempts.
 const BACKOFF_INITIAL: Duration = Duration::from_millis(100);
@@ -51,11 +52,16 @@ enum Attempt {
 struct Fail {
     reason: String,
     tls: Option<TlsError>,
+    sasl: Option<SaslError>,
 }
 
 impl From<String> for Fail {
     fn from(reason: String) -> Fail {
-        Fail { reason, tls: None }
+        Fail {
+            reason,
+            tls: None,
+            sasl: None,
+        }
     }
 }
 
@@ -70,6 +76,17 @@ impl From<TlsError> for Fail {
         Fail {
             reason: format!("TLS: {e}"),
             tls: Some(e),
+            sasl: None,
+        }
+    }
+}
+
+impl From<SaslError> for Fail {
+    fn from(e: SaslError) -> Fail {
+        Fail {
+            reason: format!("SASL: {e}"),
+            tls: None,
+            sasl: Some(e),
         }
     }
 }
@@ -88,6 +105,7 @@ pub(super) fn io_main(inner: Arc<Inner>) {
     let mut next = 0usize;
     let mut failures = 0usize;
     let mut refused_in_a_row = 0usize;
+    let mut sasl_refused_in_a_row = 0usize;
     let mut backoff = ExponentialBackoff {
         current_interval: BACKOFF_INITIAL,
         initial_interval: BACKOFF_INITIAL,
@@ -132,10 +150,27 @@ pub(super) fn io_main(inner: Arc<Inner>) {
                     }
                     None => refused_in_a_row = 0,
                 }
+                // A SASL refusal no retry mends (wrong credentials, a server
+                // without SASL or with another mechanism), from every server
+                // in a row: the client ends rather than reconnect forever.
+                let sasl = inner.last_sasl_error.lock().clone();
+                match sasl.filter(|e| e.kind().is_certain()) {
+                    Some(e) => {
+                        sasl_refused_in_a_row += 1;
+                        if sasl_refused_in_a_row >= n {
+                            log::error!("every server refused SASL authentication ({e}): the client is closed");
+                            inner.end_in_sasl_failure(e);
+                            break;
+                        }
+                    }
+                    None => sasl_refused_in_a_row = 0,
+                }
             }
             Attempt::Terminal => break,
             Attempt::Established(conn) => {
                 refused_in_a_row = 0;
+                sasl_refused_in_a_row = 0;
+                *inner.last_sasl_error.lock() = None;
                 *inner.last_connect_failure.lock() = None;
                 *inner.certain_refusal.lock() = None;
                 let started = Instant::now();
@@ -176,6 +211,7 @@ fn connect_host(inner: &Arc<Inner>, host: &HostPort, buf: &mut [u8]) -> Attempt 
             Err(e) => {
                 last = format!("{addr}: {e}");
                 *inner.last_tls_error.lock() = None;
+                *inner.last_sasl_error.lock() = None;
                 continue;
             }
         };
@@ -187,10 +223,11 @@ fn connect_host(inner: &Arc<Inner>, host: &HostPort, buf: &mut [u8]) -> Attempt 
                 Err(HandshakeError::Io(e)) => Err(Fail::from(format!("TLS handshake: {e}"))),
             },
         };
-        let result = transport.and_then(|t| handshake(inner, t, deadline, buf));
+        let result = transport.and_then(|t| handshake(inner, &host.host, t, deadline, buf));
         match result {
             Ok(a) => {
                 *inner.last_tls_error.lock() = None;
+                *inner.last_sasl_error.lock() = None;
                 return a;
             }
             Err(mut f) => {
@@ -200,8 +237,12 @@ fn connect_host(inner: &Arc<Inner>, host: &HostPort, buf: &mut [u8]) -> Attempt 
                 if let Some(t) = &f.tls {
                     log::warn!("connecting to {addr}: TLS: {t}");
                 }
+                if let Some(e) = &f.sasl {
+                    log::warn!("connecting to {addr}: SASL: {e}");
+                }
                 last = format!("{addr}: {}", f.reason);
                 *inner.last_tls_error.lock() = f.tls;
+                *inner.last_sasl_error.lock() = f.sasl;
             }
         }
     }
@@ -218,7 +259,13 @@ fn remaining(deadline: Instant) -> Result<Duration, Fail> {
 }
 
 /// Sends the ConnectRequest and reads the ConnectResponse before `deadline`.
-fn handshake(inner: &Arc<Inner>, stream: Transport, deadline: Instant, buf: &mut [u8]) -> Result<Attempt, Fail> {
+fn handshake(
+    inner: &Arc<Inner>,
+    host: &str,
+    stream: Transport,
+    deadline: Instant,
+    buf: &mut [u8],
+) -> Result<Attempt, Fail> {
     let _ = stream.socket().set_nodelay(true);
     let req = {
         let core = inner.core.lock();
@@ -241,9 +288,38 @@ fn handshake(inner: &Arc<Inner>, stream: Transport, deadline: Instant, buf: &mut
         .write_all(&bytes)
         .map_err(|e| io_fail("sending the handshake", &e))?;
     let mut fb = FrameBuffer::new(inner.max_frame.saturating_add(INCOMING_SLACK));
-    let first = loop {
+    let first = read_frame(&stream, &mut fb, deadline, buf, "the handshake")?;
+    let resp = ConnectResponse::decode(&mut Reader::new(&first))
+        .map_err(|e| Fail::from(format!("garbage ConnectResponse: {e}")))?;
+    inner.touch_recv();
+    if resp.timeout > 0 {
+        if let Some(sasl) = &inner.sasl {
+            if let Err(f) = authenticate(inner, sasl, host, &stream, &mut fb, deadline, buf) {
+                remember_session(inner, &resp);
+                stream.shutdown();
+                return Err(f);
+            }
+        }
+    }
+    // A new connection: what was known before it is to be proven again. The
+    // epoch moves on before its answer makes the session's health confirmed
+    // and before the client reports itself connected on it.
+    inner.next_epoch();
+    inner.confirm(sent_ms);
+    establish(inner, stream, fb, resp)
+}
+
+/// Reads one frame before `deadline` (`what` names it in errors).
+fn read_frame(
+    stream: &Transport,
+    fb: &mut FrameBuffer,
+    deadline: Instant,
+    buf: &mut [u8],
+    what: &str,
+) -> Result<Vec<u8>, Fail> {
+    loop {
         match fb.next_frame() {
-            Ok(Some(f)) => break f,
+            Ok(Some(f)) => return Ok(f),
             Ok(None) => {}
             Err(e) => {
                 if matches!(stream, Transport::Plain(_)) && fb.peek4().is_some_and(|w| is_tls_record(&w)) {
@@ -252,33 +328,130 @@ fn handshake(inner: &Arc<Inner>, stream: Transport, deadline: Instant, buf: &mut
                         "the server answered with TLS: this port needs a TLS client (ClientConfig::with_tls)",
                     )));
                 }
-                return Err(format!("garbage handshake reply: {e}").into());
+                return Err(format!("garbage reply in {what}: {e}").into());
             }
         }
         stream
             .socket()
             .set_read_timeout(Some(remaining(deadline)?))
             .map_err(|e| e.to_string())?;
-        match stream.read_into(buf, &mut fb) {
-            Ok(0) => return Err("the server closed the connection during the handshake".into()),
+        match stream.read_into(buf, fb) {
+            Ok(0) => return Err(format!("the server closed the connection during {what}").into()),
             Ok(_) => {}
             Err(e)
                 if matches!(
                     e.kind(),
                     ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
                 ) => {}
-            Err(e) => return Err(io_fail("reading the handshake reply", &e)),
+            Err(e) => return Err(io_fail(&format!("reading {what}"), &e)),
         }
-    };
-    let resp = ConnectResponse::decode(&mut Reader::new(&first))
-        .map_err(|e| Fail::from(format!("garbage ConnectResponse: {e}")))?;
-    inner.touch_recv();
-    // A new connection: what was known before it is to be proven again. The
-    // epoch moves on before its answer makes the session's health confirmed
-    // and before the client reports itself connected on it.
-    inner.next_epoch();
-    inner.confirm(sent_ms);
-    establish(inner, stream, fb, resp)
+    }
+}
+
+/// A new session whose connection failed before it was established (in
+/// SASL): the next attempt resumes it rather than leave it to expire on the
+/// server beside a new one.
+fn remember_session(inner: &Inner, resp: &ConnectResponse) {
+    let mut core = inner.core.lock();
+    if core.session_id == 0 && resp.session_id != 0 {
+        core.session_id = resp.session_id;
+        core.password = resp.passwd.clone();
+    }
+}
+
+/// Runs the SASL exchange on a connection right after its ConnectResponse,
+/// before anything else is sent on it (ZooKeeper's opcode 102: a token in an
+/// ordinary request, the server's token in the reply). A refusal (-115,
+/// -124) or a null first token is a SASL error; the server closes the
+/// connection after a refusal.
+fn authenticate(
+    inner: &Inner,
+    sasl: &super::sasl::SaslConfig,
+    host: &str,
+    stream: &Transport,
+    fb: &mut FrameBuffer,
+    deadline: Instant,
+    buf: &mut [u8],
+) -> Result<(), Fail> {
+    let mut mech = sasl.start(host).map_err(Fail::from)?;
+    let name = mech.name();
+    let mut token = mech.initial().map_err(Fail::from)?;
+    let mut round = 0u32;
+    loop {
+        // Sixteen rounds is far more than any mechanism takes (DIGEST-MD5
+        // two, GSSAPI three or four).
+        if round == 16 {
+            return Err(SaslError::new(SaslErrorKind::Protocol, name, "the exchange did not end in 16 rounds").into());
+        }
+        let x = {
+            let mut wire = inner.wire.lock();
+            wire.next_xid()
+        };
+        let bytes = request_frame(x, OpCode::Sasl, Some(&SaslToken { token: Some(token) }));
+        stream
+            .socket()
+            .set_write_timeout(Some(remaining(deadline)?))
+            .map_err(|e| e.to_string())?;
+        stream
+            .write_all(&bytes)
+            .map_err(|e| io_fail("sending a SASL token", &e))?;
+        let reply = loop {
+            let f = read_frame(stream, fb, deadline, buf, "the SASL exchange")?;
+            let mut r = Reader::new(&f);
+            let h = ReplyHeader::decode(&mut r).map_err(|e| Fail::from(format!("garbage SASL reply header: {e}")))?;
+            if h.xid == xid::NOTIFICATION {
+                continue;
+            }
+            if h.xid != x {
+                return Err(format!("a reply to xid {} during the SASL exchange (expected {x})", h.xid).into());
+            }
+            if h.err == ErrorCode::AuthFailed.code() || h.err == ErrorCode::SessionClosedRequireSaslAuth.code() {
+                let who = sasl.user().map_or(String::new(), |u| format!(" as {u:?}"));
+                return Err(SaslError::new(
+                    SaslErrorKind::Rejected,
+                    name,
+                    format!(
+                        "the server refused the authentication{who} ({}, {}): wrong credentials, or a mechanism the server does not speak",
+                        ErrorCode::from_code(h.err).map_or("?", ErrorCode::name),
+                        h.err
+                    ),
+                )
+                .into());
+            }
+            if h.err != 0 {
+                return Err(format!("the server answered a SASL token with error {}", h.err).into());
+            }
+            let t = SaslToken::decode(&mut r).map_err(|e| Fail::from(format!("garbage SASL reply: {e}")))?;
+            break t.token;
+        };
+        inner.touch_recv();
+        if round == 0 && reply.is_none() && name == super::sasl::DIGEST_MD5 {
+            return Err(SaslError::new(
+                SaslErrorKind::NotOffered,
+                name,
+                "the server has no SASL (it answered the first token with nothing): is its JAAS Server section configured?",
+            )
+            .into());
+        }
+        match mech.step(reply.as_deref()).map_err(|e| {
+            if round == 0 && reply.is_none() {
+                SaslError::new(
+                    SaslErrorKind::NotOffered,
+                    name,
+                    "the server has no SASL (it answered the first token with nothing): is its JAAS Server section configured?",
+                )
+            } else {
+                e
+            }
+        })? {
+            super::sasl::Step::Send(t) => token = t,
+            super::sasl::Step::Done => {
+                log::debug!("SASL {name} authentication done in {} round(s)", round + 1);
+                return Ok(());
+            }
+        }
+        round += 1;
+    }
 }
 
 /// Takes a ConnectResponse: expiry, or a connected session with auth and

@@ -132,6 +132,7 @@ mod multi;
 mod nodes;
 mod persistent;
 mod request;
+mod sasl;
 mod synced;
 mod tls;
 mod types;
@@ -141,8 +142,9 @@ mod watches;
 // The TLS failure inside `Error::Tls` is defined with the error type; it is
 // kept here too, where the client's TLS settings are.
 #[doc(inline)]
-pub use crate::error::{TlsError, TlsErrorKind};
+pub use crate::error::{SaslError, SaslErrorKind, TlsError, TlsErrorKind};
 pub use handle::Client;
+pub use sasl::{GssapiConfig, SaslConfig};
 pub use tls::{TlsConfig, TlsConfigBuilder};
 pub use types::{
     ClientConfig, ClientState, Op, OpResult, ReadOp, ReadResult, RegisteredWatches, SessionEvent, WatchedEvent, Watcher,

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use super::sasl::SaslConfig;
 use super::tls::TlsConfig;
 use crate::error::Error;
 use zk_proto::frame::DEFAULT_MAX_FRAME;
@@ -20,6 +21,7 @@ use zk_proto::{Acl, CreateMode, EventType, KeeperState, Stat};
 /// | `session` | `None` | `Some((id, password))` resumes an existing session instead of creating one |
 /// | `auth` | empty | `(scheme, credentials)` pairs sent after every (re)connect, e.g. `("digest", b"user:pw")` |
 /// | `tls` | `None` | [`TlsConfig`]: connect over TLS (the server's secure client port); the TLS handshake is part of the connection attempt and bounded by `connect_timeout` |
+/// | `sasl` | `None` | [`SaslConfig`]: authenticate every connection with SASL (DIGEST-MD5 or Kerberos) before anything else is sent on it; the exchange is part of the connection attempt and bounded by `connect_timeout` |
 ///
 /// Timing derived from the negotiated session timeout `T`: the read timeout is
 /// `2T/3` (no byte received for that long ⇒ the connection is dead), and a ping is
@@ -60,6 +62,8 @@ pub struct ClientConfig {
     pub auth: Vec<(String, Vec<u8>)>,
     /// TLS settings; `None` (the default) for plain TCP.
     pub tls: Option<TlsConfig>,
+    /// SASL authentication of every connection; `None` (the default) for none.
+    pub sasl: Option<SaslConfig>,
 }
 
 impl Default for ClientConfig {
@@ -72,6 +76,7 @@ impl Default for ClientConfig {
             session: None,
             auth: Vec::new(),
             tls: None,
+            sasl: None,
         }
     }
 }
@@ -87,6 +92,7 @@ impl std::fmt::Debug for ClientConfig {
             .field("session", &self.session.as_ref().map(|(id, _)| format!("{id:#x}")))
             .field("auth", &self.auth.iter().map(|(s, _)| s.as_str()).collect::<Vec<_>>())
             .field("tls", &self.tls)
+            .field("sasl", &self.sasl)
             .finish()
     }
 }
@@ -229,6 +235,21 @@ impl ClientConfig {
     /// ```
     pub fn with_tls(mut self, tls: TlsConfig) -> Self {
         self.tls = Some(tls);
+        self
+    }
+
+    /// Authenticates every connection with SASL (see [`SaslConfig`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_framework::{ClientConfig, SaslConfig};
+    /// let c = ClientConfig::default().with_sasl(SaslConfig::digest_md5("bob", "bobsecret")?);
+    /// assert!(!format!("{c:?}").contains("bobsecret"));
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn with_sasl(mut self, sasl: SaslConfig) -> Self {
+        self.sasl = Some(sasl);
         self
     }
 }

@@ -63,6 +63,17 @@ pub enum ConnectionState {
     Lost,
     /// Connected to a read-only server.
     ReadOnly,
+    /// The server refused the client's authentication (SASL: wrong
+    /// credentials, a server without SASL or requiring it; or an `auth`
+    /// packet it refused) and the client stopped: not one of Curator's five
+    /// (Curator only logs ZooKeeper's `AuthFailed` event), added so that a
+    /// holder hears it. Final: nothing is reported after it, no new session
+    /// is made (the same credentials would be refused again), every call
+    /// fails with [`Error::Sasl`](crate::Error::Sasl) or
+    /// [`Error::AuthFailed`](crate::Error::AuthFailed). The session's
+    /// ephemeral nodes, and so its locks, go when the server expires it:
+    /// recipes treat it as [`ConnectionState::Lost`].
+    AuthFailed,
 }
 
 impl ConnectionState {
@@ -89,6 +100,7 @@ impl fmt::Display for ConnectionState {
             ConnectionState::Reconnected => "RECONNECTED",
             ConnectionState::Lost => "LOST",
             ConnectionState::ReadOnly => "READ_ONLY",
+            ConnectionState::AuthFailed => "AUTH_FAILED",
         })
     }
 }
@@ -113,6 +125,8 @@ pub(crate) enum SessionSignal {
     /// The server said the session expired, the session was injected as expired,
     /// or the session timeout passed while suspended (simulated expiry).
     Expired,
+    /// The handle ended because the server refused its authentication.
+    AuthFailed,
 }
 
 /// Derives Curator's connection states from session signals.
@@ -183,11 +197,16 @@ impl StateMachine {
                 self.post(&mut out, s);
             }
             SessionSignal::Disconnected => {
-                if !matches!(self.current, Some(ConnectionState::Lost | ConnectionState::Suspended)) {
+                if !matches!(
+                    self.current,
+                    Some(ConnectionState::Lost | ConnectionState::Suspended | ConnectionState::AuthFailed)
+                ) {
                     self.post(&mut out, ConnectionState::Suspended);
                 }
             }
+            SessionSignal::Expired if self.current == Some(ConnectionState::AuthFailed) => {}
             SessionSignal::Expired => self.post(&mut out, ConnectionState::Lost),
+            SessionSignal::AuthFailed => self.post(&mut out, ConnectionState::AuthFailed),
         }
         out
     }

@@ -12,7 +12,7 @@ use crossbeam_channel::Receiver;
 use super::inner::{state_error, Inner, Settings, Worker};
 use super::types::{ClientConfig, ClientState, RegisteredWatches, SessionEvent};
 use super::{connect_string, events, io};
-use crate::error::{Error, Result, TlsError};
+use crate::error::{Error, Result, SaslError, TlsError};
 use zk_proto::{xid, AuthPacket, ErrorCode, OpCode};
 
 /// How long `close` waits for the closeSession reply.
@@ -359,6 +359,9 @@ impl Client {
                             if let Some(e) = inner.last_tls_error.lock().clone() {
                                 return Err(Error::Tls(e));
                             }
+                            if let Some(e) = inner.last_sasl_error.lock().clone() {
+                                return Err(Error::Sasl(e));
+                            }
                         }
                         return Err(state_error(inner, core.state));
                     }
@@ -373,6 +376,17 @@ impl Client {
         self.inner().last_tls_error.lock().clone()
     }
 
+    /// What a call on a client ended in `AuthFailed` is told: the SASL
+    /// refusal when there is one, else [`Error::AuthFailed`].
+    pub(crate) fn auth_failure(&self) -> Error {
+        state_error(self.inner(), ClientState::AuthFailed)
+    }
+
+    /// Why the latest finished connection attempt failed in SASL, if it did.
+    pub(crate) fn last_sasl_error(&self) -> Option<SaslError> {
+        self.inner().last_sasl_error.lock().clone()
+    }
+
     /// Why the client is not connected, if a connection attempt has failed
     /// since the last connection: the TLS error, or [`Error::ConnectFailed`]
     /// with the attempt's reason (for example `127.0.0.1:2181: Connection
@@ -381,6 +395,9 @@ impl Client {
         let inner = self.inner();
         if let Some(t) = inner.last_tls_error.lock().clone() {
             return Some(Error::Tls(t));
+        }
+        if let Some(e) = inner.last_sasl_error.lock().clone() {
+            return Some(Error::Sasl(e));
         }
         let reason = inner.last_connect_failure.lock().clone()?;
         Some(Error::ConnectFailed { reason })

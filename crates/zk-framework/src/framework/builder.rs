@@ -40,6 +40,7 @@ pub struct CuratorFrameworkBuilder {
     acl_provider: Arc<dyn AclProvider>,
     listeners: Vec<Arc<StateListener>>,
     tls: Option<crate::client::TlsConfig>,
+    sasl: Option<crate::client::SaslConfig>,
 }
 
 impl fmt::Debug for CuratorFrameworkBuilder {
@@ -58,6 +59,7 @@ impl fmt::Debug for CuratorFrameworkBuilder {
             .field("acl_provider", &self.acl_provider)
             .field("listeners", &self.listeners.len())
             .field("tls", &self.tls)
+            .field("sasl", &self.sasl)
             .finish()
     }
 }
@@ -78,6 +80,7 @@ impl Default for CuratorFrameworkBuilder {
             container_parents: true,
             acl_provider: Arc::new(OpenAclProvider),
             listeners: Vec::new(),
+            sasl: None,
             tls: None,
         }
     }
@@ -286,6 +289,31 @@ impl CuratorFrameworkBuilder {
         self
     }
 
+    /// Authenticates every connection with SASL, DIGEST-MD5 or Kerberos (see
+    /// [`SaslConfig`](crate::SaslConfig)): what Curator gets from a JAAS
+    /// `Client` section and ZooKeeper's `zookeeper.sasl.*` switches. The
+    /// exchange runs on every connection before anything else, and again for
+    /// a new session after an expiry. A refusal ends the session's client
+    /// ([`ConnectionState::AuthFailed`](crate::ConnectionState::AuthFailed));
+    /// [`CuratorFramework::block_until_connected`] and every call then fail
+    /// with [`Error::Sasl`]. The password never appears in `Debug`, logs or
+    /// errors.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use zk_framework::{CuratorFramework, SaslConfig};
+    /// let client = CuratorFramework::builder()
+    ///     .connect_string("zk1:2181")
+    ///     .sasl(SaslConfig::digest_md5("app", "app-secret")?)
+    ///     .build()?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn sasl(mut self, sasl: crate::client::SaslConfig) -> Self {
+        self.sasl = Some(sasl);
+        self
+    }
+
     /// Create missing parents as persistent nodes instead of containers.
     ///
     /// # Examples
@@ -401,6 +429,7 @@ impl CuratorFrameworkBuilder {
             read_only: self.can_be_read_only,
             auth: self.auth.clone(),
             tls: self.tls.clone(),
+            sasl: self.sasl.clone(),
             ..ClientConfig::default()
         };
         let client = Client::connect(&cs, client_config.clone())?;

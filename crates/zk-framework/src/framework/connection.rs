@@ -78,7 +78,10 @@ impl CuratorFramework {
     /// when every server refused the handshake in a way no retry mends
     /// ([`TlsErrorKind::is_certain`](crate::TlsErrorKind::is_certain));
     /// [`Error::AuthFailed`] at once when the server refused the session's
-    /// credentials; [`Error::Closed`] when the client is closed.
+    /// credentials, [`Error::Sasl`] at once when every server refused its SASL
+    /// authentication (or at the deadline when the latest attempt failed in
+    /// SASL for a reason a retry may mend: a KDC down, an expired ticket);
+    /// [`Error::Closed`] when the client is closed.
     ///
     /// # Examples
     ///
@@ -93,10 +96,12 @@ impl CuratorFramework {
         // (it wakes when it connects, when every server refused in a way no
         // retry mends, and when it ends) and on the state machine (every
         // change, a new handle and the close wake `conn_cv`).
-        let timed_out = |client: &Client| match client.last_tls_error() {
-            // A TLS failure says more than a timeout (a wrong CA never heals).
-            Some(e) => Error::Tls(e),
-            None => Error::ConnectTimeout { waited: timeout },
+        let timed_out = |client: &Client| match (client.last_tls_error(), client.last_sasl_error()) {
+            // A TLS failure says more than a timeout (a wrong CA never heals);
+            // so does a SASL one (a KDC down, an expired ticket).
+            (Some(e), _) => Error::Tls(e),
+            (None, Some(e)) => Error::Sasl(e),
+            (None, None) => Error::ConnectTimeout { waited: timeout },
         };
         loop {
             let (client, generation) = {
@@ -122,6 +127,7 @@ impl CuratorFramework {
                 // The server refused the session's credentials and closed it:
                 // no wait mends that.
                 Err(Error::AuthFailed) => return Err(Error::AuthFailed),
+                Err(Error::Sasl(e)) if e.kind().is_certain() => return Err(Error::Sasl(e)),
                 Err(_) => return Err(timed_out(&client)),
             }
             let mut c = self.inner.conn.lock();
@@ -139,7 +145,7 @@ impl CuratorFramework {
                     break;
                 }
                 if state == ClientState::AuthFailed {
-                    return Err(Error::AuthFailed);
+                    return Err(client.auth_failure());
                 }
                 match deadline {
                     Some(d) => {

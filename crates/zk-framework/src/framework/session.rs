@@ -88,9 +88,13 @@ pub(super) fn session_monitor(weak: Weak<Inner>) {
                 continue;
             }
             ClientState::Connecting => {}
-            // Refused before we subscribed: no event will come, so wake
-            // whoever waits for a connection (it reads the refusal).
-            ClientState::AuthFailed => wake_waiters(&inner),
+            // Refused before we subscribed: no event will come, so tell the
+            // state and wake whoever waits for a connection (it reads the
+            // refusal).
+            ClientState::AuthFailed => {
+                inner.post(SessionSignal::AuthFailed);
+                wake_waiters(&inner);
+            }
         }
         drop(inner);
         loop {
@@ -128,6 +132,7 @@ pub(super) fn session_monitor(weak: Weak<Inner>) {
                 }
                 Ok(SessionEvent::AuthFailed) => {
                     log::error!("authentication failed for session 0x{:x}", client.session_id());
+                    inner.post(SessionSignal::AuthFailed);
                     wake_waiters(&inner);
                 }
                 Ok(SessionEvent::Closed) | Err(RecvTimeoutError::Disconnected) => {

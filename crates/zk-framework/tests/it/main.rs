@@ -32,6 +32,7 @@ mod marked_write;
 
 // Authentication, ACLs and TLS (the locks' halves of these suites are zk-recipes').
 mod acl;
+mod sasl;
 mod tls;
 mod x509;
 

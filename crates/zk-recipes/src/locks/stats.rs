@@ -14,7 +14,8 @@ pub enum LossCause {
     /// The lock node was deleted by someone else (an operator breaking the
     /// lock, `zk-lock break`), or found gone.
     NodeDeleted,
-    /// The session expired or was replaced (connection state `Lost`).
+    /// The session expired or was replaced (connection state `Lost`), or its
+    /// client could no longer authenticate (`AuthFailed`).
     SessionExpired,
     /// The client was closed while the lock was held.
     ClientClosed,

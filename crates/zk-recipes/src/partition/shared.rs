@@ -239,9 +239,11 @@ impl Shared {
         let mut core = self.core.lock();
         core.signals += 1;
         match s {
-            ConnectionState::Lost if core.stage == Stage::Started => core.set(PartitionState::Failure {
-                reason: FailureReason::SessionLost,
-            }),
+            ConnectionState::Lost | ConnectionState::AuthFailed if core.stage == Stage::Started => {
+                core.set(PartitionState::Failure {
+                    reason: FailureReason::SessionLost,
+                })
+            }
             ConnectionState::Suspended | ConnectionState::ReadOnly if core.state.is_acquired() => {
                 core.set(PartitionState::Suspended)
             }

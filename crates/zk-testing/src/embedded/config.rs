@@ -76,6 +76,109 @@ pub struct ServerConfig {
     ///
     /// [`EmbeddedServer::delay_set_watches`]: super::EmbeddedServer::delay_set_watches
     pub set_watches_delay: Duration,
+    /// Serve SASL DIGEST-MD5 (a ZooKeeper whose JAAS `Server` section is the
+    /// `DigestLoginModule`) and register the `sasl` ACL scheme
+    /// (`authProvider.N=...SASLAuthenticationProvider`): see [`ServerSasl`].
+    /// Default `None`: a SASL request gets a null token, as on a server
+    /// without a JAAS section, and `sasl` ACLs are `InvalidACL`.
+    pub sasl: Option<ServerSasl>,
+}
+
+/// The embedded server's SASL: DIGEST-MD5 users, as a ZooKeeper 3.8 server
+/// with `Server { org.apache.zookeeper.server.auth.DigestLoginModule required
+/// user_<name>="<password>"; };` and the `sasl` auth provider.
+///
+/// A connection that authenticates gets the identity `sasl:<name>` (and
+/// `super` when the name is [`ServerSasl::super_user`]). A failed exchange
+/// is answered with `AuthFailed` (-115), or `SessionClosedRequireSaslAuth`
+/// (-124) when SASL is required, and the connection is closed; the session
+/// lives. With [`ServerSasl::required`] (`sessionRequireClientSASLAuth=true`,
+/// or `enforce.auth.enabled=true` with `enforce.auth.schemes=sasl`), any
+/// request but SASL and `auth` on a connection that has not authenticated is
+/// answered with -124 and the connection is closed.
+///
+/// `Debug` prints the users' names, never their passwords.
+///
+/// # Examples
+///
+/// ```
+/// use zk_testing::embedded::{ServerConfig, ServerSasl};
+///
+/// let config = ServerConfig {
+///     sasl: Some(ServerSasl::digest(&[("bob", "bobsecret")]).required(true)),
+///     ..ServerConfig::default()
+/// };
+/// assert!(!format!("{config:?}").contains("bobsecret"));
+/// ```
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct ServerSasl {
+    /// The DIGEST-MD5 users, `(name, password)`.
+    pub users: Vec<(String, String)>,
+    /// Whether an unauthenticated connection is refused (see the type's
+    /// documentation). Default false.
+    pub required: bool,
+    /// The SASL id that is also a super user (`-Dzookeeper.superUser`).
+    /// Default none.
+    pub super_user: Option<String>,
+}
+
+impl ServerSasl {
+    /// DIGEST-MD5 with these `(name, password)` users, not required.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = zk_testing::embedded::ServerSasl::digest(&[("bob", "pw")]);
+    /// assert_eq!(s.users.len(), 1);
+    /// assert!(!s.required);
+    /// ```
+    pub fn digest(users: &[(&str, &str)]) -> ServerSasl {
+        ServerSasl {
+            users: users.iter().map(|(u, p)| (u.to_string(), p.to_string())).collect(),
+            required: false,
+            super_user: None,
+        }
+    }
+
+    /// Requires SASL of every connection (or not).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(zk_testing::embedded::ServerSasl::digest(&[]).required(true).required);
+    /// ```
+    pub fn required(mut self, required: bool) -> ServerSasl {
+        self.required = required;
+        self
+    }
+
+    /// Makes `name` a super user.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = zk_testing::embedded::ServerSasl::digest(&[("admin", "pw")]).super_user("admin");
+    /// assert_eq!(s.super_user.as_deref(), Some("admin"));
+    /// ```
+    pub fn super_user(mut self, name: &str) -> ServerSasl {
+        self.super_user = Some(name.to_string());
+        self
+    }
+
+    /// The password of `name`, if it is a user.
+    pub(crate) fn password(&self, name: &str) -> Option<&str> {
+        self.users.iter().find(|(u, _)| u == name).map(|(_, p)| p.as_str())
+    }
+}
+
+impl std::fmt::Debug for ServerSasl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerSasl")
+            .field("users", &self.users.iter().map(|(u, _)| u.as_str()).collect::<Vec<_>>())
+            .field("required", &self.required)
+            .field("super_user", &self.super_user)
+            .finish()
+    }
 }
 
 impl Default for ServerConfig {
@@ -94,6 +197,7 @@ impl Default for ServerConfig {
             x509_super_user: None,
             tls: None,
             set_watches_delay: Duration::ZERO,
+            sasl: None,
         }
     }
 }

@@ -164,6 +164,17 @@ pub(crate) fn writer_main(conn: Arc<ConnShared>, mut stream: TcpStream, tls: Tls
     conn.mark_flushed();
 }
 
+/// A connection's SASL exchange (DIGEST-MD5).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum SaslStage {
+    /// Not begun.
+    None,
+    /// The challenge with this nonce was sent.
+    Challenged(String),
+    /// Authenticated.
+    Done,
+}
+
 /// A registered TCP connection.
 #[derive(Debug)]
 pub(crate) struct ConnEntry {
@@ -171,6 +182,8 @@ pub(crate) struct ConnEntry {
     pub peer: SocketAddr,
     pub session: Option<i64>,
     pub ids: Vec<Id>,
+    /// Where the connection's SASL exchange is.
+    pub sasl: SaslStage,
     pub recved: u64,
     pub sent: u64,
     pub established: i64,
@@ -191,6 +204,7 @@ impl ConnEntry {
                 scheme: "ip".into(),
                 id: peer.ip().to_string(),
             }],
+            sasl: SaslStage::None,
             recved: 0,
             sent: 0,
             established: now_ms(),

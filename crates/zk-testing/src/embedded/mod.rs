@@ -23,7 +23,8 @@
 //!   the state in memory instead.
 //! * Auth: `digest` (ids `digest:user:base64(sha1)`), `ip` (IPv4, with prefix lengths),
 //!   a super user ([`ServerConfig::super_digest`]) and, when registered
-//!   ([`ServerConfig::x509_auth`]), `x509` ACLs; ACL checks, their order and which
+//!   ([`ServerConfig::x509_auth`]), `x509` ACLs; SASL DIGEST-MD5, `sasl` ACLs and
+//!   SASL enforcement ([`ServerConfig::sasl`]); ACL checks, their order and which
 //!   ACLs are invalid follow ZooKeeper 3.8 (`tests/it/acl_conformance.rs` of this
 //!   crate runs one table on both); no SASL, no `skipACL`.
 //! * No quotas, no reconfig (ReconfigDisabled), no read-only mode, no local sessions.
@@ -102,7 +103,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use zk_proto::{OpCode, Stat};
 
-pub use config::ServerConfig;
+pub use config::{ServerConfig, ServerSasl};
 use server::Shared;
 use state::State;
 

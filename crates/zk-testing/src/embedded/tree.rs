@@ -125,6 +125,8 @@ pub(crate) struct Ctx<'a> {
     pub extended_types: bool,
     /// Whether the `x509` scheme is registered ([`crate::embedded::ServerConfig::x509_auth`]).
     pub x509: bool,
+    /// Whether the `sasl` scheme is registered ([`crate::embedded::ServerConfig::sasl`]).
+    pub sasl: bool,
 }
 
 /// Which transaction a create becomes (`PrepRequestProcessor.pRequest2TxnCreate`): the
@@ -200,8 +202,24 @@ fn java_split_len(s: &str, sep: char) -> usize {
     (parts.len() - trailing_empty).max(usize::from(s.is_empty()))
 }
 
+/// Whether `name` parses as Java's `KerberosName`: a name with `@` must be
+/// `primary[/instance]@REALM` (none of the parts holding `/` or `@`); a name
+/// without `@` is a simple name.
+fn valid_kerberos_name(name: &str) -> bool {
+    match name.split_once('@') {
+        None => true,
+        Some((principal, realm)) => {
+            !realm.contains(['@', '/'])
+                && match principal.split_once('/') {
+                    None => true,
+                    Some((_, instance)) => !instance.contains('/'),
+                }
+        }
+    }
+}
+
 /// `PrepRequestProcessor.fixupACL`: de-duplicates, expands `auth`, validates ids.
-pub(crate) fn fixup_acl(acl: &[Acl], ids: &[Id], x509: bool) -> Result<Vec<Acl>, ErrorCode> {
+pub(crate) fn fixup_acl(acl: &[Acl], ids: &[Id], x509: bool, sasl: bool) -> Result<Vec<Acl>, ErrorCode> {
     let mut uniq: Vec<&Acl> = Vec::with_capacity(acl.len());
     for a in acl {
         if !uniq.contains(&a) {
@@ -234,6 +252,8 @@ pub(crate) fn fixup_acl(acl: &[Acl], ids: &[Id], x509: bool) -> Result<Vec<Acl>,
             "ip" if util::valid_ip_expr(&a.id.id) => out.push(a.clone()),
             // X509AuthenticationProvider.isValid: `new X500Principal(id)` does not throw.
             "x509" if x509 && zk_proto::x509::valid_id(&a.id.id) => out.push(a.clone()),
+            // SASLAuthenticationProvider.isValid: the id parses as a KerberosName.
+            "sasl" if sasl && valid_kerberos_name(&a.id.id) => out.push(a.clone()),
             _ => return Err(ErrorCode::InvalidAcl),
         }
     }
@@ -341,7 +361,7 @@ impl DataTree {
         }
         let parent_path = parent_of(path).ok_or(ErrorCode::BadArguments)?;
         // 3. ACL.
-        let acl = fixup_acl(&args.acl, ctx.ids, ctx.x509)?;
+        let acl = fixup_acl(&args.acl, ctx.ids, ctx.x509, ctx.sasl)?;
         // 4. parent exists; 5. CREATE permission.
         let parent = self.nodes.get(parent_path).ok_or(ErrorCode::NoNode)?;
         if !check_acl(&parent.acl, perms::CREATE, ctx.ids) {
@@ -519,7 +539,7 @@ impl DataTree {
         if validate_path(path, false).is_err() {
             return Err(ErrorCode::BadArguments);
         }
-        let acl = fixup_acl(acl, ctx.ids, ctx.x509)?;
+        let acl = fixup_acl(acl, ctx.ids, ctx.x509, ctx.sasl)?;
         let node = self.nodes.get_mut(path).ok_or(ErrorCode::NoNode)?;
         if !check_acl(&node.acl, perms::ADMIN, ctx.ids) {
             return Err(ErrorCode::NoAuth);

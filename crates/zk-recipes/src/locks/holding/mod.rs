@@ -154,7 +154,7 @@ impl Holding {
         let handle = client.add_listener(move |s| {
             let Some(st) = weak.upgrade() else { return };
             match s {
-                ConnectionState::Lost => st.lose(LossCause::SessionExpired),
+                ConnectionState::Lost | ConnectionState::AuthFailed => st.lose(LossCause::SessionExpired),
                 _ => {
                     let _ = st.status();
                 }

@@ -216,7 +216,7 @@ impl HoldState {
         }
         // The state machine may be ahead of the listener dispatch.
         let suspended = match self.client.state() {
-            Some(ConnectionState::Lost) => {
+            Some(ConnectionState::Lost | ConnectionState::AuthFailed) => {
                 self.lose(LossCause::SessionExpired);
                 return LockStatus::Lost;
             }
@@ -267,7 +267,12 @@ impl HoldState {
             && !self.client.is_closed()
             && !matches!(
                 self.client.state(),
-                Some(ConnectionState::Lost | ConnectionState::Suspended | ConnectionState::ReadOnly)
+                Some(
+                    ConnectionState::Lost
+                        | ConnectionState::AuthFailed
+                        | ConnectionState::Suspended
+                        | ConnectionState::ReadOnly
+                )
             )
             && self.client.session_health() == SessionHealth::Confirmed
             && self.proven.load(Ordering::SeqCst) == self.client.recipe().connection_epoch()

@@ -98,6 +98,7 @@ impl State {
                 ids: self.conns.get(&cid).map_or(&[], |e| e.ids.as_slice()),
                 extended_types: self.cfg.extended_types,
                 x509: self.cfg.x509_auth,
+                sasl: self.cfg.sasl.is_some(),
             };
             apply(&mut self.tree, &ctx, &mut trig)
         };
@@ -138,6 +139,21 @@ impl State {
             *self.stats.requests.entry(op).or_default() += 1;
         }
         log::debug!("embedded zk: conn {cid} session 0x{sid:x} xid {} op {:?}", hdr.xid, op);
+        // AuthenticationHelper.enforceAuthentication: with SASL required, any
+        // request but SASL and `auth` of a connection that has not
+        // authenticated is refused and the connection closed (the session
+        // lives).
+        if !matches!(op, Some(OpCode::Sasl | OpCode::Auth)) && self.sasl_refuses(cid) {
+            log::debug!("embedded zk: conn {cid}: a request before SASL authentication; closing");
+            self.finish(
+                cid,
+                op,
+                hdr.xid,
+                Outcome::err(0, ErrorCode::SessionClosedRequireSaslAuth).closing(),
+                now,
+            );
+            return;
+        }
         let mut xid = hdr.xid;
         let out = match op {
             Some(OpCode::Ping) => {
@@ -163,9 +179,7 @@ impl State {
                 Ok(p) => Outcome::ok(self.zxid, p.to_bytes()),
                 Err(_) => Outcome::err(self.zxid, ErrorCode::MarshallingError),
             },
-            // No SASL server: the reply (SetSASLResponse) carries a null token, the
-            // connection stays.
-            Some(OpCode::Sasl) => Outcome::ok(0, Option::<Vec<u8>>::None.to_bytes()),
+            Some(OpCode::Sasl) => self.op_sasl(cid, &mut r),
             Some(OpCode::SetWatches) => self.op_set_watches(cid, &mut r, false),
             Some(OpCode::SetWatches2) => self.op_set_watches(cid, &mut r, true),
             Some(OpCode::CheckWatches) => self.op_watch_type(cid, &mut r, false),

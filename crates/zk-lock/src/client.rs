@@ -25,6 +25,9 @@ pub(crate) fn build_client(conn: &Connection, connect: &str, path: &str) -> Resu
     if let Some(c) = &conn.auth {
         builder = builder.authorization(&c.scheme, &c.secret);
     }
+    if let Some(s) = &conn.sasl {
+        builder = builder.sasl(s.clone());
+    }
     builder = match conn.acl {
         AclChoice::Open => builder.acl_provider(OpenAclProvider),
         AclChoice::Creator => builder.acl_provider(FixedAclProvider::creator_all()),

@@ -57,6 +57,16 @@ pub(crate) enum Doing {
 /// Reports that no connection was made within `--connect-timeout` (`e` is
 /// what `block_until_connected` said) and returns the exit status (69).
 pub(crate) fn not_connected(e: &ZkError, connect: &str, conn: &Connection) -> i32 {
+    if let ZkError::Sasl(s) = e {
+        // A refusal or credentials that cannot be used: permission denied; a
+        // KDC that did not answer: unavailable.
+        if s.kind() == zk_framework::SaslErrorKind::KdcUnreachable {
+            eprintln!("zk-lock: ZooKeeper unavailable: connecting to {connect}: {e}");
+            return exit::UNAVAILABLE;
+        }
+        eprintln!("zk-lock: permission denied: connecting to {connect}: {e}");
+        return exit::NO_PERMISSION;
+    }
     if let ZkError::AuthFailed = e {
         // Refused, not unreachable: the same words and status as a refusal
         // met later.
@@ -122,10 +132,11 @@ pub(crate) fn report_zk(
 
 /// Whether `e` is ZooKeeper refusing access (exit 77).
 pub(crate) fn is_refusal(e: &ZkError) -> bool {
-    matches!(
-        e,
-        ZkError::NoAuth { .. } | ZkError::AuthFailed | ZkError::InvalidAcl { .. }
-    )
+    match e {
+        ZkError::NoAuth { .. } | ZkError::AuthFailed | ZkError::InvalidAcl { .. } => true,
+        ZkError::Sasl(s) => s.kind() != zk_framework::SaslErrorKind::KdcUnreachable,
+        _ => false,
+    }
 }
 
 /// The hint printed with a refusal; `None` when `e` is not one.
@@ -155,6 +166,10 @@ fn refusal_hint(
             hint
         }
         ZkError::AuthFailed => auth_failed_hint(&identity),
+        ZkError::Sasl(s) => format!(
+            "ZooKeeper refused the SASL {} authentication, or the credentials could not be used",
+            s.mechanism()
+        ),
         _ => match (conn.acl, &identity) {
             (AclChoice::Open, _) => "the server refused the ACL of a new lock node".to_string(),
             (_, Identity::Anonymous) => {

@@ -279,7 +279,8 @@ fn run_with_client(
         .env("ZK_LOCK_NODE", &node)
         .env("ZK_LOCK_FENCING_TOKEN", token.to_string())
         // The credentials stay with zk-lock.
-        .env_remove(crate::args::AUTH_ENV);
+        .env_remove(crate::args::AUTH_ENV)
+        .env_remove(crate::args::SASL_PASSWORD_ENV);
     // COMMAND gets a process group of its own, so that a loss and the final
     // clean-up reach the processes it started; not in a terminal's foreground,
     // where COMMAND must stay in the foreground group to use the terminal.

@@ -206,7 +206,7 @@ fn a_client_with_sasl_on_a_server_without_it_is_told_so() {
 fn requests_made_while_connecting_wait_for_the_exchange() {
     let s = server(Some(users().required(true)));
     let c = CuratorFramework::builder()
-        .connect_string(&s.connect_string())
+        .connect_string(s.connect_string())
         .sasl(SaslConfig::digest_md5("bob", "bobsecret").unwrap())
         .connection_timeout(CONNECT_TIMEOUT)
         .build()
@@ -264,7 +264,7 @@ fn a_managed_client_reports_auth_failed_and_authenticates_a_new_session() {
     let s = server(Some(users().required(true)));
     // Refused: block_until_connected says why at once, listeners hear AUTH_FAILED.
     let bad = CuratorFramework::builder()
-        .connect_string(&s.connect_string())
+        .connect_string(s.connect_string())
         .sasl(SaslConfig::digest_md5("bob", "wrong").unwrap())
         .connection_timeout(CONNECT_TIMEOUT)
         .retry_policy(RetryOneTime::new(Duration::from_millis(10)))
@@ -288,7 +288,7 @@ fn a_managed_client_reports_auth_failed_and_authenticates_a_new_session() {
 
     // Accepted, and again for a new session after an expiry.
     let good = CuratorFramework::builder()
-        .connect_string(&s.connect_string())
+        .connect_string(s.connect_string())
         .sasl(SaslConfig::digest_md5("bob", "bobsecret").unwrap())
         .session_timeout(Duration::from_secs(4))
         .connection_timeout(CONNECT_TIMEOUT)

@@ -57,6 +57,208 @@ pub(super) struct TlsArgs {
     tls_no_hostname_verify: bool,
 }
 
+/// The SASL options as clap sees them (a group of their own in the help).
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "SASL (Kerberos or DIGEST-MD5, on every connection)")]
+pub(super) struct SaslArgs {
+    /// authenticate every connection with SASL: digest-md5 (a user and a
+    /// password; the server's JAAS DigestLoginModule) or gssapi (Kerberos:
+    /// a keytab or a credential cache)
+    #[arg(global = true, verbatim_doc_comment, long, value_name = "MECH", value_parser = ["digest-md5", "gssapi"])]
+    pub(super) sasl: Option<String>,
+
+    /// the DIGEST-MD5 user; its password comes from --sasl-password-file or
+    /// $ZK_LOCK_SASL_PASSWORD, never from the command line
+    #[arg(
+        global = true,
+        verbatim_doc_comment,
+        long,
+        value_name = "USER",
+        allow_hyphen_values = true
+    )]
+    pub(super) sasl_user: Option<String>,
+
+    /// read the DIGEST-MD5 password from the first line of FILE (keep it
+    /// mode 0600)
+    #[arg(
+        global = true,
+        verbatim_doc_comment,
+        long,
+        value_name = "FILE",
+        allow_hyphen_values = true
+    )]
+    pub(super) sasl_password_file: Option<PathBuf>,
+
+    /// Kerberos: authenticate as --sasl-principal with the key in this keytab
+    /// (Kerberos gets and renews tickets from it); without it, the credential
+    /// cache
+    #[arg(
+        global = true,
+        verbatim_doc_comment,
+        long,
+        value_name = "FILE",
+        allow_hyphen_values = true
+    )]
+    pub(super) sasl_keytab: Option<PathBuf>,
+
+    /// Kerberos: the client principal of --sasl-keytab (e.g. app@EXAMPLE.COM)
+    #[arg(
+        global = true,
+        verbatim_doc_comment,
+        long,
+        value_name = "PRINCIPAL",
+        allow_hyphen_values = true
+    )]
+    pub(super) sasl_principal: Option<String>,
+
+    /// Kerberos: the credential cache to use (e.g. FILE:/tmp/krb5cc_app, what
+    /// kinit -c filled) [default: $KRB5CCNAME, Kerberos' default]
+    #[arg(
+        global = true,
+        verbatim_doc_comment,
+        long,
+        value_name = "NAME",
+        allow_hyphen_values = true
+    )]
+    pub(super) sasl_ccache: Option<String>,
+
+    /// Kerberos: the first part of the server's principal [default: zookeeper]
+    #[arg(
+        global = true,
+        verbatim_doc_comment,
+        long,
+        value_name = "NAME",
+        allow_hyphen_values = true
+    )]
+    pub(super) sasl_service: Option<String>,
+
+    /// Kerberos: the host part of the server's principal [default: the host
+    /// of the connect string, as given]
+    #[arg(
+        global = true,
+        verbatim_doc_comment,
+        long,
+        value_name = "HOST",
+        allow_hyphen_values = true
+    )]
+    pub(super) sasl_host: Option<String>,
+
+    /// Kerberos: the realm of the server's principal [default: the client's]
+    #[arg(
+        global = true,
+        verbatim_doc_comment,
+        long,
+        value_name = "REALM",
+        allow_hyphen_values = true
+    )]
+    pub(super) sasl_realm: Option<String>,
+
+    /// Kerberos: the server's whole principal (e.g.
+    /// zookeeper/zk1.example.com@EXAMPLE.COM); overrides --sasl-service,
+    /// --sasl-host and --sasl-realm
+    #[arg(
+        global = true,
+        verbatim_doc_comment,
+        long,
+        value_name = "PRINCIPAL",
+        allow_hyphen_values = true
+    )]
+    pub(super) sasl_server_principal: Option<String>,
+
+    /// Kerberos: let Kerberos canonicalize the server's host name (as its
+    /// krb5.conf says, as ZooKeeper's Java client does by default)
+    #[arg(global = true, verbatim_doc_comment, long, action = ArgAction::SetTrue)]
+    pub(super) sasl_canonicalize_host: bool,
+}
+
+impl SaslArgs {
+    /// Checks the combination and builds the client's SASL settings; the
+    /// password is read here (`password_env`: `ZK_LOCK_SASL_PASSWORD`).
+    /// Messages never repeat the password.
+    pub(super) fn resolve(&self, password_env: Option<&str>) -> Result<Option<zk_framework::SaslConfig>, UsageError> {
+        let kerberos_only = [
+            (self.sasl_keytab.is_some(), "--sasl-keytab"),
+            (self.sasl_ccache.is_some(), "--sasl-ccache"),
+            (self.sasl_service.is_some(), "--sasl-service"),
+            (self.sasl_host.is_some(), "--sasl-host"),
+            (self.sasl_realm.is_some(), "--sasl-realm"),
+            (self.sasl_server_principal.is_some(), "--sasl-server-principal"),
+            (self.sasl_canonicalize_host, "--sasl-canonicalize-host"),
+        ];
+        let digest_only = [
+            (self.sasl_user.is_some(), "--sasl-user"),
+            (self.sasl_password_file.is_some(), "--sasl-password-file"),
+        ];
+        let first = |opts: &[(bool, &'static str)]| opts.iter().find(|(set, _)| *set).map(|(_, n)| *n);
+        match self.sasl.as_deref() {
+            None => match first(&kerberos_only).or(first(&digest_only)) {
+                Some(name) => usage(format!("{name} needs --sasl (digest-md5 or gssapi)")),
+                None => Ok(None),
+            },
+            Some("digest-md5") => {
+                if let Some(name) = first(&kerberos_only) {
+                    return usage(format!("{name} is a Kerberos option: it needs --sasl gssapi"));
+                }
+                let Some(user) = &self.sasl_user else {
+                    return usage("--sasl digest-md5 needs --sasl-user");
+                };
+                let config = match (&self.sasl_password_file, password_env.filter(|p| !p.is_empty())) {
+                    (Some(file), _) => zk_framework::SaslConfig::digest_md5_password_file(user, file),
+                    (None, Some(pw)) => zk_framework::SaslConfig::digest_md5(user, pw),
+                    (None, None) => {
+                        return usage(format!(
+                            "--sasl digest-md5 needs a password: --sasl-password-file FILE or ${SASL_PASSWORD_ENV}                              (never on the command line)"
+                        ))
+                    }
+                };
+                config
+                    .map(Some)
+                    .map_err(|e| UsageError(format!("--sasl digest-md5: {e}")))
+            }
+            Some(_) => {
+                if let Some(name) = first(&digest_only) {
+                    return usage(format!("{name} is a DIGEST-MD5 option: it needs --sasl digest-md5"));
+                }
+                match (&self.sasl_keytab, &self.sasl_principal, &self.sasl_ccache) {
+                    (Some(_), None, _) => {
+                        return usage("--sasl-keytab needs --sasl-principal (the principal of its key)")
+                    }
+                    (None, Some(_), _) => return usage("--sasl-principal needs --sasl-keytab (the principal's key)"),
+                    (Some(_), Some(_), Some(_)) => {
+                        return usage(
+                            "--sasl-keytab and --sasl-ccache cannot be combined: give one source of credentials",
+                        )
+                    }
+                    _ => {}
+                }
+                let mut g = zk_framework::GssapiConfig::default().canonicalize_hostname(self.sasl_canonicalize_host);
+                if let (Some(k), Some(p)) = (&self.sasl_keytab, &self.sasl_principal) {
+                    g = g.keytab(k.clone(), p);
+                }
+                if let Some(c) = &self.sasl_ccache {
+                    g = g.credential_cache(c);
+                }
+                if let Some(s) = &self.sasl_service {
+                    g = g.service(s);
+                }
+                if let Some(h) = &self.sasl_host {
+                    g = g.server_host(h);
+                }
+                if let Some(r) = &self.sasl_realm {
+                    g = g.server_realm(r);
+                }
+                if let Some(p) = &self.sasl_server_principal {
+                    g = g.server_principal(p);
+                }
+                Ok(Some(zk_framework::SaslConfig::gssapi(g)))
+            }
+        }
+    }
+}
+
+/// The environment variable with the DIGEST-MD5 password.
+pub const SASL_PASSWORD_ENV: &str = "ZK_LOCK_SASL_PASSWORD";
+
 impl TlsArgs {
     /// Checks the combination: `Ok(None)` without `--tls-ca` and nothing else.
     pub(super) fn resolve(&self) -> Result<Option<Box<TlsFiles>>, UsageError> {
@@ -197,6 +399,12 @@ ENVIRONMENT:
     ZK_LOCK_AUTH        SCHEME:CREDENTIALS when neither --auth nor --auth-file
                         is given (e.g. digest:deployer:s3cret); removed from
                         COMMAND's environment. Credentials are never printed.
+    ZK_LOCK_SASL_PASSWORD
+                        the --sasl digest-md5 password when --sasl-password-file
+                        is not given; removed from COMMAND's environment
+    KRB5_CONFIG, KRB5CCNAME, KRB5_CLIENT_KTNAME
+                        Kerberos' own (--sasl gssapi): its configuration, the
+                        default credential cache and client keytab
 
     COMMAND runs with these added:
     ZK_LOCK_PATH            the lock path (PATH)
@@ -407,6 +615,9 @@ pub(super) struct ConnArgs {
 
     #[command(flatten)]
     pub(super) tls: TlsArgs,
+
+    #[command(flatten)]
+    pub(super) sasl: SaslArgs,
 }
 
 /// The operator's subcommands.

@@ -22,7 +22,7 @@ use cli::{Cli, ConnArgs, OpCommand};
 use errors::from_clap;
 use options::usage;
 
-pub use cli::{help, USAGE_LINE};
+pub use cli::{help, SASL_PASSWORD_ENV, USAGE_LINE};
 pub(crate) use duration::human;
 pub use options::{
     check_lock_path, parse_credentials, AclChoice, Connection, Credentials, Kind, Op, OpOptions, Options, Parsed,
@@ -64,6 +64,8 @@ pub struct Env {
     pub zk_connect: Option<String>,
     /// `ZK_LOCK_AUTH` (never printed: see [`Credentials`]).
     pub zk_lock_auth: Option<String>,
+    /// `ZK_LOCK_SASL_PASSWORD` (never printed).
+    pub zk_lock_sasl_password: Option<String>,
 }
 
 impl Env {
@@ -72,6 +74,7 @@ impl Env {
         Env {
             zk_connect: std::env::var("ZK_CONNECT").ok(),
             zk_lock_auth: std::env::var(AUTH_ENV).ok(),
+            zk_lock_sasl_password: std::env::var(cli::SASL_PASSWORD_ENV).ok(),
         }
     }
 }
@@ -206,12 +209,17 @@ fn connection(a: &ConnArgs, env: &Env) -> Result<Connection, UsageError> {
         return usage(EMBEDDED_NOT_BUILT);
     }
     let auth = credentials(a.auth.clone(), a.auth_file.as_deref(), env.zk_lock_auth.clone())?;
+    let sasl = a.sasl.resolve(env.zk_lock_sasl_password.as_deref())?;
+    if a.embedded && sasl.is_some() {
+        return usage("--embedded and --sasl cannot be combined: the embedded server of --embedded has no SASL users");
+    }
     let acl = a.acl.unwrap_or(AclChoice::Open);
     let has_client_cert = tls.as_ref().is_some_and(|t| t.client.is_some());
-    if acl != AclChoice::Open && auth.is_none() && !has_client_cert {
+    if acl != AclChoice::Open && auth.is_none() && !has_client_cert && sasl.is_none() {
         return usage(format!(
-            "--acl {} needs credentials: give --auth, --auth-file or {AUTH_ENV} (or a TLS client \
-             certificate: --tls-cert, whose x509 identity then owns the nodes)",
+            "--acl {} needs credentials: give --auth, --auth-file or {AUTH_ENV}, --sasl (whose sasl \
+             identity then owns the nodes) or a TLS client certificate (--tls-cert, whose x509 identity \
+             then owns the nodes)",
             acl.name()
         ));
     }
@@ -230,6 +238,7 @@ fn connection(a: &ConnArgs, env: &Env) -> Result<Connection, UsageError> {
         auth,
         acl,
         tls,
+        sasl,
     })
 }
 

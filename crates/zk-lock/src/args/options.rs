@@ -150,6 +150,8 @@ pub struct Connection {
     pub acl: AclChoice,
     /// TLS settings (`--tls-*`); `None` for plain TCP.
     pub tls: Option<Box<TlsFiles>>,
+    /// SASL settings (`--sasl*`, the password read); `None` for none.
+    pub sasl: Option<zk_framework::SaslConfig>,
 }
 
 /// Everything a run needs.

@@ -20,5 +20,6 @@ mod operate;
 mod partition;
 mod processes;
 mod registry;
+mod sasl;
 mod tls;
 mod usage;

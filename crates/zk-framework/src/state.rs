@@ -242,6 +242,16 @@ mod tests {
             ),
             ("injected expiry", &[C, Expired, NEW], &[Connected, Lost, Reconnected]),
             (
+                "refused at the first connection",
+                &[SessionSignal::AuthFailed, Disconnected, Expired],
+                &[AuthFailed],
+            ),
+            (
+                "refused on a reconnect: suspended, then auth failed, final",
+                &[C, Disconnected, SessionSignal::AuthFailed, Disconnected, Expired],
+                &[Connected, Suspended, AuthFailed],
+            ),
+            (
                 "repeated disconnects",
                 &[C, Disconnected, Disconnected, C, C],
                 &[Connected, Suspended, Reconnected],

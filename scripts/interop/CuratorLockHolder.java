@@ -33,6 +33,10 @@ import org.apache.zookeeper.data.ACL;
  * with {@code CREATOR_ALL_ACL} (an {@link ACLProvider}), so that only sessions with the same
  * credentials can read, join or delete the lock.
  *
+ * <p>With {@code ZK_SASL_ACL=id1,id2,...} every node is created with an ACL granting everything to
+ * those {@code sasl} ids (and nothing to anyone else); the client authenticates with SASL as its
+ * JAAS {@code Client} section says ({@code -Djava.security.auth.login.config=FILE}).
+ *
  * <p>Exit status: 0 on success, 1 on any error, 2 on bad arguments.
  */
 public final class CuratorLockHolder {
@@ -80,6 +84,24 @@ public final class CuratorLockHolder {
                             return ZooDefs.Ids.CREATOR_ALL_ACL;
                         }
                     });
+        }
+        String saslAcl = System.getenv("ZK_SASL_ACL");
+        if (saslAcl != null && !saslAcl.isEmpty()) {
+            List<ACL> acl = new java.util.ArrayList<>();
+            for (String id : saslAcl.split(",")) {
+                acl.add(new ACL(ZooDefs.Perms.ALL, new org.apache.zookeeper.data.Id("sasl", id)));
+            }
+            builder = builder.aclProvider(new ACLProvider() {
+                @Override
+                public List<ACL> getDefaultAcl() {
+                    return acl;
+                }
+
+                @Override
+                public List<ACL> getAclForPath(String path) {
+                    return acl;
+                }
+            });
         }
         CuratorFramework client = builder.build();
         try (FileOutputStream out = new FileOutputStream(logFile, true)) {

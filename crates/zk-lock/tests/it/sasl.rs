@@ -230,3 +230,187 @@ fn sasl_usage_errors() {
     assert_eq!(code, 64, "{stderr}");
     assert!(stderr.contains("empty"), "{stderr}");
 }
+
+/// Curator 5.4 (Java, SASL DIGEST-MD5 from its JAAS `Client` section) and
+/// zk-lock (`--sasl digest-md5`) on one lock whose nodes' ACL names `sasl`
+/// ids: each queues behind the other and gets the lock after its release,
+/// never while it is held; a client without SASL, or with an identity the
+/// ACL does not name, is refused (exit 77).
+#[test]
+fn curator_with_sasl_and_zk_lock_share_a_lock_under_a_sasl_acl() {
+    use crate::support::curator::*;
+    use zk_testing::{wait_until, TestingServer};
+    let dir = Scratch::new("curator-sasl");
+    let cp = match compile_curator_contender(&dir.0) {
+        Ok(cp) => cp,
+        Err(why) => {
+            if std::env::var("ZK_TEST_REQUIRE_APACHE").as_deref() == Ok("1") {
+                panic!("ZK_TEST_REQUIRE_APACHE=1 but Curator cannot run: {why}");
+            }
+            println!("skipping the Curator SASL interop test: {why}");
+            return;
+        }
+    };
+    let server = TestingServer::start_sasl(ServerSasl::digest(&[
+        ("alice", "alice-pw"),
+        ("bob", SECRET),
+        ("mallory", "mallory-pw"),
+    ]))
+    .unwrap();
+    let cs = server.connect_string();
+    let t = timing();
+    let path = "/locks/curator-sasl";
+    let jaas = dir.path("jaas.conf");
+    std::fs::write(
+        &jaas,
+        "Client {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n  username=\"alice\"\n  password=\"alice-pw\";\n};\n",
+    )
+    .unwrap();
+    let jaas_flag = format!("-Djava.security.auth.login.config={}", jaas.display());
+    let java_holder_sasl = |name: &str, release: &std::path::Path, log: &std::path::Path| {
+        let cmd = java_holder(&cp, &cs, path, name, log, release);
+        // JVM flags go before the class: rebuild the command with ours first.
+        let args: Vec<_> = cmd.get_args().map(|a| a.to_owned()).collect();
+        let mut java = std::process::Command::new("java");
+        java.arg(&jaas_flag).args(args).env("ZK_SASL_ACL", "alice,bob");
+        java.stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null());
+        java
+    };
+    let observer = {
+        let c = CuratorFramework::builder()
+            .connect_string(cs.clone())
+            .sasl(SaslConfig::digest_md5("bob", SECRET).unwrap())
+            .build()
+            .unwrap();
+        c.block_until_connected(t.wait()).unwrap();
+        c
+    };
+    // The lock's path, made once (persistent, not a container that goes when
+    // empty): its ACL names the two sasl ids.
+    let both = vec![Acl::sasl("alice", perms::ALL), Acl::sasl("bob", perms::ALL)];
+    observer
+        .create()
+        .creating_parents_if_needed()
+        .with_acl(both.clone())
+        .for_path(path)
+        .unwrap();
+    let nodes = |c: &CuratorFramework| c.get_children(path).unwrap_or_default();
+    let log = dir.path("sections.log");
+    let log_has = |what: &str| std::fs::read_to_string(&log).unwrap_or_default().contains(what);
+    let bob_args = |extra: &[&str], script: &str| -> Vec<String> {
+        let mut v: Vec<String> = ["--sasl", "digest-md5", "--sasl-user", "bob"]
+            .map(String::from)
+            .to_vec();
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v.extend([
+            path.to_string(),
+            "--".into(),
+            "sh".into(),
+            "-c".into(),
+            script.to_string(),
+        ]);
+        v
+    };
+
+    // 1. Curator (alice) holds; its nodes' ACL names sasl:alice and sasl:bob.
+    let release = dir.path("release-1");
+    let java_err = dir.path("curator-1.err");
+    let java = java_holder_sasl("curator-1", &release, &log)
+        .stderr(std::fs::File::create(&java_err).unwrap())
+        .spawn()
+        .unwrap();
+    assert!(
+        wait_until(t.wait(), || log_has("curator-1 START")),
+        "the Curator holder never got the lock: {}",
+        std::fs::read_to_string(&java_err).unwrap_or_default()
+    );
+    let held = nodes(&observer);
+    assert_eq!(held.len(), 1);
+    let (acl, _) = observer
+        .zookeeper_client()
+        .get_acl(&format!("{path}/{}", held[0]))
+        .unwrap();
+    assert_eq!(acl, both);
+    // No SASL, or an identity the ACL does not name: refused at once.
+    let (code, stderr, _) = run(Some(&cs), &["--timeout", "0", path, "--", "true"]);
+    assert_eq!(code, 77, "{stderr}");
+    let (code, stderr, _) = run_out_env(
+        &cs,
+        &[
+            "--sasl",
+            "digest-md5",
+            "--sasl-user",
+            "mallory",
+            "--timeout",
+            "0",
+            path,
+            "--",
+            "true",
+        ],
+        "mallory-pw",
+    );
+    assert_eq!(code, 77, "{stderr}");
+    // bob queues behind Curator and runs after its release.
+    let args = bob_args(&[], &section_script("zk-lock-1", &log, "0.05"));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let waiting = spawn_env(Some(&cs), &args, &[("ZK_LOCK_SASL_PASSWORD", SECRET)]);
+    assert!(
+        wait_until(t.wait(), || nodes(&observer).len() == 2),
+        "zk-lock did not queue behind Curator"
+    );
+    assert!(!log_has("zk-lock-1 START"));
+    std::fs::write(&release, b"").unwrap();
+    let (status, stderr) = waiting.finish(t.wait());
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    java_wait(java, &java_err);
+
+    // 2. zk-lock (bob) holds with --acl creator-read: its node is sasl:bob's,
+    // readable by others (Curator's waiter reads its predecessor's data, so a
+    // node it cannot read would fail it); Curator (alice) queues and gets the
+    // lock after.
+    let (ready, env_dump, go) = (dir.path("ready"), dir.path("env"), dir.path("go"));
+    let script = format!(
+        ": > {ready}; env > {env}; while [ ! -e {go} ]; do sleep 0.02; done; {section}",
+        ready = ready.display(),
+        env = env_dump.display(),
+        go = go.display(),
+        section = section_script("zk-lock-2", &log, "0.01"),
+    );
+    let args = bob_args(&["--acl", "creator-read"], &script);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let holder = spawn_env(Some(&cs), &args, &[("ZK_LOCK_SASL_PASSWORD", SECRET)]);
+    wait_for_file(&ready);
+    assert!(!std::fs::read_to_string(&env_dump).unwrap().contains(SECRET));
+    let held = nodes(&observer);
+    let (acl, _) = observer
+        .zookeeper_client()
+        .get_acl(&format!("{path}/{}", held[0]))
+        .unwrap();
+    assert_eq!(acl, vec![Acl::sasl("bob", perms::ALL), Acl::world(perms::READ)]);
+    let release = dir.path("release-2");
+    let java_err = dir.path("curator-2.err");
+    let java = java_holder_sasl("curator-2", &release, &log)
+        .stderr(std::fs::File::create(&java_err).unwrap())
+        .spawn()
+        .unwrap();
+    assert!(
+        wait_until(t.wait(), || nodes(&observer).len() == 2),
+        "Curator did not queue behind zk-lock: {:?} {}",
+        nodes(&observer),
+        std::fs::read_to_string(&java_err).unwrap_or_default()
+    );
+    assert!(!log_has("curator-2 START"), "Curator got a lock zk-lock holds");
+    std::fs::write(&go, b"").unwrap();
+    let (status, stderr) = holder.finish(t.wait());
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(
+        wait_until(t.wait(), || log_has("curator-2 START")),
+        "Curator never got the lock after zk-lock's release: {}",
+        std::fs::read_to_string(&java_err).unwrap_or_default()
+    );
+    std::fs::write(&release, b"").unwrap();
+    java_wait(java, &java_err);
+    assert_exclusive(&sections(&log));
+    observer.close();
+}

@@ -1,7 +1,6 @@
 //! [`Client`], the handle of one session: connecting, waiting for the
 //! connection, credentials, the session's state, and closing.
 
-use std::hash::BuildHasher;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread;
@@ -102,16 +101,6 @@ fn close_inner(inner: &Arc<Inner>) {
             continue; // closing from a watcher: this thread ends after it returns
         }
         w.join_until(deadline);
-    }
-}
-
-fn shuffle<T>(v: &mut [T]) {
-    let mut x = std::collections::hash_map::RandomState::new().hash_one(0u8) | 1;
-    for i in (1..v.len()).rev() {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        v.swap(i, (x % (i as u64 + 1)) as usize);
     }
 }
 
@@ -258,8 +247,7 @@ impl Client {
                 reason: "no host resolves to an address".into(),
             });
         }
-        let mut hosts = cs.hosts;
-        shuffle(&mut hosts);
+        let hosts = cs.hosts;
         let (etx, erx) = crossbeam_channel::unbounded();
         let inner = Arc::new(Inner::new(
             Settings {
@@ -554,6 +542,95 @@ impl Client {
         self.inner().core.lock().state
     }
 
+    /// Hands the client a new list of servers (a connect string; its chroot,
+    /// if any, is ignored: a client's chroot never changes), as ZooKeeper's
+    /// `updateServerList` does: the session is kept, and only as many
+    /// clients move as balance the new list (ZooKeeper's probabilistic rule:
+    /// from 3 servers to 5, each client moves with probability 2/5, to one
+    /// of the 2 new ones; a client whose server is gone always moves; one
+    /// whose server stays in a list that did not grow stays). A client that
+    /// moves drops its connection at once and reconnects (same session) to a
+    /// server chosen by that rule. Returns whether it moves.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidConnectString`] for a connect string that does not
+    /// parse (nothing changes: a client never has an empty list);
+    /// [`Error::Closed`] on a closed client.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use zk_framework::{Client, ClientConfig};
+    /// let zk = Client::connect("zk1:2181,zk2:2181,zk3:2181", ClientConfig::default())?;
+    /// // zk3 was replaced by zk4.
+    /// let moved = zk.update_server_list("zk1:2181,zk2:2181,zk4:2181")?;
+    /// assert_eq!(zk.server_list().len(), 3);
+    /// # let _ = moved;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn update_server_list(&self, connect_string: &str) -> Result<bool> {
+        let cs = connect_string::parse(connect_string)?;
+        let inner = self.inner();
+        if inner.is_closing() {
+            return Err(Error::Closed);
+        }
+        if let (Some(new), old) = (&cs.chroot, &inner.chroot) {
+            if Some(new) != old.as_ref() {
+                log::warn!("update_server_list: the chroot {new} of the new connect string is ignored (a client's chroot never changes)");
+            }
+        }
+        let decision = inner.hosts.lock().update(cs.hosts);
+        let moved = decision == super::hosts::Decision::Move;
+        log::info!(
+            "server list updated to {} server(s){}",
+            inner.hosts.lock().len(),
+            if moved { ": moving to another server" } else { "" }
+        );
+        if moved {
+            inner.kill(None, "the server list changed: moving to another server");
+        }
+        Ok(moved)
+    }
+
+    /// The servers the client chooses from, as `host:port` (in the order it
+    /// tries them).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// let zk = zk_framework::Client::connect("127.0.0.1:2181", Default::default())?;
+    /// assert_eq!(zk.server_list(), vec!["127.0.0.1:2181".to_string()]);
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn server_list(&self) -> Vec<String> {
+        self.inner()
+            .hosts
+            .lock()
+            .hosts()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    /// The server (`host:port`, as the server list names it) of the current
+    /// connection; `None` while not connected.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// let zk = zk_framework::Client::connect("127.0.0.1:2181", Default::default())?;
+    /// zk.wait_connected(std::time::Instant::now() + std::time::Duration::from_secs(5))?;
+    /// assert_eq!(zk.connected_to().as_deref(), Some("127.0.0.1:2181"));
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn connected_to(&self) -> Option<String> {
+        if !self.state().is_connected() {
+            return None;
+        }
+        self.inner().hosts.lock().current().map(ToString::to_string)
+    }
+
     /// The session id (0 before the first connection).
     ///
     /// # Errors
@@ -746,15 +823,6 @@ mod tests {
             Client::connect(&format!("{}.invalid:2181", "x".repeat(64)), ClientConfig::default()),
             Err(Error::InvalidConnectString { .. })
         ));
-    }
-
-    #[test]
-    fn shuffle_keeps_elements() {
-        let mut v: Vec<u32> = (0..50).collect();
-        shuffle(&mut v);
-        let mut s = v.clone();
-        s.sort();
-        assert_eq!(s, (0..50).collect::<Vec<_>>());
     }
 
     #[test]

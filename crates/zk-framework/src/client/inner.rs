@@ -21,6 +21,7 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use super::connect_string::HostPort;
 use super::events::{fire, EventMsg};
+use super::hosts::HostProvider;
 use super::sasl::SaslConfig;
 use super::tls::{TlsConfig, Transport};
 use super::types::{ClientState, SessionEvent, WatchedEvent, Watcher};
@@ -234,7 +235,9 @@ impl Worker {
 
 /// Everything a client handle and its threads share.
 pub(super) struct Inner {
-    pub hosts: Vec<HostPort>,
+    /// The server list and the choice of the next server (it changes with
+    /// `Client::update_server_list`).
+    pub hosts: Mutex<HostProvider>,
     pub chroot: Option<String>,
     pub requested_timeout_ms: i32,
     pub connect_timeout: Duration,
@@ -335,7 +338,7 @@ impl Inner {
         let (wake_tx, wake_rx) = crossbeam_channel::bounded(1);
         let (session_id, password) = s.session.unwrap_or((0, vec![0; 16]));
         Inner {
-            hosts: s.hosts,
+            hosts: Mutex::new(HostProvider::new(s.hosts)),
             chroot: s.chroot,
             requested_timeout_ms: s.requested_timeout_ms,
             connect_timeout: s.connect_timeout,

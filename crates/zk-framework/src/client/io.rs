@@ -101,8 +101,6 @@ fn io_fail(what: &str, e: &std::io::Error) -> Fail {
 
 /// The I/O thread's body.
 pub(super) fn io_main(inner: Arc<Inner>) {
-    let n = inner.hosts.len();
-    let mut next = 0usize;
     let mut failures = 0usize;
     let mut refused_in_a_row = 0usize;
     let mut sasl_refused_in_a_row = 0usize;
@@ -121,6 +119,8 @@ pub(super) fn io_main(inner: Arc<Inner>) {
         if inner.is_closing() || inner.core.lock().state.is_terminal() {
             break;
         }
+        // The list may change (`Client::update_server_list`): its size now.
+        let n = inner.hosts.lock().len().max(1);
         if failures > 0 && failures % n == 0 {
             let pause = backoff.next_backoff().unwrap_or(BACKOFF_MAX).min(BACKOFF_MAX);
             log::debug!("all {n} server(s) failed; next round in {pause:?}");
@@ -129,8 +129,8 @@ pub(super) fn io_main(inner: Arc<Inner>) {
                 break;
             }
         }
-        let host = &inner.hosts[next % n];
-        next = next.wrapping_add(1);
+        let host = inner.hosts.lock().next();
+        let host = &host;
         match connect_host(&inner, host, &mut buf) {
             Attempt::Failed(reason) => {
                 log::debug!("connecting to {host} failed: {reason}");
@@ -226,6 +226,9 @@ fn connect_host(inner: &Arc<Inner>, host: &HostPort, buf: &mut [u8]) -> Attempt 
         let result = transport.and_then(|t| handshake(inner, &host.host, t, deadline, buf));
         match result {
             Ok(a) => {
+                if matches!(a, Attempt::Established(_)) {
+                    inner.hosts.lock().on_connected(host, addr);
+                }
                 *inner.last_tls_error.lock() = None;
                 *inner.last_sasl_error.lock() = None;
                 return a;

@@ -126,6 +126,7 @@ mod date;
 mod detached;
 mod events;
 mod handle;
+mod hosts;
 mod inner;
 mod io;
 mod multi;
@@ -143,6 +144,7 @@ mod watches;
 // kept here too, where the client's TLS settings are.
 #[doc(inline)]
 pub use crate::error::{SaslError, SaslErrorKind, TlsError, TlsErrorKind};
+pub(crate) use connect_string::parse as parse_connect_string;
 pub use handle::Client;
 pub use sasl::{GssapiConfig, SaslConfig};
 pub use tls::{TlsConfig, TlsConfigBuilder};

@@ -436,7 +436,7 @@ impl CuratorFrameworkBuilder {
         let (close_tx, close_rx) = crossbeam_channel::bounded(0);
         let executor = super::executor::Executor::new();
         let inner = Arc::new(Inner {
-            connect_string: cs,
+            connect_string: Mutex::new(cs),
             client_config,
             connection_timeout: self.connection_timeout,
             retry_policy: self.retry_policy,

@@ -57,7 +57,7 @@ pub struct CuratorFramework {
 impl fmt::Debug for CuratorFramework {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CuratorFramework")
-            .field("connect_string", &self.inner.connect_string)
+            .field("connect_string", &*self.inner.connect_string.lock())
             .field("namespace", &self.inner.namespace)
             .field("state", &self.state())
             .field("generation", &self.inner.generation())
@@ -79,6 +79,72 @@ impl CuratorFramework {
     /// ```
     pub fn zookeeper_client(&self) -> Arc<Client> {
         self.inner.current().0
+    }
+
+    /// Hands the client a new list of servers (see
+    /// [`Client::update_server_list`]: the session is kept and only as many
+    /// clients move as balance the new list). New sessions (after an
+    /// expiry) use it too. The chroot of the client's connect string is
+    /// kept; one in `connect_string` is ignored. Returns whether the current
+    /// connection moves.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidConnectString`] for a connect string that does not
+    /// parse (nothing changes); [`Error::Closed`] on a closed client.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("zk1:2181,zk2:2181,zk3:2181/app").build()?;
+    /// c.update_server_list("zk1:2181,zk2:2181,zk4:2181")?;
+    /// assert_eq!(c.server_list().len(), 3);
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn update_server_list(&self, connect_string: &str) -> Result<bool> {
+        let parsed = crate::client::parse_connect_string(connect_string)?;
+        if self.is_closed() {
+            return Err(crate::Error::Closed);
+        }
+        {
+            let mut cs = self.inner.connect_string.lock();
+            let chroot = crate::client::parse_connect_string(&cs)
+                .ok()
+                .and_then(|c| c.chroot)
+                .unwrap_or_default();
+            let hosts: Vec<String> = parsed.hosts.iter().map(ToString::to_string).collect();
+            *cs = format!("{}{chroot}", hosts.join(","));
+        }
+        self.zookeeper_client().update_server_list(connect_string)
+    }
+
+    /// The servers the current session's client chooses from (see
+    /// [`Client::server_list`]).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// assert_eq!(c.server_list(), vec!["127.0.0.1:2181".to_string()]);
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn server_list(&self) -> Vec<String> {
+        self.zookeeper_client().server_list()
+    }
+
+    /// The server of the current connection, `host:port` (see
+    /// [`Client::connected_to`]); `None` while not connected.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").build()?;
+    /// c.block_until_connected(std::time::Duration::from_secs(5))?;
+    /// assert_eq!(c.connected_to().as_deref(), Some("127.0.0.1:2181"));
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn connected_to(&self) -> Option<String> {
+        self.zookeeper_client().connected_to()
     }
 
     /// The namespace, if any.

@@ -34,7 +34,9 @@ pub(super) struct ConnInner {
 }
 
 pub(crate) struct Inner {
-    pub(super) connect_string: String,
+    /// The connect string new sessions use (its server list changes with
+    /// `update_server_list`; its chroot never does).
+    pub(super) connect_string: Mutex<String>,
     pub(super) client_config: ClientConfig,
     pub(super) connection_timeout: Duration,
     pub(super) retry_policy: Arc<dyn RetryPolicy>,

@@ -23,7 +23,8 @@ impl Inner {
         if h.generation != old_generation {
             return Some(h.generation);
         }
-        match Client::connect(&self.connect_string, self.client_config.clone()) {
+        let connect_string = self.connect_string.lock().clone();
+        match Client::connect(&connect_string, self.client_config.clone()) {
             Ok(c) => {
                 let old = std::mem::replace(&mut h.client, Arc::new(c));
                 h.generation += 1;

@@ -39,6 +39,9 @@ mod x509;
 // A lost reply proven on a follower that lags its leader (3-node Apache ensemble).
 mod lagging;
 
+// A server list that changes (update_server_list): embedded, and a 3-node Apache ensemble.
+mod server_list;
+
 // Bad bytes over TCP (proptest): the client against a lying server, the
 // embedded server against hostile connections (the decoders themselves are
 // zk-proto's `fuzz_decoders`).

@@ -580,7 +580,9 @@ impl Client {
                 log::warn!("update_server_list: the chroot {new} of the new connect string is ignored (a client's chroot never changes)");
             }
         }
-        let decision = inner.hosts.lock().update(cs.hosts);
+        // DNS before the lock: the I/O thread takes it to pick a server.
+        let resolved = super::hosts::HostProvider::resolve_all(&cs.hosts);
+        let decision = inner.hosts.lock().update(cs.hosts, &resolved);
         let moved = decision == super::hosts::Decision::Move;
         log::info!(
             "server list updated to {} server(s){}",

@@ -164,17 +164,32 @@ impl HostProvider {
     }
 
     /// Whether `c` is the server `h` names: the same port, and the same host
-    /// string or an address `h` resolves to (literals resolve without DNS).
-    fn same_server(c: &(HostPort, SocketAddr), h: &HostPort) -> bool {
+    /// string or one of `h`'s addresses (`resolved`, looked up before the
+    /// provider's lock is taken).
+    fn same_server(c: &(HostPort, SocketAddr), h: &HostPort, resolved: &[(HostPort, Vec<SocketAddr>)]) -> bool {
         if c.0.port != h.port && c.1.port() != h.port {
             return false;
         }
-        c.0 == *h || h.resolve().is_ok_and(|addrs| addrs.iter().any(|a| a.ip() == c.1.ip()))
+        c.0 == *h
+            || resolved
+                .iter()
+                .filter(|(r, _)| r == h)
+                .any(|(_, addrs)| addrs.iter().any(|a| a.ip() == c.1.ip()))
     }
 
-    /// Takes `new_hosts` (not empty) as the list and decides whether the
+    /// Looks up the addresses of `hosts` (DNS for names; a name that does
+    /// not resolve has none), for [`HostProvider::update`].
+    pub(crate) fn resolve_all(hosts: &[HostPort]) -> Vec<(HostPort, Vec<SocketAddr>)> {
+        hosts
+            .iter()
+            .map(|h| (h.clone(), h.resolve().unwrap_or_default()))
+            .collect()
+    }
+
+    /// Takes `new_hosts` (not empty; their addresses `resolved` by
+    /// [`HostProvider::resolve_all`]) as the list and decides whether the
     /// current connection moves (ZooKeeper's rule, see the module doc).
-    pub(crate) fn update(&mut self, new_hosts: Vec<HostPort>) -> Decision {
+    pub(crate) fn update(&mut self, new_hosts: Vec<HostPort>, resolved: &[(HostPort, Vec<SocketAddr>)]) -> Decision {
         debug_assert!(!new_hosts.is_empty());
         let mut list = new_hosts;
         list.dedup();
@@ -185,7 +200,7 @@ impl HostProvider {
         let current = self.current.clone();
         let c_in_list = current
             .as_ref()
-            .is_some_and(|c| list.iter().any(|h| Self::same_server(c, h)));
+            .is_some_and(|c| list.iter().any(|h| Self::same_server(c, h, resolved)));
         let decision = if m > n {
             if c_in_list {
                 let p_move = 1.0 - n as f64 / m as f64;
@@ -211,7 +226,7 @@ impl HostProvider {
             None => {
                 // Stay: keep the position after the current server.
                 if let Some(c) = &current {
-                    if let Some(i) = self.hosts.iter().position(|h| Self::same_server(c, h)) {
+                    if let Some(i) = self.hosts.iter().position(|h| Self::same_server(c, h, resolved)) {
                         self.next = (i + 1) % self.hosts.len();
                     }
                 }
@@ -292,7 +307,7 @@ mod tests {
             let (mut moved, mut went_new) = (0, 0);
             for seed in 0..runs {
                 let mut p = connected(from, at, seed * 2 + 1);
-                if p.update(list(to)) == Decision::Move {
+                if p.update(list(to), &HostProvider::resolve_all(&list(to))) == Decision::Move {
                     moved += 1;
                     if !from.contains(&p.next().port) {
                         went_new += 1;
@@ -317,7 +332,7 @@ mod tests {
     #[test]
     fn a_move_tries_each_server_once_then_round_robins() {
         let mut p = connected(&[1, 2, 3], 3, 11);
-        assert_eq!(p.update(list(&[1, 2, 6])), Decision::Move);
+        assert_eq!(p.update(list(&[1, 2, 6]), &[]), Decision::Move);
         let mut tried: Vec<u16> = (0..3).map(|_| p.next().port).collect();
         assert_eq!(tried[0], 6);
         tried.sort();
@@ -332,7 +347,7 @@ mod tests {
     #[test]
     fn stay_keeps_the_position_after_the_current_server() {
         let mut p = connected(&[1, 2, 3], 2, 5);
-        assert_eq!(p.update(list(&[1, 2])), Decision::Stay);
+        assert_eq!(p.update(list(&[1, 2]), &[]), Decision::Stay);
         assert_eq!(p.next().port, 1);
         assert_eq!(p.current().map(|h| h.port), Some(2));
     }
@@ -340,7 +355,7 @@ mod tests {
     #[test]
     fn not_connected_yet_counts_as_not_in_the_list() {
         let mut p = HostProvider::seeded(list(&[1, 2, 3]), 3);
-        assert_eq!(p.update(list(&[4])), Decision::Move);
+        assert_eq!(p.update(list(&[4]), &[]), Decision::Move);
         assert_eq!(p.next().port, 4);
     }
 }

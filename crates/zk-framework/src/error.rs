@@ -645,7 +645,8 @@ impl SaslError {
         self.kind
     }
 
-    /// The mechanism: `DIGEST-MD5` or `GSSAPI`.
+    /// The mechanism: `DIGEST-MD5` or `GSSAPI`; empty for
+    /// [`SaslErrorKind::Required`] (the client has none).
     ///
     /// # Examples
     ///
@@ -675,7 +676,11 @@ impl SaslError {
 
 impl fmt::Display for SaslError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.mechanism, self.message)
+        if self.mechanism.is_empty() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "{}: {}", self.mechanism, self.message)
+        }
     }
 }
 

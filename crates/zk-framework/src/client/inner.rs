@@ -757,7 +757,7 @@ impl Inner {
             let e = match &self.sasl {
                 None => SaslError::new(
                     SaslErrorKind::Required,
-                    "SASL",
+                    "",
                     "the server requires SASL authentication (SessionClosedRequireSaslAuth, -124) and the client has none: give it a SaslConfig",
                 ),
                 Some(s) => SaslError::new(

@@ -339,3 +339,58 @@ fn bad_sasl_settings_are_typed_errors() {
         Err(Error::Sasl(x)) if x.kind() == SaslErrorKind::InvalidConfig
     ));
 }
+
+/// Every log record of the process, at every level, while SASL succeeds,
+/// fails, reconnects and ends: none carries a password (alone in its
+/// process: the logger is process-wide).
+#[test]
+fn no_password_in_any_log_record() {
+    if zk_testing::support::in_own_process("sasl::no_password_in_any_log_record") {
+        return;
+    }
+    struct Recorder(parking_lot::Mutex<Vec<String>>);
+    impl log::Log for Recorder {
+        fn enabled(&self, _: &log::Metadata<'_>) -> bool {
+            true
+        }
+        fn log(&self, r: &log::Record<'_>) {
+            self.0.lock().push(format!("{} {}", r.target(), r.args()));
+        }
+        fn flush(&self) {}
+    }
+    // The logger lives as long as the process (this test's own).
+    let rec: &'static Recorder = Box::leak(Box::new(Recorder(parking_lot::Mutex::new(Vec::new()))));
+    log::set_logger(rec).unwrap();
+    log::set_max_level(log::LevelFilter::Trace);
+
+    let s = server(Some(users().required(true)));
+    let good = connected(&s, digest("bob", "bobsecret"));
+    good.create("/logged", b"", &Acl::open_unsafe(), CreateMode::Persistent)
+        .unwrap();
+    s.drop_connections();
+    assert!(wait_until(Duration::from_secs(10), || good.exists("/logged").is_ok()));
+    refused(
+        &s,
+        digest("bob", "wrong-pw-123"),
+        SaslErrorKind::Rejected,
+        "wrong-pw-123",
+    );
+    refused(
+        &s,
+        digest("nobody", "nobody-pw-456"),
+        SaslErrorKind::Rejected,
+        "nobody-pw-456",
+    );
+    good.close();
+    let records = rec.0.lock();
+    assert!(
+        records.len() > 20,
+        "too few records to mean anything: {}",
+        records.len()
+    );
+    for r in records.iter() {
+        for secret in ["bobsecret", "wrong-pw-123", "nobody-pw-456"] {
+            assert!(!r.contains(secret), "{r}");
+        }
+    }
+}

@@ -82,7 +82,7 @@ fn main() -> Result<(), BoxError> {
         c.block_until_connected(Duration::from_secs(10))?;
         let lock = InterProcessMutex::new(c, LOCK)?;
         let guard = lock.acquire()?;
-        let (acl, _) = c.zookeeper_client().get_acl(&guard.holding().node())?;
+        let (acl, _) = c.zookeeper_client().get_acl(&guard.holding().lock_path())?;
         println!(
             "[{:6.3}s] {name} holds {LOCK} as sasl:{name}; the node's ACL: {acl:?}",
             t0.elapsed().as_secs_f64()

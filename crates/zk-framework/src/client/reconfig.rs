@@ -77,6 +77,8 @@ impl Reconfig {
     /// let change = zk_framework::Reconfig::new().add(["server.5=10.0.0.5:2888:3888:observer;2181"]);
     /// # let _ = change;
     /// ```
+    // zkCli's `reconfig -add`: a builder step, not arithmetic.
+    #[allow(clippy::should_implement_trait)]
     pub fn add<S: Into<String>>(mut self, servers: impl IntoIterator<Item = S>) -> Reconfig {
         self.joining.extend(servers.into_iter().map(Into::into));
         self

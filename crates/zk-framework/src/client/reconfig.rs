@@ -237,8 +237,7 @@ impl Client {
     /// [`ConfigError::Empty`](zk_proto::config::ConfigError::Empty) on a
     /// standalone server (it has none), another
     /// [`ConfigError`](zk_proto::config::ConfigError) for data that does not
-    /// parse; [`Error::NoNode`] on a server before 3.5; the connection
-    /// errors of [`Client`].
+    /// parse; the connection errors of [`Client`].
     ///
     /// # Examples
     ///

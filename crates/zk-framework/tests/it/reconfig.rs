@@ -107,8 +107,10 @@ fn get_config_reads_the_servers_configuration_and_ignores_the_chroot() {
             for r in [plain.get_config(), chrooted.get_config(), fw.get_config()] {
                 assert_eq!(r, Err(Error::Config(ConfigError::Empty)));
             }
+            // The read succeeded: the server set the watch, and so does the client.
             let (tx, _rx) = crossbeam_channel::unbounded();
             assert_eq!(chrooted.get_config_w(tx), Err(Error::Config(ConfigError::Empty)));
+            assert_eq!(chrooted.registered_watches().data, [CONFIG_NODE]);
         }
     }
     // reconfigEnabled is false on both, and it is the first check.
@@ -228,7 +230,29 @@ fn our_clients_add_remove_and_replace_servers_of_an_apache_ensemble() {
             path: CONFIG_NODE.into()
         })
     );
+    // A new member list whose one voter is not running: no quorum of it is in sync.
+    let free: Vec<u16> = (0..3)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect::<Vec<_>>()
+        .iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect();
+    let absent = format!(
+        "server.9=127.0.0.1:{}:{}:participant;127.0.0.1:{}",
+        free[0], free[1], free[2]
+    );
+    let err = admin.reconfig(Reconfig::new().members([absent])).unwrap_err();
+    assert!(is_keeper(&err, ErrorCode::NewConfigNoQuorum), "{err:?}");
     assert_eq!(e.refresh_config().unwrap(), &added, "no refusal changed anything");
+    // The same members as a whole new list (non-incremental): a new version, same members.
+    let lines: Vec<String> = added.members().iter().map(ToString::to_string).collect();
+    let rxs = watch_all("members", added.version());
+    let (same, _) = admin.reconfig(Reconfig::new().members(lines)).unwrap();
+    assert_eq!(same.members(), added.members());
+    assert!(same.version() > added.version());
+    changed(rxs, "members");
+    let added = e.refresh_config().unwrap().clone();
+    assert_eq!(added, same);
 
     // Remove it again, on the version just read.
     let rxs = watch_all("remove", added.version());
@@ -320,4 +344,43 @@ fn reconfig_disabled_on_a_server_with_it_off() {
         e.to_string(),
         "zookeeper error reconfigdisabled (-123): /zookeeper/config"
     );
+}
+
+/// The managed client sends an unconditional change again after a lost reply
+/// (the same membership twice), a conditional one once: its ConnectionLoss
+/// says the outcome is unknown. Embedded only (it drops the reply).
+#[test]
+fn the_managed_client_retries_only_an_unconditional_reconfig() {
+    let Some(s) = TestServer::start() else { return };
+    let Some(embedded) = s.embedded() else {
+        println!("skipped on Apache: the test drops a reply on the embedded server");
+        return;
+    };
+    let fw = CuratorFramework::builder()
+        .connect_string(s.connect_string())
+        .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(10), 3))
+        .connection_timeout(timing().connection())
+        .build()
+        .unwrap();
+    fw.block_until_connected(timing().wait()).unwrap();
+    let sent = || {
+        embedded
+            .stats()
+            .requests
+            .get(&zk_framework::proto::OpCode::Reconfig)
+            .copied()
+            .unwrap_or(0)
+    };
+
+    embedded.drop_next_reply(zk_framework::proto::OpCode::Reconfig);
+    let e = fw.reconfig(Reconfig::new().remove([1]).from_config(0)).unwrap_err();
+    assert_eq!(e, Error::ConnectionLoss);
+    assert!(e.may_have_applied());
+    assert_eq!(sent(), 1, "a conditional change is sent once");
+
+    embedded.drop_next_reply(zk_framework::proto::OpCode::Reconfig);
+    let e = fw.reconfig(Reconfig::new().remove([1])).unwrap_err();
+    assert!(is_keeper(&e, ErrorCode::ReconfigDisabled), "{e:?}");
+    assert_eq!(sent(), 3, "an unconditional change is sent again after the lost reply");
+    fw.close();
 }

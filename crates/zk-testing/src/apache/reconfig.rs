@@ -113,8 +113,7 @@ impl Server {
 
 impl ReconfigurableEnsemble {
     /// Starts `n` servers (ids 1 to `n`) with `config` and waits (up to 60 s) for a quorum:
-    /// one leader, every other server a follower. 3 and 5 are the usual sizes; 1 is a quorum
-    /// of one (`standaloneEnabled=false`).
+    /// one leader, every other server a follower. 3 and 5 are the usual sizes.
     ///
     /// # Errors
     ///

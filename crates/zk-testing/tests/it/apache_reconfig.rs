@@ -1,14 +1,22 @@
 //! The reconfigurable Apache ensemble (`zk_testing::apache::ReconfigurableEnsemble`): servers
 //! added, removed and replaced by `reconfig`, with raw-frame clients (no client library).
 //! Apache-only: without Java and ZooKeeper they print a line and pass, unless
-//! `ZK_TEST_REQUIRE_APACHE=1`.
+//! `ZK_TEST_REQUIRE_APACHE=1`. One ensemble at a time.
 
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use zk_proto::config::{EnsembleConfig, Role, CONFIG_NODE};
 use zk_proto::{Acl, CreateMode, CreateRequest, GetDataResponse, OpCode, PathRecord, PathWatchRequest};
 use zk_testing::apache::{available_or_skip, ApacheConfig, ReconfigurableEnsemble};
 use zk_testing::raw::RawConnection;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// One ensemble at a time (3 and 5 JVMs).
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 /// A session on the first server of `connect_string` that accepts one.
 fn session(connect_string: &str) -> RawConnection {
@@ -57,6 +65,7 @@ fn every_server_replaced_one_by_one_still_serves() {
     if !available_or_skip("every_server_replaced_one_by_one_still_serves") {
         return;
     }
+    let _serial = serial();
     let t0 = Instant::now();
     let mut e = ReconfigurableEnsemble::start(3, ApacheConfig::default()).expect("start");
     assert_eq!(e.members(), [1, 2, 3]);
@@ -120,6 +129,7 @@ fn five_servers_removing_the_leader_disconnects_every_client() {
     if !available_or_skip("five_servers_removing_the_leader_disconnects_every_client") {
         return;
     }
+    let _serial = serial();
     let mut e = ReconfigurableEnsemble::start(5, ApacheConfig::default()).expect("start");
     assert_eq!(e.members(), [1, 2, 3, 4, 5]);
     let leader = e.leader().expect("a leader");
@@ -173,8 +183,27 @@ fn five_servers_removing_the_leader_disconnects_every_client() {
 
     let added = e.add_server().expect("add");
     assert_eq!(e.members().len(), 4);
+    for (id, c) in &mut clients {
+        if *id == follower {
+            continue;
+        }
+        assert!(
+            !c.is_closed_by_peer(Duration::from_millis(200)),
+            "adding a server cut the client of server {id}"
+        );
+    }
     let mut c = session(&format!("127.0.0.1:{}", e.client_port(added).unwrap()));
     let (config, _, _) = config_of(&mut c);
     assert_eq!(config.member(added).map(|m| m.role), Some(Role::Participant));
     assert_eq!(e.mode(added).as_deref(), Some("follower"));
+    let _ = c.close_session();
+
+    // A server added by reconfig restarts from the files it rewrote (its static zoo.cfg
+    // points at the dynamic file of the configuration it last saw).
+    e.kill(added).unwrap();
+    assert!(!e.is_running(added));
+    e.wait_for_quorum(Duration::from_secs(60)).unwrap();
+    e.restart(added).expect("restart the added server");
+    assert_eq!(e.mode(added).as_deref(), Some("follower"));
+    e.wait_for_quorum(Duration::from_secs(60)).unwrap();
 }

@@ -204,6 +204,7 @@ fn initial_tree_and_stat_fields() {
     // version 0 here: the zxid before any transaction), Stat version -1.
     let (data, st) = c.get_data("/zookeeper/config", false).unwrap();
     assert_eq!((st.version, st.aversion, st.czxid, st.mzxid), (-1, -1, 0, 0));
+    assert!(st.ctime == 0 && st.mtime > 0, "{st:?}");
     assert_eq!(st.data_length as usize, data.len());
     let text = String::from_utf8(data).unwrap();
     let tail = format!(":participant;127.0.0.1:{}\nversion=0", s.port());

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use zk_proto::config::ConfigError;
 use zk_proto::path::InvalidPath;
 use zk_proto::ErrorCode;
 
@@ -153,6 +154,14 @@ pub enum Error {
     /// a local or KDC failure is retried by the client itself at every
     /// connection attempt and told to callers at their deadline.
     Sasl(SaslError),
+    /// The ensemble configuration a server sent (`/zookeeper/config`, read by
+    /// [`Client::get_config`](crate::Client::get_config) or returned by
+    /// [`Client::reconfig`](crate::Client::reconfig)) is not one: empty on a
+    /// standalone server ([`ConfigError::Empty`]), or data that does not
+    /// parse. Not retryable: the node holds the same data until the next
+    /// reconfig. For a reconfig the server answered success: the change was
+    /// made.
+    Config(ConfigError),
     /// The server is too old for the request: it answered `code`
     /// (`Unimplemented` for addWatch on a server before 3.6,
     /// `MarshallingError` for the persistent watcher types 4 and 5 on a server
@@ -243,7 +252,8 @@ impl Error {
             | Error::Closed
             | Error::ConnectTimeout { .. }
             | Error::ConnectFailed { .. }
-            | Error::Tls(_) => return None,
+            | Error::Tls(_)
+            | Error::Config(_) => return None,
             Error::Sasl(e) => match e.kind() {
                 SaslErrorKind::Rejected | SaslErrorKind::Required => ErrorCode::AuthFailed,
                 _ => return None,
@@ -291,7 +301,8 @@ impl Error {
     /// client ended with the request in flight), and the connection failures
     /// a retried call ends with ([`Error::ConnectFailed`],
     /// [`Error::ConnectTimeout`], [`Error::Tls`], [`Error::Sasl`]: an earlier attempt of the
-    /// call may have been sent). The price of a needless doubt is one proof.
+    /// call may have been sent), and [`Error::Config`] (a reconfig the server
+    /// made, whose answer did not parse). The price of a needless doubt is one proof.
     ///
     /// Not in doubt: every answer the server gave (`NoNode`, `BadVersion`,
     /// `NodeExists`, `NoAuth`, ... and `SessionMoved`, which the server
@@ -322,6 +333,7 @@ impl Error {
                 | Error::ConnectTimeout { .. }
                 | Error::Tls(_)
                 | Error::Sasl(_)
+                | Error::Config(_)
         )
     }
 }
@@ -363,6 +375,7 @@ impl fmt::Display for Error {
             Error::ConnectFailed { reason } => write!(f, "cannot connect to ZooKeeper: {reason}"),
             Error::Tls(e) => write!(f, "TLS: {e}"),
             Error::Sasl(e) => write!(f, "SASL: {e}"),
+            Error::Config(e) => write!(f, "ensemble configuration: {e}"),
             Error::ServerTooOld { what, needs, code } => write!(
                 f,
                 "{what} needs ZooKeeper {needs}+ (the server answered {}, {})",
@@ -379,6 +392,7 @@ impl std::error::Error for Error {
             Error::InvalidPath(p) => Some(p),
             Error::Tls(e) => Some(e),
             Error::Sasl(e) => Some(e),
+            Error::Config(e) => Some(e),
             _ => None,
         }
     }
@@ -769,7 +783,8 @@ mod tests {
                 | Error::ConnectFailed { .. }
                 | Error::ConnectTimeout { .. }
                 | Error::Tls(_)
-                | Error::Sasl(_) => true,
+                | Error::Sasl(_)
+                | Error::Config(_) => true,
                 Error::SessionMoved
                 | Error::NoNode { .. }
                 | Error::NodeExists { .. }
@@ -805,6 +820,7 @@ mod tests {
             },
             Error::Tls(TlsError::new(TlsErrorKind::Handshake, "x")),
             Error::ChrootMissing { chroot: "/a".into() },
+            Error::Config(ConfigError::Empty),
             Error::InvalidArgument("x".into()),
             Error::DataTooLarge { len: 2, max: 1 },
             Error::InvalidConnectString {

@@ -19,6 +19,9 @@
 //! * [`AclProvider`], [`OpenAclProvider`], [`FixedAclProvider`]: the ACL of
 //!   every node the managed client creates (Curator's `ACLProvider`).
 //! * [`Client`]: the raw client under the managed one.
+//! * [`Reconfig`] and [`EnsembleConfig`]: a change of the ensemble's
+//!   membership and the configuration it reads (`get_config`, `reconfig` on
+//!   both clients).
 //!
 //! Four modules are public: [`proto`] is the wire protocol (the `zk-proto`
 //! crate, re-exported), shared by the client and by the embedded test server
@@ -71,14 +74,15 @@ pub use zk_proto as proto;
 
 pub use client::{
     AddWatchMode, Client, ClientConfig, ClientState, GssapiConfig, Op, OpResult, PersistentWatcher, ReadOp, ReadResult,
-    RegisteredWatches, SaslConfig, SaslError, SaslErrorKind, SessionEvent, TlsConfig, TlsConfigBuilder, TlsError,
-    TlsErrorKind, WatchId, WatchedEvent, Watcher, WatcherType,
+    Reconfig, RegisteredWatches, SaslConfig, SaslError, SaslErrorKind, SessionEvent, TlsConfig, TlsConfigBuilder,
+    TlsError, TlsErrorKind, WatchId, WatchedEvent, Watcher, WatcherType,
 };
 pub use error::{Error, Result};
 pub use framework::{
     AclProvider, CreateBuilder, CreatedTogether, CreatedWithListing, CuratorFramework, CuratorFrameworkBuilder,
     DeleteBuilder, FixedAclProvider, ListenerHandle, OpenAclProvider, ScopedAclProvider, StateListener,
 };
+pub use proto::config::EnsembleConfig;
 pub use proto::{perms, Acl, CreateMode, EventType, Id, KeeperState, Stat};
 #[cfg(feature = "backoff-retry")]
 pub use retry::BackoffRetry;

@@ -10,6 +10,8 @@
 //!   decoding, plus borrowed forms ([`CreateRequestRef`], [`SetDataRequestRef`]) that
 //!   encode the same bytes without copying the caller's data.
 //! * [`codes`]: opcodes, error codes, event types, states, create modes.
+//! * [`config`]: the ensemble's dynamic configuration (`/zookeeper/config`), parsed and
+//!   written back.
 //! * [`frame`]: length-prefixed framing and four-letter-word detection.
 //! * [`path`]: ZooKeeper's path rules.
 //! * [`digest`]: the `digest` auth scheme's ids (`user:base64(sha1(user:password))`).
@@ -30,6 +32,7 @@
 //! ```
 
 pub mod codes;
+pub mod config;
 pub mod digest;
 pub mod frame;
 pub mod jute;

@@ -694,6 +694,41 @@ record! {
 pub type AddWatchRequest = AddWatchRequestOf<String>;
 
 record! {
+    /// reconfig request (opcode 16), sent by a client to change the ensemble's
+    /// membership; the reply is a [`GetDataResponse`]: the new configuration
+    /// (see [`crate::config`]) and the Stat of `/zookeeper/config`.
+    ///
+    /// The incremental form sets `joining_servers` (comma-separated
+    /// `server.<id>=<member>` entries, each with a client port) and/or
+    /// `leaving_servers` (comma-separated ids) and leaves `new_members` null;
+    /// the non-incremental form sets `new_members` (the whole new member
+    /// list, comma- or newline-separated) and leaves the other two null. An
+    /// absent part is null (length -1), never `""`, which is a present, empty
+    /// list.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_proto::{Encode, ReconfigRequest};
+    /// let req = ReconfigRequest { leaving_servers: Some("3".into()), cur_config_id: -1, ..Default::default() };
+    /// let bytes = req.to_bytes();
+    /// assert_eq!(&bytes[..4], &[0xff; 4]); // joining: null
+    /// assert_eq!(bytes.len(), 4 + (4 + 1) + 4 + 8);
+    /// ```
+    ReconfigRequest {
+        /// Servers to add (or to change, by id), comma-separated; null for none.
+        joining_servers: Option<String>,
+        /// Server ids to remove, comma-separated; null for none.
+        leaving_servers: Option<String>,
+        /// The whole new member list (non-incremental); null for an incremental change.
+        new_members: Option<String>,
+        /// The configuration version the change applies to (the `version=`
+        /// value of `/zookeeper/config`), or -1 for any.
+        cur_config_id: i64,
+    }
+}
+
+record! {
     /// getEphemerals response.
     GetEphemeralsResponse { /** The caller's ephemeral paths. */ ephemerals: Vec<String> }
 }
@@ -1174,6 +1209,13 @@ mod tests {
             ephemerals: vec!["/e".into()],
         });
         rt(GetAllChildrenNumberResponse { total_number: 3 });
+        rt(ReconfigRequest {
+            joining_servers: Some("server.4=127.0.0.1:1:2;3".into()),
+            leaving_servers: None,
+            new_members: Some(String::new()),
+            cur_config_id: 0x1_0000_0000,
+        });
+        rt(ReconfigRequest::default());
         rt(WhoAmIResponse {
             client_info: vec![ClientInfo {
                 auth_scheme: "ip".into(),

@@ -132,6 +132,7 @@ mod io;
 mod multi;
 mod nodes;
 mod persistent;
+mod reconfig;
 mod request;
 mod sasl;
 mod synced;
@@ -146,6 +147,7 @@ mod watches;
 pub use crate::error::{SaslError, SaslErrorKind, TlsError, TlsErrorKind};
 pub(crate) use connect_string::parse as parse_connect_string;
 pub use handle::Client;
+pub use reconfig::Reconfig;
 pub use sasl::{GssapiConfig, SaslConfig};
 pub use tls::{TlsConfig, TlsConfigBuilder};
 pub use types::{

@@ -38,6 +38,7 @@
 mod acl;
 mod background;
 mod builder;
+mod config;
 mod connection;
 mod dispatch;
 mod executor;

@@ -20,6 +20,17 @@ impl CuratorFramework {
             namespace: self.inner.namespace.clone(),
         }
     }
+
+    /// As [`watch_slot`](Self::watch_slot), for a watch on an absolute path
+    /// that the namespace never applies to (`/zookeeper/config`): event
+    /// paths are given as they come.
+    pub(crate) fn watch_slot_absolute(&self, watcher: impl Watcher) -> WatchSlot {
+        WatchSlot {
+            signals: watcher.only_signals(),
+            slot: Arc::new(Mutex::new(Some(Box::new(watcher)))),
+            namespace: None,
+        }
+    }
 }
 
 /// The user's watcher behind the watches of a call's attempts (a retried call

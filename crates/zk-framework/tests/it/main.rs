@@ -39,6 +39,9 @@ mod x509;
 // A lost reply proven on a follower that lags its leader (3-node Apache ensemble).
 mod lagging;
 
+// Dynamic reconfiguration (get_config, reconfig): both backends, and Apache ensembles.
+mod reconfig;
+
 // A server list that changes (update_server_list): embedded, and a 3-node Apache ensemble.
 mod server_list;
 

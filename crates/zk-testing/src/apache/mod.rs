@@ -21,7 +21,8 @@
 // `probe` asks a server its mode (`srvr`), `files` keeps the temporary directories and reads
 // the logs, and `process` picks ports and sends signals; `links` are the partitionable
 // ensemble's server-to-server proxies, `router` the clients' proxies in front of the servers,
-// and `lag` a follower held behind its leader (and the lost-reply scenario built on both).
+// `lag` a follower held behind its leader (and the lost-reply scenario built on both), and
+// `reconfig` the ensemble that `reconfig` changes (servers added, removed, replaced).
 
 mod cluster;
 mod config;
@@ -32,6 +33,7 @@ mod links;
 mod node;
 mod probe;
 mod process;
+mod reconfig;
 mod router;
 mod server;
 
@@ -39,5 +41,6 @@ pub use cluster::ApacheCluster;
 pub use config::ApacheConfig;
 pub use install::{available, available_or_skip};
 pub use lag::{AfterLoss, Backlog, BacklogWritten, FollowerHold, LagReport, LagRound, LaggingFollower, BACKLOG_PATH};
+pub use reconfig::{ReconfigurableEnsemble, SUPER_AUTH};
 pub use router::{ClientRouter, ConnectionRecord, LostReply, NewSession, ReplySeen, Routes};
 pub use server::ApacheServer;

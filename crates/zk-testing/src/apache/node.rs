@@ -44,6 +44,23 @@ impl Node {
         extra_cfg: &str,
         myid: Option<usize>,
     ) -> io::Result<Node> {
+        let data_dir = dir.join("data");
+        let mut cfg = config.common_cfg(&data_dir, client_port);
+        cfg.push_str(extra_cfg);
+        Self::create_with_cfg(dir, client_port, main_class, config, &cfg, myid)
+    }
+
+    /// As [`create`](Self::create), with the whole `zoo.cfg` given (`cfg`; its `dataDir`
+    /// must be `dir/data`), for servers whose client port is not the static `clientPort`
+    /// (a reconfigurable ensemble's, in its dynamic configuration file).
+    pub(super) fn create_with_cfg(
+        dir: PathBuf,
+        client_port: u16,
+        main_class: &'static str,
+        config: &ApacheConfig,
+        cfg: &str,
+        myid: Option<usize>,
+    ) -> io::Result<Node> {
         let java = find_java()
             .ok_or_else(|| io::Error::new(ErrorKind::NotFound, "no `java` executable on PATH or in $JAVA_HOME/bin"))?;
         let zk_jar = Path::new(JAVA_LIB).join("zookeeper.jar");
@@ -59,8 +76,6 @@ impl Node {
             fs::write(data_dir.join("myid"), format!("{id}\n"))?;
         }
         let cfg_path = dir.join("zoo.cfg");
-        let mut cfg = config.common_cfg(&data_dir, client_port);
-        cfg.push_str(extra_cfg);
         fs::write(&cfg_path, cfg)?;
         Ok(Node {
             log_path: dir.join("server.log"),

@@ -27,7 +27,14 @@
 //!   SASL enforcement ([`ServerConfig::sasl`]); ACL checks, their order and which
 //!   ACLs are invalid follow ZooKeeper 3.8 (`tests/it/acl_conformance.rs` of this
 //!   crate runs one table on both); no SASL, no `skipACL`.
-//! * No quotas, no reconfig (ReconfigDisabled), no read-only mode, no local sessions.
+//! * `/zookeeper/config` holds the configuration of a one-node 3.8 ensemble with
+//!   `standaloneEnabled=false` and `reconfigEnabled=false`:
+//!   `server.1=127.0.0.1:<q>:<e>:participant;127.0.0.1:<port>` and `version=0` (the
+//!   zxid before any transaction; a real ensemble's is its first epoch's, `100000000`),
+//!   Stat `version` and `aversion` -1, `mzxid` 0, `mtime` the server's start. The
+//!   quorum and election ports `<q>` and `<e>` were free when the server started and
+//!   nothing listens on them. `reconfig` is answered `ReconfigDisabled` (-123).
+//! * No quotas, no read-only mode, no local sessions.
 //! * Children come back sorted rather than in hash order (clients sort anyway).
 //! * Session ids start from the wall clock rather than the JVM's monotonic clock; the
 //!   password is derived from the id exactly as the real server does.

@@ -6,6 +6,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::time::Instant;
 
+use zk_proto::config::{ClientAddress, EnsembleConfig, Member, QuorumAddress, Role};
 use zk_proto::frame::frame;
 use zk_proto::{Encode, EventType, Id, KeeperState, OpCode, ReplyHeader, WatcherEvent};
 
@@ -38,15 +39,51 @@ pub(crate) struct State {
     pub stats: Counters,
 }
 
+/// The data of `/zookeeper/config` of a one-node 3.8 ensemble
+/// (`standaloneEnabled=false`) whose client port is `port`:
+/// `server.1=127.0.0.1:<q>:<e>:participant;127.0.0.1:<port>` and
+/// `version=0`, where `<q>` and `<e>` are ports free when the server starts
+/// (nothing listens on them).
+fn config_node_data(port: u16) -> Vec<u8> {
+    let free = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+    };
+    let (quorum_port, election_port) = match (free(), free()) {
+        (Ok(q), Ok(e)) if q != e && q != port && e != port => (q, e),
+        _ => (port.wrapping_add(1).max(1), port.wrapping_add(2).max(2)),
+    };
+    let member = Member {
+        id: 1,
+        addresses: vec![QuorumAddress {
+            host: "127.0.0.1".into(),
+            quorum_port,
+            election_port,
+        }],
+        role: Role::Participant,
+        client: Some(ClientAddress {
+            host: "127.0.0.1".into(),
+            port,
+        }),
+    };
+    match EnsembleConfig::new(vec![member], 0) {
+        Ok(c) => c.to_string().into_bytes(),
+        Err(_) => Vec::new(), // one member: never a duplicate id
+    }
+}
+
 impl State {
     pub fn new(cfg: ServerConfig, port: u16) -> State {
         let started_ms = now_ms();
+        let mut tree = DataTree::new();
+        tree.set_config_node(config_node_data(port), started_ms);
         State {
             clock: Clock::new(cfg.tick),
             cfg,
             port,
             started_ms,
-            tree: DataTree::new(),
+            tree,
             zxid: 0,
             sessions: Sessions::new(started_ms),
             conns: HashMap::new(),

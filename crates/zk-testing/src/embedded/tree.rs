@@ -299,6 +299,17 @@ impl DataTree {
         }
     }
 
+    /// Gives `/zookeeper/config` the data of a quorum peer's first
+    /// configuration (`DataTree.addConfigNode` then the leader's
+    /// `setData` of it: Stat version -1, mtime `mtime`).
+    pub fn set_config_node(&mut self, data: Vec<u8>, mtime: i64) {
+        if let Some(n) = self.nodes.get_mut("/zookeeper/config") {
+            n.data = Some(data);
+            n.version = -1;
+            n.mtime = mtime;
+        }
+    }
+
     /// Looks a node up the way the server does for reads ("" is the root).
     pub fn get(&self, path: &str) -> Option<&Node> {
         self.nodes.get(if path.is_empty() { "/" } else { path })

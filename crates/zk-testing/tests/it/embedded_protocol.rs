@@ -200,6 +200,19 @@ fn initial_tree_and_stat_fields() {
     assert_eq!((zk.cversion, zk.num_children), (-2, 2));
     let config = c.stat("/zookeeper/config");
     assert_eq!(config.aversion, -1);
+    // What a one-node 3.8 ensemble with standaloneEnabled=false publishes (its
+    // version 0 here: the zxid before any transaction), Stat version -1.
+    let (data, st) = c.get_data("/zookeeper/config", false).unwrap();
+    assert_eq!((st.version, st.aversion, st.czxid, st.mzxid), (-1, -1, 0, 0));
+    assert!(st.ctime == 0 && st.mtime > 0, "{st:?}");
+    assert_eq!(st.data_length as usize, data.len());
+    let text = String::from_utf8(data).unwrap();
+    let tail = format!(":participant;127.0.0.1:{}\nversion=0", s.port());
+    assert!(
+        text.starts_with("server.1=127.0.0.1:") && text.ends_with(&tail),
+        "{text}"
+    );
+    assert_eq!(text.lines().count(), 2, "{text}");
     assert_eq!(c.get_data("", false).unwrap().1, root, "\"\" is the root");
     assert_eq!(c.set_data("/zookeeper/config", b"x", -1), Err(-102));
     for p in ["/", "/zookeeper", "/zookeeper/quota", "/zookeeper/config"] {

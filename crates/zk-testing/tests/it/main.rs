@@ -10,6 +10,7 @@ mod support;
 
 mod acl_conformance;
 mod apache_backend;
+mod apache_reconfig;
 mod embedded_faults;
 mod embedded_fourlw;
 mod embedded_protocol;

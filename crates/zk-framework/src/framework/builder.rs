@@ -41,6 +41,8 @@ pub struct CuratorFrameworkBuilder {
     listeners: Vec<Arc<StateListener>>,
     tls: Option<crate::client::TlsConfig>,
     sasl: Option<crate::client::SaslConfig>,
+    ensemble_tracker: bool,
+    ensemble_tracker_delay: Duration,
 }
 
 impl fmt::Debug for CuratorFrameworkBuilder {
@@ -60,6 +62,7 @@ impl fmt::Debug for CuratorFrameworkBuilder {
             .field("listeners", &self.listeners.len())
             .field("tls", &self.tls)
             .field("sasl", &self.sasl)
+            .field("ensemble_tracker", &self.ensemble_tracker)
             .finish()
     }
 }
@@ -81,6 +84,8 @@ impl Default for CuratorFrameworkBuilder {
             acl_provider: Arc::new(OpenAclProvider),
             listeners: Vec::new(),
             sasl: None,
+            ensemble_tracker: false,
+            ensemble_tracker_delay: Duration::from_secs(1),
             tls: None,
         }
     }
@@ -314,6 +319,58 @@ impl CuratorFrameworkBuilder {
         self
     }
 
+    /// Follows the ensemble's configuration (`/zookeeper/config`, ZooKeeper
+    /// 3.5+'s dynamic reconfiguration): after every connection and every
+    /// change of the config, the client syncs, reads it, and, when its
+    /// version is newer than the last applied, hands the members' client
+    /// addresses to [`CuratorFramework::update_server_list`] after a random
+    /// delay (see [`ensemble_tracker_delay`](Self::ensemble_tracker_delay)):
+    /// servers removed are dropped, servers added are used, only as many
+    /// clients move as balance the new list, sessions are kept, the chroot
+    /// too. A wildcard client address (`0.0.0.0`) is replaced by the
+    /// member's quorum host; an address that does not resolve is skipped
+    /// (logged); a config with no usable address, or a version older than
+    /// the one applied (a server behind the others), changes nothing.
+    /// [`CuratorFramework::server_list`] and
+    /// [`CuratorFramework::ensemble_config`] show what is in use.
+    ///
+    /// Off by default, as the field learned (Curator's `EnsembleTracker` is
+    /// on by default and Flink, ElasticJob and Hermes switch it off): a
+    /// server whose published client addresses are not reachable from the
+    /// client (another network, NAT, Kubernetes pod addresses) would take
+    /// the client away from addresses that work.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// let c = zk_framework::CuratorFramework::builder()
+    ///     .connect_string("zk1:2181,zk2:2181,zk3:2181")
+    ///     .ensemble_tracker(true)
+    ///     .build()?;
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn ensemble_tracker(mut self, follow: bool) -> Self {
+        self.ensemble_tracker = follow;
+        self
+    }
+
+    /// The longest random delay between reading a new config and moving
+    /// (default 1 s), so that the clients of one change do not all move at
+    /// the same moment. Zero moves at once.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let b = zk_framework::CuratorFramework::builder()
+    ///     .ensemble_tracker(true)
+    ///     .ensemble_tracker_delay(std::time::Duration::from_millis(200));
+    /// # let _ = b;
+    /// ```
+    pub fn ensemble_tracker_delay(mut self, max: Duration) -> Self {
+        self.ensemble_tracker_delay = max;
+        self
+    }
+
     /// Create missing parents as persistent nodes instead of containers.
     ///
     /// # Examples
@@ -434,6 +491,7 @@ impl CuratorFrameworkBuilder {
         };
         let client = Client::connect(&cs, client_config.clone())?;
         let (close_tx, close_rx) = crossbeam_channel::bounded(0);
+        let (ensemble_wake, ensemble_woken) = crossbeam_channel::bounded(1);
         let executor = super::executor::Executor::new();
         let inner = Arc::new(Inner {
             connect_string: Mutex::new(cs),
@@ -474,6 +532,8 @@ impl CuratorFrameworkBuilder {
             close_tx: Mutex::new(Some(close_tx)),
             close_rx,
             close_hooks: CloseHooks::new(),
+            ensemble: Mutex::new(super::ensemble::Tracked::default()),
+            ensemble_wake,
         });
         let fw = CuratorFramework {
             inner: inner.clone(),
@@ -491,6 +551,9 @@ impl CuratorFrameworkBuilder {
             .spawn(move || session_monitor(weak))
             .map_err(|e| Error::InvalidArgument(format!("cannot spawn thread: {e}")))?;
         inner.threads.lock().push(monitor);
+        if self.ensemble_tracker {
+            super::ensemble::start(&inner, ensemble_woken, self.ensemble_tracker_delay)?;
+        }
         Ok(fw)
     }
 }

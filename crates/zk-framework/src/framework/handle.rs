@@ -147,6 +147,23 @@ impl CuratorFramework {
         self.zookeeper_client().connected_to()
     }
 
+    /// The ensemble configuration the client follows, the last one applied
+    /// (`None` without [`ensemble_tracker`](crate::CuratorFrameworkBuilder::ensemble_tracker),
+    /// or before its first read).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # let c = zk_framework::CuratorFramework::builder().connect_string("127.0.0.1:2181").ensemble_tracker(true).build()?;
+    /// if let Some(config) = c.ensemble_config() {
+    ///     println!("following config {:#x}: {} members", config.version(), config.members().len());
+    /// }
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn ensemble_config(&self) -> Option<zk_proto::config::EnsembleConfig> {
+        self.inner.ensemble.lock().applied.clone()
+    }
+
     /// The namespace, if any.
     ///
     /// # Examples

@@ -72,6 +72,10 @@ pub(crate) struct Inner {
     pub(super) close_rx: crossbeam_channel::Receiver<()>,
     /// Run by `close()` (see `Recipe::on_close`).
     pub(super) close_hooks: Arc<Mutex<CloseHooks>>,
+    /// The ensemble tracker's state (see [`super::ensemble`]); unused when it is off.
+    pub(super) ensemble: Mutex<super::ensemble::Tracked>,
+    /// Wakes the ensemble tracker (a connection, a change of the config node).
+    pub(super) ensemble_wake: Sender<()>,
 }
 
 /// Values kept for layers above, one per type.

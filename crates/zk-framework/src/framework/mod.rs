@@ -41,6 +41,7 @@ mod builder;
 mod config;
 mod connection;
 mod dispatch;
+mod ensemble;
 mod executor;
 mod handle;
 mod hooks;

@@ -45,6 +45,9 @@ mod reconfig;
 // A server list that changes (update_server_list): embedded, and a 3-node Apache ensemble.
 mod server_list;
 
+// Following the ensemble's config (ensemble_tracker) while every server is replaced.
+mod ensemble_tracker;
+
 // Bad bytes over TCP (proptest): the client against a lying server, the
 // embedded server against hostile connections (the decoders themselves are
 // zk-proto's `fuzz_decoders`).

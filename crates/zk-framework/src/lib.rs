@@ -63,6 +63,7 @@ mod client;
 pub mod deadline;
 mod error;
 mod framework;
+mod metrics;
 pub mod paths;
 pub mod recipe;
 mod retry;

@@ -427,3 +427,64 @@ fn partition_figures_reach_the_metrics_facade() {
     m1.close().unwrap();
     assert_eq!(share("m1"), 0.0);
 }
+
+/// The client's own figures (zk-framework's `metrics`, which this feature
+/// turns on): server lists handed over (moved or not, and their size), the
+/// ensemble config the tracker applied, and SASL failures by kind.
+#[test]
+fn the_clients_server_lists_config_and_sasl_failures_reach_the_facade() {
+    use zk_framework::{SaslConfig, SaslErrorKind};
+    use zk_testing::embedded::{EmbeddedServer, ServerConfig, ServerSasl};
+    let rec = recorder();
+    let t = Timing::from_env();
+    let server = EmbeddedServer::start(ServerConfig {
+        sasl: Some(ServerSasl::digest(&[("bob", "pw")])),
+        ..ServerConfig::default()
+    })
+    .unwrap();
+    let (a, b) = (
+        server.connect_string(),
+        EmbeddedServer::start(ServerConfig::default()).unwrap(),
+    );
+    let c = CuratorFramework::builder()
+        .connect_string(a.clone())
+        .connection_timeout(t.connection())
+        .ensemble_tracker(true)
+        .ensemble_tracker_delay(Duration::ZERO)
+        .build()
+        .unwrap();
+    c.block_until_connected(t.wait()).unwrap();
+    // The embedded server's config (one member, version 0) is applied.
+    assert!(wait_until(t.wait(), || c.ensemble_config().is_some()));
+    let stayed = rec.counter("zk_client_server_list_updates_total", "moved=false");
+    let moved = rec.counter("zk_client_server_list_updates_total", "moved=true");
+    // One server to two (the current one kept): a move with probability 1/2.
+    let _ = c.update_server_list(&format!("{a},{}", b.connect_string())).unwrap();
+    assert!(c.update_server_list(&b.connect_string()).unwrap());
+    assert_eq!(
+        rec.counter("zk_client_server_list_updates_total", "moved=false")
+            + rec.counter("zk_client_server_list_updates_total", "moved=true"),
+        stayed + moved + 2
+    );
+    assert!(rec.counter("zk_client_server_list_updates_total", "moved=true") > moved);
+    assert_eq!(rec.gauge("zk_client_servers", ""), 1.0);
+    assert!(rec.get("zk_ensemble_config_version", "").is_some());
+    assert_eq!(rec.gauge("zk_ensemble_config_version", ""), 0.0);
+    c.close();
+
+    let rejected = rec.counter("zk_client_sasl_failures_total", "kind=rejected");
+    let bad = CuratorFramework::builder()
+        .connect_string(a)
+        .sasl(SaslConfig::digest_md5("bob", "wrong").unwrap())
+        .build()
+        .unwrap();
+    assert!(matches!(
+        bad.block_until_connected(t.wait()),
+        Err(zk_framework::Error::Sasl(e)) if e.kind() == SaslErrorKind::Rejected
+    ));
+    assert_eq!(
+        rec.counter("zk_client_sasl_failures_total", "kind=rejected"),
+        rejected + 1
+    );
+    bad.close();
+}

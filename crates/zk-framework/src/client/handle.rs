@@ -584,6 +584,7 @@ impl Client {
         let resolved = super::hosts::HostProvider::resolve_all(&cs.hosts);
         let decision = inner.hosts.lock().update(cs.hosts, &resolved);
         let moved = decision == super::hosts::Decision::Move;
+        crate::metrics::server_list_updated(inner.hosts.lock().len(), moved);
         log::info!(
             "server list updated to {} server(s){}",
             inner.hosts.lock().len(),

@@ -767,6 +767,7 @@ impl Inner {
                 ),
             };
             log::error!("{e}: the client is closed");
+            crate::metrics::sasl_failed(e.kind());
             self.end_in_sasl_failure(e);
             return Err(Stop::Terminal);
         }

@@ -242,6 +242,7 @@ fn connect_host(inner: &Arc<Inner>, host: &HostPort, buf: &mut [u8]) -> Attempt 
                 }
                 if let Some(e) = &f.sasl {
                     log::warn!("connecting to {addr}: SASL: {e}");
+                    crate::metrics::sasl_failed(e.kind());
                 }
                 last = format!("{addr}: {}", f.reason);
                 *inner.last_tls_error.lock() = f.tls;

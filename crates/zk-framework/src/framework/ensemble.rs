@@ -242,6 +242,7 @@ fn apply(inner: &Arc<Inner>, config: EnsembleConfig) {
             "ensemble tracker: config {:#x} has no usable client address: keeping the server list",
             config.version()
         );
+        crate::metrics::ensemble_config_applied(config.version());
         tracked.applied = Some(config);
         return;
     }
@@ -261,6 +262,7 @@ fn apply(inner: &Arc<Inner>, config: EnsembleConfig) {
             config.version()
         ),
     }
+    crate::metrics::ensemble_config_applied(config.version());
     tracked.applied = Some(config);
 }
 

@@ -33,6 +33,7 @@ mod marked_write;
 // Authentication, ACLs and TLS (the locks' halves of these suites are zk-recipes').
 mod acl;
 mod sasl;
+mod sasl_apache_digest;
 mod tls;
 mod x509;
 

@@ -34,6 +34,9 @@ mod marked_write;
 mod acl;
 mod sasl;
 mod sasl_apache_digest;
+// Kerberos against real ZooKeeper and a local MIT KDC (the system's krb5).
+#[cfg(feature = "gssapi")]
+mod sasl_kerberos;
 mod tls;
 mod x509;
 

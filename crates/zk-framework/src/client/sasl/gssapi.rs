@@ -27,8 +27,8 @@
 //! exchange for the server's ticket). krb5 gives up on a KDC that accepts a
 //! connection and never answers only after its own schedule: 27 s for one
 //! KDC address over TCP, measured with MIT krb5 1.20.1 (Debian 12) for both
-//! exchanges (a closed port fails in 2 ms), which no `krb5.conf` setting of
-//! 1.20 shortens (`request_timeout` came in a later release). So when the I/O
+//! exchanges (a closed port fails in 2 ms); no `krb5.conf` setting of 1.20
+//! shortens it (a `request_timeout` there is ignored). So when the I/O
 //! thread tells the connection's deadline, steps 1 and 2 run on a thread of
 //! their own, waited for until then: a KDC that does not answer is
 //! [`SaslErrorKind::KdcUnreachable`] at the connection's deadline, and the

@@ -42,9 +42,22 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use parking_lot::Mutex;
 
 /// The realm every [`Kdc`] serves.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(zk_testing::kdc::REALM, "EXAMPLE.TEST");
+/// ```
 pub const REALM: &str = "EXAMPLE.TEST";
 
-/// The environment variable that makes a missing KDC a test failure.
+/// The environment variable that makes a missing KDC a test failure
+/// ([`available_or_skip`]).
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(zk_testing::kdc::REQUIRE_ENV, "ZK_TEST_REQUIRE_KDC");
+/// ```
 pub const REQUIRE_ENV: &str = "ZK_TEST_REQUIRE_KDC";
 
 /// The binaries a [`Kdc`] runs, and the Debian package of each.

@@ -7,7 +7,17 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 /// The mechanism a server's JAAS `Server` section gives it (a ZooKeeper 3.8
-/// server speaks exactly one).
+/// server speaks exactly one). `Debug` lists DIGEST-MD5 users without their
+/// passwords.
+///
+/// # Examples
+///
+/// ```
+/// use zk_testing::apache::{ApacheSasl, ServerMechanism};
+/// let s = ApacheSasl::digest_md5(&[("bob", "bobsecret")]);
+/// assert!(matches!(&s.mechanism, ServerMechanism::DigestMd5(users) if users[0].0 == "bob"));
+/// assert_eq!(format!("{:?}", s.mechanism), "DigestMd5([\"bob\"])");
+/// ```
 #[derive(Clone, PartialEq, Eq)]
 pub enum ServerMechanism {
     /// ZooKeeper's `DigestLoginModule` with these `(user, password)` pairs

@@ -4,12 +4,14 @@
 //! * real Apache ZooKeeper backends (standalone and ensemble) as child processes;
 //! * fault injection and a timing multiplier for tests;
 //! * TLS for both ([`tls`]: server settings and a throw-away CA);
+//! * a throw-away MIT Kerberos KDC on loopback ([`kdc`]), for SASL GSSAPI on Apache ZooKeeper;
 //! * the helpers every crate's integration tests share ([`support`]).
 
 pub mod apache;
 pub mod embedded;
 pub mod fourlw;
 pub mod harness;
+pub mod kdc;
 pub mod proxy;
 pub mod raw;
 pub mod support;

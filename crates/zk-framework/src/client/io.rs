@@ -378,6 +378,7 @@ fn authenticate(
     buf: &mut [u8],
 ) -> Result<(), Fail> {
     let mut mech = sasl.start(host).map_err(Fail::from)?;
+    mech.set_deadline(deadline);
     let name = mech.name();
     let mut token = mech.initial().map_err(Fail::from)?;
     let mut round = 0u32;

@@ -33,6 +33,10 @@ mod marked_write;
 // Authentication, ACLs and TLS (the locks' halves of these suites are zk-recipes').
 mod acl;
 mod sasl;
+mod sasl_apache_digest;
+// Kerberos against real ZooKeeper and a local MIT KDC (the system's krb5).
+#[cfg(feature = "gssapi")]
+mod sasl_kerberos;
 mod tls;
 mod x509;
 

@@ -64,6 +64,11 @@ pub struct ApacheConfig {
     ///
     /// [`ApacheServer::secure_port`]: super::ApacheServer::secure_port
     pub tls: Option<crate::tls::ServerTls>,
+    /// SASL: a JAAS `Server` section (DIGEST-MD5 users or a Kerberos keytab), the `sasl` auth
+    /// provider and the enforcement switches ([`ApacheSasl`](super::ApacheSasl)). Every server
+    /// started with this config gets it (each ensemble member too). Default `None`: no SASL
+    /// (a SASL request is answered with a null token).
+    pub sasl: Option<super::ApacheSasl>,
 }
 
 impl Default for ApacheConfig {
@@ -78,6 +83,7 @@ impl Default for ApacheConfig {
             super_digest: None,
             x509_super_user: None,
             tls: None,
+            sasl: None,
         }
     }
 }
@@ -85,6 +91,7 @@ impl Default for ApacheConfig {
 impl ApacheConfig {
     /// The `zoo.cfg` lines common to standalone servers and ensemble members.
     pub(super) fn common_cfg(&self, data_dir: &Path, client_port: u16) -> String {
+        let sasl = self.sasl.as_ref().map(super::ApacheSasl::cfg).unwrap_or_default();
         format!(
             "tickTime={}\n\
              dataDir={}\n\
@@ -94,7 +101,8 @@ impl ApacheConfig {
              admin.enableServer=false\n\
              4lw.commands.whitelist=*\n\
              minSessionTimeout={}\n\
-             maxSessionTimeout={}\n",
+             maxSessionTimeout={}\n\
+             {sasl}",
             self.tick_time_ms,
             data_dir.display(),
             client_port,
@@ -136,6 +144,25 @@ mod tests {
         assert_eq!(c.container_check_interval_ms, 100);
         assert!(c.extended_types);
         assert_eq!(c.heap, "256m");
+        assert_eq!(c.sasl, None);
+        let cfg = c.common_cfg(Path::new("/tmp/x/data"), 1);
+        assert!(!cfg.contains("authProvider"), "{cfg}");
+    }
+
+    #[test]
+    fn a_sasl_server_gets_the_provider_line() {
+        let c = ApacheConfig {
+            sasl: Some(super::super::ApacheSasl::digest_md5(&[("bob", "pw")]).enforced()),
+            ..ApacheConfig::default()
+        };
+        let cfg = c.common_cfg(Path::new("/tmp/x/data"), 1);
+        for line in [
+            "authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
+            "enforce.auth.enabled=true",
+            "maxSessionTimeout=60000",
+        ] {
+            assert!(cfg.lines().any(|l| l == line), "{line} not in {cfg}");
+        }
     }
 
     #[test]

@@ -21,8 +21,9 @@
 // `probe` asks a server its mode (`srvr`), `files` keeps the temporary directories and reads
 // the logs, and `process` picks ports and sends signals; `links` are the partitionable
 // ensemble's server-to-server proxies, `router` the clients' proxies in front of the servers,
-// `lag` a follower held behind its leader (and the lost-reply scenario built on both), and
-// `reconfig` the ensemble that `reconfig` changes (servers added, removed, replaced).
+// `lag` a follower held behind its leader (and the lost-reply scenario built on both),
+// `reconfig` the ensemble that `reconfig` changes (servers added, removed, replaced), and
+// `sasl` the JAAS file and the SASL switches.
 
 mod cluster;
 mod config;
@@ -35,6 +36,7 @@ mod probe;
 mod process;
 mod reconfig;
 mod router;
+mod sasl;
 mod server;
 
 pub use cluster::ApacheCluster;
@@ -43,4 +45,5 @@ pub use install::{available, available_or_skip};
 pub use lag::{AfterLoss, Backlog, BacklogWritten, FollowerHold, LagReport, LagRound, LaggingFollower, BACKLOG_PATH};
 pub use reconfig::{ReconfigurableEnsemble, SUPER_AUTH};
 pub use router::{ClientRouter, ConnectionRecord, LostReply, NewSession, ReplySeen, Routes};
+pub use sasl::{ApacheSasl, ServerMechanism};
 pub use server::ApacheServer;

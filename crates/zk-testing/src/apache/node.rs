@@ -144,6 +144,9 @@ impl Node {
         if let Some(u) = &c.x509_super_user {
             cmd.arg(format!("-Dzookeeper.X509AuthenticationProvider.superUser={u}"));
         }
+        if let Some(sasl) = &c.sasl {
+            cmd.args(sasl.write_jvm_flags(&self.dir)?);
+        }
         cmd.arg("-cp")
             .arg(Self::classpath(c.tls.is_some()))
             .arg(self.main_class)

@@ -469,4 +469,8 @@ pub(crate) trait Mechanism: Send {
     fn initial(&mut self) -> std::result::Result<Vec<u8>, SaslError>;
     /// The server's reply to the last token sent (`None`: a null token).
     fn step(&mut self, reply: Option<&[u8]>) -> std::result::Result<Step, SaslError>;
+    /// The connection attempt's deadline, told before [`initial`](Mechanism::initial):
+    /// a mechanism whose steps may block on a third party (GSSAPI asks the
+    /// KDC for tickets) stops waiting then. The default ignores it.
+    fn set_deadline(&mut self, _deadline: std::time::Instant) {}
 }

@@ -443,11 +443,18 @@ impl TestingServer {
                 ..ServerConfig::default()
             }),
             Backend::Apache => {
-                let _ = sasl;
-                Err(io::Error::new(
-                    io::ErrorKind::Unsupported,
-                    "Apache ZooKeeper with SASL arrives with the Kerberos harness",
-                ))
+                let users: Vec<(&str, &str)> = sasl.users.iter().map(|(u, p)| (u.as_str(), p.as_str())).collect();
+                let mut apache = apache::ApacheSasl::digest_md5(&users);
+                if sasl.required {
+                    apache = apache.requiring_client_sasl();
+                }
+                if let Some(s) = &sasl.super_user {
+                    apache = apache.with_super_user(s);
+                }
+                TestingServer::apache_with(ApacheConfig {
+                    sasl: Some(apache),
+                    ..ApacheConfig::default()
+                })
             }
         }
     }

@@ -4,7 +4,8 @@
 //! identity ACLs match, every refusal a typed error and a final state within
 //! the connect timeout (never a reconnect loop), the exchange again on every
 //! new connection and session, requests held until it is done, and no
-//! password in `Debug` or errors. The same on real ZooKeeper is
+//! password in `Debug`, errors or logs; and SASL over TLS on the backend
+//! `ZK_TEST_SERVER` selects. The same on real ZooKeeper is
 //! `sasl_apache_digest`; Kerberos is `sasl_kerberos`.
 
 use std::time::{Duration, Instant};
@@ -393,4 +394,62 @@ fn no_password_in_any_log_record() {
             assert!(!r.contains(secret), "{r}");
         }
     }
+}
+
+/// SASL over TLS (the server's secure client port) on the backend
+/// `ZK_TEST_SERVER` selects: the exchange runs inside the TLS connection,
+/// the identity and the refusals are the same as without TLS.
+#[test]
+fn sasl_over_tls() {
+    use zk_framework::TlsConfig;
+    use zk_testing::apache::{ApacheConfig, ApacheSasl};
+    use zk_testing::{Backend, TestingServer};
+    let pki = zk_testing::tls::TestPki::new("sasl-over-tls CA").unwrap();
+    let tls = pki.server_tls().unwrap();
+    let s = match Backend::from_env().unwrap() {
+        Backend::Embedded => TestingServer::embedded_with(ServerConfig {
+            tls: Some(tls),
+            sasl: Some(users().required(true)),
+            ..ServerConfig::default()
+        }),
+        Backend::Apache => TestingServer::apache_with(ApacheConfig {
+            tls: Some(tls),
+            sasl: Some(
+                ApacheSasl::digest_md5(&[("bob", "bobsecret"), ("alice", "alicesecret")]).requiring_client_sasl(),
+            ),
+            ..ApacheConfig::default()
+        }),
+    }
+    .unwrap();
+    assert!(s.is_tls());
+    let trust = TlsConfig::builder().ca_pem(pki.ca_pem().as_bytes()).build().unwrap();
+    let over_tls = |sasl: Option<SaslConfig>| {
+        let mut cfg = config(sasl);
+        cfg.tls = Some(trust.clone());
+        Client::connect(&s.connect_string(), cfg).unwrap()
+    };
+    let bob = over_tls(digest("bob", "bobsecret"));
+    bob.wait_connected(Instant::now() + CONNECT_TIMEOUT + MARGIN).unwrap();
+    bob.create("/tls-sasl", b"", &Acl::creator_all(), CreateMode::Persistent)
+        .unwrap();
+    assert_eq!(bob.get_acl("/tls-sasl").unwrap().0, vec![Acl::sasl("bob", perms::ALL)]);
+    let alice = over_tls(digest("alice", "alicesecret"));
+    alice.wait_connected(Instant::now() + CONNECT_TIMEOUT + MARGIN).unwrap();
+    assert!(matches!(alice.get_data("/tls-sasl"), Err(Error::NoAuth { .. })));
+    // A wrong password over TLS: refused within the connect timeout.
+    let t0 = Instant::now();
+    let wrong = over_tls(digest("bob", "tls-wrong-pw"));
+    let e = wrong
+        .wait_connected(Instant::now() + Duration::from_secs(30))
+        .unwrap_err();
+    assert!(
+        matches!(&e, Error::Sasl(x) if x.kind() == SaslErrorKind::Rejected),
+        "{e:?}"
+    );
+    assert!(t0.elapsed() <= CONNECT_TIMEOUT + MARGIN, "{:?}", t0.elapsed());
+    assert!(!e.to_string().contains("tls-wrong-pw"));
+    // Without SASL, on a server that requires it: told so, over TLS too.
+    let none = over_tls(None);
+    none.wait_connected(Instant::now() + CONNECT_TIMEOUT + MARGIN).unwrap();
+    assert!(matches!(none.get_data("/"), Err(Error::Sasl(x)) if x.kind() == SaslErrorKind::Required));
 }

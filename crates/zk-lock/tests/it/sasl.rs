@@ -1,5 +1,6 @@
-//! SASL: zk-lock with `--sasl digest-md5` on the embedded server speaking
-//! DIGEST-MD5 (the password from a file or the environment, never the
+//! SASL: zk-lock with `--sasl digest-md5` on a server speaking DIGEST-MD5
+//! (the embedded server, or Apache ZooKeeper with a `DigestLoginModule` JAAS
+//! section) (the password from a file or the environment, never the
 //! command line, and never passed on to COMMAND), `--acl creator` owned by
 //! the `sasl` identity, a refused password (exit 77 within the connect
 //! timeout), a server requiring SASL (exit 77, no reconnect loop), and the
@@ -8,21 +9,19 @@
 use std::time::Duration;
 
 use zk_framework::{perms, Acl, CuratorFramework, Error, SaslConfig};
-use zk_testing::embedded::{EmbeddedServer, ServerConfig, ServerSasl};
+use zk_testing::embedded::ServerSasl;
+use zk_testing::TestingServer;
 
 use crate::support::*;
 
 const SECRET: &str = "bob-s3cret-pw";
 
-fn server(required: bool) -> EmbeddedServer {
-    EmbeddedServer::start(ServerConfig {
-        sasl: Some(ServerSasl::digest(&[("bob", SECRET), ("alice", "alice-pw")]).required(required)),
-        ..ServerConfig::default()
-    })
-    .unwrap()
+/// A server speaking DIGEST-MD5 on the backend `ZK_TEST_SERVER` selects.
+fn server(required: bool) -> TestingServer {
+    TestingServer::start_sasl(ServerSasl::digest(&[("bob", SECRET), ("alice", "alice-pw")]).required(required)).unwrap()
 }
 
-fn sasl_client(s: &EmbeddedServer, user: &str, password: &str) -> CuratorFramework {
+fn sasl_client(s: &TestingServer, user: &str, password: &str) -> CuratorFramework {
     let c = CuratorFramework::builder()
         .connect_string(s.connect_string())
         .sasl(SaslConfig::digest_md5(user, password).unwrap())
@@ -239,7 +238,7 @@ fn sasl_usage_errors() {
 #[test]
 fn curator_with_sasl_and_zk_lock_share_a_lock_under_a_sasl_acl() {
     use crate::support::curator::*;
-    use zk_testing::{wait_until, TestingServer};
+    use zk_testing::wait_until;
     let dir = Scratch::new("curator-sasl");
     let cp = match compile_curator_contender(&dir.0) {
         Ok(cp) => cp,

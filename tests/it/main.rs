@@ -13,3 +13,8 @@ mod processes;
 
 // The server driven by a client we did not write (the `zookeeper` crate) and raw frames.
 mod conformance;
+
+// Curator (Java) with Kerberos and our InterProcessMutex on one lock under a sasl ACL
+// (Apache ZooKeeper with a local MIT KDC; the gssapi feature).
+#[cfg(feature = "gssapi")]
+mod curator_kerberos;

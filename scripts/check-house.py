@@ -42,7 +42,7 @@ LAYERS = {
         ["recipe"],
         ["framework"],
         ["client"],
-        ["retry", "state", "deadline", "paths"],
+        ["retry", "state", "deadline", "paths", "metrics"],
         ["error"],
     ],
 }

@@ -532,7 +532,7 @@ impl CuratorFrameworkBuilder {
             close_tx: Mutex::new(Some(close_tx)),
             close_rx,
             close_hooks: CloseHooks::new(),
-            ensemble: Mutex::new(super::ensemble::Tracked::default()),
+            ensemble: Mutex::new(super::inner::Tracked::default()),
             ensemble_wake,
         });
         let fw = CuratorFramework {

@@ -34,15 +34,6 @@ use super::inner::Inner;
 use crate::error::{Error, Result};
 use crate::state::ConnectionState;
 
-/// What the tracker knows: the last config applied, and the session whose
-/// watch on the config node is set (one watch per session, not one per
-/// read).
-#[derive(Debug, Default)]
-pub(crate) struct Tracked {
-    pub(crate) applied: Option<EnsembleConfig>,
-    watching: Option<i64>,
-}
-
 /// The connect-string hosts of `config`'s members, with the reasons the
 /// unusable ones were skipped.
 pub(crate) fn hosts_of(config: &EnsembleConfig) -> (Vec<String>, Vec<String>) {

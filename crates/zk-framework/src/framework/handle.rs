@@ -104,7 +104,7 @@ impl CuratorFramework {
     pub fn update_server_list(&self, connect_string: &str) -> Result<bool> {
         let parsed = crate::client::parse_connect_string(connect_string)?;
         if self.is_closed() {
-            return Err(crate::Error::Closed);
+            return Err(crate::error::Error::Closed);
         }
         {
             let mut cs = self.inner.connect_string.lock();

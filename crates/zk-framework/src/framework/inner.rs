@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
 use parking_lot::{Condvar, Mutex};
+use zk_proto::config::EnsembleConfig;
 
 use super::acl::AclProvider;
 use super::background::{self, Background};
@@ -72,10 +73,19 @@ pub(crate) struct Inner {
     pub(super) close_rx: crossbeam_channel::Receiver<()>,
     /// Run by `close()` (see `Recipe::on_close`).
     pub(super) close_hooks: Arc<Mutex<CloseHooks>>,
-    /// The ensemble tracker's state (see [`super::ensemble`]); unused when it is off.
-    pub(super) ensemble: Mutex<super::ensemble::Tracked>,
+    /// The ensemble tracker's state (see `framework::ensemble`); unused when it is off.
+    pub(super) ensemble: Mutex<Tracked>,
     /// Wakes the ensemble tracker (a connection, a change of the config node).
     pub(super) ensemble_wake: Sender<()>,
+}
+
+/// What the tracker knows: the last config applied, and the session whose
+/// watch on the config node is set (one watch per session, not one per
+/// read).
+#[derive(Debug, Default)]
+pub(crate) struct Tracked {
+    pub(crate) applied: Option<EnsembleConfig>,
+    pub(crate) watching: Option<i64>,
 }
 
 /// Values kept for layers above, one per type.

@@ -264,6 +264,9 @@ pub(super) struct Inner {
     /// The SASL refusal that ended the client (state `AuthFailed`): what
     /// every call is told from then on.
     pub sasl_failure: Mutex<Option<SaslError>>,
+    /// This client's threads waiting for a Kerberos KDC (GSSAPI's bound on
+    /// krb5 calls that block past a connection's deadline).
+    pub kdc_waiters: Arc<AtomicUsize>,
     pub wire: Mutex<Wire>,
     pub core: Mutex<Core>,
     pub cond: Condvar,
@@ -348,6 +351,7 @@ impl Inner {
             sasl: s.sasl,
             last_sasl_error: Mutex::new(None),
             sasl_failure: Mutex::new(None),
+            kdc_waiters: Arc::new(AtomicUsize::new(0)),
             last_tls_error: Mutex::new(None),
             last_connect_failure: Mutex::new(None),
             certain_refusal: Mutex::new(None),

@@ -377,7 +377,7 @@ fn authenticate(
     deadline: Instant,
     buf: &mut [u8],
 ) -> Result<(), Fail> {
-    let mut mech = sasl.start(host).map_err(Fail::from)?;
+    let mut mech = sasl.start(host, &inner.kdc_waiters).map_err(Fail::from)?;
     mech.set_deadline(deadline);
     let name = mech.name();
     let mut token = mech.initial().map_err(Fail::from)?;

@@ -33,7 +33,8 @@
 //! their own, waited for until then: a KDC that does not answer is
 //! [`SaslErrorKind::KdcUnreachable`] at the connection's deadline, and the
 //! waiting thread ends when krb5 gives up. At most [`MAX_KDC_WAITERS`] such
-//! threads wait in a process; further attempts fail at once with the same kind.
+//! threads wait for one client (its count is the client's); further attempts
+//! fail at once with the same kind.
 //!
 //! Failures and their kinds: a missing or unreadable keytab, a keytab
 //! without the principal's keys, no cache or no ticket in it, an expired
@@ -53,6 +54,7 @@
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use libgssapi::context::{ClientCtx, CtxFlags, SecurityContext};
@@ -64,14 +66,10 @@ use libgssapi::oid::{GSS_MECH_KRB5, GSS_NT_HOSTBASED_SERVICE, GSS_NT_KRB5_PRINCI
 use super::{GssapiConfig, Mechanism, Step, GSSAPI};
 use crate::error::{SaslError, SaslErrorKind};
 
-/// How many threads may wait for a KDC at once in a process (see the module
+/// How many threads may wait for a KDC at once for one client (see the module
 /// documentation); a connection attempt beyond fails at once as
 /// [`SaslErrorKind::KdcUnreachable`].
 const MAX_KDC_WAITERS: usize = 8;
-
-/// The threads waiting for a KDC now (steps 1 and 2 of attempts whose
-/// deadline passed, or still within it).
-static KDC_WAITERS: AtomicUsize = AtomicUsize::new(0);
 
 /// RFC 4752's security layer "none".
 const LAYER_NONE: u8 = 1;
@@ -221,8 +219,13 @@ fn memory_cache_for(principal: &str, keytab: &Path) -> String {
 
 /// Starts one exchange with the server dialled as `host`. Nothing is asked
 /// of Kerberos before [`Mechanism::initial`].
-pub(super) fn start(config: &GssapiConfig, host: &str) -> Result<Box<dyn Mechanism>, SaslError> {
+pub(super) fn start(
+    config: &GssapiConfig,
+    host: &str,
+    waiters: &Arc<AtomicUsize>,
+) -> Result<Box<dyn Mechanism>, SaslError> {
     Ok(Box::new(Gssapi {
+        waiters: waiters.clone(),
         plan: Plan::new(config, host)?,
         stage: Stage::Start,
         deadline: None,
@@ -241,6 +244,8 @@ enum Stage {
 }
 
 struct Gssapi {
+    /// The client's count of threads waiting for a KDC.
+    waiters: Arc<AtomicUsize>,
     plan: Plan,
     stage: Stage,
     deadline: Option<Instant>,
@@ -257,7 +262,7 @@ impl Mechanism for Gssapi {
 
     fn initial(&mut self) -> Result<Vec<u8>, SaslError> {
         let plan = self.plan.clone();
-        let (ctx, token) = bounded(self.deadline, &self.plan, move || first_token(&plan))?;
+        let (ctx, token) = bounded(&self.waiters, self.deadline, &self.plan, move || first_token(&plan))?;
         self.stage = if ctx.is_complete() {
             Stage::Layers(ctx)
         } else {
@@ -557,6 +562,7 @@ fn describe(e: &GssError) -> String {
 /// Runs `f` (steps 1 and 2) on a thread of its own and waits for it until
 /// `deadline` (inline without one): see the module documentation.
 fn bounded<T: Send + 'static>(
+    waiters: &Arc<AtomicUsize>,
     deadline: Option<Instant>,
     plan: &Plan,
     f: impl FnOnce() -> Result<T, SaslError> + Send + 'static,
@@ -564,14 +570,16 @@ fn bounded<T: Send + 'static>(
     let Some(deadline) = deadline else {
         return f();
     };
-    struct Waiter;
+    struct Waiter(Arc<AtomicUsize>);
     impl Drop for Waiter {
         fn drop(&mut self) {
-            KDC_WAITERS.fetch_sub(1, Ordering::AcqRel);
+            self.0.fetch_sub(1, Ordering::AcqRel);
         }
     }
-    if KDC_WAITERS.fetch_add(1, Ordering::AcqRel) >= MAX_KDC_WAITERS {
-        drop(Waiter);
+    let counted = waiters.fetch_add(1, Ordering::AcqRel);
+    let waiter = Waiter(waiters.clone());
+    if counted >= MAX_KDC_WAITERS {
+        drop(waiter);
         return Err(err(
             SaslErrorKind::KdcUnreachable,
             format!(
@@ -580,7 +588,6 @@ fn bounded<T: Send + 'static>(
             ),
         ));
     }
-    let waiter = Waiter;
     let (tx, rx) = crossbeam_channel::bounded(1);
     let spawned = std::thread::Builder::new().name("zk-gssapi".into()).spawn(move || {
         let _waiter = waiter;
@@ -860,6 +867,7 @@ mod tests {
 
     fn mechanism(stage: Stage) -> Gssapi {
         Gssapi {
+            waiters: Arc::default(),
             plan: Plan::new(&GssapiConfig::default(), "h").unwrap(),
             stage,
             deadline: None,
@@ -888,12 +896,13 @@ mod tests {
     #[test]
     fn steps_that_block_are_bounded_by_the_deadline_and_their_threads_limited() {
         let plan = Plan::new(&GssapiConfig::default(), "h").unwrap();
+        let waiters = Arc::new(AtomicUsize::new(0));
         let (release, blocked) = crossbeam_channel::bounded::<()>(0);
         let wait = Duration::from_millis(100);
         for _ in 0..MAX_KDC_WAITERS {
             let blocked = blocked.clone();
             let t0 = Instant::now();
-            let e = bounded(Some(Instant::now() + wait), &plan, move || {
+            let e = bounded(&waiters, Some(Instant::now() + wait), &plan, move || {
                 let _ = blocked.recv();
                 Ok(())
             })
@@ -902,24 +911,36 @@ mod tests {
             assert!(e.message().contains("zookeeper/h"), "{e}");
             assert!(t0.elapsed() >= wait && t0.elapsed() < wait + Duration::from_secs(5));
         }
-        assert_eq!(KDC_WAITERS.load(Ordering::Acquire), MAX_KDC_WAITERS);
+        assert_eq!(waiters.load(Ordering::Acquire), MAX_KDC_WAITERS);
+        // Another client's count is its own.
+        let others = Arc::new(AtomicUsize::new(0));
+        assert_eq!(
+            bounded(&others, Some(Instant::now() + Duration::from_secs(60)), &plan, || Ok(1)).unwrap(),
+            1
+        );
         let t0 = Instant::now();
-        let e = bounded(Some(Instant::now() + Duration::from_secs(60)), &plan, || Ok(())).unwrap_err();
+        let e = bounded(&waiters, Some(Instant::now() + Duration::from_secs(60)), &plan, || {
+            Ok(())
+        })
+        .unwrap_err();
         assert_eq!(e.kind(), SaslErrorKind::KdcUnreachable);
         assert!(e.message().contains("still unanswered"), "{e}");
         assert!(t0.elapsed() < Duration::from_secs(5));
         drop(release);
-        assert!(zk_testing::wait_until(Duration::from_secs(10), || KDC_WAITERS
+        assert!(zk_testing::wait_until(Duration::from_secs(10), || waiters
             .load(Ordering::Acquire)
             == 0));
         // Steps that answer in time give their result; without a deadline they run here.
         assert_eq!(
-            bounded(Some(Instant::now() + Duration::from_secs(60)), &plan, || Ok(7)).unwrap(),
+            bounded(&waiters, Some(Instant::now() + Duration::from_secs(60)), &plan, || Ok(
+                7
+            ))
+            .unwrap(),
             7
         );
         let here = std::thread::current().id();
         assert_eq!(
-            bounded(None, &plan, move || Ok(std::thread::current().id())).unwrap(),
+            bounded(&waiters, None, &plan, move || Ok(std::thread::current().id())).unwrap(),
             here
         );
     }
@@ -947,6 +968,7 @@ mod tests {
             plan.flags.remove(CtxFlags::GSS_C_MUTUAL_FLAG);
         }
         Gssapi {
+            waiters: Arc::default(),
             plan,
             stage: Stage::Start,
             deadline: None,

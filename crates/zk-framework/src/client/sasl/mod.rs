@@ -247,14 +247,19 @@ impl SaslConfig {
 
     /// Starts the client side of one exchange with the server dialled as
     /// `host` (the connect string's host, as given).
-    pub(crate) fn start(&self, host: &str) -> std::result::Result<Box<dyn Mechanism>, SaslError> {
+    /// `waiters` is the client's count of threads waiting for a KDC (GSSAPI).
+    pub(crate) fn start(
+        &self,
+        host: &str,
+        waiters: &Arc<std::sync::atomic::AtomicUsize>,
+    ) -> std::result::Result<Box<dyn Mechanism>, SaslError> {
         match &*self.kind {
             Kind::DigestMd5 { user, password } => Ok(Box::new(digest::DigestMd5::new(user, password))),
             #[cfg(feature = "gssapi")]
-            Kind::Gssapi(g) => gssapi::start(g, host),
+            Kind::Gssapi(g) => gssapi::start(g, host, waiters),
             #[cfg(not(feature = "gssapi"))]
             Kind::Gssapi(_) => {
-                let _ = host;
+                let _ = (host, waiters);
                 Err(SaslError::new(
                     SaslErrorKind::Unsupported,
                     GSSAPI,

@@ -223,12 +223,9 @@ fn connect_host(inner: &Arc<Inner>, host: &HostPort, buf: &mut [u8]) -> Attempt 
                 Err(HandshakeError::Io(e)) => Err(Fail::from(format!("TLS handshake: {e}"))),
             },
         };
-        let result = transport.and_then(|t| handshake(inner, &host.host, t, deadline, buf));
+        let result = transport.and_then(|t| handshake(inner, (host, addr), t, deadline, buf));
         match result {
             Ok(a) => {
-                if matches!(a, Attempt::Established(_)) {
-                    inner.hosts.lock().on_connected(host, addr);
-                }
                 *inner.last_tls_error.lock() = None;
                 *inner.last_sasl_error.lock() = None;
                 return a;
@@ -265,7 +262,7 @@ fn remaining(deadline: Instant) -> Result<Duration, Fail> {
 /// Sends the ConnectRequest and reads the ConnectResponse before `deadline`.
 fn handshake(
     inner: &Arc<Inner>,
-    host: &str,
+    server: (&HostPort, std::net::SocketAddr),
     stream: Transport,
     deadline: Instant,
     buf: &mut [u8],
@@ -298,7 +295,7 @@ fn handshake(
     inner.touch_recv();
     if resp.timeout > 0 {
         if let Some(sasl) = &inner.sasl {
-            if let Err(f) = authenticate(inner, sasl, host, &stream, &mut fb, deadline, buf) {
+            if let Err(f) = authenticate(inner, sasl, &server.0.host, &stream, &mut fb, deadline, buf) {
                 remember_session(inner, &resp);
                 stream.shutdown();
                 return Err(f);
@@ -310,7 +307,7 @@ fn handshake(
     // and before the client reports itself connected on it.
     inner.next_epoch();
     inner.confirm(sent_ms);
-    establish(inner, stream, fb, resp)
+    establish(inner, server, stream, fb, resp)
 }
 
 /// Reads one frame before `deadline` (`what` names it in errors).
@@ -461,7 +458,13 @@ fn authenticate(
 
 /// Takes a ConnectResponse: expiry, or a connected session with auth and
 /// watches re-sent before any user request.
-fn establish(inner: &Arc<Inner>, stream: Transport, fb: FrameBuffer, resp: ConnectResponse) -> Result<Attempt, Fail> {
+fn establish(
+    inner: &Arc<Inner>,
+    server: (&HostPort, std::net::SocketAddr),
+    stream: Transport,
+    fb: FrameBuffer,
+    resp: ConnectResponse,
+) -> Result<Attempt, Fail> {
     if resp.timeout <= 0 {
         log::warn!(
             "session {:#x} has expired (told by the server)",
@@ -553,6 +556,9 @@ fn establish(inner: &Arc<Inner>, stream: Transport, fb: FrameBuffer, resp: Conne
     inner.touch_send();
     wire.stream = Some(Arc::new(writer));
     *inner.killer.lock() = Some((gen, killer));
+    // The server in use is known before anyone is told the client is
+    // connected (`connected_to()` right after `wait_connected()`).
+    inner.hosts.lock().on_connected(server.0, server.1);
     let mut core = inner.core.lock();
     let read_only = resp.read_only == Some(true);
     core.state = if read_only {

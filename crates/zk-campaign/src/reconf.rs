@@ -46,6 +46,9 @@ pub(crate) struct Member {
     /// Its `zoo.cfg` (what its JVM's command line names: how its pid is
     /// found).
     cfg: PathBuf,
+    /// How long the node fault that picked it waited for the handle (a
+    /// replacement step under way) before it acted; zero in a snapshot.
+    pub(crate) waited_for_handle: Duration,
 }
 
 /// One step of a rolling replacement: `old` replaced by `new`.
@@ -131,23 +134,6 @@ impl Reconf {
                 let mode = mode(&m.addr);
                 (m, mode)
             })
-            .collect()
-    }
-
-    /// The member that says it leads, if one does.
-    pub(crate) fn leader(&self) -> Option<Member> {
-        self.modes()
-            .into_iter()
-            .find(|(_, mode)| mode.as_deref() == Some("leader"))
-            .map(|(m, _)| m)
-    }
-
-    /// The members that say they follow.
-    pub(crate) fn followers(&self) -> Vec<Member> {
-        self.modes()
-            .into_iter()
-            .filter(|(_, mode)| mode.as_deref() == Some("follower"))
-            .map(|(m, _)| m)
             .collect()
     }
 
@@ -257,26 +243,68 @@ impl Reconf {
         })
     }
 
-    /// Kills member `id` (SIGKILL), to be restarted by the same part.
-    pub(crate) fn kill(&self, id: u64) -> io::Result<()> {
+    /// Under the handle (a replacement step under way ends first): waits
+    /// (up to 15 s) for a quorum, takes the member that leads now (`leader`)
+    /// or one that follows (`choose(n)` picks among the `n` followers), and
+    /// does `act` to it. So a node fault acts on a member there is when it
+    /// acts, never on one a step removed while it waited. Says how long it
+    /// waited for the handle.
+    fn act_on<T>(
+        &self,
+        leader: bool,
+        choose: impl FnOnce(usize) -> usize,
+        act: impl FnOnce(&mut ReconfigurableEnsemble, &Member) -> io::Result<T>,
+    ) -> io::Result<(Member, T)> {
+        let t0 = Instant::now();
         let mut e = self.handle();
-        self.downs().insert(id);
-        e.kill(id)
+        let waited = t0.elapsed();
+        self.wait_quorum(Duration::from_secs(15))?;
+        let want = if leader { "leader" } else { "follower" };
+        let found: Vec<Member> = snapshot(&e)
+            .into_iter()
+            .filter(|m| mode(&m.addr).as_deref() == Some(want))
+            .collect();
+        if found.is_empty() {
+            return Err(io::Error::other(format!("no {want} (no quorum?)")));
+        }
+        let m = found[choose(found.len()).min(found.len() - 1)].clone();
+        let r = act(&mut e, &m)?;
+        Ok((
+            Member {
+                waited_for_handle: waited,
+                ..m
+            },
+            r,
+        ))
     }
 
-    /// Stops member `id` gracefully (to be restarted by the same part):
-    /// SIGTERM, its exit awaited without the handle, then reaped by the
-    /// handle's `stop`.
-    pub(crate) fn stop(&self, m: &Member) -> io::Result<()> {
-        self.downs().insert(m.id);
-        if let Some(pid) = pid_of(&m.cfg) {
+    /// Kills the member that leads (or a follower, `choose`n), to be
+    /// restarted by the same part; returns it.
+    pub(crate) fn kill(&self, leader: bool, choose: impl FnOnce(usize) -> usize) -> io::Result<Member> {
+        let (m, ()) = self.act_on(leader, choose, |e, m| {
+            self.downs().insert(m.id);
+            e.kill(m.id)
+        })?;
+        Ok(m)
+    }
+
+    /// Stops the member that leads (or a follower, `choose`n) gracefully,
+    /// to be restarted by the same part: SIGTERM, its exit awaited without
+    /// the handle, then reaped by the handle's `stop`; returns it.
+    pub(crate) fn stop(&self, leader: bool, choose: impl FnOnce(usize) -> usize) -> io::Result<Member> {
+        let (m, pid) = self.act_on(leader, choose, |_, m| {
+            self.downs().insert(m.id);
+            Ok(pid_of(&m.cfg))
+        })?;
+        if let Some(pid) = pid {
             // A paused JVM cannot handle SIGTERM: let it continue first.
             let _ = crate::fleet::send_signal(pid, "CONT");
             if crate::fleet::send_signal(pid, "TERM").is_ok() {
                 zk_testing::wait_until(Duration::from_secs(15), || !crate::fleet::alive(pid));
             }
         }
-        self.handle().stop(m.id)
+        self.handle().stop(m.id)?;
+        Ok(m)
     }
 
     /// Restarts member `id` if it is still a member (`Ok(None)`: removed
@@ -297,18 +325,20 @@ impl Reconf {
         r.map(|()| Some(waited))
     }
 
-    /// Pauses member `m` (SIGSTOP), counted in `paused` by its pid, under
-    /// the handle (so that a step's check of a whole ensemble sees it).
-    /// Returns the pid, by which it is resumed without the handle.
-    pub(crate) fn pause(&self, m: &Member, paused: &HoldBook<Option<u32>>) -> io::Result<u32> {
-        let e = self.handle();
-        if !e.members().contains(&m.id) || !e.is_running(m.id) {
-            return Err(io::Error::other(format!("server {} is not a running member", m.id)));
-        }
-        let pid = pid_of(&m.cfg).ok_or_else(|| io::Error::other(format!("server {} has no process", m.id)))?;
-        paused.take(&[Some(pid)], |_| crate::fleet::send_signal(pid, "STOP"), |_| {})?;
-        drop(e);
-        Ok(pid)
+    /// Pauses the member that leads now (SIGSTOP), counted in `paused` by
+    /// its pid, under the handle (so that a step's check of a whole
+    /// ensemble sees it). Returns it and the pid, by which it is resumed
+    /// without the handle.
+    pub(crate) fn pause_leader(&self, paused: &HoldBook<Option<u32>>) -> io::Result<(Member, u32)> {
+        self.act_on(
+            true,
+            |_| 0,
+            |_, m| {
+                let pid = pid_of(&m.cfg).ok_or_else(|| io::Error::other(format!("server {} has no process", m.id)))?;
+                paused.take(&[Some(pid)], |_| crate::fleet::send_signal(pid, "STOP"), |_| {})?;
+                Ok(pid)
+            },
+        )
     }
 
     /// Undoes what a fault may have left: every member resumed, those not
@@ -349,6 +379,7 @@ fn snapshot(e: &ReconfigurableEnsemble) -> Vec<Member> {
                 id,
                 addr: format!("127.0.0.1:{}", e.client_port(id)?),
                 cfg: e.log_path(id)?.parent()?.join("zoo.cfg"),
+                waited_for_handle: Duration::ZERO,
             })
         })
         .collect()

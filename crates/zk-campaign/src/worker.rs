@@ -961,9 +961,9 @@ pub(crate) fn worker_main(o: &Opts) -> ExitCode {
         failed = w.run_lock_threads(s, o, seed);
         w.stop.store(true, Ordering::SeqCst);
     });
-    if o.track_ensemble {
-        w.end_connection(&stop.with_file_name(crate::reconf::FINAL_MEMBERS), o.tracker_delay);
-    }
+    // The reconfigurable ensemble's end check (its file is there only then),
+    // with or without the tracker.
+    w.end_connection(&stop.with_file_name(crate::reconf::FINAL_MEMBERS), o.tracker_delay);
     w.client.close();
     w.line(&format!("X {} {}", w.pid, now_ns()));
     if failed {

@@ -120,22 +120,18 @@ impl Faults<'_> {
     /// restarted 0.5-3 s later if it is still a member.
     pub(super) fn bounce_member(&mut self, leader: bool, kill: bool) -> io::Result<String> {
         let r = reconfigurable(self.server)?;
-        let m = if leader {
-            r.leader()
+        let pick = self.rng.below(u64::MAX);
+        let choose = move |n: usize| (pick % n as u64) as usize;
+        let m = if kill {
+            r.kill(leader, choose)?
         } else {
-            let f = r.followers();
-            (!f.is_empty()).then(|| f[self.rng.below(f.len() as u64) as usize].clone())
-        }
-        .ok_or_else(|| io::Error::other("no such member (no quorum?)"))?;
+            r.stop(leader, choose)?
+        };
         let (role, verb) = (
             if leader { "leader" } else { "follower" },
             if kill { "killed" } else { "stopped" },
         );
-        if kill {
-            r.kill(m.id)?;
-        } else {
-            r.stop(&m)?;
-        }
+        let verb = format!("{verb}{}", waited_for_step(&m));
         let t0 = Instant::now();
         let down = self.rng.ms(500, 3000);
         sleep_until(t0 + down);
@@ -169,16 +165,29 @@ impl Faults<'_> {
     /// counted in the pauses the parts share.
     pub(super) fn pause_member(&mut self, d: Duration) -> io::Result<String> {
         let r = reconfigurable(self.server)?;
-        let m = r.leader().ok_or_else(|| io::Error::other("no leader to pause"))?;
-        let pid = r.pause(&m, &self.switches.paused)?;
+        let (m, pid) = r.pause_leader(&self.switches.paused)?;
         sleep_until(Instant::now() + d);
         let resumed = self.resume_node(pid)?;
         Ok(format!(
-            "leader {} ({}) paused {} ms{}",
+            "leader {} ({}) paused{} {} ms{}",
             m.id,
             m.addr,
+            waited_for_step(&m),
             d.as_millis(),
             kept_by_another(resumed)
         ))
+    }
+}
+
+/// What a node fault says of the wait for a replacement step under way
+/// before it acted (its window counts from its act).
+fn waited_for_step(m: &Member) -> String {
+    if m.waited_for_handle >= Duration::from_millis(100) {
+        format!(
+            " (after {} ms for a replacement step under way)",
+            m.waited_for_handle.as_millis()
+        )
+    } else {
+        String::new()
     }
 }

@@ -46,8 +46,9 @@ pub(crate) struct Member {
     /// Its `zoo.cfg` (what its JVM's command line names: how its pid is
     /// found).
     cfg: PathBuf,
-    /// How long the node fault that picked it waited for the handle (a
-    /// replacement step under way) before it acted; zero in a snapshot.
+    /// How long the node fault that picked it waited for the handle
+    /// (another part's replacement step or restart) before it acted; zero in
+    /// a snapshot.
     pub(crate) waited_for_handle: Duration,
 }
 

@@ -151,7 +151,10 @@ impl Faults<'_> {
                     m.addr,
                     down.as_millis(),
                     if waited >= Duration::from_millis(100) {
-                        format!(" after {} ms more for a replacement under way", waited.as_millis())
+                        format!(
+                            " after {} ms more for the ensemble's handle (another part's replacement step or restart)",
+                            waited.as_millis()
+                        )
                     } else {
                         String::new()
                     },
@@ -179,12 +182,13 @@ impl Faults<'_> {
     }
 }
 
-/// What a node fault says of the wait for a replacement step under way
-/// before it acted (its window counts from its act).
+/// What a node fault says of its wait for the ensemble's handle before it
+/// acted (another part's replacement step or restart; its window counts
+/// from its act).
 fn waited_for_step(m: &Member) -> String {
     if m.waited_for_handle >= Duration::from_millis(100) {
         format!(
-            " (after {} ms for a replacement step under way)",
+            " (after {} ms for the ensemble's handle: another part's replacement step or restart)",
             m.waited_for_handle.as_millis()
         )
     } else {

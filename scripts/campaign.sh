@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Jepsen-style fault campaign (crates/zk-campaign) in its profiles.
 #
-# usage: scripts/campaign.sh [ci|long|ensemble|partitions-ci|partitions-long|composed|composed-ensemble|composed-ci]
+# usage: scripts/campaign.sh [ci|long|ensemble|partitions-ci|partitions-long|composed|composed-ensemble|composed-ci|
+#                             rolling-ci|rolling]
 #                            [--seed N] [more options]
 #
 #   ci        (default) the embedded server, 4 worker processes x 5 threads
@@ -52,6 +53,24 @@
 #             happened once (at least 15 s, at most 90 s), with the cache,
 #             counter, registration and partitioner kinds: about 20-30 s (CI: with
 #             ZK_BUILD_PROFILE=dev).
+#   rolling-ci
+#             a reconfigurable 3-node Apache ensemble (--reconfigurable: the
+#             workers connect straight to its members and follow
+#             /zookeeper/config, ensemble_tracker with a 300 ms delay): every
+#             server replaced one by one on new ports (rolling-replace), alone
+#             and composed with one or two other kinds (composed-rolling), at
+#             least once each, with the cache, counter, registration and
+#             partitioner kinds; at the end every worker must be connected to
+#             a member of the final configuration, listing no removed server
+#             (docs/campaign.md, "Rolling replacement"). Session 6 s, at least
+#             35 s, at most 80 s of faults: about 45-60 s on 2 cores (CI: with
+#             ZK_BUILD_PROFILE=dev; needs java and Debian's zookeeper).
+#   rolling   the same ensemble with every kind it makes (rolling-replace,
+#             instant-expire, pause-short, pause-long, the member stops and
+#             kills, kill-worker, break-waiter, and the compositions: pause +
+#             expire + resume, the hand-off break, random, rolling) 5 times
+#             each at least (at most 30 min), with the worker kinds and more
+#             long holds.
 #
 # Options after the profile override its own (the last one wins), e.g.
 # `long --seconds 480` for an 8-minute run with the long profile's fault mix
@@ -133,12 +152,23 @@ case "$profile" in
           --hold-ms 5 --think-ms 5 --long-hold-permille 40 --long-lead-permille 250 --cache --counter --registration
           --partition)
     ;;
+  rolling-ci)
+    args=(--reconfigurable --faults rolling-replace,composed-rolling --min-each 1 --seconds 35 --max-seconds 80
+          --workers 4 --threads 4 --session-ms 6000
+          --hold-ms 5 --think-ms 5 --long-hold-permille 8 --cache --counter --registration --partition)
+    ;;
+  rolling)
+    args=(--reconfigurable --faults all,composed --min-each 5 --seconds 120 --max-seconds 1800
+          --workers 4 --threads 5 --session-ms 6000
+          --hold-ms 5 --think-ms 5 --long-hold-permille 40 --long-lead-permille 250 --cache --counter
+          --registration --partition)
+    ;;
   -h|--help)
-    sed -n '2,84p' "$0"
+    sed -n '2,103p' "$0"
     exit 0
     ;;
   *)
-    echo "unknown profile $profile (ci, long, ensemble, partitions-ci, partitions-long, composed, composed-ensemble or composed-ci)" >&2
+    echo "unknown profile $profile (ci, long, ensemble, partitions-ci, partitions-long, composed, composed-ensemble, composed-ci, rolling-ci or rolling)" >&2
     exit 2
     ;;
 esac

@@ -93,6 +93,14 @@
 //! 10. **A holder's claims never go back** to a token smaller than it was
 //!     granted or claimed before.
 //!
+//! The kinds' own rules are in modules of their own: the cache's (C1-C5,
+//! `checker/cache.rs`), the counter's (K1-K3, `checker/counter.rs`), the
+//! registrations' (R1-R4, `checker/registration.rs`), the partitioner's
+//! (P1-P3, `checker/partition.rs`), and the reconfigurable ensemble's
+//! end-of-run connection check (E1, `checker/ensemble.rs`: every worker
+//! connected at its end to a member of the final configuration, its server
+//! list naming no removed server).
+//!
 //! Rules 1 to 7 are in their own module (`checker/rules.rs`), one function
 //! each (rule 4 in three: attempts, sections and workers). Rules 8 to 10 are
 //! in another (`checker/claims.rs`), one function each, with the bounds a
@@ -125,6 +133,7 @@ use rules::{
 
 mod cache;
 mod counter;
+mod ensemble;
 mod partition;
 mod registration;
 
@@ -340,6 +349,7 @@ pub fn check(h: &History, opts: &CheckOptions) -> Report {
     cached.push_str(&counter::judge(&h.counter_lines, &mut violations));
     cached.push_str(&registration::judge(h, &mut violations));
     cached.push_str(&partition::judge(h, &mut violations));
+    cached.push_str(&ensemble::judge(h, &mut violations));
 
     let faults = h.fault_counts();
     let kinds: Vec<String> = h
@@ -395,8 +405,8 @@ struct Facts {
     /// Rules 8 to 10's lines.
     claimed: String,
     /// The cache, counter, registration and partitioner rules' lines
-    /// (`cache.rs`, `counter.rs`, `registration.rs`, `partition.rs`; empty
-    /// without those kinds).
+    /// (`cache.rs`, `counter.rs`, `registration.rs`, `partition.rs`) and the
+    /// reconfigurable ensemble's (`ensemble.rs`); empty without those kinds.
     cached: String,
     /// See [`Report::margins`].
     margins: BTreeMap<String, MarginStats>,

@@ -14,6 +14,10 @@ pub(crate) enum BackendKind {
     Embedded,
     Apache,
     Ensemble,
+    /// An Apache ensemble that `reconfig` changes (`--reconfigurable`): its
+    /// servers are replaced on new ports by the `rolling-replace` kind, and
+    /// the workers' clients follow `/zookeeper/config`.
+    Reconfigurable,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,7 +30,8 @@ pub(crate) enum Mode {
 
 pub(crate) const USAGE: &str = "\
 zk-campaign [--seconds N] [--acquisitions N] [--seed N] [--workers N] [--threads N]
-                   [--session-ms N] [--apache | --ensemble] [--dir DIR] [--hold-ms N]
+                   [--session-ms N] [--apache | --ensemble | --reconfigurable [--servers N]
+                   [--tracker-delay-ms N] [--no-ensemble-tracker]] [--dir DIR] [--hold-ms N]
                    [--long-hold-permille N] [--long-lead-permille N] [--think-ms N] [--acquire-timeout-ms N]
                    [--short-timeout-percent N] [--overshoot-margin-ms N] [--max-overshoot-ms N]
                    [--faults all|partitions|composed|KIND,...] [--min-partition-faults N]
@@ -78,8 +83,29 @@ pub(crate) struct Cli {
     #[arg(long, overrides_with = "ensemble")]
     apache: bool,
     /// A 3-node Apache ZooKeeper ensemble.
-    #[arg(long, overrides_with = "apache")]
+    #[arg(long, overrides_with_all = ["apache", "reconfigurable"])]
     ensemble: bool,
+    /// An Apache ensemble that `reconfig` changes (reconfigEnabled): the
+    /// `rolling-replace` kind replaces its servers on new ports, the workers
+    /// connect straight to its members (no fault proxies) and follow
+    /// /zookeeper/config (`ensemble_tracker`); at the end each must be
+    /// connected to a member of the final configuration.
+    #[arg(long, overrides_with_all = ["apache", "ensemble"])]
+    reconfigurable: bool,
+    /// With --reconfigurable: how many servers (3 to 7).
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    servers: usize,
+    /// With --reconfigurable: the longest random delay before a worker's
+    /// client moves to a new configuration (`ensemble_tracker_delay`).
+    #[arg(long, value_name = "N", default_value_t = 300)]
+    tracker_delay_ms: u64,
+    /// With --reconfigurable: the workers' clients do not follow the
+    /// ensemble (a run that shows the end-of-run connection check failing).
+    #[arg(long)]
+    no_ensemble_tracker: bool,
+    /// Worker: follow /zookeeper/config (`ensemble_tracker`).
+    #[arg(long, hide = true)]
+    track_ensemble: bool,
     /// Where the logs go [default: a new directory under the temp dir].
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
@@ -179,6 +205,14 @@ pub(crate) struct Opts {
     pub(crate) threads: usize,
     pub(crate) session_ms: Option<u64>,
     pub(crate) backend: BackendKind,
+    /// `--servers`: the reconfigurable ensemble's size.
+    pub(crate) servers: usize,
+    /// `--tracker-delay-ms`.
+    pub(crate) tracker_delay: Duration,
+    /// Whether the workers' clients follow the ensemble: on a coordinator,
+    /// `--reconfigurable` without `--no-ensemble-tracker`; on a worker,
+    /// `--track-ensemble`.
+    pub(crate) track_ensemble: bool,
     pub(crate) dir: Option<PathBuf>,
     pub(crate) hold_ms: u64,
     pub(crate) long_hold_permille: u64,
@@ -243,13 +277,18 @@ impl Opts {
             workers: c.workers,
             threads: c.threads,
             session_ms: c.session_ms,
-            backend: if c.ensemble {
+            backend: if c.reconfigurable {
+                BackendKind::Reconfigurable
+            } else if c.ensemble {
                 BackendKind::Ensemble
             } else if c.apache {
                 BackendKind::Apache
             } else {
                 BackendKind::Embedded
             },
+            servers: c.servers,
+            tracker_delay: Duration::from_millis(c.tracker_delay_ms),
+            track_ensemble: c.track_ensemble || (c.reconfigurable && !c.no_ensemble_tracker),
             dir: c.dir,
             hold_ms: c.hold_ms,
             long_hold_permille: c.long_hold_permille,
@@ -283,6 +322,9 @@ impl Opts {
             if o.short_timeout_percent > 100 {
                 return Err("--short-timeout-percent must be at most 100".into());
             }
+            if o.backend == BackendKind::Reconfigurable && !(3..=7).contains(&o.servers) {
+                return Err("--servers must be 3 to 7".into());
+            }
             for (name, v) in [("--seconds", o.seconds), ("--max-seconds", o.max_seconds)] {
                 if v.is_some_and(|v| !(v.is_finite() && (0.0..=1e9).contains(&v))) {
                     return Err(format!("{name} must be a number of seconds"));
@@ -296,7 +338,7 @@ impl Opts {
         Duration::from_millis(self.session_ms.unwrap_or(match self.backend {
             BackendKind::Embedded => 3000,
             BackendKind::Apache => 4000,
-            BackendKind::Ensemble => 6000,
+            BackendKind::Ensemble | BackendKind::Reconfigurable => 6000,
         }))
     }
 }

@@ -127,7 +127,7 @@ fn campaign(o: &Opts, plan: &Plan) -> Result<ExitCode, String> {
     // rebuild during a long run cannot mix two versions of the log format.
     let exe = pin_executable(dir).map_err(|e| format!("cannot pin my own executable: {e}"))?;
     let wall = Instant::now();
-    let server = Server::start(o.backend).map_err(|e| format!("cannot start the server: {e}"))?;
+    let server = Server::start(o.backend, o.servers).map_err(|e| format!("cannot start the server: {e}"))?;
     let log = Arc::new(LineLog::open(&dir.join("coordinator.log")).map_err(|e| e.to_string())?);
     let kinds = server.select_kinds(&o.faults).map_err(|e| format!("--faults: {e}"))?;
     prepare_kinds(o, &server.connect_string(), dir)?;
@@ -136,7 +136,7 @@ fn campaign(o: &Opts, plan: &Plan) -> Result<ExitCode, String> {
     let observer = Observer::start(o, plan, &server);
     for slot in 0..o.workers {
         fleet
-            .spawn(slot)
+            .spawn(slot, &server.connect_string())
             .map_err(|e| format!("cannot start worker {slot}: {e}"))?;
     }
     let run_start = run_load_and_faults(o, plan, &server, &fleet, &log, kinds);
@@ -146,6 +146,7 @@ fn campaign(o: &Opts, plan: &Plan) -> Result<ExitCode, String> {
     let run_secs = run_start.elapsed().as_secs_f64();
     let cs = server.connect_string();
     stop_writers(o, plan, &cs, &fleet, &mut shortfalls);
+    final_members(&server, plan, &log, &mut shortfalls);
     stop_workers(o, plan, &fleet);
     // Killed workers' sessions expire at the session timeout; the rest closed.
     let leaks = check_leaks(&cs, ROOT, plan.session * 3 + Duration::from_secs(15));
@@ -206,6 +207,30 @@ fn prepare_kinds(o: &Opts, cs: &str, dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// The reconfigurable ensemble's members at the end, read again from the
+/// servers once every fault has healed: logged (`EM t final ADDR,...
+/// VERSION`) and
+/// written to [`crate::reconf::FINAL_MEMBERS`], which the workers read
+/// after the stop file, each then logging where its client is (`EW`: the
+/// end-of-run connection check). Nothing for the other servers; a read
+/// that fails is a shortfall of the campaign.
+fn final_members(server: &Server, plan: &Plan, log: &LineLog, shortfalls: &mut Vec<String>) {
+    let Some(r) = server.reconf() else { return };
+    match r.final_members() {
+        Ok((addrs, version)) => {
+            log.line(&format!("EM {} final {} {version:x}", now_ns(), addrs.join(",")));
+            println!("final members: {} (config version {version:#x})", addrs.join(","));
+            if let Err(e) = fs::write(plan.dir.join(crate::reconf::FINAL_MEMBERS), addrs.join(",")) {
+                shortfalls.push(format!("the final members could not be written ({e})"));
+            }
+        }
+        Err(e) => {
+            eprintln!("zk-campaign: cannot read the final members: {e}");
+            shortfalls.push(format!("the final members could not be read ({e})"));
+        }
+    }
+}
+
 /// Says what the run is (stdout), and logs its parameters (`P`) for the
 /// checker.
 fn announce(o: &Opts, plan: &Plan, server: &Server, log: &LineLog, kinds: &[&str]) {
@@ -227,6 +252,19 @@ fn announce(o: &Opts, plan: &Plan, server: &Server, log: &LineLog, kinds: &[&str
             .map_or(String::new(), |a| format!(" or {a} acquisitions")),
         dir.display()
     );
+    if server.reconf().is_some() {
+        println!(
+            "zk-campaign: the workers connect straight to the members{}",
+            if o.track_ensemble {
+                format!(
+                    " and follow /zookeeper/config (tracker delay up to {} ms)",
+                    o.tracker_delay.as_millis()
+                )
+            } else {
+                ", WITHOUT following /zookeeper/config (--no-ensemble-tracker)".to_string()
+            }
+        );
+    }
     log.line(&format!(
         "P seed={seed} backend={} workers={} threads={} session_ms={} acquire_timeout_ms={} short_timeout_percent={} min_each={} kinds={}",
         server.name(),
@@ -244,9 +282,12 @@ fn announce(o: &Opts, plan: &Plan, server: &Server, log: &LineLog, kinds: &[&str
 /// each worker, and the options every worker gets.
 fn fleet(o: &Opts, plan: &Plan, server: &Server, exe: PathBuf, log: Arc<LineLog>) -> Result<Fleet, String> {
     let mut slots = Vec::new();
+    // The reconfigurable ensemble's workers connect straight to its members
+    // (the servers change; a client that follows them leaves any proxy).
+    let direct = server.reconf().is_some();
     for _ in 0..o.workers {
         let mut proxies = Vec::new();
-        for a in server.addrs() {
+        for a in server.addrs().into_iter().filter(|_| !direct) {
             proxies.push(FaultProxy::start(&a).map_err(|e| format!("proxy: {e}"))?);
         }
         slots.push(Slot {
@@ -256,6 +297,7 @@ fn fleet(o: &Opts, plan: &Plan, server: &Server, exe: PathBuf, log: Arc<LineLog>
         });
     }
     Ok(Fleet {
+        direct,
         exe,
         dir: plan.dir.clone(),
         stop_file: plan.dir.join("stop"),
@@ -277,12 +319,14 @@ fn worker_args(o: &Opts, session: Duration) -> Vec<String> {
         ("--long-hold-permille", o.long_hold_permille.to_string()),
         ("--long-lead-permille", o.long_lead_permille.to_string()),
         ("--think-ms", o.think_ms.to_string()),
+        ("--tracker-delay-ms", o.tracker_delay.as_millis().to_string()),
     ];
     let flags = [
         (o.cache, "--cache"),
         (o.counter, "--counter"),
         (o.registration, "--registration"),
         (o.partition, "--partition"),
+        (o.track_ensemble, "--track-ensemble"),
     ];
     valued
         .into_iter()
@@ -310,7 +354,9 @@ impl Observer {
         let stop = Arc::new(AtomicBool::new(false));
         let thread = o.registration.then(|| {
             let (cs, dir, stop, session) = (server.connect_string(), plan.dir.clone(), stop.clone(), plan.session);
-            std::thread::spawn(move || crate::regkind::run_observer(&cs, &dir, session, &stop))
+            // On the reconfigurable ensemble, the observer follows its members.
+            let follow = server.reconf().is_some();
+            std::thread::spawn(move || crate::regkind::run_observer(&cs, &dir, session, follow, &stop))
         });
         Observer { stop, thread }
     }
@@ -617,6 +663,7 @@ fn prepare_dir(dir: &Path) -> io::Result<()> {
             || name == "cache-server.log"
             || name == "counter-server.log"
             || name == "registration-observer.log"
+            || name == crate::reconf::FINAL_MEMBERS
         {
             fs::remove_file(e.path())?;
         }

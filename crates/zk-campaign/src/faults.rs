@@ -18,6 +18,7 @@ use crate::record::{now_ns, LineLog};
 use crate::server::{resume_pid, LinkHold, Server, PARTITION_KINDS};
 
 mod composed;
+mod rolling;
 
 /// Latest session (id, password) reported by each worker slot.
 pub(crate) type Sessions = Mutex<HashMap<usize, (i64, Vec<u8>)>>;
@@ -182,6 +183,7 @@ impl<'a> Faults<'a> {
                     kept_by_another(resumed)
                 ))
             }
+            Server::Reconfigurable(_) => self.pause_member(d),
             Server::Ensemble(..) => {
                 let i = self.node(true).ok_or_else(|| io::Error::other("no leader to pause"))?;
                 let pid = self.pause_node(i)?;
@@ -297,7 +299,8 @@ impl<'a> Faults<'a> {
     /// that the first node still exists: while it does, nothing behind it is
     /// granted, so the deleted node was a waiter's. Tries for a few seconds
     /// to find a queue with a waiter.
-    /// The coordinator's own client, connected.
+    /// The coordinator's own client, connected (on the reconfigurable
+    /// ensemble, one that follows its members).
     fn admin(&mut self) -> io::Result<&CuratorFramework> {
         if self.admin.is_none() {
             let c = CuratorFramework::builder()
@@ -305,6 +308,8 @@ impl<'a> Faults<'a> {
                 .session_timeout(Duration::from_secs(20))
                 .connection_timeout(Duration::from_secs(5))
                 .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
+                .ensemble_tracker(self.server.reconf().is_some())
+                .ensemble_tracker_delay(Duration::from_millis(100))
                 .build()
                 .map_err(io::Error::other)?;
             self.admin = Some(c);
@@ -689,14 +694,19 @@ impl<'a> Faults<'a> {
                 self.pause_server(d)
             }
             "restart" => self.restart_server(),
-            "stop-leader" => self.bounce_node(true, false),
-            "kill-leader" => self.bounce_node(true, true),
-            "stop-follower" => self.bounce_node(false, false),
-            "kill-follower" => self.bounce_node(false, true),
+            "stop-leader" | "kill-leader" | "stop-follower" | "kill-follower" => {
+                let (leader, kill) = (kind.ends_with("-leader"), kind.starts_with("kill-"));
+                if self.server.reconf().is_some() {
+                    self.bounce_member(leader, kill)
+                } else {
+                    self.bounce_node(leader, kill)
+                }
+            }
+            "rolling-replace" => self.rolling_replace(),
             "kill-worker" => {
                 let slot = self.random_slot();
                 let old = self.fleet.kill(slot);
-                let new = self.fleet.spawn(slot)?;
+                let new = self.fleet.spawn(slot, &self.server.connect_string())?;
                 Ok(format!("worker {slot} pid {old:?} killed -9, replaced by pid {new}"))
             }
             "break-waiter" => self.break_waiter(),
@@ -782,9 +792,9 @@ impl<'a> Faults<'a> {
     fn expire(&self, sid: i64, pwd: &[u8]) -> io::Result<()> {
         match self.server {
             Server::Embedded(s) | Server::Apache(s) => s.expire_session(sid, pwd),
-            Server::Ensemble(_, addrs, _) => {
+            Server::Ensemble(..) | Server::Reconfigurable(_) => {
                 let mut last = None;
-                for a in addrs {
+                for a in &self.server.addrs() {
                     match zk_testing::raw::RawConnection::connect(a, 30_000, Some((sid, pwd))) {
                         Ok((mut c, resp)) => {
                             if resp.timeout > 0 {

@@ -25,6 +25,10 @@ pub(crate) struct Slot {
 /// The worker processes and their proxies. Dropping it kills every worker still
 /// running (also when the coordinator panics).
 pub(crate) struct Fleet {
+    /// Whether workers connect straight to the servers (the reconfigurable
+    /// ensemble: its members change, and the workers' clients follow them)
+    /// rather than through their proxies (a slot then has none).
+    pub(crate) direct: bool,
     pub(crate) exe: PathBuf,
     pub(crate) dir: PathBuf,
     pub(crate) stop_file: PathBuf,
@@ -34,16 +38,22 @@ pub(crate) struct Fleet {
 }
 
 impl Fleet {
-    pub(crate) fn spawn(&self, slot: usize) -> io::Result<u32> {
+    /// Starts the worker of `slot` (its next generation), connected through
+    /// its proxies, or straight to `servers` (a connect string: the servers
+    /// now) when the fleet is [`Fleet::direct`]. Returns its pid.
+    pub(crate) fn spawn(&self, slot: usize, servers: &str) -> io::Result<u32> {
         let s = &self.slots[slot];
         let gen = s.gen.fetch_add(1, Ordering::SeqCst);
         let log = self.dir.join(format!("worker-{slot}-{gen}.log"));
-        let connect = s
-            .proxies
-            .iter()
-            .map(FaultProxy::connect_string)
-            .collect::<Vec<_>>()
-            .join(",");
+        let connect = if self.direct {
+            servers.to_string()
+        } else {
+            s.proxies
+                .iter()
+                .map(FaultProxy::connect_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        };
         let child = Command::new(&self.exe)
             .arg("--worker")
             .args(["--slot", &slot.to_string()])
@@ -56,7 +66,12 @@ impl Fleet {
             .args(["--seed", &(gen as u64 * 7919 + slot as u64).to_string()])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
+            .stderr(match std::env::var_os("ZK_CAMPAIGN_WORKER_STDERR") {
+                Some(_) => Stdio::from(std::fs::File::create(
+                    self.dir.join(format!("worker-{slot}-{gen}.err")),
+                )?),
+                None => Stdio::inherit(),
+            })
             .spawn()?;
         let pid = child.id();
         *s.proc_.lock().unwrap_or_else(|e| e.into_inner()) = Some(Proc { child, pid });

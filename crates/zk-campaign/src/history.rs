@@ -80,6 +80,12 @@
 //! their claims), described in `checker/partition.rs` and kept in
 //! [`History::part_lines`].
 //!
+//! The reconfigurable ensemble (`--reconfigurable`): `EM` lines (the
+//! coordinator's: members added and removed by `rolling-replace`, the final
+//! members) and `EW` lines (each worker's client at its end: where it is
+//! connected and its server list), described in `checker/ensemble.rs` and
+//! kept in [`History::ensemble_lines`].
+//!
 //! The guarded resource (`resource.log`, read back from the server after the
 //! run): `V lock seq token pid thread attempt`, one per write that reached
 //! the resource of `lock`, `seq` being ZooKeeper's sequence number (the order
@@ -365,6 +371,10 @@ pub struct History {
     /// The partitioner kind's lines (`O`: the workers' members, their
     /// events and claims), judged by `checker/partition.rs`.
     pub part_lines: Vec<String>,
+    /// The reconfigurable ensemble's lines (`EM`: the coordinator's members
+    /// added, removed and final; `EW`: each worker's connection at its
+    /// end), judged by `checker/ensemble.rs`.
+    pub ensemble_lines: Vec<String>,
     /// Lines that could not be parsed.
     pub unparsed: usize,
 }
@@ -510,6 +520,7 @@ impl History {
             "J" => self.counter_lines.push(line.to_string()),
             "L" | "M" => self.reg_lines.push(line.to_string()),
             "O" => self.part_lines.push(line.to_string()),
+            "EM" | "EW" => self.ensemble_lines.push(line.to_string()),
             "P" => self.params(&f)?,
             "F" => self.faults.push(fault(&f)?),
             "N" => self.not_made(&f)?,

@@ -79,6 +79,11 @@ impl<K: Hash + Eq + Copy> HoldBook<K> {
         }
     }
 
+    /// Whether any part holds `key` now.
+    pub(crate) fn is_held(&self, key: &K) -> bool {
+        self.lock().contains_key(key)
+    }
+
     /// Waits until no switch is held, or `deadline`; returns the book, still
     /// locked (so that nothing is held between the wait and what the caller
     /// does next).
@@ -170,8 +175,10 @@ mod tests {
         // A gives back: 0 -> 1 stays on for B, the rest goes off.
         book.give(&a, off);
         assert_eq!(*cut.borrow(), HashSet::from([(0, 1)]));
+        assert!(book.is_held(&(0, 1)) && !book.is_held(&(1, 0)));
         book.give(&[(0, 1)], off);
         assert!(cut.borrow().is_empty());
+        assert!(!book.is_held(&(0, 1)));
         // Given back twice: nothing more happens.
         book.give(&[(0, 1)], |_| panic!("nothing is held"));
     }

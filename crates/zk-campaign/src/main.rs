@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! zk-campaign [--seconds N] [--acquisitions N] [--seed N] [--workers N] [--threads N]
-//!             [--session-ms N] [--apache | --ensemble] [--dir DIR] [--hold-ms N]
+//!             [--session-ms N] [--apache | --ensemble | --reconfigurable [--servers N]
+//!             [--tracker-delay-ms N] [--no-ensemble-tracker]] [--dir DIR] [--hold-ms N]
 //!             [--long-hold-permille N] [--long-lead-permille N] [--think-ms N] [--acquire-timeout-ms N]
 //!             [--short-timeout-percent N] [--overshoot-margin-ms N] [--max-overshoot-ms N]
 //!             [--faults all|partitions|composed|KIND,...] [--min-partition-faults N]
@@ -56,6 +57,24 @@
 //! | `composed-ensemble-partition-failover` | ensemble only: a holder on a follower; the follower cut off, the holder's connections cut, the break and a rival on the majority; the holder fails over before its session expires (watches held back) |
 //! | `composed-break-during-handoff` | an operator break in a leader hand-off: the next leader's node deleted as the leader's goes, or the leader's node deleted while it leads and then the next one's |
 //! | `composed-random` | two or three of the kinds above the composed ones at once, on their own threads and clocks, inside the first one's window; made only when every part was |
+//! | `composed-rolling` | reconfigurable ensemble only: `rolling-replace` with one or two other plain kinds at once, started anywhere inside its window |
+//!
+//! `--reconfigurable` runs on a reconfigurable Apache ensemble
+//! (`ReconfigurableEnsemble`, `--servers N`, 3 by default): `src/reconf.rs`
+//! and `src/faults/rolling.rs`. Its own kind, `rolling-replace`, replaces
+//! every member one by one, in a random order, by a new server on new
+//! ports (a JVM started, added by `reconfig`, the old member removed by
+//! `reconfig` and stopped); its node kinds stop, kill, restart and pause the
+//! member that leads or follows *now*, by server id. The workers connect
+//! straight to the members (no fault proxies: a client that follows the
+//! configuration leaves any proxy at its first read), with
+//! `ensemble_tracker(true)` and a `--tracker-delay-ms` delay (300 ms); so the
+//! kinds that need a proxy (`partition-expire`, `cut`, `drop-all`, the
+//! partitions, the composed partitions) are not made there. At the end, the
+//! coordinator reads the final configuration and every worker logs where
+//! its client is (`EW`): the checker's E1 wants each connected to a final
+//! member, with no removed server in its server list (`--no-ensemble-tracker`
+//! shows it failing).
 //!
 //! The composed kinds (`--faults composed`; not in `all`) are described in
 //! `docs/campaign.md` and `src/faults/composed.rs`: each picks a holder from
@@ -127,6 +146,12 @@
 //! their deadline plus a margin (`--overshoot-margin-ms`, default 50 ms times
 //! `ZK_TEST_TIMING`) are reported per fault kind; `--max-overshoot-ms` makes an
 //! overshoot beyond it a violation.
+//!
+//! `ZK_CAMPAIGN_WORKER_STDERR` (any value) sends each worker's standard
+//! error to `worker-SLOT-GEN.err` in the run's directory instead of the
+//! coordinator's: with `RUST_LOG`, each worker's library log on its own
+//! (e.g. `RUST_LOG=zk_framework::framework::ensemble=debug` for the
+//! ensemble tracker's reads and moves).
 
 mod cachekind;
 mod check;
@@ -140,6 +165,7 @@ mod leaks;
 mod partkind;
 mod paths;
 mod prng;
+mod reconf;
 mod record;
 mod regkind;
 mod resource;

@@ -227,8 +227,10 @@ fn node(d: &ChildData) -> String {
 /// logged to `dir/registration-observer.log` until `stop`, then its final
 /// view. Lines: `M t start`, `M t created path czxid owner`, `M t deleted
 /// path czxid owner`, `M t initialized`, `M t freshness f`, `M t view path
-/// czxid owner`, `M t end current|stale`.
-pub(crate) fn run_observer(cs: &str, dir: &Path, session: Duration, stop: &AtomicBool) {
+/// czxid owner`, `M t end current|stale`. `follow`: its client follows
+/// the ensemble's configuration (the reconfigurable ensemble's members
+/// change during the run).
+pub(crate) fn run_observer(cs: &str, dir: &Path, session: Duration, follow: bool, stop: &AtomicBool) {
     let log = match LineLog::open(&dir.join("registration-observer.log")) {
         Ok(l) => l,
         Err(e) => {
@@ -240,6 +242,8 @@ pub(crate) fn run_observer(cs: &str, dir: &Path, session: Duration, stop: &Atomi
         .connect_string(cs)
         .session_timeout(session * 4)
         .connection_timeout(session)
+        .ensemble_tracker(follow)
+        .ensemble_tracker_delay(Duration::from_millis(100))
         .retry_policy(zk_framework::ExponentialBackoffRetry::new(
             Duration::from_millis(100),
             5,

@@ -23,6 +23,7 @@ use zk_testing::TestingServer;
 
 use crate::cli::BackendKind;
 use crate::holds::{Hold, HoldBook};
+use crate::reconf::Reconf;
 
 /// The links between ensemble nodes the parts of a fault hold cut, by
 /// direction `(from, to)` ([`crate::holds`]).
@@ -36,6 +37,9 @@ pub(crate) enum Server {
     Embedded(TestingServer),
     Apache(TestingServer),
     Ensemble(Mutex<ApacheCluster>, Vec<String>, LinkBook),
+    /// An ensemble that `reconfig` changes (`src/reconf.rs`): its members
+    /// are named by server id, and change.
+    Reconfigurable(Box<Reconf>),
 }
 
 /// The plain kinds every backend makes, before its own.
@@ -78,11 +82,32 @@ const COMPOSED_KINDS: &[&str] = &[
     "composed-random",
 ];
 
+/// The reconfigurable ensemble's own kind: every server replaced, one by
+/// one, on new ports (`src/faults/rolling.rs`).
+pub(crate) const ROLLING_KINDS: &[&str] = &["rolling-replace"];
+
+/// The common kinds the reconfigurable ensemble makes: those that need no
+/// fault proxy (its workers connect straight to the members: a client that
+/// follows `/zookeeper/config` leaves any proxy at its first read, the
+/// configuration naming the servers' own addresses).
+const RECONF_COMMON_KINDS: &[&str] = &["instant-expire", "pause-short", "pause-long"];
+
+/// The composed faults the reconfigurable ensemble makes (those that need
+/// no fault proxy).
+const RECONF_COMPOSED_KINDS: &[&str] = &[
+    "composed-pause-expire-resume",
+    "composed-break-during-handoff",
+    "composed-random",
+    "composed-rolling",
+];
+
 /// The composed faults of the ensemble alone.
 const ENSEMBLE_COMPOSED_KINDS: &[&str] = &["composed-ensemble-partition-failover"];
 
 impl Server {
-    pub(crate) fn start(kind: BackendKind) -> io::Result<Server> {
+    /// Starts the server of `kind` (`servers`: the reconfigurable
+    /// ensemble's size).
+    pub(crate) fn start(kind: BackendKind, servers: usize) -> io::Result<Server> {
         Ok(match kind {
             BackendKind::Embedded => Server::Embedded(TestingServer::embedded_with(ServerConfig::default())?),
             BackendKind::Apache => Server::Apache(TestingServer::apache_with(ApacheConfig::default())?),
@@ -99,6 +124,15 @@ impl Server {
                     .collect();
                 Server::Ensemble(Mutex::new(c), addrs, LinkBook::default())
             }
+            BackendKind::Reconfigurable => {
+                if !zk_testing::apache::available() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::NotFound,
+                        "Apache ZooKeeper is not installed (apt-get install zookeeper) or java is missing",
+                    ));
+                }
+                Server::Reconfigurable(Box::new(Reconf::start(servers)?))
+            }
         })
     }
 
@@ -107,13 +141,25 @@ impl Server {
             Server::Embedded(_) => "embedded",
             Server::Apache(_) => "apache",
             Server::Ensemble(..) => "ensemble",
+            Server::Reconfigurable(_) => "reconfigurable",
         }
     }
 
+    /// The servers' client addresses (the reconfigurable ensemble's: its
+    /// members now).
     pub(crate) fn addrs(&self) -> Vec<String> {
         match self {
             Server::Embedded(s) | Server::Apache(s) => vec![s.connect_string()],
             Server::Ensemble(_, a, _) => a.clone(),
+            Server::Reconfigurable(r) => r.addrs(),
+        }
+    }
+
+    /// The reconfigurable ensemble, if this is one.
+    pub(crate) fn reconf(&self) -> Option<&Reconf> {
+        match self {
+            Server::Reconfigurable(r) => Some(r),
+            _ => None,
         }
     }
 
@@ -125,15 +171,19 @@ impl Server {
     /// first round shuffles: the ensemble's partitions, the common kinds,
     /// the server's own, the last ones.
     pub(crate) fn kinds(&self) -> Vec<&'static str> {
-        let (first, own): (&[&'static str], _) = match self {
-            Server::Ensemble(..) => (PARTITION_KINDS, NODE_KINDS),
-            _ => (&[], STANDALONE_KINDS),
+        let (first, common, own): (&[&'static str], &[&'static str], _) = match self {
+            Server::Ensemble(..) => (PARTITION_KINDS, COMMON_KINDS, NODE_KINDS),
+            Server::Reconfigurable(_) => (ROLLING_KINDS, RECONF_COMMON_KINDS, NODE_KINDS),
+            _ => (&[], COMMON_KINDS, STANDALONE_KINDS),
         };
-        [first, COMMON_KINDS, own, LAST_KINDS].concat()
+        [first, common, own, LAST_KINDS].concat()
     }
 
     /// The composed kinds this server supports.
     pub(crate) fn composed_kinds(&self) -> Vec<&'static str> {
+        if matches!(self, Server::Reconfigurable(_)) {
+            return RECONF_COMPOSED_KINDS.to_vec();
+        }
         let mut v = COMPOSED_KINDS.to_vec();
         if matches!(self, Server::Ensemble(..)) {
             v.insert(3, ENSEMBLE_COMPOSED_KINDS[0]);
@@ -142,26 +192,34 @@ impl Server {
     }
 
     /// The fault kinds to inject: `only` (`all`, `partitions`, `composed`,
-    /// or kinds separated by commas) among those this server supports.
-    /// `all` is the plain kinds; the composed ones are asked for by name or
-    /// as `composed`.
+    /// or kinds separated by commas, where `all` and `composed` stand for
+    /// theirs) among those this server supports. `all` is the plain kinds;
+    /// the composed ones are asked for by name or as `composed`.
     pub(crate) fn select_kinds(&self, only: &str) -> Result<Vec<&'static str>, String> {
         let all: Vec<&'static str> = self.kinds().into_iter().chain(self.composed_kinds()).collect();
         match only {
-            "all" => Ok(self.kinds()),
             "partitions" if matches!(self, Server::Ensemble(..)) => Ok(PARTITION_KINDS.to_vec()),
             "partitions" => Err("partition faults need --ensemble".into()),
-            "composed" => Ok(self.composed_kinds()),
-            list => list
-                .split(',')
-                .filter(|k| !k.is_empty())
-                .map(|k| {
-                    all.iter()
-                        .copied()
-                        .find(|a| *a == k)
-                        .ok_or_else(|| format!("fault kind {k} is not one of {}", all.join(",")))
-                })
-                .collect(),
+            list => {
+                let mut kinds: Vec<&'static str> = Vec::new();
+                for k in list.split(',').filter(|k| !k.is_empty()) {
+                    let named = match k {
+                        "all" => self.kinds(),
+                        "composed" => self.composed_kinds(),
+                        k => vec![all
+                            .iter()
+                            .copied()
+                            .find(|a| *a == k)
+                            .ok_or_else(|| format!("fault kind {k} is not one of {}", all.join(",")))?],
+                    };
+                    for k in named {
+                        if !kinds.contains(&k) {
+                            kinds.push(k);
+                        }
+                    }
+                }
+                Ok(kinds)
+            }
         }
     }
 
@@ -170,7 +228,7 @@ impl Server {
     pub(crate) fn cluster(&self) -> MutexGuard<'_, ApacheCluster> {
         match self {
             Server::Ensemble(c, ..) => c.lock().unwrap_or_else(|e| e.into_inner()),
-            _ => unreachable!("not an ensemble"),
+            _ => unreachable!("not a partitionable ensemble"),
         }
     }
 
@@ -214,6 +272,9 @@ impl Server {
     /// Polled every 100 ms: the nodes' modes are another process's state,
     /// told by nothing but `srvr`.
     pub(crate) fn wait_quorum(&self, timeout: Duration) -> io::Result<()> {
+        if let Server::Reconfigurable(r) = self {
+            return r.wait_quorum(timeout);
+        }
         let deadline = Instant::now() + timeout;
         loop {
             let running = self.running();
@@ -333,6 +394,7 @@ impl Server {
                 })?;
                 self.wait_quorum(Duration::from_secs(60))
             }
+            Server::Reconfigurable(r) => r.heal(),
         }
     }
 }

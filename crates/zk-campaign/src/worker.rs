@@ -961,6 +961,9 @@ pub(crate) fn worker_main(o: &Opts) -> ExitCode {
         failed = w.run_lock_threads(s, o, seed);
         w.stop.store(true, Ordering::SeqCst);
     });
+    // The reconfigurable ensemble's end check (its file is there only then),
+    // with or without the tracker.
+    w.end_connection(&stop.with_file_name(crate::reconf::FINAL_MEMBERS), o.tracker_delay);
     w.client.close();
     w.line(&format!("X {} {}", w.pid, now_ns()));
     if failed {
@@ -982,6 +985,8 @@ impl Worker {
             .session_timeout(session)
             .connection_timeout(session)
             .retry_policy(ExponentialBackoffRetry::new(Duration::from_millis(100), 3))
+            .ensemble_tracker(o.track_ensemble)
+            .ensemble_tracker_delay(o.tracker_delay)
             .build()
             .map_err(|e| format!("client: {e}"))?;
         let _ = client.block_until_connected(session * 5);
@@ -1000,6 +1005,39 @@ impl Worker {
             think_max_ms: o.think_ms,
             grace: session,
         })
+    }
+
+    /// The end-of-run connection check (the reconfigurable ensemble): with
+    /// the final members' addresses the coordinator wrote to `finals`, waits
+    /// (up to [`crate::reconf::end_bound`]) until the client is connected to
+    /// one of them and its server list names only them, then logs where it
+    /// is, as it is: `EW pid t waited-ns connected|- list version` (`list`
+    /// joined by `,`; `version`: the configuration its tracker applied last,
+    /// hex, `-` for none; the checker judges it). Nothing when the file is missing (the
+    /// worker stopped because its parent died).
+    fn end_connection(&self, finals: &std::path::Path, tracker_delay: Duration) {
+        let Ok(text) = std::fs::read_to_string(finals) else {
+            return;
+        };
+        let finals: Vec<&str> = text.trim().split(',').filter(|a| !a.is_empty()).collect();
+        let t0 = Instant::now();
+        let settled = || {
+            self.client.connected_to().is_some_and(|c| finals.contains(&c.as_str()))
+                && self.client.server_list().iter().all(|a| finals.contains(&a.as_str()))
+        };
+        zk_testing::wait_until(crate::reconf::end_bound(self.session, tracker_delay), settled);
+        let waited = t0.elapsed().as_nanos();
+        let connected = self.client.connected_to().unwrap_or_else(|| "-".into());
+        let list = self.client.server_list().join(",");
+        let version = self
+            .client
+            .ensemble_config()
+            .map_or("-".to_string(), |c| format!("{:x}", c.version()));
+        self.line(&format!(
+            "EW {} {} {waited} {connected} {list} {version}",
+            self.pid,
+            now_ns()
+        ));
     }
 
     /// The watcher: the stop file, the parent's death (either stops the

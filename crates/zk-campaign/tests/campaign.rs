@@ -9,6 +9,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use zk_framework::proto::CreateMode;
@@ -702,6 +703,13 @@ fn apache_or_skip(test: &str) -> bool {
     zk_testing::apache::available_or_skip(test)
 }
 
+static APACHE: Mutex<()> = Mutex::new(());
+
+/// One Apache ensemble at a time in this file (3 to 4 JVMs each).
+fn one_ensemble_at_a_time() -> MutexGuard<'static, ()> {
+    APACHE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// A holder whose only server is a follower cut off from the other two: the
 /// follower keeps answering it until it leaves its leader (the sync limit),
 /// while the majority's leader expires the holder's session on its own clock.
@@ -727,6 +735,7 @@ fn isolated_follower_holder(test: &str, session: Duration) {
     if !apache_or_skip(test) {
         return;
     }
+    let _one = one_ensemble_at_a_time();
     let cluster = ApacheCluster::start_partitionable(3, ApacheConfig::default()).expect("a partitionable ensemble");
     let leader = cluster.leader().expect("a leader");
     let f = (leader + 1) % 3;
@@ -825,4 +834,143 @@ fn isolated_follower_holder(test: &str, session: Duration) {
     drop(p);
     minority.close();
     majority.close();
+}
+
+// ---------------------------------------------------------------------------
+// The reconfigurable ensemble: rolling replacement and the end-of-run
+// connection check (docs/campaign.md, "Rolling replacement").
+
+/// The end check on synthetic logs: servers 1-3 replaced by 4-6; a worker
+/// that ended on a new member with only new members listed passes, one left
+/// with the old servers is the library's failure (exit 1), named with the
+/// removed servers; one that ended cleanly without saying where it was is a
+/// failure too.
+#[test]
+fn checker_flags_a_worker_left_on_removed_servers_at_the_end() {
+    let coordinator = [
+        "EM 10 added 4 127.0.0.1:2001",
+        "EM 10 removed 1 127.0.0.1:1001",
+        "EM 20 added 5 127.0.0.1:2002",
+        "EM 20 removed 2 127.0.0.1:1002",
+        "EM 30 added 6 127.0.0.1:2003",
+        "EM 30 removed 3 127.0.0.1:1003",
+        "EM 40 final 127.0.0.1:2001,127.0.0.1:2002,127.0.0.1:2003",
+    ];
+    let on_new = |pid: u32| {
+        let mut w = worker(pid, vec![]);
+        w.insert(
+            1,
+            format!("EW {pid} 50 1200000 127.0.0.1:2002 127.0.0.1:2003,127.0.0.1:2001,127.0.0.1:2002"),
+        );
+        w
+    };
+    let (code, out) = check("rolling-clean", &coordinator, &[on_new(10), on_new(11)]);
+    assert_eq!(violations(&out), 0, "{out}");
+    assert!(
+        out.contains("end-of-run connection check: final members 127.0.0.1:2001,127.0.0.1:2002,127.0.0.1:2003; 2 of 2 workers connected"),
+        "{out}"
+    );
+    assert_eq!(code, 0, "{out}");
+
+    let mut left = worker(11, vec![]);
+    left.insert(
+        1,
+        "EW 11 50 14300000000 - 127.0.0.1:1001,127.0.0.1:1002,127.0.0.1:1003".into(),
+    );
+    let (code, out) = check("rolling-left", &coordinator, &[on_new(10), left, worker(12, vec![])]);
+    assert!(
+        out.contains("VIOLATION: ensemble: worker 11 ended not connected to any server after waiting 14300.0 ms"),
+        "{out}"
+    );
+    assert!(
+        out.contains("VIOLATION: ensemble: worker 11's server list at its end names 127.0.0.1:1001,127.0.0.1:1002,127.0.0.1:1003 (removed servers"),
+        "{out}"
+    );
+    assert!(
+        out.contains("VIOLATION: ensemble: worker 12 ended without saying where its client was"),
+        "{out}"
+    );
+    assert!(out.contains("1 of 3 workers connected"), "{out}");
+    assert_eq!(violations(&out), 3, "{out}");
+    assert_eq!(code, 1, "{out}");
+}
+
+/// Runs a short campaign on a reconfigurable 3-node ensemble with `extra`
+/// arguments: `rolling-replace` and `composed-rolling` at least once
+/// each; returns its exit code and output.
+fn rolling_campaign(name: &str, extra: &[&str]) -> (i32, String) {
+    let dir = scratch(name);
+    let mut args: Vec<String> = [
+        "--reconfigurable",
+        "--faults",
+        "rolling-replace,composed-rolling",
+        "--min-each",
+        "1",
+        "--seconds",
+        "5",
+        "--max-seconds",
+        "90",
+        "--session-ms",
+        "4000",
+        "--acquire-timeout-ms",
+        "4000",
+        "--workers",
+        "2",
+        "--threads",
+        "3",
+        "--seed",
+        "4401",
+        "--dir",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.push(dir.display().to_string());
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let (code, out) = run(&args, Duration::from_secs(400));
+    println!("{out}");
+    let _ = std::fs::remove_dir_all(&dir);
+    (code, out)
+}
+
+/// Every server of a reconfigurable ensemble replaced on new ports, twice
+/// at least (alone, and composed with another kind), while the workers' locks, leaderships and
+/// registrations run: no violation, no leak, and every worker ends
+/// connected to a member of the final configuration with only final
+/// members in its server list. Without the tracker, the same end check
+/// fails: the workers are left with the removed servers (exit 1).
+#[test]
+fn a_rolling_replacement_is_followed_and_the_end_check_catches_a_client_that_does_not() {
+    if !apache_or_skip("a_rolling_replacement_is_followed_and_the_end_check_catches_a_client_that_does_not") {
+        return;
+    }
+    let _one = one_ensemble_at_a_time();
+    let (code, out) = rolling_campaign("rolling-followed", &["--registration"]);
+    assert_eq!(field(&out, "violations"), Some("0"), "violations:\n{out}");
+    assert_eq!(field(&out, "leaked nodes"), Some("0"), "leaks:\n{out}");
+    assert_eq!(field(&out, "missing fault kinds"), Some("none"), "faults:\n{out}");
+    let ensemble = field(&out, "ensemble").expect("an ensemble line");
+    let added: usize = ensemble
+        .split(" servers added")
+        .next()
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0);
+    assert!(
+        added >= 6,
+        "two rolling replacements add 6 servers at least: {ensemble}"
+    );
+    assert!(
+        out.contains("end-of-run connection check: final members ") && out.contains("2 of 2 workers connected"),
+        "{out}"
+    );
+    assert_eq!(code, 0, "exit code:\n{out}");
+
+    let (code, out) = rolling_campaign("rolling-not-followed", &["--no-ensemble-tracker"]);
+    assert!(out.contains("WITHOUT following /zookeeper/config"), "{out}");
+    assert!(
+        out.contains("VIOLATION: ensemble: worker ") && out.contains("(removed servers"),
+        "a worker left on the removed servers must be flagged:\n{out}"
+    );
+    assert!(out.contains("0 of 2 workers connected"), "{out}");
+    assert_eq!(code, 1, "exit code:\n{out}");
 }

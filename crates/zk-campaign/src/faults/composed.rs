@@ -18,6 +18,7 @@
 //! | `composed-ensemble-partition-failover` | (ensemble) the holder on a follower; that follower cut off from the others, the holder's connections cut; the break on the majority, a rival granted there when one waits there; the holder fails over to a majority node (watches held back) before its session expires; the follower healed after its sync limit |
 //! | `composed-break-during-handoff` | an operator break in a leader hand-off: at the moment the leader's node goes (its turn ends), the next leader's node is deleted; or the leader's node is deleted while it leads, and the next one at the hand-off that follows |
 //! | `composed-random` | two or three of the plain kinds at once, each on its own thread and its own clock, the longest first and the others started inside its window; made only when every part was |
+//! | `composed-rolling` | (reconfigurable ensemble) `rolling-replace` with one or two other plain kinds of the backend, each on its own thread and clock, started anywhere inside the replacement's window; made only when every part was |
 
 use std::io;
 use std::time::{Duration, Instant};
@@ -326,6 +327,7 @@ impl<'a> Faults<'a> {
             "composed-ensemble-partition-failover" => self.ensemble_partition_failover(),
             "composed-break-during-handoff" => self.break_during_handoff(),
             "composed-random" => self.random_composition(),
+            "composed-rolling" => self.rolling_composition(),
             other => Err(io::Error::other(format!("unknown composed fault {other}"))),
         };
         for slot in 0..self.fleet.slots.len() {
@@ -458,6 +460,11 @@ impl<'a> Faults<'a> {
                     down.as_millis()
                 )
             }
+            Server::Reconfigurable(_) => {
+                return Err(io::Error::other(
+                    "composed-partition-restart cuts a worker off through its proxies: not on --reconfigurable",
+                ))
+            }
         };
         if matches!(self.server, Server::Ensemble(..)) {
             self.server.wait_quorum(Duration::from_secs(60))?;
@@ -490,7 +497,9 @@ impl<'a> Faults<'a> {
         // Taken once every thread has stopped.
         let stopped_at = now_ns();
         let r = self.expire_while_stopped(&t, t0);
-        let frozen = self.rng.below(2) == 0;
+        // (A worker straight on the servers, the reconfigurable ensemble's,
+        // has no proxy to freeze.)
+        let frozen = self.rng.below(2) == 0 && !self.fleet.slots[t.slot].proxies.is_empty();
         if frozen {
             for p in &self.fleet.slots[t.slot].proxies {
                 p.freeze(true);
@@ -794,7 +803,47 @@ impl<'a> Faults<'a> {
     /// first, the others started inside its window.
     fn random_composition(&mut self) -> io::Result<String> {
         let (picked, offsets) = self.pick_parts();
-        let (results, start_ns) = self.run_parts(&picked, &offsets);
+        self.compose("composed-random", &picked, &offsets)
+    }
+
+    /// (Reconfigurable) `rolling-replace` with one or two other plain kinds
+    /// of the backend at once, each on its own thread and clock, started
+    /// anywhere inside the replacement's window (between its steps, or
+    /// during one: a node fault then waits for the step to end).
+    fn rolling_composition(&mut self) -> io::Result<String> {
+        if self.server.reconf().is_none() {
+            return Err(io::Error::other("composed-rolling needs --reconfigurable"));
+        }
+        let others: Vec<&'static str> = self
+            .server
+            .kinds()
+            .into_iter()
+            .filter(|k| *k != "rolling-replace")
+            .collect();
+        let k = 1 + self.rng.below(2) as usize;
+        let mut picked: Vec<&'static str> = vec!["rolling-replace"];
+        while picked.len() < 1 + k.min(others.len()) {
+            let kind = others[self.rng.below(others.len() as u64) as usize];
+            if !picked.contains(&kind) {
+                picked.push(kind);
+            }
+        }
+        let hi = self
+            .expected_window("rolling-replace")
+            .saturating_sub(Duration::from_millis(100))
+            .as_millis() as u64;
+        let mut offsets = vec![Duration::ZERO];
+        for _ in 1..picked.len() {
+            offsets.push(self.rng.ms(100, hi.max(200)));
+        }
+        self.compose("composed-rolling", &picked, &offsets)
+    }
+
+    /// Runs the parts `picked` of the composition `kind` from their
+    /// offsets; made only when every part was (each part not made logged
+    /// `N kind:PART`).
+    fn compose(&mut self, kind: &str, picked: &[&'static str], offsets: &[Duration]) -> io::Result<String> {
+        let (results, start_ns) = self.run_parts(picked, offsets);
         let parts: Vec<String> = results
             .iter()
             .map(|p| match &p.r {
@@ -803,14 +852,14 @@ impl<'a> Faults<'a> {
             })
             .collect();
         // Made only when every part was: each part not made is logged by
-        // its kind (`N composed-random:KIND`), and the composition is tried
-        // again.
+        // its kind (`N composed-random:PART`, `N composed-rolling:PART`),
+        // and the composition is tried again.
         let failed: Vec<&Part> = results.iter().filter(|p| p.r.is_err()).collect();
         if !failed.is_empty() {
             for p in &failed {
                 if let Err(e) = &p.r {
                     self.log.line(&format!(
-                        "N composed-random:{} {start_ns} {} {}",
+                        "N {kind}:{} {start_ns} {} {}",
                         p.kind,
                         now_ns(),
                         super::one_line(&e.to_string())
@@ -913,6 +962,8 @@ impl<'a> Faults<'a> {
             }
             "flap-leader" => t,
             "minority-client" | "pause-holder-minority" => t + Duration::from_secs(5),
+            // About 3 s a step (a JVM started, two reconfigs) and the gaps.
+            "rolling-replace" => Duration::from_secs(3) * self.server.addrs().len() as u32,
             _ => Duration::ZERO,
         }
     }

@@ -183,6 +183,12 @@ fn follow_once(inner: &Arc<Inner>) -> Result<Option<EnsembleConfig>> {
         } else {
             let w = wake.clone();
             let weak = Arc::downgrade(inner);
+            // Noted before the read: the watch may fire as soon as it is set
+            // (a change right after the read's reply), and its firing must
+            // undo the note, never come before it (a stale note would have
+            // the tracker read without a watch from then on, following only
+            // at reconnections).
+            inner.ensemble.lock().watching = Some(session);
             let read = client.get_config_w(move |_| {
                 // Fired (a change, or the session's end): the next read sets
                 // another watch.
@@ -190,9 +196,19 @@ fn follow_once(inner: &Arc<Inner>) -> Result<Option<EnsembleConfig>> {
                     inner.ensemble.lock().watching = None;
                 }
                 let _ = w.try_send(());
-            })?;
-            inner.ensemble.lock().watching = Some(session);
-            read
+            });
+            match read {
+                Ok(read) => read,
+                Err(e) => {
+                    // No watch was set: the note goes (unless a firing
+                    // already took it).
+                    let mut tracked = inner.ensemble.lock();
+                    if tracked.watching == Some(session) {
+                        tracked.watching = None;
+                    }
+                    return Err(e);
+                }
+            }
         };
         if client.connection_epoch() != epoch {
             continue;

@@ -135,3 +135,111 @@ fn tracking_clients_follow_every_server_replaced_and_keep_their_sessions() {
         c.close();
     }
 }
+
+/// A config change that comes right after a tracker's read must not leave it
+/// blind. The tracker reads `/zookeeper/config` with a watch and remembers
+/// that its session has one; when the new watch fired before the tracker had
+/// noted it (the next change arriving just after the read's reply), the note
+/// was stale: the tracker went on reading without a watch and followed only at
+/// reconnections (the rolling-replacement campaign found clients left on
+/// removed servers). Here a burst of reconfigurations of the same members
+/// (each a new version) keeps changes arriving just after the trackers'
+/// reads; then, after a quiet moment, one more: every tracking client must
+/// apply it, without any reconnection to tell it.
+#[test]
+fn a_change_right_after_a_read_does_not_leave_the_tracker_blind() {
+    if !zk_testing::apache::available_or_skip("ensemble_tracker::a_change_right_after_a_read") {
+        return;
+    }
+    let _serial = serial();
+    init_log();
+    let t = timing();
+    let mut e = ReconfigurableEnsemble::start(3, ApacheConfig::default()).expect("start");
+    let start = e.connect_string();
+    let admin = CuratorFramework::builder()
+        .connect_string(start.clone())
+        .session_timeout(t.scale(Duration::from_secs(20)))
+        .connection_timeout(t.connection())
+        .authorization("digest", zk_testing::apache::SUPER_AUTH.as_bytes())
+        .build()
+        .unwrap();
+    admin.block_until_connected(t.wait()).unwrap();
+    let clients: Vec<CuratorFramework> = (0..8)
+        .map(|_| {
+            let c = CuratorFramework::builder()
+                .connect_string(start.clone())
+                .session_timeout(t.scale(Duration::from_secs(20)))
+                .connection_timeout(t.connection())
+                .ensemble_tracker(true)
+                .ensemble_tracker_delay(Duration::ZERO)
+                .build()
+                .unwrap();
+            c.block_until_connected(t.wait()).unwrap();
+            c
+        })
+        .collect();
+    // Any reconnection would make a tracker read again: there must be none.
+    let disturbed = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
+    for (i, c) in clients.iter().enumerate() {
+        let seen = disturbed.clone();
+        c.add_listener(move |s| {
+            if s != ConnectionState::Connected {
+                seen.lock().push((i, s));
+            }
+        })
+        .detach();
+    }
+    let version0 = e.config().version();
+    assert!(wait_until(t.wait(), || clients
+        .iter()
+        .all(|c| c.ensemble_config().is_some_and(|cfg| cfg.version() == version0))));
+    let lines: Vec<String> = e.config().members().iter().map(ToString::to_string).collect();
+    let sessions: Vec<i64> = clients.iter().map(|c| c.zookeeper_client().session_id()).collect();
+    let burst = Instant::now();
+    let mut versions = 0;
+    while burst.elapsed() < Duration::from_secs(8) {
+        admin
+            .reconfig(zk_framework::Reconfig::new().members(lines.clone()))
+            .expect("a reconfig of the same members");
+        versions += 1;
+    }
+    // Quiet, then the last change: no reconnection tells anyone of it.
+    std::thread::sleep(Duration::from_millis(500));
+    let (last, _) = admin
+        .reconfig(zk_framework::Reconfig::new().members(lines.clone()))
+        .expect("the last reconfig");
+    let followed = wait_until(t.wait(), || {
+        clients
+            .iter()
+            .all(|c| c.ensemble_config().is_some_and(|cfg| cfg.version() == last.version()))
+    });
+    let blind: Vec<String> = clients
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.ensemble_config().map(|cfg| cfg.version()) != Some(last.version()))
+        .map(|(i, c)| format!("client {i} on {:#x?}", c.ensemble_config().map(|cfg| cfg.version())))
+        .collect();
+    assert!(
+        followed,
+        "after {versions} changes in a burst, the last one ({:#x}) was not applied by: {blind:?}",
+        last.version()
+    );
+    // Followed by their watches: no client moved or reconnected meanwhile.
+    assert!(disturbed.lock().is_empty(), "{:?}", disturbed.lock());
+    assert_eq!(
+        clients
+            .iter()
+            .map(|c| c.zookeeper_client().session_id())
+            .collect::<Vec<_>>(),
+        sessions
+    );
+    println!(
+        "{} clients followed {versions} changes in a burst and the last one",
+        clients.len()
+    );
+    let _ = e.refresh_config();
+    for c in clients {
+        c.close();
+    }
+    admin.close();
+}

@@ -10,12 +10,13 @@ use std::time::{Duration, Instant};
 use zk_framework::CuratorFramework;
 use zk_framework::ExponentialBackoffRetry;
 
+use crate::fleet::resume_pid;
 use crate::fleet::Fleet;
 use crate::holds::{Hold, HoldBook};
 use crate::paths::{MUTEX_PATH, SEM_PATH};
 use crate::prng::Rng;
 use crate::record::{now_ns, LineLog};
-use crate::server::{resume_pid, LinkHold, Server, PARTITION_KINDS};
+use crate::server::{LinkHold, Server, PARTITION_KINDS};
 
 mod composed;
 mod rolling;

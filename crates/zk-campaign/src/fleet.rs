@@ -224,3 +224,12 @@ fn wait_stopped(pid: u32, deadline: Instant) -> bool {
         std::thread::sleep(Duration::from_millis(2));
     }
 }
+
+/// Lets a process stopped by SIGSTOP go on (SIGCONT); a process that is
+/// gone meanwhile (a node stopped or killed by another part) is no error.
+pub(crate) fn resume_pid(pid: u32) -> io::Result<()> {
+    match send_signal(pid, "CONT") {
+        Err(_) if !std::path::Path::new(&format!("/proc/{pid}")).exists() => Ok(()),
+        r => r,
+    }
+}

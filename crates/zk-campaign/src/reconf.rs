@@ -349,7 +349,7 @@ impl Reconf {
             let mut e = self.handle();
             for m in snapshot(&e) {
                 if let Some(pid) = pid_of(&m.cfg) {
-                    let _ = crate::server::resume_pid(pid);
+                    let _ = crate::fleet::resume_pid(pid);
                 }
                 if !e.is_running(m.id) {
                     e.restart(m.id)?;

@@ -70,9 +70,9 @@ mod state;
 pub use zk_proto as proto;
 
 pub use client::{
-    AddWatchMode, Client, ClientConfig, ClientState, Op, OpResult, PersistentWatcher, ReadOp, ReadResult,
-    RegisteredWatches, SessionEvent, TlsConfig, TlsConfigBuilder, TlsError, TlsErrorKind, WatchId, WatchedEvent,
-    Watcher, WatcherType,
+    AddWatchMode, Client, ClientConfig, ClientState, ConnectString, HostPort, Op, OpResult, PersistentWatcher, ReadOp,
+    ReadResult, RegisteredWatches, SessionEvent, TlsConfig, TlsConfigBuilder, TlsError, TlsErrorKind, WatchId,
+    WatchedEvent, Watcher, WatcherType,
 };
 pub use error::{Error, Result};
 pub use framework::{

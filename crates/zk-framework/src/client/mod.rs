@@ -142,6 +142,7 @@ mod watches;
 // kept here too, where the client's TLS settings are.
 #[doc(inline)]
 pub use crate::error::{TlsError, TlsErrorKind};
+pub use connect_string::{ConnectString, HostPort};
 pub use handle::Client;
 pub use tls::{TlsConfig, TlsConfigBuilder};
 pub use types::{

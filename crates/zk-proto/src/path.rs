@@ -174,6 +174,10 @@ mod tests {
             ("/a\u{fff0}", false, false),
             ("/a\u{1f600}", false, false),
             ("/a//", true, false),
+            // Found by the fuzzer (fuzz/regressions/path/): an empty segment
+            // before the sequential suffix.
+            ("//", true, false),
+            ("//a/", true, false),
         ];
         for &(p, seq, ok) in table {
             assert_eq!(validate_path(p, seq).is_ok(), ok, "path {p:?} sequential={seq}");

@@ -3,7 +3,7 @@
 
 use std::fmt::Debug;
 
-use zk_proto::jute::{Decode, Encode, Reader};
+use zk_proto::jute::{Decode, DecodeError, Encode, Reader};
 use zk_proto::*;
 
 use crate::alloc::largest_during;
@@ -172,7 +172,9 @@ pub const RECORDS: &[Decoder] = &[
 ];
 
 /// The `records` target: the first byte picks a decoder of [`RECORDS`], the
-/// rest is its input ([`check_type`]'s properties).
+/// rest is its input ([`check_type`]'s properties; for a record that starts
+/// with a length or a count ([`LENGTH_FIRST`]), one declared over the input
+/// is refused with `BadLength` and no allocation beyond the input's size).
 ///
 /// # Errors
 ///
@@ -191,7 +193,53 @@ pub fn records(input: &[u8]) -> Outcome {
         return Ok(());
     };
     let (name, check) = RECORDS[which as usize % RECORDS.len()];
-    check(rest).map(drop).map_err(|e| format!("{name}: {e}"))
+    check(rest).map(drop).map_err(|e| format!("{name}: {e}"))?;
+    if let Some((_, decode)) = LENGTH_FIRST.iter().find(|(n, _)| *n == name) {
+        length_first(name, *decode, rest)?;
+    }
+    Ok(())
+}
+
+/// A decoder whose input starts with a length or a count.
+type LengthFirst = (&'static str, fn(&[u8]) -> Result<(), DecodeError>);
+
+/// The records of [`RECORDS`] whose encoding starts with a length or a count
+/// (data, a string, a path, children, an ACL).
+pub const LENGTH_FIRST: &[LengthFirst] = &[
+    ("String", |b| String::from_bytes(b).map(drop)),
+    ("Option<String>", |b| Option::<String>::from_bytes(b).map(drop)),
+    ("Vec<u8>", |b| Vec::<u8>::from_bytes(b).map(drop)),
+    ("Option<Vec<u8>>", |b| Option::<Vec<u8>>::from_bytes(b).map(drop)),
+    ("Vec<String>", |b| Vec::<String>::from_bytes(b).map(drop)),
+    ("Vec<Acl>", |b| Vec::<Acl>::from_bytes(b).map(drop)),
+    ("PathRecord", |b| PathRecord::from_bytes(b).map(drop)),
+    ("GetDataResponse", |b| GetDataResponse::from_bytes(b).map(drop)),
+    ("GetChildrenResponse", |b| GetChildrenResponse::from_bytes(b).map(drop)),
+    ("SetAclRequest", |b| SetAclRequest::from_bytes(b).map(drop)),
+    ("GetAclResponse", |b| GetAclResponse::from_bytes(b).map(drop)),
+];
+
+/// A length or count declared longer than the bytes after it (or negative,
+/// other than -1 for null) is refused with `BadLength` of that value before
+/// anything of its size is allocated: no allocation beyond the input's own
+/// size.
+fn length_first(name: &str, decode: fn(&[u8]) -> Result<(), DecodeError>, input: &[u8]) -> Outcome {
+    let Some(head) = input.get(..4) else { return Ok(()) };
+    let declared = i32::from_be_bytes([head[0], head[1], head[2], head[3]]);
+    if declared == -1 || (declared >= 0 && declared as usize <= input.len() - 4) {
+        return Ok(());
+    }
+    let (r, largest) = largest_during(|| decode(input));
+    if r != Err(DecodeError::BadLength(declared)) {
+        return Err(format!("{name}: a declared length of {declared} over {} bytes gave {r:?}", input.len() - 4));
+    }
+    if largest > input.len() {
+        return Err(format!(
+            "{name}: one allocation of {largest} bytes to refuse a declared length of {declared} ({} input bytes)",
+            input.len()
+        ));
+    }
+    Ok(())
 }
 
 /// What the client awaits: the body it decodes a successful reply with.

@@ -20,7 +20,8 @@ pub const MAXES: &[usize] = &[0, 1, 4, 16, 100, 1024, 65536, DEFAULT_MAX_FRAME];
 /// allocates that frame's bytes only, never its declared length ahead of the
 /// bytes; the buffer never holds more than it was fed; the frames are the
 /// ones `read_frame` reads from the same stream, and the two refuse at the
-/// same frame; `read_frame` allocates at most the limit.
+/// same frame; `read_frame` allocates at most the limit; a four-letter word
+/// is named only for its own bytes.
 ///
 /// # Errors
 ///
@@ -49,7 +50,12 @@ pub fn frame(input: &[u8]) -> Outcome {
     'feed: for piece in (Pieces { rest: stream, size }) {
         fb.extend(piece);
         fed += piece.len();
-        let _ = fb.peek4().map(four_letter_word);
+        if let Some(w) = fb.peek4() {
+            // A four-letter word is named only for its own four bytes.
+            if four_letter_word(w).is_some_and(|word| word.as_bytes() != w) {
+                return Err(format!("{w:?} named as a four-letter word it does not spell"));
+            }
+        }
         loop {
             let (next, largest) = largest_during(|| fb.next_frame());
             match next {

@@ -22,6 +22,7 @@
 //! ```
 
 pub mod alloc;
+pub mod corpus;
 pub mod decode;
 pub mod frame;
 pub mod seeds;

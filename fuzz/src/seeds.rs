@@ -10,7 +10,13 @@ use zk_proto::*;
 use crate::decode::{AWAITED, RECORDS};
 
 /// A `Stat` whose zxids start at `n`.
-fn stat(n: i64) -> Stat {
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(zk_fuzz::seeds::stat(5).mzxid, 6);
+/// ```
+pub fn stat(n: i64) -> Stat {
     Stat {
         czxid: n,
         mzxid: n + 1,
@@ -27,7 +33,13 @@ fn stat(n: i64) -> Stat {
 }
 
 /// An ACL of two entries (world, and a digest user reading).
-fn acl() -> Vec<Acl> {
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(zk_fuzz::seeds::acl().len(), 2);
+/// ```
+pub fn acl() -> Vec<Acl> {
     vec![
         Acl::world(perms::ALL),
         Acl {
@@ -40,7 +52,14 @@ fn acl() -> Vec<Acl> {
     ]
 }
 
-fn create_req(path: &str) -> CreateRequest {
+/// A create request for `path` with data, [`acl`] and flags 3.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(zk_fuzz::seeds::create_req("/a").path, "/a");
+/// ```
+pub fn create_req(path: &str) -> CreateRequest {
     CreateRequest {
         path: path.into(),
         data: b"data".to_vec(),
@@ -49,7 +68,14 @@ fn create_req(path: &str) -> CreateRequest {
     }
 }
 
-fn multi_request() -> MultiRequest {
+/// A multi request with one op of every kind a multi carries.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(zk_fuzz::seeds::multi_request().ops.len(), 8);
+/// ```
+pub fn multi_request() -> MultiRequest {
     MultiRequest {
         ops: vec![
             MultiOp::Create {
@@ -92,7 +118,14 @@ fn multi_request() -> MultiRequest {
     }
 }
 
-fn multi_response() -> MultiResponse {
+/// A multi response with one result of every kind.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(zk_fuzz::seeds::multi_response().results.len(), 8);
+/// ```
+pub fn multi_response() -> MultiResponse {
     MultiResponse {
         results: vec![
             MultiResult::Create { path: "/a".into() },

@@ -38,7 +38,7 @@ fn spec_valid(path: &str, sequential: bool) -> bool {
 
 /// The `path` target: the input as text (invalid UTF-8 read lossily).
 /// Checked, for a node path and a sequential prefix: `validate_path` agrees
-/// with the documented rules written again ([`spec_valid`]); an error names
+/// with the documented rules written again (`spec_valid`); an error names
 /// the path; a valid path's parent is valid and joined with its basename
 /// gives the path back; it travels as a jute string byte for byte.
 ///

@@ -56,9 +56,12 @@ if [ "$(cargo afl --version 2>/dev/null | awk '{print $2}')" != "$CARGO_AFL_VERS
     cargo install cargo-afl --locked --version "$CARGO_AFL_VERSION"
 fi
 # `cargo install` builds AFL++ for the current rustc; after a toolchain update
-# (or if that step failed) build it again.
-if ! cargo afl fuzz -h >/dev/null 2>&1; then
-    cargo afl config --build --force
+# (or if that step failed) build it again ("already built" otherwise).
+if ! config=$(cargo afl config --build 2>&1); then
+    case $config in
+        *"already built"*) ;;
+        *) echo "$config" >&2; exit 1 ;;
+    esac
 fi
 
 # --- build -----------------------------------------------------------------

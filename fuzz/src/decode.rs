@@ -231,7 +231,10 @@ fn length_first(name: &str, decode: fn(&[u8]) -> Result<(), DecodeError>, input:
     }
     let (r, largest) = largest_during(|| decode(input));
     if r != Err(DecodeError::BadLength(declared)) {
-        return Err(format!("{name}: a declared length of {declared} over {} bytes gave {r:?}", input.len() - 4));
+        return Err(format!(
+            "{name}: a declared length of {declared} over {} bytes gave {r:?}",
+            input.len() - 4
+        ));
     }
     if largest > input.len() {
         return Err(format!(

@@ -6,11 +6,12 @@
 #   bash scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
 #
 # Builds the targets with AFL instrumentation, runs each for SECONDS_PER_TARGET
-# (default 20) from its corpus (fuzz/corpus/TARGET), one afl-fuzz at a time,
-# prints per target the executions, executions per second, corpus size (paths)
-# and edges covered, crashes and hangs (afl-fuzz's fuzzer_stats), and exits 1
-# if any target saved a crash or a hang (their files are listed with the
-# command that reproduces them without AFL). Without TARGET, every target.
+# (default 20) from its corpus (fuzz/corpus/TARGET), one afl-fuzz at a time
+# (ZK_FUZZ_JOBS at a time: at most one per free core), then prints per target
+# the executions, executions per second, corpus size (paths), edges covered,
+# stability, crashes and hangs (afl-fuzz's fuzzer_stats), and exits 1 if any
+# target saved a crash or a hang (their files are listed with the command
+# that reproduces them without AFL). Without TARGET, every target.
 #
 # What it needs, installed when missing: make and a C compiler (Debian's
 # build-essential, with apt-get when run as root), and cargo-afl at a pinned
@@ -21,7 +22,8 @@
 # Environment: CARGO_TARGET_DIR (the build; default target/), ZK_FUZZ_OUT
 # (afl-fuzz's output, ZK_FUZZ_OUT/TARGET, emptied first; default
 # $CARGO_TARGET_DIR/afl), ZK_FUZZ_TIMEOUT_MS (one execution longer than this
-# is a hang; default 1000).
+# is a hang; default 1000), ZK_FUZZ_JOBS (afl-fuzz processes at once; default
+# 1).
 set -euo pipefail
 
 CARGO_AFL_VERSION=0.18.2
@@ -33,8 +35,9 @@ target_dir=${CARGO_TARGET_DIR:-$root/target}
 export CARGO_TARGET_DIR=$target_dir
 out=${ZK_FUZZ_OUT:-$target_dir/afl}
 timeout_ms=${ZK_FUZZ_TIMEOUT_MS:-1000}
+jobs=${ZK_FUZZ_JOBS:-1}
 
-if ! [[ $secs =~ ^[0-9]+$ ]] || [ "$secs" -lt 1 ]; then
+if ! [[ $secs =~ ^[0-9]+$ ]] || [ "$secs" -lt 1 ] || ! [[ $jobs =~ ^[1-9][0-9]*$ ]]; then
     echo "usage: bash scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]" >&2
     exit 2
 fi
@@ -77,28 +80,50 @@ fi
 # --- run -------------------------------------------------------------------
 export AFL_SKIP_CPUFREQ=1 AFL_NO_AFFINITY=1 AFL_NO_UI=1 AFL_FAST_CAL=1
 export AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1
-stat() { sed -n "s/^$2 *: *//p" "$1" | head -n1; }
-failed=0
-printf '%-15s %6s %12s %9s %7s %9s %13s %7s %5s\n' target seconds execs execs/s paths bitmap edges crashes hangs
 for t in "$@"; do
     if [ ! -d "fuzz/corpus/$t" ]; then
         echo "fuzz: no target $t (no fuzz/corpus/$t)" >&2
         exit 2
     fi
+done
+
+# One afl-fuzz per target, at most $jobs at a time.
+run_one() {
+    local t=$1
     rm -rf "${out:?}/$t"
     mkdir -p "$out/$t"
-    if ! cargo afl fuzz -V "$secs" -t "$timeout_ms" -i "fuzz/corpus/$t" -o "$out/$t" -- "$bin" "$t" \
-        >"$out/$t.log" 2>&1; then
-        echo "fuzz: afl-fuzz failed on $t:" >&2
-        tail -n 30 "$out/$t.log" >&2
-        exit 1
+    cargo afl fuzz -V "$secs" -t "$timeout_ms" -i "fuzz/corpus/$t" -o "$out/$t" -- "$bin" "$t" >"$out/$t.log" 2>&1
+}
+pids=()
+names=()
+afl_failed=0
+for t in "$@"; do
+    while [ "$(jobs -pr | wc -l)" -ge "$jobs" ]; do
+        wait -n || true
+    done
+    run_one "$t" &
+    pids+=("$!")
+    names+=("$t")
+done
+for i in "${!pids[@]}"; do
+    if ! wait "${pids[$i]}"; then
+        echo "fuzz: afl-fuzz failed on ${names[$i]}:" >&2
+        grep -av 'instability detected\|Fuzzing test case' "$out/${names[$i]}.log" | tail -n 30 >&2
+        afl_failed=1
     fi
+done
+[ "$afl_failed" = 0 ] || exit 1
+
+stat() { sed -n "s/^$2 *: *//p" "$1" | head -n1; }
+failed=0
+printf '%-15s %6s %12s %9s %7s %9s %13s %9s %7s %5s\n' target seconds execs execs/s paths bitmap edges stability crashes hangs
+for t in "$@"; do
     s=$out/$t/default/fuzzer_stats
     crashes=$(stat "$s" saved_crashes)
     hangs=$(stat "$s" saved_hangs)
-    printf '%-15s %6s %12s %9s %7s %9s %13s %7s %5s\n' "$t" "$(stat "$s" run_time)" "$(stat "$s" execs_done)" \
+    printf '%-15s %6s %12s %9s %7s %9s %13s %9s %7s %5s\n' "$t" "$(stat "$s" run_time)" "$(stat "$s" execs_done)" \
         "$(stat "$s" execs_per_sec)" "$(stat "$s" corpus_count)" "$(stat "$s" bitmap_cvg)" \
-        "$(stat "$s" edges_found)/$(stat "$s" total_edges)" "$crashes" "$hangs"
+        "$(stat "$s" edges_found)/$(stat "$s" total_edges)" "$(stat "$s" stability)" "$crashes" "$hangs"
     if [ "$crashes" != 0 ] || [ "$hangs" != 0 ]; then
         failed=1
     fi
@@ -115,5 +140,5 @@ if [ "$failed" != 0 ]; then
     echo "reproduce without AFL: cargo run -p zk-fuzz --bin zk-fuzz-check -- TARGET FILE..."
     echo "(docs/testing.md, \"Fuzzing\": a crash becomes a file of fuzz/regressions/TARGET/ before its fix)"
 fi
-echo "fuzz: $# targets, ${secs} s each, $(($(date +%s) - started)) s in all"
+echo "fuzz: $# targets, ${secs} s each, $jobs at a time, $(($(date +%s) - started)) s in all"
 exit "$failed"

@@ -3,8 +3,8 @@
 #
 #   bash scripts/fuzz-corpus.sh TARGET [RUN_DIR]
 #
-# minimises (afl-cmin: the fewest inputs that cover every edge any of them
-# covers) the target's corpus (fuzz/corpus/TARGET) together with the queue of
+# minimises (afl-cmin -e: the fewest inputs that cover every edge any of them
+# covers, hit counts aside, which keeps the corpus small) the target's corpus (fuzz/corpus/TARGET) together with the queue of
 # a run of scripts/fuzz.sh (RUN_DIR, default $CARGO_TARGET_DIR/afl/TARGET),
 # and writes the result back to fuzz/corpus/TARGET: the seeds (seed-*) stay
 # whatever happens, every other input is named afl-<sha1 of its bytes>.
@@ -39,7 +39,7 @@ for f in "$run"/default/queue/id:*; do
 done
 # afl-cmin.bash: the python afl-cmin of AFL++ 4.40c finds no edge at all in
 # this persistent-mode harness (its batch mode), the shell one does.
-AFL_MAP_SIZE=65536 AFL_PATH=$afl_bin AFL_SKIP_CPUFREQ=1 AFL_NO_AFFINITY=1 "$afl_bin/afl-cmin.bash" -i "$work/in" -o "$work/out" -t 1000 -- "$bin" "$t" >"$work/cmin.log" 2>&1 ||
+AFL_MAP_SIZE=65536 AFL_PATH=$afl_bin AFL_SKIP_CPUFREQ=1 AFL_NO_AFFINITY=1 "$afl_bin/afl-cmin.bash" -e -i "$work/in" -o "$work/out" -t 1000 -- "$bin" "$t" >"$work/cmin.log" 2>&1 ||
     { tail -n 20 "$work/cmin.log" >&2; exit 1; }
 
 before=$(find "fuzz/corpus/$t" -type f | wc -l)

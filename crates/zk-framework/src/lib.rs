@@ -74,9 +74,9 @@ mod state;
 pub use zk_proto as proto;
 
 pub use client::{
-    AddWatchMode, Client, ClientConfig, ClientState, GssapiConfig, Op, OpResult, PersistentWatcher, ReadOp, ReadResult,
-    Reconfig, RegisteredWatches, SaslConfig, SaslError, SaslErrorKind, SessionEvent, TlsConfig, TlsConfigBuilder,
-    TlsError, TlsErrorKind, WatchId, WatchedEvent, Watcher, WatcherType,
+    AddWatchMode, Client, ClientConfig, ClientState, ConnectString, GssapiConfig, HostPort, Op, OpResult,
+    PersistentWatcher, ReadOp, ReadResult, Reconfig, RegisteredWatches, SaslConfig, SaslError, SaslErrorKind,
+    SessionEvent, TlsConfig, TlsConfigBuilder, TlsError, TlsErrorKind, WatchId, WatchedEvent, Watcher, WatcherType,
 };
 pub use error::{Error, Result};
 pub use framework::{

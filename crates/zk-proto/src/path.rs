@@ -68,6 +68,9 @@ pub fn validate_path(path: &str, sequential: bool) -> Result<(), InvalidPath> {
     if path.ends_with('/') && !sequential {
         return err("path must not end with /");
     }
+    // A sequential prefix ending in `/` gets its last segment from the
+    // server's suffix: that one segment may be empty, no other ("//" is an
+    // empty segment and then the suffix, as ZooKeeper's check of "//1" says).
     let checked = if sequential && path.ends_with('/') {
         &path[..path.len() - 1]
     } else {
@@ -82,6 +85,9 @@ pub fn validate_path(path: &str, sequential: bool) -> Result<(), InvalidPath> {
                 _ => {}
             }
         }
+    } else if checked.len() < path.len() {
+        // "//": the root, an empty segment, then the suffix.
+        return err("empty segment (//) in path");
     }
     if path.contains('\0') {
         return err("null character in path");
@@ -174,6 +180,10 @@ mod tests {
             ("/a\u{fff0}", false, false),
             ("/a\u{1f600}", false, false),
             ("/a//", true, false),
+            // Found by the fuzzer (fuzz/regressions/path/): an empty segment
+            // before the sequential suffix.
+            ("//", true, false),
+            ("//a/", true, false),
         ];
         for &(p, seq, ok) in table {
             assert_eq!(validate_path(p, seq).is_ok(), ok, "path {p:?} sequential={seq}");

@@ -1,8 +1,9 @@
-//! What the fuzz suites share (zk-proto's `fuzz_decoders`, zk-framework's
-//! `fuzz_wire`), on `proptest`: the configuration (a fixed seed and case
-//! counts, so a failure reproduces), mutations of valid encodings as values a
-//! failing case shrinks, valid samples of the records, and a panic hook that
-//! counts panics on every thread.
+//! What zk-framework's wire suites (`fuzz_wire`) use, on `proptest`: the
+//! configuration (a fixed seed and case counts, so a failure reproduces), the
+//! inputs of the coverage-guided fuzzer's corpus (`zk-fuzz`, `fuzz/corpus/`)
+//! as values a plan picks, valid samples of the records, and a panic hook
+//! that counts panics on every thread. The bytes themselves come from the
+//! corpus: the fuzzer is the one generator of hostile bytes.
 //!
 //! A failing case is printed minimal (proptest shrinks it) with the seed it
 //! came from; the same seed and case count find it again.
@@ -14,13 +15,13 @@
 //! ```
 //! use proptest::prelude::*;
 //! use proptest::test_runner::TestRunner;
-//! use zk_test_support::fuzz::{config, mutate, mutation};
+//! use zk_test_support::fuzz::{config, from_corpus};
 //!
-//! let mut runner = TestRunner::new(config(64));
+//! let mut runner = TestRunner::new(config(16));
 //! runner
-//!     .run(&mutation(), |edits| {
-//!         // Four edits at most, each adding 16 bytes at most.
-//!         prop_assert!(mutate(b"abcdef", &edits).len() <= 6 + 4 * 16);
+//!     .run(&from_corpus("path"), |bytes| {
+//!         // Every input of the path target's corpus is a file of the repository.
+//!         prop_assert!(bytes.len() < 1 << 20);
 //!         Ok(())
 //!     })
 //!     .unwrap();
@@ -29,11 +30,9 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, Once};
 
-use proptest::collection::vec;
 use proptest::prelude::*;
-use proptest::sample::{select, Index};
+use proptest::sample::select;
 use proptest::test_runner::{Config, RngAlgorithm, RngSeed};
-use zk_proto::*;
 
 // ---------------------------------------------------------------------------
 // Configuration.
@@ -92,117 +91,36 @@ pub const INTERESTING_I32: &[i32] = &[
     -8,
 ];
 
-/// Up to `max` random bytes.
-pub fn bytes(max: usize) -> impl Strategy<Value = Vec<u8>> {
-    vec(any::<u8>(), 0..=max)
-}
-
-/// One of [`INTERESTING_I32`] (three times in four), or any `i32`.
+/// One of [`INTERESTING_I32`].
 pub fn interesting_i32() -> impl Strategy<Value = i32> {
-    prop_oneof![3 => select(INTERESTING_I32), 1 => any::<i32>()]
+    select(INTERESTING_I32)
 }
 
-/// One change to an encoding. Positions are [`Index`]es, taken within the
-/// length of the bytes at the moment the edit applies; an edit that needs more
-/// bytes than there are changes nothing.
-#[derive(Debug, Clone)]
-pub enum Edit {
-    /// Flips one bit of a byte.
-    FlipBit(Index, u8),
-    /// Sets a byte.
-    SetByte(Index, u8),
-    /// Cuts the bytes at a position (possibly the end).
-    Truncate(Index),
-    /// Appends bytes.
-    Append(Vec<u8>),
-    /// Inserts bytes at a position (possibly the end).
-    Insert(Index, Vec<u8>),
-    /// Overwrites four bytes with an `i32` (a length, a code).
-    SetI32(Index, i32),
-    /// Overwrites eight bytes with an `i64` (a zxid, a session id).
-    SetI64(Index, i64),
-    /// Copies a slice (start, length) to a position.
-    Duplicate(Index, Index, Index),
-    /// Removes a slice (start, length).
-    Delete(Index, Index),
-    /// Swaps two bytes.
-    Swap(Index, Index),
-    /// Sets four bytes to the number of bytes from them to the end: a length
-    /// "just past the end".
-    LengthToEnd(Index),
+/// One input of zk-fuzz target `target`'s corpus or regressions
+/// (`fuzz/corpus/<target>/`, `fuzz/regressions/<target>/`): the bytes the
+/// coverage-guided fuzzer kept because they reach code no other input
+/// reached, and the seeds. The wire suites send them over TCP; nothing here
+/// makes random bytes of its own.
+///
+/// # Panics
+///
+/// When the target has no input (a misspelt target): a test's mistake.
+pub fn from_corpus(target: &str) -> impl Strategy<Value = Vec<u8>> {
+    let inputs: Vec<Vec<u8>> = zk_fuzz::corpus::inputs(target).into_iter().map(|(_, b)| b).collect();
+    assert!(!inputs.is_empty(), "zk-fuzz target {target} has no corpus");
+    select(inputs)
 }
 
-/// One [`Edit`], each kind as likely.
-pub fn edit() -> impl Strategy<Value = Edit> {
-    prop_oneof![
-        (any::<Index>(), 0u8..8).prop_map(|(i, b)| Edit::FlipBit(i, b)),
-        (any::<Index>(), any::<u8>()).prop_map(|(i, v)| Edit::SetByte(i, v)),
-        any::<Index>().prop_map(Edit::Truncate),
-        bytes(16).prop_map(Edit::Append),
-        (any::<Index>(), bytes(8)).prop_map(|(i, b)| Edit::Insert(i, b)),
-        (any::<Index>(), interesting_i32()).prop_map(|(i, v)| Edit::SetI32(i, v)),
-        (any::<Index>(), select(&[-1i64, 0, 1, i64::MAX, i64::MIN][..])).prop_map(|(i, v)| Edit::SetI64(i, v)),
-        (any::<Index>(), any::<Index>(), any::<Index>()).prop_map(|(a, n, to)| Edit::Duplicate(a, n, to)),
-        (any::<Index>(), any::<Index>()).prop_map(|(a, n)| Edit::Delete(a, n)),
-        (any::<Index>(), any::<Index>()).prop_map(|(a, b)| Edit::Swap(a, b)),
-        any::<Index>().prop_map(Edit::LengthToEnd),
-    ]
-}
-
-/// A mutation: one to four [`Edit`]s, applied in order by [`mutate`].
-pub fn mutation() -> impl Strategy<Value = Vec<Edit>> {
-    vec(edit(), 1..=4)
-}
-
-/// `base` with `edits` applied in order.
-pub fn mutate(base: &[u8], edits: &[Edit]) -> Vec<u8> {
-    let mut v = base.to_vec();
-    for e in edits {
-        let len = v.len();
-        match e {
-            Edit::FlipBit(i, bit) if len > 0 => v[i.index(len)] ^= 1 << (bit % 8),
-            Edit::SetByte(i, b) if len > 0 => v[i.index(len)] = *b,
-            Edit::Truncate(i) => v.truncate(i.index(len + 1)),
-            Edit::Append(b) => v.extend_from_slice(b),
-            Edit::Insert(i, b) => {
-                let at = i.index(len + 1);
-                v.splice(at..at, b.iter().copied());
-            }
-            Edit::SetI32(i, x) if len >= 4 => {
-                let at = i.index(len - 3);
-                v[at..at + 4].copy_from_slice(&x.to_be_bytes());
-            }
-            Edit::SetI64(i, x) if len >= 8 => {
-                let at = i.index(len - 7);
-                v[at..at + 8].copy_from_slice(&x.to_be_bytes());
-            }
-            Edit::Duplicate(a, n, to) if len > 0 => {
-                let a = a.index(len);
-                let b = a + n.index(len - a + 1);
-                let dup = v[a..b].to_vec();
-                let at = to.index(len + 1);
-                v.splice(at..at, dup);
-            }
-            Edit::Delete(a, n) if len > 0 => {
-                let a = a.index(len);
-                let b = a + n.index(len - a + 1);
-                v.drain(a..b);
-            }
-            Edit::Swap(a, b) if len > 1 => v.swap(a.index(len), b.index(len)),
-            Edit::LengthToEnd(i) if len >= 4 => {
-                let at = i.index(len - 3);
-                let x = (len - at) as i32;
-                v[at..at + 4].copy_from_slice(&x.to_be_bytes());
-            }
-            _ => {}
+/// An input of the `client_reply` target's corpus without its first byte
+/// (which picks what the client awaits): a reply frame's payload (a header
+/// and a body), or a handshake's answer, as a lying server sends it.
+pub fn reply_payload() -> impl Strategy<Value = Vec<u8>> {
+    from_corpus("client_reply").prop_map(|mut b| {
+        if !b.is_empty() {
+            b.remove(0);
         }
-    }
-    v
-}
-
-/// The first 256 bytes of `b` in hex, for failure messages.
-pub fn hexdump(b: &[u8]) -> String {
-    b.iter().take(256).map(|x| format!("{x:02x}")).collect()
+        b
+    })
 }
 
 // ---------------------------------------------------------------------------
@@ -247,113 +165,6 @@ pub fn assert_no_panics(what: &str) {
 }
 
 // ---------------------------------------------------------------------------
-// Valid samples of the records.
+// Valid samples of the records (the fuzz corpus' seeds are built from them).
 
-/// A `Stat` whose zxids start at `n`.
-pub fn stat(n: i64) -> Stat {
-    Stat {
-        czxid: n,
-        mzxid: n + 1,
-        ctime: 1_700_000_000_000,
-        mtime: 1_700_000_000_001,
-        version: 3,
-        cversion: -1,
-        aversion: 0,
-        ephemeral_owner: 0x0100_0000_0000_0001,
-        data_length: 5,
-        num_children: 2,
-        pzxid: n + 2,
-    }
-}
-
-/// An ACL of two entries (world, and a digest user reading).
-pub fn acl() -> Vec<Acl> {
-    vec![
-        Acl::world(perms::ALL),
-        Acl {
-            perms: perms::READ,
-            id: Id {
-                scheme: "digest".into(),
-                id: "u:Zm9v".into(),
-            },
-        },
-    ]
-}
-
-/// A create request for `path` with data, [`acl`] and flags 3.
-pub fn create_req(path: &str) -> CreateRequest {
-    CreateRequest {
-        path: path.into(),
-        data: b"data".to_vec(),
-        acl: acl(),
-        flags: 3,
-    }
-}
-
-/// A multi request with one op of every kind a multi carries.
-pub fn multi_request() -> MultiRequest {
-    MultiRequest {
-        ops: vec![
-            MultiOp::Create {
-                op: OpCode::Create,
-                request: create_req("/a"),
-            },
-            MultiOp::Create {
-                op: OpCode::CreateContainer,
-                request: create_req("/c"),
-            },
-            MultiOp::CreateTtl(CreateTtlRequest {
-                path: "/t".into(),
-                data: vec![],
-                acl: acl(),
-                flags: 5,
-                ttl: 100,
-            }),
-            MultiOp::Delete(DeleteRequest {
-                path: "/a".into(),
-                version: -1,
-            }),
-            MultiOp::SetData(SetDataRequest {
-                path: "/a".into(),
-                data: vec![1],
-                version: 2,
-            }),
-            MultiOp::Check(DeleteRequest {
-                path: "/a".into(),
-                version: 0,
-            }),
-            MultiOp::GetData(PathWatchRequest {
-                path: "/a".into(),
-                watch: false,
-            }),
-            MultiOp::GetChildren(PathWatchRequest {
-                path: "/".into(),
-                watch: true,
-            }),
-        ],
-    }
-}
-
-/// A multi response with one result of every kind.
-pub fn multi_response() -> MultiResponse {
-    MultiResponse {
-        results: vec![
-            MultiResult::Create { path: "/a".into() },
-            MultiResult::Create2 {
-                path: "/b".into(),
-                stat: stat(4),
-            },
-            MultiResult::Delete,
-            MultiResult::SetData { stat: stat(5) },
-            MultiResult::Check,
-            MultiResult::GetData {
-                data: vec![9, 9],
-                stat: stat(6),
-            },
-            MultiResult::GetChildren {
-                children: vec!["x".into(), "y".into()],
-            },
-            MultiResult::Error { err: -101 },
-        ],
-    }
-}
+pub use zk_fuzz::seeds::{acl, create_req, multi_request, multi_response, stat};

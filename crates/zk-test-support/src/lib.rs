@@ -1,6 +1,6 @@
 //! The helpers the workspace's integration tests share: zk-framework's,
-//! zk-recipes' and the root package's `tests/it`, and zk-proto's fuzz suite
-//! (a dev-dependency of each, `publish = false`). What one crate's tests
+//! zk-recipes' and the root package's `tests/it` (a dev-dependency of each,
+//! `publish = false`). What one crate's tests
 //! alone use stays in that crate's `tests/it/support`.
 //!
 //! * Re-exported from [`zk_testing::support`]: the server on the backend
@@ -13,9 +13,9 @@
 //! * [`tls`], [`x509`], [`acl`]: the settings the clients' suites
 //!   (zk-framework's) share with their halves in zk-recipes (locks over TLS,
 //!   under an `x509` or a digest ACL).
-//! * [`fuzz`]: what the fuzz suites (zk-proto's `fuzz_decoders`,
-//!   zk-framework's `fuzz_wire`) share, on `proptest`: a fixed seed, mutations
-//!   of valid encodings, valid samples of the records, a panic counter.
+//! * [`fuzz`]: what zk-framework's wire suites (`fuzz_wire`) use, on
+//!   `proptest`: a fixed seed, the inputs of the fuzz corpus (`zk-fuzz`),
+//!   valid samples of the records, a panic counter.
 //!
 //! It depends on zk-framework and zk-testing, never the reverse: a library
 //! crate's tests reach it as a dev-dependency.

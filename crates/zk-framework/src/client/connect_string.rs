@@ -9,8 +9,19 @@ use zk_proto::path::validate_path;
 pub const DEFAULT_PORT: u16 = 2181;
 
 /// One server of a connect string.
+///
+/// # Examples
+///
+/// ```
+/// use zk_framework::ConnectString;
+/// let cs = ConnectString::parse("[::1]:2182,zk1")?;
+/// assert_eq!((cs.hosts[0].host.as_str(), cs.hosts[0].port), ("::1", 2182));
+/// assert_eq!(cs.hosts[0].to_string(), "[::1]:2182");
+/// assert_eq!(cs.hosts[1].to_string(), "zk1:2181");
+/// # Ok::<(), zk_framework::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct HostPort {
+pub struct HostPort {
     /// A host name, an IPv4 literal or an IPv6 literal (without brackets).
     pub host: String,
     /// The client port.
@@ -19,7 +30,7 @@ pub(crate) struct HostPort {
 
 impl HostPort {
     /// Resolves the host now (DNS for names; literals resolve at once).
-    pub fn resolve(&self) -> std::io::Result<Vec<SocketAddr>> {
+    pub(crate) fn resolve(&self) -> std::io::Result<Vec<SocketAddr>> {
         Ok((self.host.as_str(), self.port).to_socket_addrs()?.collect())
     }
 }
@@ -34,9 +45,27 @@ impl std::fmt::Display for HostPort {
     }
 }
 
-/// A parsed connect string.
+/// A parsed connect string: `host:port[,host:port...][/chroot]`, as
+/// [`Client::connect`](crate::Client::connect) and the managed client's
+/// builder read it (hosts as names, IPv4 or bracketed IPv6 literals, the port
+/// 2181 when none is given; whitespace around hosts and the whole string
+/// ignored). Its display is the canonical form: every port written, no
+/// spaces, a chroot only when there is one; that form parses back to the same
+/// value.
+///
+/// # Examples
+///
+/// ```
+/// use zk_framework::ConnectString;
+/// let cs = ConnectString::parse(" zk1:2181, zk2 ,[::1]:2183/app")?;
+/// assert_eq!(cs.hosts.len(), 3);
+/// assert_eq!(cs.chroot.as_deref(), Some("/app"));
+/// assert_eq!(cs.to_string(), "zk1:2181,zk2:2181,[::1]:2183/app");
+/// assert_eq!(ConnectString::parse(&cs.to_string())?, cs);
+/// # Ok::<(), zk_framework::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ConnectString {
+pub struct ConnectString {
     /// The servers, in the order given.
     pub hosts: Vec<HostPort>,
     /// The chroot (`None` for none or `/`), e.g. `/app`.
@@ -178,6 +207,45 @@ fn check_shape(input: &str, trimmed: &str) -> Result<()> {
 /// from the first `/`) must be a valid path; `/` means no chroot. The error's
 /// reason says what is wrong without repeating the whole input (its display
 /// prints the input once).
+impl ConnectString {
+    /// Parses a connect string, without resolving any host.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidConnectString`] with the input and what is wrong with
+    /// it: empty, no host, a scheme (`zk://`), a separator other than `,`, a
+    /// space inside a host, an empty, non-numeric or out-of-range port (0,
+    /// over 65535), an unbracketed IPv6 address, a bad host name, a chroot
+    /// that is not a valid path.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use zk_framework::{ConnectString, Error};
+    /// assert_eq!(ConnectString::parse("127.0.0.1")?.hosts[0].port, 2181);
+    /// assert!(matches!(ConnectString::parse("host:0"), Err(Error::InvalidConnectString { .. })));
+    /// # Ok::<(), zk_framework::Error>(())
+    /// ```
+    pub fn parse(input: &str) -> Result<ConnectString> {
+        parse(input)
+    }
+}
+
+impl std::fmt::Display for ConnectString {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, h) in self.hosts.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{h}")?;
+        }
+        if let Some(c) = &self.chroot {
+            f.write_str(c)?;
+        }
+        Ok(())
+    }
+}
+
 pub(crate) fn parse(input: &str) -> Result<ConnectString> {
     let trimmed = input.trim();
     if trimmed.is_empty() {

@@ -146,6 +146,7 @@ mod watches;
 #[doc(inline)]
 pub use crate::error::{SaslError, SaslErrorKind, TlsError, TlsErrorKind};
 pub(crate) use connect_string::parse as parse_connect_string;
+pub use connect_string::{ConnectString, HostPort};
 pub use handle::Client;
 pub use reconfig::Reconfig;
 pub use sasl::{GssapiConfig, SaslConfig};

@@ -1,16 +1,22 @@
 //! The wire's two ends fed bad bytes over TCP, as proptest properties: the
 //! client against a lying server, and the embedded server against hostile
-//! connections. The decoders themselves are zk-proto's `fuzz_decoders` suite;
-//! the configuration (a fixed seed), the mutations, the records' valid samples
-//! and the panic counter are `zk_test_support::fuzz`, shared with it.
+//! connections. The decoders themselves are fuzzed with coverage by the
+//! `zk-fuzz` crate's targets (scripts/fuzz.sh); the bad bytes here are the
+//! inputs of its corpus (`fuzz/corpus/`: what the fuzzer kept because it
+//! reached new code, and the seeds), which a plan picks and sends in its
+//! turn. The configuration (a fixed seed), the corpus' strategies, the
+//! records' valid samples and the panic counter are `zk_test_support::fuzz`.
 //!
 //! * The client: a fake server (a raw TCP listener) plays one generated plan
 //!   per connection (a handshake, an answer per request, unsolicited frames,
-//!   garbage and an abrupt close, a lifetime) to real `Client`s making calls.
+//!   garbage and an abrupt close, a lifetime; the replies, handshakes and
+//!   bodies that lie are inputs of the `client_reply` corpus) to real
+//!   `Client`s making calls.
 //!   Every call returns a typed result in bounded time; once the plans are
 //!   played and the server behaves, every client works again.
 //! * The server: batches of generated hostile connections (a maybe broken
-//!   handshake, random and mutated requests, frames cut short) at once to the
+//!   handshake, requests, inputs of the `server_request` and `records`
+//!   corpora, frames cut short) at once to the
 //!   embedded server, which must keep serving a well-behaved client (a
 //!   `set_data`/`get_data` round trip after every batch).
 //!
@@ -42,8 +48,8 @@ use zk_framework::CuratorFramework;
 use zk_framework::RetryNTimes;
 use zk_framework::{Client, ClientConfig, ClientState, Op, WatchedEvent};
 use zk_test_support::fuzz::{
-    acl, assert_no_panics, bytes, config, count_panics, interesting_i32, multi_request, multi_response, mutate,
-    mutation, panic_sites, panics, stat, Edit,
+    acl, assert_no_panics, config, count_panics, from_corpus, interesting_i32, multi_request, multi_response,
+    panic_sites, panics, reply_payload, stat,
 };
 use zk_testing::{wait_until, Backend, TestingServer, Timing};
 
@@ -70,10 +76,8 @@ fn no_panics(what: &str) -> Result<(), TestCaseError> {
 enum Handshake {
     /// A valid ConnectResponse.
     Right,
-    /// A ConnectResponse mutated.
-    Mutated(Vec<Edit>),
-    /// Random bytes in a frame.
-    Random(Vec<u8>),
+    /// A payload of the `client_reply` corpus in a frame.
+    Corpus(Vec<u8>),
     /// Four bytes: a bare length and nothing after it.
     BareLength(i32),
     /// No answer: the connection is shut.
@@ -83,8 +87,7 @@ enum Handshake {
 fn handshake() -> impl Strategy<Value = Handshake> {
     prop_oneof![
         85 => Just(Handshake::Right),
-        4 => mutation().prop_map(Handshake::Mutated),
-        4 => bytes(40).prop_map(Handshake::Random),
+        8 => reply_payload().prop_map(Handshake::Corpus),
         4 => interesting_i32().prop_map(Handshake::BareLength),
         3 => Just(Handshake::Close),
     ]
@@ -95,8 +98,8 @@ fn handshake() -> impl Strategy<Value = Handshake> {
 enum Answer {
     /// The reply the request expects.
     Right,
-    /// That reply's body mutated.
-    MutatedBody(Vec<Edit>),
+    /// A body of the `client_reply` corpus (a payload after its header).
+    CorpusBody(Vec<u8>),
     /// An error code (a known one or any) and no body.
     Error(i32),
     /// The reply under an xid 1 to 3 past the request's.
@@ -107,20 +110,21 @@ enum Answer {
     Silent,
     /// The reply with zxid -1.
     NegativeZxid,
-    /// The whole reply (header and body) mutated inside a right frame.
-    MutatedReply(Vec<Edit>),
+    /// A payload of the `client_reply` corpus (header and body) inside a
+    /// right frame, under the request's xid.
+    CorpusReply(Vec<u8>),
 }
 
 fn answer() -> impl Strategy<Value = Answer> {
     prop_oneof![
         42 => Just(Answer::Right),
-        6 => mutation().prop_map(Answer::MutatedBody),
+        6 => reply_payload().prop_map(|p| Answer::CorpusBody(p.get(16..).unwrap_or_default().to_vec())),
         4 => prop_oneof![7 => select(ErrorCode::ALL).prop_map(|c| c.code()), 3 => any::<i32>()].prop_map(Answer::Error),
         1 => (1..=3i32).prop_map(Answer::WrongXid),
         2 => Just(Answer::Twice),
         1 => Just(Answer::Silent),
         2 => Just(Answer::NegativeZxid),
-        2 => mutation().prop_map(Answer::MutatedReply),
+        2 => reply_payload().prop_map(Answer::CorpusReply),
     ]
 }
 
@@ -130,16 +134,17 @@ fn answer() -> impl Strategy<Value = Answer> {
 enum Tick {
     /// Nothing.
     Quiet,
-    /// An unsolicited notification (maybe mutated) under a notification's or
-    /// an odd xid.
+    /// An unsolicited notification (or a body of the `client_reply` corpus)
+    /// under a notification's or an odd xid.
     Event {
         event_type: i32,
         state: i32,
         path: &'static str,
-        mutation: Option<Vec<Edit>>,
+        corpus: Option<Vec<u8>>,
         xid: i32,
     },
-    /// Garbage (a bare length, a frame cut short, random bytes), then the end.
+    /// Garbage (a bare length, a frame cut short, a stream of the `frame`
+    /// corpus), then the end.
     Garbage(Vec<u8>),
 }
 
@@ -148,20 +153,20 @@ fn tick() -> impl Strategy<Value = Tick> {
         select(&[1, 2, 3, 4, -1, 99][..]),
         select(&[3, -112, 0, 5][..]),
         select(&["/a", "/", "", "/x/y"][..]),
-        proptest::option::of(mutation()),
+        proptest::option::of(reply_payload().prop_map(|p| p.get(16..).unwrap_or_default().to_vec())),
         select(&[-1, -1, -2, -4, -8, 0, i32::MAX][..]),
     )
-        .prop_map(|(event_type, state, path, mutation, xid)| Tick::Event {
+        .prop_map(|(event_type, state, path, corpus, xid)| Tick::Event {
             event_type,
             state,
             path,
-            mutation,
+            corpus,
             xid,
         });
     let garbage = prop_oneof![
         interesting_i32().prop_map(|n| n.to_be_bytes().to_vec()),
         Just(vec![0, 0, 0, 200, 1, 2, 3]),
-        bytes(12),
+        from_corpus("frame"),
     ]
     .prop_map(Tick::Garbage);
     prop_oneof![945 => Just(Tick::Quiet), 40 => event, 15 => garbage]
@@ -190,7 +195,7 @@ fn plan() -> impl Strategy<Value = Plan> {
         vec(answer(), 1..32),
         vec(tick(), 1..48),
         any::<bool>(),
-        bytes(16),
+        select(vec![Vec::new(), b"data".to_vec(), vec![0xff; 16]]),
     )
         .prop_map(|(ms, handshake, session, answers, ticks, create2, data)| Plan {
             life: Duration::from_millis(ms),
@@ -203,7 +208,7 @@ fn plan() -> impl Strategy<Value = Plan> {
         })
 }
 
-/// A reply body that fits the request's opcode (before any mutation).
+/// A reply body that fits the request's opcode.
 fn reply_body(op: i32, plan: &Plan) -> Vec<u8> {
     match OpCode::from_code(op) {
         Some(OpCode::Create | OpCode::Create2 | OpCode::CreateContainer | OpCode::CreateTtl) => {
@@ -353,8 +358,7 @@ fn serve(mut s: TcpStream, plan: Option<&Plan>, fake: &FakeServer) {
     };
     let ok = match plan.map(|p| &p.handshake) {
         None | Some(Handshake::Right) => send(&mut s, &frame(|o| resp.encode(o))),
-        Some(Handshake::Mutated(m)) => send(&mut s, &frame(|o| o.extend_from_slice(&mutate(&resp.to_bytes(), m)))),
-        Some(Handshake::Random(b)) => send(&mut s, &frame(|o| o.extend_from_slice(b))),
+        Some(Handshake::Corpus(b)) => send(&mut s, &frame(|o| o.extend_from_slice(b))),
         Some(Handshake::BareLength(n)) => send(&mut s, &n.to_be_bytes()),
         Some(Handshake::Close) => false,
     };
@@ -402,7 +406,7 @@ fn serve(mut s: TcpStream, plan: Option<&Plan>, fake: &FakeServer) {
             let body = reply_body(h.op, plan);
             let out = match &plan.answers[answers % plan.answers.len()] {
                 Answer::Right => reply(h.xid, zxid, 0, &body),
-                Answer::MutatedBody(m) => reply(h.xid, zxid, 0, &mutate(&body, m)),
+                Answer::CorpusBody(b) => reply(h.xid, zxid, 0, b),
                 Answer::Error(code) => reply(h.xid, zxid, *code, &[]),
                 Answer::WrongXid(d) => reply(h.xid.wrapping_add(*d), zxid, 0, &body),
                 Answer::Twice => {
@@ -412,9 +416,10 @@ fn serve(mut s: TcpStream, plan: Option<&Plan>, fake: &FakeServer) {
                 }
                 Answer::Silent => Vec::new(),
                 Answer::NegativeZxid => reply(h.xid, -1, 0, &body),
-                Answer::MutatedReply(m) => {
-                    frame(|o| o.extend_from_slice(&mutate(&reply(h.xid, zxid, 0, &body)[4..], m)))
-                }
+                Answer::CorpusReply(p) => frame(|o| {
+                    o.extend_from_slice(&h.xid.to_be_bytes());
+                    o.extend_from_slice(p.get(4..).unwrap_or_default());
+                }),
             };
             answers += 1;
             if !out.is_empty() && !send(&mut s, &out) {
@@ -429,18 +434,17 @@ fn serve(mut s: TcpStream, plan: Option<&Plan>, fake: &FakeServer) {
                 event_type,
                 state,
                 path,
-                mutation,
+                corpus,
                 xid,
             } => {
-                let ev = WatcherEvent {
-                    event_type: *event_type,
-                    state: *state,
-                    path: path.to_string(),
-                }
-                .to_bytes();
-                let body = match mutation {
-                    Some(m) => mutate(&ev, m),
-                    None => ev,
+                let body = match corpus {
+                    Some(b) => b.clone(),
+                    None => WatcherEvent {
+                        event_type: *event_type,
+                        state: *state,
+                        path: path.to_string(),
+                    }
+                    .to_bytes(),
                 };
                 if !send(&mut s, &reply(*xid, zxid, 0, &body)) {
                     return;
@@ -637,7 +641,7 @@ fn client_case_run(case: &ClientCase, tally: &ClientTally, t: &Timing) -> Result
 }
 
 /// Real clients making calls against a lying server (one generated plan per
-/// connection: broken handshakes, mutated, wrong, doubled, missing replies,
+/// connection: broken handshakes, corpus inputs, wrong, doubled, missing replies,
 /// unsolicited notifications, garbage and abrupt closes): no panic on any
 /// thread, every call returns within a bound, and once the server behaves
 /// every client (a new one where a handshake ended the session) works again.
@@ -740,14 +744,19 @@ struct Fields {
 
 fn fields() -> impl Strategy<Value = Fields> {
     (
-        (select(PATHS), bytes(8), proptest::bool::weighted(0.8), -1..7i32),
+        (
+            select(PATHS),
+            select(vec![Vec::new(), b"data".to_vec(), vec![0; 8]]),
+            proptest::bool::weighted(0.8),
+            -1..7i32,
+        ),
         (
             select(&[0i64, 1, 1000, -1, i64::MAX][..]),
             select(&[-1, 0, 1][..]),
             any::<bool>(),
             select(&["digest", "ip", "world", ""][..]),
         ),
-        (any::<i64>(), 0..5i32, 0..3i32, bytes(16)),
+        (any::<i64>(), 0..5i32, 0..3i32, from_corpus("records")),
     )
         .prop_map(
             |(
@@ -773,7 +782,8 @@ fn fields() -> impl Strategy<Value = Fields> {
         )
 }
 
-/// A request body that fits `op` (before any mutation).
+/// A request body that fits `op` (an input of the `records` corpus for an
+/// opcode without a body of its own).
 fn request_body(op: OpCode, f: &Fields) -> Vec<u8> {
     let path = f.path.to_string();
     match op {
@@ -851,16 +861,16 @@ fn request_body(op: OpCode, f: &Fields) -> Vec<u8> {
 /// How a hostile connection opens.
 #[derive(Debug, Clone)]
 enum Hello {
-    /// A ConnectRequest (odd values included), maybe mutated.
+    /// A ConnectRequest (odd values included).
     Connect {
         last_zxid: i64,
         timeout: i32,
         session: i64,
         read_only: bool,
-        mutation: Option<Vec<Edit>>,
     },
-    /// Random bytes.
-    Random(Vec<u8>),
+    /// An input of the `server_request` corpus: a connection's bytes (a
+    /// handshake, broken or not, and what follows).
+    Corpus(Vec<u8>),
     /// A four-letter word.
     Word(&'static str),
     /// A bare length.
@@ -873,18 +883,16 @@ fn hello() -> impl Strategy<Value = Hello> {
         select(&[1000, 4000, 4000, 4000, 0, -1, i32::MAX][..]),
         select(&[0i64, 0, 0, 0, 0, 0, 42, -1][..]),
         proptest::bool::weighted(0.1),
-        prop_oneof![14 => Just(None), 3 => mutation().prop_map(Some)],
     )
-        .prop_map(|(last_zxid, timeout, session, read_only, mutation)| Hello::Connect {
+        .prop_map(|(last_zxid, timeout, session, read_only)| Hello::Connect {
             last_zxid,
             timeout,
             session,
             read_only,
-            mutation,
         });
     prop_oneof![
-        17 => connect,
-        1 => bytes(64).prop_map(Hello::Random),
+        14 => connect,
+        4 => from_corpus("server_request").prop_map(Hello::Corpus),
         1 => select(&["ruok", "srvr", "stat", "mntr", "cons", "dump", "wchs", "envi"][..]).prop_map(Hello::Word),
         1 => interesting_i32().prop_map(Hello::Length),
     ]
@@ -894,17 +902,16 @@ fn hello() -> impl Strategy<Value = Hello> {
 #[derive(Debug, Clone)]
 enum Sent {
     /// A request of a known opcode (mostly one a session sends) with a body
-    /// that fits it, maybe mutated, under the next xid or an odd one.
+    /// that fits it, under the next xid or an odd one.
     Request {
         op: OpCode,
         fields: Fields,
-        mutation: Option<Vec<Edit>>,
         xid: Option<i32>,
     },
-    /// A header with any opcode and random bytes.
+    /// A header with any opcode and an input of the `records` corpus.
     AnyOp(i32, Vec<u8>),
-    /// Random bytes in a frame.
-    Random(Vec<u8>),
+    /// An input of the `server_request` corpus, as it is (frames, or not).
+    Corpus(Vec<u8>),
     /// An empty frame.
     Empty,
 }
@@ -913,19 +920,13 @@ fn sent() -> impl Strategy<Value = Sent> {
     let request = (
         prop_oneof![85 => select(NORMAL_OPS), 15 => select(OpCode::ALL)],
         fields(),
-        prop_oneof![88 => Just(None), 12 => mutation().prop_map(Some)],
         prop_oneof![90 => Just(None), 10 => select(&[-2, -4, -8, 0, -1][..]).prop_map(Some)],
     )
-        .prop_map(|(op, fields, mutation, xid)| Sent::Request {
-            op,
-            fields,
-            mutation,
-            xid,
-        });
+        .prop_map(|(op, fields, xid)| Sent::Request { op, fields, xid });
     prop_oneof![
-        52 => request,
-        2 => (any::<i32>(), bytes(32)).prop_map(|(op, b)| Sent::AnyOp(op, b)),
-        2 => bytes(24).prop_map(Sent::Random),
+        46 => request,
+        4 => (any::<i32>(), from_corpus("records")).prop_map(|(op, b)| Sent::AnyOp(op, b)),
+        6 => from_corpus("server_request").prop_map(Sent::Corpus),
         1 => Just(Sent::Empty),
     ]
 }
@@ -935,7 +936,8 @@ fn sent() -> impl Strategy<Value = Sent> {
 enum End {
     /// After its last frame.
     Whole,
-    /// With a frame cut short (the server waits for the rest; we leave).
+    /// With a frame cut short (the server waits for the rest; we leave): an
+    /// input of the `records` corpus in a frame, cut.
     CutShort(Vec<u8>, Index),
     /// With a bare length.
     Length(i32),
@@ -958,7 +960,7 @@ fn hostile() -> impl Strategy<Value = Hostile> {
         vec(sent(), 1..60),
         prop_oneof![
             3 => Just(End::Whole),
-            2 => (bytes(40), any::<Index>()).prop_map(|(b, i)| End::CutShort(b, i)),
+            2 => (from_corpus("records"), any::<Index>()).prop_map(|(b, i)| End::CutShort(b, i)),
             1 => interesting_i32().prop_map(End::Length),
         ],
         proptest::bool::weighted(0.8),
@@ -993,7 +995,6 @@ fn hostile_connection(addr: &str, h: &Hostile, frames: &AtomicUsize) {
             timeout,
             session,
             read_only,
-            mutation,
         } => {
             let creq = ConnectRequest {
                 protocol_version: 0,
@@ -1004,13 +1005,9 @@ fn hostile_connection(addr: &str, h: &Hostile, frames: &AtomicUsize) {
                 read_only: Some(*read_only),
             }
             .to_bytes();
-            let creq = match mutation {
-                Some(m) => mutate(&creq, m),
-                None => creq,
-            };
             frame(|o| o.extend_from_slice(&creq))
         }
-        Hello::Random(b) => b.clone(),
+        Hello::Corpus(b) => b.clone(),
         Hello::Word(w) => w.as_bytes().to_vec(),
         Hello::Length(n) => n.to_be_bytes().to_vec(),
     };
@@ -1022,17 +1019,8 @@ fn hostile_connection(addr: &str, h: &Hostile, frames: &AtomicUsize) {
     let mut next_xid = 1i32;
     for f in &h.frames {
         let out = match f {
-            Sent::Request {
-                op,
-                fields,
-                mutation,
-                xid,
-            } => {
+            Sent::Request { op, fields, xid } => {
                 let body = request_body(*op, fields);
-                let body = match mutation {
-                    Some(m) => mutate(&body, m),
-                    None => body,
-                };
                 next_xid = next_xid.wrapping_add(1);
                 let x = xid.unwrap_or(next_xid);
                 frame(|o| {
@@ -1044,7 +1032,7 @@ fn hostile_connection(addr: &str, h: &Hostile, frames: &AtomicUsize) {
                 RequestHeader { xid: next_xid, op: *op }.encode(o);
                 o.extend_from_slice(b);
             }),
-            Sent::Random(b) => frame(|o| o.extend_from_slice(b)),
+            Sent::Corpus(b) => b.clone(),
             Sent::Empty => frame(|_| {}),
         };
         frames.fetch_add(1, Ordering::Relaxed);
@@ -1090,7 +1078,7 @@ fn hostile_connection(addr: &str, h: &Hostile, frames: &AtomicUsize) {
 const BATCH: usize = 6;
 
 /// Batches of hostile connections (broken handshakes, four-letter words,
-/// random and mutated requests of every opcode, odd xids, frames cut short)
+/// requests of every opcode, corpus inputs, odd xids, frames cut short)
 /// at once to one embedded server, case after case: no panic on any thread,
 /// and after every batch a well-behaved client's `set_data`/`get_data` round
 /// trip works.

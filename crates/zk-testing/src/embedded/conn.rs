@@ -87,6 +87,12 @@ impl ConnShared {
         let _ = self.stream.shutdown(Shutdown::Both);
     }
 
+    /// Takes what is queued and not yet written (the in-memory replay,
+    /// `embedded::replay`, which runs no writer thread, reads the replies so).
+    pub fn take_queued(&self) -> Vec<u8> {
+        std::mem::take(&mut self.out.lock().buf)
+    }
+
     pub fn is_closing(&self) -> bool {
         self.closing.load(Ordering::SeqCst)
     }

@@ -71,7 +71,9 @@
 //! 6. `fourlw`: the four-letter words; imports `state` and below.
 //! 7. `server`: the acceptor, connection reader threads and the ticker; imports
 //!    `ops` (through `State`'s handlers), `fourlw`, `state`, `conn`.
-//! 8. this module: [`EmbeddedServer`], the public face; imports `server`, `state`,
+//! 8. `replay` ([`Replay`]): connections fed in memory, as the reader threads feed
+//!    them, for the fuzzer; imports `server`, `state`, `conn`, `config`.
+//! 9. this module: [`EmbeddedServer`], the public face; imports `server`, `state`,
 //!    `config`.
 //!
 //! # Examples
@@ -92,6 +94,7 @@ mod config;
 mod conn;
 mod fourlw;
 mod ops;
+mod replay;
 mod server;
 mod sessions;
 mod state;
@@ -111,6 +114,7 @@ use parking_lot::{Condvar, Mutex};
 use zk_proto::{OpCode, Stat};
 
 pub use config::{ServerConfig, ServerSasl};
+pub use replay::{Fed, Replay};
 use server::Shared;
 use state::State;
 

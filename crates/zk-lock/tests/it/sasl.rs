@@ -370,7 +370,7 @@ fn curator_with_sasl_and_zk_lock_share_a_lock_under_a_sasl_acl() {
     // lock after.
     let (ready, env_dump, go) = (dir.path("ready"), dir.path("env"), dir.path("go"));
     let script = format!(
-        ": > {ready}; env > {env}; while [ ! -e {go} ]; do sleep 0.02; done; {section}",
+        "env > {env}; : > {ready}; while [ ! -e {go} ]; do sleep 0.02; done; {section}",
         ready = ready.display(),
         env = env_dump.display(),
         go = go.display(),

@@ -321,7 +321,8 @@ impl CuratorFrameworkBuilder {
 
     /// Follows the ensemble's configuration (`/zookeeper/config`, ZooKeeper
     /// 3.5+'s dynamic reconfiguration): after every connection and every
-    /// change of the config, the client syncs, reads it, and, when its
+    /// change of the config (and every 10 s at the latest, should a change's
+    /// event be missed), the client syncs, reads it, and, when its
     /// version is newer than the last applied, hands the members' client
     /// addresses to [`CuratorFramework::update_server_list`] after a random
     /// delay (see [`ensemble_tracker_delay`](Self::ensemble_tracker_delay)):

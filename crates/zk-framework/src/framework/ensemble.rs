@@ -13,7 +13,13 @@
 //!    becomes the member's quorum host; an address that does not resolve is
 //!    skipped with a logged reason; no usable address at all keeps the list
 //!    (never an empty one);
-//! 4. wait a random delay (up to [`CuratorFrameworkBuilder::ensemble_tracker_delay`],
+//! 4. a read that fails (a timeout, a lost connection) is tried again after
+//!    a pause (100 ms doubling to 5 s): the watch that woke the tracker is
+//!    spent, so no change would be told otherwise;
+//!    and the config is read every 10 s at the latest whatever the watch
+//!    says (one `sync` and one read), so a change whose event was missed is
+//!    applied within that;
+//! 5. wait a random delay (up to [`CuratorFrameworkBuilder::ensemble_tracker_delay`],
 //!    so that a config change does not move every client at the same
 //!    moment), read again if the config changed meanwhile, then update: only
 //!    as many clients move as balance the new list, and they keep their
@@ -89,6 +95,13 @@ fn is_wildcard(host: &str) -> bool {
     matches!(host, "0.0.0.0" | "::" | "[::]" | "0:0:0:0:0:0:0:0")
 }
 
+/// The longest time between two reads of the config, watch or not.
+const RECHECK: Duration = Duration::from_secs(10);
+/// The first pause before a failed read is tried again.
+const RETRY_FIRST: Duration = Duration::from_millis(100);
+/// The longest pause between failed reads.
+const RETRY_MAX: Duration = Duration::from_secs(5);
+
 /// A random delay in `[0, max)`.
 fn jitter(max: Duration) -> Duration {
     use std::hash::BuildHasher;
@@ -102,21 +115,33 @@ fn jitter(max: Duration) -> Duration {
 /// The tracker's thread: waits for a reason to read the config (a
 /// connection, a change of the node), reads it and applies it.
 pub(crate) fn run(weak: Weak<Inner>, wake: Receiver<()>, close: Receiver<()>, max_delay: Duration) {
+    // After a failed read no watch may be left on the config node (the one
+    // that woke us has fired): read again after a pause, doubling from
+    // 100 ms to 5 s, rather than wait for a change nobody would tell.
+    let mut pause = RETRY_FIRST;
     loop {
+        // A watch event that never arrives (none was seen lost in a run, but
+        // a burst of changes once left a tracker behind in CI) is caught by a
+        // read every RECHECK at the latest: one sync and one read.
+        let recheck = crossbeam_channel::after(RECHECK);
         crossbeam_channel::select! {
             recv(close) -> _ => return,
             recv(wake) -> m => if m.is_err() { return },
+            recv(recheck) -> _ => {},
         }
-        // Read until a config is applied or the reason is gone (a failed read
-        // waits for the next connection or change).
+        // Read until a config is applied or judged not newer.
         loop {
             let Some(inner) = weak.upgrade() else { return };
             if inner.closed.load(std::sync::atomic::Ordering::SeqCst) {
                 return;
             }
             match follow_once(&inner) {
-                Ok(None) => break,
+                Ok(None) => {
+                    pause = RETRY_FIRST;
+                    break;
+                }
                 Ok(Some(config)) => {
+                    pause = RETRY_FIRST;
                     drop(inner);
                     // Let the clients of one change move at different moments;
                     // a newer change meanwhile is read instead.
@@ -135,10 +160,15 @@ pub(crate) fn run(weak: Weak<Inner>, wake: Receiver<()>, close: Receiver<()>, ma
                     break;
                 }
                 Err(e) => {
-                    log::debug!(
-                        "ensemble tracker: reading {CONFIG_NODE} failed ({e}); waiting for the next connection"
-                    );
-                    break;
+                    drop(inner);
+                    log::debug!("ensemble tracker: reading {CONFIG_NODE} failed ({e}); again in {pause:?}");
+                    let timer = crossbeam_channel::after(pause);
+                    pause = (pause * 2).min(RETRY_MAX);
+                    crossbeam_channel::select! {
+                        recv(close) -> _ => return,
+                        recv(wake) -> m => if m.is_err() { return },
+                        recv(timer) -> _ => {},
+                    }
                 }
             }
         }

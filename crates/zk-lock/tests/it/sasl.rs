@@ -109,7 +109,7 @@ fn a_lock_with_a_digest_password_from_a_file_or_the_environment() {
             "--sasl-user",
             "alice",
             "--timeout",
-            "0",
+            "10s",
             "/sasl/file",
             "--",
             "true",
@@ -332,7 +332,7 @@ fn curator_with_sasl_and_zk_lock_share_a_lock_under_a_sasl_acl() {
         .unwrap();
     assert_eq!(acl, both);
     // No SASL, or an identity the ACL does not name: refused at once.
-    let (code, stderr, _) = run(Some(&cs), &["--timeout", "0", path, "--", "true"]);
+    let (code, stderr, _) = run(Some(&cs), &["--timeout", "10s", path, "--", "true"]);
     assert_eq!(code, 77, "{stderr}");
     let (code, stderr, _) = run_out_env(
         &cs,
@@ -342,7 +342,7 @@ fn curator_with_sasl_and_zk_lock_share_a_lock_under_a_sasl_acl() {
             "--sasl-user",
             "mallory",
             "--timeout",
-            "0",
+            "10s",
             path,
             "--",
             "true",

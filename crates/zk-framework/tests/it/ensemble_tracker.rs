@@ -8,19 +8,12 @@
 //! Apache-only (prints a line and passes without Java, unless
 //! `ZK_TEST_REQUIRE_APACHE=1`).
 
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use zk_framework::{ConnectionState, CreateMode, CuratorFramework};
 use zk_testing::apache::{ApacheConfig, ReconfigurableEnsemble};
 
 use crate::support::{init_log, timing, wait_until};
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 fn client(connect: &str, track: bool) -> CuratorFramework {
     let t = timing();
@@ -41,7 +34,7 @@ fn tracking_clients_follow_every_server_replaced_and_keep_their_sessions() {
     if !zk_testing::apache::available_or_skip("ensemble_tracker::tracking_clients_follow") {
         return;
     }
-    let _serial = serial();
+    let _serial = crate::support::one_ensemble_at_a_time();
     init_log();
     let t = timing();
     let mut e = ReconfigurableEnsemble::start(3, ApacheConfig::default()).expect("start");
@@ -151,7 +144,7 @@ fn a_change_right_after_a_read_does_not_leave_the_tracker_blind() {
     if !zk_testing::apache::available_or_skip("ensemble_tracker::a_change_right_after_a_read") {
         return;
     }
-    let _serial = serial();
+    let _serial = crate::support::one_ensemble_at_a_time();
     init_log();
     let t = timing();
     let mut e = ReconfigurableEnsemble::start(3, ApacheConfig::default()).expect("start");

@@ -19,7 +19,6 @@
 //! `ZK_TEST_SERVER` says (CI runs it in its step on the embedded server, and skips it in the
 //! one on Apache); a file-wide lock runs one ensemble at a time. About 8 s.
 
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use zk_framework::proto::{CreateMode, OpCode};
@@ -27,13 +26,6 @@ use zk_framework::{CuratorFramework, ExponentialBackoffRetry, RetryNTimes};
 use zk_testing::apache::{AfterLoss, Backlog, LaggingFollower};
 
 use crate::support::{init_log, timing, wait_until};
-
-/// Only one ensemble at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 /// Rounds of the test; up to twice as many while the fault has not happened yet.
 const ROUNDS: usize = 8;
@@ -61,7 +53,7 @@ fn a_protected_create_whose_reply_is_lost_leaves_one_node_on_a_lagging_follower(
     if !zk_testing::apache::available_or_skip(name) {
         return;
     }
-    let _serial = serial();
+    let _serial = crate::support::one_ensemble_at_a_time();
     init_log();
     let t = timing();
     let t0 = Instant::now();

@@ -10,7 +10,6 @@
 //! that our clients add servers to, remove them from and replace them in, and
 //! a 1-node ensemble with `reconfigEnabled=false`.
 
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
@@ -25,13 +24,6 @@ use zk_testing::Backend;
 
 use crate::support::plain::TestServer;
 use crate::support::{init_log, timing, wait_until};
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// One Apache ensemble test at a time (each is 3 or more JVMs).
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 fn connect(connect_string: &str) -> Client {
     let c = Client::connect(connect_string, ClientConfig::default()).expect("connect");
@@ -143,7 +135,7 @@ fn our_clients_add_remove_and_replace_servers_of_an_apache_ensemble() {
     if !zk_testing::apache::available_or_skip("reconfig::our_clients_add_remove_and_replace_servers") {
         return;
     }
-    let _serial = serial();
+    let _serial = crate::support::one_ensemble_at_a_time();
     init_log();
     let t0 = Instant::now();
     let mut e = ReconfigurableEnsemble::start(3, ApacheConfig::default()).expect("start the ensemble");
@@ -326,7 +318,7 @@ fn reconfig_disabled_on_a_server_with_it_off() {
     if !zk_testing::apache::available_or_skip("reconfig::reconfig_disabled_on_a_server_with_it_off") {
         return;
     }
-    let _serial = serial();
+    let _serial = crate::support::one_ensemble_at_a_time();
     init_log();
     let config = ApacheConfig {
         super_digest: Some(zk_framework::proto::digest::digest_id(SUPER_AUTH)),

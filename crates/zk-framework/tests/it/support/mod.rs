@@ -12,3 +12,11 @@ pub mod framework;
 pub mod plain;
 
 pub use zk_test_support::*;
+
+/// One Apache ensemble at a time in this binary (each is 3 or more JVMs on
+/// 2 cores): the lagging, reconfig and ensemble-tracker suites take it, so
+/// that their ensembles never run side by side.
+pub fn one_ensemble_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static ENSEMBLES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ENSEMBLES.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
